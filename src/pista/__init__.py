@@ -1,0 +1,45 @@
+"""pista: the detective for PyTorch profiler traces.
+
+Analysis (`pista.analyze`, `pista.load`) never imports torch; capture (`pista.profile`) does, lazily.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from pista.findings import Analysis
+    from pista.trace.model import Trace
+
+
+def load(path: str) -> Trace:
+    """Read a torch.profiler chrome trace (plain or .gz) into the columnar model."""
+    from pista.trace.load import load_trace
+
+    return load_trace(path)
+
+
+def analyze(source: Any, **options: Any) -> Analysis:
+    """Diagnose a trace: a path, a loaded Trace, or a finished `pista.profile` session."""
+    from pista.findings import analyze as _analyze
+
+    return _analyze(source, **options)
+
+
+def profile(*args: Any, **kwargs: Any) -> Any:
+    """A torch.profiler session with sane defaults; see pista.capture.session.profile."""
+    from pista.capture.session import profile as _profile
+
+    return _profile(*args, **kwargs)
+
+
+def step() -> None:
+    """Mark the end of one step in a script run under `pista profile`; a no-op otherwise."""
+    from pista.capture.session import step as _step
+
+    _step()
+
+
+__all__ = ["__version__", "analyze", "load", "profile", "step"]

@@ -1,0 +1,5 @@
+import sys
+
+from pista.cli import main
+
+sys.exit(main())

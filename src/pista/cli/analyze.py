@@ -1,0 +1,40 @@
+"""Diagnose a trace: the verdict (overhead-bound, compute-bound, balanced, cpu-only) and the findings,
+each with its evidence (events, lane, step, ts, dur) and the advice."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--rule", action="append", dest="rules", metavar="ID",
+                        help="run only this rule (repeatable)")
+    parser.add_argument("--no-table", action="store_true", help="text output without the table")
+    parser.add_argument("--lang", default="en", help="language of findings (en, es)")
+    parser.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
+                        help="colour the text output (default: when stdout is a terminal)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pista.cli.common import open_trace
+    from pista.findings import analyze
+
+    if args.rules:
+        from pista.rules import get_rule
+
+        for rule_id in args.rules:
+            get_rule(rule_id)  # unknown ids fail here with the list of known ones
+    analysis = analyze(open_trace(args.trace), rules=args.rules, lang=args.lang)
+    if args.format == "json":
+        from pista.render import json as renderer
+
+        sys.stdout.write(renderer.render(analysis))
+    else:
+        from pista.render import terminal
+
+        color = sys.stdout.isatty() if args.color is None else args.color
+        sys.stdout.write(terminal.render(analysis, color=color, show_table=not args.no_table))
+    return 0

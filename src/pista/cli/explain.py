@@ -1,0 +1,23 @@
+"""Print one rule's documentation: what it finds, why it matters, an example, the fix, its thresholds."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("rule", help="a rule id, as `pista rules` lists them")
+    parser.add_argument("--lang", default="en", help="language (en, es)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pista.rules import get_rule
+
+    rule = get_rule(args.rule)
+    lines = [f"{rule.id}: {rule.title}", f"severity: {rule.severity.value}", "", rule.docs, ""]
+    if rule.thresholds:
+        lines.append("Thresholds:")
+        lines += [f"  {name} = {value}" for name, value in rule.thresholds.items()]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0

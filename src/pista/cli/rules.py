@@ -1,0 +1,26 @@
+"""List the rule catalogue: id, severity and title of every rule."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pista.rules import catalogue
+
+    rules = catalogue()
+    if args.format == "json":
+        json.dump([{"id": r.id, "severity": r.severity.value, "title": r.title} for r in rules], sys.stdout,
+                  indent=1)
+        sys.stdout.write("\n")
+        return 0
+    width = max((len(r.id) for r in rules), default=10)
+    for r in rules:
+        sys.stdout.write(f"{r.id:<{width}}  {r.severity.value:<8}  {r.title}\n")
+    return 0

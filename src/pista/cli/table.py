@@ -1,0 +1,38 @@
+"""Rebuild torch's `key_averages().table()` from a trace file alone.
+
+Columns and sort keys follow torch: `--sort-by cuda_time_total --row-limit 25` is what
+`prof.key_averages().table(sort_by="cuda_time_total", row_limit=25)` prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+SORT_CHOICES = ("cuda_time_total", "self_cuda_time_total", "cpu_time_total", "self_cpu_time_total",
+                "device_time_total", "self_device_time_total", "cpu_time", "cuda_time", "device_time", "count")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
+    parser.add_argument("--sort-by", default=None, choices=SORT_CHOICES,
+                        help="column to sort by (default: cuda_time_total, or cpu_time_total without GPU work)")
+    parser.add_argument("--row-limit", type=int, default=25, help="rows to show (-1: all)")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pista.cli.common import open_trace
+    from pista.table import build_table, render_text
+
+    facts = open_trace(args.trace)
+    table = build_table(facts)
+    sort_by = args.sort_by or ("cuda_time_total" if facts.has_gpu else "cpu_time_total")
+    limit = None if args.row_limit is not None and args.row_limit < 0 else args.row_limit
+    if args.format == "json":
+        json.dump(table.to_dict(sort_by, limit), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_text(table, sort_by, limit, has_device=facts.has_gpu))
+    return 0

@@ -1,0 +1,214 @@
+"""Findings, their evidence, the verdict, and `analyze()`: the one entry point that runs the catalogue.
+
+Rules read derived facts (`pista.trace.facts`) and the rebuilt table, never raw JSON; renderers
+read an `Analysis`, never the trace file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from pista.table import Table, build_table
+from pista.trace.facts import Facts, derive
+from pista.trace.model import Trace
+
+# Verdict thresholds, from the H200 fixtures: warm 64x64 matmul_add spends 43x more host time than
+# GPU time with the GPU busy 4% of the window; warm 4096 spends 1.1x with the GPU busy 88%.
+OVERHEAD_RATIO = 5.0  # Self CPU total / Self CUDA total at or above which the host dominates
+OVERHEAD_MAX_GPU_BUSY = 0.5  # ... provided the GPU sits idle for at least half the window
+COMPUTE_MIN_GPU_BUSY = 0.6  # GPU busy share of the window at or above which the GPU is the limit
+COMPUTE_MAX_RATIO = 3.0
+
+
+class Severity(str, Enum):
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+    @property
+    def rank(self) -> int:
+        return {"info": 0, "warning": 1, "critical": 2}[self.value]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One event that shows the finding: where it ran and when (µs, as in the trace file)."""
+
+    name: str
+    lane: str
+    step: int | None
+    ts_us: float
+    dur_us: float
+    note: str = ""
+
+    @classmethod
+    def of(cls, facts: Facts, i: int, note: str = "") -> Evidence:
+        trace = facts.trace
+        return cls(
+            name=trace.event_name(i),
+            lane=facts.lane_of(i),
+            step=facts.step_of(i),
+            ts_us=float(trace.ts[i]) / 1000.0,
+            dur_us=float(trace.dur[i]) / 1000.0,
+            note=note,
+        )
+
+    @classmethod
+    def span(cls, name: str, lane: str, start_ns: int, end_ns: int, step: int | None = None,
+             note: str = "") -> Evidence:
+        """Evidence that is an interval rather than one event (a gap, a window)."""
+        return cls(name, lane, step, start_ns / 1000.0, (end_ns - start_ns) / 1000.0, note)
+
+
+@dataclass
+class Finding:
+    rule: str
+    severity: Severity
+    title: str
+    message: str
+    advice: str
+    evidence: list[Evidence] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["severity"] = self.severity.value
+        return out
+
+
+@dataclass
+class Summary:
+    self_cpu_total_us: float
+    self_device_total_us: float
+    verdict: str  # overhead-bound | compute-bound | balanced | cpu-only
+    window_us: float
+    gpu_busy_us: float
+    gpu_busy_share: float | None
+    steps: int
+    step_numbers: list[int]
+    devices: list[str]
+    events: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(eq=False)
+class Analysis:
+    source: str
+    summary: Summary
+    findings: list[Finding]
+    table: Table
+    facts: Facts
+    notices: list[str]
+
+    def finding(self, rule: str) -> Finding | None:
+        return next((f for f in self.findings if f.rule == rule), None)
+
+    @property
+    def rules_fired(self) -> list[str]:
+        return [f.rule for f in self.findings]
+
+    def to_dict(self, row_limit: int = 25) -> dict[str, Any]:
+        sort_by = "cuda_time_total" if self.facts.has_gpu else "cpu_time_total"
+        return {
+            "source": self.source,
+            "summary": self.summary.to_dict(),
+            "findings": [f.to_dict() for f in self.findings],
+            "table": self.table.to_dict(sort_by, row_limit),
+            "notices": self.notices,
+        }
+
+
+def summarize(facts: Facts, table: Table) -> Summary:
+    lo, hi = facts.window
+    window = max(hi - lo, 1)
+    busy = 0
+    for intervals in facts.gpu_busy.values():
+        busy = max(busy, intervals.clip(lo, hi).total)
+    cpu, dev = table.self_cpu_total_us, table.self_device_total_us
+    share = busy / window if facts.has_gpu else None
+    if not facts.has_gpu:
+        verdict = "cpu-only"
+    elif share is not None and share >= COMPUTE_MIN_GPU_BUSY and cpu <= COMPUTE_MAX_RATIO * dev:
+        verdict = "compute-bound"
+    elif cpu >= OVERHEAD_RATIO * dev and (share is None or share < OVERHEAD_MAX_GPU_BUSY):
+        verdict = "overhead-bound"
+    else:
+        verdict = "balanced"
+    names = [str(p.get("name", f"device {p.get('id', '?')}")) for p in facts.trace.device_properties]
+    return Summary(
+        self_cpu_total_us=cpu,
+        self_device_total_us=dev,
+        verdict=verdict,
+        window_us=window / 1000.0,
+        gpu_busy_us=busy / 1000.0,
+        gpu_busy_share=share,
+        steps=len(facts.steps),
+        step_numbers=[s.number for s in facts.steps],
+        devices=names,
+        events=len(facts.trace),
+    )
+
+
+@dataclass(eq=False)
+class Context:
+    """What a rule's `check` receives."""
+
+    facts: Facts
+    table: Table
+    summary: Summary
+
+    @property
+    def trace(self) -> Trace:
+        return self.facts.trace
+
+
+def analyze(source: Any, rules: list[str] | None = None, **_: Any) -> Analysis:
+    """Run the catalogue over a trace path, a Trace, Facts, or a finished pista.profile session."""
+    from pista.rules import catalogue
+
+    facts = _facts_of(source)
+    table = build_table(facts)
+    summary = summarize(facts, table)
+    ctx = Context(facts, table, summary)
+    findings: list[Finding] = []
+    for rule in catalogue():
+        if rules and rule.id not in rules:
+            continue
+        findings.extend(rule.check(ctx))
+    findings.sort(key=lambda f: (-f.severity.rank, _first_ts(f)))
+    return Analysis(facts.trace.source, summary, findings, table, facts, list(facts.trace.notices))
+
+
+def _first_ts(finding: Finding) -> float:
+    return min((e.ts_us for e in finding.evidence), default=float("inf"))
+
+
+def _facts_of(source: Any) -> Facts:
+    if isinstance(source, Facts):
+        return source
+    if isinstance(source, Trace):
+        return derive(source)
+    if isinstance(source, (str, os.PathLike)):
+        from pista.trace.load import load_trace
+
+        return derive(load_trace(source))
+    trace_path = getattr(source, "trace_path", None)
+    if trace_path is not None:
+        return _facts_of(trace_path)
+    raise TypeError(f"cannot analyze {type(source).__name__}: pass a trace path, a Trace or a pista.profile session")
+
+
+def top_indices(values: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest values under mask, largest first (evidence pickers use this)."""
+    idx = np.flatnonzero(mask)
+    if idx.size <= k:
+        return idx[np.argsort(-values[idx], kind="stable")]
+    part = idx[np.argpartition(-values[idx], k)[:k]]
+    return part[np.argsort(-values[part], kind="stable")]

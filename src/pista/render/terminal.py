@@ -1,0 +1,57 @@
+"""The analysis for a terminal: verdict, findings with their evidence, then the rebuilt table."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+
+from pista.findings import Analysis, Finding
+from pista.table import format_time, render_text
+
+SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
+VERDICT_STYLE = {"overhead-bound": "bold red", "compute-bound": "bold green", "balanced": "bold yellow",
+                 "cpu-only": "bold blue"}
+MAX_EVIDENCE = 5
+
+
+def render(analysis: Analysis, color: bool = False, width: int = 110, show_table: bool = True,
+           row_limit: int = 15) -> str:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=color, no_color=not color, width=width, highlight=False)
+    s = analysis.summary
+    busy = "n/a" if s.gpu_busy_share is None else f"{100 * s.gpu_busy_share:.1f}%"
+    console.print(Panel(
+        f"[{VERDICT_STYLE.get(s.verdict, 'bold')}]{s.verdict}[/]\n"
+        f"Self CPU total {format_time(s.self_cpu_total_us)}   Self CUDA total {format_time(s.self_device_total_us)}   "
+        f"GPU busy {busy} of {format_time(s.window_us)}   steps {s.steps}",
+        title=f"pista: {escape(analysis.source)}", expand=True))
+    for notice in analysis.notices:
+        console.print(f"[dim]notice: {escape(notice)}[/]")
+    if not analysis.findings:
+        console.print("No findings.")
+    origin_us = analysis.facts.trace.start_ns / 1000.0
+    for finding in analysis.findings:
+        _finding(console, finding, origin_us)
+    if show_table:
+        console.print()
+        console.print(escape(render_text(analysis.table, "cuda_time_total" if analysis.facts.has_gpu
+                                         else "cpu_time_total", row_limit, has_device=analysis.facts.has_gpu)),
+                      soft_wrap=True, end="")
+    return out.getvalue()
+
+
+def _finding(console: Console, f: Finding, origin_us: float) -> None:
+    style = SEVERITY_STYLE.get(f.severity.value, "")
+    console.print(f"\n[{style}]{f.severity.value.upper():8s}[/] [bold]{escape(f.rule)}[/]: {escape(f.title)}")
+    console.print(f"  {escape(f.message)}")
+    for e in f.evidence[:MAX_EVIDENCE]:
+        step = f"step {e.step}" if e.step is not None else "no step"
+        note = f"  ({escape(e.note)})" if e.note else ""
+        console.print(f"  [dim]-[/] {escape(e.name[:70])}  [dim]{escape(e.lane)}, {step}, "
+                      f"at +{(e.ts_us - origin_us) / 1000:.3f} ms, dur {format_time(e.dur_us)}[/]{note}")
+    if len(f.evidence) > MAX_EVIDENCE:
+        console.print(f"  [dim]... {len(f.evidence) - MAX_EVIDENCE} more[/]")
+    console.print(f"  [green]fix:[/] {escape(f.advice)}")

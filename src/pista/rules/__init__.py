@@ -1,0 +1,65 @@
+"""The rule catalogue: one module per rule, found by name, each with
+
+- `ID`: the stable id (`pista explain ID`), `TITLE`, `SEVERITY`;
+- a module docstring with the sections What / Why / Example / Fix (shown by `pista explain`);
+- its thresholds as UPPER_CASE module constants, each with a comment saying where it came from;
+- `check(ctx: Context) -> list[Finding]`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
+
+from pista.errors import UsageError
+from pista.findings import Context, Finding, Severity
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    severity: Severity
+    module: ModuleType
+
+    @property
+    def docs(self) -> str:
+        return (self.module.__doc__ or "").strip()
+
+    def section(self, heading: str) -> str:
+        """One docstring section ('What', 'Why', 'Example', 'Fix')."""
+        match = re.search(rf"^{heading}:\s*\n(.*?)(?=^\w[\w ]*:\s*$|\Z)", self.docs, re.S | re.M)
+        return match.group(1).strip() if match else ""
+
+    @property
+    def thresholds(self) -> dict[str, object]:
+        return {k: v for k, v in vars(self.module).items()
+                if k.isupper() and k not in ("ID", "TITLE", "SEVERITY") and isinstance(v, (int, float, str))}
+
+    @property
+    def check(self) -> Callable[[Context], list[Finding]]:
+        return self.module.check
+
+
+@cache
+def catalogue() -> tuple[Rule, ...]:
+    rules = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        rules.append(Rule(module.ID, module.TITLE, module.SEVERITY, module))
+    return tuple(sorted(rules, key=lambda r: r.id))
+
+
+def get_rule(rule_id: str) -> Rule:
+    for rule in catalogue():
+        if rule.id == rule_id:
+            return rule
+    known = ", ".join(r.id for r in catalogue())
+    raise UsageError(f"no rule '{rule_id}'; known rules: {known}")

@@ -1,0 +1,225 @@
+"""The profiler's `key_averages()` table, rebuilt from the trace file alone.
+
+Torch's rules, reproduced: host events nest per thread and their self time excludes children;
+a kernel, copy or memset counts as device time of the op whose External id it carries, and of
+every op above it; `ProfilerStep#N` rows fold into `ProfilerStep*`; GPU-side record_function
+regions are rows of their own but stay out of the Self CUDA total; the profiler's overhead lane
+stays out of the Self CPU total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from pista.trace.facts import STEP_NAME, Facts
+
+NAME_WIDTH = 55
+
+SORT_KEYS = {
+    "cpu_time_total": "cpu_total_us",
+    "self_cpu_time_total": "self_cpu_us",
+    "cuda_time_total": "device_total_us",
+    "device_time_total": "device_total_us",
+    "self_cuda_time_total": "self_device_us",
+    "self_device_time_total": "self_device_us",
+    "cpu_time": "cpu_avg_us",
+    "cuda_time": "device_avg_us",
+    "device_time": "device_avg_us",
+    "count": "calls",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    device_type: str  # "CPU" or "CUDA", as torch keys its rows
+    calls: int
+    first_ts: int  # ns; torch breaks sort ties by first appearance
+    self_cpu_us: float
+    cpu_total_us: float
+    self_device_us: float
+    device_total_us: float
+
+    @property
+    def cpu_avg_us(self) -> float:
+        return self.cpu_total_us / self.calls if self.calls else 0.0
+
+    @property
+    def device_avg_us(self) -> float:
+        return self.device_total_us / self.calls if self.calls else 0.0
+
+
+@dataclass(frozen=True)
+class Table:
+    rows: list[Row]
+    self_cpu_total_us: float
+    self_device_total_us: float
+
+    def sorted(self, sort_by: str = "cuda_time_total", row_limit: int | None = None) -> list[Row]:
+        key = SORT_KEYS[sort_by]
+        rows = sorted(self.rows, key=lambda r: r.first_ts)
+        rows.sort(key=lambda r: getattr(r, key), reverse=True)
+        return rows if row_limit is None or row_limit < 0 else rows[:row_limit]
+
+    def row(self, name: str, device_type: str | None = None) -> Row | None:
+        for r in self.rows:
+            if r.name == name and (device_type is None or r.device_type == device_type):
+                return r
+        return None
+
+    def to_dict(self, sort_by: str = "cuda_time_total", row_limit: int | None = None) -> dict:
+        return {
+            "self_cpu_total_us": self.self_cpu_total_us,
+            "self_device_total_us": self.self_device_total_us,
+            "sort_by": sort_by,
+            "rows": [
+                {**asdict(r), "cpu_avg_us": r.cpu_avg_us, "device_avg_us": r.device_avg_us}
+                for r in self.sorted(sort_by, row_limit)
+            ],
+        }
+
+
+def build_table(facts: Facts) -> Table:
+    trace = facts.trace
+    n = len(trace)
+    dur = trace.dur
+    device_dur = np.where(facts.is_device_work, dur, 0)
+
+    # device time per host event: its own kernels, then summed up the tree, deepest first
+    self_device = np.zeros(n, dtype=np.int64)
+    owned = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
+    np.add.at(self_device, facts.owner[owned], dur[owned])
+    device_total = self_device.copy()
+    host = np.flatnonzero(facts.is_host | facts.is_overhead)
+    host_depth = facts.depth[host]
+    for d in range(int(host_depth.max()) if host.size else 0, 0, -1):
+        level = host[host_depth == d]
+        np.add.at(device_total, facts.parent[level], device_total[level])
+
+    self_cpu_time = facts.self_time.copy()
+    duplicate = _same_name_only_children(facts)
+    if duplicate.any():
+        # torch drops a node that is its same-named parent's only child; the parent inherits
+        # its self time and kernels, so counts and totals are not doubled
+        dup = np.flatnonzero(duplicate)
+        rep = facts.parent[dup]
+        while duplicate[rep].any():
+            rep = np.where(duplicate[rep], facts.parent[rep], rep)
+        np.add.at(self_cpu_time, rep, self_cpu_time[dup])
+        np.add.at(self_device, rep, self_device[dup])
+
+    row_kind = np.zeros(n, dtype=np.int8)  # 0: not a row, 1: CPU row, 2: device row
+    row_kind[facts.is_host | facts.is_overhead] = 1
+    row_kind[duplicate] = 0
+    row_kind[facts.is_device_work | facts.is_device_annotation] = 2
+
+    display, display_names = _display_names(trace.names)
+    rows = []
+    for kind, device_type in ((1, "CPU"), (2, "CUDA")):
+        sel = np.flatnonzero(row_kind == kind)
+        if sel.size == 0:
+            continue
+        keys = display[trace.name[sel]]
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        calls = np.bincount(inverse, minlength=uniq.size)
+        first_ts = np.full(uniq.size, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first_ts, inverse, trace.ts[sel])
+
+        def total(values: np.ndarray, sel: np.ndarray = sel, inverse: np.ndarray = inverse,
+                  size: int = uniq.size) -> np.ndarray:
+            return np.bincount(inverse, weights=values[sel], minlength=size) / 1000.0
+
+        if kind == 1:
+            self_cpu = total(self_cpu_time)
+            cpu_total = total(dur)
+            dev_self = total(self_device)
+            dev_total = total(device_total)
+        else:
+            self_cpu = cpu_total = np.zeros(uniq.size)
+            dev_self = dev_total = total(dur)
+        names = [display_names[i] for i in uniq]
+        rows.extend(
+            Row(names[k], device_type, int(calls[k]), int(first_ts[k]), float(self_cpu[k]), float(cpu_total[k]),
+                float(dev_self[k]), float(dev_total[k]))
+            for k in range(uniq.size)
+        )
+
+    self_cpu_total = float(facts.self_time[facts.is_host | facts.is_overhead].sum()) / 1000.0
+    self_device_total = float(device_dur.sum()) / 1000.0
+    return Table(rows, self_cpu_total, self_device_total)
+
+
+def _same_name_only_children(facts: Facts) -> np.ndarray:
+    tree = np.flatnonzero((facts.is_host | facts.is_overhead) & (facts.parent >= 0))
+    out = np.zeros(len(facts.trace), dtype=bool)
+    if tree.size == 0:
+        return out
+    child_count = np.bincount(facts.parent[tree], minlength=len(facts.trace))
+    parents = facts.parent[tree]
+    name = facts.trace.name
+    out[tree[(name[parents] == name[tree]) & (child_count[parents] == 1)]] = True
+    return out
+
+
+def _display_names(trace_names: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Map each interned name id to the id of the name its row is shown under."""
+    names = list(trace_names)
+    index = {name: i for i, name in enumerate(names)}
+    folded = np.arange(len(names), dtype=np.int64)
+    step_rows = [i for i, name in enumerate(names) if STEP_NAME.match(name)]
+    if step_rows:
+        target = index.get("ProfilerStep*")
+        if target is None:
+            names.append("ProfilerStep*")
+            target = len(names) - 1
+            folded = np.append(folded, target)
+        folded[step_rows] = target
+    return folded, names
+
+
+# -- the text table, in torch's layout ------------------------------------------------------
+
+
+def format_time(us: float) -> str:
+    if us >= 1e6:
+        return f"{us / 1e6:.3f}s"
+    if us >= 1e3:
+        return f"{us / 1e3:.3f}ms"
+    return f"{us:.3f}us"
+
+
+def format_percent(part: float, whole: float) -> str:
+    return f"{(part / whole * 100.0) if whole else 0.0:.2f}%"
+
+
+def _fit(name: str, width: int = NAME_WIDTH) -> str:
+    # torch cuts at width - 3 characters, and already at that length
+    return name if len(name) < width - 3 else name[: width - 3] + "..."
+
+
+HEADERS = ("Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "Self CUDA",
+           "Self CUDA %", "CUDA total", "CUDA time avg", "# of Calls")
+
+
+def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int | None = 25,
+                has_device: bool = True) -> str:
+    headers = HEADERS if has_device else HEADERS[:6] + HEADERS[10:]
+    widths = [NAME_WIDTH] + [12] * (len(headers) - 1)
+    line = "  ".join("-" * w for w in widths)
+    out = [line, "  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True)), line]
+    cpu_all, dev_all = table.self_cpu_total_us, table.self_device_total_us
+    for r in table.sorted(sort_by, row_limit):
+        cells = [_fit(r.name), format_percent(r.self_cpu_us, cpu_all), format_time(r.self_cpu_us),
+                 format_percent(r.cpu_total_us, cpu_all), format_time(r.cpu_total_us), format_time(r.cpu_avg_us)]
+        if has_device:
+            cells += [format_time(r.self_device_us), format_percent(r.self_device_us, dev_all),
+                      format_time(r.device_total_us), format_time(r.device_avg_us)]
+        cells.append(str(r.calls))
+        out.append("  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)))
+    out.append(line)
+    out.append(f"Self CPU time total: {format_time(cpu_all)}")
+    if has_device:
+        out.append(f"Self CUDA time total: {format_time(dev_all)}")
+    return "\n".join(out) + "\n"

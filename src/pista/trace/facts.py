@@ -1,0 +1,337 @@
+"""Derived facts the rules read: lanes, the op tree with self times, steps, launch <-> kernel links,
+GPU busy and idle intervals. Computed once per trace, all as numpy columns aligned with the Trace.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from pista.trace.model import (
+    DEVICE_ANNOTATION_CATEGORIES,
+    DEVICE_CATEGORIES,
+    DEVICE_WORK_CATEGORIES,
+    HOST_CATEGORIES,
+    NO_ID,
+    OVERHEAD_CATEGORIES,
+    PH_COMPLETE,
+    Trace,
+)
+
+STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
+# Ops and record_function regions: what a kernel's External id points back to.
+OWNER_CATEGORIES = frozenset({"cpu_op", "user_annotation"})
+
+
+@dataclass(frozen=True)
+class Lane:
+    kind: str  # "cpu", "gpu", "overhead", "other"
+    pid: int
+    tid: int
+    label: str
+    events: np.ndarray  # indices of the lane's complete events, by start time
+
+
+@dataclass(frozen=True)
+class Step:
+    number: int
+    index: int  # event index of the ProfilerStep#N region
+    start: int  # ns
+    end: int  # ns
+
+    @property
+    def dur(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Intervals:
+    """Sorted, disjoint [start, end) intervals in ns."""
+
+    start: np.ndarray
+    end: np.ndarray
+
+    @property
+    def total(self) -> int:
+        return int((self.end - self.start).sum())
+
+    def clip(self, lo: int, hi: int) -> Intervals:
+        s = np.clip(self.start, lo, hi)
+        e = np.clip(self.end, lo, hi)
+        keep = e > s
+        return Intervals(s[keep], e[keep])
+
+    def gaps(self, lo: int, hi: int) -> Intervals:
+        """The complement inside [lo, hi)."""
+        inside = self.clip(lo, hi)
+        starts = np.concatenate(([lo], inside.end))
+        ends = np.concatenate((inside.start, [hi]))
+        keep = ends > starts
+        return Intervals(starts[keep], ends[keep])
+
+
+def merge_intervals(start: np.ndarray, end: np.ndarray) -> Intervals:
+    if start.size == 0:
+        return Intervals(np.empty(0, np.int64), np.empty(0, np.int64))
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], end[order]
+    running_end = np.maximum.accumulate(e)
+    new_block = np.empty(s.size, dtype=bool)
+    new_block[0] = True
+    new_block[1:] = s[1:] > running_end[:-1]
+    block_ids = np.cumsum(new_block) - 1
+    starts = s[new_block]
+    ends = np.zeros(starts.size, dtype=np.int64)
+    np.maximum.at(ends, block_ids, e)
+    return Intervals(starts, ends)
+
+
+@dataclass(eq=False)
+class Facts:
+    trace: Trace
+    is_complete: np.ndarray  # ph == 'X'
+    is_host: np.ndarray  # host-thread work (ops, annotations, runtime calls)
+    is_device_work: np.ndarray  # kernels, memcpy, memset
+    is_device_annotation: np.ndarray
+    is_overhead: np.ndarray
+    is_launch: np.ndarray  # cuda runtime / driver calls
+    parent: np.ndarray  # int64 event index of the enclosing host event, -1 at the root
+    depth: np.ndarray  # int32, 0 at the root
+    self_time: np.ndarray  # ns: host events' duration minus their children's
+    owner: np.ndarray  # device work -> host op/annotation with the same External id
+    launcher: np.ndarray  # device work -> the runtime call with the same correlation id
+    steps: list[Step] = field(default_factory=list)
+    event_step: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))  # index into steps or -1
+
+    # -- lanes ---------------------------------------------------------------------------
+    @cached_property
+    def lanes(self) -> list[Lane]:
+        trace = self.trace
+        idx = np.flatnonzero(self.is_complete)
+        if idx.size == 0:
+            return []
+        order = np.lexsort((trace.ts[idx], trace.tid[idx], trace.pid[idx]))
+        idx = idx[order]
+        pids, tids = trace.pid[idx], trace.tid[idx]
+        boundaries = np.flatnonzero((np.diff(pids) != 0) | (np.diff(tids) != 0)) + 1
+        lanes = []
+        for chunk in np.split(idx, boundaries):
+            first = int(chunk[0])
+            pid, tid = int(trace.pid[first]), int(trace.tid[first])
+            if self.is_overhead[chunk].any() or pid == -1:
+                kind = "overhead"
+            elif (self.is_device_work[chunk] | self.is_device_annotation[chunk]).any():
+                kind = "gpu"
+            elif self.is_host[chunk].any():
+                kind = "cpu"
+            else:
+                kind = "other"
+            lanes.append(Lane(kind, pid, tid, trace.lane_label(pid, tid), chunk))
+        return lanes
+
+    def lane_of(self, i: int) -> str:
+        return self.trace.lane_label(int(self.trace.pid[i]), int(self.trace.tid[i]))
+
+    # -- time ----------------------------------------------------------------------------
+    @cached_property
+    def window(self) -> tuple[int, int]:
+        """The profiled window: the steps if any, else the span of host and device work."""
+        if self.steps:
+            # kernels launched inside a step may finish after it: the window runs to their end
+            end = max(s.end for s in self.steps)
+            launched = self.is_device_work & (self.event_step >= 0)
+            if launched.any():
+                end = max(end, int((self.trace.ts[launched] + self.trace.dur[launched]).max()))
+            return self.steps[0].start, end
+        mask = self.is_host | self.is_device_work
+        if not mask.any():
+            return self.trace.start_ns, self.trace.end_ns
+        ts, dur = self.trace.ts[mask], self.trace.dur[mask]
+        return int(ts.min()), int((ts + dur).max())
+
+    @cached_property
+    def gpu_busy(self) -> dict[int, Intervals]:
+        """Per device (pid of the GPU lanes): when any stream ran a kernel, copy or memset."""
+        trace = self.trace
+        busy = {}
+        idx = np.flatnonzero(self.is_device_work)
+        for dev in np.unique(trace.pid[idx]):
+            sel = idx[trace.pid[idx] == dev]
+            busy[int(dev)] = merge_intervals(trace.ts[sel], trace.ts[sel] + trace.dur[sel])
+        return busy
+
+    @property
+    def has_gpu(self) -> bool:
+        return bool(self.is_device_work.any())
+
+    def step_of(self, i: int) -> int | None:
+        s = int(self.event_step[i])
+        return self.steps[s].number if s >= 0 else None
+
+    def children(self, i: int) -> np.ndarray:
+        return np.flatnonzero(self.parent == i)
+
+    @cached_property
+    def kernel_launch_time(self) -> np.ndarray:
+        """For device work: the ts of its launching runtime call (its own ts when unlinked)."""
+        trace = self.trace
+        when = trace.ts.copy()
+        linked = self.launcher >= 0
+        when[linked] = trace.ts[self.launcher[linked]]
+        return when
+
+
+def derive(trace: Trace) -> Facts:
+    n = len(trace)
+    is_complete = trace.ph == PH_COMPLETE
+    is_host = is_complete & trace.category_mask(HOST_CATEGORIES) & (trace.pid != -1)
+    is_device_work = is_complete & trace.category_mask(DEVICE_WORK_CATEGORIES)
+    is_device_annotation = is_complete & trace.category_mask(DEVICE_ANNOTATION_CATEGORIES)
+    is_overhead = is_complete & (trace.category_mask(OVERHEAD_CATEGORIES) | (trace.pid == -1))
+    is_overhead &= ~trace.category_mask(DEVICE_CATEGORIES)
+    is_launch = is_host & trace.category_mask(LAUNCH_CATEGORIES)
+
+    # torch files the profiler's overhead activities under the profiling thread, so they nest
+    # into its op tree (and out of their parents' self time); do the same for the table to match
+    parent, depth, self_time = _op_tree(trace, is_host | is_overhead, _main_lane(trace, is_host), is_overhead)
+    owner = _link(trace.external_id, is_device_work, trace.external_id,
+                  is_host & trace.category_mask(OWNER_CATEGORIES))
+    launcher = _link(trace.correlation, is_device_work, trace.correlation, is_launch)
+    steps, event_step = _steps(trace, is_host, is_device_work, launcher)
+    return Facts(
+        trace=trace,
+        is_complete=is_complete,
+        is_host=is_host,
+        is_device_work=is_device_work,
+        is_device_annotation=is_device_annotation,
+        is_overhead=is_overhead,
+        is_launch=is_launch,
+        parent=parent,
+        depth=depth,
+        self_time=self_time if n else np.empty(0, np.int64),
+        owner=owner,
+        launcher=launcher,
+        steps=steps,
+        event_step=event_step,
+    )
+
+
+def _main_lane(trace: Trace, is_host: np.ndarray) -> tuple[int, int]:
+    """The thread that ran the profiled steps (else the busiest host thread)."""
+    idx = np.flatnonzero(is_host)
+    if idx.size == 0:
+        return -1, 0
+    step_ids = [i for i, name in enumerate(trace.names) if STEP_NAME.match(name)]
+    steps = idx[np.isin(trace.name[idx], step_ids)] if step_ids else idx[:0]
+    pick = steps if steps.size else idx
+    lanes, counts = np.unique(np.stack([trace.pid[pick], trace.tid[pick]], axis=1), axis=0, return_counts=True)
+    pid, tid = lanes[int(np.argmax(counts))]
+    return int(pid), int(tid)
+
+
+def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1, 0),
+             is_overhead: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Nest host events per thread the way torch's key_averages does: a child starts before its
+    parent ends and ends no later; ties go to the longer event as the parent."""
+    n = len(trace)
+    parent = np.full(n, -1, dtype=np.int64)
+    depth = np.zeros(n, dtype=np.int32)
+    self_time = np.where(is_host, trace.dur, 0).astype(np.int64)
+    idx = np.flatnonzero(is_host)
+    if idx.size == 0:
+        return parent, depth, self_time
+    pid, tid = trace.pid.copy(), trace.tid.copy()
+    if is_overhead is not None:
+        pid[is_overhead], tid[is_overhead] = main_lane
+    ts, end = trace.ts[idx], trace.ts[idx] + trace.dur[idx]
+    order = np.lexsort((-end, ts, tid[idx], pid[idx]))
+    idx, ts, end = idx[order], ts[order], end[order]
+    lane = pid[idx] * 1_000_003 + tid[idx]  # only equality matters
+    new_lane = np.empty(idx.size, dtype=bool)
+    new_lane[0] = True
+    new_lane[1:] = lane[1:] != lane[:-1]
+
+    parent_pos = _nest(ts.tolist(), end.tolist(), new_lane.tolist())
+    parent_pos = np.asarray(parent_pos, dtype=np.int64)
+    has_parent = parent_pos >= 0
+    parent[idx[has_parent]] = idx[parent_pos[has_parent]]
+    # depth: parents precede children in this order, so one forward pass settles it
+    depth_sorted = np.zeros(idx.size, dtype=np.int32)
+    for pos in np.flatnonzero(has_parent).tolist():
+        depth_sorted[pos] = depth_sorted[parent_pos[pos]] + 1
+    depth[idx] = depth_sorted
+    child_dur = np.zeros(n, dtype=np.int64)
+    children = idx[has_parent]
+    np.add.at(child_dur, parent[children], trace.dur[children])
+    self_time[idx] = trace.dur[idx] - child_dur[idx]
+    return parent, depth, self_time
+
+
+def _nest(ts: list[int], end: list[int], new_lane: list[bool]) -> list[int]:
+    parent_pos = [-1] * len(ts)
+    stack: list[int] = []
+    for pos in range(len(ts)):
+        if new_lane[pos]:
+            stack = []
+        start, stop = ts[pos], end[pos]
+        while stack:
+            top = stack[-1]
+            if start >= end[top] or stop > end[top]:
+                stack.pop()
+            else:
+                parent_pos[pos] = top
+                break
+        stack.append(pos)
+    return parent_pos
+
+
+def _link(keys_from: np.ndarray, from_mask: np.ndarray, keys_to: np.ndarray, to_mask: np.ndarray) -> np.ndarray:
+    """For each event in from_mask, the first event in to_mask with the same key (-1 if none)."""
+    n = keys_from.shape[0]
+    out = np.full(n, -1, dtype=np.int64)
+    targets = np.flatnonzero(to_mask & (keys_to != NO_ID))
+    sources = np.flatnonzero(from_mask & (keys_from != NO_ID))
+    if targets.size == 0 or sources.size == 0:
+        return out
+    target_keys = keys_to[targets]
+    order = np.argsort(target_keys, kind="stable")
+    sorted_keys, sorted_targets = target_keys[order], targets[order]
+    pos = np.searchsorted(sorted_keys, keys_from[sources])
+    pos_clipped = np.minimum(pos, sorted_keys.size - 1)
+    hit = sorted_keys[pos_clipped] == keys_from[sources]
+    out[sources[hit]] = sorted_targets[pos_clipped[hit]]
+    return out
+
+
+def _steps(trace: Trace, is_host: np.ndarray, is_device_work: np.ndarray,
+           launcher: np.ndarray) -> tuple[list[Step], np.ndarray]:
+    n = len(trace)
+    event_step = np.full(n, -1, dtype=np.int32)
+    step_name_ids = {i: int(m.group(1)) for i, name in enumerate(trace.names) if (m := STEP_NAME.match(name))}
+    if not step_name_ids:
+        return [], event_step
+    candidates = np.flatnonzero(is_host & np.isin(trace.name, list(step_name_ids)))
+    if candidates.size == 0:
+        return [], event_step
+    candidates = candidates[np.argsort(trace.ts[candidates], kind="stable")]
+    steps = [
+        Step(step_name_ids[int(trace.name[i])], int(i), int(trace.ts[i]), int(trace.ts[i] + trace.dur[i]))
+        for i in candidates
+    ]
+    starts = np.array([s.start for s in steps], dtype=np.int64)
+    ends = np.array([s.end for s in steps], dtype=np.int64)
+    # device work belongs to the step that launched it
+    when = trace.ts.copy()
+    linked = is_device_work & (launcher >= 0)
+    when[linked] = trace.ts[launcher[linked]]
+    pos = np.searchsorted(starts, when, side="right") - 1
+    valid = pos >= 0
+    inside = np.zeros(n, dtype=bool)
+    inside[valid] = when[valid] < ends[pos[valid]]
+    relevant = inside & (is_host | is_device_work)
+    event_step[relevant] = pos[relevant]
+    return steps, event_step

@@ -1,0 +1,157 @@
+"""The columnar trace model: one numpy column per field, names and categories interned.
+
+Times are int64 nanoseconds (chrome-trace `ts`/`dur` are float microseconds), so sums and
+comparisons are exact. Missing integer fields are -1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import msgspec
+import numpy as np
+
+NO_ID = -1
+
+# Kineto category names, normalised: older traces spell some of them differently.
+CATEGORY_ALIASES = {
+    "Operator": "cpu_op",
+    "operator": "cpu_op",
+    "Runtime": "cuda_runtime",
+    "runtime": "cuda_runtime",
+    "Driver": "cuda_driver",
+    "Kernel": "kernel",
+    "Memcpy": "gpu_memcpy",
+    "Memset": "gpu_memset",
+    "gpu_memcpy": "gpu_memcpy",
+    "gpu_memset": "gpu_memset",
+    "Python": "python_function",
+    "python_function": "python_function",
+    "User annotation": "user_annotation",
+    "gpu_user_annotation": "gpu_user_annotation",
+}
+
+# Work that runs on the host thread and nests into the op tree.
+HOST_CATEGORIES = frozenset(
+    {"cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "python_function", "cpu_instant_event"}
+)
+# Work that runs on a device stream and counts towards "Self CUDA time total".
+DEVICE_WORK_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
+# record_function regions mirrored onto the GPU timeline: shown, never summed into the total.
+DEVICE_ANNOTATION_CATEGORIES = frozenset({"gpu_user_annotation"})
+DEVICE_CATEGORIES = DEVICE_WORK_CATEGORIES | DEVICE_ANNOTATION_CATEGORIES
+# The profiler's own work (CUPTI buffers, lazy module loading), drawn on the pid -1 lane.
+OVERHEAD_CATEGORIES = frozenset({"overhead"})
+
+PH_COMPLETE = ord("X")
+PH_INSTANT = ord("i")
+PH_FLOW_START = ord("s")
+PH_FLOW_END = ord("f")
+PH_METADATA = ord("M")
+PH_COUNTER = ord("C")
+
+
+@dataclass(eq=False)
+class Trace:
+    """A loaded trace. Row i of every column is event i, in file order."""
+
+    source: str
+    names: list[str]
+    categories: list[str]
+    ph: np.ndarray  # uint8: ord of the phase letter
+    cat: np.ndarray  # int16 into `categories`
+    name: np.ndarray  # int32 into `names`
+    pid: np.ndarray  # int64; string pids get ids from `string_pids`
+    tid: np.ndarray  # int64; string tids likewise
+    ts: np.ndarray  # int64 ns
+    dur: np.ndarray  # int64 ns (0 where absent)
+    external_id: np.ndarray  # int64, args["External id"]
+    correlation: np.ndarray  # int64, args["correlation"]
+    stream: np.ndarray  # int64, args["stream"]
+    device: np.ndarray  # int64, args["device"]
+    flow_id: np.ndarray  # int64, `id` of flow events
+    raw_args: list[Any]  # msgspec.Raw or None, decoded on demand by `args(i)`
+    metadata: dict[str, Any] = field(default_factory=dict)
+    process_names: dict[int, str] = field(default_factory=dict)
+    thread_names: dict[tuple[int, int], str] = field(default_factory=dict)
+    string_ids: dict[str, int] = field(default_factory=dict)  # "Spans" -> -1000, ...
+    notices: list[str] = field(default_factory=list)
+    size_bytes: int = 0
+
+    def __len__(self) -> int:
+        return int(self.ts.shape[0])
+
+    # -- lookups ---------------------------------------------------------------------------
+    def category_id(self, category: str) -> int:
+        try:
+            return self.categories.index(category)
+        except ValueError:
+            return -1
+
+    def category_mask(self, categories: frozenset[str] | set[str] | tuple[str, ...]) -> np.ndarray:
+        ids = [i for i, c in enumerate(self.categories) if c in categories]
+        return np.isin(self.cat, np.asarray(ids, dtype=self.cat.dtype))
+
+    @cached_property
+    def name_array(self) -> np.ndarray:
+        """Interned names as an object array, so `name_array[self.name[mask]]` is vectorised."""
+        return np.asarray(self.names, dtype=object)
+
+    def event_name(self, i: int) -> str:
+        return self.names[int(self.name[i])]
+
+    def event_category(self, i: int) -> str:
+        return self.categories[int(self.cat[i])]
+
+    def args(self, i: int) -> dict[str, Any]:
+        """The event's full `args` object, decoded now (most analysis never needs it)."""
+        raw = self.raw_args[i]
+        if raw is None:
+            return {}
+        try:
+            value = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    def lane_label(self, pid: int, tid: int) -> str:
+        """A readable lane name: 'thread 457 (python3)', 'GPU 0 stream 7', 'profiler overhead'."""
+        if pid == -1:
+            return "profiler overhead"
+        if pid in self.device_pids:
+            return f"GPU {pid} stream {tid}"
+        if (pid, tid) in self.thread_names:
+            return self.thread_names[(pid, tid)].strip()
+        return f"pid {pid} thread {tid}"
+
+    @cached_property
+    def device_pids(self) -> frozenset[int]:
+        mask = self.category_mask(DEVICE_CATEGORIES)
+        return frozenset(int(p) for p in np.unique(self.pid[mask]))
+
+    @property
+    def device_properties(self) -> list[dict[str, Any]]:
+        props = self.metadata.get("deviceProperties")
+        return props if isinstance(props, list) else []
+
+    @property
+    def distributed_info(self) -> dict[str, Any]:
+        info = self.metadata.get("distributedInfo")
+        return info if isinstance(info, dict) else {}
+
+    @property
+    def base_time_ns(self) -> int | None:
+        value = self.metadata.get("baseTimeNanoseconds")
+        return value if isinstance(value, int) else None
+
+    @cached_property
+    def start_ns(self) -> int:
+        mask = self.ph != PH_METADATA
+        return int(self.ts[mask].min()) if mask.any() else 0
+
+    @cached_property
+    def end_ns(self) -> int:
+        mask = self.ph != PH_METADATA
+        return int((self.ts[mask] + self.dur[mask]).max()) if mask.any() else 0

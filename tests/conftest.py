@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+sys.path.insert(0, str(Path(__file__).parent))
+
+# The real H200 traces from shared/traces/h200, each with the table torch printed for it.
+H200_TRACES = sorted(p.name.removesuffix(".json.gz") for p in FIXTURES.glob("*.json.gz")
+                     if (FIXTURES / (p.name.removesuffix(".json.gz") + ".table.txt")).exists())
+
+
+def fixture(name: str) -> Path:
+    path = FIXTURES / (name if name.endswith((".json", ".gz")) else name + ".json.gz")
+    assert path.exists(), path
+    return path
+
+
+@pytest.fixture(scope="session")
+def load_facts():
+    from pista.trace.facts import derive
+    from pista.trace.load import load_trace
+
+    cache = {}
+
+    def _load(name: str):
+        if name not in cache:
+            cache[name] = derive(load_trace(fixture(name)))
+        return cache[name]
+
+    return _load
+
+
+@pytest.fixture(scope="session")
+def analysis_of():
+    from pista.findings import analyze
+
+    cache = {}
+
+    def _analyze(name: str):
+        if name not in cache:
+            cache[name] = analyze(fixture(name))
+        return cache[name]
+
+    return _analyze

@@ -1,0 +1,49 @@
+"""Derived facts on real traces: op tree, steps, launch <-> kernel links, GPU busy time."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def test_op_tree_self_times(load_facts):
+    facts = load_facts("seed_mm64_warm")
+    trace = facts.trace
+    names = trace.name_array[trace.name]
+    mm = np.flatnonzero(names == "aten::mm")[0]
+    matmul = facts.parent[mm]
+    assert trace.event_name(matmul) == "aten::matmul"
+    kids = facts.children(matmul)
+    assert facts.self_time[matmul] == trace.dur[matmul] - trace.dur[kids].sum()
+    assert facts.depth[mm] == facts.depth[matmul] + 1
+
+
+def test_steps(load_facts):
+    facts = load_facts("big_gpt_eager_20steps")
+    assert [s.number for s in facts.steps] == list(range(2, 22))
+    assert all(a.end <= b.start for a, b in zip(facts.steps, facts.steps[1:]))
+    kernels = np.flatnonzero(facts.is_device_work)
+    assert (facts.event_step[kernels] >= 0).mean() > 0.99
+
+
+def test_every_kernel_links_to_its_launch(load_facts):
+    facts = load_facts("series_mlp_eager")
+    kernels = np.flatnonzero(facts.is_device_work & facts.trace.category_mask({"kernel"}))
+    launch = facts.launcher[kernels]
+    assert (launch >= 0).all()
+    assert (facts.trace.correlation[launch] == facts.trace.correlation[kernels]).all()
+    assert (facts.trace.ts[launch] <= facts.trace.ts[kernels]).all()  # launched before it ran
+
+
+def test_gpu_busy_is_union_of_device_work(load_facts):
+    facts = load_facts("seed_mm4096_warm")
+    busy = facts.gpu_busy[0]
+    work = facts.trace.dur[facts.is_device_work].sum()
+    assert 0 < busy.total <= work
+    assert (busy.end[:-1] < busy.start[1:]).all()
+
+
+def test_no_steps_trace(load_facts):
+    facts = load_facts("seed_mm4096_compile_cold")
+    assert facts.steps == []
+    lo, hi = facts.window
+    assert hi > lo

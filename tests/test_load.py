@@ -1,0 +1,106 @@
+"""The loader: real traces into columns, and odd-but-valid traces still load."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+from conftest import fixture
+
+from pista.trace.facts import derive
+from pista.trace.load import load_trace
+from pista.trace.model import PH_COMPLETE
+
+
+def write(tmp_path, doc, name="t.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def small_trace() -> dict:
+    return json.loads(gzip.decompress(fixture("seed_mm64_warm").read_bytes()))
+
+
+def test_columns_of_a_real_trace():
+    trace = load_trace(fixture("seed_mm64_warm"))
+    doc = small_trace()
+    assert len(trace) == len(doc["traceEvents"])
+    first = doc["traceEvents"][0]
+    assert trace.event_name(0) == first["name"]
+    assert trace.ts[0] == round(first["ts"] * 1000)
+    assert trace.dur[0] == round(first["dur"] * 1000)
+    assert trace.external_id[0] == first["args"]["External id"]
+    kernels = trace.category_mask({"kernel"})
+    assert kernels.sum() == sum(1 for e in doc["traceEvents"] if e.get("cat") == "kernel")
+    assert (trace.correlation[kernels] > 0).all() and (trace.stream[kernels] == 7).all()
+    assert trace.device_properties[0]["name"] == "NVIDIA H200"
+    assert trace.base_time_ns == doc["baseTimeNanoseconds"]
+    assert trace.string_ids["Spans"] < 0  # string pids get ids of their own
+    assert trace.args(0)["External id"] == first["args"]["External id"]
+
+
+def test_plain_and_gzip_agree(tmp_path):
+    plain = write(tmp_path, small_trace())
+    a, b = load_trace(plain), load_trace(fixture("seed_mm64_warm"))
+    assert np.array_equal(a.ts, b.ts) and a.names == b.names
+
+
+def test_unknown_category_missing_args_extra_fields_still_load(tmp_path):
+    doc = small_trace()
+    events = doc["traceEvents"]
+    events[0]["cat"] = "brand_new_category"
+    events[0]["extra_field"] = {"nested": [1, 2, 3]}
+    for e in events:
+        if e.get("cat") == "cpu_op":
+            e.pop("args", None)
+    doc["someNewTopLevelKey"] = {"x": 1}
+    trace = load_trace(write(tmp_path, doc))
+    assert len(trace) == len(events)
+    assert "brand_new_category" in trace.categories
+    facts = derive(trace)
+    assert facts.has_gpu
+    ops = trace.category_mask({"cpu_op"})
+    assert (trace.external_id[ops] == -1).all()
+
+
+def test_string_pids_and_tids(tmp_path):
+    doc = {"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": "123", "tid": "worker", "ts": 10.0, "dur": 5.0},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": "123", "tid": "worker", "ts": 11.0, "dur": 1.0},
+    ]}
+    trace = load_trace(write(tmp_path, doc))
+    assert trace.pid.tolist() == [123, 123]
+    assert trace.tid[0] == trace.tid[1] < 0
+    facts = derive(trace)
+    assert facts.parent[1] == 0 and facts.self_time[0] == 4000
+
+
+def test_a_bare_event_list_is_a_trace(tmp_path):
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1.5, "dur": 2.25}]
+    trace = load_trace(write(tmp_path, events))
+    assert trace.ph[0] == PH_COMPLETE and trace.dur[0] == 2250
+
+
+def test_flow_events_and_overhead_lane():
+    trace = load_trace(fixture("seed_mm64_cold"))
+    flows = trace.category_mask({"ac2g"})
+    assert flows.any() and (trace.flow_id[flows] >= 0).all()
+    facts = derive(trace)
+    kinds = {lane.kind for lane in facts.lanes}
+    assert {"cpu", "gpu", "overhead"} <= kinds
+    assert any(trace.event_name(i) == "Activity Buffer Request" for i in np.flatnonzero(facts.is_overhead))
+
+
+def test_old_category_spellings_are_normalised(tmp_path):
+    doc = {"traceEvents": [
+        {"ph": "X", "cat": "Operator", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 10,
+         "args": {"External id": 7}},
+        {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 3,
+         "args": {"correlation": 99, "External id": 7}},
+        {"ph": "X", "cat": "Kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 6, "dur": 4,
+         "args": {"correlation": 99, "External id": 7, "stream": 7, "device": 0}},
+    ]}
+    facts = derive(load_trace(write(tmp_path, doc)))
+    assert facts.is_device_work[2] and facts.launcher[2] == 1 and facts.owner[2] == 0

@@ -1,0 +1,58 @@
+"""Parse the text table torch printed (`key_averages().table()`), to check pista's rebuild against."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+_UNITS = {"s": 1e6, "ms": 1e3, "us": 1.0}
+_TIME = re.compile(r"^([\d.]+)(s|ms|us)$")
+
+
+def parse_time(text: str) -> float:
+    m = _TIME.match(text)
+    if not m:
+        raise ValueError(text)
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+@dataclass
+class TorchRow:
+    name: str
+    self_cpu_us: float
+    cpu_total_us: float
+    self_device_us: float
+    device_total_us: float
+    calls: int
+
+
+@dataclass
+class TorchTable:
+    rows: list[TorchRow]
+    self_cpu_total_us: float
+    self_device_total_us: float | None
+
+
+def parse_table(path: Path) -> TorchTable:
+    lines = Path(path).read_text().splitlines()
+    header = lines[1]
+    has_device = "Self CUDA" in header
+    rows = []
+    for line in lines[3:]:
+        if line.startswith("---"):
+            break
+        name, rest = line[:55].strip(), line[55:].split()
+        if has_device:
+            rows.append(TorchRow(name, parse_time(rest[1]), parse_time(rest[3]), parse_time(rest[5]),
+                                 parse_time(rest[7]), int(rest[9])))
+        else:
+            rows.append(TorchRow(name, parse_time(rest[1]), parse_time(rest[3]), 0.0, 0.0, int(rest[5])))
+    cpu_total = device_total = None
+    for line in lines:
+        if line.startswith("Self CPU time total:"):
+            cpu_total = parse_time(line.split(":")[1].strip())
+        if line.startswith("Self CUDA time total:"):
+            device_total = parse_time(line.split(":")[1].strip())
+    assert cpu_total is not None
+    return TorchTable(rows, cpu_total, device_total)
