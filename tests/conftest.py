@@ -8,9 +8,13 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(Path(__file__).parent))
 
-# The real H200 traces from shared/traces/h200, each with the table torch printed for it.
-H200_TRACES = sorted(p.name.removesuffix(".json.gz") for p in FIXTURES.glob("*.json.gz")
-                     if (FIXTURES / (p.name.removesuffix(".json.gz") + ".table.txt")).exists())
+# Real traces, each with the table torch printed for it: shared/traces/h200 (top level) and the
+# ones captured for the rule tests by scripts/capture_fixtures.py (gpu/, see its README).
+H200_TRACES = sorted(
+    str(p.relative_to(FIXTURES)).removesuffix(".json.gz")
+    for p in [*FIXTURES.glob("*.json.gz"), *FIXTURES.glob("gpu/*.json.gz")]
+    if p.with_name(p.name.removesuffix(".json.gz") + ".table.txt").exists()
+)
 
 
 def fixture(name: str) -> Path:

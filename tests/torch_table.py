@@ -42,7 +42,10 @@ def parse_table(path: Path) -> TorchTable:
     for line in lines[3:]:
         if line.startswith("---"):
             break
-        name, rest = line[:55].strip(), line[55:].split()
+        # the name column is only as wide as the longest name needs (at most 55): parse from the right
+        cells = line.split()
+        count = 10 if has_device else 6
+        name, rest = " ".join(cells[:-count]), cells[-count:]
         if has_device:
             rows.append(TorchRow(name, parse_time(rest[1]), parse_time(rest[3]), parse_time(rest[5]),
                                  parse_time(rest[7]), int(rest[9])))
