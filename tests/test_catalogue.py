@@ -1,0 +1,101 @@
+"""The catalogue as a whole: every rule documented and tested, verdicts on the named fixtures,
+no rule that fires everywhere, and GPU rules silent on a CPU-only trace."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import H200_TRACES
+
+from pista.rules import catalogue
+
+RULE_IDS = {
+    "overhead-bound", "compute-bound", "dominant-event", "many-calls", "gemm-heuristics",
+    "implicit-copy-before-gemm", "profiler-overhead", "kernel-variability", "dead-window", "cold-start",
+    "trailing-sync", "compile-overhead", "lazy-loading", "host-sync", "pageable-memcpy", "gpu-idle",
+    "launch-bound", "fp32-gemm", "recompilation",
+}
+TESTS = Path(__file__).parent
+# Rules that look at the host only and may speak on a CPU-only trace.
+HOST_RULES = {"many-calls", "dead-window", "cold-start", "dominant-event", "straggler"}
+
+
+def test_the_issue_s_rules_are_all_there():
+    assert RULE_IDS <= {r.id for r in catalogue()}
+
+
+@pytest.mark.parametrize("rule", catalogue(), ids=lambda r: r.id)
+def test_rule_is_documented(rule):
+    for section in ("What", "Why", "Example", "Fix"):
+        assert len(rule.section(section)) > 20, f"{rule.id}: '{section}:' section missing or empty"
+    assert rule.title and rule.check
+    assert rule.thresholds or rule.id in {"compute-bound"}, f"{rule.id}: thresholds should be named constants"
+
+
+@pytest.mark.parametrize("rule", catalogue(), ids=lambda r: r.id)
+def test_rule_has_its_own_tests(rule):
+    module = rule.module.__name__.rsplit(".", 1)[1]
+    assert (TESTS / "rules" / f"test_{module}.py").exists() or (TESTS / f"test_{module}.py").exists()
+
+
+def test_verdicts_on_the_seed_fixtures(analysis_of):
+    assert analysis_of("seed_mm64_warm").summary.verdict == "overhead-bound"
+    assert analysis_of("seed_mm4096_warm").summary.verdict == "compute-bound"
+    assert analysis_of("gpu/cpu_only").summary.verdict == "cpu-only"
+
+
+def test_named_fixtures_show_their_findings(analysis_of):
+    cold = set(analysis_of("seed_mm64_cold").rules_fired)
+    assert {"cold-start", "lazy-loading", "profiler-overhead"} <= cold
+    compiled = set(analysis_of("seed_mm4096_compile").rules_fired)
+    assert {"implicit-copy-before-gemm", "compile-overhead"} <= compiled
+
+
+def test_no_rule_fires_on_every_trace(analysis_of):
+    fired = [set(analysis_of(name).rules_fired) for name in H200_TRACES]
+    everywhere = set.intersection(*fired)
+    assert not everywhere, f"rules firing on all {len(fired)} real traces: {everywhere}"
+
+
+def test_gpu_rules_are_silent_on_a_cpu_only_trace(analysis_of):
+    analysis = analysis_of("gpu/cpu_only")
+    assert analysis.summary.self_device_total_us == 0
+    assert set(analysis.rules_fired) <= HOST_RULES
+
+
+def test_a_trace_without_profiler_steps_is_analyzed(analysis_of):
+    analysis = analysis_of("seed_mm4096_compile_cold")
+    assert analysis.summary.steps == 0
+    for finding in analysis.findings:
+        assert all(e.step is None for e in finding.evidence)
+
+
+@pytest.mark.parametrize("name", H200_TRACES)
+def test_every_finding_carries_evidence_from_the_trace(name, analysis_of):
+    analysis = analysis_of(name)
+    trace = analysis.facts.trace
+    lo, hi = trace.start_ns / 1000.0, trace.end_ns / 1000.0
+    for finding in analysis.findings:
+        assert finding.message and finding.advice and finding.title
+        assert finding.evidence, f"{finding.rule} on {name} has no evidence"
+        for e in finding.evidence:
+            assert lo - 1 <= e.ts_us <= hi + 1, (finding.rule, e)
+            assert e.dur_us >= 0 and e.lane
+
+
+def test_explain_every_rule_from_the_cli():
+    for rule in catalogue():
+        out = subprocess.run([sys.executable, "-m", "pista", "explain", rule.id], capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith(rule.id) and "Fix:" in out.stdout
+
+
+def test_rules_lists_the_catalogue():
+    out = subprocess.run([sys.executable, "-m", "pista", "rules"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0
+    listed = {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
+    assert listed == {r.id for r in catalogue()}
