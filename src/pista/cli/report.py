@@ -1,0 +1,36 @@
+"""Write a self-contained HTML report of a trace: the verdict, the findings with their evidence, a
+timeline of the CPU and GPU lanes with the findings pinned, kernel-duration distributions, step
+widths and the rebuilt table. One file, no network needed to open it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
+    parser.add_argument("-o", "--output", help="the HTML file to write (default: TRACE's name + .report.html)")
+    parser.add_argument("--lang", default="en", help="language of the findings (en, es)")
+
+
+def default_output(trace: str, suffix: str) -> Path:
+    path = Path(trace)
+    stem = path.name.removesuffix(".gz").removesuffix(".json")
+    return path.with_name(stem + suffix)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pista.cli.common import open_trace, write_output
+    from pista.findings import analyze
+    from pista.i18n import check_lang
+    from pista.render import html
+
+    lang = check_lang(args.lang)
+    analysis = analyze(open_trace(args.trace))
+    out = Path(args.output) if args.output else default_output(args.trace, ".report.html")
+    page = html.render(analysis, lang=lang)
+    write_output(out, page, inputs=(args.trace,))
+    print(f"pista: wrote {out} ({len(page.encode()) / 1e6:.2f} MB)", file=sys.stderr)
+    return 0

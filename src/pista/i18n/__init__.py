@@ -1,0 +1,98 @@
+"""Findings and rule docs in other languages than English.
+
+Each language is a module (`es.py`) with `RULES = {rule_id: Entry}`: a title, the advice, a message
+template filled from the finding's `metrics` (falling back to the English message when a key the
+template needs is missing or the value does not fit), and the rule's docs for `pista explain --lang`.
+English is the rules' own text, so `localize(x, "en")` returns x unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import string
+from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
+from typing import Any, TypeVar
+
+from pista.errors import UsageError
+
+LANGS = ("en", "es")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Entry:
+    title: str
+    advice: str
+    message: str = ""  # str.format template over the finding's metrics; "" keeps the English message
+    docs: str = ""  # What / Why / Example / Fix, as the rule's own docstring lays them out
+
+
+def check_lang(lang: str | None) -> str:
+    lang = (lang or "en").lower().split("-")[0].split("_")[0]
+    if lang not in LANGS:
+        raise UsageError(f"no language '{lang}'; known: {', '.join(LANGS)}")
+    return lang
+
+
+@cache
+def _catalogue(lang: str) -> ModuleType:
+    return importlib.import_module(f"pista.i18n.{lang}")
+
+
+def entries(lang: str) -> dict[str, Entry]:
+    lang = check_lang(lang)
+    return {} if lang == "en" else _catalogue(lang).RULES
+
+
+def entry(rule_id: str, lang: str) -> Entry | None:
+    return entries(lang).get(rule_id)
+
+
+def words(lang: str) -> dict[str, str]:
+    """Labels the renderers use ('fix', 'no findings', ...); English keys map to themselves."""
+    lang = check_lang(lang)
+    return {} if lang == "en" else dict(getattr(_catalogue(lang), "WORDS", {}))
+
+
+def word(key: str, lang: str) -> str:
+    return words(lang).get(key, key)
+
+
+def format_message(template: str, metrics: dict[str, Any]) -> str | None:
+    """The template filled from metrics, or None when a field is missing or will not format."""
+    if not template:
+        return None
+    fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
+    if not fields <= metrics.keys():
+        return None
+    try:
+        return template.format(**metrics)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return None
+
+
+def localize_finding(finding: T, lang: str) -> T:
+    e = entry(finding.rule, lang)  # type: ignore[attr-defined]
+    if e is None:
+        return finding
+    message = format_message(e.message, finding.metrics) or finding.message  # type: ignore[attr-defined]
+    return dataclasses.replace(finding, title=e.title or finding.title, message=message,  # type: ignore[type-var]
+                               advice=e.advice or finding.advice)
+
+
+def localize(analysis: T, lang: str | None) -> T:
+    """A copy of the Analysis with its findings in `lang` (the same object for English)."""
+    lang = check_lang(lang)
+    if lang == "en":
+        return analysis
+    findings = [localize_finding(f, lang) for f in analysis.findings]  # type: ignore[attr-defined]
+    return dataclasses.replace(analysis, findings=findings)  # type: ignore[type-var]
+
+
+def rule_docs(rule_id: str, lang: str) -> str | None:
+    e = entry(rule_id, lang)
+    return e.docs.strip() if e and e.docs else None

@@ -1,0 +1,4 @@
+"""Spanish."""
+from pista.i18n import Entry
+
+RULES: dict[str, Entry] = {}

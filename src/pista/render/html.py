@@ -1,0 +1,344 @@
+"""The analysis as one self-contained HTML page: verdict, findings with evidence, the rebuilt table,
+a timeline of the CPU and GPU lanes (steps, GPU gaps and dead windows shaded, findings pinned),
+kernel-duration distributions and step widths.
+
+Everything is inlined (the charting library is a vendored Apache ECharts build, see
+`assets/README.md`), so the file opens without a network. Text from the trace reaches the page
+only through `html.escape` or through JSON whose `<`, `>` and `&` are \\u-escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from pista.findings import Analysis, Finding
+from pista.table import format_time
+from pista.trace.facts import Facts
+
+# Timeline budget: a browser draws ~20k canvas rectangles smoothly; the 64 MB GPT trace has ~140k
+# events, so tiny neighbours are merged and, past the cap, only the longest are kept.
+MAX_RECTS = 16_000
+# Events narrower than 1/PIXELS_ACROSS of the window stay under a pixel even zoomed in ~40x.
+PIXELS_ACROSS = 60_000
+# Nesting levels drawn per host thread: the step, the module/op, its aten op, the launch.
+MAX_HOST_DEPTH = 4
+# GPU idle gaps drawn: the longest ones, at least this share of the window.
+MAX_GAPS = 400
+MIN_GAP_SHARE = 1 / 2000
+# Kernel-duration distributions: the kernels with the most total time, seen at least twice.
+MAX_KERNELS = 14
+TABLE_ROWS = 30
+MAX_EVIDENCE_SHOWN = 8
+LANE_ORDER = {"cpu": 0, "gpu": 1, "overhead": 2}
+
+
+def render(analysis: Analysis, lang: str = "en") -> str:
+    from pista.i18n import localize
+
+    analysis = localize(analysis, lang)
+    data = report_data(analysis)
+    title = f"pista: {analysis.source}"
+    return _PAGE.format(
+        lang=html.escape(lang),
+        title=html.escape(title),
+        css=_asset("report.css"),
+        header=_header(analysis),
+        findings=_findings(analysis),
+        table=_table(analysis),
+        data=script_json(data),
+        echarts=_asset("echarts.pista.min.js"),
+        js=_asset("report.js"),
+    )
+
+
+def script_json(value: Any) -> str:
+    """JSON safe inside a <script> element: no `</script>`, no `<!--`, no line separators."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+@cache
+def _asset(name: str) -> str:
+    return resources.files("pista.render").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+# -- data for the charts ------------------------------------------------------------------------
+
+
+def report_data(analysis: Analysis) -> dict[str, Any]:
+    facts = analysis.facts
+    lo, hi = facts.window if (facts.has_gpu or facts.steps) else (facts.trace.start_ns, facts.trace.end_ns)
+    origin = min(lo, facts.trace.start_ns) if facts.steps else lo
+    names: list[str] = []
+    name_ids: dict[str, int] = {}
+
+    def intern(name: str) -> int:
+        if name not in name_ids:
+            name_ids[name] = len(names)
+            names.append(name)
+        return name_ids[name]
+
+    timeline = _timeline(facts, origin, lo, hi, intern)
+    timeline["findings"] = _pins(analysis.findings, origin, timeline["rows"])
+    timeline["dead"] = [
+        [_ms(e.ts_us * 1000 - origin), _ms(e.ts_us * 1000 + e.dur_us * 1000 - origin)]
+        for f in analysis.findings if f.rule == "dead-window" for e in f.evidence if e.dur_us > 0
+    ]
+    return {
+        "names": names,
+        "timeline": timeline,
+        "kernels": _kernel_distributions(analysis),
+        "steps": _step_widths(analysis),
+    }
+
+
+def _ms(ns: float) -> float:
+    return round(float(ns) / 1e6, 6)
+
+
+def _timeline(facts: Facts, origin: int, lo: int, hi: int, intern) -> dict[str, Any]:
+    trace = facts.trace
+    lanes = sorted((lane for lane in facts.lanes if lane.kind in LANE_ORDER),
+                   key=lambda lane: (LANE_ORDER[lane.kind], lane.pid, lane.tid))
+    min_ns = max((hi - lo) // PIXELS_ACROSS, 1)
+    rows: list[dict[str, Any]] = []
+    groups: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    for lane in lanes:
+        ev = lane.events
+        ev = ev[(trace.ts[ev] + trace.dur[ev] >= lo) & (trace.ts[ev] <= hi)] if lane.kind != "overhead" else ev
+        depth = facts.depth[ev] if lane.kind == "cpu" else np.zeros(ev.size, np.int32)
+        levels = min(int(depth.max()) + 1 if ev.size else 1, MAX_HOST_DEPTH)
+        for d in range(levels):
+            row = len(rows)
+            rows.append({"label": lane.label if d == 0 else "", "lane": lane.label, "kind": lane.kind,
+                         "pid": lane.pid, "depth": d})
+            sel = ev[depth == d]
+            start, end, name, count = _merge_tiny(trace.ts[sel], trace.ts[sel] + trace.dur[sel],
+                                                  trace.name[sel], min_ns)
+            groups.append((row, start, end, name, count))
+
+    # one budget over all rows: keep the longest rectangles
+    total = sum(g[1].size for g in groups)
+    cutoff = -1
+    if total > MAX_RECTS:
+        widths = np.concatenate([g[2] - g[1] for g in groups])
+        cutoff = np.partition(widths, total - MAX_RECTS)[total - MAX_RECTS]
+    cols: dict[str, list] = {"row": [], "start": [], "end": [], "name": [], "count": []}
+    local_names: dict[int, int] = {}
+    for row, start, end, name, count in groups:
+        keep = (end - start) >= cutoff
+        for s, e, nm, c in zip(start[keep].tolist(), end[keep].tolist(), name[keep].tolist(),
+                               count[keep].tolist(), strict=True):
+            if nm not in local_names:
+                local_names[nm] = intern(trace.names[nm])
+            cols["row"].append(row)
+            cols["start"].append(_ms(s - origin))
+            cols["end"].append(_ms(e - origin))
+            cols["name"].append(local_names[nm])
+            cols["count"].append(c)
+    shown = len(cols["row"])
+
+    gaps: list[list[Any]] = []
+    for dev, busy in facts.gpu_busy.items():
+        idle = busy.gaps(lo, hi)
+        width = idle.end - idle.start
+        order = np.argsort(-width, kind="stable")[:MAX_GAPS]
+        order = order[width[order] >= (hi - lo) * MIN_GAP_SHARE]
+        gpu_rows = [i for i, r in enumerate(rows) if r["kind"] == "gpu" and r["pid"] == dev]
+        if gpu_rows:
+            gaps += [[min(gpu_rows), max(gpu_rows), _ms(s - origin), _ms(e - origin)]
+                     for s, e in zip(idle.start[order].tolist(), idle.end[order].tolist(), strict=True)]
+
+    steps = [[s.number, _ms(s.start - origin), _ms(s.end - origin)] for s in facts.steps]
+    return {"rows": rows, "rects": cols, "gaps": gaps, "stepBands": steps,
+            "window": [_ms(lo - origin), _ms(hi - origin)], "origin_us": origin / 1000.0,
+            "events": total, "shown": shown, "cap": MAX_RECTS}
+
+
+def _merge_tiny(start: np.ndarray, end: np.ndarray, name: np.ndarray,
+                min_ns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Runs of neighbouring events each narrower than min_ns, with gaps under min_ns, become one
+    rectangle (named after its first event, with the count); wide events stay as they are."""
+    if start.size == 0:
+        empty = np.empty(0, np.int64)
+        return empty, empty, empty, empty
+    order = np.argsort(start, kind="stable")
+    start, end, name = start[order], end[order], name[order]
+    tiny = (end - start) < min_ns
+    running_end = np.maximum.accumulate(end)
+    new_block = np.ones(start.size, dtype=bool)
+    new_block[1:] = ~(tiny[1:] & tiny[:-1] & (start[1:] - running_end[:-1] < min_ns))
+    block = np.cumsum(new_block) - 1
+    first = np.flatnonzero(new_block)
+    block_end = np.zeros(first.size, np.int64)
+    np.maximum.at(block_end, block, end)
+    count = np.bincount(block)
+    return start[first], block_end, name[first], count
+
+
+def _pins(findings: list[Finding], origin: int, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    row_of = {r["lane"]: i for i, r in reversed(list(enumerate(rows)))}
+    pins = []
+    for k, f in enumerate(findings):
+        for e in f.evidence[:MAX_EVIDENCE_SHOWN]:
+            pins.append({"finding": k, "rule": f.rule, "severity": f.severity.value, "title": f.title,
+                         "name": e.name, "lane": e.lane, "row": row_of.get(e.lane, -1), "step": e.step,
+                         "note": e.note, "start": _ms(e.ts_us * 1000 - origin),
+                         "end": _ms((e.ts_us + e.dur_us) * 1000 - origin)})
+    return pins
+
+
+def _kernel_distributions(analysis: Analysis) -> list[dict[str, Any]]:
+    facts = analysis.facts
+    trace = facts.trace
+    idx = np.flatnonzero(facts.is_device_work & (trace.cat == trace.category_id("kernel")))
+    if idx.size == 0:
+        return []
+    ids, inverse = np.unique(trace.name[idx], return_inverse=True)
+    calls = np.bincount(inverse)
+    totals = np.bincount(inverse, weights=trace.dur[idx])
+    flagged = {trace.names.index(e.name) for f in analysis.findings if f.rule == "kernel-variability"
+               for e in f.evidence if e.name in trace.names}
+    candidates = [k for k in np.argsort(-totals, kind="stable").tolist() if calls[k] >= 2]
+    chosen = [k for k in candidates if int(ids[k]) in flagged]
+    chosen += [k for k in candidates if k not in chosen][: max(MAX_KERNELS - len(chosen), 0)]
+    out = []
+    for k in chosen:
+        d = trace.dur[idx[inverse == k]] / 1000.0
+        q = np.quantile(d, [0.0, 0.25, 0.5, 0.75, 1.0])
+        out.append({"name": trace.names[int(ids[k])], "calls": int(calls[k]),
+                    "total_us": float(totals[k] / 1000.0), "box": [round(float(v), 3) for v in q],
+                    "mean": float(d.mean()), "cv": float(d.std() / d.mean()) if d.mean() else 0.0,
+                    "flagged": int(ids[k]) in flagged})
+    return out
+
+
+def _step_widths(analysis: Analysis) -> list[dict[str, Any]]:
+    facts = analysis.facts
+    out = []
+    busy = next(iter(facts.gpu_busy.values()), None)
+    for s in facts.steps:
+        share = busy.clip(s.start, s.end).total / s.dur if busy is not None and s.dur else None
+        out.append({"number": s.number, "ms": s.dur / 1e6, "gpu_busy": share})
+    return out
+
+
+# -- server-rendered parts (readable without JavaScript) ----------------------------------------
+
+
+def _header(analysis: Analysis) -> str:
+    s = analysis.summary
+    busy = "n/a" if s.gpu_busy_share is None else f"{100 * s.gpu_busy_share:.1f}%"
+    counts = {sev: sum(f.severity.value == sev for f in analysis.findings) for sev in ("critical", "warning", "info")}
+    stats = [
+        ("Self CPU total", format_time(s.self_cpu_total_us)),
+        ("Self CUDA total", format_time(s.self_device_total_us)),
+        ("GPU busy", f"{busy} of {format_time(s.window_us)}"),
+        ("Steps", str(s.steps)),
+        ("Events", f"{s.events:,}"),
+        ("Device", ", ".join(s.devices) or "none recorded"),
+    ]
+    stat_html = "".join(f'<div class="stat"><span class="k">{html.escape(k)}</span>'
+                        f'<span class="v">{html.escape(v)}</span></div>' for k, v in stats)
+    chips = "".join(f'<span class="chip sev-{sev}">{n} {sev}</span>' for sev, n in counts.items() if n)
+    notices = "".join(f'<p class="notice">notice: {html.escape(n)}</p>' for n in analysis.notices)
+    return (f'<div class="verdict v-{html.escape(s.verdict)}">{html.escape(s.verdict)}</div>'
+            f'<div class="stats">{stat_html}</div><div class="chips">{chips}</div>{notices}')
+
+
+def _findings(analysis: Analysis) -> str:
+    if not analysis.findings:
+        return '<p class="empty">No findings: none of the rules fired on this trace.</p>'
+    origin_us = analysis.facts.trace.start_ns / 1000.0
+    cards = []
+    for k, f in enumerate(analysis.findings):
+        rows = []
+        for e in f.evidence[:MAX_EVIDENCE_SHOWN]:
+            step = "" if e.step is None else str(e.step)
+            rows.append(
+                f'<tr class="ev" data-finding="{k}" data-start="{e.ts_us:.3f}" data-dur="{e.dur_us:.3f}">'
+                f'<td class="name" title="{html.escape(e.name)}">{html.escape(e.name)}</td>'
+                f"<td>{html.escape(e.lane)}</td><td>{step}</td>"
+                f'<td class="num">+{(e.ts_us - origin_us) / 1000:.3f} ms</td>'
+                f'<td class="num">{html.escape(format_time(e.dur_us))}</td><td>{html.escape(e.note)}</td></tr>')
+        more = (f'<p class="more">... and {len(f.evidence) - MAX_EVIDENCE_SHOWN} more events</p>'
+                if len(f.evidence) > MAX_EVIDENCE_SHOWN else "")
+        evidence = (f'<table class="evidence"><thead><tr><th>evidence</th><th>lane</th><th>step</th>'
+                    f'<th>at</th><th>dur</th><th>note</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+                    if rows else "")
+        cards.append(
+            f'<article class="finding sev-{f.severity.value}" id="finding-{k}">'
+            f'<header><span class="sev">{f.severity.value}</span> <code class="rule">{html.escape(f.rule)}</code>'
+            f'<h3>{html.escape(f.title)}</h3></header>'
+            f'<p class="message">{html.escape(f.message)}</p>'
+            f'<p class="advice"><b>Fix:</b> {html.escape(f.advice)}</p>{evidence}{more}</article>')
+    return "".join(cards)
+
+
+def _table(analysis: Analysis) -> str:
+    t = analysis.table
+    has_gpu = analysis.facts.has_gpu
+    sort_by = "cuda_time_total" if has_gpu else "cpu_time_total"
+    rows = t.sorted(sort_by, TABLE_ROWS)
+    head = ["Name", "Self CPU", "Self CPU %", "CPU total", "CPU avg"]
+    if has_gpu:
+        head += ["Self CUDA", "Self CUDA %", "CUDA total", "CUDA avg"]
+    head.append("# Calls")
+
+    def pct(part: float, whole: float) -> str:
+        return f"{100 * part / whole:.2f}%" if whole else "0.00%"
+
+    body = []
+    for r in rows:
+        cells = [format_time(r.self_cpu_us), pct(r.self_cpu_us, t.self_cpu_total_us), format_time(r.cpu_total_us),
+                 format_time(r.cpu_avg_us)]
+        if has_gpu:
+            cells += [format_time(r.self_device_us), pct(r.self_device_us, t.self_device_total_us),
+                      format_time(r.device_total_us), format_time(r.device_avg_us)]
+        cells.append(str(r.calls))
+        body.append(f'<tr class="{r.device_type.lower()}"><td class="name" title="{html.escape(r.name)}">'
+                    f"{html.escape(r.name)}</td>" + "".join(f'<td class="num">{c}</td>' for c in cells) + "</tr>")
+    totals = f"Self CPU time total: {format_time(t.self_cpu_total_us)}"
+    if has_gpu:
+        totals += f" &middot; Self CUDA time total: {format_time(t.self_device_total_us)}"
+    return (f'<table class="kavg"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table><p class="totals">{totals} &middot; sorted by {sort_by}, '
+            f"top {len(rows)} of {len(t.rows)} rows</p>")
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="{lang}"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
+<title>{title}</title>
+<style>{css}</style></head>
+<body>
+<header class="top"><div class="brand">pista</div><h1>{title}</h1></header>
+<main>
+<section id="summary" class="card">{header}</section>
+<section id="findings"><h2>Findings</h2>{findings}</section>
+<section id="timeline-section" class="card"><h2>Timeline</h2>
+<p class="hint">Drag or scroll to zoom; click a finding's evidence row to jump there. Shaded: steps
+(alternating), GPU idle gaps (red), dead windows (grey). Pins: the findings' evidence.</p>
+<div id="timeline" class="chart"></div><p id="timeline-note" class="hint"></p></section>
+<div class="two">
+<section class="card"><h2>Kernel durations</h2><p class="hint">Per kernel, across its calls: min, quartiles,
+max (log scale). The kernels with the most GPU time.</p><div id="kernels" class="chart"></div></section>
+<section class="card"><h2>Step widths</h2><p class="hint">Each ProfilerStep's wall time; a first step much
+wider than the rest is a cold start.</p><div id="steps" class="chart"></div></section>
+</div>
+<section id="table" class="card"><h2>Rebuilt key_averages table</h2>{table}</section>
+</main>
+<footer>made by pista &middot; charts by Apache ECharts (Apache-2.0), inlined</footer>
+<script id="pista-data" type="application/json">{data}</script>
+<script>{echarts}</script>
+<script>{js}</script>
+</body></html>
+"""
