@@ -1,0 +1,137 @@
+"""Helpers shared by several rules (dominant-event, many-calls, gemm-heuristics, ...): not a rule."""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+
+import numpy as np
+
+from pista.findings import Evidence
+from pista.trace.facts import Facts
+
+# Runtime/driver calls that put a kernel (or copy/memset) on a stream, by name: is_launch covers every
+# runtime call (cudaMalloc, cudaDeviceGetAttribute...), which are not launches.
+LAUNCH_NAMES = frozenset({
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchCooperativeKernel",
+    "cudaMemcpyAsync", "cudaMemsetAsync", "cudaMemcpy", "cudaMemset", "cudaMemcpy2DAsync", "cudaGraphLaunch",
+})
+
+_config_cache: weakref.WeakKeyDictionary[Facts, np.ndarray] = weakref.WeakKeyDictionary()
+
+
+def us(ns: float) -> float:
+    return float(ns) / 1000.0
+
+
+def fmt_us(ns: float) -> str:
+    """A duration given in ns, written in µs or ms."""
+    value = float(ns) / 1000.0
+    return f"{value / 1000.0:.3f} ms" if value >= 1000.0 else f"{value:.3f} µs"
+
+
+def step_at(facts: Facts, ts: int) -> int | None:
+    """The number of the ProfilerStep whose span holds ts (None outside steps or without steps)."""
+    for step in facts.steps:
+        if step.start <= ts < step.end:
+            return step.number
+    return None
+
+
+def evidence(facts: Facts, i: int, note: str = "") -> Evidence:
+    """Evidence.of, with the step filled in from the time for events facts gives no step (overhead lane)."""
+    ev = Evidence.of(facts, int(i), note)
+    if ev.step is None and facts.steps:
+        ev = dataclasses.replace(ev, step=step_at(facts, int(facts.trace.ts[i])))
+    return ev
+
+
+def enclosing_op(facts: Facts, i: int) -> int:
+    """The nearest cpu_op above event i in the op tree (i itself not counted), or -1."""
+    trace = facts.trace
+    cpu_op = trace.category_id("cpu_op")
+    j = int(facts.parent[i])
+    while j >= 0 and int(trace.cat[j]) != cpu_op:
+        j = int(facts.parent[j])
+    return j
+
+
+def kernel_launches(facts: Facts) -> np.ndarray:
+    """Mask of host runtime calls that launched device work (via the correlation link)."""
+    mask = np.zeros(len(facts.trace), dtype=bool)
+    linked = facts.launcher[facts.is_device_work & (facts.launcher >= 0)]
+    mask[linked] = True
+    return mask
+
+
+def launched_by(facts: Facts) -> np.ndarray:
+    """For each launch call: the device work it launched (-1 for other events)."""
+    out = np.full(len(facts.trace), -1, dtype=np.int64)
+    work = np.flatnonzero(facts.is_device_work & (facts.launcher >= 0))
+    out[facts.launcher[work]] = work
+    return out
+
+
+def launch_config(facts: Facts) -> np.ndarray:
+    """Per event, 'grid x block' of a kernel from its args ('' where the trace has none)."""
+    cached = _config_cache.get(facts)
+    if cached is not None:
+        return cached
+    trace = facts.trace
+    out = np.full(len(trace), "", dtype=object)
+    kernel = trace.category_mask({"kernel"}) & facts.is_device_work
+    for i in np.flatnonzero(kernel).tolist():
+        args = trace.args(i)
+        grid, block = args.get("grid"), args.get("block")
+        if grid is not None or block is not None:
+            out[i] = f"grid {_dims(grid)} block {_dims(block)}"
+    _config_cache[facts] = out
+    return out
+
+
+def _dims(value: object) -> str:
+    if isinstance(value, list):
+        return "[" + ",".join(str(v) for v in value) + "]"
+    return str(value)
+
+
+def ancestors_match(facts: Facts, idx: np.ndarray, name_ids: np.ndarray) -> np.ndarray:
+    """For events idx: whether any ancestor in the op tree has one of the interned name ids."""
+    found = np.zeros(idx.size, dtype=bool)
+    up = facts.parent[idx]
+    while (up >= 0).any():
+        live = up >= 0
+        found[live] |= np.isin(facts.trace.name[up[live]], name_ids)
+        up = np.where(live, facts.parent[np.maximum(up, 0)], -1)
+    return found
+
+
+_device_cache: weakref.WeakKeyDictionary[Facts, np.ndarray] = weakref.WeakKeyDictionary()
+
+
+def device_time_under(facts: Facts) -> np.ndarray:
+    """Per host event: ns of device work launched by it or by any op below it (its CUDA total)."""
+    cached = _device_cache.get(facts)
+    if cached is not None:
+        return cached
+    n = len(facts.trace)
+    total = np.zeros(n, dtype=np.int64)
+    owned = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
+    np.add.at(total, facts.owner[owned], facts.trace.dur[owned])
+    host = np.flatnonzero((facts.is_host | facts.is_overhead) & (facts.parent >= 0))
+    depth = facts.depth[host]
+    for d in range(int(depth.max()) if host.size else 0, 0, -1):
+        level = host[depth == d]
+        np.add.at(total, facts.parent[level], total[level])
+    _device_cache[facts] = total
+    return total
+
+
+def mark_ancestors(facts: Facts, idx: np.ndarray, mask: np.ndarray) -> None:
+    """Set mask for every ancestor of the events idx (in place)."""
+    up = facts.parent[idx]
+    up = up[up >= 0]
+    while up.size:
+        mask[up] = True
+        up = facts.parent[up]
+        up = up[up >= 0]
