@@ -1,0 +1,37 @@
+"""Write a copy of the trace with pista's findings added as markers (a "pista findings" track with a
+span per piece of evidence), to open in Perfetto (ui.perfetto.dev) or chrome://tracing. The input is
+never modified; the output is gzipped when its name ends in .gz."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
+    parser.add_argument("-o", "--output", help="where to write (default: TRACE's name + .pista.json.gz)")
+    parser.add_argument("--lang", default="en", help="language of the markers' text (en, es)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pista.cli.common import write_output
+    from pista.cli.report import default_output
+    from pista.findings import analyze
+    from pista.i18n import check_lang, localize
+    from pista.render import annotated
+    from pista.trace.facts import derive
+    from pista.trace.load import decode_trace, read_bytes
+
+    lang = check_lang(args.lang)
+    data, notices = read_bytes(args.trace)
+    trace = decode_trace(data, args.trace, notices)
+    for notice in trace.notices:
+        print(f"pista: notice: {args.trace}: {notice}", file=sys.stderr)
+    analysis = localize(analyze(derive(trace)), lang)
+    out = Path(args.output) if args.output else default_output(args.trace, ".pista.json.gz")
+    payload = annotated.render(data, analysis, gz=out.name.endswith(".gz"), source=args.trace)
+    write_output(out, payload, inputs=(args.trace,))
+    print(f"pista: wrote {out}: {len(analysis.findings)} findings as markers", file=sys.stderr)
+    return 0

@@ -1,0 +1,41 @@
+"""Compare two traces (say eager against compiled, or small against large): the totals and the
+verdict, the ops and kernels that appeared, vanished or changed, and the findings gained or lost."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a", help="the first trace (the baseline)")
+    parser.add_argument("b", help="the second trace")
+    parser.add_argument("--format", choices=("text", "json", "html"), default="text")
+    parser.add_argument("-o", "--output", help="write here instead of stdout (html: required or stdout)")
+    parser.add_argument("--lang", default="en", help="language of the findings' titles (en, es)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pista.cli.common import open_trace, write_output
+    from pista.diff import diff
+    from pista.findings import analyze
+    from pista.i18n import check_lang, localize
+
+    lang = check_lang(args.lang)
+    a = localize(analyze(open_trace(args.a)), lang)
+    b = localize(analyze(open_trace(args.b)), lang)
+    d = diff(a, b)
+    if args.format == "html":
+        from pista.render import diff_html
+
+        out = diff_html.render(d)
+    else:
+        from pista.render import diff_text
+
+        out = diff_text.render_json(d) if args.format == "json" else diff_text.render_text(d)
+    if args.output:
+        write_output(args.output, out, inputs=(args.a, args.b))
+        print(f"pista: wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(out)
+    return 0

@@ -1,0 +1,127 @@
+"""A copy of the trace with pista's findings added as markers, for Perfetto / chrome://tracing.
+
+The original events are re-emitted byte for byte (the raw text of `traceEvents` and of every other
+top-level key, taken straight from the input), and the markers are appended at the end of
+`traceEvents`: a "pista findings" process with one thread per finding, an `X` span per piece of
+evidence (an instant `i` where the evidence has no duration) and an instant at the first evidence.
+Timestamps are written from integer nanoseconds, so nothing is rounded beyond the input's own ns.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from pista.errors import BadTrace
+from pista.findings import Analysis, Finding
+
+PROCESS_NAME = "pista findings"
+CATEGORY = "pista"
+FIRST_PID = 999_999  # far from the OS pids and GPU ids torch writes; moved up if taken
+
+_TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def marker_pid(analysis: Analysis) -> int:
+    used = set(np.unique(analysis.facts.trace.pid).tolist())
+    pid = FIRST_PID
+    while pid in used:
+        pid += 1
+    return pid
+
+
+def _ts(us: float) -> str:
+    """µs with exactly three decimals (ns), as torch writes them; from integer ns, no float repr."""
+    ns = int(round(us * 1000.0))
+    sign = "-" if ns < 0 else ""
+    q, r = divmod(abs(ns), 1000)
+    return f"{sign}{q}.{r:03d}"
+
+
+def marker_events(analysis: Analysis) -> list[bytes]:
+    """The pista events, each already encoded as JSON bytes."""
+    pid = marker_pid(analysis)
+
+    def enc(event: dict[str, Any], ts_us: float | None = None, dur_us: float | None = None) -> bytes:
+        text = json.dumps(event, ensure_ascii=False, separators=(", ", ": "))
+        extra = ""
+        if ts_us is not None:
+            extra += f', "ts": {_ts(ts_us)}'
+        if dur_us is not None:
+            extra += f', "dur": {_ts(dur_us)}'
+        return (text[:-1] + extra + "}").encode()
+
+    out = [
+        enc({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": PROCESS_NAME}}),
+        enc({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0, "args": {"sort_index": -1}}),
+        enc({"name": "process_labels", "ph": "M", "pid": pid, "tid": 0,
+             "args": {"labels": f"verdict: {analysis.summary.verdict}"}}),
+    ]
+    for k, finding in enumerate(analysis.findings):
+        tid = k + 1
+        out.append(enc({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                        "args": {"name": f"{finding.severity.value} {finding.rule}"}}))
+        out.append(enc({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
+                        "args": {"sort_index": tid}}))
+        base = _finding_args(finding)
+        if finding.evidence:
+            first = min(finding.evidence, key=lambda e: e.ts_us)
+            out.append(enc({"name": f"{finding.rule}: {finding.title}", "ph": "i", "s": "t", "cat": CATEGORY,
+                            "pid": pid, "tid": tid, "args": base}, ts_us=first.ts_us))
+        for e in finding.evidence:
+            args = {"rule": finding.rule, "severity": finding.severity.value, "title": finding.title,
+                    "evidence": e.name, "lane": e.lane, "step": e.step, "note": e.note}
+            event = {"name": e.name, "ph": "X" if e.dur_us > 0 else "i", "cat": CATEGORY,
+                     "pid": pid, "tid": tid, "args": args}
+            if e.dur_us > 0:
+                out.append(enc(event, ts_us=e.ts_us, dur_us=e.dur_us))
+            else:
+                out.append(enc({**event, "s": "t"}, ts_us=e.ts_us))
+    return out
+
+
+def _finding_args(f: Finding) -> dict[str, Any]:
+    return {"rule": f.rule, "severity": f.severity.value, "title": f.title, "message": f.message,
+            "advice": f.advice}
+
+
+def annotate_bytes(original: bytes, analysis: Analysis, source: str = "<trace>") -> bytes:
+    """The original JSON document with the markers appended to its event list."""
+    markers = b",\n".join(marker_events(analysis))
+    head = original.lstrip()[:1]
+    if head == b"[":  # the bare-array form of the chrome trace format
+        return _append(original, markers, source)
+    try:
+        top = _TOP_LEVEL.decode(original)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        raise BadTrace(source, "cannot annotate: the file is not one complete JSON object "
+                               "(cut off or damaged); re-export the trace") from None
+    parts = []
+    found = False
+    for key, raw in top.items():
+        value = bytes(raw)
+        if key == "traceEvents":
+            value = _append(value, markers, source)
+            found = True
+        parts.append(json.dumps(key).encode() + b": " + value)
+    if not found:
+        parts.append(b'"traceEvents": [\n' + markers + b"\n]")
+    return b"{\n" + b",\n".join(parts) + b"\n}\n"
+
+
+def _append(array: bytes, markers: bytes, source: str) -> bytes:
+    body = array.rstrip()
+    if not body.endswith(b"]"):
+        raise BadTrace(source, "cannot annotate: traceEvents is not a JSON array")
+    inner = body[:-1].rstrip()
+    empty = inner.endswith(b"[")
+    return inner + (b"\n" if empty else b",\n") + markers + b"\n]"
+
+
+def render(original: bytes, analysis: Analysis, gz: bool = False, source: str = "<trace>") -> bytes:
+    data = annotate_bytes(original, analysis, source)
+    return gzip.compress(data, compresslevel=6, mtime=0) if gz else data

@@ -1,0 +1,69 @@
+"""`pista diff --format html`: one self-contained page (pista's report style, no script needed)."""
+
+from __future__ import annotations
+
+import html
+
+from pista.diff import KINDS, Diff, RowDiff
+from pista.render.diff_text import KIND_LABEL, busy, change
+from pista.render.html import _asset
+from pista.table import format_time
+
+STATUS_LABEL = {"appeared": "appeared (only in B)", "vanished": "vanished (only in A)", "changed": "changed"}
+
+
+def _cell(side, attr: str) -> str:
+    return "" if side is None else html.escape(format_time(getattr(side, attr)))
+
+
+def _rows(rows: list[RowDiff]) -> str:
+    body = []
+    for r in rows:
+        a, b = r.a, r.b
+        body.append(
+            f'<tr><td class="name" title="{html.escape(r.name)}">{html.escape(r.name)}</td>'
+            f'<td class="num">{a.calls if a else ""}</td><td class="num">{b.calls if b else ""}</td>'
+            f'<td class="num">{_cell(a, "self_cpu_us")}</td><td class="num">{_cell(b, "self_cpu_us")}</td>'
+            f'<td class="num">{_cell(a, "self_device_us")}</td><td class="num">{_cell(b, "self_device_us")}</td></tr>')
+    return ('<table class="kavg"><thead><tr><th>Name</th><th>calls A</th><th>calls B</th><th>Self CPU A</th>'
+            '<th>Self CPU B</th><th>Self CUDA A</th><th>Self CUDA B</th></tr></thead><tbody>'
+            + "".join(body) + "</tbody></table>")
+
+
+def render(d: Diff) -> str:
+    e = html.escape
+    totals = [("Self CPU total", format_time(d.a.self_cpu_total_us), format_time(d.b.self_cpu_total_us),
+               change(d.a.self_cpu_total_us, d.b.self_cpu_total_us)),
+              ("Self CUDA total", format_time(d.a.self_device_total_us), format_time(d.b.self_device_total_us),
+               change(d.a.self_device_total_us, d.b.self_device_total_us)),
+              ("GPU busy", busy(d.a), busy(d.b), ""), ("Steps", str(d.a.steps), str(d.b.steps), ""),
+              ("Verdict", d.a.verdict, d.b.verdict, "" if d.a.verdict == d.b.verdict else "changed")]
+    head = ('<table class="kavg"><thead><tr><th></th><th>A</th><th>B</th><th>change</th></tr></thead><tbody>'
+            + "".join(f"<tr><td>{e(k)}</td><td class='num'>{e(a)}</td><td class='num'>{e(b)}</td>"
+                      f"<td class='num'>{e(c)}</td></tr>" for k, a, b, c in totals) + "</tbody></table>")
+    sections = []
+    for kind in KINDS:
+        for status in ("appeared", "vanished", "changed"):
+            rows = d.select(kind, status)
+            if rows:
+                sections.append(f'<section class="card"><h2>{e(KIND_LABEL[kind])} {e(STATUS_LABEL[status])}: '
+                                f"{len(rows)}</h2>{_rows(rows)}</section>")
+
+    def finding_list(items: list[dict[str, str]], mark: str) -> str:
+        return "".join(f'<article class="finding sev-{e(f["severity"])}"><header><span class="sev">{mark} '
+                       f'{e(f["severity"])}</span> <code class="rule">{e(f["rule"])}</code><h3>{e(f["title"])}</h3>'
+                       f'</header><p class="message">{e(f["message"])}</p></article>' for f in items)
+
+    findings = ""
+    if d.findings_gained:
+        findings += "<h2>Findings gained (in B)</h2>" + finding_list(d.findings_gained, "+")
+    if d.findings_lost:
+        findings += "<h2>Findings lost (only in A)</h2>" + finding_list(d.findings_lost, "-")
+    if d.findings_kept:
+        findings += "<p class='hint'>In both: " + e(", ".join(d.findings_kept)) + "</p>"
+    title = f"pista diff: {d.a.source} vs {d.b.source}"
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>'
+            f"<style>{_asset('report.css')}</style></head><body><header class='top'><div class='brand'>pista</div>"
+            f"<h1>diff</h1></header><main><section class='card'><p>A: <code>{e(d.a.source)}</code><br>"
+            f"B: <code>{e(d.b.source)}</code></p>{head}</section><section id='findings'>{findings}</section>"
+            + "".join(sections) + "</main></body></html>\n")

@@ -1,0 +1,79 @@
+"""`pista diff` for a terminal (plain text) and as JSON."""
+
+from __future__ import annotations
+
+import json
+
+from pista.diff import KINDS, Diff, RowDiff, Totals
+from pista.table import format_time
+
+KIND_LABEL = {"op": "Ops", "kernel": "Kernels and copies", "gpu-annotation": "GPU regions (record_function)"}
+MAX_ROWS = 15
+
+
+def change(a: float, b: float) -> str:
+    if a == 0:
+        return "new" if b else "="
+    return f"{100 * (b - a) / a:+.1f}%"
+
+
+def busy(t: Totals) -> str:
+    return "n/a" if t.gpu_busy_share is None else f"{100 * t.gpu_busy_share:.1f}%"
+
+
+def _side(r: RowDiff, which: str) -> str:
+    s = r.a if which == "a" else r.b
+    if s is None:
+        return "-"
+    parts = [f"{s.calls} calls"]
+    if s.self_cpu_us:
+        parts.append(f"self CPU {format_time(s.self_cpu_us)}")
+    if s.self_device_us:
+        parts.append(f"self CUDA {format_time(s.self_device_us)}")
+    return ", ".join(parts)
+
+
+def render_text(d: Diff) -> str:
+    lines = [f"pista diff\n  A: {d.a.source}\n  B: {d.b.source}", ""]
+    w = 18
+    lines.append(f"{'':{w}}{'A':>16}{'B':>16}{'change':>10}")
+    lines.append(f"{'Self CPU total':{w}}{format_time(d.a.self_cpu_total_us):>16}{format_time(d.b.self_cpu_total_us):>16}"
+                 f"{change(d.a.self_cpu_total_us, d.b.self_cpu_total_us):>10}")
+    lines.append(f"{'Self CUDA total':{w}}{format_time(d.a.self_device_total_us):>16}"
+                 f"{format_time(d.b.self_device_total_us):>16}"
+                 f"{change(d.a.self_device_total_us, d.b.self_device_total_us):>10}")
+    lines.append(f"{'GPU busy':{w}}{busy(d.a):>16}{busy(d.b):>16}")
+    lines.append(f"{'steps':{w}}{d.a.steps:>16}{d.b.steps:>16}")
+    verdict = d.a.verdict if d.a.verdict == d.b.verdict else f"{d.a.verdict} -> {d.b.verdict}"
+    lines.append(f"{'verdict':{w}}{verdict:>32}")
+    for kind in KINDS:
+        for status, label in (("appeared", "appeared (only in B)"), ("vanished", "vanished (only in A)"),
+                              ("changed", "changed")):
+            rows = d.select(kind, status)
+            if not rows:
+                continue
+            lines += ["", f"{KIND_LABEL[kind]} {label}: {len(rows)}"]
+            for r in rows[:MAX_ROWS]:
+                if status == "changed":
+                    lines.append(f"  ~ {r.name[:80]}\n      A: {_side(r, 'a')}\n      B: {_side(r, 'b')}")
+                else:
+                    mark = "+" if status == "appeared" else "-"
+                    lines.append(f"  {mark} {r.name[:80]}  ({_side(r, 'b' if status == 'appeared' else 'a')})")
+            if len(rows) > MAX_ROWS:
+                lines.append(f"  ... {len(rows) - MAX_ROWS} more")
+    lines.append("")
+    if d.findings_gained:
+        lines.append("Findings gained (in B):")
+        lines += [f"  + {f['severity']:8s} {f['rule']}: {f['title']}" for f in d.findings_gained]
+    if d.findings_lost:
+        lines.append("Findings lost (only in A):")
+        lines += [f"  - {f['severity']:8s} {f['rule']}: {f['title']}" for f in d.findings_lost]
+    if d.findings_kept:
+        lines.append("Findings in both: " + ", ".join(d.findings_kept))
+    if not (d.findings_gained or d.findings_lost or d.findings_kept):
+        lines.append("No findings in either trace.")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(d: Diff) -> str:
+    return json.dumps(d.to_dict(), indent=1, ensure_ascii=False) + "\n"
