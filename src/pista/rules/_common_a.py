@@ -17,7 +17,7 @@ LAUNCH_NAMES = frozenset({
     "cudaMemcpyAsync", "cudaMemsetAsync", "cudaMemcpy", "cudaMemset", "cudaMemcpy2DAsync", "cudaGraphLaunch",
 })
 
-_config_cache: weakref.WeakKeyDictionary[Facts, np.ndarray] = weakref.WeakKeyDictionary()
+_config_cache: weakref.WeakKeyDictionary[Facts, tuple[np.ndarray, np.ndarray]] = weakref.WeakKeyDictionary()
 
 
 def us(ns: float) -> float:
@@ -74,19 +74,37 @@ def launched_by(facts: Facts) -> np.ndarray:
 
 def launch_config(facts: Facts) -> np.ndarray:
     """Per event, 'grid x block' of a kernel from its args ('' where the trace has none)."""
+    return _kernel_keys(facts)[0]
+
+
+def launch_shapes(facts: Facts) -> np.ndarray:
+    """Per kernel, its launching op's 'Input Dims' as text ('' where not recorded): persistent GEMM
+    kernels launch one CTA per SM whatever the problem size, so grid/block alone do not say 'same work'."""
+    return _kernel_keys(facts)[1]
+
+
+def _kernel_keys(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
     cached = _config_cache.get(facts)
     if cached is not None:
         return cached
     trace = facts.trace
-    out = np.full(len(trace), "", dtype=object)
+    config = np.full(len(trace), "", dtype=object)
+    shapes = np.full(len(trace), "", dtype=object)
     kernel = trace.category_mask({"kernel"}) & facts.is_device_work
+    owner_dims: dict[int, str] = {}
     for i in np.flatnonzero(kernel).tolist():
         args = trace.args(i)
         grid, block = args.get("grid"), args.get("block")
         if grid is not None or block is not None:
-            out[i] = f"grid {_dims(grid)} block {_dims(block)}"
-    _config_cache[facts] = out
-    return out
+            config[i] = f"grid {_dims(grid)} block {_dims(block)}"
+        owner = int(facts.owner[i])
+        if owner >= 0:
+            if owner not in owner_dims:
+                dims = trace.args(owner).get("Input Dims")
+                owner_dims[owner] = str(dims) if dims else ""
+            shapes[i] = owner_dims[owner]
+    _config_cache[facts] = (config, shapes)
+    return config, shapes
 
 
 def _dims(value: object) -> str:
@@ -135,3 +153,24 @@ def mark_ancestors(facts: Facts, idx: np.ndarray, mask: np.ndarray) -> None:
         mask[up] = True
         up = facts.parent[up]
         up = up[up >= 0]
+
+
+def short_name(name: str, limit: int = 80) -> str:
+    """A kernel name without 'void ', its template arguments and parameter list, for sentences."""
+    text = name.removeprefix("void ")
+    for mark in ("<", "("):
+        cut = text.find(mark)
+        if cut > 0:
+            text = text[:cut]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def steps_text(steps: list[int]) -> str:
+    """'step 0', 'steps 2, 3', 'steps 2-21 (20 steps)'."""
+    if not steps:
+        return ""
+    if len(steps) == 1:
+        return f"step {steps[0]}"
+    if len(steps) <= 3:
+        return "steps " + ", ".join(map(str, steps))
+    return f"steps {steps[0]}-{steps[-1]} ({len(steps)} steps)"
