@@ -271,7 +271,7 @@ def _findings(analysis: Analysis) -> str:
         more = (f'<p class="more">... and {len(f.evidence) - MAX_EVIDENCE_SHOWN} more events</p>'
                 if len(f.evidence) > MAX_EVIDENCE_SHOWN else "")
         evidence = (f'<table class="evidence"><thead><tr><th>evidence</th><th>lane</th><th>step</th>'
-                    f'<th>at</th><th>dur</th><th>note</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+                    f'<th class="num">at</th><th class="num">dur</th><th>note</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
                     if rows else "")
         cards.append(
             f'<article class="finding sev-{f.severity.value}" id="finding-{k}">'
@@ -308,7 +308,8 @@ def _table(analysis: Analysis) -> str:
     totals = f"Self CPU time total: {format_time(t.self_cpu_total_us)}"
     if has_gpu:
         totals += f" &middot; Self CUDA time total: {format_time(t.self_device_total_us)}"
-    return (f'<table class="kavg"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead>'
+    header = "".join('<th>Name</th>' if h == "Name" else f'<th class="num">{h}</th>' for h in head)
+    return (f'<table class="kavg"><thead><tr>{header}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table><p class="totals">{totals} &middot; sorted by {sort_by}, '
             f"top {len(rows)} of {len(t.rows)} rows</p>")
 

@@ -129,7 +129,7 @@
       { type: "custom", name: "dead windows", silent: true, z: 1, renderItem: bandItem(function () { return "rgba(90,90,90,0.18)"; }),
         encode: { x: [0, 1] }, data: tl.dead },
       { type: "custom", name: "GPU idle", z: 2, renderItem: function (params, api) {
-          return bandItem(function () { return "rgba(229,57,53,0.16)"; }, true)(params, {
+          return bandItem(function () { return "rgba(229,57,53,0.11)"; }, true)(params, {
             coord: api.coord, size: api.size, value: function (k) { return api.value([2, 3, 0, 1][k]); } });
         }, encode: { x: [2, 3] }, data: tl.gaps },
       { type: "custom", name: "step", z: 3, renderItem: stepLabelItem, encode: { x: [1, 2], y: 3 }, data: tl.stepBands },
@@ -154,7 +154,7 @@
     : tl.shown.toLocaleString() + " rectangles (runs of events under a pixel merged).";
 
   function zoomTo(startMs, durMs) {
-    var pad = Math.max(durMs * 4, windowSpan / 400);
+    var pad = Math.max(durMs * 0.5, windowSpan / 200);
     tlChart.dispatchAction({ type: "dataZoom", dataZoomIndex: 0, startValue: startMs - pad, endValue: startMs + durMs + pad });
     tlEl.scrollIntoView({ behavior: "smooth", block: "center" });
   }
@@ -219,7 +219,7 @@
         return "step " + s.number + ": " + fmtMs(s.ms) + (s.gpu_busy != null ? "<br>GPU busy " + (100 * s.gpu_busy).toFixed(1) + "%" : "") +
           "<br>" + (s.ms / median).toFixed(2) + "× the median step";
       } },
-      xAxis: { type: "category", name: "step", data: data.steps.map(function (s) { return String(s.number); }) },
+      xAxis: { type: "category", data: data.steps.map(function (s) { return String(s.number); }) },
       yAxis: [{ type: "value", name: "ms", axisLabel: { formatter: function (v) { return v; } } },
               { type: "value", name: "GPU %", min: 0, max: 100, show: hasBusy, splitLine: { show: false } }],
       series: [
