@@ -1,0 +1,92 @@
+"""A folder of per-rank traces from one distributed job: per-rank verdicts and findings, the
+communication of every rank (exposed vs overlapped), and the cross-rank checks (stragglers).
+
+    from pista.distributed import analyze_ranks
+    result = analyze_ranks("traces/", engine="local")      # or engine="dask", scheduler="tcp://..."
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pista.distributed.rank import RankSummary, assign_ranks, trace_files
+from pista.distributed.straggler import CrossRank, cross_rank
+from pista.errors import BadTrace
+from pista.findings import Finding
+
+__all__ = ["DistributedAnalysis", "RankSummary", "analyze_ranks"]
+
+
+@dataclass
+class DistributedAnalysis:
+    source: str
+    ranks: list[RankSummary]
+    cross: CrossRank
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[Finding]:
+        """The cross-rank findings, then each rank's own."""
+        return list(self.cross.findings) + [f for r in self.ranks for f in r.findings]
+
+    @property
+    def rules_fired(self) -> list[str]:
+        return sorted({f.rule for f in self.findings})
+
+    def rank(self, n: int) -> RankSummary:
+        return next(r for r in self.ranks if r.rank == n)
+
+    def ranks_firing(self, rule_id: str) -> list[int]:
+        return [int(r.rank) for r in self.ranks if any(f.rule == rule_id for f in r.findings)] + [
+            int(f.metrics["rank"]) for f in self.cross.findings if f.rule == rule_id]  # type: ignore[arg-type]
+
+    def overlap(self) -> dict[str, Any]:
+        """Communication totals over all ranks, and per rank."""
+        comm = sum(r.comm.comm for r in self.ranks if r.comm)
+        exposed = sum(r.comm.exposed for r in self.ranks if r.comm)
+        return {"comm_ms": comm / 1e6, "exposed_ms": exposed / 1e6,
+                "overlap_share": 1.0 - exposed / comm if comm else None,
+                "ranks": {str(r.rank): (r.comm.to_dict() if r.comm else None) for r in self.ranks}}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "world_size": len(self.ranks),
+            "ranks": [r.to_dict() for r in self.ranks],
+            "overlap": self.overlap(),
+            "cross_rank": self.cross.to_dict(),
+            "findings": [dict(f.to_dict(), rank=f.metrics.get("rank")) for f in self.cross.findings]
+            + [dict(f.to_dict(), rank=r.rank) for r in self.ranks for f in r.findings],
+            "notices": self.notices,
+        }
+
+
+def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers: int | None = None,
+                  scheduler: str | None = None, rules: list[str] | None = None) -> DistributedAnalysis:
+    """Analyze every trace in `folder` as one rank of a job (engine: local | inline | dask)."""
+    from pista.distributed.engine import run_ranks
+
+    paths = [str(p) for p in trace_files(folder)]
+    ranks = run_ranks(paths, engine=engine, workers=workers, scheduler=scheduler, rules=rules)
+    bad = [r for r in ranks if r.error]
+    if bad:
+        # one unreadable rank spoils the cross-rank picture: say which, like a single bad file
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise BadTrace(Path(bad[0].path).name, f"{bad[0].error}{more}".replace(f"{bad[0].path}: ", "", 1))
+    notices = assign_ranks(ranks)
+    for r in ranks:
+        notices += [f"rank {r.rank}: {n}" for n in r.notices]
+    worlds = {r.world_size for r in ranks if r.world_size}
+    if len(worlds) == 1 and (world := worlds.pop()) != len(ranks):
+        notices.append(f"the traces say world_size {world}; the folder holds {len(ranks)} rank(s)")
+    cross = cross_rank(ranks) if rules is None or "straggler" in rules else _no_cross(ranks)
+    return DistributedAnalysis(str(folder), ranks, cross, notices)
+
+
+def _no_cross(ranks: list[RankSummary]) -> CrossRank:
+    result = cross_rank(ranks)
+    result.findings = []
+    return result

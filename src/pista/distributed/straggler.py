@@ -1,0 +1,206 @@
+"""Cross-rank timing: how late each rank reaches its collectives, and which rank is the straggler.
+
+Collectives are matched across ranks by (step, name, n-th of that name in the step). Each rank's
+clock is first aligned on collective *ends* (a collective completes at about the same moment on
+every participant), which cancels clock offsets between hosts; then a rank's lateness is its
+aligned *start* minus the median start of the other ranks, per collective, and the median of that
+over collectives. Steps are compared by their median duration against the other ranks' median.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pista.distributed.comm import Collective
+from pista.distributed.rank import RankSummary
+from pista.findings import Evidence, Finding
+from pista.rules import straggler as rule
+
+EVIDENCE_COLLECTIVES = 3
+
+
+@dataclass
+class RankTiming:
+    rank: int
+    step_ms: float | None  # median step duration
+    exposed_ms: float | None  # median exposed communication per step
+    late_ms: float | None  # median lateness at collectives vs the other ranks
+    step_start_late_ms: float | None  # median lateness of ProfilerStep starts
+    clock_offset_ms: float  # what the end-alignment removed
+
+    def to_dict(self) -> dict[str, object]:
+        return dict(vars(self))
+
+
+@dataclass
+class CrossRank:
+    timings: list[RankTiming]
+    matched_collectives: int
+    median_step_ms: float | None
+    findings: list[Finding] = field(default_factory=list)
+
+    def timing(self, rank: int) -> RankTiming | None:
+        return next((t for t in self.timings if t.rank == rank), None)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"matched_collectives": self.matched_collectives, "median_step_ms": self.median_step_ms,
+                "ranks": [t.to_dict() for t in self.timings]}
+
+
+def leave_one_out_median(values: np.ndarray) -> np.ndarray:
+    """For a (ranks, k) matrix: per entry, the median of its column without that entry."""
+    r = values.shape[0]
+    if r < 2:
+        return np.full(values.shape, np.nan)
+    order = np.argsort(values, axis=0, kind="stable")
+    ordered = np.take_along_axis(values, order, axis=0)
+    position = np.empty_like(order)
+    np.put_along_axis(position, order, np.arange(r)[:, None].repeat(values.shape[1], 1), axis=0)
+    m = r - 1  # the others
+    lo, hi = (m - 1) // 2, m // 2
+
+    def pick(j: int) -> np.ndarray:
+        # j-th of the others = j-th overall, or the next one when the entry itself sits at or before j
+        idx = np.where(position <= j, j + 1, j)
+        return np.take_along_axis(ordered, idx, axis=0)
+
+    return (pick(lo) + pick(hi)) / 2.0
+
+
+def cross_rank(ranks: list[RankSummary]) -> CrossRank:
+    ok = [r for r in ranks if r.error is None]
+    step_ms = {r.rank: _median([s.dur for s in r.steps]) for r in ok}
+    exposed_ms = {r.rank: _median([s.exposed for s in r.steps]) for r in ok}
+    known_steps = [v for v in step_ms.values() if v is not None]
+    median_step = float(np.median(known_steps)) if known_steps else None
+
+    # lateness from when each rank *calls* the collective (work on a busy comm thread or stream
+    # starts only when the previous collective is done); the clock alignment from when the work ends
+    keys, starts = _matched(ok, "call_events", "start")
+    keys_are_calls = len(keys) >= rule.MIN_MATCHED_COLLECTIVES
+    if not keys_are_calls:
+        keys, starts = _matched(ok, "events", "start")
+    end_keys, ends = _matched(ok, "events", "end")
+    offsets = np.zeros(len(ok))
+    if len(ok) >= 2 and end_keys:
+        offsets = np.median(ends - np.median(ends, axis=0, keepdims=True), axis=1)
+    late = np.full(len(ok), np.nan)
+    late_each = np.empty((len(ok), 0))
+    if len(ok) >= 2 and keys:
+        aligned = starts - offsets[:, None]
+        late_each = aligned - leave_one_out_median(aligned)
+        late = np.median(late_each, axis=1)
+    step_late = _step_start_lateness(ok, offsets)
+
+    timings = [RankTiming(
+        rank=int(r.rank),  # type: ignore[arg-type]
+        step_ms=_ms(step_ms[r.rank]),
+        exposed_ms=_ms(exposed_ms[r.rank]),
+        late_ms=_ms(late[i]) if np.isfinite(late[i]) else None,
+        step_start_late_ms=_ms(step_late[i]) if np.isfinite(step_late[i]) else None,
+        clock_offset_ms=float(offsets[i]) / 1e6,
+    ) for i, r in enumerate(ok)]
+    result = CrossRank(timings, len(keys), _ms(median_step))
+    result.findings = _findings(ok, result, keys, late_each, keys_are_calls)
+    return result
+
+
+def _findings(ok: list[RankSummary], result: CrossRank, keys: list[tuple[int | None, str, int]],
+              late_each: np.ndarray, keys_are_calls: bool) -> list[Finding]:
+    if len(ok) < 2 or result.median_step_ms is None:
+        return []
+    findings = []
+    steps = np.array([t.step_ms if t.step_ms is not None else np.nan for t in result.timings])
+    for i, t in enumerate(result.timings):
+        by_lateness = (len(keys) >= rule.MIN_MATCHED_COLLECTIVES and t.late_ms is not None
+                       and t.late_ms >= max(rule.LATE_MIN_MS, rule.LATE_MIN_SHARE_OF_STEP * result.median_step_ms))
+        others = np.delete(steps, i)
+        others_step = float(np.nanmedian(others)) if np.isfinite(others).any() else None
+        by_step = (len(keys) < rule.MIN_MATCHED_COLLECTIVES and t.step_ms is not None and others_step
+                   and t.step_ms >= rule.STEP_SLOWER_RATIO * others_step)
+        peers = [p for p in result.timings if p.rank != t.rank and p.exposed_ms is not None]
+        peer_wait = float(np.median([p.exposed_ms for p in peers])) if peers else None
+        if by_lateness and peer_wait is not None and t.exposed_ms is not None:
+            # the others must actually wait for it: a rank late by noise makes no one wait
+            by_lateness = peer_wait - t.exposed_ms >= rule.PEER_WAIT_MIN_SHARE_OF_LATENESS * t.late_ms
+        if not (by_lateness or by_step):
+            continue
+        if by_lateness:
+            message = (f"Rank {t.rank} reaches its collectives {t.late_ms:.3f} ms after the median of the "
+                       f"other {len(ok) - 1} rank(s) (median over {len(keys)} matched collectives; the median "
+                       f"step is {result.median_step_ms:.3f} ms).")
+        else:
+            message = (f"Rank {t.rank}'s median step takes {t.step_ms:.3f} ms against {others_step:.3f} ms "
+                       f"on the other {len(ok) - 1} rank(s).")
+        if peer_wait is not None and t.exposed_ms is not None:
+            message += (f" The others wait in communication {peer_wait:.3f} ms per step (median), rank "
+                        f"{t.rank} only {t.exposed_ms:.3f} ms.")
+        evidence = []
+        if by_lateness:
+            worst = np.argsort(-late_each[i], kind="stable")[:EVIDENCE_COLLECTIVES]
+            for k in worst.tolist():
+                step, name, nth = keys[k]
+                call = _event_of(ok[i], "call_events" if keys_are_calls else "events", keys[k])
+                evidence.append(Evidence.span(name, f"rank {t.rank}", call.start, call.end,
+                                              step=step, note=f"{late_each[i, k] / 1e6:.3f} ms late "
+                                                              f"(#{nth + 1} of its name in the step)"))
+        findings.append(Finding(
+            rule=rule.ID, severity=rule.SEVERITY, title=rule.TITLE, message=message,
+            advice=(f"Find what rank {t.rank} does before its collectives that the others do not: uneven "
+                    "shards or sequence lengths, a slow loader or disk on its host, one-rank-only logging or "
+                    "checkpointing, a throttled device. Balance it or move it off the step."),
+            evidence=evidence,
+            metrics={"rank": t.rank, "late_ms": t.late_ms, "step_ms": t.step_ms,
+                     "median_step_ms": result.median_step_ms, "own_exposed_ms": t.exposed_ms,
+                     "peers_exposed_ms": peer_wait, "matched_collectives": len(keys), "world": len(ok)},
+        ))
+    return findings
+
+
+def _matched(ok: list[RankSummary], which: str, edge: str) -> tuple[list[tuple[int | None, str, int]], np.ndarray]:
+    """Collectives present on every rank, as a (ranks, k) matrix of their start or end on the shared
+    clock (ns), with their keys (step, name, n-th of that name in the step)."""
+    tables = []
+    for r in ok:
+        seen: dict[tuple[int | None, str], int] = defaultdict(int)
+        table = {}
+        events = getattr(r.comm, which) if r.comm else []
+        for c in events:
+            nth = seen[(c.step, c.name)]
+            seen[(c.step, c.name)] += 1
+            table[(c.step, c.name, nth)] = getattr(c, edge) + r.clock_base_ns
+        tables.append(table)
+    if not tables:
+        return [], np.empty((0, 0))
+    common = set(tables[0]).intersection(*tables[1:])
+    keys = sorted(common, key=lambda k: (k[0] if k[0] is not None else -1, k[1], k[2]))
+    values = np.array([[t[k] for k in keys] for t in tables], dtype=np.float64).reshape(len(ok), len(keys))
+    return keys, values
+
+
+def _event_of(r: RankSummary, which: str, key: tuple[int | None, str, int]) -> Collective:
+    step, name, nth = key
+    return [c for c in getattr(r.comm, which) if c.step == step and c.name == name][nth]
+
+
+def _step_start_lateness(ok: list[RankSummary], offsets: np.ndarray) -> np.ndarray:
+    if len(ok) < 2:
+        return np.full(len(ok), np.nan)
+    numbers = set.intersection(*({s.step for s in r.steps} for r in ok))
+    if not numbers:
+        return np.full(len(ok), np.nan)
+    ordered = sorted(numbers)
+    starts = np.array([[next(s.start for s in r.steps if s.step == n) + r.clock_base_ns for n in ordered]
+                       for r in ok], dtype=np.float64) - offsets[:, None]
+    return np.median(starts - leave_one_out_median(starts), axis=1)
+
+
+def _median(values: list[int]) -> float | None:
+    return float(np.median(values)) if values else None
+
+
+def _ms(ns: float | None) -> float | None:
+    return None if ns is None else float(ns) / 1e6
