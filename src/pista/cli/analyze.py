@@ -4,11 +4,13 @@ each with its evidence (events, lane, step, ts, dur) and the advice."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
+    parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz), or a folder of "
+                                      "per-rank traces of one distributed job")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--rule", action="append", dest="rules", metavar="ID",
                         help="run only this rule (repeatable)")
@@ -16,6 +18,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lang", default="en", help="language of findings (en, es)")
     parser.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
                         help="colour the text output (default: when stdout is a terminal)")
+    dist = parser.add_argument_group("a folder of per-rank traces")
+    dist.add_argument("--engine", choices=("local", "dask"), default="local",
+                      help="where ranks are parsed: a local process pool (default) or a Dask cluster")
+    dist.add_argument("--scheduler", metavar="ADDR", help="the Dask scheduler's address (with --engine dask)")
+    dist.add_argument("--workers", type=int, metavar="N", help="local processes (default: one per core)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
 
         for rule_id in args.rules:
             get_rule(rule_id)  # unknown ids fail here with the list of known ones
+    if os.path.isdir(args.trace):
+        return _run_folder(args)
     analysis = analyze(open_trace(args.trace), rules=args.rules, lang=args.lang)
     if args.format == "json":
         from pista.render import json as renderer
@@ -37,4 +46,18 @@ def run(args: argparse.Namespace) -> int:
 
         color = sys.stdout.isatty() if args.color is None else args.color
         sys.stdout.write(terminal.render(analysis, color=color, show_table=not args.no_table))
+    return 0
+
+
+def _run_folder(args: argparse.Namespace) -> int:
+    from pista.distributed import analyze_ranks
+    from pista.distributed import render as renderer
+
+    result = analyze_ranks(args.trace, engine=args.engine, workers=args.workers, scheduler=args.scheduler,
+                           rules=args.rules)
+    if args.format == "json":
+        sys.stdout.write(renderer.render_json(result))
+    else:
+        color = sys.stdout.isatty() if args.color is None else args.color
+        sys.stdout.write(renderer.render_text(result, color=color))
     return 0

@@ -1,0 +1,125 @@
+"""A distributed analysis as text (per-rank table, cross-rank and per-rank findings) or JSON."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import defaultdict
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from pista.distributed import DistributedAnalysis
+from pista.findings import Finding
+from pista.render.terminal import SEVERITY_STYLE
+
+# Past this many ranks the text table keeps the ranks that matter: the latest and the slowest.
+MAX_RANK_ROWS = 16
+MAX_EVIDENCE = 3
+
+
+def render_json(result: DistributedAnalysis) -> str:
+    return json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n"
+
+
+def render_text(result: DistributedAnalysis, color: bool = False, width: int = 110) -> str:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=color, no_color=not color, width=width, highlight=False)
+    overlap = result.overlap()
+    share = overlap["overlap_share"]
+    cross = result.cross
+    backends = sorted({r.backend for r in result.ranks if r.backend})
+    console.print(Panel(
+        f"{len(result.ranks)} rank(s), backend {', '.join(backends) or 'unknown'}   "
+        f"median step {_ms(cross.median_step_ms)}   communication {overlap['comm_ms']:.3f} ms, "
+        f"exposed {overlap['exposed_ms']:.3f} ms, overlapped {_pct(share)} (all ranks)   "
+        f"matched collectives {cross.matched_collectives}\n"
+        f"per rank: medians per step; late = when it calls its collectives vs the other ranks (+ later)",
+        title=f"pista: {escape(result.source)}", expand=True))
+    for notice in result.notices:
+        console.print(f"[dim]notice: {escape(notice)}[/]")
+    console.print(_rank_table(result))
+    findings = list(cross.findings)
+    if not findings and not any(r.findings for r in result.ranks):
+        console.print("No findings.")
+    for f in findings:
+        _finding(console, f, ranks=None)
+    # a rule that fires on many ranks is shown once, with the ranks and the worst rank's evidence
+    by_rule: dict[str, list[tuple[int, Finding]]] = defaultdict(list)
+    for r in result.ranks:
+        for f in r.findings:
+            by_rule[f.rule].append((int(r.rank), f))  # type: ignore[arg-type]
+    for hits in sorted(by_rule.values(), key=lambda h: (-h[0][1].severity.rank, h[0][1].rule)):
+        worst_rank, worst = max(hits, key=lambda h: _weight(h[1]))
+        _finding(console, worst, ranks=[rank for rank, _ in hits], shown=worst_rank)
+    return out.getvalue()
+
+
+def _rank_table(result: DistributedAnalysis) -> Table:
+    table = Table(show_edge=False, pad_edge=False, box=None)
+    # per step, medians; "late": when the rank calls its collectives, vs the other ranks (ms, + = later)
+    for column in ("rank", "verdict", "steps", "step ms", "comm ms", "exposed ms", "overlap", "late ms",
+                   "findings"):
+        table.add_column(column, justify="left" if column in ("verdict", "findings") else "right",
+                         no_wrap=column == "findings")
+    timing = {t.rank: t for t in result.cross.timings}
+    ranks = result.ranks
+    if len(ranks) > MAX_RANK_ROWS:
+        def key(r):  # latest first, then slowest step
+            t = timing.get(int(r.rank))  # type: ignore[arg-type]
+            return (-(t.late_ms or 0.0), -(t.step_ms or 0.0)) if t else (0.0, 0.0)
+        ranks = sorted(ranks, key=key)[:MAX_RANK_ROWS]
+    straggling = {int(f.metrics["rank"]) for f in result.cross.findings}  # type: ignore[arg-type]
+    for r in ranks:
+        t = timing.get(int(r.rank))  # type: ignore[arg-type]
+        steps = [s for s in r.steps if s.dur]
+        comm = _median_ms([s.comm for s in steps])
+        share = r.comm.overlap_share if r.comm else None
+        rules = sorted({f.rule for f in r.findings} | ({"straggler"} if r.rank in straggling else set()))
+        table.add_row(str(r.rank), str(r.summary.get("verdict", "")), str(len(steps)), _num(t.step_ms if t else None),
+                      _num(comm), _num(t.exposed_ms if t else None), _pct(share),
+                      _num(t.late_ms if t else None, signed=True), ", ".join(rules))
+    if len(result.ranks) > MAX_RANK_ROWS:
+        table.caption = f"{MAX_RANK_ROWS} of {len(result.ranks)} ranks shown: the latest first (--format json has all)"
+    return table
+
+
+def _finding(console: Console, f: Finding, ranks: list[int] | None, shown: int | None = None) -> None:
+    style = SEVERITY_STYLE.get(f.severity.value, "")
+    where = ""
+    if ranks is not None:
+        listed = ", ".join(str(r) for r in ranks[:12]) + (f" +{len(ranks) - 12} more" if len(ranks) > 12 else "")
+        where = f" [dim](rank{'s' if len(ranks) > 1 else ''} {listed}; shown: rank {shown})[/]"
+    console.print(f"\n[{style}]{f.severity.value.upper():8s}[/] [bold]{escape(f.rule)}[/]: {escape(f.title)}{where}")
+    console.print(f"  {escape(f.message)}")
+    for e in f.evidence[:MAX_EVIDENCE]:
+        step = f"step {e.step}" if e.step is not None else "no step"
+        note = f"  ({escape(e.note)})" if e.note else ""
+        console.print(f"  [dim]-[/] {escape(e.name[:70])}  [dim]{escape(e.lane)}, {step}, "
+                      f"dur {e.dur_us / 1000:.3f} ms[/]{note}")
+    console.print(f"  [green]fix:[/] {escape(f.advice)}")
+
+
+def _weight(f: Finding) -> float:
+    value = f.metrics.get("exposed_share_of_step", f.metrics.get("late_ms", 0.0))
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def _median_ms(values: list[int]) -> float | None:
+    import numpy as np
+
+    return float(np.median(values)) / 1e6 if values else None
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f} ms"
+
+
+def _num(value: float | None, signed: bool = False) -> str:
+    return "-" if value is None else (f"{value:+.3f}" if signed else f"{value:.3f}")
+
+
+def _pct(share: float | None) -> str:
+    return "-" if share is None else f"{100 * share:.1f}%"
