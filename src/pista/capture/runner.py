@@ -1,0 +1,222 @@
+"""One `pista run`: build the workload, warm it up outside the profiler, profile its steps, and fill
+the run folder: trace.json.gz, table.txt, analysis.json, run.json.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pista import __version__
+from pista.capture import import_torch
+from pista.capture.session import Session, default_run_dir, resolve_device
+from pista.cli.common import write_output
+from pista.errors import UsageError
+
+LONG_CAPTURE_CALLS = 20  # above this many warm-up calls or steps (or with compile), show progress
+
+
+
+@dataclass
+class RunConfig:
+    workload: str
+    size: int | None = None
+    batch: int | None = None
+    dtype: str = "auto"
+    device: str = "auto"
+    warmup: int = 0  # un-profiled calls before the profiler starts
+    compile: bool = False
+    steps: int | None = None  # None: what the schedule needs
+    wait: int = 1
+    warmup_steps: int = 1
+    active: int = 3
+    repeat: int = 1
+    sync_steps: bool = True
+    out: str | None = None
+    sort_by: str | None = None
+    row_limit: int = 25
+
+
+@dataclass
+class RunResult:
+    config: RunConfig
+    out_dir: Path
+    device: str
+    params: dict[str, Any]
+    session: Session
+    warmup_s: float = 0.0
+    interrupted: bool = False
+    interrupted_in: str | None = None  # "warm-up" or "steps"
+    files: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def trace_path(self) -> Path | None:
+        return self.session.trace_path
+
+    @property
+    def table_text(self) -> str | None:
+        return self.session.table_text
+
+    def saved_line(self) -> str:
+        """The one line an interrupted run prints."""
+        s = self.session
+        if self.trace_path is None:
+            where = "during warm-up" if self.interrupted_in == "warm-up" else f"after {s.steps_done} step(s)"
+            return f"pista: interrupted {where}; no active step had completed, nothing saved"
+        return (f"pista: interrupted after {s.steps_done} step(s); saved the partial trace of "
+                f"{s.active_steps_done} active step(s) to {self.trace_path}")
+
+
+def versions(device: str) -> dict[str, Any]:
+    torch = import_torch()
+    out: dict[str, Any] = {"pista": __version__, "torch": torch.__version__, "python": platform.python_version(),
+                           "platform": platform.platform(), "cuda": torch.version.cuda}
+    if device == "cuda":
+        out["device_name"] = torch.cuda.get_device_name()
+        out["driver_capability"] = ".".join(map(str, torch.cuda.get_device_capability()))
+    return out
+
+
+def capture(config: RunConfig, progress: bool | None = None) -> RunResult:
+    """Run the workload under the profiler. KeyboardInterrupt is caught: the result says what was saved."""
+    from pista.capture import workloads
+
+    if config.warmup < 0:
+        raise UsageError("--warmup must be >= 0")
+    device = resolve_device(config.device)
+    out_dir = Path(config.out) if config.out else default_run_dir(f"{config.workload}-{config.size or 'default'}")
+    workload = workloads.build(config.workload, size=config.size, batch=config.batch, dtype=config.dtype,
+                               device=device, compile=config.compile)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    session = Session(out_dir, device=device, wait=config.wait, warmup=config.warmup_steps,
+                      active=config.active, repeat=config.repeat, sync_steps=config.sync_steps,
+                      sort_by=config.sort_by, row_limit=config.row_limit, label=config.workload)
+    steps = config.steps if config.steps is not None else session.total_steps
+    if steps is None or steps < 1:
+        raise UsageError("--steps must be given (and >= 1) when --repeat is 0")
+    result = RunResult(config, out_dir, device, workload.params, session)
+    torch = import_torch()
+    long_capture = config.compile or config.warmup > LONG_CAPTURE_CALLS or steps > LONG_CAPTURE_CALLS
+    bar = _Progress(progress, plain_lines=long_capture)
+    with bar:
+        phase = "warm-up"
+        try:
+            t0 = time.perf_counter()
+            if config.warmup:
+                bar.start(f"warm-up: {config.warmup} un-profiled calls"
+                          + (" (the first compiles)" if config.compile else ""), config.warmup)
+            for _ in range(config.warmup):
+                workload.step()
+                bar.advance()
+            if device == "cuda":
+                torch.cuda.synchronize()
+            result.warmup_s = time.perf_counter() - t0
+            phase = "steps"
+            sch = session.schedule
+            bar.start(f"profiling {steps} steps (wait {sch['wait']}, warmup {sch['warmup']}, "
+                      f"active {sch['active']} x {sch['repeat']})", steps)
+            with session:
+                for _ in range(steps):
+                    workload.step()
+                    session.step()
+                    bar.advance()
+        except KeyboardInterrupt:
+            result.interrupted, result.interrupted_in = True, phase
+    return result
+
+
+def finish(result: RunResult) -> Any:
+    """Write table.txt, analysis.json and run.json; return the Analysis (None if nothing was saved)."""
+    analysis = None
+    out = result.out_dir
+    if result.trace_path is not None:
+        result.files["trace"] = str(result.trace_path)
+        for n, extra in enumerate(result.session.traces[1:], start=2):
+            result.files[f"trace_cycle{n}"] = str(extra)
+        result.files["table"] = str(out / "table.txt")  # written by the session with the trace
+        if not result.interrupted:
+            from pista.findings import analyze
+            from pista.render import json as json_render
+
+            analysis = analyze(result.trace_path)
+            write_output(out / "analysis.json", json_render.render(analysis))
+            result.files["analysis"] = str(out / "analysis.json")
+    write_output(out / "run.json", json.dumps(run_record(result, analysis), indent=1) + "\n")
+    return analysis
+
+
+def run_record(result: RunResult, analysis: Any = None) -> dict[str, Any]:
+    s = result.session
+    record: dict[str, Any] = {
+        "command": sys.argv,
+        "config": asdict(result.config),
+        "workload": result.params,
+        "schedule": s.schedule,
+        "device": result.device,
+        "versions": versions(result.device),
+        "steps_done": s.steps_done,
+        "active_steps_done": s.active_steps_done,
+        "warmup_s": round(result.warmup_s, 4),
+        "profiled_s": round(s.wall_s, 4),
+        "interrupted": result.interrupted,
+        "torch_self_cpu_total_us": s.self_cpu_total_us,
+        "files": result.files,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    if analysis is not None:
+        record["verdict"] = analysis.summary.verdict
+        record["pista_self_cpu_total_us"] = analysis.summary.self_cpu_total_us
+        record["pista_self_device_total_us"] = analysis.summary.self_device_total_us
+    return record
+
+
+class _Progress:
+    """A transient rich progress bar on stderr (a terminal), else one plain line per phase when
+    plain_lines, else nothing."""
+
+    def __init__(self, enabled: bool, plain_lines: bool = False) -> None:
+        self.enabled = enabled
+        self.plain_lines = plain_lines
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                      MofNCompleteColumn(), TimeElapsedColumn(),
+                                      console=Console(stderr=True), transient=True)
+            self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(*exc)
+
+    def start(self, description: str, total: int) -> None:
+        if self._progress is None:
+            if self.plain_lines:
+                print(f"pista: {description}", file=sys.stderr, flush=True)
+            return
+        if self._task is not None:
+            self._progress.remove_task(self._task)
+        self._task = self._progress.add_task(description, total=total)
+
+    def advance(self) -> None:
+        if self._progress is not None:
+            self._progress.advance(self._task)

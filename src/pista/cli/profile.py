@@ -1,0 +1,98 @@
+"""Run your script under torch.profiler and diagnose it.
+
+Steps are marked by the script calling `pista.step()` at the end of each step, or by
+`--function NAME`: each return of that function ends a step. The schedule, the outputs and
+Ctrl-C behave as in `pista run`: OUT/{trace.json.gz, table.txt, analysis.json, run.json}.
+Options go before the script; everything after it is the script's own arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from pista.errors import EXIT_INTERRUPTED
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from pista.cli.run import add_device_and_schedule
+
+    parser.add_argument("--function", metavar="NAME", default=None,
+                        help="a function in the script (NAME or Class.method); each return ends a step")
+    add_device_and_schedule(parser)
+    parser.add_argument("--out", default=None, metavar="DIR", help="run folder (default pista-runs/SCRIPT-TIMESTAMP)")
+    parser.add_argument("--color", action=argparse.BooleanOptionalAction, default=None)
+    parser.add_argument("script", help="the Python script to run as __main__")
+    parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the script")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pista.capture.runner import versions
+    from pista.capture.script import no_trace_reason, run_script
+    from pista.capture.session import Session, default_run_dir
+    from pista.cli.common import write_output
+    from pista.errors import UsageError
+
+    script = Path(args.script)
+    if not script.is_file():
+        raise UsageError(f"{script}: no such script")
+    out = Path(args.out) if args.out else default_run_dir(script.stem)
+    session = Session(out, device=args.device, wait=args.wait, warmup=args.warmup_steps, active=args.active,
+                      repeat=args.repeat, sync_steps=args.sync_steps, sort_by=args.sort_by,
+                      row_limit=args.row_limit, label=script.stem)
+    interrupted = False
+    try:
+        result = run_script(str(script), list(args.script_args), session, function=args.function)
+        exit_code, error = result.exit_code, result.error
+    except KeyboardInterrupt:
+        interrupted, exit_code, error = True, EXIT_INTERRUPTED, None
+
+    files = {}
+    analysis = None
+    if session.trace_path is not None:
+        files["trace"] = str(session.trace_path)
+        files["table"] = str(out / "table.txt")
+        if not interrupted:
+            from pista.findings import analyze
+            from pista.render import json as json_render
+
+            analysis = analyze(session.trace_path)
+            write_output(out / "analysis.json", json_render.render(analysis))
+            files["analysis"] = str(out / "analysis.json")
+    record = {"command": sys.argv, "script": str(script), "script_args": list(args.script_args),
+              "function": args.function, "schedule": session.schedule, "device": session.device,
+              "versions": versions(session.device or "cpu"), "steps_done": session.steps_done,
+              "active_steps_done": session.active_steps_done, "profiled_s": round(session.wall_s, 4),
+              "interrupted": interrupted, "script_exit_code": exit_code, "script_error": error,
+              "torch_self_cpu_total_us": session.self_cpu_total_us, "files": files,
+              "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    if analysis is not None:
+        record["verdict"] = analysis.summary.verdict
+    out.mkdir(parents=True, exist_ok=True)
+    write_output(out / "run.json", json.dumps(record, indent=1) + "\n")
+
+    if interrupted:
+        if session.trace_path is None:
+            print(f"pista: interrupted after {session.steps_done} step(s); no active step had completed, "
+                  "nothing saved", file=sys.stderr)
+        else:
+            print(f"pista: interrupted after {session.steps_done} step(s); saved the partial trace of "
+                  f"{session.active_steps_done} active step(s) to {session.trace_path}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if session.trace_path is None:
+        print(f"pista: error: no trace: {no_trace_reason(session, args.function)}", file=sys.stderr)
+        return exit_code or 2
+    from pista.render import terminal
+
+    sys.stdout.write(session.table_text or "")
+    sys.stdout.write("\n")
+    color = sys.stdout.isatty() if args.color is None else args.color
+    sys.stdout.write(terminal.render(analysis, color=color, show_table=False))
+    sys.stdout.write(f"\nsaved {out}/: {', '.join(sorted(Path(p).name for p in files.values()))}, run.json\n")
+    if error:
+        print(f"pista: the script failed ({error}); the trace holds the steps before that", file=sys.stderr)
+    return exit_code

@@ -1,0 +1,95 @@
+"""Capture a built-in workload under torch.profiler and diagnose it.
+
+Warm-up calls run outside the profiler; then `schedule(wait, warmup, active, repeat)` steps with
+CPU (+ CUDA on cuda) activities and record_shapes=True. Prints torch's own key_averages() table,
+then pista's diagnosis, and writes OUT/{trace.json.gz, table.txt, analysis.json, run.json}.
+Without CUDA it runs on the CPU. Ctrl-C keeps the active steps already recorded (exit 130).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pista.errors import EXIT_INTERRUPTED
+
+WORKLOADS = ("matmul_add", "linear", "mlp", "transformer")  # = pista.capture.workloads.NAMES
+DEFAULT_WARMUP_CALLS = 10  # = pista.capture.runner.DEFAULT_WARMUP_CALLS (no torch import here)
+
+
+def add_capture_arguments(parser: argparse.ArgumentParser, sizes: bool = True) -> None:
+    """Options `run` and `sweep` share: the workload's shape, the device, the schedule."""
+    if sizes:
+        parser.add_argument("--size", type=int, default=None, help="matrix / model width (default per workload)")
+    parser.add_argument("--batch", type=int, default=None, help="rows per step (default per workload)")
+    parser.add_argument("--dtype", default="auto", help="auto (bf16 on cuda, fp32 on cpu), bf16, fp16, fp32")
+    add_device_and_schedule(parser)
+    parser.add_argument("--warmup", type=int, nargs="?", const=DEFAULT_WARMUP_CALLS, default=0, metavar="N",
+                        help=f"un-profiled warm-up calls before profiling (bare: {DEFAULT_WARMUP_CALLS})")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the function / model")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="steps to run (default: wait + warmup-steps + active x repeat)")
+
+
+def add_device_and_schedule(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    parser.add_argument("--wait", type=int, default=1, help="schedule: steps skipped first (default 1)")
+    parser.add_argument("--warmup-steps", type=int, default=1,
+                        help="schedule: profiler warm-up steps, traced but not kept (default 1)")
+    parser.add_argument("--active", type=int, default=3, help="schedule: steps recorded (default 3)")
+    parser.add_argument("--repeat", type=int, default=1, help="schedule: cycles (default 1)")
+    parser.add_argument("--no-sync", dest="sync_steps", action="store_false",
+                        help="do not torch.cuda.synchronize() at each step end")
+    parser.add_argument("--sort-by", default=None,
+                        help="sort key of torch's table (default cuda_time_total, cpu_time_total on cpu)")
+    parser.add_argument("--row-limit", type=int, default=25, help="rows of torch's table (default 25)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("workload", choices=WORKLOADS)
+    add_capture_arguments(parser)
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="run folder (default pista-runs/WORKLOAD-SIZE-TIMESTAMP)")
+    parser.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
+                        help="colour the diagnosis (default: when stdout is a terminal)")
+
+
+def config_from(args: argparse.Namespace, workload: str, size: int | None, out: str | None):
+    from pista.capture.runner import RunConfig
+
+    return RunConfig(workload=workload, size=size, batch=args.batch, dtype=args.dtype, device=args.device,
+                     warmup=args.warmup, compile=args.compile, steps=args.steps, wait=args.wait,
+                     warmup_steps=args.warmup_steps, active=args.active, repeat=args.repeat,
+                     sync_steps=args.sync_steps, out=out, sort_by=args.sort_by, row_limit=args.row_limit)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pista.capture.runner import capture, finish
+
+    result = capture(config_from(args, args.workload, args.size, args.out))
+    if result.interrupted:
+        if result.trace_path is not None:
+            finish(result)
+        print(result.saved_line(), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    analysis = finish(result)
+    print_result(result, analysis, args.color)
+    return 0
+
+
+def print_result(result, analysis, color: bool | None) -> None:
+    """torch's table, pista's diagnosis, and where the files went."""
+    from pista.render import terminal
+
+    sys.stdout.write(result.table_text or "")
+    sys.stdout.write("\n")
+    if analysis is not None:
+        use_color = sys.stdout.isatty() if color is None else color
+        sys.stdout.write(terminal.render(analysis, color=use_color, show_table=False))
+    sys.stdout.write(f"\nsaved {result.out_dir}/: {', '.join(sorted(_short(p) for p in result.files.values()))}, "
+                     "run.json\n")
+    sys.stdout.flush()
+
+
+def _short(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
