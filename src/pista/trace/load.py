@@ -116,10 +116,32 @@ def _gunzip_prefix(data: bytes) -> bytes:
     return bytes(out)
 
 
+# Traces whose JSON is at least this big are read in blocks (pista.trace.stream): faster on two
+# cores and without the whole file, or a Python object per event, in memory.
+STREAM_MIN_BYTES = 16 << 20
+
+
 def load_trace(path: str | os.PathLike[str]) -> Trace:
     """Load a torch.profiler / Kineto chrome trace, plain or gzipped."""
+    trace = _load_streamed(path)
+    if trace is not None:
+        return trace
     data, notices = read_bytes(path)
     return decode_trace(data, str(path), notices)
+
+
+def _load_streamed(path: str | os.PathLike[str]) -> Trace | None:
+    """The streamed reader for a big regular file; None (read it whole) for anything else."""
+    try:
+        if not os.path.isfile(path):
+            return None
+        from pista.trace import stream
+
+        if stream.unpacked_size(path) < STREAM_MIN_BYTES:
+            return None
+    except OSError:
+        return None  # read_bytes words the error
+    return stream.load_streamed(path)
 
 
 def decode_trace(data: bytes, source: str = "<bytes>", notices: list[str] | None = None) -> Trace:

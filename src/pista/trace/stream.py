@@ -1,0 +1,731 @@
+"""Big trace files: read the `traceEvents` array in blocks, decode each block's complete events into
+numpy columns, and keep no Python object per event.
+
+A vectorised scan (quotes, braces, escapes; numpy over each block) finds where every top-level
+event starts and ends. Each run of complete events is decoded by msgspec straight into the few
+fields analysis reads; the event's byte range in the file is all that is kept of the rest, so
+`trace.args(i)` reads its `args` back from the file when asked. Plain files are split in two at
+an event boundary and read by two processes at once.
+
+Any surprise (a malformed event, a field of the wrong type, a cut-off file) makes `load_streamed`
+return None, and the in-memory loader, with its lenient paths and salvage, takes the file instead.
+"""
+
+from __future__ import annotations
+
+import gzip
+import multiprocessing
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from operator import attrgetter
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import msgspec
+import numpy as np
+from msgspec import Raw, Struct
+
+from pista.trace import load
+from pista.trace.model import CATEGORY_ALIASES, NO_ID, PH_METADATA, Trace
+
+GZIP_MAGIC = b"\x1f\x8b"
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+# Bytes read and scanned at a time: big enough that numpy's per-call cost vanishes, small enough
+# that the block and its decoded events stay a few MB.
+BLOCK_BYTES = 4 << 20
+# How far into the file to look for the "traceEvents" key (Kineto writes it after a short header).
+HEAD_BYTES = 4 << 20
+# Below this a second process costs more (fork, sending columns back) than it saves.
+PARALLEL_MIN_BYTES = 24 << 20
+# How far past the midpoint to look for an event boundary to split at.
+SPLIT_SEARCH_BYTES = 4 << 20
+# Show a progress bar (on a terminal) from this size on.
+PROGRESS_MIN_BYTES = 256 << 20
+
+# bytes.translate table: the characters the scan cares about -> small codes, all else -> 0
+_QUOTE, _OPEN, _CLOSE, _ARRAY_END, _BACKSLASH = 1, 2, 3, 4, 5
+_TABLE = bytearray(256)
+for _char, _code in ((b'"', _QUOTE), (b"{", _OPEN), (b"}", _CLOSE), (b"]", _ARRAY_END), (b"\\", _BACKSLASH)):
+    _TABLE[_char[0]] = _code
+_TABLE = bytes(_TABLE)
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_WHITESPACE = b" \t\r\n"
+_OPEN_BRACE, _CLOSE_BRACE = ord("{"), ord("}")
+_KEY = b'"traceEvents"'
+
+
+class Unstreamable(Exception):
+    """The file is not the plain shape the streamed path handles; the in-memory loader takes it."""
+
+
+# Times past this many microseconds are not times; events with them go to the in-memory loader,
+# which skips and counts them (the same bound as there).
+MAX_TIME_US = getattr(load, "MAX_TIME_US", 4.5e15)
+
+
+class _IdArgs(Struct, gc=False):
+    """The ids the in-memory loader reads from args, read the same way."""
+
+    external_id: int = msgspec.field(name="External id", default=NO_ID)
+    # Kineto before 2021-04 wrote the GPU side's link to its op in lower case
+    external_id_old: int = msgspec.field(name="external id", default=NO_ID)
+    correlation: int = NO_ID
+    stream: int = NO_ID
+    device: int = NO_ID
+
+
+class _Event(Struct, gc=False):
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: float = 0.0
+    dur: float = 0.0
+    id: int | str | None = NO_ID
+    args: _IdArgs = msgspec.field(default_factory=_IdArgs)
+
+
+class _ArgsOnly(Struct, gc=False):
+    args: Raw = Raw(b"null")
+
+
+_EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
+_RAW_LIST_DECODER = msgspec.json.Decoder(list[Raw])
+_ARGS_ONLY_DECODER = msgspec.json.Decoder(_ArgsOnly)
+_NUMBERS = attrgetter("ts", "dur", "pid", "tid", "id", "args.external_id", "args.correlation", "args.stream",
+                      "args.device", "args.external_id_old")
+_NUMBERS_DTYPE = np.dtype([("ts", np.float64), ("dur", np.float64), ("pid", np.int64), ("tid", np.int64),
+                           ("flow_id", np.int64), ("external_id", np.int64), ("correlation", np.int64),
+                           ("stream", np.int64), ("device", np.int64), ("external_id_old", np.int64)])
+_ID_NUMBERS = attrgetter("args.external_id", "args.correlation", "args.stream", "args.device",
+                         "args.external_id_old")
+_ID_DTYPE = np.dtype([("external_id", np.int64), ("correlation", np.int64), ("stream", np.int64),
+                      ("device", np.int64), ("external_id_old", np.int64)])
+_PID, _TID, _FLOW, _TS, _DUR = (attrgetter(k) for k in ("pid", "tid", "id", "ts", "dur"))
+_NAME, _CAT, _PH = attrgetter("name"), attrgetter("cat"), attrgetter("ph")
+
+
+# -- lazily read args -------------------------------------------------------------------------
+
+
+class OffsetArgs:
+    """`trace.raw_args` for a streamed trace: event i's `args` as raw JSON, read back from the file
+    by the event's byte range. A gzipped file is unpacked once, into an unlinked temp file, on the
+    first read."""
+
+    def __init__(self, path: str, offset: np.ndarray, length: np.ndarray, gzipped: bool,
+                 preread: dict[int, bytes] | None = None) -> None:
+        self.path = path
+        self.offset = offset
+        self.length = length
+        self.gzipped = gzipped
+        self.preread = preread or {}
+        self._file: BinaryIO | None = None
+
+    def __len__(self) -> int:
+        return int(self.offset.shape[0])
+
+    def _handle(self) -> BinaryIO:
+        if self._file is None:
+            if self.gzipped:
+                unpacked = tempfile.TemporaryFile(prefix="pista-")  # noqa: SIM115 - kept open
+                with gzip.open(self.path, "rb") as source:
+                    while block := source.read(BLOCK_BYTES):
+                        unpacked.write(block)
+                unpacked.flush()
+                self._file = unpacked
+            else:
+                self._file = open(self.path, "rb")  # noqa: SIM115 - kept open for later reads
+        return self._file
+
+    def event_bytes(self, i: int) -> bytes:
+        i = int(i)
+        if i in self.preread:
+            return self.preread[i]
+        return os.pread(self._handle().fileno(), int(self.length[i]), int(self.offset[i]))
+
+    def __getitem__(self, i: int) -> Raw | None:
+        try:
+            args = _ARGS_ONLY_DECODER.decode(self.event_bytes(i)).args
+        except (msgspec.DecodeError, msgspec.ValidationError, OSError):
+            return None
+        return None if bytes(args) == b"null" else args
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_file": None}
+
+    def __del__(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+# -- scanning ------------------------------------------------------------------------------
+
+
+@dataclass
+class _ScanState:
+    """Where the scan stands at a block boundary."""
+
+    in_string: int = 0  # 1 inside a string
+    escape_next: bool = False  # the block ended on an unescaped backslash
+    depth: int = 0  # brace depth below the traceEvents array (1 inside an event)
+    ended: bool = False  # the array's closing ']' was seen
+    end_offset: int = -1  # its offset
+
+
+def _scan_block(buf: bytes, base: int, state: _ScanState) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets of the event-opening '{' and event-closing '}' in `buf` (absolute: base + i)."""
+    codes = np.frombuffer(buf.translate(_TABLE), dtype=np.uint8)
+    pos = np.flatnonzero(codes)
+    kind = codes[pos]
+    has_backslash = state.escape_next or buf.find(b"\\") >= 0
+    if has_backslash:
+        pos, kind = _drop_escaped(pos, kind, len(buf), state)
+    is_quote = kind == _QUOTE
+    inside = (np.cumsum(is_quote, dtype=np.int64) + state.in_string) & 1
+    structural = ~is_quote & (inside == 0)
+    s_pos, s_kind = pos[structural], kind[structural]
+    quotes = int(np.count_nonzero(is_quote))
+    delta = np.zeros(s_pos.size, dtype=np.int64)
+    delta[s_kind == _OPEN] = 1
+    delta[s_kind == _CLOSE] = -1
+    depth_after = np.cumsum(delta) + state.depth
+    array_end = np.flatnonzero((s_kind == _ARRAY_END) & (depth_after == 0))
+    if array_end.size:
+        cut = int(array_end[0])
+        state.ended = True
+        state.end_offset = base + int(s_pos[cut])
+        s_pos, s_kind, depth_after = s_pos[:cut], s_kind[:cut], depth_after[:cut]
+    if depth_after.size and int(depth_after.min()) < 0:
+        raise Unstreamable("unbalanced braces in traceEvents")
+    starts = s_pos[(s_kind == _OPEN) & (depth_after == 1)] + base
+    ends = s_pos[(s_kind == _CLOSE) & (depth_after == 0)] + base
+    if not state.ended:
+        state.in_string = (state.in_string + quotes) & 1
+        state.depth = int(depth_after[-1]) if depth_after.size else state.depth
+    return starts, ends
+
+
+def _drop_escaped(pos: np.ndarray, kind: np.ndarray, size: int,
+                  state: _ScanState) -> tuple[np.ndarray, np.ndarray]:
+    """Remove backslashes and the characters they escape (rare in traces: a loop will do)."""
+    escaped = []
+    skip = 0 if state.escape_next else -1
+    if state.escape_next:
+        escaped.append(0)
+    for p in pos[kind == _BACKSLASH].tolist():
+        if p == skip:
+            continue
+        skip = p + 1
+        escaped.append(p + 1)
+    state.escape_next = skip == size
+    keep = (kind != _BACKSLASH) & ~np.isin(pos, np.asarray(escaped, dtype=pos.dtype))
+    return pos[keep], kind[keep]
+
+
+# -- decoding into columns -----------------------------------------------------------------
+
+
+@dataclass
+class _Part:
+    """The columns of a run of events, with names, categories and odd ids still local to it."""
+
+    names: list[str] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
+    columns: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    odd_ids: dict[str, list[tuple[int, Any]]] = field(default_factory=dict)  # column -> [(row, value)]
+    preread: dict[int, bytes] = field(default_factory=dict)  # metadata events' bytes, by row
+    count: int = 0
+    end_offset: int = -1  # file offset of the array's ']', once seen
+    separator: bytes | None = None  # what Kineto put between events, once learnt
+
+    def add(self, name: str, column: np.ndarray) -> None:
+        self.columns.setdefault(name, []).append(column)
+
+    def column(self, name: str, dtype: Any) -> np.ndarray:
+        parts = self.columns.get(name, [])
+        return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+
+class _Interner:
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+
+    def remap(self, local: list[str]) -> np.ndarray:
+        ids = self.ids
+        return np.fromiter((ids.setdefault(s, len(ids)) for s in local), dtype=np.int64, count=len(local))
+
+
+def _decode_run(segment: bytearray, origin: int, starts: np.ndarray, ends: np.ndarray, part: _Part,
+                names: _Interner, cats: _Interner) -> None:
+    """Decode `segment`, '[' + complete events and the commas between them + ']', into `part`;
+    segment[k] is the file's byte origin + k; starts/ends: the events' first and last bytes."""
+    events = _EVENTS_DECODER.decode(segment)
+    n = len(events)
+    if n != starts.size:
+        raise Unstreamable("event count differs from the scan")
+    row0 = part.count
+    try:
+        numbers = np.fromiter(map(_NUMBERS, events), dtype=_NUMBERS_DTYPE, count=n)
+        for column in ("pid", "tid", "flow_id"):
+            if n and int(numbers[column].min()) == INT64_MIN:
+                raise OverflowError
+            part.add(column, numbers[column].copy())
+        ts_us, dur_us = numbers["ts"], numbers["dur"]
+    except (ValueError, TypeError, OverflowError):
+        # a string or null pid/tid/id, or an id past int64, somewhere in this run
+        numbers = np.fromiter(map(_ID_NUMBERS, events), dtype=_ID_DTYPE, count=n)
+        for column, values in (("pid", map(_PID, events)), ("tid", map(_TID, events)),
+                               ("flow_id", map(_FLOW, events))):
+            part.add(column, _int_column(tuple(values), row0, part.odd_ids.setdefault(column, [])))
+        ts_us = np.fromiter(map(_TS, events), dtype=np.float64, count=n)
+        dur_us = np.fromiter(map(_DUR, events), dtype=np.float64, count=n)
+    bad = ~np.isfinite(ts_us) | ~np.isfinite(dur_us) | (dur_us < 0) | (np.abs(ts_us) > MAX_TIME_US) \
+        | (dur_us > MAX_TIME_US)
+    if bad.any():
+        raise Unstreamable("events with bad times: the in-memory loader skips and counts them")
+    part.add("ts", np.rint(ts_us * 1000.0).astype(np.int64))
+    part.add("dur", np.rint(dur_us * 1000.0).astype(np.int64))
+    external_id = numbers["external_id"].copy()
+    old_style = (external_id == NO_ID) & (numbers["external_id_old"] != NO_ID)
+    external_id[old_style] = numbers["external_id_old"][old_style]
+    part.add("external_id", external_id)
+    for column in ("correlation", "stream", "device"):
+        part.add(column, numbers[column].copy())
+    del numbers
+    name = tuple(map(_NAME, events))
+    part.add("name", names.remap(list(dict.fromkeys(name)))[_local_ids(name)].astype(np.int32))
+    cat = tuple(map(_CAT, events))
+    cat_ids = cats.remap([CATEGORY_ALIASES.get(c, c) for c in dict.fromkeys(cat)])
+    part.add("cat", cat_ids[_local_ids(cat)].astype(np.int16))
+    ph = tuple(map(_PH, events))
+    del events
+    ph_codes = {p: (ord(p[0]) if p and p[0] < "\x80" else 0) for p in set(ph)}
+    ph_col = np.fromiter(map(ph_codes.__getitem__, ph), dtype=np.uint8, count=n)
+    part.add("ph", ph_col)
+    part.add("offset", starts.astype(np.int64))
+    part.add("length", (ends - starts + 1).astype(np.int32))
+    # metadata events name the lanes: keep their few bytes so that needs no trip back to the file
+    for row in np.flatnonzero(ph_col == PH_METADATA).tolist():
+        part.preread[row0 + row] = bytes(segment[int(starts[row]) - origin : int(ends[row]) - origin + 1])
+    part.count += n
+
+
+def _local_ids(values: tuple[str, ...]) -> np.ndarray:
+    local = {s: k for k, s in enumerate(dict.fromkeys(values))}
+    return np.fromiter(map(local.__getitem__, values), dtype=np.int64, count=len(values))
+
+
+def _int_column(values: tuple[Any, ...], row0: int, odd: list[tuple[int, Any]]) -> np.ndarray:
+    """int64 column; strings, nulls and out-of-range ints are noted in `odd` and resolved later,
+    in file order, the way the in-memory loader numbers them."""
+    column = np.empty(len(values), dtype=np.int64)
+    for k, v in enumerate(values):
+        if type(v) is int and -INT64_MAX <= v <= INT64_MAX:
+            column[k] = v
+        else:
+            column[k] = NO_ID
+            odd.append((row0 + k, v))
+    return column
+
+
+def _event_offsets(segment: bytearray, origin: int, part: _Part) -> tuple[np.ndarray, np.ndarray] | None:
+    """First and last byte (file offsets) of each event in `segment`, from msgspec's raw slices:
+    their lengths, and the separator between them when it is the same everywhere (as Kineto
+    writes it). None when it is not: the exact scan decides then."""
+    raws = _RAW_LIST_DECODER.decode(segment)
+    n = len(raws)
+    if n == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    lengths = np.fromiter(map(len, raws), dtype=np.int64, count=n)
+    del raws
+    first = 1
+    while segment[first] in _WHITESPACE:
+        first += 1
+    separator = b""
+    if n > 1:
+        after = first + int(lengths[0])
+        following = segment.find(b"{", after)
+        separator = bytes(segment[after:following])
+        if following < 0 or separator.strip(_WHITESPACE) != b",":
+            return None
+    step = lengths + len(separator)
+    starts = np.empty(n, dtype=np.int64)
+    starts[0] = first
+    np.cumsum(step[:-1], out=starts[1:])
+    starts[1:] += first
+    ends = starts + lengths - 1
+    codes = np.frombuffer(segment, dtype=np.uint8)
+    if not ((codes[starts] == _OPEN_BRACE).all() and (codes[ends] == _CLOSE_BRACE).all()):
+        return None
+    for k, byte in enumerate(separator):
+        if not (codes[ends[:-1] + 1 + k] == byte).all():
+            return None
+    if separator:
+        part.separator = separator
+    return starts + origin, ends + origin
+
+
+def _exact_offsets(piece: bytes | memoryview, origin: int) -> tuple[np.ndarray, np.ndarray, _ScanState]:
+    """The exact scan of `piece`, which starts between two events (or right after the '[')."""
+    state = _ScanState()
+    starts, ends = _scan_block(bytes(piece), origin, state)
+    return starts, ends, state
+
+
+def _segment(piece: bytes | memoryview) -> bytearray:
+    """'[' + piece + ']', with the comma before the first event blanked (offsets stay put)."""
+    segment = bytearray(b"[")
+    segment += piece
+    segment += b"]"
+    k = 1
+    while k < len(segment) and segment[k] in _WHITESPACE:
+        k += 1
+    if k < len(segment) and segment[k] == ord(","):
+        segment[k] = ord(" ")
+    return segment
+
+
+def _last_boundary(window: bytes, separator: bytes | None) -> int:
+    """Index of a '}' that looks like the end of the window's last complete event, or -1."""
+    if separator:
+        at = window.rfind(b"}" + separator + b"{")
+        if at >= 0:
+            return at
+    lo = max(0, len(window) - (1 << 20))
+    while True:
+        last = None
+        for last in _BOUNDARY.finditer(window, lo):  # noqa: B007 - the last match is the one
+            pass
+        if last is not None:
+            return last.start()
+        if lo == 0:
+            return -1
+        lo = 0
+
+
+def _take(window: bytes, cut: int, origin: int, part: _Part, names: _Interner, cats: _Interner,
+          exact: bool = False) -> int:
+    """Decode the complete events in window[:cut + 1]; returns where they really end (the cut, or
+    less when the exact scan finds the cut inside an event; -1: none). At the array's ']' it sets
+    part.end_offset."""
+    piece = memoryview(window)[: cut + 1]
+    segment = _segment(piece)
+    offsets = None
+    if not exact:
+        try:
+            offsets = _event_offsets(segment, origin - 1, part)
+        except msgspec.DecodeError:
+            offsets = None
+    if offsets is None:
+        starts, ends, state = _exact_offsets(piece, origin)
+        if state.ended:
+            part.end_offset = state.end_offset
+            cut = state.end_offset - origin - 1
+        elif state.depth or state.in_string or state.escape_next:
+            cut = int(ends[-1]) - origin if ends.size else -1  # a look-alike boundary inside a string
+        if ends.size == 0:
+            return cut if state.ended else -1
+        segment = _segment(memoryview(window)[: int(ends[-1]) - origin + 1])
+        offsets = (starts[: ends.size], ends)
+    _decode_run(segment, origin - 1, offsets[0], offsets[1], part, names, cats)
+    return cut
+
+
+def _read_range(path: str, start: int, stop: int | None, gzipped: bool, names: _Interner,
+                cats: _Interner, progress: Any = None) -> _Part:
+    """Decode the events in bytes [start, stop) of the (unpacked) file, start being just after the
+    array's '[' or between two events; stop None: on to the array's end."""
+    part = _Part()
+    carry = b""  # the bytes after the last complete event
+    origin = start  # file offset of carry[0]
+    opener = gzip.open if gzipped else open
+    with opener(path, "rb") as handle:
+        raw = handle.fileobj if gzipped else handle  # type: ignore[attr-defined]
+        handle.seek(start)
+        offset = start
+        while True:
+            want = BLOCK_BYTES if stop is None else min(BLOCK_BYTES, stop - offset)
+            buf = handle.read(want) if want > 0 else b""
+            offset += len(buf)
+            if progress is not None:
+                progress(raw.tell() if gzipped else offset)
+            window = carry + buf if carry else buf
+            if not buf:
+                _finish(window, origin, stop is not None, part, names, cats)
+                return part
+            cut = _last_boundary(window, part.separator)
+            if cut >= 0:
+                cut = _take(window, cut, origin, part, names, cats)
+                if part.end_offset >= 0:
+                    return part
+            carry = window[cut + 1 :]
+            origin += cut + 1
+
+
+def _finish(window: bytes, origin: int, bounded: bool, part: _Part, names: _Interner,
+            cats: _Interner) -> None:
+    """The range's last bytes: complete events, then (unbounded) the array's ']'."""
+    starts, ends, state = _exact_offsets(window, origin)
+    if bounded:
+        if state.ended or state.depth or state.in_string or state.escape_next:
+            raise _FakeSplit
+        if ends.size:
+            _take(window, int(ends[-1]) - origin, origin, part, names, cats, exact=True)
+        return
+    if not state.ended:
+        raise Unstreamable("the traceEvents array never closes (cut-off file)")
+    _take(window, state.end_offset - origin - 1, origin, part, names, cats, exact=True)
+    part.end_offset = state.end_offset
+
+
+class _FakeSplit(Exception):
+    """The guessed split point of a parallel read was not between two events."""
+
+
+# -- the whole file ------------------------------------------------------------------------
+
+
+def load_streamed(path: str | os.PathLike[str], workers: int | None = None) -> Trace | None:
+    """The trace, read in blocks; None where the file needs the in-memory loader's care."""
+    source = str(path)
+    try:
+        return _load(source, workers)
+    except (Unstreamable, msgspec.DecodeError, msgspec.ValidationError, OverflowError, ValueError,
+            EOFError, OSError):
+        return None
+
+
+def unpacked_size(path: str | os.PathLike[str]) -> int:
+    """The JSON's size in bytes: the file's, or for gzip the size its trailer records."""
+    p = Path(path)
+    size = p.stat().st_size
+    with open(p, "rb") as handle:
+        if handle.read(2) != GZIP_MAGIC:
+            return size
+        if size < 18:
+            return 0
+        handle.seek(-4, os.SEEK_END)
+        recorded = int.from_bytes(handle.read(4), "little")
+    # the trailer holds the size mod 2**32: add back the wraps a compression ratio of ~10 implies
+    wraps = max(0, (size * 10 - recorded) >> 32)
+    return recorded + (wraps << 32)
+
+
+def _load(source: str, workers: int | None) -> Trace:
+    with open(source, "rb") as handle:
+        gzipped = handle.read(2) == GZIP_MAGIC
+    opener = gzip.open if gzipped else open
+    with opener(source, "rb") as handle:
+        head = handle.read(HEAD_BYTES)
+    prefix, array_start = _find_array(head)
+    total = unpacked_size(source) if not gzipped else os.path.getsize(source)
+    progress = _progress_bar(source, unpacked_size(source), total)
+    try:
+        if workers is None:
+            workers = 2 if (os.cpu_count() or 1) >= 2 else 1
+        read = None
+        if not gzipped and workers > 1 and total >= PARALLEL_MIN_BYTES:
+            read = _read_parallel(source, array_start, total, progress)
+        if read is None:
+            names, cats = _Interner(), _Interner()
+            parts = [_read_range(source, array_start, None, gzipped, names, cats, progress)]
+        else:
+            parts, names, cats = read
+    finally:
+        if progress is not None:
+            progress(None)
+    end_offset = parts[-1].end_offset
+    if end_offset < 0:
+        raise Unstreamable("the traceEvents array never closes (cut-off file)")
+    with opener(source, "rb") as handle:
+        handle.seek(end_offset + 1)
+        tail = handle.read()
+    meta = _metadata(prefix, tail) if prefix is not None else {}
+    size = end_offset + 1 + len(tail)
+    return _assemble(source, parts, names, cats, meta, gzipped, size)
+
+
+def _find_array(head: bytes) -> tuple[bytes | None, int]:
+    """(the document before the "traceEvents" key, or None for a bare list; offset after its '[')."""
+    stripped = len(head) - len(head.lstrip())
+    if head[stripped : stripped + 1] == b"[":
+        return None, stripped + 1
+    if head[stripped : stripped + 1] != b"{":
+        raise Unstreamable("not a JSON object")
+    key = head.find(_KEY)
+    if key < 0:
+        raise Unstreamable("no traceEvents key near the start")
+    rest = head[key + len(_KEY) :]
+    colon = len(rest) - len(rest.lstrip())
+    if rest[colon : colon + 1] != b":":
+        raise Unstreamable("traceEvents is not a key")
+    after = rest[colon + 1 :]
+    bracket = colon + 1 + len(after) - len(after.lstrip())
+    if rest[bracket : bracket + 1] != b"[":
+        raise Unstreamable("traceEvents is not a list")
+    return head[:key], key + len(_KEY) + bracket + 1
+
+
+def _metadata(prefix: bytes, tail: bytes) -> dict[str, Any]:
+    doc = load._LOOSE_DECODER.decode(prefix + b'"traceEvents":[]' + tail)
+    return load._metadata(doc)
+
+
+def _read_parallel(source: str, array_start: int, total: int,
+                   progress: Any) -> tuple[list[_Part], _Interner, _Interner] | None:
+    """Split at an event boundary past the middle: a child reads the second half while this process
+    reads the first. The split is only a guess until the first half ends there cleanly; None when
+    it does not (the caller reads the file in one go then)."""
+    mid = array_start + (total - array_start) // 2
+    with open(source, "rb") as handle:
+        handle.seek(mid)
+        window = handle.read(SPLIT_SEARCH_BYTES)
+    match = _BOUNDARY.search(window)
+    if match is None:
+        return None
+    split = mid + match.end() - 1  # the '{' of the event after the boundary
+    names, cats = _Interner(), _Interner()
+    ctx = multiprocessing.get_context("fork")
+    receiver, sender = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child_read, args=(source, split, sender), daemon=True)
+    child.start()
+    sender.close()
+    result = None
+    try:
+        first = _read_range(source, array_start, split, False, names, cats,
+                            progress and (lambda at: progress(array_start + 2 * (at - array_start))))
+        result = receiver.recv()
+    except _FakeSplit:
+        return None
+    finally:
+        receiver.close()
+        if result is None and child.is_alive():
+            child.terminate()
+        child.join()
+    if isinstance(result, BaseException):
+        raise Unstreamable(f"second half: {result}")
+    second, local_names, local_cats = result
+    _localise(second, names.remap(local_names), cats.remap(local_cats))
+    return [first, second], names, cats
+
+
+def _child_read(source: str, split: int, sender: Any) -> None:
+    try:
+        names, cats = _Interner(), _Interner()
+        part = _read_range(source, split, None, False, names, cats)
+        sender.send((part, list(names.ids), list(cats.ids)))
+    except Exception as err:  # noqa: BLE001 - reported to the parent, which falls back
+        sender.send(Unstreamable(str(err)))
+    finally:
+        sender.close()
+
+
+def _localise(part: _Part, name_map: np.ndarray, cat_map: np.ndarray) -> None:
+    part.columns["name"] = [name_map[c] for c in part.columns.get("name", [])]
+    part.columns["cat"] = [cat_map[c] for c in part.columns.get("cat", [])]
+
+
+def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner, meta: dict[str, Any],
+              gzipped: bool, size: int) -> Trace:
+    def column(name: str, dtype: Any) -> np.ndarray:
+        # one concatenation over every block, each block's array let go as soon as it is copied
+        arrays = [a for p in parts for a in p.columns.pop(name, [])]
+        joined = np.concatenate(arrays) if arrays else np.empty(0, dtype=dtype)
+        del arrays
+        return joined.astype(dtype, copy=False)
+
+    string_ids: dict[str, int] = {}
+    columns = {}
+    for name, dtype in (("ph", np.uint8), ("cat", np.int16), ("name", np.int32), ("pid", np.int64),
+                        ("tid", np.int64), ("flow_id", np.int64), ("ts", np.int64), ("dur", np.int64),
+                        ("external_id", np.int64), ("correlation", np.int64), ("stream", np.int64),
+                        ("device", np.int64), ("offset", np.int64), ("length", np.int32)):
+        columns[name] = column(name, dtype)
+    # odd ids in the in-memory loader's order: all pids, then tids, then flow ids
+    for name in ("pid", "tid", "flow_id"):
+        row0 = 0
+        for p in parts:
+            for row, value in p.odd_ids.get(name, []):
+                columns[name][row0 + row] = _numeric(value, string_ids, name == "flow_id")
+            row0 += p.count
+    if not columns["ts"].size:
+        raise Unstreamable("no events: the in-memory loader words that error")
+    preread: dict[int, bytes] = {}
+    row0 = 0
+    for p in parts:
+        preread.update({row0 + row: data for row, data in p.preread.items()})
+        row0 += p.count
+    raw_args = OffsetArgs(source, columns["offset"], columns["length"], gzipped, preread)
+    trace = Trace(
+        source=source,
+        names=list(names.ids),
+        categories=list(cats.ids),
+        ph=columns["ph"],
+        cat=columns["cat"],
+        name=columns["name"],
+        pid=columns["pid"],
+        tid=columns["tid"],
+        ts=columns["ts"],
+        dur=columns["dur"],
+        external_id=columns["external_id"],
+        correlation=columns["correlation"],
+        stream=columns["stream"],
+        device=columns["device"],
+        flow_id=columns["flow_id"],
+        raw_args=raw_args,  # type: ignore[arg-type]
+        metadata=meta,
+        string_ids=string_ids,
+        notices=[],
+    )
+    trace.size_bytes = size
+    load._read_lane_names(trace)
+    return trace
+
+
+def _numeric(value: Any, string_ids: dict[str, int], is_flow: bool) -> int:
+    """The in-memory loader's numbering of string (and null) pids, tids and flow ids."""
+    if value is None and is_flow:
+        return NO_ID
+    if isinstance(value, int):
+        if -INT64_MAX <= value <= INT64_MAX:
+            return value
+        if is_flow:
+            return NO_ID
+        raise Unstreamable("a pid/tid past int64: the in-memory loader notes those")
+    if not isinstance(value, str):
+        raise Unstreamable("a null pid/tid")
+    if value.lstrip("-").isdigit() and value.isascii():
+        number = int(value)
+        return number if -INT64_MAX <= number <= INT64_MAX else NO_ID
+    if value not in string_ids:
+        string_ids[value] = -1000 - len(string_ids)
+    return string_ids[value]
+
+
+# -- progress ------------------------------------------------------------------------------
+
+
+def _progress_bar(source: str, json_size: int, total: int) -> Any:
+    """A callable taking the bytes read so far (None: done), or None when no bar is wanted."""
+    if json_size < PROGRESS_MIN_BYTES or not sys.stderr.isatty():
+        return None
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("reading {task.description}"), BarColumn(), DownloadColumn(),
+                   TimeRemainingColumn(), transient=True, console=None)
+    task = bar.add_task(Path(source).name, total=total)
+    bar.start()
+
+    def update(at: int | None) -> None:
+        if at is None:
+            bar.stop()
+        else:
+            bar.update(task, completed=min(at, total))
+
+    return update
