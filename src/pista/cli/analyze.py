@@ -34,18 +34,21 @@ def run(args: argparse.Namespace) -> int:
 
         for rule_id in args.rules:
             get_rule(rule_id)  # unknown ids fail here with the list of known ones
+    from pista.i18n import check_lang
+
+    args.lang = check_lang(args.lang)
     if os.path.isdir(args.trace):
         return _run_folder(args)
     analysis = analyze(open_trace(args.trace), rules=args.rules, lang=args.lang)
     if args.format == "json":
         from pista.render import json as renderer
 
-        sys.stdout.write(renderer.render(analysis))
+        sys.stdout.write(renderer.render(analysis, lang=args.lang))
     else:
         from pista.render import terminal
 
         color = sys.stdout.isatty() if args.color is None else args.color
-        sys.stdout.write(terminal.render(analysis, color=color, show_table=not args.no_table))
+        sys.stdout.write(terminal.render(analysis, color=color, show_table=not args.no_table, lang=args.lang))
     return 0
 
 

@@ -12,12 +12,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pista.i18n import check_lang, entry, rule_docs, word
     from pista.rules import get_rule
 
+    lang = check_lang(args.lang)
     rule = get_rule(args.rule)
-    lines = [f"{rule.id}: {rule.title}", f"severity: {rule.severity.value}", "", rule.docs, ""]
+    local = entry(rule.id, lang)
+    title = local.title if local else rule.title
+    lines = [f"{rule.id}: {title}", f"{word('severity', lang)}: {rule.severity.value}", "",
+             rule_docs(rule.id, lang) or rule.docs, ""]
     if rule.thresholds:
-        lines.append("Thresholds:")
+        lines.append(word("Thresholds:", lang))
         lines += [f"  {name} = {value}" for name, value in rule.thresholds.items()]
     sys.stdout.write("\n".join(lines) + "\n")
     return 0

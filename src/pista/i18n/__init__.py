@@ -1,8 +1,8 @@
 """Findings and rule docs in other languages than English.
 
 Each language is a module (`es.py`) with `RULES = {rule_id: Entry}`: a title, the advice, a message
-template filled from the finding's `metrics` (falling back to the English message when a key the
-template needs is missing or the value does not fit), and the rule's docs for `pista explain --lang`.
+built from the finding's `metrics` (a function of them, or a str.format template; the English message
+stays when a key is missing or a value does not fit), and the rule's docs for `pista explain --lang`.
 English is the rules' own text, so `localize(x, "en")` returns x unchanged.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
@@ -27,7 +28,8 @@ T = TypeVar("T")
 class Entry:
     title: str
     advice: str
-    message: str = ""  # str.format template over the finding's metrics; "" keeps the English message
+    # metrics -> text, or a str.format template over the metrics; "" keeps the English message
+    message: Callable[[dict[str, Any]], str] | str = ""
     docs: str = ""  # What / Why / Example / Fix, as the rule's own docstring lays them out
 
 
@@ -62,10 +64,15 @@ def word(key: str, lang: str) -> str:
     return words(lang).get(key, key)
 
 
-def format_message(template: str, metrics: dict[str, Any]) -> str | None:
-    """The template filled from metrics, or None when a field is missing or will not format."""
+def format_message(template: Callable[[dict[str, Any]], str] | str, metrics: dict[str, Any]) -> str | None:
+    """The message built from metrics, or None when a field is missing or will not format."""
     if not template:
         return None
+    if callable(template):
+        try:
+            return template(metrics)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError):
+            return None
     fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
     if not fields <= metrics.keys():
         return None

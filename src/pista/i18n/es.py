@@ -1,4 +1,456 @@
-"""Spanish."""
+"""Español: títulos, consejos, mensajes (a partir de las métricas de cada hallazgo) y documentación.
+
+Los mensajes son funciones de `metrics`; si falta una clave, `pista.i18n` deja el mensaje en inglés.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
 from pista.i18n import Entry
 
-RULES: dict[str, Entry] = {}
+M = dict[str, Any]
+
+
+def t(us: float) -> str:
+    """Una duración en µs, escrita en µs o ms (como en los mensajes en inglés)."""
+    us = float(us)
+    return f"{us / 1000.0:.3f} ms" if abs(us) >= 1000.0 else f"{us:.3f} µs"
+
+
+def _kind(m: M) -> str:
+    return {"op": "El operador", "kernel": "El kernel", "annotation": "La región"}.get(str(m.get("kind")), "El evento")
+
+
+def _steps(m: M) -> str:
+    steps = m.get("steps") or []
+    return f" (pasos {', '.join(str(s) for s in steps)})" if steps else ""
+
+
+WORDS = {
+    "fix": "solución",
+    "No findings.": "Sin hallazgos.",
+    "Findings": "Hallazgos",
+    "Thresholds:": "Umbrales:",
+    "severity": "gravedad",
+}
+
+
+RULES: dict[str, Entry] = {
+    "overhead-bound": Entry(
+        title="Limitado por la sobrecarga del host: la GPU espera a la CPU",
+        advice=("Haz más trabajo por llamada: agrupa las entradas en lotes, fusiona operaciones (torch.compile) "
+                "o captura el paso como un CUDA graph para pagar una sola vez el coste de lanzamiento y despacho."),
+        message=lambda m: (f"El tiempo propio de CPU es {m['cpu_to_device_ratio']:.0f} veces el de CUDA; la GPU "
+                           f"está ocupada el {m['gpu_busy_percent']:.1f}% de la ventana perfilada."),
+        docs="""Qué:
+El host tarda mucho más en emitir el trabajo que la GPU en hacerlo: el Self CPU total es muchas veces el
+Self CUDA total (ms frente a µs) y la GPU pasa inactiva la mayor parte de la ventana.
+
+Por qué:
+Cada operación paga un peaje fijo en Python, el dispatcher y el lanzamiento CUDA, decenas de µs. Si el
+kernel dura 2 µs, ese peaje es el tiempo de ejecución: una GPU o un kernel más rápidos no cambian nada.
+
+Ejemplo:
+`torch.add(torch.matmul(x, w), b)` a 64x64 en bf16 en una H200: 510 µs de CPU propia para 12 µs de CUDA
+en 3 pasos; la GPU está ocupada el 2% de la ventana.
+
+Solución:
+Da más trabajo a cada llamada (lotes, tensores más grandes), fusiona las operaciones (torch.compile, un
+kernel fusionado) o reproduce el paso entero como CUDA graph (`torch.compile(mode="reduce-overhead")`).""",
+    ),
+    "compute-bound": Entry(
+        title="Limitado por el cómputo: la GPU es el límite",
+        advice=("Optimiza los propios kernels, empezando por el dominante: menor precisión, epílogos fusionados, "
+                "mejores formas; los trucos del lado del host apenas ayudarán."),
+        message=lambda m: (f"La GPU está ocupada el {m['gpu_busy_percent']:.1f}% de la ventana perfilada: el "
+                           "tiempo de los kernels, no el del host, marca el ritmo."),
+        docs="""Qué:
+La GPU está ocupada casi toda la ventana y el tiempo propio de CPU no supera en mucho al de CUDA.
+
+Por qué:
+Cuando la GPU nunca espera, solo acelera lo que hace la GPU: reducir la sobrecarga del host no acorta el paso.
+
+Ejemplo:
+Una matmul bf16 de 4096x4096 en una H200: la GPU está ocupada el 79% de la ventana y el kernel GEMM se
+lleva el 80% del tiempo CUDA.
+
+Solución:
+Empieza por el kernel dominante: precisión menor (bf16, fp8), TF32 para fp32, epílogos fusionados,
+formas múltiplos de 8/16, o menos trabajo (algoritmo, recomputación).""",
+    ),
+    "dominant-event": Entry(
+        title="Un solo kernel domina el tiempo de GPU",
+        advice=("Empieza a optimizar por este: su forma, su precisión y si una versión fusionada o de otra "
+                "biblioteca lo hace más rápido; el resto del tiempo pesa poco."),
+        message=lambda m: (f"{_kind(m)} {m['name']} acumula el {m['share_percent']:.2f}% del Self CUDA total de "
+                           f"{t(m['self_device_total_us'])}: {m['calls']} llamada(s), {t(m['total_us'])} en total, "
+                           f"{t(m['avg_us'])} por llamada de media."),
+        docs="""Qué:
+Un kernel (u operación) se lleva la mayor parte del tiempo propio de CUDA.
+
+Por qué:
+Si un evento es el 80% del tiempo de GPU, cualquier mejora en los demás apenas se nota: es ahí donde hay que mirar.
+
+Ejemplo:
+En la matmul bf16 de 4096 el GEMM `nvjet_sm90_tst_256x128...` es el 80% del Self CUDA total.
+
+Solución:
+Revisa la forma y la precisión de ese kernel, prueba variantes fusionadas o de otra biblioteca, o
+reduce cuántas veces se llama.""",
+    ),
+    "many-calls": Entry(
+        title="Llamado muchísimas veces por paso",
+        advice=("Agrupa estas llamadas (una operación sobre un tensor apilado en vez de un bucle), usa variantes "
+                "foreach/fusionadas, fusiona con torch.compile o captura el paso como CUDA graph."),
+        message=lambda m: (f"{_kind(m)} {m['name']} se llama {m['calls_per_step']:.0f} veces por paso "
+                           f"({m['calls']} llamadas en total, {t(m['avg_us'])} de media cada una): "
+                           f"{t(m['cost_us_per_step'])} por paso, el {m['step_share_percent']:.1f}% del paso."),
+        docs="""Qué:
+Una operación o kernel se repite cientos o miles de veces en cada paso.
+
+Por qué:
+Cada llamada paga su coste fijo de despacho y lanzamiento; multiplicado por miles, ese coste se come el paso.
+
+Ejemplo:
+Un bucle de Python que suma tensores uno a uno lanza un kernel diminuto por iteración.
+
+Solución:
+Apila los datos y haz una sola operación, usa las variantes `_foreach_`/fusionadas (p. ej. optimizadores
+con `foreach=True` o `fused=True`), torch.compile o CUDA graphs.""",
+    ),
+    "gemm-heuristics": Entry(
+        title="Heurísticas de la biblioteca (consultas de ocupación) antes de lanzar un kernel",
+        advice=("Calienta cada forma antes de perfilar para que la elección de la biblioteca quede en caché; "
+                "mantén las formas estáticas (rellena o agrupa por tamaños); si se repite en cada paso estable, "
+                "es el coste por llamada de la biblioteca."),
+        message=lambda m: (f"{m['queries']} consulta(s) de ocupación ({t(m['query_us'])} de host) justo antes de "
+                           f"{m['launches']} lanzamiento(s) de kernel: la biblioteca eligió o dimensionó estos "
+                           "kernels en tiempo de ejecución."),
+        docs="""Qué:
+Justo antes de lanzar un GEMM, el host hace consultas de ocupación (`cudaOccupancyMaxActiveBlocksPerMultiprocessor`
+y similares): la biblioteca (cuBLAS/cuBLASLt) está eligiendo o dimensionando el kernel.
+
+Por qué:
+Esa elección cuesta tiempo de host en cada forma nueva; si aparece en los pasos estables, se paga siempre.
+
+Ejemplo:
+El primer GEMM de una forma nueva en una H200 va precedido de consultas de ocupación que no se repiten después.
+
+Solución:
+Calienta todas las formas antes de perfilar, usa formas estáticas (relleno, buckets) y CUDA graphs
+para los pasos con formas fijas.""",
+    ),
+    "implicit-copy-before-gemm": Entry(
+        title="memset/copia implícita antes de un GEMM con epílogo",
+        advice=("Nada que hacer para GEMMs grandes. Para muchos pequeños: captura el paso como CUDA graph (la "
+                "llamada extra desaparece) o prueba la forma sin fusionar u otra disposición, que puede elegir "
+                "un kernel sin el memset previo."),
+        message=lambda m: (f"{m['pairs']} memset/copia que el programa no escribió se ejecutaron justo antes de un "
+                           f"GEMM con epílogo: {t(m['device_us'])} en la GPU y {t(m['host_api_us'])} de llamadas "
+                           f"a la API en el host; el GEMM empieza entre {t(m['gap_us_min'])} y "
+                           f"{t(m['gap_us_max'])} después."),
+        docs="""Qué:
+Un memset o una copia que el programa no pidió aparece justo antes de un GEMM con epílogo (bias, activación):
+lo añade la biblioteca para preparar el espacio de trabajo o la salida.
+
+Por qué:
+Es una llamada extra a la API y un kernel extra por GEMM; para GEMMs grandes no importa, para muchos
+pequeños se suma.
+
+Ejemplo:
+`torch.compile` de `mm + add` a 4096 produce `addmm` con epílogo de bias, precedido de un `Memset (Device)`.
+
+Solución:
+Para GEMMs pequeños y numerosos, CUDA graphs o la forma sin fusionar; para los grandes, nada.""",
+    ),
+    "profiler-overhead": Entry(
+        title="La sobrecarga del profiler infla las operaciones donde cae",
+        advice=("Descuenta estos tiempos del total de CPU de esas operaciones y del ancho de sus pasos; perfila "
+                "más pasos (o salta el primero activo) para que las peticiones de búfer pesen menos."),
+        message=lambda m: (f"{m['events']} evento(s) de sobrecarga del profiler, {t(m['total_us'])} en total, el "
+                           f"{m['window_percent']:.2f}% de la ventana{_steps(m)}."),
+        docs="""Qué:
+El propio profiler trabaja dentro de la ventana (p. ej. "Activity Buffer Request" de CUPTI) y ese tiempo
+cae dentro de alguna operación o paso.
+
+Por qué:
+Infla el tiempo de CPU de la operación y el ancho del paso donde cae: se atribuye al programa un coste
+que no es suyo.
+
+Ejemplo:
+En una traza fría de 64x64, una petición de búfer de CUPTI de cientos de µs cae dentro del primer paso.
+
+Solución:
+Ignora ese tiempo al leer la tabla, perfila más pasos o usa `schedule(wait=1, warmup=1, active=N)`.""",
+    ),
+    "kernel-variability": Entry(
+        title="El mismo kernel varía de una llamada a otra",
+        advice=("Mira qué se solapa con las llamadas más lentas (otros streams, otros procesos, relojes), separa "
+                "o serializa el trabajo que compite, y compara medianas por paso en lugar de medias."),
+        message=lambda m: (f"{m['name']} en {m['calls']} llamadas: mínimo {t(m['min_us'])}, mediana "
+                           f"{t(m['median_us'])}, p95 {t(m['p95_us'])} ({m['p95_over_median']:.2f}x), máximo "
+                           f"{t(m['max_us'])} ({m['max_over_median']:.2f}x); las llamadas por encima de la mediana "
+                           f"cuestan {t(m['excess_us'])} más de lo que costaría la mediana."),
+        docs="""Qué:
+Un mismo kernel, con la misma configuración de lanzamiento, tarda muy distinto de una llamada a otra.
+
+Por qué:
+Con trabajo idéntico, la variación viene de fuera: otro stream o proceso compitiendo, relojes que
+cambian, memoria compartida. Las medias engañan y los pasos se vuelven irregulares.
+
+Ejemplo:
+Un GEMM que tarda 170 µs de mediana pero 300 µs cuando coincide con una copia en otro stream.
+
+Solución:
+Busca qué se solapa con las llamadas lentas, sepáralo o serialízalo, fija relojes si hace falta y
+compara medianas.""",
+    ),
+    "dead-window": Entry(
+        title="Ventana muerta: ni la CPU ni la GPU trabajan",
+        advice=("Mira qué hacía el programa en ese intervalo (E/S, carga de datos, sleep, espera a otro proceso) "
+                "y solápalo con el cómputo: DataLoader con workers y pin_memory, prefetch, trabajo asíncrono."),
+        docs="""Qué:
+Un intervalo dentro de la ventana perfilada en el que ni el host ejecuta operaciones ni la GPU ejecuta kernels.
+
+Por qué:
+Ese tiempo no lo gasta PyTorch: el programa espera algo fuera del profiler (disco, red, otro proceso,
+un sleep). Todo ese hueco es tiempo de paso perdido.
+
+Ejemplo:
+Un bucle que lee cada lote del disco en el hilo principal deja huecos vacíos entre pasos.
+
+Solución:
+Averigua qué bloquea (py-spy, logs), y solápalo: DataLoader con `num_workers` y `pin_memory`, prefetch,
+E/S asíncrona.""",
+    ),
+    "cold-start": Entry(
+        title="Arranque en frío: el primer paso es mucho más lento que el resto",
+        advice=("Calienta antes de perfilar (ejecuta unas iteraciones primero o usa "
+                "torch.profiler.schedule(wait=1, warmup=1, active=N)) y lee solo los pasos estables."),
+        message=lambda m: (f"El primer paso tardó {t(m['first_us'])}, {m['ratio']:.0f} veces la mediana de "
+                           f"{t(m['median_others_us'])} de los otros {m['others']}: se perfiló la preparación "
+                           "inicial."),
+        docs="""Qué:
+El primer paso (o la primera repetición de una región) es mucho más lento que la mediana de los demás.
+
+Por qué:
+La primera vez se pagan costes únicos: carga perezosa de módulos CUDA, selección de algoritmos, cachés
+del asignador, compilación. Mezclarlos con los pasos estables falsea cualquier media.
+
+Ejemplo:
+`seed_mm64_cold`, perfilada sin calentamiento: el primer paso es varias veces más ancho que los otros.
+
+Solución:
+Calienta antes de perfilar o usa `schedule(wait=1, warmup=1, active=N)` y lee solo los pasos estables.""",
+    ),
+    "trailing-sync": Entry(
+        title="Sincronización al final del paso sin nada que esperar",
+        advice=("Quita el torch.cuda.synchronize() de cada paso; sincroniza solo donde el host necesita un "
+                "resultado y mide el trabajo de GPU con eventos CUDA en lugar de sync + reloj de pared."),
+        message=lambda m: (f"{m['syncs']} sincronización(es) al final de los pasos esperan poco o ningún trabajo de "
+                           f"GPU: la más larga dura {t(m['longest_sync_us'])} con {t(m['outstanding_gpu_us'])} de "
+                           f"trabajo pendiente; en total {t(m['sync_total_us'])}, el "
+                           f"{m['step_share_percent']:.1f}% del tiempo de paso."),
+        docs="""Qué:
+Un `cudaDeviceSynchronize`/`cudaStreamSynchronize` al final de cada paso que apenas tiene trabajo de GPU
+pendiente que esperar.
+
+Por qué:
+La sincronización impide que el host se adelante a encolar el paso siguiente; si no espera a nada útil,
+solo añade latencia y quita solapamiento.
+
+Ejemplo:
+Un bucle de entrenamiento que llama a `torch.cuda.synchronize()` para medir cada paso.
+
+Solución:
+Quita la sincronización por paso; mide con `torch.cuda.Event(enable_timing=True)`.""",
+    ),
+    "compile-overhead": Entry(
+        title="Sobrecarga de torch.compile dentro de la ventana perfilada",
+        advice=("Compila y calienta antes de perfilar (unas llamadas con las formas reales); si la compilación "
+                "se repite, mira recompilation; con muchos grafos pequeños, prueba mode=\"reduce-overhead\"."),
+        docs="""Qué:
+Tiempo de Dynamo/Inductor (trazado, compilación, búsqueda en caché, envoltorios de AOTDispatcher) dentro
+de la ventana perfilada.
+
+Por qué:
+La compilación es un coste único que no representa el rendimiento estable; y los envoltorios por llamada
+(guardas, prólogos) son sobrecarga de host en cada paso.
+
+Ejemplo:
+`seed_mm4096_compile_cold`: la primera llamada compila dentro del perfil; en la versión caliente quedan
+"TorchDynamo Cache Lookup" y los prólogos por llamada.
+
+Solución:
+Compila y calienta antes de perfilar; reduce las guardas (formas estáticas, `dynamic=False`) o usa
+CUDA graphs (`mode="reduce-overhead"`).""",
+    ),
+    "lazy-loading": Entry(
+        title="Carga perezosa de módulos CUDA dentro de la ventana perfilada",
+        advice=("Ejecuta cada kernel una vez antes de perfilar (iteraciones de calentamiento o schedule(wait=1, "
+                "warmup=1, active=N)); usa CUDA_MODULE_LOADING=EAGER solo si la primera llamada debe ser rápida."),
+        message=lambda m: (f"{m['events']} evento(s) de carga perezosa{_steps(m)}, {t(m['total_us'])} en total, el "
+                           f"{m['window_percent']:.2f}% de la ventana."),
+        docs="""Qué:
+Eventos "Lazy Loading" de CUDA dentro de la ventana: el driver carga el módulo de un kernel la primera
+vez que se lanza.
+
+Por qué:
+Es un coste único que infla la primera llamada de cada kernel y el primer paso; no se repite.
+
+Ejemplo:
+`seed_mm64_cold`, perfilada sin calentamiento: la primera matmul carga sus módulos dentro del paso.
+
+Solución:
+Calienta antes de perfilar; `CUDA_MODULE_LOADING=EAGER` carga todo al inicio si hace falta.""",
+    ),
+    "host-sync": Entry(
+        title="Sincronización implícita host-dispositivo",
+        advice=("Evita .item(), .cpu(), .tolist(), print de tensores e índices booleanos en el bucle caliente; "
+                "acumula en la GPU y lee el resultado cada N pasos, o usa non_blocking=True con memoria fijada."),
+        docs="""Qué:
+El host se bloquea esperando a la GPU (cudaStreamSynchronize, cudaMemcpy síncrono) a mitad de paso,
+a menudo por `.item()`, `.cpu()` o una indexación que necesita conocer un tamaño.
+
+Por qué:
+Mientras el host espera no encola trabajo, y cuando la GPU termina se queda sin nada que hacer: la
+tubería CPU/GPU se vacía en cada sincronización.
+
+Ejemplo:
+`loss.item()` en cada paso para registrar la pérdida.
+
+Solución:
+Quita las lecturas del bucle caliente, acumula en la GPU y lee cada N pasos, o copia con
+`non_blocking=True` a memoria fijada.""",
+    ),
+    "pageable-memcpy": Entry(
+        title="Copias entre host y dispositivo desde memoria paginable",
+        advice=("Usa memoria fijada (pin_memory=True en el DataLoader, tensor.pin_memory()) y copia con "
+                "non_blocking=True para que la copia sea asíncrona y más rápida."),
+        docs="""Qué:
+Copias host-dispositivo (`Memcpy HtoD/DtoH`) cuyo origen o destino es memoria paginable, no fijada.
+
+Por qué:
+Desde memoria paginable el driver copia primero a un búfer intermedio: la copia es más lenta y no puede
+solaparse con el cómputo.
+
+Ejemplo:
+`x.cuda()` sobre un tensor de CPU normal en cada paso.
+
+Solución:
+`pin_memory=True` en el DataLoader o `tensor.pin_memory()`, y `.to(device, non_blocking=True)`.""",
+    ),
+    "gpu-idle": Entry(
+        title="La GPU pasa inactiva buena parte del paso",
+        advice=("Averigua qué hace el host en los huecos (carga de datos, Python, sincronizaciones) y solápalo "
+                "con el cómputo: DataLoader con workers, prefetch, menos sincronizaciones, CUDA graphs."),
+        docs="""Qué:
+Huecos largos en la línea de tiempo de la GPU dentro de los pasos: la GPU no tiene trabajo encolado.
+
+Por qué:
+Cada hueco es capacidad de GPU desperdiciada; casi siempre el host está haciendo otra cosa (cargar datos,
+Python, esperar).
+
+Ejemplo:
+Un DataLoader sin workers: la GPU espera a que el hilo principal prepare cada lote.
+
+Solución:
+Mira qué corre en el host durante los huecos y solápalo: `num_workers`, `pin_memory`, prefetch,
+menos sincronizaciones.""",
+    ),
+    "launch-bound": Entry(
+        title="Limitado por los lanzamientos: kernels más cortos que su lanzamiento",
+        advice=("Fusiona kernels (torch.compile), agrupa el trabajo en menos lanzamientos más grandes o captura "
+                "el paso como CUDA graph para que el lanzamiento se pague una vez."),
+        docs="""Qué:
+Muchos kernels duran menos que la llamada de lanzamiento que los encola (`cudaLaunchKernel`), así que la
+GPU termina cada uno antes de que llegue el siguiente.
+
+Por qué:
+El ritmo lo marca el host lanzando, no la GPU calculando: la GPU queda ociosa entre kernels diminutos.
+
+Ejemplo:
+Un bucle de operaciones elementales sobre tensores pequeños: kernels de 2 µs, lanzamientos de 5-10 µs.
+
+Solución:
+Fusiona (torch.compile), agrupa en menos kernels más grandes o usa CUDA graphs.""",
+    ),
+    "fp32-gemm": Entry(
+        title="GEMM en fp32 sin Tensor Cores",
+        advice=("Usa bf16/fp16 con autocast, o permite TF32 para fp32 "
+                "(torch.backends.cuda.matmul.allow_tf32 = True o torch.set_float32_matmul_precision(\"high\"))."),
+        docs="""Qué:
+Multiplicaciones de matrices en fp32 puro, con kernels que no usan Tensor Cores.
+
+Por qué:
+En una H200 el fp32 sin TF32 rinde ~51 TFLOP/s frente a ~795 de bf16: más de 10 veces más lento para
+el mismo GEMM.
+
+Ejemplo:
+`torch.matmul` de dos tensores float32 de 4096x4096 con TF32 desactivado.
+
+Solución:
+`torch.autocast("cuda", dtype=torch.bfloat16)`, o `torch.set_float32_matmul_precision("high")` para TF32.""",
+    ),
+    "recompilation": Entry(
+        title="torch.compile recompila dentro de la ventana perfilada",
+        advice=("Haz las formas estáticas (relleno, buckets) o marca las dimensiones dinámicas "
+                "(torch._dynamo.mark_dynamic); revisa las guardas que fallan con TORCH_LOGS=recompiles."),
+        docs="""Qué:
+Dynamo vuelve a compilar una función que ya estaba compilada (aparecen nuevas regiones "Torch-Compiled
+Region: N/M" o trabajo de compilación en pasos estables).
+
+Por qué:
+Cada recompilación cuesta de cientos de ms a segundos y, si las formas cambian cada paso, se paga siempre.
+
+Ejemplo:
+Llamar a una función compilada con un tamaño de lote distinto en cada paso.
+
+Solución:
+Formas estáticas o `mark_dynamic`; `TORCH_LOGS=recompiles` dice qué guarda falla.""",
+    ),
+    "exposed-communication": Entry(
+        title="Comunicación expuesta: los pasos esperan a las colectivas",
+        advice=("Deja que la comunicación se oculte tras el cómputo: ajusta bucket_cap_mb de DDP, acumula "
+                "gradientes con no_sync(), usa prefetch en FSDP o comprime gradientes; si un rango llega tarde, "
+                "arregla primero ese rango (ver straggler)."),
+        message=lambda m: (f"{m['exposed_ms_per_step']:.3f} ms de comunicación por paso corren sin cómputo al lado: "
+                           f"el {100 * m['exposed_share_of_step']:.1f}% de un paso de {m['step_ms']:.3f} ms. De "
+                           f"{m['comm_ms']:.3f} ms de colectivas ({m['collectives']} eventos), el "
+                           f"{100 * m['overlap_share']:.1f}% se solapa con cómputo."),
+        docs="""Qué:
+Las colectivas (all-reduce, all-gather, ...) corren sin cómputo a la vez: el paso espera a la red.
+
+Por qué:
+La comunicación que no se solapa con el cómputo se suma entera al tiempo de paso, y crece con el
+número de rangos.
+
+Ejemplo:
+DDP con un solo bucket enorme: el all-reduce empieza al final del backward y nada lo oculta.
+
+Solución:
+Ajusta `bucket_cap_mb`, `no_sync()` con acumulación de gradientes, prefetch en FSDP, compresión de
+gradientes; si un rango llega tarde, mira straggler.""",
+    ),
+    "straggler": Entry(
+        title="Rezagado: un rango hace esperar a los demás",
+        advice=("Mira qué hace el rango lento antes de sus colectivas que los demás no hacen: datos desiguales, "
+                "carga de datos o disco lentos en ese host, logs o checkpoints en un solo rango, un dispositivo "
+                "más lento. Equilibra el trabajo o saca del paso lo que solo hace un rango."),
+        docs="""Qué:
+Un rango llega tarde a sus colectivas (o sus pasos duran más) y todos los demás le esperan dentro de la
+colectiva. Solo se ve entre rangos: `pista analyze DIR` sobre una carpeta de trazas por rango.
+
+Por qué:
+Una colectiva termina cuando llega el último participante: el trabajo entero va al ritmo del rango más lento.
+
+Ejemplo:
+Dos rangos gloo entrenando un MLP con DDP, el rango 1 duerme 30 ms antes de cada forward: el rango 0
+espera esos 30 ms en `gloo:all_reduce` en cada paso.
+
+Solución:
+Busca qué hace distinto el rango lento (datos desiguales, E/S, logs, checkpoints, dispositivo más
+lento), equilibra el trabajo o sácalo del paso.""",
+    ),
+}

@@ -7,5 +7,8 @@ import json as _json
 from pista.findings import Analysis
 
 
-def render(analysis: Analysis, row_limit: int = 25) -> str:
+def render(analysis: Analysis, row_limit: int = 25, lang: str = "en") -> str:
+    from pista.i18n import localize
+
+    analysis = localize(analysis, lang)
     return _json.dumps(analysis.to_dict(row_limit=row_limit), indent=1, ensure_ascii=False) + "\n"

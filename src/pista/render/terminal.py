@@ -18,7 +18,10 @@ MAX_EVIDENCE = 5
 
 
 def render(analysis: Analysis, color: bool = False, width: int = 110, show_table: bool = True,
-           row_limit: int = 15) -> str:
+           row_limit: int = 15, lang: str = "en") -> str:
+    from pista.i18n import localize, word
+
+    analysis = localize(analysis, lang)
     out = io.StringIO()
     console = Console(file=out, force_terminal=color, no_color=not color, width=width, highlight=False)
     s = analysis.summary
@@ -31,10 +34,10 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
     for notice in analysis.notices:
         console.print(f"[dim]notice: {escape(notice)}[/]")
     if not analysis.findings:
-        console.print("No findings.")
+        console.print(word("No findings.", lang))
     origin_us = analysis.facts.trace.start_ns / 1000.0
     for finding in analysis.findings:
-        _finding(console, finding, origin_us)
+        _finding(console, finding, origin_us, word("fix", lang))
     if show_table:
         console.print()
         console.print(escape(render_text(analysis.table, "cuda_time_total" if analysis.facts.has_gpu
@@ -43,7 +46,7 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
     return out.getvalue()
 
 
-def _finding(console: Console, f: Finding, origin_us: float) -> None:
+def _finding(console: Console, f: Finding, origin_us: float, fix: str = "fix") -> None:
     style = SEVERITY_STYLE.get(f.severity.value, "")
     console.print(f"\n[{style}]{f.severity.value.upper():8s}[/] [bold]{escape(f.rule)}[/]: {escape(f.title)}")
     console.print(f"  {escape(f.message)}")
@@ -54,4 +57,4 @@ def _finding(console: Console, f: Finding, origin_us: float) -> None:
                       f"at +{(e.ts_us - origin_us) / 1000:.3f} ms, dur {format_time(e.dur_us)}[/]{note}")
     if len(f.evidence) > MAX_EVIDENCE:
         console.print(f"  [dim]... {len(f.evidence) - MAX_EVIDENCE} more[/]")
-    console.print(f"  [green]fix:[/] {escape(f.advice)}")
+    console.print(f"  [green]{fix}:[/] {escape(f.advice)}")
