@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import numpy as np
+
+
+def _named(trace, name: str) -> np.ndarray:
+    return np.flatnonzero(trace.name_array[trace.name] == name)
+
+
+def test_fires_on_item_in_the_loop(analysis_of):
+    analysis = analysis_of("gpu/host_sync_item")
+    finding = analysis.finding("host-sync")
+    assert finding is not None
+    facts = analysis.facts
+    trace = facts.trace
+    items = _named(trace, "aten::item")
+    # the capture script calls .item() 8 times per step for 3 profiled steps
+    assert len(items) == 24
+    assert finding.metrics["syncs"] == 24
+    assert finding.metrics["ops"]["aten::item"]["per_step"] == {"2": 8, "3": 8, "4": 8}
+    assert "aten::item > aten::_local_scalar_dense > cudaStreamSynchronize" in finding.message
+    real_items = {(trace.ts[i] / 1000, trace.dur[i] / 1000, facts.step_of(i)) for i in items}
+    shown = [e for e in finding.evidence if e.name == "aten::item"]
+    assert shown and {(e.ts_us, e.dur_us, e.step) for e in shown} <= real_items
+    syncs = _named(trace, "cudaStreamSynchronize")
+    real_syncs = {trace.ts[i] / 1000 for i in syncs if trace.event_name(facts.parent[i]) == "aten::_local_scalar_dense"}
+    shown_syncs = [e for e in finding.evidence if e.name == "cudaStreamSynchronize"]
+    assert shown_syncs and {e.ts_us for e in shown_syncs} <= real_syncs
+    # host time blocked: at least the sync calls themselves (torch: 152.496 µs of cudaStreamSynchronize)
+    assert finding.metrics["ops"]["aten::item"]["blocked_us"] >= trace.dur[syncs].sum() / 1000
+
+
+def test_names_the_cpu_read_back_of_a_64mib_tensor(analysis_of):
+    finding = analysis_of("gpu/pageable_memcpy").finding("host-sync")
+    assert finding is not None
+    assert set(finding.metrics["ops"]) == {"aten::to"}  # .cpu() dispatches to aten::to
+    assert finding.metrics["ops"]["aten::to"]["per_step"] == {"2": 1, "3": 1, "4": 1}
+
+
+def test_silent_on_explicit_syncs_and_host_to_device_copies(analysis_of):
+    # torch.cuda.synchronize() outside any op is trailing-sync's; the pageable H2D copy of the
+    # data loader is pageable-memcpy's; its .item() is on a CPU tensor
+    for name in ("gpu/trailing_sync", "gpu/gpu_idle_dataloader", "gpu/fp32_gemm", "seed_mm64_warm"):
+        assert analysis_of(name).finding("host-sync") is None, name
+
+
+def test_silent_without_a_gpu(analysis_of):
+    assert analysis_of("gpu/cpu_only").finding("host-sync") is None
