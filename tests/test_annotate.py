@@ -1,0 +1,94 @@
+"""`pista annotate`: the trace with the findings as markers; the original events untouched."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import msgspec
+import pytest
+from conftest import fixture
+
+from pista.cli import main
+from pista.render.annotated import CATEGORY, PROCESS_NAME
+from pista.trace.load import load_trace
+from pista.trace.model import PH_COMPLETE, PH_INSTANT
+
+
+def annotate(tmp_path, name: str, out_name: str = "annotated.json.gz"):
+    out = tmp_path / out_name
+    assert main(["annotate", str(fixture(name)), "-o", str(out)]) == 0
+    return out
+
+
+@pytest.mark.parametrize("name", ["seed_mm64_cold", "seed_mm4096_warm"])
+def test_markers_sit_at_the_findings_evidence(tmp_path, analysis_of, name):
+    analysis = analysis_of(name)
+    assert analysis.findings
+    trace = load_trace(annotate(tmp_path, name))
+    pista_pid = next(pid for pid, label in trace.process_names.items() if label == PROCESS_NAME)
+    marks = [i for i in range(len(trace)) if trace.event_category(i) == CATEGORY]
+    assert marks and all(int(trace.pid[i]) == pista_pid for i in marks)
+    spans = sorted((int(trace.ts[i]), int(trace.dur[i]), trace.event_name(i)) for i in marks
+                   if trace.ph[i] == PH_COMPLETE)
+    expected = sorted((round(e.ts_us * 1000), round(e.dur_us * 1000), e.name)
+                      for f in analysis.findings for e in f.evidence if e.dur_us > 0)
+    assert len(spans) == len(expected)
+    for (ts, dur, nm), (ets, edur, enm) in zip(spans, expected, strict=True):
+        assert nm == enm and abs(ts - ets) <= 1 and abs(dur - edur) <= 1
+    # one instant per finding at its earliest evidence, on the finding's own named track
+    instants = {trace.args(i)["rule"]: int(trace.ts[i]) for i in marks
+                if trace.ph[i] == PH_INSTANT and "message" in trace.args(i)}
+    for f in analysis.findings:
+        assert abs(instants[f.rule] - round(min(e.ts_us for e in f.evidence) * 1000)) <= 1
+    tracks = {label for (pid, _), label in trace.thread_names.items() if pid == pista_pid}
+    assert {f"{f.severity.value} {f.rule}" for f in analysis.findings} <= tracks
+
+
+def test_original_events_are_kept_byte_for_byte(tmp_path):
+    out = annotate(tmp_path, "seed_mm64_cold")
+    original = gzip.decompress(fixture("seed_mm64_cold").read_bytes())
+    annotated = gzip.decompress(out.read_bytes())
+    top = msgspec.json.Decoder(dict[str, msgspec.Raw])
+    before, after = top.decode(original), top.decode(annotated)
+    assert list(after) == list(before)
+    for key in before:
+        if key != "traceEvents":
+            assert bytes(after[key]) == bytes(before[key]), key
+    old_events = bytes(before["traceEvents"]).rstrip()[:-1].rstrip()  # without the closing ]
+    assert bytes(after["traceEvents"]).startswith(old_events)
+    old, new = json.loads(original)["traceEvents"], json.loads(annotated)["traceEvents"]
+    assert new[: len(old)] == old
+    assert all(e.get("cat") == CATEGORY or e.get("ph") == "M" for e in new[len(old):])
+
+
+def test_the_annotated_trace_analyzes_the_same(tmp_path, analysis_of):
+    from pista.findings import analyze
+
+    again = analyze(annotate(tmp_path, "seed_mm4096_warm"))
+    first = analysis_of("seed_mm4096_warm")
+    assert again.summary.self_cpu_total_us == first.summary.self_cpu_total_us
+    assert again.summary.self_device_total_us == first.summary.self_device_total_us
+    assert again.rules_fired == first.rules_fired
+
+
+def test_plain_json_output_and_input_left_alone(tmp_path):
+    src = tmp_path / "in.json.gz"
+    src.write_bytes(fixture("seed_mm64_warm").read_bytes())
+    before = src.read_bytes()
+    out = tmp_path / "out.json"
+    assert main(["annotate", str(src), "-o", str(out)]) == 0
+    assert out.read_bytes().lstrip()[:1] == b"{"  # not gzipped: the name does not end in .gz
+    json.loads(out.read_bytes())
+    assert main(["annotate", str(src), "-o", str(src)]) == 2
+    assert src.read_bytes() == before
+
+
+def test_a_cut_off_trace_is_a_one_line_error(tmp_path, capsys):
+    data = gzip.decompress(fixture("seed_mm64_warm").read_bytes())
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(data[: len(data) // 2])
+    assert main(["annotate", str(cut), "-o", str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("pista: error:") and "cannot annotate" in err[-1]
+    assert not (tmp_path / "o.json").exists()
