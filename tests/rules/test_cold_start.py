@@ -51,3 +51,31 @@ def test_fires_on_repeated_regions_without_steps(load_facts):
 @pytest.mark.parametrize("name", ["seed_mm64_warm", "seed_mm4096_warm", "seed_mm4096_compile", "gpu/cpu_only"])
 def test_silent_after_warm_up(load_facts, name):
     assert _findings(load_facts, name) == []
+
+
+def _host_only(trace):
+    """The same trace with every device-side event (kernels, copies, GPU regions, flows) removed."""
+    import dataclasses
+
+    from pista.trace.model import DEVICE_CATEGORIES
+
+    keep = ~trace.category_mask(DEVICE_CATEGORIES | {"ac2g"})
+    columns = {f.name: getattr(trace, f.name)[keep] for f in dataclasses.fields(trace)
+               if isinstance(getattr(trace, f.name), np.ndarray)}
+    raw_args = [a for a, k in zip(trace.raw_args, keep.tolist(), strict=True) if k]
+    return dataclasses.replace(trace, raw_args=raw_args, **columns)
+
+
+def test_host_only_copy_of_the_cold_trace(load_facts):
+    # cold-start needs only the host side, so it still fires; the GPU rules stay silent, none crash
+    from pista.rules import catalogue
+    from pista.trace.facts import derive
+
+    facts = derive(_host_only(load_facts("seed_mm64_cold").trace))
+    assert not facts.has_gpu and len(facts.steps) == 3
+    mine = ["dominant-event", "many-calls", "gemm-heuristics", "implicit-copy-before-gemm", "profiler-overhead",
+            "kernel-variability", "dead-window", "cold-start", "lazy-loading"]
+    assert set(mine) <= {r.id for r in catalogue()}
+    fired = {f.rule for f in analyze(facts, rules=mine).findings}
+    assert "cold-start" in fired
+    assert not fired & {"dominant-event", "gemm-heuristics", "implicit-copy-before-gemm", "kernel-variability"}
