@@ -42,8 +42,8 @@ DEAD_WINDOW_MIN_US = 1000.0
 # step, gpu_idle_dataloader's data_loading 13.5-13.9 ms: other rules' business). The cold fixtures
 # are 17x (the compiled graph's call, 3207 vs 191 µs) and 882x.
 DEAD_WINDOW_RATIO = 5.0
-DEAD_WINDOW_MAX_FINDINGS = 3
-FILLER_EVENTS = 3
+DEAD_WINDOW_MAX_FINDINGS = 3  # the longest windows; recompile has one per new graph
+FILLER_EVENTS = 3  # recorded calls shown from inside the window; presentation
 
 
 def check(ctx: Context) -> list[Finding]:

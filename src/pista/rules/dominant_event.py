@@ -32,7 +32,7 @@ SEVERITY = Severity.INFO
 # and seed_mm64_compile traces; no kernel passes 52% in seed_mm64_{warm,cold} (the add kernel
 # takes about half), 24% in series_linear_train, 10% in series_mlp_*, 10% in big_gpt_eager_20steps.
 DOMINANT_SHARE = 0.6
-EVIDENCE_EVENTS = 3
+EVIDENCE_EVENTS = 3  # instances shown (the longest); presentation, not a threshold
 
 
 def check(ctx: Context) -> list[Finding]:

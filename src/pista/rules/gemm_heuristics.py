@@ -46,11 +46,12 @@ ID = "gemm-heuristics"
 TITLE = "Library heuristics (occupancy queries) before a kernel launch"
 SEVERITY = Severity.INFO
 
+# every CUDA occupancy API starts so (the three seen in seed_mm64_cold and big_gpt_eager_20steps too)
 QUERY_PREFIX = "cudaOccupancy"
 # Any query counts: the warmed-up single-shape fixtures (seed_mm64_warm, seed_mm4096_*,
 # series_*) have none at all, seed_mm64_cold 32 in one burst, big_gpt_eager_20steps 2 per step.
 GEMM_HEURISTICS_MIN_QUERIES = 1
-EVIDENCE_GROUPS = 3
+EVIDENCE_GROUPS = 3  # query bursts shown (the costliest); presentation
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -41,13 +41,15 @@ EXPLICIT_OPS = re.compile(
     r"^aten::(copy_|_copy_from|_copy_from_and_resize|zero_|fill_|zeros|zeros_like|ones|ones_like|full|full_like"
     r"|new_zeros|new_ones|new_full|clone|contiguous|to|_to_copy|index_put_|masked_fill_|cat|stack)$"
 )
+# cuBLAS/cuBLASLt/CUTLASS GEMM kernel names as they appear in the fixtures (nvjet_sm90_tst_..., sm80_xmma_gemm_...)
 GEMM_NAME = re.compile(r"nvjet|gemm|cutlass|xmma|cublas|sm\d+_.*tst|matmul", re.I)
+# ops whose GEMM carries an epilogue (bias add, activation) by definition
 EPILOGUE_OPS = frozenset({"aten::addmm", "aten::_addmm_activation", "aten::baddbmm", "aten::addbmm"})
 # How close the GEMM must follow: the next device work on the stream, within this many µs of the
 # copy's end. seed_mm4096_compile's GEMM starts 19.8-24.0 µs after its memset, series_linear_train's
 # 21.0-23.2 µs, big_gpt_eager_20steps' up to 31.5 µs (50.3 µs cold); 100 µs still means "right before".
 IMPLICIT_COPY_MAX_GAP_US = 100.0
-EVIDENCE_PAIRS = 3
+EVIDENCE_PAIRS = 3  # memset/GEMM pairs shown; presentation
 
 
 def check(ctx: Context) -> list[Finding]:

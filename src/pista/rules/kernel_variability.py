@@ -47,9 +47,9 @@ KV_MAX_RATIO = 2.0
 # The time the slow calls cost over the median, at least this share of the group's total:
 # kernel_variability's group loses 17%; keeps rare, tiny excursions out.
 KV_MIN_EXCESS_SHARE = 0.02
-KV_MAX_FINDINGS = 3
+KV_MAX_FINDINGS = 3  # the groups with the most excess time; one finding each
 KV_MAX_SAMPLES = 2000  # durations kept in metrics for the report's plot
-EVIDENCE_SLOW = 3
+EVIDENCE_SLOW = 3  # slowest calls shown, plus one typical call; presentation
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -33,11 +33,12 @@ ID = "lazy-loading"
 TITLE = "CUDA lazy module loading inside the profiled window"
 SEVERITY = Severity.WARNING
 
+# the names CUPTI gives module/function loads on the overhead lane (seed_mm64_cold, recompile)
 LOADING_NAMES = ("Runtime Triggered Module Loading", "Lazy Function Loading")
 # Any load is a first call, but a few µs is not worth a finding: seed_mm64_cold's smallest single
 # load is 46.7 µs and the warmed-up fixtures have none, so 10 µs in all separates them safely.
 LAZY_LOADING_MIN_US = 10.0
-EVIDENCE_EVENTS = 6
+EVIDENCE_EVENTS = 6  # loads shown (the longest); presentation
 
 
 def check(ctx: Context) -> list[Finding]:

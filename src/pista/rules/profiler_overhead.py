@@ -36,7 +36,7 @@ SEVERITY = Severity.INFO
 # seed_mm64_cold has 2.505 ms of it, seed_mm4096_compile_cold 2.880 ms, big_gpt_eager_20steps
 # 3.063 ms; the other fixtures none. Below 50 µs it would not move any number that matters.
 PROFILER_OVERHEAD_MIN_US = 50.0
-EVIDENCE_EVENTS = 5
+EVIDENCE_EVENTS = 5  # events shown (the longest); presentation
 
 
 def check(ctx: Context) -> list[Finding]:
