@@ -3,6 +3,7 @@ data behind its charts checked against the raw trace JSON."""
 
 from __future__ import annotations
 
+import atexit
 import gzip
 import json
 import os
@@ -20,6 +21,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 OUTPUT = Path(__file__).resolve().parent.parent / "test-output"
+_SHARED: dict = {}
 
 
 def raw_events(name: str) -> list[dict]:
@@ -33,12 +35,19 @@ def browser():
         if os.environ.get("CI"):
             pytest.fail("chromium is missing in CI: scripts/test installs it")
         pytest.skip("no /usr/bin/chromium (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
+    # one browser for the whole run, even when another test module imports this fixture
+    if "browser" not in _SHARED:
+        from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+        driver = sync_playwright().start()
+        _SHARED["browser"] = driver.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+
+        def stop() -> None:
+            _SHARED.pop("browser").close()
+            driver.stop()
+
+        atexit.register(stop)
+    return _SHARED["browser"]
 
 
 class Page:
