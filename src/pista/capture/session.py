@@ -120,7 +120,7 @@ class Session:
     def total_steps(self) -> int | None:
         """Steps the schedule needs (None when repeat=0, i.e. it cycles for ever)."""
         s = self.schedule
-        return None if s["repeat"] == 0 else s["wait"] + s["warmup"] + s["active"] * s["repeat"]
+        return None if s["repeat"] == 0 else (s["wait"] + s["warmup"] + s["active"]) * s["repeat"]
 
     @property
     def trace_path(self) -> Path | None:

@@ -28,7 +28,7 @@ def add_capture_arguments(parser: argparse.ArgumentParser, sizes: bool = True) -
                         help=f"un-profiled warm-up calls before profiling (bare: {DEFAULT_WARMUP_CALLS})")
     parser.add_argument("--compile", action="store_true", help="torch.compile the function / model")
     parser.add_argument("--steps", type=int, default=None,
-                        help="steps to run (default: wait + warmup-steps + active x repeat)")
+                        help="steps to run (default: (wait + warmup-steps + active) x repeat)")
 
 
 def add_device_and_schedule(parser: argparse.ArgumentParser) -> None:
