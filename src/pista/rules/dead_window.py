@@ -1,7 +1,8 @@
 """What:
 A record_function region (a ProfilerStep, or a user region such as `matmul_add`) runs for a long
-time before its first kernel launch (on a CPU-only trace: before its first aten:: op), far longer
-than the same region takes to get there on its other calls: one-time set-up inside the window.
+time (over 1 ms) before its first kernel launch (on a CPU-only trace: before its first aten:: op),
+far longer than the same region takes to get there on its other calls (regions seen once: the 1 ms
+alone): one-time set-up inside the window.
 
 Why:
 The set-up (cuBLAS handle and workspace allocation, library heuristics, CUDA lazy module loading,
@@ -13,7 +14,7 @@ Example:
 `seed_mm64_cold` (no warm-up): `matmul_add` in step 0 ran 107.285 ms before its first launch
 (cuLaunchKernelEx in aten::mm), 882x the median 121.6 µs of steps 1-2; of that, Activity Buffer Request (2.505
 ms), cudaDeviceGetAttribute (582.3 µs), module loading and cudaMalloc calls are recorded, the rest
-(about 101 ms) is aten::mm's own untraced set-up. `seed_mm4096_compile_cold`: the compiled graph's
+(102.7 ms) is aten::mm's own untraced set-up. `seed_mm4096_compile_cold`: the compiled graph's
 first call waits 3.207 ms (2.880 ms of it an Activity Buffer Request) against 191.2 µs the second time.
 
 Fix:
