@@ -1,15 +1,26 @@
 """Trace file -> columnar Trace.
 
 The fast path is one typed msgspec decode: only the fields analysis reads are materialised, and
-each event's `args` stays a `msgspec.Raw` slice of the input until someone asks for it. When the
-typed decode refuses the file (an event with a wrong type, a file cut off mid-write), slower
-lenient paths take over, skip what cannot be read and say so in `Trace.notices`.
+each event's `args` stays a `msgspec.Raw` slice of the input until someone asks for it. Only when
+the typed decode refuses the file do slower paths take over, in this order:
+
+- lenient: the JSON is fine but some event has a field of the wrong type; decode event by event
+  and skip the ones that cannot be read;
+- repair: bytes that are not UTF-8, and the bare `NaN`/`inf`/`N/A` tokens older Kineto wrote into
+  args, are made readable;
+- salvage: the file is cut off mid-write or damaged in places; split the event list at event
+  starts, decode each piece on its own, keep every complete event.
+
+Whatever was skipped or repaired is said in `Trace.notices`; a file with nothing to read raises
+`BadTrace` with a one-line reason.
 """
 
 from __future__ import annotations
 
 import gzip
 import os
+import re
+import stat
 import zlib
 from pathlib import Path
 from typing import Any
@@ -23,10 +34,24 @@ from pista.trace.model import CATEGORY_ALIASES, NO_ID, PH_METADATA, Trace
 
 GZIP_MAGIC = b"\x1f\x8b"
 INT64_MAX = 2**63 - 1
-# How far back from the end of a cut-off file to look for the last complete event.
-SALVAGE_MAX_TRIES = 256
+# |ts| and dur beyond this many microseconds (~140 years) are not times; the bound keeps
+# ts + dur inside int64 nanoseconds.
+MAX_TIME_US = 4.5e15
+# Salvage: how many pieces to join when one piece alone does not decode (a false event start inside
+# a string or an args list splits one event in several).
+SALVAGE_MAX_JOIN = 8
 # msgspec cannot type `Raw | None`; a shared default marks a field that was absent.
 ABSENT = Raw(b"null")
+
+# Other formats people pass by mistake, by their first bytes.
+_OTHER_FORMATS = (
+    (b"PK\x03\x04", "a zip archive, not a trace (unzip it and pass the .json inside)"),
+    (b"BZh", "bzip2-compressed; pista reads .json and .json.gz (bunzip2 it first)"),
+    (b"\xfd7zXZ\x00", "xz-compressed; pista reads .json and .json.gz (unxz it first)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed; pista reads .json and .json.gz (unzstd it first)"),
+)
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class _Event(Struct, gc=False):
@@ -42,7 +67,7 @@ class _Event(Struct, gc=False):
 
 
 class _Document(Struct, gc=False):
-    traceEvents: list[_Event] = []  # noqa: N815 - the chrome-trace key
+    traceEvents: list[_Event]  # noqa: N815 - the chrome-trace key; required, so `{"foo": 1}` is refused
     deviceProperties: Raw = ABSENT  # noqa: N815
     distributedInfo: Raw = ABSENT  # noqa: N815
     baseTimeNanoseconds: int | None = None  # noqa: N815
@@ -63,6 +88,8 @@ class _LooseDocument(Struct, gc=False):
 
 class _IdArgs(Struct, gc=False):
     external_id: int = field(name="External id", default=NO_ID)
+    # Kineto before 2021-04 wrote the GPU side's link to its op in lower case
+    external_id_old: int = field(name="external id", default=NO_ID)
     correlation: int = NO_ID
     stream: int = NO_ID
     device: int = NO_ID
@@ -76,20 +103,34 @@ _EVENT_DECODER = msgspec.json.Decoder(_Event)
 _ID_DECODER = msgspec.json.Decoder(_IdArgs | None)
 _DOC_DECODER = msgspec.json.Decoder(_Document)
 _LOOSE_DECODER = msgspec.json.Decoder(_LooseDocument)
+_TOP_DECODER = msgspec.json.Decoder(_LooseDocument | list[Raw])
 _RAW_LIST_DECODER = msgspec.json.Decoder(list[Raw])
+_DECODE_ERRORS = (msgspec.DecodeError, RecursionError)
+_EVENT_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
+
+
+# -- reading the file ------------------------------------------------------------------------
 
 
 def read_bytes(path: str | os.PathLike[str]) -> tuple[bytes, list[str]]:
     """The file's JSON bytes, un-gzipped; a cut-off gzip stream yields what it holds, with a notice."""
     p = Path(path)
-    if not p.exists():
-        raise BadTrace(p, "no such file")
-    if p.is_dir():
+    try:
+        mode = p.stat().st_mode
+    except FileNotFoundError:
+        raise BadTrace(p, "no such file") from None
+    except OSError as err:
+        raise BadTrace(p, f"cannot read: {err.strerror or err}") from None
+    if stat.S_ISDIR(mode):
         raise BadTrace(p, "is a directory, not a trace file (pass the .json or .json.gz inside it)")
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        raise BadTrace(p, "not a regular file")
     try:
         data = p.read_bytes()
     except OSError as err:
         raise BadTrace(p, f"cannot read: {err.strerror or err}") from None
+    except MemoryError:
+        raise BadTrace(p, "too big to read into memory") from None
     notices: list[str] = []
     if data[:2] == GZIP_MAGIC:
         try:
@@ -98,8 +139,11 @@ def read_bytes(path: str | os.PathLike[str]) -> tuple[bytes, list[str]]:
             data = _gunzip_prefix(data)
             if not data:
                 raise BadTrace(p, "broken gzip stream: nothing could be decompressed") from None
-            notices.append("the gzip stream is cut off or damaged; reading the part that decompressed")
-    if not data.strip():
+            notices.append(f"the gzip stream is cut off or damaged; reading the {len(data):,} bytes "
+                           "that decompressed")
+        if not data.strip():
+            raise BadTrace(p, "empty trace: the gzip stream holds nothing")
+    elif not data.strip():
         raise BadTrace(p, "empty file")
     return data, notices
 
@@ -112,6 +156,8 @@ def _gunzip_prefix(data: bytes) -> bytes:
         try:
             out += decoder.decompress(data[start : start + step])
         except zlib.error:
+            break
+        if decoder.eof:
             break
     return bytes(out)
 
@@ -139,15 +185,18 @@ def _load_streamed(path: str | os.PathLike[str]) -> Trace | None:
 
         if stream.unpacked_size(path) < STREAM_MIN_BYTES:
             return None
-    except OSError:
+    except (OSError, EOFError, zlib.error):
         return None  # read_bytes words the error
-    return stream.load_streamed(path)
+    try:
+        return stream.load_streamed(path)
+    except (OSError, EOFError, zlib.error):
+        return None  # a damaged gzip stream: read_bytes salvages what it can
 
 
 def decode_trace(data: bytes, source: str = "<bytes>", notices: list[str] | None = None) -> Trace:
     notices = list(notices or [])
-    events, meta = _decode_events(data, source, notices)
-    trace = _build(events, meta, source, notices)
+    events, meta, skipped = _decode_events(data, source, notices)
+    trace = _build(events, meta, source, notices, skipped)
     trace.size_bytes = len(data)
     return trace
 
@@ -155,18 +204,71 @@ def decode_trace(data: bytes, source: str = "<bytes>", notices: list[str] | None
 # -- decoding --------------------------------------------------------------------------------
 
 
-def _decode_events(data: bytes, source: str, notices: list[str]) -> tuple[list[_Event], dict[str, Any]]:
-    head = data.lstrip()[:1]
-    if head not in (b"{", b"["):
-        raise BadTrace(source, "not JSON: a trace file starts with '{' or '['")
+class _Skipped:
+    """Tally of events that could not be read, with the first reason, for one notice."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0
+        self.first = ""
+
+    def add(self, index: int, err: BaseException | str) -> None:
+        self.count += 1
+        if not self.first:
+            self.first = f"event {index}: {_describe(err)}"
+
+
+NESTED_TOO_DEEP = "nested too deeply to read (about 1000 levels of [ and {)"
+
+
+def _describe(err: BaseException | str) -> str:
+    if isinstance(err, RecursionError):
+        return NESTED_TOO_DEEP
+    text = str(err).removeprefix("JSON is malformed: ")
+    if text == "Input data was truncated":
+        return "it ends mid-value"
+    return text.replace(" (byte ", " at byte ").replace(")", "") if "(byte " in text else text
+
+
+def _decode_events(data: bytes, source: str, notices: list[str]) -> tuple[list[_Event], dict[str, Any], _Skipped]:
+    skipped = _Skipped()
+    data = _text_encoding(data, source, notices)
     try:
         doc = _DOC_DECODER.decode(data)
-        return doc.traceEvents, _metadata(doc)
+        return doc.traceEvents, _metadata(doc), skipped
     except msgspec.ValidationError:
-        pass  # some field has an unexpected type: decode event by event below
-    except msgspec.DecodeError:
-        return _salvage(data, source, notices)
-    return _lenient(data, source, notices)
+        pass  # a field of an unexpected type, or not a trace at all: sort it out event by event
+    except _DECODE_ERRORS:
+        return _repair_and_retry(data, source, notices, skipped)
+    try:
+        return _lenient(data, source, skipped)
+    except _DECODE_ERRORS:  # the typed decode stopped at a type error before reaching broken JSON
+        return _repair_and_retry(data, source, notices, skipped)
+
+
+def _text_encoding(data: bytes, source: str, notices: list[str]) -> bytes:
+    """UTF-8 without BOM, or a one-line reason why this is not a JSON text at all."""
+    if data.startswith(_UTF8_BOM):
+        data = data[len(_UTF8_BOM) :]
+    elif data.startswith(_UTF16_BOMS):
+        try:
+            data = data.decode("utf-16").encode()
+        except UnicodeError:
+            raise BadTrace(source, "UTF-16 text that does not decode; pista reads UTF-8 JSON") from None
+        notices.append("the file is UTF-16 text; read it as UTF-8")
+    start = re.match(rb"\s*", data).end()  # type: ignore[union-attr]  # \s* always matches
+    head = data[start : start + 1]
+    if head in (b"{", b"["):
+        return data
+    for magic, what in _OTHER_FORMATS:
+        if data.startswith(magic):
+            raise BadTrace(source, what)
+    sample = data[start : start + 64]
+    if b"\x00" in data[:4096] or any(c < 9 or 13 < c < 32 for c in sample) or b"\xef\xbf\xbd" in \
+            sample.decode("utf-8", "replace").encode()[:-3]:
+        raise BadTrace(source, "not JSON: binary data (a trace is a .json or .json.gz text file)")
+    shown = data[start : start + 20].decode("utf-8", "replace")
+    raise BadTrace(source, f"not JSON: a trace starts with '{{' or '[', this file with {shown!r}")
 
 
 def _metadata(doc: _Document | _LooseDocument) -> dict[str, Any]:
@@ -179,108 +281,312 @@ def _metadata(doc: _Document | _LooseDocument) -> dict[str, Any]:
         if isinstance(value, Raw):
             try:
                 value = msgspec.json.decode(value)
-            except msgspec.DecodeError:
+            except _DECODE_ERRORS:
                 value = None
         if value is not None:
             meta[key] = value
     return meta
 
 
-def _lenient(data: bytes, source: str, notices: list[str]) -> tuple[list[_Event], dict[str, Any]]:
+_JSON_KINDS = {int: "a number", float: "a number", str: "a string", dict: "an object", bool: "a boolean",
+               type(None): "null"}
+
+
+def _lenient(data: bytes, source: str, skipped: _Skipped) -> tuple[list[_Event], dict[str, Any], _Skipped]:
     """Decode each event on its own, so one malformed event costs only itself."""
     try:
-        top = msgspec.json.decode(data, type=_LooseDocument | list[Raw])
+        top = _TOP_DECODER.decode(data)
     except msgspec.ValidationError:
         raise BadTrace(source, "JSON, but not a chrome trace: expected an object with 'traceEvents' "
                                "or a list of events") from None
     if isinstance(top, list):
-        raw_events, meta = top, {}
+        raw_events, meta, where = top, {}, "the list"
     else:
         if top.traceEvents is ABSENT:
             raise BadTrace(source, "JSON, but not a chrome trace: no 'traceEvents' key")
         try:
             raw_events = _RAW_LIST_DECODER.decode(top.traceEvents)
         except msgspec.ValidationError:
-            raise BadTrace(source, "'traceEvents' is not a list of events") from None
-        meta = _metadata(top)
+            kind = _JSON_KINDS.get(type(msgspec.json.decode(top.traceEvents)), "value")
+            raise BadTrace(source, f"JSON, but not a chrome trace: 'traceEvents' is {kind}, "
+                                   "not a list of events") from None
+        meta, where = _metadata(top), "'traceEvents'"
     events: list[_Event] = []
-    skipped = 0
-    for raw in raw_events:
+    decode = _EVENT_DECODER.decode
+    for index, raw in enumerate(raw_events):
         try:
-            events.append(_EVENT_DECODER.decode(raw))
-        except msgspec.ValidationError:
-            skipped += 1
+            events.append(decode(raw))
+        except _EVENT_ERRORS as err:
+            skipped.add(index, err)
+    skipped.total = len(raw_events)
     if raw_events and not events:
-        raise BadTrace(source, f"none of the {len(raw_events)} entries in 'traceEvents' is a trace event")
-    if skipped:
-        notices.append(f"skipped {skipped} malformed event(s) of {len(raw_events)} (wrong field types)")
-    return events, meta
+        if "Expected `object`" in skipped.first:
+            raise BadTrace(source, f"JSON, but not a chrome trace: none of the {len(raw_events)} entries "
+                                   f"of {where} is an event object ({skipped.first})")
+        raise BadTrace(source, f"none of the {len(raw_events)} event(s) could be read ({skipped.first})")
+    return events, meta, skipped
 
 
-def _salvage(data: bytes, source: str, notices: list[str]) -> tuple[list[_Event], dict[str, Any]]:
-    """A file cut off mid-write: close it after the last complete event and read that."""
-    marker = data.find(b'"traceEvents"')
-    if marker < 0:
-        raise BadTrace(source, "not valid JSON (and no 'traceEvents' to salvage)")
-    end = len(data)
-    for _ in range(SALVAGE_MAX_TRIES):
-        end = data.rfind(b"}", marker, end)
-        if end < 0:
-            break
-        for suffix in (b"]}", b"}"):
-            candidate = data[: end + 1] + suffix
+# -- repair ----------------------------------------------------------------------------------
+
+# A JSON string, or a bare non-JSON number token in value position (`"bw": N/A`, `"x": inf`).
+_BARE_TOKEN = rb"[-+]?(?:NaN|nan|Infinity|infinity|inf|N/A)"
+_BARE_TOKEN_HINT = re.compile(rb"[:,\[]\s*" + _BARE_TOKEN + rb"\s*[,}\]]")
+_STRING_OR_BARE_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|([:,\[]\s*)(' + _BARE_TOKEN + rb")(?=\s*[,}\]])")
+
+
+def _repair_and_retry(data: bytes, source: str, notices: list[str],
+                      skipped: _Skipped) -> tuple[list[_Event], dict[str, Any], _Skipped]:
+    repaired = _repair(data, notices)
+    if repaired is not data:
+        try:
+            doc = _DOC_DECODER.decode(repaired)
+            return doc.traceEvents, _metadata(doc), skipped
+        except msgspec.ValidationError:
             try:
-                top = msgspec.json.decode(candidate, type=_LooseDocument)
-            except (msgspec.DecodeError, msgspec.ValidationError):
+                return _lenient(repaired, source, skipped)
+            except _DECODE_ERRORS:
+                pass
+        except _DECODE_ERRORS:
+            pass
+    return _salvage(repaired, source, notices, skipped)
+
+
+def _repair(data: bytes, notices: list[str]) -> bytes:
+    """Make invalid UTF-8 and bare NaN/inf/N/A tokens readable; returns `data` itself if neither."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if err.reason == "unexpected end of data" and err.end == len(data):
+            data = data[: err.start]  # cut off inside a multi-byte character: salvage sees the cut
+        else:
+            data = data.decode("utf-8", "replace").encode()
+            notices.append(f"bytes that are not UTF-8 (first at byte {err.start}) were replaced by U+FFFD")
+    if _BARE_TOKEN_HINT.search(data):
+        count = 0
+
+        def quote(match: re.Match[bytes]) -> bytes:
+            nonlocal count
+            if match.group(2) is None:
+                return match.group(0)
+            count += 1
+            return match.group(1) + b'"' + match.group(2) + b'"'
+
+        fixed = _STRING_OR_BARE_TOKEN.sub(quote, data)
+        if count:
+            notices.append(f"read {count} bare NaN/Infinity/N/A value(s) (not JSON; older Kineto wrote "
+                           "them into args) as strings")
+            data = fixed
+    return data
+
+
+# -- salvage ---------------------------------------------------------------------------------
+
+# Where an event may start: '{' after the list's '[' or after a ','. False starts (inside strings,
+# lists of objects in args) only split an event, and joining the pieces back mends that.
+_EVENT_START = re.compile(rb"[\[,]\s*(?=\{)")
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_TRAILING_AT = re.compile(r"trailing characters \(byte (\d+)\)")
+
+
+def _salvage(data: bytes, source: str, notices: list[str],
+             skipped: _Skipped) -> tuple[list[_Event], dict[str, Any], _Skipped]:
+    """A file cut off mid-write or damaged in places: keep every event that decodes on its own."""
+    whole_error = _first_error(data)
+    key = _EVENTS_KEY.search(data)
+    start = re.match(rb"\s*", data).end()  # type: ignore[union-attr]
+    if key is not None:
+        list_at = key.end() - 1
+        meta = _prefix_metadata(data[: key.start()])
+    elif data[start : start + 1] == b"[":
+        list_at, meta = start, {}
+    else:
+        raise BadTrace(source, f"not valid JSON ({whole_error}), and no 'traceEvents' list in it to salvage")
+
+    matches = list(_EVENT_START.finditer(data, list_at))
+    seps = [m.start() for m in matches]  # the ',' or '[' before each start: a piece ends there
+    starts = [m.end() for m in matches]  # the '{'
+    view = memoryview(data)
+    n = len(starts)
+    events: list[_Event] = []
+    good_end = list_at + 1
+    tail_at: int | None = None  # where the bytes after the last event begin, once it decoded
+    cut_off = False
+    i = 0
+    while i < n:
+        result: _Event | BaseException | None = None
+        last_error: BaseException | None = None
+        for j in range(i, min(i + SALVAGE_MAX_JOIN, n)):
+            end, after = (seps[j + 1], None) if j + 1 < n else _last_event_end(view, starts[i])
+            try:
+                result = _EVENT_DECODER.decode(view[starts[i] : end])
+            except msgspec.ValidationError as err:
+                result = err  # readable JSON, a field of the wrong type
+            except _DECODE_ERRORS as err:
+                last_error = err
                 continue
-            events, meta = _lenient(candidate, source, notices)
-            kept = 100.0 * (end + 1) / len(data)
-            notices.append(
-                f"the file is cut off (not valid JSON at the end); salvaged {len(events)} complete "
-                f"events from the first {kept:.1f}% of it"
-            )
-            del top
-            return events, meta
-    raise BadTrace(source, "not valid JSON, and no complete trace events could be salvaged")
+            break
+        if result is None:
+            if j + 1 == n and str(last_error) == "Input data was truncated":
+                cut_off = True  # the last event was being written when the file ended
+                break
+            skipped.add(len(events) + skipped.count, last_error or "unreadable")
+            i += 1
+            continue
+        if isinstance(result, BaseException):
+            skipped.add(len(events) + skipped.count, result)
+        else:
+            events.append(result)
+        good_end, i = end, j + 1
+        if i == n:
+            tail_at = after
+    skipped.total = len(events) + skipped.count
+
+    extra_meta, closed, ignored = _tail_metadata(data, tail_at, key is not None)
+    meta.update(extra_meta)
+    cut_off = cut_off or (tail_at is not None and not closed)
+    if not events:
+        if whole_error == NESTED_TOO_DEEP:
+            raise BadTrace(source, f"JSON {NESTED_TOO_DEEP}; no event could be read")
+        if cut_off or whole_error == _describe("Input data was truncated"):
+            raise BadTrace(source, f"cut off before the first complete event ({whole_error})")
+        raise BadTrace(source, f"not valid JSON ({whole_error}), and no complete event in it to salvage")
+    if cut_off:
+        notices.append(f"the file is cut off mid-write (not valid JSON at the end); salvaged {len(events)} "
+                       f"complete event(s) from its first {good_end:,} of {len(data):,} bytes; the event "
+                       "being written and whatever followed it are lost")
+    if ignored:
+        notices.append(f"ignored {ignored} byte(s) of junk after the end of the trace")
+    return events, meta, skipped
+
+
+def _last_event_end(view: memoryview, start: int) -> tuple[int, int | None]:
+    """The end of the value that starts at `start` when the list's end follows it (then also where
+    the rest begins); else the end of the data and None (cut off, or damaged)."""
+    try:
+        msgspec.json.decode(view[start:], type=Raw)
+    except _DECODE_ERRORS as err:
+        trailing = _TRAILING_AT.search(str(err))
+        if trailing is not None:
+            # msgspec's offset lands on or just past the first trailing character; an event is an
+            # object, so it ends at the last '}' before that
+            stop = bytes(view[start : start + int(trailing.group(1))]).rfind(b"}") + 1
+            if stop > 0:
+                return start + stop, start + stop
+        return len(view), None
+    return len(view), len(view)  # the data ends right after this event: the list is never closed
+
+
+def _first_error(data: bytes) -> str:
+    try:
+        msgspec.json.decode(data, type=Raw)
+    except _DECODE_ERRORS as err:
+        return _describe(err)
+    return "unreadable"
+
+
+def _prefix_metadata(prefix: bytes) -> dict[str, Any]:
+    """The top-level keys before "traceEvents" (Kineto writes deviceProperties and friends there)."""
+    try:
+        return _metadata(_LOOSE_DECODER.decode(prefix + b'"traceEvents": []}'))
+    except (*_DECODE_ERRORS, msgspec.ValidationError):
+        return {}
+
+
+def _tail_metadata(data: bytes, tail_at: int | None, keyed: bool) -> tuple[dict[str, Any], bool, int]:
+    """After the last event: the list's ']' and, in an object, the keys after it (traceName).
+    Returns (metadata, whether the document is closed, bytes of junk after its end)."""
+    if tail_at is None:
+        return {}, False, 0
+    rest = data[tail_at:].lstrip()
+    if not rest.startswith(b"]"):
+        return {}, False, 0
+    rest = rest[1:].lstrip()
+    if not keyed:
+        return {}, True, len(rest.strip())
+    if rest.startswith(b","):
+        rest = b"{" + rest[1:]
+    elif rest.startswith(b"}"):
+        rest = b"{" + rest
+    else:
+        return {}, False, 0
+    try:
+        return _metadata(_LOOSE_DECODER.decode(rest)), True, 0
+    except (*_DECODE_ERRORS, msgspec.ValidationError) as err:
+        trailing = _TRAILING_AT.search(str(err))
+        if trailing is None:
+            return {}, False, 0
+        stop = rest.rfind(b"}", 0, int(trailing.group(1))) + 1
+        try:
+            meta = _metadata(_LOOSE_DECODER.decode(rest[:stop]))
+        except (*_DECODE_ERRORS, msgspec.ValidationError):
+            meta = {}
+        return meta, True, len(rest[stop:].strip())
 
 
 # -- columns ---------------------------------------------------------------------------------
 
 
-def _build(events: list[_Event], meta: dict[str, Any], source: str, notices: list[str]) -> Trace:
+_INT_TEXT = re.compile(r"-?[0-9]+\Z")
+# Category ids are int16; a file with more distinct categories than that is not a profiler trace.
+MAX_CATEGORIES = 32000
+
+
+def _build(events: list[_Event], meta: dict[str, Any], source: str, notices: list[str],
+           skipped: _Skipped | None = None) -> Trace:
+    skipped = skipped or _Skipped()
     string_ids: dict[str, int] = {}
+    overflowing = 0
 
     def numeric(value: int | str) -> int:
+        nonlocal overflowing
         if isinstance(value, int):
-            return value if -INT64_MAX <= value <= INT64_MAX else NO_ID
-        if value.lstrip("-").isdigit():  # "457" written as a string by some exporters
+            if -INT64_MAX <= value <= INT64_MAX:
+                return value
+            overflowing += 1
+            value = str(value)  # beyond int64: a lane of its own, like a string pid
+        elif len(value) < 21 and _INT_TEXT.match(value):  # "457" written as a string by some exporters
             number = int(value)
-            return number if -INT64_MAX <= number <= INT64_MAX else NO_ID
+            if -INT64_MAX <= number <= INT64_MAX:
+                return number
         if value not in string_ids:
             string_ids[value] = -1000 - len(string_ids)
         return string_ids[value]
 
+    if not events and skipped.count == 0:
+        raise BadTrace(source, "the trace holds no events ('traceEvents' is empty)")
     ts_us = np.fromiter((e.ts for e in events), dtype=np.float64, count=len(events))
     dur_us = np.fromiter((e.dur for e in events), dtype=np.float64, count=len(events))
-    bad = ~np.isfinite(ts_us) | ~np.isfinite(dur_us) | (dur_us < 0) | (np.abs(ts_us) > 9e12 * 1000)
-    if bad.any():
-        notices.append(f"skipped {int(bad.sum())} event(s) with a negative or non-finite ts/dur")
+    bad = ~np.isfinite(ts_us) | ~np.isfinite(dur_us) | (dur_us < 0) | (np.abs(ts_us) > MAX_TIME_US) \
+        | (dur_us > MAX_TIME_US)
+    bad_times = int(bad.sum())
+    if bad_times:
         keep = np.flatnonzero(~bad)
         events = [events[i] for i in keep]
         ts_us, dur_us = ts_us[keep], dur_us[keep]
+    _skip_notice(notices, skipped, bad_times, len(events))
+    if not events:
+        raise BadTrace(source, "none of the trace's events could be read"
+                               + (f" ({skipped.first})" if skipped.first else " (negative or non-finite ts/dur)"))
 
     names: dict[str, int] = {}
     name_col = np.fromiter((names.setdefault(e.name, len(names)) for e in events), dtype=np.int32,
                            count=len(events))
     cats: dict[str, int] = {}
     cat_col = np.fromiter((cats.setdefault(CATEGORY_ALIASES.get(e.cat, e.cat), len(cats)) for e in events),
-                          dtype=np.int16, count=len(events))
-    ph_col = np.fromiter((ord(e.ph[0]) if e.ph else 0 for e in events), dtype=np.uint8, count=len(events))
+                          dtype=np.int32, count=len(events))
+    if len(cats) > MAX_CATEGORIES:
+        raise BadTrace(source, f"{len(cats)} distinct event categories: not a torch.profiler trace")
+    cat_col = cat_col.astype(np.int16)
+    ph_col = np.fromiter((ord(e.ph[0]) if e.ph and e.ph[0] < "\x80" else 0 for e in events), dtype=np.uint8,
+                         count=len(events))
     pid_col = np.fromiter((e.pid if type(e.pid) is int and -INT64_MAX <= e.pid <= INT64_MAX else numeric(e.pid)
                            for e in events), dtype=np.int64, count=len(events))
     tid_col = np.fromiter((e.tid if type(e.tid) is int and -INT64_MAX <= e.tid <= INT64_MAX else numeric(e.tid)
                            for e in events), dtype=np.int64, count=len(events))
-    flow_col = np.fromiter((NO_ID if e.id is None else numeric(e.id) for e in events), dtype=np.int64,
+    if overflowing:
+        notices.append(f"{overflowing} pid/tid value(s) overflow int64; each kept as a lane of its own")
+    flow_col = np.fromiter((NO_ID if e.id is None else _flow_id(e.id, numeric) for e in events), dtype=np.int64,
                            count=len(events))
     raw_args = [None if e.args is ABSENT else e.args for e in events]
     ids = _decode_ids(raw_args, notices)
@@ -310,24 +616,51 @@ def _build(events: list[_Event], meta: dict[str, Any], source: str, notices: lis
     return trace
 
 
+def _flow_id(value: int | str, numeric: Any) -> int:
+    if isinstance(value, int) and not -INT64_MAX <= value <= INT64_MAX:
+        return NO_ID  # a flow id only pairs start and end; one that overflows pairs nothing
+    return numeric(value)
+
+
+def _skip_notice(notices: list[str], skipped: _Skipped, bad_times: int, kept: int) -> None:
+    total = kept + skipped.count + bad_times
+    if not skipped.count and not bad_times:
+        return
+    times = "a negative, non-finite or out-of-range ts/dur"
+    if skipped.count and bad_times:
+        why = f"{skipped.count} unreadable (first: {skipped.first}), {bad_times} with {times}"
+    elif skipped.count:
+        why = f"first: {skipped.first}"
+    else:
+        why = f"{times}"
+    notices.append(f"skipped {skipped.count + bad_times} malformed event(s) of {total} ({why})")
+
+
 def _decode_ids(raw_args: list[Raw | None], notices: list[str]) -> tuple[np.ndarray, ...]:
     decode = _ID_DECODER.decode
     try:
         decoded = [None if raw is None else decode(raw) for raw in raw_args]
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except _EVENT_ERRORS:
         decoded = [_decode_one_ids(raw) for raw in raw_args]
         unreadable = sum(1 for d in decoded if d is False)
-        notices.append(f"{unreadable} event(s) have ids of the wrong type; treated as missing")
+        notices.append(f"{unreadable} event(s) have an id, correlation, stream or device of the wrong type; "
+                       "treated as missing")
     n = len(decoded)
     columns = []
+    overflowing = 0
     for attr in ("external_id", "correlation", "stream", "device"):
         values = [getattr(d, attr) if d else NO_ID for d in decoded]
+        if attr == "external_id":
+            values = [v if v != NO_ID or not d else d.external_id_old for v, d in zip(values, decoded, strict=True)]
         try:
             columns.append(np.array(values, dtype=np.int64) if n else np.empty(0, dtype=np.int64))
         except OverflowError:
             clipped = [v if -INT64_MAX <= v <= INT64_MAX else NO_ID for v in values]
-            notices.append(f"some '{attr}' values overflow int64; treated as missing")
+            overflowing += sum(1 for v in values if not -INT64_MAX <= v <= INT64_MAX)
             columns.append(np.array(clipped, dtype=np.int64))
+    if overflowing:
+        notices.append(f"{overflowing} External id/correlation/stream/device value(s) overflow int64; "
+                       "treated as missing")
     return tuple(columns)
 
 
@@ -336,7 +669,7 @@ def _decode_one_ids(raw: Raw | None) -> _IdArgs | None | bool:
         return None
     try:
         return _ID_DECODER.decode(raw)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except _EVENT_ERRORS:
         return False
 
 
@@ -348,7 +681,7 @@ def _read_lane_names(trace: Trace) -> None:
         raw = trace.raw_args[i]
         try:
             label = msgspec.json.decode(raw, type=_NameArgs).name if raw is not None else ""
-        except (msgspec.ValidationError, msgspec.DecodeError):
+        except _EVENT_ERRORS:
             continue
         if not label:
             continue
