@@ -54,3 +54,20 @@ def test_silent_when_the_gpu_time_is_spread(load_facts, name):
 
 def test_silent_without_a_gpu(load_facts):
     assert _findings(load_facts, "gpu/cpu_only") == []
+
+
+def test_an_op_dominates_when_no_single_kernel_does(load_facts, monkeypatch):
+    # pageable_memcpy: aten::copy_ owns all the device time, split over its H2D and D2H copies
+    # (the largest, D2H, is 82%); with the bar above that, the op is named instead of a kernel
+    import pista.rules.dominant_event as rule
+
+    facts = load_facts("gpu/pageable_memcpy")
+    trace = facts.trace
+    monkeypatch.setattr(rule, "DOMINANT_SHARE", 0.9)
+    (finding,) = _findings(load_facts, "gpu/pageable_memcpy")
+    copies = np.flatnonzero(facts.is_device_work)
+    assert {trace.event_name(facts.owner[i]) for i in copies} == {"aten::copy_"}
+    assert finding.metrics["kind"] == "op" and finding.metrics["name"] == "aten::copy_"
+    assert finding.metrics["share_percent"] == pytest.approx(100.0)
+    assert finding.metrics["calls"] == len({int(facts.owner[i]) for i in copies})
+    assert all(e.name.startswith("Memcpy") for e in finding.evidence)
