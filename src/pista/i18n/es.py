@@ -207,22 +207,32 @@ Busca qué se solapa con las llamadas lentas, sepáralo o serialízalo, fija rel
 compara medianas.""",
     ),
     "dead-window": Entry(
-        title="Ventana muerta: ni la CPU ni la GPU trabajan",
-        advice=("Mira qué hacía el programa en ese intervalo (E/S, carga de datos, sleep, espera a otro proceso) "
-                "y solápalo con el cómputo: DataLoader con workers y pin_memory, prefetch, trabajo asíncrono."),
+        title="Ventana muerta: una región espera mucho antes de su primer lanzamiento",
+        advice=("Calienta fuera del profiler: ejecuta el paso (con cada forma) unas cuantas veces antes, o usa "
+                "torch.profiler.schedule(wait=1, warmup=1, active=N) para que la preparación única no se perfile."),
+        message=lambda m: (f"'{m['region']}'" + (f" (paso {m['step']})" if m["step"] is not None else "")
+                           + f" tardó {t(m['gap_us'])} hasta su primer lanzamiento ({m['first_target']})"
+                           + (f", {m['gap_us'] / m['typical_gap_us']:.0f} veces los {t(m['typical_gap_us'])} de "
+                              "sus otras llamadas" if m["typical_gap_us"] else "")
+                           + f". {t(m['recorded_us'])} están en llamadas registradas; {t(m['untraced_us'])} son "
+                           "preparación sin trazar."),
         docs="""Qué:
-Un intervalo dentro de la ventana perfilada en el que ni el host ejecuta operaciones ni la GPU ejecuta kernels.
+Una región de record_function (un ProfilerStep o una región del usuario como `matmul_add`) pasa mucho
+tiempo (más de 1 ms) antes de lanzar su primer kernel, mucho más que en sus otras llamadas: hay
+preparación única dentro de la ventana.
 
 Por qué:
-Ese tiempo no lo gasta PyTorch: el programa espera algo fuera del profiler (disco, red, otro proceso,
-un sleep). Todo ese hueco es tiempo de paso perdido.
+La preparación (handle y workspace de cuBLAS, heurísticas de la biblioteca, carga perezosa de módulos,
+búferes del profiler, carga del grafo compilado) se paga una vez, pero cae dentro de la primera llamada:
+esas operaciones parecen lentas y la GPU espera. No es lo que cuesta el programa por paso.
 
 Ejemplo:
-Un bucle que lee cada lote del disco en el hilo principal deja huecos vacíos entre pasos.
+`seed_mm64_cold` (sin calentamiento): `matmul_add` en el paso 0 tardó 107.285 ms hasta su primer
+lanzamiento, 882 veces la mediana de 121.6 µs de los pasos 1-2.
 
 Solución:
-Averigua qué bloquea (py-spy, logs), y solápalo: DataLoader con `num_workers` y `pin_memory`, prefetch,
-E/S asíncrona.""",
+Calienta fuera del profiler: ejecuta el paso (con cada forma) unas veces antes de perfilar, o usa
+`torch.profiler.schedule(wait=1, warmup=1, active=N)` para que la preparación quede fuera de la ventana.""",
     ),
     "cold-start": Entry(
         title="Arranque en frío: el primer paso es mucho más lento que el resto",
@@ -267,24 +277,31 @@ Solución:
 Quita la sincronización por paso; mide con `torch.cuda.Event(enable_timing=True)`.""",
     ),
     "compile-overhead": Entry(
-        title="Sobrecarga de torch.compile dentro de la ventana perfilada",
-        advice=("Compila y calienta antes de perfilar (unas llamadas con las formas reales); si la compilación "
-                "se repite, mira recompilation; con muchos grafos pequeños, prueba mode=\"reduce-overhead\"."),
+        title="El envoltorio de torch.compile cuesta más tiempo de host que el trabajo de GPU que lanza",
+        advice=("Compila trozos más grandes (el paso entero) para repartir el coste fijo por llamada, usa "
+                "torch.compile(mode='reduce-overhead') para reproducir los lanzamientos como CUDA graph, o deja "
+                "en modo eager las funciones diminutas."),
+        message=lambda m: (f"{m['calls']} llamada(s) compiladas pasan {t(m['wrapper_host_us'])} de host en el "
+                           f"envoltorio de torch.compile (búsqueda en caché, guardas, prólogo, envoltorio generado; "
+                           f"{m['wrapper_us_per_call']:.1f} µs por llamada) para {t(m['launched_gpu_us'])} de trabajo "
+                           f"de GPU lanzado: {m['host_to_gpu_ratio']:.1f}x."),
         docs="""Qué:
-Tiempo de Dynamo/Inductor (trazado, compilación, búsqueda en caché, envoltorios de AOTDispatcher) dentro
-de la ventana perfilada.
+El coste de host por llamada de torch.compile es grande frente al trabajo de GPU que lanza cada llamada:
+guardas (`TorchDynamo Cache Lookup`), `Torch-Compiled Region`, `Pregraph bytecode`, el prólogo de
+AOTDispatcher y el envoltorio generado (`## Call CompiledFxGraph ...`) antes del primer lanzamiento.
 
 Por qué:
-La compilación es un coste único que no representa el rendimiento estable; y los envoltorios por llamada
-(guardas, prólogos) son sobrecarga de host en cada paso.
+El grafo compilado ahorra trabajo por kernel, pero el envoltorio cuesta unos cientos de µs fijos de
+Python por llamada. Si la llamada lanza un kernel de 2 µs, el envoltorio es el tiempo de ejecución y el
+paso compilado puede ser más lento que el eager.
 
 Ejemplo:
-`seed_mm4096_compile_cold`: la primera llamada compila dentro del perfil; en la versión caliente quedan
-"TorchDynamo Cache Lookup" y los prólogos por llamada.
+`torch.compile(matmul_add)` a 64x64 en bf16 en una H200 (seed_mm64_compile): por llamada 34 µs de
+búsqueda en caché y 345 µs en `Torch-Compiled Region: 0/1` para un kernel de 2.1 µs.
 
 Solución:
-Compila y calienta antes de perfilar; reduce las guardas (formas estáticas, `dynamic=False`) o usa
-CUDA graphs (`mode="reduce-overhead"`).""",
+Compila piezas más grandes (el paso entero), usa `mode="reduce-overhead"` (CUDA graphs) o deja las
+funciones diminutas en eager.""",
     ),
     "lazy-loading": Entry(
         title="Carga perezosa de módulos CUDA dentro de la ventana perfilada",
@@ -306,12 +323,15 @@ Solución:
 Calienta antes de perfilar; `CUDA_MODULE_LOADING=EAGER` carga todo al inicio si hace falta.""",
     ),
     "host-sync": Entry(
-        title="Sincronización implícita host-dispositivo",
-        advice=("Evita .item(), .cpu(), .tolist(), print de tensores e índices booleanos en el bucle caliente; "
-                "acumula en la GPU y lee el resultado cada N pasos, o usa non_blocking=True con memoria fijada."),
+        title="Operaciones dentro del paso sincronizan el host con la GPU",
+        advice=("Deja los resultados en la GPU y léelos pocas veces (acumula y haz .item() cada N pasos); copia "
+                "con non_blocking=True a memoria fijada; encuentra las sincronizaciones ocultas con "
+                "torch.cuda.set_sync_debug_mode('warn')."),
+        message=lambda m: (f"{m['syncs']} llamadas que sincronizan ({m['syncs_per_step']:.1f} por paso), "
+                           f"{t(m['stall_us'])} en total, el {m['step_share_percent']:.1f}% del tiempo de paso."),
         docs="""Qué:
-El host se bloquea esperando a la GPU (cudaStreamSynchronize, cudaMemcpy síncrono) a mitad de paso,
-a menudo por `.item()`, `.cpu()` o una indexación que necesita conocer un tamaño.
+Operaciones dentro del paso que bloquean el host hasta que la GPU termina (cudaStreamSynchronize,
+cudaMemcpy síncrono): `.item()`, `.cpu()`, `.tolist()`, indexación booleana, `torch.nonzero`.
 
 Por qué:
 Mientras el host espera no encola trabajo, y cuando la GPU termina se queda sin nada que hacer: la
@@ -321,19 +341,21 @@ Ejemplo:
 `loss.item()` en cada paso para registrar la pérdida.
 
 Solución:
-Quita las lecturas del bucle caliente, acumula en la GPU y lee cada N pasos, o copia con
-`non_blocking=True` a memoria fijada.""",
+Acumula en la GPU y lee cada N pasos, copia con `non_blocking=True` a memoria fijada y busca las
+sincronizaciones ocultas con `torch.cuda.set_sync_debug_mode('warn')`.""",
     ),
     "pageable-memcpy": Entry(
-        title="Copias entre host y dispositivo desde memoria paginable",
-        advice=("Usa memoria fijada (pin_memory=True en el DataLoader, tensor.pin_memory()) y copia con "
-                "non_blocking=True para que la copia sea asíncrona y más rápida."),
+        title="Copias entre la GPU y memoria de host paginable",
+        advice=("Fija los búferes del host (pin_memory=True, DataLoader(pin_memory=True)) y copia con "
+                "non_blocking=True para que la copia vaya a toda velocidad y se solape con el cómputo."),
+        message=lambda m: (f"{m['copies']} copia(s) con memoria paginable, {m['bytes'] / 1e6:.1f} MB, "
+                           f"{t(m['device_us'])} en la GPU y {t(m['host_blocked_us'])} con el host bloqueado."),
         docs="""Qué:
-Copias host-dispositivo (`Memcpy HtoD/DtoH`) cuyo origen o destino es memoria paginable, no fijada.
+Copias host-dispositivo (`Memcpy HtoD/DtoH`) cuyo lado del host es memoria paginable, no fijada.
 
 Por qué:
-Desde memoria paginable el driver copia primero a un búfer intermedio: la copia es más lenta y no puede
-solaparse con el cómputo.
+Desde memoria paginable el driver copia primero a un búfer intermedio: la copia es más lenta, bloquea
+el host y no puede solaparse con el cómputo.
 
 Ejemplo:
 `x.cuda()` sobre un tensor de CPU normal en cada paso.
@@ -342,22 +364,28 @@ Solución:
 `pin_memory=True` en el DataLoader o `tensor.pin_memory()`, y `.to(device, non_blocking=True)`.""",
     ),
     "gpu-idle": Entry(
-        title="La GPU pasa inactiva buena parte del paso",
-        advice=("Averigua qué hace el host en los huecos (carga de datos, Python, sincronizaciones) y solápalo "
-                "con el cómputo: DataLoader con workers, prefetch, menos sincronizaciones, CUDA graphs."),
+        title="La GPU pasa huecos largos inactiva mientras el host hace otra cosa",
+        advice=("Saca ese trabajo del host del camino crítico de la GPU: workers del DataLoader con pin_memory y "
+                "prefetch, prepara el lote siguiente mientras la GPU calcula, genera los datos en la GPU y saca "
+                "del paso los checkpoints y los logs."),
+        message=lambda m: (f"La GPU está inactiva el {m['gpu_idle_percent']:.1f}% del tiempo; {m['long_gaps']} "
+                           f"hueco(s) largos (el mayor de {t(m['longest_gap_us'])}) suman el "
+                           f"{m['long_gap_percent']:.1f}% de ese tiempo."),
         docs="""Qué:
-Huecos largos en la línea de tiempo de la GPU dentro de los pasos: la GPU no tiene trabajo encolado.
+Huecos largos en la línea de tiempo de la GPU dentro de los pasos, mientras el host está ocupado con
+otra cosa (cargar datos, Python, checkpoints, logs).
 
 Por qué:
-Cada hueco es capacidad de GPU desperdiciada; casi siempre el host está haciendo otra cosa (cargar datos,
-Python, esperar).
+Cada hueco es capacidad de GPU desperdiciada: el trabajo del host está en el camino crítico en lugar
+de solaparse con el cómputo.
 
 Ejemplo:
-Un DataLoader sin workers: la GPU espera a que el hilo principal prepare cada lote.
+Un bucle que prepara cada lote en el hilo principal (sin workers del DataLoader): la GPU espera a que
+el host termine cada lote.
 
 Solución:
-Mira qué corre en el host durante los huecos y solápalo: `num_workers`, `pin_memory`, prefetch,
-menos sincronizaciones.""",
+Solapa ese trabajo con el cómputo: `num_workers`, `pin_memory`, prefetch, datos generados en la GPU,
+checkpoints y logs fuera del paso.""",
     ),
     "launch-bound": Entry(
         title="Limitado por los lanzamientos: kernels más cortos que su lanzamiento",

@@ -35,6 +35,7 @@ MIN_GAP_SHARE = 1 / 2000
 MAX_KERNELS = 14
 TABLE_ROWS = 30
 MAX_EVIDENCE_SHOWN = 8
+OPEN_EVIDENCE = 2  # findings whose evidence table starts unfolded
 LANE_ORDER = {"cpu": 0, "gpu": 1, "overhead": 2}
 
 
@@ -89,7 +90,8 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
     timeline["findings"] = _pins(analysis.findings, origin, timeline["rows"])
     timeline["dead"] = [
         [_ms(e.ts_us * 1000 - origin), _ms(e.ts_us * 1000 + e.dur_us * 1000 - origin)]
-        for f in analysis.findings if f.rule == "dead-window" for e in f.evidence if e.dur_us > 0
+        for f in analysis.findings if f.rule == "dead-window"
+        for e in [e for e in f.evidence if e.name == "dead window"][:1] or f.evidence[:1] if e.dur_us > 0
     ]
     return {
         "names": names,
@@ -270,15 +272,16 @@ def _findings(analysis: Analysis) -> str:
                 f'<td class="num">{html.escape(format_time(e.dur_us))}</td><td>{html.escape(e.note)}</td></tr>')
         more = (f'<p class="more">... and {len(f.evidence) - MAX_EVIDENCE_SHOWN} more events</p>'
                 if len(f.evidence) > MAX_EVIDENCE_SHOWN else "")
-        evidence = (f'<table class="evidence"><thead><tr><th>evidence</th><th>lane</th><th>step</th>'
+        evidence = (f'<details{" open" if k < OPEN_EVIDENCE else ""}><summary>evidence: {len(f.evidence)} '
+                    f'event{"s" if len(f.evidence) != 1 else ""}</summary><table class="evidence"><thead><tr><th>evidence</th><th>lane</th><th>step</th>'
                     f'<th class="num">at</th><th class="num">dur</th><th>note</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
-                    if rows else "")
+                    f"{more}</details>" if rows else "")
         cards.append(
             f'<article class="finding sev-{f.severity.value}" id="finding-{k}">'
             f'<header><span class="sev">{f.severity.value}</span> <code class="rule">{html.escape(f.rule)}</code>'
             f'<h3>{html.escape(f.title)}</h3></header>'
             f'<p class="message">{html.escape(f.message)}</p>'
-            f'<p class="advice"><b>Fix:</b> {html.escape(f.advice)}</p>{evidence}{more}</article>')
+            f'<p class="advice"><b>Fix:</b> {html.escape(f.advice)}</p>{evidence}</article>')
     return "".join(cards)
 
 
@@ -324,11 +327,11 @@ _PAGE = """<!DOCTYPE html>
 <header class="top"><div class="brand">pista</div><h1>{title}</h1></header>
 <main>
 <section id="summary" class="card">{header}</section>
-<section id="findings"><h2>Findings</h2>{findings}</section>
 <section id="timeline-section" class="card"><h2>Timeline</h2>
 <p class="hint">Drag or scroll to zoom; click a finding's evidence row to jump there. Shaded: steps
 (alternating), GPU idle gaps (red), dead windows (grey). Pins: the findings' evidence.</p>
 <div id="timeline" class="chart"></div><p id="timeline-note" class="hint"></p></section>
+<section id="findings"><h2>Findings</h2>{findings}</section>
 <div class="two">
 <section class="card"><h2>Kernel durations</h2><p class="hint">Per kernel, across its calls: min, quartiles,
 max (log scale). The kernels with the most GPU time.</p><div id="kernels" class="chart"></div></section>
