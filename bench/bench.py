@@ -1,0 +1,250 @@
+"""Time whole processes on the same trace files: `pista analyze`, `pista table`, Holistic Trace
+Analysis (load + temporal / idle / kernel breakdowns + CUDA kernel launch stats) and a bare
+`orjson.loads` of the file.
+
+Runs are interleaved (each repetition runs every tool once, in a rotating order) so that a
+noisy neighbour slows all tools alike; the table shows medians. Per run it records wall time,
+CPU time (user + system) and peak RSS of the process (wait4), and the peak of the summed PSS
+of the process and its children (sampled from /proc every few ms: pista reads big files with
+two processes).
+
+    python bench/bench.py /tmp/big.json --reps 5
+    python bench/bench.py /tmp/big.json /tmp/big1g.json --tools pista-analyze,pista-table,orjson
+
+HTA runs in its own virtualenv, made under bench/out/ on first use (`pip install
+HolisticTraceAnalysis`), or the one `--hta-python` names. Results go to bench/out/*.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "out"
+HTA_VENV = OUT / "hta-venv"
+TOOLS = ("pista-analyze", "pista-table", "hta", "orjson")
+# How often to sample the process tree's memory, in seconds.
+SAMPLE_EVERY_S = 0.005
+ORJSON_JOB = ("import gzip, sys, orjson\n"
+              "data = open(sys.argv[1], 'rb').read()\n"
+              "data = gzip.decompress(data) if data[:2] == b'\\x1f\\x8b' else data\n"
+              "orjson.loads(data)\n")
+
+
+def pista_command() -> list[str]:
+    found = shutil.which("pista", path=str(Path(sys.executable).parent)) or shutil.which("pista")
+    return [found] if found else [sys.executable, "-m", "pista"]
+
+
+def hta_python(explicit: str | None) -> str:
+    if explicit:
+        return explicit
+    python = HTA_VENV / "bin" / "python"
+    if not python.exists():
+        print(f"bench: making HTA's virtualenv in {HTA_VENV} (pip install HolisticTraceAnalysis)", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(HTA_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "HolisticTraceAnalysis"], check=True)
+    return str(python)
+
+
+def commands(tool: str, trace: str, hta: str | None, scratch: Path) -> list[str]:
+    if tool == "pista-analyze":
+        return [*pista_command(), "analyze", trace]
+    if tool == "pista-table":
+        return [*pista_command(), "table", trace]
+    if tool == "orjson":
+        return [sys.executable, "-c", ORJSON_JOB, trace]
+    if tool == "hta":
+        assert hta
+        return [hta, str(HERE / "hta_job.py"), trace, str(scratch / "hta-result.json")]
+    raise ValueError(tool)
+
+
+def _tree_pss_kb(pid: int) -> int:
+    """PSS of pid and its descendants, in KiB (0 once it is gone)."""
+    total = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as handle:
+                for line in handle:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1])
+                        break
+            with open(f"/proc/{p}/task/{p}/children") as handle:
+                todo.extend(int(c) for c in handle.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def run_once(command: list[str], timeout_s: float) -> dict:
+    """One whole process: wall and CPU seconds, peak RSS (wait4) and sampled peak tree PSS."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak_pss = 0
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak_pss
+        while not stop.is_set():
+            peak_pss = max(peak_pss, _tree_pss_kb(proc.pid))
+            stop.wait(SAMPLE_EVERY_S)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stderr_chunks: list[bytes] = []
+    reader = threading.Thread(target=lambda: stderr_chunks.append(proc.stderr.read()), daemon=True)
+    reader.start()
+    deadline = started + timeout_s
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() > deadline:
+            proc.kill()
+            pid, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.002)
+    wall = time.perf_counter() - started
+    stop.set()
+    sampler.join()
+    reader.join(timeout=5)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return {
+        "wall_s": round(wall, 4),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 4),
+        "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "tree_pss_mb": round(peak_pss / 1024, 1),
+        "exit": proc.returncode,
+        "stderr_tail": b"".join(stderr_chunks).decode(errors="replace")[-300:] if proc.returncode else "",
+    }
+
+
+def machine() -> dict:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gb = 0.0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem_gb = round(int(line.split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    return {"nproc": os.cpu_count(), "cpu": model, "ram_gb": mem_gb, "python": platform.python_version(),
+            "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def json_size(trace: str) -> int:
+    sys.path.insert(0, str(HERE.parent / "src"))
+    from pista.trace.stream import unpacked_size
+
+    return unpacked_size(trace)
+
+
+def bench(traces: list[str], tools: list[str], reps: int, hta: str | None, timeout_s: float) -> dict:
+    results: dict = {"machine": machine(), "reps": reps, "traces": {}}
+    with tempfile.TemporaryDirectory(prefix="pista-bench-") as tmp:
+        scratch = Path(tmp)
+        for trace in traces:
+            size = json_size(trace)
+            runs: dict[str, list[dict]] = {t: [] for t in tools}
+            hta_outcome = None
+            for rep in range(reps):
+                order = tools[rep % len(tools):] + tools[: rep % len(tools)]
+                for tool in order:
+                    run = run_once(commands(tool, trace, hta, scratch), timeout_s)
+                    runs[tool].append(run)
+                    if tool == "hta" and (scratch / "hta-result.json").exists():
+                        hta_outcome = json.loads((scratch / "hta-result.json").read_text())
+                    print(f"  {Path(trace).name} rep {rep + 1}/{reps} {tool:14s} {run['wall_s']:8.2f}s "
+                          f"{run['max_rss_mb']:8.1f} MB" + (f"  exit {run['exit']}" if run["exit"] else ""),
+                          file=sys.stderr)
+            summary = {}
+            for tool, rs in runs.items():
+                summary[tool] = {key: statistics.median(r[key] for r in rs)
+                                 for key in ("wall_s", "cpu_s", "max_rss_mb", "tree_pss_mb")}
+                summary[tool]["failed_runs"] = sum(1 for r in rs if r["exit"])
+            results["traces"][trace] = {"json_mb": round(size / 2**20, 1), "median": summary, "runs": runs,
+                                        "hta": hta_outcome}
+    return results
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.1f}x" if a and b else "-"
+
+
+def render(results: dict) -> str:
+    m = results["machine"]
+    lines = [f"machine: {m['nproc']} cores, {m['cpu']}, {m['ram_gb']} GiB RAM; Python {m['python']}; {m['date']}; "
+             f"medians of {results['reps']} interleaved runs", ""]
+    head = (f"{'trace':28s} {'JSON':>8s}  {'tool':14s} {'wall':>8s} {'cpu':>8s} {'RSS':>9s} {'tree PSS':>9s} "
+            f"{'RSS/JSON':>8s}")
+    lines += [head, "-" * len(head)]
+    for trace, r in results["traces"].items():
+        for tool, s in r["median"].items():
+            lines.append(f"{Path(trace).name[:28]:28s} {r['json_mb']:6.1f}MB  {tool:14s} {s['wall_s']:7.2f}s "
+                         f"{s['cpu_s']:7.2f}s {s['max_rss_mb']:7.1f}MB {s['tree_pss_mb']:7.1f}MB "
+                         f"{s['max_rss_mb'] / r['json_mb']:7.2f}x" + ("  (failed)" if s["failed_runs"] else ""))
+        med = r["median"]
+        wall = {t: s["wall_s"] for t, s in med.items()}
+        parts = []
+        for tool in ("pista-analyze", "pista-table"):
+            if tool in wall:
+                parts.append(f"{tool}: HTA/pista {ratio(wall.get('hta'), wall[tool])}, "
+                             f"orjson/pista {ratio(wall.get('orjson'), wall[tool])}")
+        lines.append("  speed-up (wall): " + "; ".join(parts))
+        if r.get("hta"):
+            failed = {k: v for k, v in r["hta"]["outcome"].items() if v != "ok"}
+            if failed:
+                lines.append(f"  HTA analyses that raised: {failed}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("traces", nargs="+", help="trace files (.json; .json.gz works too)")
+    parser.add_argument("--reps", type=int, default=5, help="repetitions per tool (default 5)")
+    parser.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}")
+    parser.add_argument("--hta-python", help="python of a virtualenv with HolisticTraceAnalysis installed")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a run is killed")
+    parser.add_argument("--out", type=Path, help="JSON results (default bench/out/bench-DATE.json)")
+    args = parser.parse_args(argv)
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    unknown = set(tools) - set(TOOLS)
+    if unknown:
+        parser.error(f"unknown tools: {', '.join(sorted(unknown))}")
+    hta = hta_python(args.hta_python) if "hta" in tools else None
+    results = bench(args.traces, tools, args.reps, hta, args.timeout)
+    text = render(results)
+    print(text)
+    OUT.mkdir(parents=True, exist_ok=True)
+    out = args.out or OUT / f"bench-{dt.datetime.now(dt.timezone.utc).strftime('%Y%m%d-%H%M%S')}.json"
+    results["table"] = text
+    out.write_text(json.dumps(results, indent=1))
+    print(f"results: {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

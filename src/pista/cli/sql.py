@@ -1,0 +1,84 @@
+"""Query a trace's tables with SQL (DuckDB), like Perfetto's trace processor.
+
+Tables: events, kernels, ops, steps, key_averages, findings, evidence (`--schema` lists their
+columns). Times are integer nanoseconds. Examples:
+
+  pista sql trace.json "SELECT name, count(*), sum(dur_ns)/1e3 AS us FROM kernels GROUP BY 1 ORDER BY 3 DESC LIMIT 5"
+  pista sql trace.json "SELECT step, max(queued_ns)/1e3 AS worst_queue_us FROM kernels GROUP BY step"
+  pista sql trace.json "SELECT rule, severity, title FROM findings" --format json
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
+    parser.add_argument("query", nargs="?", help="one SQL statement (DuckDB's dialect)")
+    parser.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                        help="output: an aligned table (default), CSV, or a JSON list of objects")
+    parser.add_argument("--schema", action="store_true", help="list the tables and their columns, then exit")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pista.errors import UsageError
+    from pista.sql import schema_text
+
+    if args.schema:
+        sys.stdout.write(schema_text() + "\n")
+        return 0
+    if not args.query:
+        raise UsageError("pista sql: give a query, e.g. \"SELECT count(*) FROM kernels\" (or --schema)")
+    from pista.cli.common import open_trace
+    from pista.sql import query
+
+    columns, rows = query(open_trace(args.trace), args.query)
+    if args.format == "csv":
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+    elif args.format == "json":
+        json.dump([dict(zip(columns, map(_plain, row), strict=True)) for row in rows], sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_table(columns, rows))
+    return 0
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, float):
+        return f"{value:.6g}" if abs(value) < 1e15 else repr(value)
+    return str(value)
+
+
+def render_table(columns: list[str], rows: list[tuple[Any, ...]], max_width: int = 60) -> str:
+    """Columns padded to their widest cell; numbers right-aligned; long text cut with '...'."""
+    if not columns:
+        return ""
+    cells = [[_cell(v) for v in row] for row in rows]
+    cells = [[c if len(c) <= max_width else c[: max_width - 3] + "..." for c in row] for row in cells]
+    numeric = [all(isinstance(row[k], (int, float)) or row[k] is None for row in rows) for k in range(len(columns))]
+    widths = [max([len(col)] + [len(row[k]) for row in cells]) for k, col in enumerate(columns)]
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v.rjust(w) if num else v.ljust(w)
+                         for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()
+
+    out = [line(list(columns)), "  ".join("-" * w for w in widths)]
+    out.extend(line(row) for row in cells)
+    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return "\n".join(out) + "\n"

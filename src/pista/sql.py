@@ -1,0 +1,247 @@
+"""The trace's tables in DuckDB, for SQL: events, kernels, ops, steps, key_averages, findings.
+
+The numpy columns of the Trace and its Facts are handed to DuckDB as they are (DuckDB scans
+numpy buffers in place); names and categories stay interned and are joined in by views, so no
+column is copied into a database. `findings` (and `evidence`) run the rule catalogue, so they are
+only built when a query names them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from pista.errors import UsageError
+from pista.trace.facts import Facts
+
+# Table -> (what a row is, [(column, type, meaning)]). `pista sql TRACE --schema` prints this.
+SCHEMA: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
+    "events": ("every event in the file, in file order", [
+        ("idx", "BIGINT", "row number in the file's traceEvents (evidence and other tables point here)"),
+        ("ph", "VARCHAR", "phase: X complete, i instant, s/f flow start/end, M metadata, C counter"),
+        ("cat", "VARCHAR", "category: cpu_op, kernel, cuda_runtime, gpu_memcpy, user_annotation, ..."),
+        ("name", "VARCHAR", "event name"),
+        ("kind", "VARCHAR", "host | device | device_annotation | overhead | other"),
+        ("pid", "BIGINT", "process (GPU lanes: the device); string pids get negative ids"),
+        ("tid", "BIGINT", "thread (GPU lanes: the stream)"),
+        ("ts_ns", "BIGINT", "start, ns (the trace's clock)"),
+        ("dur_ns", "BIGINT", "duration, ns (0 for instants)"),
+        ("end_ns", "BIGINT", "ts_ns + dur_ns"),
+        ("external_id", "BIGINT", "args 'External id': links an op with the kernels it launched"),
+        ("correlation", "BIGINT", "args 'correlation': links a runtime launch with its kernel"),
+        ("stream", "BIGINT", "args 'stream'"),
+        ("device", "BIGINT", "args 'device'"),
+        ("flow_id", "BIGINT", "id of flow events"),
+        ("parent", "BIGINT", "idx of the enclosing host event (NULL at the root)"),
+        ("depth", "INTEGER", "depth in the host op tree (0 at the root)"),
+        ("self_ns", "BIGINT", "host events: duration minus their children's"),
+        ("step", "BIGINT", "ProfilerStep number the event belongs to (device work: the step that launched it)"),
+    ]),
+    "kernels": ("device work (kernels, memcpy, memset): a view of events", [
+        ("idx", "BIGINT", "as in events"),
+        ("cat", "VARCHAR", "kernel | gpu_memcpy | gpu_memset"),
+        ("name", "VARCHAR", "kernel name"),
+        ("device", "BIGINT", "GPU (the lane's pid)"),
+        ("stream", "BIGINT", "CUDA stream (the lane's tid)"),
+        ("ts_ns", "BIGINT", "start on the GPU, ns"),
+        ("dur_ns", "BIGINT", "duration, ns"),
+        ("end_ns", "BIGINT", "end, ns"),
+        ("correlation", "BIGINT", "as in events"),
+        ("external_id", "BIGINT", "as in events"),
+        ("op", "BIGINT", "idx of the host op that owns it (same External id)"),
+        ("op_name", "VARCHAR", "that op's name"),
+        ("launcher", "BIGINT", "idx of the runtime call that launched it (same correlation)"),
+        ("launch_ts_ns", "BIGINT", "when it was launched (its own ts when unlinked)"),
+        ("queued_ns", "BIGINT", "ts_ns - launch_ts_ns: how long it waited to start"),
+        ("step", "BIGINT", "as in events"),
+    ]),
+    "ops": ("host events (ops, record_function regions, runtime calls): a view of events", [
+        ("idx", "BIGINT", "as in events"),
+        ("cat", "VARCHAR", "cpu_op | user_annotation | cuda_runtime | cuda_driver | python_function | ..."),
+        ("name", "VARCHAR", "op name"),
+        ("pid", "BIGINT", "process"),
+        ("tid", "BIGINT", "thread"),
+        ("ts_ns", "BIGINT", "start, ns"),
+        ("dur_ns", "BIGINT", "duration, ns"),
+        ("self_ns", "BIGINT", "duration minus children's, ns"),
+        ("parent", "BIGINT", "idx of the enclosing op"),
+        ("depth", "INTEGER", "depth in the op tree"),
+        ("external_id", "BIGINT", "as in events"),
+        ("step", "BIGINT", "as in events"),
+    ]),
+    "steps": ("ProfilerStep#N regions", [
+        ("step", "BIGINT", "N"),
+        ("idx", "BIGINT", "idx of the ProfilerStep#N event"),
+        ("start_ns", "BIGINT", "start, ns"),
+        ("end_ns", "BIGINT", "end, ns"),
+        ("dur_ns", "BIGINT", "duration, ns"),
+    ]),
+    "key_averages": ("the rebuilt key_averages() table (pista table): one row per name and device type", [
+        ("name", "VARCHAR", "op or kernel name (ProfilerStep#N folded into ProfilerStep*)"),
+        ("device_type", "VARCHAR", "CPU | CUDA"),
+        ("calls", "BIGINT", "# of Calls"),
+        ("self_cpu_us", "DOUBLE", "Self CPU, µs"),
+        ("cpu_total_us", "DOUBLE", "CPU total, µs"),
+        ("self_device_us", "DOUBLE", "Self CUDA, µs"),
+        ("device_total_us", "DOUBLE", "CUDA total, µs"),
+    ]),
+    "findings": ("what pista analyze finds (runs the rule catalogue)", [
+        ("finding", "BIGINT", "number, most severe first"),
+        ("rule", "VARCHAR", "rule id (pista explain RULE)"),
+        ("severity", "VARCHAR", "severity"),
+        ("title", "VARCHAR", "the rule's title"),
+        ("message", "VARCHAR", "what was found, with numbers"),
+        ("advice", "VARCHAR", "what to do"),
+    ]),
+    "evidence": ("the events and spans each finding points at", [
+        ("finding", "BIGINT", "findings.finding"),
+        ("name", "VARCHAR", "event name (or what the span is)"),
+        ("lane", "VARCHAR", "thread or GPU stream"),
+        ("step", "BIGINT", "step number"),
+        ("ts_us", "DOUBLE", "start, µs as in the trace file"),
+        ("dur_us", "DOUBLE", "duration, µs"),
+        ("note", "VARCHAR", "why this event"),
+    ]),
+}
+
+_KINDS = ("other", "host", "device", "device_annotation", "overhead")
+
+
+def schema_text() -> str:
+    lines = []
+    for table, (what, columns) in SCHEMA.items():
+        lines.append(f"{table}: {what}")
+        lines.extend(f"  {col:<15} {typ:<8} {doc}" for col, typ, doc in columns)
+        lines.append("")
+    lines.append("Times are ns (ts_ns, dur_ns) except where a column says µs; missing ids are NULL.")
+    return "\n".join(lines)
+
+
+def _duckdb() -> Any:
+    try:
+        import duckdb
+    except ImportError:
+        raise UsageError("pista sql needs DuckDB: pip install 'pista[sql]'") from None
+    return duckdb
+
+
+def connect(facts: Facts, with_findings: bool = False) -> Any:
+    """A DuckDB connection with the trace's tables registered (numpy columns, not copied)."""
+    duckdb = _duckdb()
+    trace = facts.trace
+    n = len(trace)
+    con = duckdb.connect()
+    kind = np.zeros(n, dtype=np.int8)
+    kind[facts.is_host] = 1
+    kind[facts.is_device_work] = 2
+    kind[facts.is_device_annotation] = 3
+    kind[facts.is_overhead] = 4
+    step_numbers = np.array([s.number for s in facts.steps] + [-1], dtype=np.int64)
+    con.register("_events", {
+        "idx": np.arange(n, dtype=np.int64),
+        "ph_code": trace.ph, "cat_id": trace.cat, "name_id": trace.name, "kind_id": kind,
+        "pid": trace.pid, "tid": trace.tid, "ts_ns": trace.ts, "dur_ns": trace.dur,
+        "external_id": trace.external_id, "correlation": trace.correlation, "stream": trace.stream,
+        "device": trace.device, "flow_id": trace.flow_id, "parent": facts.parent, "depth": facts.depth,
+        "self_ns": facts.self_time, "step": step_numbers[facts.event_step],
+        "owner": facts.owner, "launcher": facts.launcher,
+    })
+    con.register("_names", {"name_id": np.arange(len(trace.names), dtype=np.int32),
+                            "name": np.asarray(trace.names, dtype=object)})
+    con.register("_cats", {"cat_id": np.arange(len(trace.categories), dtype=np.int16),
+                           "cat": np.asarray(trace.categories, dtype=object)})
+    con.register("_kinds", {"kind_id": np.arange(len(_KINDS), dtype=np.int8),
+                            "kind": np.asarray(_KINDS, dtype=object)})
+    codes = np.unique(trace.ph)
+    con.register("_phases", {"ph_code": codes, "ph": np.asarray([chr(c) for c in codes.tolist()], dtype=object)})
+    con.execute("""
+        CREATE VIEW events AS
+        SELECT e.idx, p.ph, c.cat, n.name, k.kind, e.pid, e.tid, e.ts_ns, e.dur_ns, e.ts_ns + e.dur_ns AS end_ns,
+               NULLIF(e.external_id, -1) AS external_id, NULLIF(e.correlation, -1) AS correlation,
+               NULLIF(e.stream, -1) AS stream, NULLIF(e.device, -1) AS device, NULLIF(e.flow_id, -1) AS flow_id,
+               NULLIF(e.parent, -1) AS parent, e.depth, e.self_ns, NULLIF(e.step, -1) AS step
+        FROM _events e JOIN _names n USING (name_id) JOIN _cats c USING (cat_id)
+             JOIN _kinds k USING (kind_id) JOIN _phases p USING (ph_code);
+        CREATE VIEW kernels AS
+        SELECT e.idx, c.cat, n.name, e.pid AS device, e.tid AS stream, e.ts_ns, e.dur_ns, e.ts_ns + e.dur_ns AS end_ns,
+               NULLIF(e.correlation, -1) AS correlation, NULLIF(e.external_id, -1) AS external_id,
+               NULLIF(e.owner, -1) AS op, opn.name AS op_name, NULLIF(e.launcher, -1) AS launcher,
+               COALESCE(l.ts_ns, e.ts_ns) AS launch_ts_ns, e.ts_ns - COALESCE(l.ts_ns, e.ts_ns) AS queued_ns,
+               NULLIF(e.step, -1) AS step
+        FROM _events e JOIN _names n USING (name_id) JOIN _cats c USING (cat_id)
+             LEFT JOIN _events o ON o.idx = e.owner LEFT JOIN _names opn ON opn.name_id = o.name_id
+             LEFT JOIN _events l ON l.idx = e.launcher
+        WHERE e.kind_id = 2;
+        CREATE VIEW ops AS
+        SELECT e.idx, c.cat, n.name, e.pid, e.tid, e.ts_ns, e.dur_ns, e.self_ns, NULLIF(e.parent, -1) AS parent,
+               e.depth, NULLIF(e.external_id, -1) AS external_id, NULLIF(e.step, -1) AS step
+        FROM _events e JOIN _names n USING (name_id) JOIN _cats c USING (cat_id)
+        WHERE e.kind_id = 1;
+    """)
+    con.register("steps", {
+        "step": np.array([s.number for s in facts.steps], dtype=np.int64),
+        "idx": np.array([s.index for s in facts.steps], dtype=np.int64),
+        "start_ns": np.array([s.start for s in facts.steps], dtype=np.int64),
+        "end_ns": np.array([s.end for s in facts.steps], dtype=np.int64),
+        "dur_ns": np.array([s.dur for s in facts.steps], dtype=np.int64),
+    })
+    from pista.table import build_table
+
+    rows = build_table(facts).rows
+    con.register("key_averages", {
+        "name": np.asarray([r.name for r in rows], dtype=object),
+        "device_type": np.asarray([r.device_type for r in rows], dtype=object),
+        "calls": np.array([r.calls for r in rows], dtype=np.int64),
+        "self_cpu_us": np.array([r.self_cpu_us for r in rows], dtype=np.float64),
+        "cpu_total_us": np.array([r.cpu_total_us for r in rows], dtype=np.float64),
+        "self_device_us": np.array([r.self_device_us for r in rows], dtype=np.float64),
+        "device_total_us": np.array([r.device_total_us for r in rows], dtype=np.float64),
+    })
+    if with_findings:
+        _register_findings(con, facts)
+    return con
+
+
+def _register_findings(con: Any, facts: Facts) -> None:
+    from pista.findings import analyze
+
+    findings = analyze(facts).findings
+    con.register("findings", {
+        "finding": np.arange(1, len(findings) + 1, dtype=np.int64),
+        "rule": np.asarray([f.rule for f in findings], dtype=object),
+        "severity": np.asarray([str(getattr(f.severity, "value", f.severity)) for f in findings], dtype=object),
+        "title": np.asarray([f.title for f in findings], dtype=object),
+        "message": np.asarray([f.message for f in findings], dtype=object),
+        "advice": np.asarray([f.advice for f in findings], dtype=object),
+    })
+    evidence = [(k, e) for k, f in enumerate(findings, 1) for e in f.evidence]
+    con.register("evidence", {
+        "finding": np.array([k for k, _ in evidence], dtype=np.int64),
+        "name": np.asarray([e.name for _, e in evidence], dtype=object),
+        "lane": np.asarray([e.lane for _, e in evidence], dtype=object),
+        "step": np.asarray([e.step for _, e in evidence], dtype=object),
+        "ts_us": np.array([e.ts_us for _, e in evidence], dtype=np.float64),
+        "dur_us": np.array([e.dur_us for _, e in evidence], dtype=np.float64),
+        "note": np.asarray([e.note for _, e in evidence], dtype=object),
+    })
+
+
+_NEEDS_FINDINGS = re.compile(r"\b(findings|evidence)\b", re.IGNORECASE)
+
+
+def query(facts: Facts, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run one SQL statement over the trace's tables: (column names, rows)."""
+    duckdb = _duckdb()
+    con = connect(facts, with_findings=bool(_NEEDS_FINDINGS.search(sql)))
+    try:
+        relation = con.sql(sql)
+        if relation is None:
+            return [], []
+        return list(relation.columns), relation.fetchall()
+    except duckdb.Error as err:
+        message = " ".join(str(err).split())
+        raise UsageError(f"SQL: {message}") from None
+    finally:
+        con.close()
