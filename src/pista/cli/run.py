@@ -40,7 +40,9 @@ def add_device_and_schedule(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=1, help="schedule: cycles (default 1)")
     parser.add_argument("--no-sync", dest="sync_steps", action="store_false",
                         help="do not torch.cuda.synchronize() at each step end")
-    parser.add_argument("--sort-by", default=None,
+    from pista.cli.table import SORT_CHOICES
+
+    parser.add_argument("--sort-by", default=None, choices=SORT_CHOICES, metavar="KEY",
                         help="sort key of torch's table (default cuda_time_total, cpu_time_total on cpu)")
     parser.add_argument("--row-limit", type=int, default=25, help="rows of torch's table (default 25)")
 
