@@ -232,3 +232,19 @@ def test_match_keys_are_per_step_and_name(job):
     for c in result.rank(0).comm.call_events:
         per_step[c.step] += 1
     assert dict(per_step) == {n: BUCKETS for n in range(2, 7)}
+
+
+def test_cli_on_a_dask_cluster(capsys):
+    from distributed import LocalCluster
+
+    with LocalCluster(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
+        code = main(["analyze", str(GLOO / "straggler_4"), "--format", "json", "--engine", "dask",
+                     "--scheduler", cluster.scheduler_address])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [f["rank"] for f in out["findings"] if f["rule"] == "straggler"] == [2]
+
+
+def test_a_scheduler_address_dask_cannot_parse_fails_in_one_line(capsys):
+    err = _fails(capsys, ["analyze", str(GLOO / "balanced_2"), "--engine", "dask", "--scheduler", "nowhere"])
+    assert "cannot reach the Dask scheduler at nowhere" in err

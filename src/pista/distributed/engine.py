@@ -15,6 +15,8 @@ from pista.distributed.rank import RankSummary, summarize_rank
 from pista.errors import UsageError
 
 ENGINES = ("local", "inline", "dask")
+# How long to wait for a Dask scheduler to answer: Dask's own default connect timeout.
+SCHEDULER_TIMEOUT_S = 30
 
 
 def run_ranks(paths: Sequence[str], engine: str = "local", workers: int | None = None,
@@ -46,8 +48,8 @@ def _dask(paths: Sequence[str], work: partial, scheduler: str | None) -> list[Ra
     except ImportError:
         raise UsageError("--engine dask needs dask.distributed: pip install 'pista[distributed]'") from None
     try:
-        client = Client(scheduler, timeout=30, set_as_default=False)
-    except (OSError, TimeoutError) as err:
+        client = Client(scheduler, timeout=SCHEDULER_TIMEOUT_S, set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as err:  # ValueError: an address Dask cannot parse
         raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {err}") from None
     try:
         # pure=False: a file's content may change between runs under the same path

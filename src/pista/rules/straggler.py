@@ -28,9 +28,9 @@ ID = "straggler"
 TITLE = "Straggler: one rank keeps the others waiting"
 SEVERITY = Severity.WARNING
 # Lateness is measured against the median of the other ranks, per collective call, then the median
-# over collectives. In the balanced 2- and 4-rank gloo fixtures (4 ranks on 2 shared CPU cores) the
-# scheduler makes a rank late by up to 2.1 ms and 25% of a step; the slowed rank (30 ms sleep) is late
-# by 32 ms, 61-82% of a step. 40% sits between, with room on both sides.
+# over collectives. In the balanced gloo fixtures the scheduler makes a rank late by up to 2.1 ms (2
+# ranks, 25% of an 8 ms step) and 10.8 ms (4 ranks on 2 shared cores, 24% of a 46 ms step); the slowed
+# rank (30 ms sleep) is late by 32 ms, 61-82% of a step. 40% sits between, with room on both sides.
 LATE_MIN_MS = 2.0
 LATE_MIN_SHARE_OF_STEP = 0.40
 # A rank the others wait for: their exposed communication exceeds its own by at least this share of
