@@ -35,6 +35,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, nargs="?", const=10, default=0, help="un-profiled calls (bare: 10)")
     parser.add_argument("--compile", action="store_true")
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
+    parser.add_argument("--no-sync", dest="sync", action="store_false",
+                        help="no torch.cuda.synchronize() at step ends (the fixtures' way)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
@@ -51,7 +53,7 @@ def main() -> None:
         torch.cuda.synchronize()
 
     label = f"mm{args.size}" + ("_compile" if args.compile else "")
-    with pista.profile(args.out, device=device, label=label) as p:  # wait=1, warmup=1, active=3
+    with pista.profile(args.out, device=device, label=label, sync_steps=args.sync) as p:  # wait=1, warmup=1, active=3
         for _ in range(p.total_steps):
             with record_function("matmul_add"):
                 run(x, w, b)
