@@ -60,7 +60,7 @@ def check(ctx: Context) -> list[Finding]:
     # the GEMM op that launched each kernel (its External-id owner or the nearest GEMM op above it)
     gemm_op = nearest_ancestor(facts, facts.is_host & pattern_mask(facts, GEMM_OPS))
     ops = np.where(facts.owner[idx] >= 0, gemm_op[np.maximum(facts.owner[idx], 0)], -1)
-    float_inputs = np.array([op >= 0 and _input_types(facts, int(op)) <= {"float", ""} for op in ops.tolist()])
+    float_inputs = np.array([op >= 0 and "float" in _input_types(facts, int(op)) for op in ops.tolist()])
     idx, ops = idx[float_inputs | (ops < 0)], ops[float_inputs | (ops < 0)]
     if idx.size == 0:
         return []

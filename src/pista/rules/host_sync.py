@@ -69,7 +69,8 @@ def check(ctx: Context) -> list[Finding]:
     syncs = facts.is_host & name_mask(facts, SYNC_NAMES)
     syncs &= nearest_ancestor(facts, cpu_op, inclusive=False) >= 0
     # syncs during compilation / autotuning belong to recompilation
-    syncs &= nearest_ancestor(facts, facts.is_host & pattern_mask(facts, COMPILE_EVENT)) < 0
+    compiling = nearest_ancestor(facts, facts.is_host & pattern_mask(facts, COMPILE_EVENT)) >= 0
+    syncs &= ~compiling
     if facts.steps:
         syncs &= facts.event_step >= 0
     # a blocking host-to-device copy is pageable-memcpy's finding, not a read-back
@@ -78,6 +79,7 @@ def check(ctx: Context) -> list[Finding]:
     dtoh_calls = np.zeros(len(trace), dtype=bool)
     dtoh_calls[facts.launcher[dtoh & (facts.launcher >= 0)]] = True
     blocking = facts.launcher[dtoh & (facts.launcher >= 0) & pattern_mask(facts, TO_PAGEABLE)]
+    dtoh_calls &= ~compiling
     if facts.steps:
         dtoh_calls &= facts.event_step >= 0
     # one hit per op call: its syncs and device-to-host copies, with the host blocked in them
