@@ -145,6 +145,8 @@ USER_SCRIPT = """
         train_step(x)
         if "--mark" in sys.argv:
             pista.step()
+    import pickle
+    pickle.dumps(train_step)  # the script is sys.modules["__main__"] while it runs, as with python script.py
     if "--fail" in sys.argv:
         raise RuntimeError("boom")
     print("script args", sys.argv[1:])

@@ -13,6 +13,7 @@ import builtins
 import functools
 import sys
 import traceback
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,11 +97,15 @@ def run_script(path: str, argv: list[str], session: Session, function: str | Non
     """Run the script under the session. KeyboardInterrupt propagates after the session saved."""
     script = Path(path)
     code = compile_script(script, function)
-    module_globals: dict[str, Any] = {"__name__": "__main__", "__file__": str(script), "__builtins__": builtins,
-                                      WRAPPER_NAME: step_on_return(session)}
-    saved_argv, saved_path = sys.argv, list(sys.path)
+    # A real module under sys.modules["__main__"] while it runs (as runpy does), so pickling and
+    # tools that look the main module up find the script's own.
+    module = types.ModuleType("__main__")
+    module.__dict__.update({"__file__": str(script), "__builtins__": builtins, WRAPPER_NAME: step_on_return(session)})
+    module_globals = module.__dict__
+    saved_argv, saved_path, saved_main = sys.argv, list(sys.path), sys.modules.get("__main__")
     sys.argv = [str(script), *argv]
     sys.path.insert(0, str(script.resolve().parent))
+    sys.modules["__main__"] = module
     exit_code, error = 0, None
     try:
         with session:
@@ -113,6 +118,8 @@ def run_script(path: str, argv: list[str], session: Session, function: str | Non
                 exit_code, error = 1, f"{script.name} raised {type(err).__name__}: {err}".splitlines()[0]
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
+        if saved_main is not None:
+            sys.modules["__main__"] = saved_main
         sys.stdout.flush()
     return ScriptResult(session, exit_code, error)
 
