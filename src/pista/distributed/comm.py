@@ -111,7 +111,9 @@ def communication(facts: Facts) -> CommStats:
     work = device_comm | host_comm
     call_events = _collectives(facts, _outermost(facts, calls))
     if not work.any():
-        return CommStats(domain="none", call_events=call_events)
+        # no communication, but the steps still count (a rank's pace, for the cross-rank check)
+        steps = [StepComm(st.number, st.start, st.end, 0, 0, 0) for st in facts.steps]
+        return CommStats(domain="none", call_events=call_events, steps=steps)
 
     # the places communication runs, each with the compute that could hide it
     domains: list[tuple[np.ndarray, Intervals]] = []
