@@ -73,9 +73,9 @@ for _ in range(8):
     train_step()
 EOF_SCRIPT
 step profile_script $PY -m pista profile --function train_step --out "$R/profile_script" "$WORK/user_train.py"
-# Ctrl-C for real on the GPU: SIGINT after 12 s of an endless profile; expect rc=130 and a whole trace
-step sigint_transformer timeout --preserve-status -s INT 12 $PY -m pista run transformer --size 256 \
-  --steps 1000000 --active 1000000 --out "$R/sigint_transformer"
+# Ctrl-C for real on the GPU: SIGINT 12 s into an endless profile; expect rc=130 and a whole trace
+step sigint_linear timeout --preserve-status -s INT 12 $PY -m pista run linear --size $((2 * BIG)) \
+  --batch $((2 * BIG)) --steps 1000000 --active 1000000 --out "$R/sigint_linear"
 
 # Torch's printed Self CPU total against pista's rebuild from the written trace (run.json keeps both).
 $PY - "$R" <<'EOF' 2>&1 | tee -a "$LOG"
