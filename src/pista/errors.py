@@ -5,6 +5,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # reserved for `--fail-on` style checks
 EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3  # a bug in pista, not in the input: reported in one line too
 EXIT_INTERRUPTED = 130
 
 

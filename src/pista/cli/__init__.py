@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from pista import __version__
-from pista.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, PistaError
+from pista.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, PistaError
 
 # (verb, module, one-line help); modules that are not there yet are left out of the CLI.
 VERBS = (
@@ -56,15 +57,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except PistaError as err:
-        print(f"pista: error: {err}", file=sys.stderr)
-        return err.exit_code
+        return _fail(str(err), err.exit_code)
     except KeyboardInterrupt:
         print("pista: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # `pista table big.json | head`: the reader left; nothing to report
-        sys.stderr.close()
+        # `pista table big.json | head`: the reader left; nothing to report, and nothing more to
+        # flush into the closed pipe at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as err:  # an output that cannot be written: no space, no permission
+        where = f"{err.filename}: " if err.filename else ""
+        return _fail(f"{where}{err.strerror or err}", EXIT_BAD_INPUT)
+    except MemoryError:
+        return _fail("out of memory (is the trace bigger than this machine's RAM?)", EXIT_BAD_INPUT)
+    except Exception as err:  # a bug: still one line, the traceback on request
+        if os.environ.get("PISTA_DEBUG"):
+            raise
+        return _fail(f"internal error: {type(err).__name__}: {err} (a bug in pista; set PISTA_DEBUG=1 "
+                     "for the traceback)", EXIT_INTERNAL)
+
+
+def _fail(message: str, code: int) -> int:
+    """The one line every failure prints: `pista: error: ...`, newlines folded."""
+    line = " ".join(message.split())
+    if len(line) > 1000:
+        line = line[:997] + "..."
+    print(f"pista: error: {line}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
+import stat
 import sys
-import tempfile
 from pathlib import Path
 
 from pista.errors import UsageError
@@ -22,22 +24,43 @@ def open_trace(path: str, quiet: bool = False) -> Facts:
 
 
 def write_output(path: str | os.PathLike[str], data: str | bytes, inputs: tuple[str, ...] = ()) -> Path:
-    """Write atomically (temp file + rename) and never onto one of the inputs."""
+    """Write atomically and never onto one of the inputs.
+
+    The bytes go to a temp file beside the target, are flushed to disk, and only then renamed over
+    it: a reader, or a crash, sees the old file or the new one, never half of one. The new file
+    gets the old one's permissions, or the usual ones (umask) if there was none.
+    """
     target = Path(path)
     for source in inputs:
         try:
-            if Path(source).exists() and target.exists() and os.path.samefile(source, target):
-                raise UsageError(f"{target}: refusing to overwrite the input trace; choose another -o")
+            same = os.path.samefile(source, target)
         except OSError:
-            continue
-    target.parent.mkdir(parents=True, exist_ok=True)
+            same = False  # one of them does not exist (yet)
+        if same or Path(source).absolute() == target.absolute():
+            raise UsageError(f"{target}: refusing to overwrite the input trace; choose another -o")
+    if target.is_dir():
+        raise UsageError(f"{target}: is a directory; give a file name for the output")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"{target.parent}: cannot create the output folder: {err.strerror or err}") from None
     payload = data.encode() if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # 0o666 less the umask, like open()
+    except OSError as err:
+        raise UsageError(f"{target}: cannot write: {err.strerror or err}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
         os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise UsageError(f"{target}: cannot write: {err.strerror or err}") from None
         raise
     return target

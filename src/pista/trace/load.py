@@ -137,8 +137,8 @@ def read_bytes(path: str | os.PathLike[str]) -> tuple[bytes, list[str]]:
             data = gzip.decompress(data)
         except (EOFError, OSError, zlib.error):
             data = _gunzip_prefix(data)
-            if not data:
-                raise BadTrace(p, "broken gzip stream: nothing could be decompressed") from None
+            if data.lstrip()[:1] not in (b"{", b"["):  # nothing, or garbage: not a JSON text cut short
+                raise BadTrace(p, "broken gzip stream: nothing readable could be decompressed") from None
             notices.append(f"the gzip stream is cut off or damaged; reading the {len(data):,} bytes "
                            "that decompressed")
         if not data.strip():
