@@ -177,7 +177,24 @@ def test_big_trace_stays_usable(browser, tmp_path):
     shown = page.page.evaluate("pistaCharts[0].getModel().getSeriesByName('events')[0].getData().count()")
     print(f"big report: {size_mb:.2f} MB, pista report {render_s:.2f} s, browser load {page.load_s:.2f} s, "
           f"{shown} rectangles")
-    assert shown <= html_report.MAX_RECTS
+    assert shown <= html_report.MAX_OVERVIEW_RECTS
+    # zoomed in to one step, the fine layer is drawn instead, every GPU kernel of that step in it
+    data = page.page.evaluate("JSON.parse(document.getElementById('pista-data').textContent).timeline")
+    number, start, end = data["stepBands"][5]
+    page.page.evaluate(f"pistaCharts[0].dispatchAction({{type: 'dataZoom', dataZoomIndex: 0, "
+                       f"startValue: {start}, endValue: {end}}})")
+    page.page.wait_for_timeout(300)
+    assert page.page.locator("#timeline").get_attribute("data-layer") == "fine"
+    fine = page.page.evaluate("pistaCharts[0].getOption().series.find(s => s.id === 'events').data.length")
+    assert fine == len(data["rects"]["row"]) <= html_report.MAX_RECTS
+    gpu_rows = {i for i, r in enumerate(data["rows"]) if r["kind"] == "gpu"}
+    drawn = sum(c for r, s, c in zip(data["rects"]["row"], data["rects"]["start"], data["rects"]["count"],
+                                     strict=True) if r in gpu_rows and start <= s < end)
+    on_gpu = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation")
+    kernels = sum(1 for e in raw_events("big_gpt_eager_20steps") if e.get("cat") in on_gpu and e.get("ph") == "X"
+                  and start <= round((e["ts"] - data["origin_us"]) / 1000, 4) < end)
+    assert drawn == kernels, (number, drawn, kernels)
+    page.page.screenshot(path=str(OUTPUT / "report_big_gpt_step.png"))
     assert size_mb < 3.0
     assert page.load_s < 15
     assert page.drawn_pixels("#timeline")["inked"] > 20_000

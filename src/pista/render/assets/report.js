@@ -32,15 +32,20 @@
   var cats = ["pista findings", "steps"].concat(tl.rows.map(function (r) {
     return r.label ? short(r.label, 28) : "  · depth " + r.depth;
   }));
-  var rects = [];
-  var rc = tl.rects;
-  for (var i = 0; i < rc.row.length; i++) {
-    var row = tl.rows[rc.row[i]];
-    var palette = KIND[row.kind] || KIND.overhead;
-    var nm = names[rc.name[i]];
-    var color = row.kind === "cpu" ? palette[row.depth % palette.length] : palette[hash(nm) % palette.length];
-    rects.push({ value: [rc.start[i], rc.end[i], rc.row[i] + FIXED, rc.name[i], rc.count[i]], itemStyle: { color: color } });
+  function items(rc) {
+    var out = [];
+    for (var i = 0; i < rc.row.length; i++) {
+      var row = tl.rows[rc.row[i]];
+      var palette = KIND[row.kind] || KIND.overhead;
+      var color = row.kind === "cpu" ? palette[row.depth % palette.length] : palette[hash(names[rc.name[i]]) % palette.length];
+      out.push({ value: [rc.start[i], rc.end[i], rc.row[i] + FIXED, rc.name[i], rc.count[i]], itemStyle: { color: color } });
+    }
+    return out;
   }
+  // zoomed out: the overview layer (tiny runs merged into blocks); zoomed in: the fine layer
+  var layers = { fine: items(tl.rects), overview: items(tl.overview) };
+  var layer = "overview";
+  var rects = layers[layer];
   var pins = tl.findings.map(function (p) {
     return { value: [p.start, 0, p.finding], itemStyle: { color: SEV[p.severity] || "#555" }, pin: p };
   });
@@ -133,7 +138,7 @@
             coord: api.coord, size: api.size, value: function (k) { return api.value([2, 3, 0, 1][k]); } });
         }, encode: { x: [2, 3] }, data: tl.gaps },
       { type: "custom", name: "step", z: 3, renderItem: stepLabelItem, encode: { x: [1, 2], y: 3 }, data: tl.stepBands },
-      { type: "custom", name: "events", z: 4, renderItem: rectItem, encode: { x: [0, 1], y: 2 }, data: rects },
+      { type: "custom", id: "events", name: "events", z: 4, renderItem: rectItem, encode: { x: [0, 1], y: 2 }, data: rects },
       { type: "custom", name: "evidence", z: 5, renderItem: function (params, api) {
           var item = rectItem(params, api);
           if (item) { item.style = { fill: "rgba(0,0,0,0)", stroke: api.visual("color"), lineWidth: 2 }; }
@@ -148,10 +153,22 @@
     ]
   });
   var note = document.getElementById("timeline-note");
-  note.textContent = tl.shown < tl.events
-    ? "Showing " + tl.shown.toLocaleString() + " rectangles for " + tl.events.toLocaleString() +
-      " (merged runs of tiny events, then the longest " + tl.cap.toLocaleString() + ")."
-    : tl.shown.toLocaleString() + " rectangles (runs of events under a pixel merged).";
+  note.textContent = tl.events.toLocaleString() + " events on these lanes: " + tl.overview.row.length.toLocaleString() +
+    " blocks zoomed out, " + tl.shown.toLocaleString() + " rectangles zoomed in (runs of events under a pixel merged" +
+    (tl.shown < tl.events ? "; per row, the longest up to a budget of " + tl.cap.toLocaleString() : "") + ").";
+
+  function pickLayer() {
+    var dz = tlChart.getOption().dataZoom[0];
+    var lo = dz.startValue, hi = dz.endValue;
+    var want = (hi - lo) < windowSpan / tl.overviewSpan ? "fine" : "overview";
+    if (want !== layer) {
+      layer = want;
+      tlChart.setOption({ series: [{ id: "events", data: layers[layer] }] });
+    }
+    tlEl.setAttribute("data-layer", layer);
+  }
+  tlChart.on("datazoom", pickLayer);
+  tlEl.setAttribute("data-layer", layer);
 
   function zoomTo(startMs, durMs) {
     var pad = Math.max(durMs * 0.5, windowSpan / 200);
