@@ -1,0 +1,181 @@
+"""The streamed reader against the in-memory one: the same columns, names, metadata and args for
+documents shaped to trip a block scanner (braces and escaped quotes inside strings, events cut
+by block boundaries, odd whitespace, metadata after the event list), and the in-memory loader's
+handling for files the streamed reader declines."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import fixture
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pista.errors import BadTrace
+from pista.trace import load, stream
+from pista.trace.load import decode_trace, read_bytes
+
+COLUMNS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "external_id", "correlation", "stream", "device",
+           "flow_id")
+
+
+def in_memory(path):
+    data, notices = read_bytes(path)
+    return decode_trace(data, str(path), notices)
+
+
+def assert_same(a, b):
+    assert len(a) == len(b)
+    for column in COLUMNS:
+        x, y = getattr(a, column), getattr(b, column)
+        assert x.dtype == y.dtype, column
+        assert np.array_equal(x, y), column
+    assert a.names == b.names
+    assert a.categories == b.categories
+    assert a.metadata == b.metadata
+    assert a.string_ids == b.string_ids
+    assert a.process_names == b.process_names
+    assert a.thread_names == b.thread_names
+    assert a.notices == b.notices
+    assert a.size_bytes == b.size_bytes
+    for i in range(len(a)):
+        assert a.args(i) == b.args(i), i
+
+
+@pytest.fixture
+def tiny_blocks(monkeypatch):
+    """Blocks of a few dozen bytes, so events straddle block ends everywhere; two processes even
+    for tiny files."""
+    monkeypatch.setattr(stream, "BLOCK_BYTES", 61)
+    monkeypatch.setattr(stream, "PARALLEL_MIN_BYTES", 0)
+
+
+def event(k: int, **extra) -> dict:
+    e = {"ph": "X", "cat": "cpu_op", "name": f"aten::op{k % 3}", "pid": 7, "tid": 8, "ts": 1000.5 + k,
+         "dur": 0.25, "args": {"External id": k, "Input Dims": [[k, 2], []]}}
+    e.update(extra)
+    return e
+
+
+TRICKY = [
+    event(0, name='has "quotes" and }, { braces'),
+    event(1, args={"External id": 1, "note": "back\\slash\\\\", "nested": {"a": [{"b": "}]"}]}}),
+    event(2, name="ends with backslash \\"),
+    {"ph": "f", "id": 3, "pid": 7, "tid": 8, "ts": 1002.0, "cat": "fwdbwd", "name": "fwdbwd", "bp": "e"},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1003.0, "dur": 2.0,
+     "args": {"External id": 2, "correlation": 99, "stream": 7, "device": 0, "grid": [1, 1, 1]}},
+    {"name": "thread_name", "ph": "M", "pid": 7, "tid": 8, "args": {"name": "thread 8 (main)"}},
+    {"name": "process_name", "ph": "M", "pid": 7, "tid": 0, "args": {"name": "python3"}},
+    {"ph": "X", "cat": "Trace", "ts": 1000.0, "dur": 10.0, "pid": "Spans", "tid": "PyTorch Profiler",
+     "name": "PyTorch Profiler (0)", "args": {"Op count": 0}},
+    {"ph": "i", "s": "g", "pid": "", "tid": "", "ts": 1009.0, "name": "Record Window End"},
+    event(9, pid="457", name="é ünïcode ✓"),
+]
+
+
+def write_document(path, events, separator=",\n  ", head_keys=True, tail_keys=True):
+    parts = ["{"]
+    if head_keys:
+        parts.append('"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU"}], ')
+    parts.append('"traceEvents": [\n  ' + separator.join(json.dumps(e) for e in events) + "\n]")
+    if tail_keys:
+        parts.append(', "traceName": "x.json", "distributedInfo": {"rank": 3}')
+    parts.append("}")
+    path.write_text("".join(parts))
+    return path
+
+
+@pytest.mark.parametrize("separator", [",\n  ", ",", " , ", ",\n"])
+def test_tricky_events_read_the_same(tmp_path, tiny_blocks, separator):
+    path = write_document(tmp_path / "t.json", TRICKY * 3, separator)
+    for workers in (1, 2):
+        streamed = stream.load_streamed(path, workers=workers)
+        assert streamed is not None
+        assert_same(in_memory(path), streamed)
+
+
+def test_uneven_whitespace_and_bare_list(tmp_path, tiny_blocks):
+    events = [json.dumps(e) for e in TRICKY * 2]
+    text = "[" + "".join(e + ("," + " " * (k % 4) + "\n" * (k % 2) if k < len(events) - 1 else "")
+                         for k, e in enumerate(events)) + "]"
+    path = tmp_path / "list.json"
+    path.write_text(text)
+    assert_same(in_memory(path), stream.load_streamed(path, workers=2))
+
+
+def test_gzip_reads_args_back_from_an_unpacked_copy(tmp_path, tiny_blocks):
+    import gzip
+
+    plain = write_document(tmp_path / "t.json", TRICKY * 4)
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    streamed = stream.load_streamed(packed)
+    assert isinstance(streamed.raw_args, stream.OffsetArgs) and streamed.raw_args.gzipped
+    assert_same(in_memory(packed), streamed)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=st.lists(st.text(alphabet='ab{}[],:"\\ \n\té', max_size=12), min_size=1, max_size=25),
+       block=st.integers(min_value=7, max_value=200))
+def test_any_names_read_the_same(tmp_path, monkeypatch, names, block):
+    monkeypatch.setattr(stream, "BLOCK_BYTES", block)
+    monkeypatch.setattr(stream, "PARALLEL_MIN_BYTES", 0)
+    path = write_document(tmp_path / "h.json", [event(k, name=n) for k, n in enumerate(names)])
+    streamed = stream.load_streamed(path, workers=2)
+    assert streamed is not None
+    assert_same(in_memory(path), streamed)
+
+
+def test_real_fixture_reads_the_same(tiny_blocks, monkeypatch):
+    monkeypatch.setattr(stream, "BLOCK_BYTES", 4096)
+    path = fixture("series_linear_train")
+    assert_same(in_memory(path), stream.load_streamed(path))
+
+
+# -- what the streamed reader declines goes to the in-memory loader -------------------------
+
+
+@pytest.fixture
+def always_stream(monkeypatch):
+    monkeypatch.setattr(load, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(stream, "BLOCK_BYTES", 61)
+
+
+def test_cut_off_file_is_salvaged_as_before(tmp_path, always_stream):
+    whole = write_document(tmp_path / "w.json", TRICKY * 3, tail_keys=False).read_bytes()
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(whole[: int(len(whole) * 0.7)])
+    assert stream.load_streamed(cut) is None
+    trace = load.load_trace(cut)
+    expected = in_memory(cut)
+    assert trace.notices == expected.notices and any("cut off" in n for n in trace.notices)
+    assert len(trace) == len(expected) > 0
+
+
+def test_wrong_field_types_are_skipped_as_before(tmp_path, always_stream):
+    events = TRICKY + [event(20, ts="soon"), event(21, args={"External id": "x"})]
+    path = write_document(tmp_path / "bad.json", events)
+    assert stream.load_streamed(path) is None
+    trace = load.load_trace(path)
+    assert trace.notices == in_memory(path).notices and trace.notices
+    assert_same(in_memory(path), trace)
+
+
+def test_bad_times_are_counted_as_before(tmp_path, always_stream):
+    path = write_document(tmp_path / "nan.json", TRICKY + [event(30, dur=-5.0)])
+    assert_same(in_memory(path), load.load_trace(path))
+    assert load.load_trace(path).notices
+
+
+@pytest.mark.parametrize("content", [b"", b"   \n", b"not json", b'{"foo": 1}', b'{"traceEvents": []}'])
+def test_bad_inputs_keep_their_one_line_errors(tmp_path, always_stream, content):
+    path = tmp_path / "x.json"
+    path.write_bytes(content)
+    with pytest.raises(BadTrace) as streamed_err:
+        load.load_trace(path)
+    with pytest.raises(BadTrace) as memory_err:
+        in_memory(path)
+    assert str(streamed_err.value) == str(memory_err.value)
+    assert "\n" not in str(streamed_err.value)
