@@ -113,16 +113,15 @@ def _findings(ok: list[RankSummary], result: CrossRank, keys: list[tuple[int | N
     if len(ok) < 2 or result.median_step_ms is None:
         return []
     findings = []
-    steps = np.array([t.step_ms if t.step_ms is not None else np.nan for t in result.timings])
+    # each rank against the others, vectorised: thousands of ranks stay cheap
+    others_step = _others_median([t.step_ms for t in result.timings])
+    peer_waits = _others_median([t.exposed_ms for t in result.timings])
     for i, t in enumerate(result.timings):
         by_lateness = (len(keys) >= rule.MIN_MATCHED_COLLECTIVES and t.late_ms is not None
                        and t.late_ms >= max(rule.LATE_MIN_MS, rule.LATE_MIN_SHARE_OF_STEP * result.median_step_ms))
-        others = np.delete(steps, i)
-        others_step = float(np.nanmedian(others)) if np.isfinite(others).any() else None
-        by_step = (len(keys) < rule.MIN_MATCHED_COLLECTIVES and t.step_ms is not None and others_step
-                   and t.step_ms >= rule.STEP_SLOWER_RATIO * others_step)
-        peers = [p for p in result.timings if p.rank != t.rank and p.exposed_ms is not None]
-        peer_wait = float(np.median([p.exposed_ms for p in peers])) if peers else None
+        by_step = bool(len(keys) < rule.MIN_MATCHED_COLLECTIVES and t.step_ms is not None
+                       and np.isfinite(others_step[i]) and t.step_ms >= rule.STEP_SLOWER_RATIO * others_step[i])
+        peer_wait = float(peer_waits[i]) if np.isfinite(peer_waits[i]) else None
         if by_lateness and peer_wait is not None and t.exposed_ms is not None:
             # the others must actually wait for it: a rank late by noise makes no one wait
             by_lateness = peer_wait - t.exposed_ms >= rule.PEER_WAIT_MIN_SHARE_OF_LATENESS * t.late_ms
@@ -133,7 +132,7 @@ def _findings(ok: list[RankSummary], result: CrossRank, keys: list[tuple[int | N
                        f"other {len(ok) - 1} rank(s) (median over {len(keys)} matched collectives; the median "
                        f"step is {result.median_step_ms:.3f} ms).")
         else:
-            message = (f"Rank {t.rank}'s median step takes {t.step_ms:.3f} ms against {others_step:.3f} ms "
+            message = (f"Rank {t.rank}'s median step takes {t.step_ms:.3f} ms against {others_step[i]:.3f} ms "
                        f"on the other {len(ok) - 1} rank(s).")
         if peer_wait is not None and t.exposed_ms is not None:
             message += (f" The others wait in communication {peer_wait:.3f} ms per step (median), rank "
@@ -196,6 +195,18 @@ def _step_start_lateness(ok: list[RankSummary], offsets: np.ndarray) -> np.ndarr
     starts = np.array([[next(s.start for s in r.steps if s.step == n) + r.clock_base_ns for n in ordered]
                        for r in ok], dtype=np.float64) - offsets[:, None]
     return np.median(starts - leave_one_out_median(starts), axis=1)
+
+
+def _others_median(values: list[float | None]) -> np.ndarray:
+    """Per rank, the median of the other ranks' known values (NaN where none is known)."""
+    column = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    known = np.isfinite(column)
+    out = np.full(column.shape, np.nan)
+    if known.sum() >= 2:
+        out[known] = leave_one_out_median(column[known][:, None])[:, 0]
+    if known.sum() >= 1:  # a rank with no value of its own: the median of all the known ones
+        out[~known] = np.median(column[known])
+    return out
 
 
 def _median(values: list[int]) -> float | None:
