@@ -296,3 +296,16 @@ def test_report_on_a_cpu_only_trace(browser, tmp_path):
     assert page.drawn_pixels("#timeline")["inked"] > 1000
     page.assert_clean(out)
     page.page.close()
+
+
+def test_the_variable_kernel_is_flagged_in_the_distributions(analysis_of):
+    # the fixture's script runs one elementwise kernel while a GEMM competes on another stream
+    analysis = analysis_of("gpu/kernel_variability")
+    finding = analysis.finding("kernel-variability")
+    assert finding is not None
+    kernels = html_report.report_data(analysis)["kernels"]
+    flagged = [k for k in kernels if k["flagged"]]
+    assert [k["name"] for k in flagged] == [finding.metrics["name"]]
+    box = flagged[0]["box"]
+    assert box[0] == pytest.approx(finding.metrics["min_us"], abs=1e-3)
+    assert box[4] == pytest.approx(finding.metrics["max_us"], abs=1e-3)

@@ -234,8 +234,9 @@ def _kernel_distributions(analysis: Analysis) -> list[dict[str, Any]]:
     ids, inverse = np.unique(trace.name[idx], return_inverse=True)
     calls = np.bincount(inverse)
     totals = np.bincount(inverse, weights=trace.dur[idx])
-    flagged = {trace.names.index(e.name) for f in analysis.findings if f.rule == "kernel-variability"
-               for e in f.evidence if e.name in trace.names}
+    name_id = {name: i for i, name in enumerate(trace.names)}
+    flagged = {name_id[n] for f in analysis.findings if f.rule == "kernel-variability"
+               for n in [f.metrics.get("name"), *(e.name for e in f.evidence)] if n in name_id}
     candidates = [k for k in np.argsort(-totals, kind="stable").tolist() if calls[k] >= 2]
     chosen = [k for k in candidates if int(ids[k]) in flagged]
     chosen += [k for k in candidates if k not in chosen][: max(MAX_KERNELS - len(chosen), 0)]
