@@ -255,15 +255,12 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
     new_lane[0] = True
     new_lane[1:] = lane[1:] != lane[:-1]
 
-    parent_pos = _nest(ts.tolist(), end.tolist(), new_lane.tolist())
-    parent_pos = np.asarray(parent_pos, dtype=np.int64)
+    parent_list, depth_list = _nest(ts.tolist(), end.tolist(), np.flatnonzero(new_lane).tolist())
+    parent_pos = np.asarray(parent_list, dtype=np.int64)
+    del parent_list
     has_parent = parent_pos >= 0
     parent[idx[has_parent]] = idx[parent_pos[has_parent]]
-    # depth: parents precede children in this order, so one forward pass settles it
-    depth_sorted = np.zeros(idx.size, dtype=np.int32)
-    for pos in np.flatnonzero(has_parent).tolist():
-        depth_sorted[pos] = depth_sorted[parent_pos[pos]] + 1
-    depth[idx] = depth_sorted
+    depth[idx] = np.asarray(depth_list, dtype=np.int32)
     child_dur = np.zeros(n, dtype=np.int64)
     children = idx[has_parent]
     np.add.at(child_dur, parent[children], trace.dur[children])
@@ -271,22 +268,32 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
     return parent, depth, self_time
 
 
-def _nest(ts: list[int], end: list[int], new_lane: list[bool]) -> list[int]:
-    parent_pos = [-1] * len(ts)
-    stack: list[int] = []
-    for pos in range(len(ts)):
-        if new_lane[pos]:
-            stack = []
-        start, stop = ts[pos], end[pos]
-        while stack:
-            top = stack[-1]
-            if start >= end[top] or stop > end[top]:
-                stack.pop()
-            else:
-                parent_pos[pos] = top
-                break
-        stack.append(pos)
-    return parent_pos
+def _nest(ts: list[int], end: list[int], lane_starts: list[int]) -> tuple[list[int], list[int]]:
+    """Parent position (-1: none) and depth of each event, events sorted by lane, start, longest
+    first. The stack holds the open ancestors of the current event, so its height is the depth.
+    The hottest loop of a load: kept to plain list operations."""
+    n = len(ts)
+    parent_pos = [-1] * n
+    depth = [0] * n
+    bounds = lane_starts + [n]
+    for lane in range(len(lane_starts)):
+        stack: list[int] = []
+        stack_ends: list[int] = []
+        pop, push, pop_end, push_end = stack.pop, stack.append, stack_ends.pop, stack_ends.append
+        for pos in range(bounds[lane], bounds[lane + 1]):
+            start, stop = ts[pos], end[pos]
+            while stack_ends:
+                top_end = stack_ends[-1]
+                if start >= top_end or stop > top_end:
+                    pop()
+                    pop_end()
+                else:
+                    parent_pos[pos] = stack[-1]
+                    depth[pos] = len(stack)
+                    break
+            push(pos)
+            push_end(stop)
+    return parent_pos, depth
 
 
 def _link(keys_from: np.ndarray, from_mask: np.ndarray, keys_to: np.ndarray, to_mask: np.ndarray) -> np.ndarray:
