@@ -14,11 +14,9 @@ return None, and the in-memory loader, with its lenient paths and salvage, takes
 from __future__ import annotations
 
 import gzip
-import multiprocessing
 import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -133,6 +131,8 @@ class OffsetArgs:
     def _handle(self) -> BinaryIO:
         if self._file is None:
             if self.gzipped:
+                import tempfile
+
                 unpacked = tempfile.TemporaryFile(prefix="pista-")  # noqa: SIM115 - kept open
                 with gzip.open(self.path, "rb") as source:
                     while block := source.read(BLOCK_BYTES):
@@ -590,6 +590,8 @@ def _read_parallel(source: str, array_start: int, total: int,
     if match is None:
         return None
     split = mid + match.end() - 1  # the '{' of the event after the boundary
+    import multiprocessing  # only here: it costs a small trace's load time to import
+
     names, cats = _Interner(), _Interner()
     ctx = multiprocessing.get_context("fork")
     receiver, sender = ctx.Pipe(duplex=False)
