@@ -388,9 +388,14 @@ Solapa ese trabajo con el cómputo: `num_workers`, `pin_memory`, prefetch, datos
 checkpoints y logs fuera del paso.""",
     ),
     "launch-bound": Entry(
-        title="Limitado por los lanzamientos: kernels más cortos que su lanzamiento",
-        advice=("Fusiona kernels (torch.compile), agrupa el trabajo en menos lanzamientos más grandes o captura "
-                "el paso como CUDA graph para que el lanzamiento se pague una vez."),
+        title='Muchos kernels diminutos: el lanzamiento cuesta más que el tiempo de GPU',
+        advice=("Fusiona las operaciones pequeñas (torch.compile, optimizadores fusionados/foreach, convierte el bucle "
+                "de Python en operaciones de tensores) o captura el paso como CUDA graph "
+                "(torch.compile(mode='reduce-overhead'))."),
+        message=lambda m: (f"{m['kernels']} kernels ({m['kernels_per_step']:.0f} por paso), de mediana "
+                           f"{t(m['median_kernel_us'])} cada uno, mientras la llamada de lanzamiento mediana tarda "
+                           f"{t(m['median_launch_us'])}; por paso, {t(m['kernel_us_per_step'])} de kernels para "
+                           f"{t(m['launch_us_per_step'])} de llamadas de lanzamiento."),
         docs="""Qué:
 Muchos kernels duran menos que la llamada de lanzamiento que los encola (`cudaLaunchKernel`), así que la
 GPU termina cada uno antes de que llegue el siguiente.
@@ -405,9 +410,13 @@ Solución:
 Fusiona (torch.compile), agrupa en menos kernels más grandes o usa CUDA graphs.""",
     ),
     "fp32-gemm": Entry(
-        title="GEMM en fp32 sin Tensor Cores",
-        advice=("Usa bf16/fp16 con autocast, o permite TF32 para fp32 "
-                "(torch.backends.cuda.matmul.allow_tf32 = True o torch.set_float32_matmul_precision(\"high\"))."),
+        title='GEMMs en fp32 completo sin Tensor Cores',
+        advice=("Permite TF32 con torch.set_float32_matmul_precision('high') (o "
+                "torch.backends.cuda.matmul.allow_tf32 = True), o ejecuta bajo torch.autocast('cuda', "
+                "dtype=torch.bfloat16) para que los GEMM usen los Tensor Cores."),
+        message=lambda m: (f"{m['kernels']} kernel(s) GEMM en fp32 completo en los núcleos CUDA: {t(m['gemm_us'])}, el "
+                           f"{m['device_share_percent']:.1f}% del tiempo de GPU"
+                           + (f", a {m['tflops']:.1f} TFLOP/s" if m.get("tflops") else "") + "."),
         docs="""Qué:
 Multiplicaciones de matrices en fp32 puro, con kernels que no usan Tensor Cores.
 
@@ -422,9 +431,12 @@ Solución:
 `torch.autocast("cuda", dtype=torch.bfloat16)`, o `torch.set_float32_matmul_precision("high")` para TF32.""",
     ),
     "recompilation": Entry(
-        title="torch.compile recompila dentro de la ventana perfilada",
-        advice=("Haz las formas estáticas (relleno, buckets) o marca las dimensiones dinámicas "
-                "(torch._dynamo.mark_dynamic); revisa las guardas que fallan con TORCH_LOGS=recompiles."),
+        title='torch.compile recompila dentro de la ventana perfilada',
+        advice=("Encuentra la guarda que falla con TORCH_LOGS='recompiles'; marca como dinámicas las dimensiones que "
+                "varían (torch._dynamo.mark_dynamic, dynamic=True) o agrupa las formas; pasa los escalares que "
+                "cambian como tensores; calienta cada forma antes de perfilar."),
+        message=lambda m: (f"torch.compile compiló {m['compiles']} vez/veces durante el perfil ({m['graphs']} grafo(s)): "
+                           f"{t(m['compile_us'])}, el {m['compile_share_percent']:.1f}% del tiempo de los pasos."),
         docs="""Qué:
 Dynamo vuelve a compilar una función que ya estaba compilada (aparecen nuevas regiones "Torch-Compiled
 Region: N/M" o trabajo de compilación en pasos estables).
