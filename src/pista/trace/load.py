@@ -400,6 +400,8 @@ def _salvage(data: bytes, source: str, notices: list[str],
         meta = _prefix_metadata(data[: key.start()])
     elif data[start : start + 1] == b"[":
         list_at, meta = start, {}
+    elif whole_error == _describe("Input data was truncated"):
+        raise BadTrace(source, f"cut off before the first complete event ({whole_error})")
     else:
         raise BadTrace(source, f"not valid JSON ({whole_error}), and no 'traceEvents' list in it to salvage")
 
@@ -413,6 +415,9 @@ def _salvage(data: bytes, source: str, notices: list[str],
     tail_at: int | None = None  # where the bytes after the last event begin, once it decoded
     cut_off = False
     i = 0
+    # pieces that failed even joined up to the end of the data: fragments of a last event cut off
+    # mid-write (not counted) unless a later piece decodes after all (then they were damage)
+    unsure: list[BaseException | None] = []
     while i < n:
         result: _Event | BaseException | None = None
         last_error: BaseException | None = None
@@ -427,12 +432,20 @@ def _salvage(data: bytes, source: str, notices: list[str],
                 continue
             break
         if result is None:
-            if j + 1 == n and str(last_error) == "Input data was truncated":
+            if i == n - 1:
                 cut_off = True  # the last event was being written when the file ended
                 break
-            skipped.add(len(events) + skipped.count, last_error or "unreadable")
+            if j + 1 == n:
+                unsure.append(last_error)
+            else:
+                for error in [*unsure, last_error]:
+                    skipped.add(len(events) + skipped.count, error or "unreadable")
+                unsure = []
             i += 1
             continue
+        for error in unsure:
+            skipped.add(len(events) + skipped.count, error or "unreadable")
+        unsure = []
         if isinstance(result, BaseException):
             skipped.add(len(events) + skipped.count, result)
         else:
