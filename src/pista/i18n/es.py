@@ -142,7 +142,7 @@ Calienta todas las formas antes de perfilar, usa formas estáticas (relleno, buc
 para los pasos con formas fijas.""",
     ),
     "implicit-copy-before-gemm": Entry(
-        title="memset/copia implícita antes de un GEMM con epílogo",
+        title="Memset/copia implícita antes de un GEMM con epílogo",
         advice=("Nada que hacer para GEMMs grandes. Para muchos pequeños: captura el paso como CUDA graph (la "
                 "llamada extra desaparece) o prueba la forma sin fusionar u otra disposición, que puede elegir "
                 "un kernel sin el memset previo."),

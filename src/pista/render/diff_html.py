@@ -24,10 +24,19 @@ def _rows(rows: list[RowDiff]) -> str:
             f'<tr><td class="name" title="{html.escape(r.name)}">{html.escape(r.name)}</td>'
             f'<td class="num">{a.calls if a else ""}</td><td class="num">{b.calls if b else ""}</td>'
             f'<td class="num">{_cell(a, "self_cpu_us")}</td><td class="num">{_cell(b, "self_cpu_us")}</td>'
-            f'<td class="num">{_cell(a, "self_device_us")}</td><td class="num">{_cell(b, "self_device_us")}</td></tr>')
-    return ('<table class="kavg"><thead><tr><th>Name</th><th>calls A</th><th>calls B</th><th>Self CPU A</th>'
-            '<th>Self CPU B</th><th>Self CUDA A</th><th>Self CUDA B</th></tr></thead><tbody>'
-            + "".join(body) + "</tbody></table>")
+            f'<td class="num">{_cell(a, "self_device_us")}</td><td class="num">{_cell(b, "self_device_us")}</td>'
+            f'<td class="num">{_delta(r.delta_self_cpu_us)}</td><td class="num">{_delta(r.delta_self_device_us)}</td></tr>')
+    head = "".join(f'<th class="num">{h}</th>' for h in ("calls A", "calls B", "Self CPU A", "Self CPU B",
+                                                          "Self CUDA A", "Self CUDA B", "Δ Self CPU", "Δ Self CUDA"))
+    return ('<table class="kavg diff"><colgroup><col style="width:34%"></colgroup><thead><tr><th>Name</th>'
+            + head + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
+
+
+def _delta(us: float) -> str:
+    if not us:
+        return ""
+    cls = "up" if us > 0 else "down"
+    return f'<span class="{cls}">{"+" if us > 0 else "-"}{html.escape(format_time(abs(us)))}</span>'
 
 
 def render(d: Diff) -> str:
@@ -38,7 +47,8 @@ def render(d: Diff) -> str:
                change(d.a.self_device_total_us, d.b.self_device_total_us)),
               ("GPU busy", busy(d.a), busy(d.b), ""), ("Steps", str(d.a.steps), str(d.b.steps), ""),
               ("Verdict", d.a.verdict, d.b.verdict, "" if d.a.verdict == d.b.verdict else "changed")]
-    head = ('<table class="kavg"><thead><tr><th></th><th>A</th><th>B</th><th>change</th></tr></thead><tbody>'
+    head = ('<table class="kavg"><thead><tr><th></th><th class="num">A</th><th class="num">B</th>'
+            '<th class="num">change</th></tr></thead><tbody>'
             + "".join(f"<tr><td>{e(k)}</td><td class='num'>{e(a)}</td><td class='num'>{e(b)}</td>"
                       f"<td class='num'>{e(c)}</td></tr>" for k, a, b, c in totals) + "</tbody></table>")
     sections = []
@@ -63,7 +73,11 @@ def render(d: Diff) -> str:
         findings += "<p class='hint'>In both: " + e(", ".join(d.findings_kept)) + "</p>"
     title = f"pista diff: {d.a.source} vs {d.b.source}"
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>'
-            f"<style>{_asset('report.css')}</style></head><body><header class='top'><div class='brand'>pista</div>"
+            f"<style>{_asset('report.css')}{_STYLE}</style></head><body><header class='top'><div class='brand'>pista</div>"
             f"<h1>diff</h1></header><main><section class='card'><p>A: <code>{e(d.a.source)}</code><br>"
             f"B: <code>{e(d.b.source)}</code></p>{head}</section><section id='findings'>{findings}</section>"
             + "".join(sections) + "</main></body></html>\n")
+
+_STYLE = """
+table.diff { table-layout: fixed; } .up { color: #c62828; } .down { color: #2e7d32; }
+"""
