@@ -260,6 +260,8 @@ def _text_encoding(data: bytes, source: str, notices: list[str]) -> bytes:
     head = data[start : start + 1]
     if head in (b"{", b"["):
         return data
+    if not head:
+        raise BadTrace(source, "empty file")
     for magic, what in _OTHER_FORMATS:
         if data.startswith(magic):
             raise BadTrace(source, what)

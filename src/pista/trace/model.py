@@ -134,7 +134,7 @@ class Trace:
     @property
     def device_properties(self) -> list[dict[str, Any]]:
         props = self.metadata.get("deviceProperties")
-        return props if isinstance(props, list) else []
+        return [p for p in props if isinstance(p, dict)] if isinstance(props, list) else []
 
     @property
     def distributed_info(self) -> dict[str, Any]:
