@@ -514,6 +514,8 @@ def _tail_metadata(data: bytes, tail_at: int | None, keyed: bool) -> tuple[dict[
     if tail_at is None:
         return {}, False, 0
     rest = data[tail_at:].lstrip()
+    if rest.startswith(b","):  # a trailing comma after the last event: not JSON, but nothing lost
+        rest = rest[1:].lstrip()
     if not rest.startswith(b"]"):
         return {}, False, 0
     rest = rest[1:].lstrip()
