@@ -272,3 +272,15 @@ def test_the_cli_never_shows_a_traceback_for_a_bug(monkeypatch, capsys):
     monkeypatch.setenv("PISTA_DEBUG", "1")
     with pytest.raises(ValueError):
         main(["table", "x.json"])
+
+
+def test_the_docs_table_is_current():
+    """docs/bad-inputs.md shows what pista says today: regenerate it with scripts/bad_input_table.py --write."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("bad_input_table", root / "scripts" / "bad_input_table.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    doc = (root / "docs" / "bad-inputs.md").read_text()
+    assert script.with_table(doc, script.table()) == doc, "run python scripts/bad_input_table.py --write"

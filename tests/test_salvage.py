@@ -158,3 +158,12 @@ def test_a_big_real_trace_cut_off():
     trace = decode_trace(data[:cut], "big")
     assert len(trace) == complete_before(event_ends(data), cut) > 190_000
     assert any("cut off" in n for n in trace.notices)
+
+
+@pytest.mark.parametrize("junk", [b"\n}}\x00junk", b"\n{\"traceEvents\": []}", b"]"])
+def test_junk_after_a_complete_trace(junk):
+    data = intact("seed_mm64_cold")
+    trace = decode_trace(data + junk, "t")
+    assert len(trace) == len(event_ends(data))
+    assert trace.metadata["traceName"] == json.loads(data)["traceName"]
+    assert f"ignored {len(junk.strip())} byte(s) of junk after the end of the trace" in trace.notices

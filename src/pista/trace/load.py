@@ -255,7 +255,7 @@ def _text_encoding(data: bytes, source: str, notices: list[str]) -> bytes:
             data = data.decode("utf-16").encode()
         except UnicodeError:
             raise BadTrace(source, "UTF-16 text that does not decode; pista reads UTF-8 JSON") from None
-        notices.append("the file is UTF-16 text; read it as UTF-8")
+        notices.append("the file is UTF-16 text (converted to UTF-8 to read it)")
     start = re.match(rb"\s*", data).end()  # type: ignore[union-attr]  # \s* always matches
     head = data[start : start + 1]
     if head in (b"{", b"["):
@@ -376,8 +376,8 @@ def _repair(data: bytes, notices: list[str]) -> bytes:
 
         fixed = _STRING_OR_BARE_TOKEN.sub(quote, data)
         if count:
-            notices.append(f"read {count} bare NaN/Infinity/N/A value(s) (not JSON; older Kineto wrote "
-                           "them into args) as strings")
+            notices.append(f"read {count} bare NaN/Infinity/N/A value(s) (not JSON; old Kineto wrote "
+                           "N/A and inf) as strings")
             data = fixed
     return data
 
@@ -481,15 +481,32 @@ def _last_event_end(view: memoryview, start: int) -> tuple[int, int | None]:
     try:
         msgspec.json.decode(view[start:], type=Raw)
     except _DECODE_ERRORS as err:
-        trailing = _TRAILING_AT.search(str(err))
-        if trailing is not None:
-            # msgspec's offset lands on or just past the first trailing character; an event is an
-            # object, so it ends at the last '}' before that
-            stop = bytes(view[start : start + int(trailing.group(1))]).rfind(b"}") + 1
-            if stop > 0:
-                return start + stop, start + stop
+        stop = _object_end(bytes(view[start:]), err)
+        if stop is not None:
+            return start + stop, start + stop
         return len(view), None
     return len(view), len(view)  # the data ends right after this event: the list is never closed
+
+
+def _object_end(buf: bytes, err: BaseException) -> int | None:
+    """Where the JSON object at the start of `buf` ends, given msgspec's "trailing characters" error
+    for `buf`. Its offset lands on or just past the first trailing character, so try the last few
+    '}' up to there."""
+    trailing = _TRAILING_AT.search(str(err))
+    if trailing is None:
+        return None
+    bound = int(trailing.group(1)) + 1
+    for _ in range(3):
+        close = buf.rfind(b"}", 0, bound)
+        if close < 0:
+            return None
+        try:
+            msgspec.json.decode(buf[: close + 1], type=Raw)
+        except _DECODE_ERRORS:
+            bound = close
+            continue
+        return close + 1
+    return None
 
 
 def _first_error(data: bytes) -> str:
@@ -530,10 +547,9 @@ def _tail_metadata(data: bytes, tail_at: int | None, keyed: bool) -> tuple[dict[
     try:
         return _metadata(_LOOSE_DECODER.decode(rest)), True, 0
     except (*_DECODE_ERRORS, msgspec.ValidationError) as err:
-        trailing = _TRAILING_AT.search(str(err))
-        if trailing is None:
+        stop = _object_end(rest, err)
+        if stop is None:
             return {}, False, 0
-        stop = rest.rfind(b"}", 0, int(trailing.group(1))) + 1
         try:
             meta = _metadata(_LOOSE_DECODER.decode(rest[:stop]))
         except (*_DECODE_ERRORS, msgspec.ValidationError):
