@@ -161,8 +161,11 @@ def json_size(trace: str) -> int:
     return unpacked_size(trace)
 
 
-def bench(traces: list[str], tools: list[str], reps: int, hta: str | None, timeout_s: float) -> dict:
+def bench(traces: list[str], tools: list[str], reps: int, hta: str | None, timeout_s: float,
+          hta_reps: int | None = None) -> dict:
     results: dict = {"machine": machine(), "reps": reps, "traces": {}}
+    if hta_reps is not None:
+        results["hta_reps"] = hta_reps
     with tempfile.TemporaryDirectory(prefix="pista-bench-") as tmp:
         scratch = Path(tmp)
         for trace in traces:
@@ -172,6 +175,8 @@ def bench(traces: list[str], tools: list[str], reps: int, hta: str | None, timeo
             for rep in range(reps):
                 order = tools[rep % len(tools):] + tools[: rep % len(tools)]
                 for tool in order:
+                    if tool == "hta" and hta_reps is not None and rep >= hta_reps:
+                        continue
                     run = run_once(commands(tool, trace, hta, scratch), timeout_s)
                     runs[tool].append(run)
                     if tool == "hta" and (scratch / "hta-result.json").exists():
@@ -184,7 +189,7 @@ def bench(traces: list[str], tools: list[str], reps: int, hta: str | None, timeo
                 summary[tool] = {key: statistics.median(r[key] for r in rs)
                                  for key in ("wall_s", "cpu_s", "max_rss_mb", "tree_pss_mb")}
                 summary[tool]["failed_runs"] = sum(1 for r in rs if r["exit"])
-            results["traces"][trace] = {"json_mb": round(size / 2**20, 1), "median": summary, "runs": runs,
+            results["traces"][trace] = {"json_mb": round(size / 2**20, 1), "json_bytes": size, "median": summary, "runs": runs,
                                         "hta": hta_outcome}
     return results
 
@@ -195,8 +200,9 @@ def ratio(a: float | None, b: float | None) -> str:
 
 def render(results: dict) -> str:
     m = results["machine"]
+    hta_note = f" (HTA: {results['hta_reps']})" if "hta_reps" in results else ""
     lines = [f"machine: {m['nproc']} cores, {m['cpu']}, {m['ram_gb']} GiB RAM; Python {m['python']}; {m['date']}; "
-             f"medians of {results['reps']} interleaved runs", ""]
+             f"medians of {results['reps']} interleaved runs{hta_note}", ""]
     head = (f"{'trace':28s} {'JSON':>8s}  {'tool':14s} {'wall':>8s} {'cpu':>8s} {'RSS':>9s} {'tree PSS':>9s} "
             f"{'RSS/JSON':>8s}")
     lines += [head, "-" * len(head)]
@@ -204,7 +210,7 @@ def render(results: dict) -> str:
         for tool, s in r["median"].items():
             lines.append(f"{Path(trace).name[:28]:28s} {r['json_mb']:6.1f}MB  {tool:14s} {s['wall_s']:7.2f}s "
                          f"{s['cpu_s']:7.2f}s {s['max_rss_mb']:7.1f}MB {s['tree_pss_mb']:7.1f}MB "
-                         f"{s['max_rss_mb'] / r['json_mb']:7.2f}x" + ("  (failed)" if s["failed_runs"] else ""))
+                         f"{s['max_rss_mb'] * 2**20 / max(r.get('json_bytes', 1), 1):7.2f}x" + ("  (failed)" if s["failed_runs"] else ""))
         med = r["median"]
         wall = {t: s["wall_s"] for t, s in med.items()}
         parts = []
@@ -226,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("traces", nargs="+", help="trace files (.json; .json.gz works too)")
     parser.add_argument("--reps", type=int, default=5, help="repetitions per tool (default 5)")
     parser.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}")
+    parser.add_argument("--hta-reps", type=int, help="fewer repetitions for HTA (it takes minutes on big files)")
     parser.add_argument("--hta-python", help="python of a virtualenv with HolisticTraceAnalysis installed")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a run is killed")
     parser.add_argument("--out", type=Path, help="JSON results (default bench/out/bench-DATE.json)")
@@ -235,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown tools: {', '.join(sorted(unknown))}")
     hta = hta_python(args.hta_python) if "hta" in tools else None
-    results = bench(args.traces, tools, args.reps, hta, args.timeout)
+    results = bench(args.traces, tools, args.reps, hta, args.timeout, args.hta_reps)
     text = render(results)
     print(text)
     OUT.mkdir(parents=True, exist_ok=True)
