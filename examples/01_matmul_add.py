@@ -35,8 +35,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, nargs="?", const=10, default=0, help="un-profiled calls (bare: 10)")
     parser.add_argument("--compile", action="store_true")
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
-    parser.add_argument("--no-sync", dest="sync", action="store_false",
-                        help="no torch.cuda.synchronize() at step ends (the fixtures' way)")
+    parser.add_argument("--sync", action="store_true", help="torch.cuda.synchronize() at each step end")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 

@@ -23,6 +23,7 @@ MID=$((BIG / 4))
 
 step() {  # step NAME CMD...: run one capture, keep its output, never stop the whole script
   local name=$1; shift
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then return; fi  # ONLY="run_mlp sweep": just those
   echo "=== $name: $*" | tee -a "$LOG"
   local t0=$SECONDS
   "$@" >"$R/$name.stdout.txt" 2>"$R/$name.stderr.txt"
@@ -44,10 +45,10 @@ pack() {
 
 step seed_mm64 $PY examples/01_matmul_add.py --size 64 --out "$R/seed_mm64"
 step seed_mm4096_compile $PY examples/01_matmul_add.py --size $BIG --warmup --compile --out "$R/seed_mm4096_compile"
-# the same two without the per-step synchronize, as the fixtures in tests/fixtures were taken
-step seed_mm64_nosync $PY examples/01_matmul_add.py --size 64 --no-sync --out "$R/seed_mm64_nosync"
-step seed_mm4096_compile_nosync $PY examples/01_matmul_add.py --size $BIG --warmup --compile --no-sync \
-  --out "$R/seed_mm4096_compile_nosync"
+# the same two with a synchronize at every step end
+step seed_mm64_sync $PY examples/01_matmul_add.py --size 64 --sync --out "$R/seed_mm64_sync"
+step seed_mm4096_compile_sync $PY examples/01_matmul_add.py --size $BIG --warmup --compile --sync \
+  --out "$R/seed_mm4096_compile_sync"
 step run_mm4096 $PY -m pista run matmul_add --size $BIG --warmup --out "$R/run_mm4096"
 step run_linear $PY -m pista run linear --size $BIG --batch $BIG --warmup --out "$R/run_linear"
 step run_mlp $PY -m pista run mlp --size $MID --warmup --out "$R/run_mlp"

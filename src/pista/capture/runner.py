@@ -36,7 +36,7 @@ class RunConfig:
     warmup_steps: int = 1
     active: int = 3
     repeat: int = 1
-    sync_steps: bool = True
+    sync_steps: bool = False
     out: str | None = None
     sort_by: str | None = None
     row_limit: int = 25

@@ -38,8 +38,8 @@ def add_device_and_schedule(parser: argparse.ArgumentParser) -> None:
                         help="schedule: profiler warm-up steps, traced but not kept (default 1)")
     parser.add_argument("--active", type=int, default=3, help="schedule: steps recorded (default 3)")
     parser.add_argument("--repeat", type=int, default=1, help="schedule: cycles (default 1)")
-    parser.add_argument("--no-sync", dest="sync_steps", action="store_false",
-                        help="do not torch.cuda.synchronize() at each step end")
+    parser.add_argument("--sync", dest="sync_steps", action="store_true",
+                        help="torch.cuda.synchronize() at each step end (default: only when the profiler stops)")
     from pista.cli.table import SORT_CHOICES
 
     parser.add_argument("--sort-by", default=None, choices=SORT_CHOICES, metavar="KEY",
