@@ -418,6 +418,7 @@ def _bare_token_hints(data: bytes) -> list[int]:
 # lists of objects in args) only split an event, and joining the pieces back mends that.
 _EVENT_START = re.compile(rb"[\[,]\s*(?=\{)")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_LIST_END = re.compile(rb"\s*,?\s*\]")
 _TRAILING_AT = re.compile(r"trailing characters \(byte (\d+)\)")
 
 
@@ -468,6 +469,7 @@ def _salvage(data: bytes, source: str, notices: list[str],
                 continue
         result: _Event | BaseException | None = None
         last_error: BaseException | None = None
+        list_ends_here = False
         for j in range(i, min(i + SALVAGE_MAX_JOIN, n)):
             end, after = (seps[j + 1], None) if j + 1 < n else _last_event_end(view, starts[i])
             try:
@@ -476,6 +478,20 @@ def _salvage(data: bytes, source: str, notices: list[str],
                 result = err  # readable JSON, a field of the wrong type
             except _DECODE_ERRORS as err:
                 last_error = err
+                if j == i and j + 1 < n:
+                    # the list may end after this event, with objects in the keys that follow
+                    # ("deviceProperties": [{...}] after the events) making more pieces
+                    stop = _object_end(bytes(view[starts[i] : end]), err)
+                    if stop is not None and _LIST_END.match(data, starts[i] + stop):
+                        end = after = starts[i] + stop
+                        try:
+                            result = _EVENT_DECODER.decode(view[starts[i] : end])
+                        except msgspec.ValidationError as inner:
+                            result = inner
+                        except _DECODE_ERRORS:
+                            continue
+                        list_ends_here = True
+                        break
                 continue
             break
         if result is None:
@@ -498,6 +514,9 @@ def _salvage(data: bytes, source: str, notices: list[str],
         else:
             events.append(result)
         good_end, i = end, j + 1
+        if list_ends_here:
+            tail_at = after
+            break
         if i == n:
             tail_at = after
     skipped.total = len(events) + skipped.count
@@ -511,7 +530,11 @@ def _salvage(data: bytes, source: str, notices: list[str],
         if cut_off or whole_error == _describe("Input data was truncated"):
             raise BadTrace(source, f"cut off before the first complete event ({whole_error})")
         raise BadTrace(source, f"not valid JSON ({whole_error}), and no complete event in it to salvage")
-    if cut_off:
+    list_closed = tail_at is not None and _LIST_END.match(data, tail_at) is not None
+    if cut_off and list_closed:
+        notices.append(f"the file is cut off mid-write after its event list: all {len(events)} events read, "
+                       "the keys after the list are lost")
+    elif cut_off:
         notices.append(f"the file is cut off mid-write (not valid JSON at the end); salvaged {len(events)} "
                        f"complete event(s) from its first {good_end:,} of {len(data):,} bytes; the event "
                        "being written and whatever followed it are lost")
