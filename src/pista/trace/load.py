@@ -212,7 +212,6 @@ class _Skipped:
 
     def __init__(self) -> None:
         self.count = 0
-        self.total = 0
         self.first = ""
 
     def add(self, index: int, err: BaseException | str) -> None:
@@ -236,17 +235,29 @@ def _describe(err: BaseException | str) -> str:
 def _decode_events(data: bytes, source: str, notices: list[str]) -> tuple[list[_Event], dict[str, Any], _Skipped]:
     skipped = _Skipped()
     data = _text_encoding(data, source, notices)
+    decoded = _whole(data, source, skipped)
+    if decoded is not None:
+        return decoded
+    repaired = _repair(data, notices)
+    if repaired is not data and (decoded := _whole(repaired, source, skipped)) is not None:
+        return decoded
+    return _salvage(repaired, source, notices, skipped)
+
+
+def _whole(data: bytes, source: str, skipped: _Skipped) -> tuple[list[_Event], dict[str, Any], _Skipped] | None:
+    """The document read whole: one typed decode, else event by event (a field of an unexpected
+    type, or not a trace at all); None when it is not valid JSON."""
     try:
         doc = _DOC_DECODER.decode(data)
         return doc.traceEvents, _metadata(doc), skipped
     except msgspec.ValidationError:
-        pass  # a field of an unexpected type, or not a trace at all: sort it out event by event
+        pass
     except _DECODE_ERRORS:
-        return _repair_and_retry(data, source, notices, skipped)
+        return None
     try:
         return _lenient(data, source, skipped)
     except _DECODE_ERRORS:  # the typed decode stopped at a type error before reaching broken JSON
-        return _repair_and_retry(data, source, notices, skipped)
+        return None
 
 
 def _text_encoding(data: bytes, source: str, notices: list[str]) -> bytes:
@@ -323,7 +334,6 @@ def _lenient(data: bytes, source: str, skipped: _Skipped) -> tuple[list[_Event],
             events.append(decode(raw))
         except _EVENT_ERRORS as err:
             skipped.add(index, err)
-    skipped.total = len(raw_events)
     if raw_events and not events:
         if "Expected `object`" in skipped.first:
             raise BadTrace(source, f"JSON, but not a chrome trace: none of the {len(raw_events)} entries "
@@ -340,23 +350,6 @@ _BARE_TOKEN = rb"[-+]?(?:NaN|nan|Infinity|infinity|inf|N/A)"
 _BARE_TOKEN_TEXTS = (b"NaN", b"nan", b"inf", b"Inf", b"N/A")
 _BARE_TOKEN_HINT = re.compile(rb"[:,\[]\s*" + _BARE_TOKEN + rb"\s*[,}\]]")
 _STRING_OR_BARE_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|([:,\[]\s*)(' + _BARE_TOKEN + rb")(?=\s*[,}\]])")
-
-
-def _repair_and_retry(data: bytes, source: str, notices: list[str],
-                      skipped: _Skipped) -> tuple[list[_Event], dict[str, Any], _Skipped]:
-    repaired = _repair(data, notices)
-    if repaired is not data:
-        try:
-            doc = _DOC_DECODER.decode(repaired)
-            return doc.traceEvents, _metadata(doc), skipped
-        except msgspec.ValidationError:
-            try:
-                return _lenient(repaired, source, skipped)
-            except _DECODE_ERRORS:
-                pass
-        except _DECODE_ERRORS:
-            pass
-    return _salvage(repaired, source, notices, skipped)
 
 
 def _repair(data: bytes, notices: list[str]) -> bytes:
@@ -519,7 +512,6 @@ def _salvage(data: bytes, source: str, notices: list[str],
             break
         if i == n:
             tail_at = after
-    skipped.total = len(events) + skipped.count
 
     extra_meta, closed, ignored = _tail_metadata(data, tail_at, key is not None)
     meta.update(extra_meta)
