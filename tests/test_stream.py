@@ -179,3 +179,19 @@ def test_bad_inputs_keep_their_one_line_errors(tmp_path, always_stream, content)
         in_memory(path)
     assert str(streamed_err.value) == str(memory_err.value)
     assert "\n" not in str(streamed_err.value)
+
+
+def _columns_in_a_worker(path):
+    trace = stream.load_streamed(path, workers=2)
+    return None if trace is None else (trace.ts.tolist(), trace.names)
+
+
+def test_a_pool_worker_reads_in_one_process(tmp_path, tiny_blocks):
+    """Per-rank analysis loads traces in daemonic pool workers, which may not start processes."""
+    import multiprocessing
+
+    path = write_document(tmp_path / "t.json", TRICKY * 3)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        got = pool.apply(_columns_in_a_worker, (path,))
+    expected = in_memory(path)
+    assert got == (expected.ts.tolist(), expected.names)

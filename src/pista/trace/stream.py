@@ -592,11 +592,16 @@ def _read_parallel(source: str, array_start: int, total: int,
     split = mid + match.end() - 1  # the '{' of the event after the boundary
     import multiprocessing  # only here: it costs a small trace's load time to import
 
+    if multiprocessing.current_process().daemon:
+        return None  # a pool's worker (per-rank analysis) may not have children: read in one go
     names, cats = _Interner(), _Interner()
-    ctx = multiprocessing.get_context("fork")
-    receiver, sender = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child_read, args=(source, split, sender), daemon=True)
-    child.start()
+    try:
+        ctx = multiprocessing.get_context("fork")
+        receiver, sender = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=_child_read, args=(source, split, sender), daemon=True)
+        child.start()
+    except (ValueError, OSError, AssertionError):
+        return None  # no fork here (or no room for a process): read in one go
     sender.close()
     result = None
     try:
