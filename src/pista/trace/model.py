@@ -72,7 +72,8 @@ class Trace:
     stream: np.ndarray  # int64, args["stream"]
     device: np.ndarray  # int64, args["device"]
     flow_id: np.ndarray  # int64, `id` of flow events
-    raw_args: list[Any]  # msgspec.Raw or None, decoded on demand by `args(i)`
+    raw_args: list[Any]  # msgspec.Raw or None, decoded on demand by `args(i)`; for big files a
+    # sequence reading them back from the file (pista.trace.stream.OffsetArgs)
     metadata: dict[str, Any] = field(default_factory=dict)
     process_names: dict[int, str] = field(default_factory=dict)
     thread_names: dict[tuple[int, int], str] = field(default_factory=dict)

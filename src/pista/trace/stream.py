@@ -156,6 +156,9 @@ class OffsetArgs:
             return None
         return None if bytes(args) == b"null" else args
 
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(len(self)))
+
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_file": None}
 
