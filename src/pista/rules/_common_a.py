@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import weakref
 
+import msgspec
 import numpy as np
 
 from pista.findings import Evidence
@@ -83,6 +84,30 @@ def launch_shapes(facts: Facts) -> np.ndarray:
     return _kernel_keys(facts)[1]
 
 
+class _LaunchArgs(msgspec.Struct, gc=False):
+    grid: list | None = None
+    block: list | None = None
+
+
+class _OpArgs(msgspec.Struct, gc=False):
+    input_dims: list | None = msgspec.field(name="Input Dims", default=None)
+
+
+# Typed decoders read only the fields used here: a generic args() decode of every kernel's
+# args dominated this rule's time on big traces.
+_LAUNCH_DECODER = msgspec.json.Decoder(_LaunchArgs)
+_OP_DECODER = msgspec.json.Decoder(_OpArgs)
+
+
+def _decode(decoder: msgspec.json.Decoder, raw: object) -> object | None:
+    if raw is None:
+        return None
+    try:
+        return decoder.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
 def _kernel_keys(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
     cached = _config_cache.get(facts)
     if cached is not None:
@@ -92,16 +117,21 @@ def _kernel_keys(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
     shapes = np.full(len(trace), "", dtype=object)
     kernel = trace.category_mask({"kernel"}) & facts.is_device_work
     owner_dims: dict[int, str] = {}
+    raw_args = trace.raw_args
+    config_text: dict[str, str] = {}
     for i in np.flatnonzero(kernel).tolist():
-        args = trace.args(i)
-        grid, block = args.get("grid"), args.get("block")
-        if grid is not None or block is not None:
-            config[i] = f"grid {_dims(grid)} block {_dims(block)}"
+        launch = _decode(_LAUNCH_DECODER, raw_args[i])
+        if launch is not None and (launch.grid is not None or launch.block is not None):
+            key = repr((launch.grid, launch.block))  # a few distinct configs: format each once
+            text = config_text.get(key)
+            if text is None:
+                text = config_text[key] = f"grid {_dims(launch.grid)} block {_dims(launch.block)}"
+            config[i] = text
         owner = int(facts.owner[i])
         if owner >= 0:
             if owner not in owner_dims:
-                dims = trace.args(owner).get("Input Dims")
-                owner_dims[owner] = str(dims) if dims else ""
+                op = _decode(_OP_DECODER, raw_args[owner])
+                owner_dims[owner] = str(op.input_dims) if op is not None and op.input_dims else ""
             shapes[i] = owner_dims[owner]
     _config_cache[facts] = (config, shapes)
     return config, shapes

@@ -61,11 +61,16 @@ def check(ctx: Context) -> list[Finding]:
     config = launch_config(facts)[kernels]
     shapes = launch_shapes(facts)[kernels]
     # same name, same grid/block, same input shapes of the launching op: the same work
-    keys = np.asarray([f"{n}|{c}|{s}" for n, c, s in zip(trace.name[kernels].tolist(), config, shapes, strict=True)])
-    uniq, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    groups: dict[tuple, int] = {}
+    inverse = np.fromiter((groups.setdefault(key, len(groups)) for key in
+                           zip(trace.name[kernels].tolist(), config.tolist(), shapes.tolist(), strict=True)),
+                          dtype=np.int64, count=kernels.size)
+    counts = np.bincount(inverse, minlength=len(groups))
+    by_group = np.argsort(inverse, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(counts)))
     found = []
     for g in np.flatnonzero(counts >= KV_MIN_CALLS).tolist():
-        members = kernels[inverse == g]
+        members = kernels[by_group[bounds[g]:bounds[g + 1]]]
         dur = trace.dur[members].astype(np.float64)
         median = float(np.median(dur))
         if median < KV_MIN_MEDIAN_US * 1000.0:
