@@ -14,7 +14,6 @@ return None, and the in-memory loader, with its lenient paths and salvage, takes
 from __future__ import annotations
 
 import gzip
-import mmap
 import os
 import re
 import sys
@@ -125,7 +124,6 @@ class OffsetArgs:
         self.gzipped = gzipped
         self.preread = preread or {}
         self._file: BinaryIO | None = None
-        self._map: mmap.mmap | None = None
 
     def __len__(self) -> int:
         return int(self.offset.shape[0])
@@ -149,11 +147,8 @@ class OffsetArgs:
         i = int(i)
         if i in self.preread:
             return self.preread[i]
-        if self._map is None:
-            # a mapping turns each read into a slice: rules read args of thousands of kernels
-            self._map = mmap.mmap(self._handle().fileno(), 0, access=mmap.ACCESS_READ)
-        start = int(self.offset[i])
-        return self._map[start:start + int(self.length[i])]
+        # pread, not mmap: mapped pages would count towards the process's resident memory
+        return os.pread(self._handle().fileno(), int(self.length[i]), int(self.offset[i]))
 
     def __getitem__(self, i: int) -> Raw | None:
         try:
@@ -166,11 +161,9 @@ class OffsetArgs:
         return (self[i] for i in range(len(self)))
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_file": None, "_map": None}
+        return {**self.__dict__, "_file": None}
 
     def __del__(self) -> None:
-        if self._map is not None:
-            self._map.close()
         if self._file is not None:
             self._file.close()
 
