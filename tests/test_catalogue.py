@@ -24,7 +24,7 @@ HOST_RULES = {"many-calls", "dead-window", "cold-start", "dominant-event", "stra
 
 
 def test_the_issue_s_rules_are_all_there():
-    assert RULE_IDS <= {r.id for r in catalogue()}
+    assert {r.id for r in catalogue()} >= RULE_IDS
 
 
 @pytest.mark.parametrize("rule", catalogue(), ids=lambda r: r.id)

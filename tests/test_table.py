@@ -29,7 +29,7 @@ def test_fixtures_are_there():
 
 @pytest.mark.parametrize("name", H200_TRACES)
 def test_totals_match_torch(name, load_facts):
-    torch_table = parse_table((FIXTURES / (name + ".table.txt")))
+    torch_table = parse_table(FIXTURES / (name + ".table.txt"))
     table = build_table(load_facts(name))
     assert close(table.self_cpu_total_us, torch_table.self_cpu_total_us, abs_us=1.0)
     if torch_table.self_device_total_us is None:  # a CPU-only profile prints no CUDA columns
@@ -40,7 +40,7 @@ def test_totals_match_torch(name, load_facts):
 
 @pytest.mark.parametrize("name", H200_TRACES)
 def test_top_rows_match_torch(name, load_facts):
-    torch_table = parse_table((FIXTURES / (name + ".table.txt")))
+    torch_table = parse_table(FIXTURES / (name + ".table.txt"))
     torch_rows = torch_table.rows[:TOP_ROWS]
     has_device = torch_table.self_device_total_us is not None
     check_device = has_device and name not in PHANTOM_DEVICE_TIME
@@ -60,7 +60,7 @@ def test_top_rows_match_torch(name, load_facts):
 
 def test_ranking_follows_torch_on_the_big_trace(load_facts):
     name = "big_gpt_eager_20steps"
-    torch_names = [r.name for r in parse_table((FIXTURES / (name + ".table.txt"))).rows]
+    torch_names = [r.name for r in parse_table(FIXTURES / (name + ".table.txt")).rows]
     ours = [_fit(r.name) for r in build_table(load_facts(name)).sorted("cuda_time_total", len(torch_names))]
     assert ours == torch_names
 
