@@ -62,7 +62,7 @@ class Unstreamable(Exception):
 
 # Times past this many microseconds are not times; events with them go to the in-memory loader,
 # which skips and counts them (the same bound as there).
-MAX_TIME_US = getattr(load, "MAX_TIME_US", 4.5e15)
+MAX_TIME_US = load.MAX_TIME_US
 
 
 class _IdArgs(Struct, gc=False):
