@@ -99,3 +99,11 @@ def test_rules_lists_the_catalogue():
     assert out.returncode == 0
     listed = {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
     assert listed == {r.id for r in catalogue()}
+
+
+def test_readme_lists_the_catalogue():
+    readme = (TESTS.parent / "README.md").read_text()
+    listed = {line.split("`")[1] for line in readme.splitlines() if line.startswith("| `") and line.count("|") == 3}
+    assert {r.id for r in catalogue()} <= listed
+    for rule in catalogue():
+        assert f"| `{rule.id}` | {rule.title} |" in readme, f"README's line for {rule.id} is stale"
