@@ -93,19 +93,8 @@ class _OpArgs(msgspec.Struct, gc=False):
     input_dims: list | None = msgspec.field(name="Input Dims", default=None)
 
 
-# Typed decoders read only the fields used here: a generic args() decode of every kernel's
-# args dominated this rule's time on big traces.
-_LAUNCH_DECODER = msgspec.json.Decoder(_LaunchArgs)
-_OP_DECODER = msgspec.json.Decoder(_OpArgs)
-
-
-def _decode(decoder: msgspec.json.Decoder, raw: object) -> object | None:
-    if raw is None:
-        return None
-    try:
-        return decoder.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
+# Typed decodes (trace.decode_args) read only these fields: a generic args() decode of every
+# kernel's args dominated this rule's time on big traces.
 
 
 def _kernel_keys(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
@@ -115,23 +104,21 @@ def _kernel_keys(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
     trace = facts.trace
     config = np.full(len(trace), "", dtype=object)
     shapes = np.full(len(trace), "", dtype=object)
-    kernel = trace.category_mask({"kernel"}) & facts.is_device_work
-    owner_dims: dict[int, str] = {}
-    raw_args = trace.raw_args
+    kernels = np.flatnonzero(trace.category_mask({"kernel"}) & facts.is_device_work)
     config_text: dict[str, str] = {}
-    for i in np.flatnonzero(kernel).tolist():
-        launch = _decode(_LAUNCH_DECODER, raw_args[i])
+    for i, launch in zip(kernels.tolist(), trace.decode_args(kernels, _LaunchArgs), strict=True):
         if launch is not None and (launch.grid is not None or launch.block is not None):
             key = repr((launch.grid, launch.block))  # a few distinct configs: format each once
             text = config_text.get(key)
             if text is None:
                 text = config_text[key] = f"grid {_dims(launch.grid)} block {_dims(launch.block)}"
             config[i] = text
-        owner = int(facts.owner[i])
+    owners = facts.owner[kernels]
+    unique_owners = np.unique(owners[owners >= 0])
+    owner_dims = {int(o): str(op.input_dims) if op is not None and op.input_dims else ""
+                  for o, op in zip(unique_owners.tolist(), trace.decode_args(unique_owners, _OpArgs), strict=True)}
+    for i, owner in zip(kernels.tolist(), owners.tolist(), strict=True):
         if owner >= 0:
-            if owner not in owner_dims:
-                op = _decode(_OP_DECODER, raw_args[owner])
-                owner_dims[owner] = str(op.input_dims) if op is not None and op.input_dims else ""
             shapes[i] = owner_dims[owner]
     _config_cache[facts] = (config, shapes)
     return config, shapes

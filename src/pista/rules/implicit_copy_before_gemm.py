@@ -70,6 +70,7 @@ def check(ctx: Context) -> list[Finding]:
     nxt[:-1] = np.where(same_lane, w[1:], -1)
     fill_sorted = is_fill[order]
 
+    bias_gemm: dict[str, bool] = {}  # per kernel name: the regex is slow on long template names
     pairs = []
     for pos in np.flatnonzero(fill_sorted & (nxt >= 0)).tolist():
         fill, gemm = int(w[pos]), int(nxt[pos])
@@ -79,7 +80,9 @@ def check(ctx: Context) -> list[Finding]:
             continue
         gemm_name = trace.event_name(gemm)
         gemm_op = trace.event_name(gemm_owner) if gemm_owner >= 0 else ""
-        epilogue = (bool(GEMM_NAME.search(gemm_name)) and "bias" in gemm_name.lower()) or gemm_op in EPILOGUE_OPS
+        if gemm_name not in bias_gemm:
+            bias_gemm[gemm_name] = "bias" in gemm_name.lower() and bool(GEMM_NAME.search(gemm_name))
+        epilogue = bias_gemm[gemm_name] or gemm_op in EPILOGUE_OPS
         if not epilogue:
             continue
         gap = int(trace.ts[gemm]) - int(trace.ts[fill] + trace.dur[fill])

@@ -13,6 +13,7 @@ return None, and the in-memory loader, with its lenient paths and salvage, takes
 
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 import re
@@ -95,6 +96,13 @@ class _ArgsOnly(Struct, gc=False):
 _EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
 _RAW_LIST_DECODER = msgspec.json.Decoder(list[Raw])
 _ARGS_ONLY_DECODER = msgspec.json.Decoder(_ArgsOnly)
+READ_WINDOW = 1 << 20  # bytes read at a time by OffsetArgs.decode_args
+
+
+@functools.cache
+def _wrapped_decoder(struct: type) -> msgspec.json.Decoder:
+    wrapper = msgspec.defstruct("ArgsOf" + struct.__name__, [("args", struct | None, None)], gc=False)
+    return msgspec.json.Decoder(wrapper)
 _NUMBERS = attrgetter("ts", "dur", "pid", "tid", "id", "args.external_id", "args.correlation", "args.stream",
                       "args.device", "args.external_id_old")
 _NUMBERS_DTYPE = np.dtype([("ts", np.float64), ("dur", np.float64), ("pid", np.int64), ("tid", np.int64),
@@ -149,6 +157,39 @@ class OffsetArgs:
             return self.preread[i]
         # pread, not mmap: mapped pages would count towards the process's resident memory
         return os.pread(self._handle().fileno(), int(self.length[i]), int(self.offset[i]))
+
+    def decode_args(self, indices: Any, struct: type) -> list[Any]:
+        """Trace.decode_args for a streamed trace: events in file order, read in windows of
+        READ_WINDOW bytes, each decoded once into {"args": struct}."""
+        decode = _wrapped_decoder(struct).decode
+        idx = np.asarray(indices, dtype=np.int64)
+        out: list[Any] = [None] * idx.size
+        if idx.size == 0:
+            return out
+        order = np.argsort(self.offset[idx], kind="stable")
+        starts, lengths = self.offset[idx[order]], self.length[idx[order]]
+        handle = self._handle().fileno()
+        event_of = idx[order].tolist()
+        slot_of, start_of, length_of = order.tolist(), starts.tolist(), lengths.tolist()
+        errors = (msgspec.DecodeError, msgspec.ValidationError)
+        pos = 0
+        while pos < order.size:
+            window_start = start_of[pos]
+            # the events that start inside the window (at least one), read in one call
+            stop = max(pos + 1, int(np.searchsorted(starts, window_start + READ_WINDOW, side="left")))
+            window_end = int((starts[pos:stop] + lengths[pos:stop]).max())
+            data = os.pread(handle, window_end - window_start, window_start)
+            for k in range(pos, stop):
+                raw = self.preread.get(event_of[k])
+                if raw is None:
+                    lo = start_of[k] - window_start
+                    raw = data[lo:lo + length_of[k]]
+                try:
+                    out[slot_of[k]] = decode(raw).args
+                except errors:
+                    continue
+            pos = stop
+        return out
 
     def __getitem__(self, i: int) -> Raw | None:
         try:
