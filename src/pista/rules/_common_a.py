@@ -84,17 +84,18 @@ def launch_shapes(facts: Facts) -> np.ndarray:
     return _kernel_keys(facts)[1]
 
 
+# Typed decodes (trace.decode_args) read only these fields, kept as raw JSON text (hashable, and
+# already the text shown): a generic args() decode of every kernel dominated this rule's time.
+_MISSING = msgspec.Raw(b"")
+
+
 class _LaunchArgs(msgspec.Struct, gc=False):
-    grid: list | None = None
-    block: list | None = None
+    grid: msgspec.Raw = _MISSING
+    block: msgspec.Raw = _MISSING
 
 
 class _OpArgs(msgspec.Struct, gc=False):
-    input_dims: list | None = msgspec.field(name="Input Dims", default=None)
-
-
-# Typed decodes (trace.decode_args) read only these fields: a generic args() decode of every
-# kernel's args dominated this rule's time on big traces.
+    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_MISSING)
 
 
 def _kernel_keys(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
@@ -105,23 +106,40 @@ def _kernel_keys(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
     config = np.full(len(trace), "", dtype=object)
     shapes = np.full(len(trace), "", dtype=object)
     kernels = np.flatnonzero(trace.category_mask({"kernel"}) & facts.is_device_work)
-    config_text: dict[str, str] = {}
+    config_text: dict[tuple[bytes, bytes], str] = {}
     for i, launch in zip(kernels.tolist(), trace.decode_args(kernels, _LaunchArgs), strict=True):
-        if launch is not None and (launch.grid is not None or launch.block is not None):
-            key = repr((launch.grid, launch.block))  # a few distinct configs: format each once
-            text = config_text.get(key)
-            if text is None:
-                text = config_text[key] = f"grid {_dims(launch.grid)} block {_dims(launch.block)}"
-            config[i] = text
+        if launch is None:
+            continue
+        key = (bytes(launch.grid), bytes(launch.block))
+        if key == (b"", b""):
+            continue
+        text = config_text.get(key)
+        if text is None:  # a few distinct configs: format each once
+            text = config_text[key] = f"grid {_raw_dims(key[0])} block {_raw_dims(key[1])}"
+        config[i] = text
     owners = facts.owner[kernels]
     unique_owners = np.unique(owners[owners >= 0])
-    owner_dims = {int(o): str(op.input_dims) if op is not None and op.input_dims else ""
+    owner_dims = {o: _raw_text(op.input_dims) if op is not None else ""
                   for o, op in zip(unique_owners.tolist(), trace.decode_args(unique_owners, _OpArgs), strict=True)}
     for i, owner in zip(kernels.tolist(), owners.tolist(), strict=True):
         if owner >= 0:
             shapes[i] = owner_dims[owner]
     _config_cache[facts] = (config, shapes)
     return config, shapes
+
+
+def _raw_text(raw: msgspec.Raw) -> str:
+    text = bytes(raw).decode("utf-8", "replace")
+    return "" if text in ("", "[]", "null") else text
+
+
+def _raw_dims(raw: bytes) -> str:
+    if not raw:
+        return "None"
+    try:
+        return _dims(msgspec.json.decode(raw))
+    except msgspec.DecodeError:
+        return raw.decode("utf-8", "replace")
 
 
 def _dims(value: object) -> str:
