@@ -18,7 +18,7 @@ LAUNCH_NAMES = frozenset({
     "cudaMemcpyAsync", "cudaMemsetAsync", "cudaMemcpy", "cudaMemset", "cudaMemcpy2DAsync", "cudaGraphLaunch",
 })
 
-_config_cache: weakref.WeakKeyDictionary[Facts, tuple[np.ndarray, np.ndarray]] = weakref.WeakKeyDictionary()
+_config_cache: weakref.WeakKeyDictionary[Facts, tuple[np.ndarray, np.ndarray, np.ndarray]] = weakref.WeakKeyDictionary()
 
 
 def us(ns: float) -> float:
@@ -73,15 +73,11 @@ def launched_by(facts: Facts) -> np.ndarray:
     return out
 
 
-def launch_config(facts: Facts) -> np.ndarray:
-    """Per event, 'grid x block' of a kernel from its args ('' where the trace has none)."""
-    return _kernel_keys(facts)[0]
-
-
-def launch_shapes(facts: Facts) -> np.ndarray:
-    """Per kernel, its launching op's 'Input Dims' as text ('' where not recorded): persistent GEMM
+def launch_keys(facts: Facts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kernels (event indices, ascending) with, aligned to them, 'grid x block' from their args
+    and their launching op's 'Input Dims' as text ('' where the trace has none): persistent GEMM
     kernels launch one CTA per SM whatever the problem size, so grid/block alone do not say 'same work'."""
-    return _kernel_keys(facts)[1]
+    return _kernel_keys(facts)
 
 
 # Typed decodes (trace.decode_args) read only these fields, kept as raw JSON text (hashable, and
@@ -98,16 +94,16 @@ class _OpArgs(msgspec.Struct, gc=False):
     input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_MISSING)
 
 
-def _kernel_keys(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
+def _kernel_keys(facts: Facts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     cached = _config_cache.get(facts)
     if cached is not None:
         return cached
     trace = facts.trace
-    config = np.full(len(trace), "", dtype=object)
-    shapes = np.full(len(trace), "", dtype=object)
     kernels = np.flatnonzero(trace.category_mask({"kernel"}) & facts.is_device_work)
+    config = np.full(kernels.size, "", dtype=object)
+    shapes = np.full(kernels.size, "", dtype=object)
     config_text: dict[tuple[bytes, bytes], str] = {}
-    for i, launch in zip(kernels.tolist(), trace.decode_args(kernels, _LaunchArgs), strict=True):
+    for i, launch in enumerate(trace.decode_args(kernels, _LaunchArgs)):
         if launch is None:
             continue
         key = (bytes(launch.grid), bytes(launch.block))
@@ -121,11 +117,11 @@ def _kernel_keys(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
     unique_owners = np.unique(owners[owners >= 0])
     owner_dims = {o: _raw_text(op.input_dims) if op is not None else ""
                   for o, op in zip(unique_owners.tolist(), trace.decode_args(unique_owners, _OpArgs), strict=True)}
-    for i, owner in zip(kernels.tolist(), owners.tolist(), strict=True):
+    for i, owner in enumerate(owners.tolist()):
         if owner >= 0:
             shapes[i] = owner_dims[owner]
-    _config_cache[facts] = (config, shapes)
-    return config, shapes
+    _config_cache[facts] = (kernels, config, shapes)
+    return kernels, config, shapes
 
 
 def _raw_text(raw: msgspec.Raw) -> str:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Finding, Severity
-from pista.rules._common_a import evidence, fmt_us, launch_config, launch_shapes, short_name
+from pista.rules._common_a import evidence, fmt_us, launch_keys, short_name
 
 ID = "kernel-variability"
 TITLE = "The same kernel varies from call to call"
@@ -55,11 +55,9 @@ EVIDENCE_SLOW = 3  # slowest calls shown, plus one typical call; presentation
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     trace = facts.trace
-    kernels = np.flatnonzero(facts.is_device_work & trace.category_mask({"kernel"}))
-    if kernels.size < KV_MIN_CALLS:
+    if np.count_nonzero(facts.is_device_work & trace.category_mask({"kernel"})) < KV_MIN_CALLS:
         return []
-    config = launch_config(facts)[kernels]
-    shapes = launch_shapes(facts)[kernels]
+    kernels, config, shapes = launch_keys(facts)
     # same name, same grid/block, same input shapes of the launching op: the same work
     groups: dict[tuple, int] = {}
     inverse = np.fromiter((groups.setdefault(key, len(groups)) for key in
@@ -91,8 +89,9 @@ def _finding(ctx: Context, excess: float, members: np.ndarray, dur: np.ndarray, 
     order = np.argsort(trace.ts[members], kind="stable")
     members, dur = members[order], dur[order]
     name = trace.event_name(int(members[0]))
-    config = launch_config(facts)[int(members[0])]
-    shapes = launch_shapes(facts)[int(members[0])]
+    all_kernels, configs, all_shapes = launch_keys(facts)
+    pos = int(np.searchsorted(all_kernels, members[0]))
+    config, shapes = configs[pos], all_shapes[pos]
     lo = float(dur.min())
     step_ids = facts.event_step[members]
     per_step = {}
