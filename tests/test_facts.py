@@ -47,3 +47,41 @@ def test_no_steps_trace(load_facts):
     assert facts.steps == []
     lo, hi = facts.window
     assert hi > lo
+
+
+def _torch_stack_nesting(ts, end, new_lane):
+    """torch's own nesting (profiler_util._populate_cpu_children), written as the stack it uses."""
+    parent, depth, stack = [-1] * len(ts), [0] * len(ts), []
+    for pos in range(len(ts)):
+        if new_lane[pos]:
+            stack = []
+        while stack and (ts[pos] >= end[stack[-1]] or end[pos] > end[stack[-1]]):
+            stack.pop()
+        if stack:
+            parent[pos], depth[pos] = stack[-1], len(stack)
+        stack.append(pos)
+    return parent, depth
+
+
+def test_vectorised_nesting_is_torchs_stack():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from pista.trace.facts import _nest
+
+    interval = st.tuples(st.integers(0, 3), st.integers(0, 60), st.integers(0, 25))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(interval, min_size=1, max_size=60))
+    def check(events):
+        # lane, start, -end order, as _op_tree sorts; zero durations and partial overlaps included
+        rows = sorted((lane, start, -(start + dur)) for lane, start, dur in events)
+        lane = np.array([r[0] for r in rows])
+        ts = np.array([r[1] for r in rows], dtype=np.int64)
+        end = np.array([-r[2] for r in rows], dtype=np.int64)
+        new_lane = np.r_[True, lane[1:] != lane[:-1]]
+        parent, depth = _nest(ts, end, new_lane)
+        want_parent, want_depth = _torch_stack_nesting(ts.tolist(), end.tolist(), new_lane.tolist())
+        assert parent.tolist() == want_parent and depth.tolist() == want_depth
+
+    check()

@@ -255,12 +255,10 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
     new_lane[0] = True
     new_lane[1:] = lane[1:] != lane[:-1]
 
-    parent_list, depth_list = _nest(ts.tolist(), end.tolist(), np.flatnonzero(new_lane).tolist())
-    parent_pos = np.asarray(parent_list, dtype=np.int64)
-    del parent_list
+    parent_pos, depth_sorted = _nest(ts, end, new_lane)
     has_parent = parent_pos >= 0
     parent[idx[has_parent]] = idx[parent_pos[has_parent]]
-    depth[idx] = np.asarray(depth_list, dtype=np.int32)
+    depth[idx] = depth_sorted
     child_dur = np.zeros(n, dtype=np.int64)
     children = idx[has_parent]
     np.add.at(child_dur, parent[children], trace.dur[children])
@@ -268,32 +266,32 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
     return parent, depth, self_time
 
 
-def _nest(ts: list[int], end: list[int], lane_starts: list[int]) -> tuple[list[int], list[int]]:
-    """Parent position (-1: none) and depth of each event, events sorted by lane, start, longest
-    first. The stack holds the open ancestors of the current event, so its height is the depth.
-    The hottest loop of a load: kept to plain list operations."""
-    n = len(ts)
-    parent_pos = [-1] * n
-    depth = [0] * n
-    bounds = lane_starts + [n]
-    for lane in range(len(lane_starts)):
-        stack: list[int] = []
-        stack_ends: list[int] = []
-        pop, push, pop_end, push_end = stack.pop, stack.append, stack_ends.pop, stack_ends.append
-        for pos in range(bounds[lane], bounds[lane + 1]):
-            start, stop = ts[pos], end[pos]
-            while stack_ends:
-                top_end = stack_ends[-1]
-                if start >= top_end or stop > top_end:
-                    pop()
-                    pop_end()
-                else:
-                    parent_pos[pos] = stack[-1]
-                    depth[pos] = len(stack)
-                    break
-            push(pos)
-            push_end(stop)
-    return parent_pos, depth
+def _nest(ts: np.ndarray, end: np.ndarray, new_lane: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Parent position (-1: none) and depth of each event, events sorted by lane, start, longest first.
+
+    torch nests with a stack: pop the top while it ended before this event starts or ends before this
+    event ends; what is left on top is the parent. That top is the nearest earlier event of the lane
+    that contains this one, which pointer jumping finds for all events at once: start each event at
+    its predecessor and, while that candidate does not contain it, jump to the candidate's own
+    candidate. Everything skipped ends too early, so the first container found is the nearest."""
+    n = ts.size
+    candidate = np.arange(-1, n - 1, dtype=np.int64)
+    candidate[new_lane] = -1
+    open_ = np.flatnonzero(candidate >= 0)
+    while open_.size:
+        c = candidate[open_]
+        contains = (end[c] >= end[open_]) & (end[c] > ts[open_])
+        open_ = open_[~contains]
+        candidate[open_] = candidate[candidate[open_]]
+        open_ = open_[candidate[open_] >= 0]
+    depth = np.zeros(n, dtype=np.int32)
+    ancestor = candidate.copy()
+    below = np.flatnonzero(ancestor >= 0)
+    while below.size:
+        depth[below] += 1
+        ancestor[below] = candidate[ancestor[below]]
+        below = below[ancestor[below] >= 0]
+    return candidate, depth
 
 
 def _link(keys_from: np.ndarray, from_mask: np.ndarray, keys_to: np.ndarray, to_mask: np.ndarray) -> np.ndarray:
