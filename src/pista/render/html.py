@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -215,6 +216,11 @@ def _merge_tiny(start: np.ndarray, end: np.ndarray, name: np.ndarray,
 
 def _pins(findings: list[Finding], origin: int, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     row_of = {r["lane"]: i for i, r in reversed(list(enumerate(rows)))}
+    # evidence about a whole device ("GPU 0": an idle gap) pins to that device's first stream
+    for i, r in reversed(list(enumerate(rows))):
+        device = re.match(r"(GPU \d+) stream ", r["lane"])
+        if device:
+            row_of.setdefault(device.group(1), i)
     pins = []
     for k, f in enumerate(findings):
         for e in f.evidence[:MAX_EVIDENCE_SHOWN]:

@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import json as _json
+import math
+from typing import Any
 
 from pista.findings import Analysis
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no Infinity or NaN: a ratio over zero GPU time becomes null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def render(analysis: Analysis, row_limit: int = 25, lang: str = "en") -> str:
     from pista.i18n import localize
 
     analysis = localize(analysis, lang)
-    return _json.dumps(analysis.to_dict(row_limit=row_limit), indent=1, ensure_ascii=False) + "\n"
+    return _json.dumps(_finite(analysis.to_dict(row_limit=row_limit)), indent=1, ensure_ascii=False,
+                       allow_nan=False) + "\n"

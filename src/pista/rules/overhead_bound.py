@@ -33,6 +33,7 @@ def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     ratio = s.self_cpu_total_us / s.self_device_total_us if s.self_device_total_us else float("inf")
     busy = 100.0 * (s.gpu_busy_share or 0.0)
+    times = f"{ratio:.0f}x" if ratio != float("inf") else "no measurable GPU time"
     picks = top_indices(facts.self_time, facts.is_host, EVIDENCE_EVENTS)
     evidence = [Evidence.of(facts, int(i), note="largest self CPU time") for i in picks]
     return [Finding(
@@ -40,7 +41,7 @@ def check(ctx: Context) -> list[Finding]:
         severity=SEVERITY,
         title=TITLE,
         message=(f"Self CPU total {s.self_cpu_total_us / 1000:.3f} ms vs Self CUDA total "
-                 f"{s.self_device_total_us:.3f} µs ({ratio:.0f}x); the GPU is busy {busy:.1f}% of the "
+                 f"{s.self_device_total_us:.3f} µs ({times}); the GPU is busy {busy:.1f}% of the "
                  f"{s.window_us / 1000:.3f} ms window."),
         advice=("Do more work per call: batch inputs, fuse ops (torch.compile), or capture the step "
                 "as a CUDA graph so launch and dispatch costs are paid once."),
