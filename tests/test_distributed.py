@@ -202,7 +202,7 @@ def _fails(capsys, argv: list[str]) -> str:
 def test_bad_folders_fail_in_one_line(capsys, tmp_path):
     assert "no trace files" in _fails(capsys, ["analyze", str(tmp_path)])
     (tmp_path / "rank-0.json").write_text("{not json")
-    assert "rank-0.json" in _fails(capsys, ["analyze", str(tmp_path)])
+    assert str(tmp_path / "rank-0.json") in _fails(capsys, ["analyze", str(tmp_path)])  # the whole path
     (tmp_path / "rank-0.json").unlink()
     for name in ("a_rank0.json.gz", "b_rank0.json.gz"):
         shutil.copy(GLOO / "balanced_2" / "rank-0.json.gz", tmp_path / name)
@@ -210,6 +210,16 @@ def test_bad_folders_fail_in_one_line(capsys, tmp_path):
     folder = str(GLOO / "balanced_2")
     assert "--engine dask" in _fails(capsys, ["analyze", folder, "--scheduler", "tcp://127.0.0.1:1"])
     assert "--scheduler" in _fails(capsys, ["analyze", folder, "--engine", "dask"])
+    assert "--workers" in _fails(capsys, ["analyze", folder, "--workers", "0"])
+    assert "--no-table" in _fails(capsys, ["analyze", folder, "--no-table"])
+
+
+def test_folder_findings_in_spanish(capsys):
+    assert main(["analyze", str(GLOO / "straggler_2"), "--workers", "1", "--lang", "es"]) == 0
+    out = capsys.readouterr().out
+    assert "Rezagado" in out and "El rango 1 llega a sus colectivas" in out
+    assert "Comunicación expuesta" in out
+    assert "Rank 1 reaches" not in out
 
 
 def test_inputs_are_not_modified(tmp_path):

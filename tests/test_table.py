@@ -73,6 +73,35 @@ def test_text_layout_is_torchs(load_facts):
     assert lines[-1] == "Self CUDA time total: 11.872us"
 
 
+@pytest.mark.parametrize("name", H200_TRACES)
+def test_frame_is_torchs_character_for_character(load_facts, name):
+    torch_lines = (FIXTURES / (name + ".table.txt")).read_text().splitlines()
+    facts = load_facts(name)
+    ours = render_text(build_table(facts), "cuda_time_total", 25, has_device=facts.has_gpu).splitlines()
+    assert ours[:3] == torch_lines[:3]
+
+
+def test_short_names_narrow_the_name_column_as_torch_does(tmp_path):
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile
+
+    x = torch.ones(8)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(3):
+            x + x  # noqa: B018
+    trace = tmp_path / "short.json"
+    prof.export_chrome_trace(str(trace))
+    printed = prof.key_averages().table(sort_by="cpu_time_total").splitlines()
+    from pista.trace.facts import derive
+    from pista.trace.load import load_trace
+
+    facts = derive(load_trace(trace))
+    ours = render_text(build_table(facts), "cpu_time_total", 25, has_device=facts.has_gpu).splitlines()
+    assert len(printed[0]) < 100  # the name column shrank below torch's 55
+    assert ours[:3] == printed[:3]
+    assert [line.split()[0] for line in ours[3:-2]] == [line.split()[0] for line in printed[3:-2]]
+
+
 def test_profiler_step_rows_fold(load_facts):
     table = build_table(load_facts("seed_mm64_warm"))
     step = table.row("ProfilerStep*")

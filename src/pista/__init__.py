@@ -21,11 +21,12 @@ def load(path: str) -> Trace:
     return load_trace(path)
 
 
-def analyze(source: Any, **options: Any) -> Analysis:
-    """Diagnose a trace: a path, a loaded Trace, or a finished `pista.profile` session."""
+def analyze(source: Any, rules: list[str] | None = None) -> Analysis:
+    """Diagnose a trace: a path, a loaded Trace, or a finished `pista.profile` session; `rules`
+    limits the catalogue to those ids."""
     from pista.findings import analyze as _analyze
 
-    return _analyze(source, **options)
+    return _analyze(source, rules=rules)
 
 
 def profile(*args: Any, **kwargs: Any) -> Any:

@@ -3,7 +3,7 @@ vanished or changed, and the findings gained or lost.
 
 Rows are matched by name and kind (a host op, a GPU kernel/copy, a GPU-side record_function region),
 as torch's key_averages table names them. A matched row counts as changed when its calls differ, or
-when its self CPU or self device time moved by more than CHANGE_SHARE and CHANGE_MIN_US together.
+when its self CPU or self device time moved by at least CHANGE_SHARE and CHANGE_MIN_US together.
 """
 
 from __future__ import annotations

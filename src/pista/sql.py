@@ -9,12 +9,15 @@ only built when a query names them.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pista.errors import UsageError
 from pista.trace.facts import Facts
+
+if TYPE_CHECKING:
+    from pista.table import Table
 
 # Table -> (what a row is, [(column, type, meaning)]). `pista sql TRACE --schema` prints this.
 SCHEMA: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
@@ -189,7 +192,8 @@ def connect(facts: Facts, with_findings: bool = False) -> Any:
     })
     from pista.table import build_table
 
-    rows = build_table(facts).rows
+    table = build_table(facts)
+    rows = table.rows
     con.register("key_averages", {
         "name": np.asarray([r.name for r in rows], dtype=object),
         "device_type": np.asarray([r.device_type for r in rows], dtype=object),
@@ -200,14 +204,14 @@ def connect(facts: Facts, with_findings: bool = False) -> Any:
         "device_total_us": np.array([r.device_total_us for r in rows], dtype=np.float64),
     })
     if with_findings:
-        _register_findings(con, facts)
+        _register_findings(con, facts, table)
     return con
 
 
-def _register_findings(con: Any, facts: Facts) -> None:
+def _register_findings(con: Any, facts: Facts, table: Table) -> None:
     from pista.findings import analyze
 
-    findings = analyze(facts).findings
+    findings = analyze(facts, table=table).findings
     con.register("findings", {
         "finding": np.arange(1, len(findings) + 1, dtype=np.int64),
         "rule": np.asarray([f.rule for f in findings], dtype=object),

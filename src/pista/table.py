@@ -3,8 +3,8 @@
 Torch's rules, reproduced: host events nest per thread and their self time excludes children;
 a kernel, copy or memset counts as device time of the op whose External id it carries, and of
 every op above it; `ProfilerStep#N` rows fold into `ProfilerStep*`; GPU-side record_function
-regions are rows of their own but stay out of the Self CUDA total; the profiler's overhead lane
-stays out of the Self CPU total.
+regions are rows of their own but stay out of the Self CUDA total; the profiler's overhead
+activities (CUPTI buffer requests) count as host rows, in the Self CPU total, as torch counts them.
 """
 
 from __future__ import annotations
@@ -206,9 +206,12 @@ HEADERS = ("Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU ti
 def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int | None = 25,
                 has_device: bool = True) -> str:
     headers = HEADERS if has_device else HEADERS[:6] + HEADERS[10:]
-    widths = [NAME_WIDTH] + [12] * (len(headers) - 1)
-    line = "  ".join("-" * w for w in widths)
-    out = [line, "  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True)), line]
+    # torch's name column fits the longest name of all rows plus 4, up to NAME_WIDTH
+    name_width = min(max((len(r.name) for r in table.rows), default=0) + 4, NAME_WIDTH)
+    widths = [name_width] + [12] * (len(headers) - 1)
+    # every column is followed by two spaces, the last too, as torch prints it
+    line = "".join("-" * w + "  " for w in widths)
+    out = [line, "".join(h.rjust(w) + "  " for h, w in zip(headers, widths, strict=True)), line]
     cpu_all, dev_all = table.self_cpu_total_us, table.self_device_total_us
     for r in table.sorted(sort_by, row_limit):
         cells = [_fit(r.name), format_percent(r.self_cpu_us, cpu_all), format_time(r.self_cpu_us),
@@ -217,7 +220,7 @@ def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int |
             cells += [format_time(r.self_device_us), format_percent(r.self_device_us, dev_all),
                       format_time(r.device_total_us), format_time(r.device_avg_us)]
         cells.append(str(r.calls))
-        out.append("  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)))
+        out.append("".join(c.rjust(w) + "  " for c, w in zip(cells, widths, strict=True)))
     out.append(line)
     out.append(f"Self CPU time total: {format_time(cpu_all)}")
     if has_device:

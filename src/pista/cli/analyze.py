@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     args.lang = check_lang(args.lang)
     if os.path.isdir(args.trace):
         return _run_folder(args)
-    analysis = analyze(open_trace(args.trace), rules=args.rules, lang=args.lang)
+    analysis = analyze(open_trace(args.trace), rules=args.rules)
     if args.format == "json":
         from pista.render import json as renderer
 
@@ -55,9 +55,12 @@ def run(args: argparse.Namespace) -> int:
 def _run_folder(args: argparse.Namespace) -> int:
     from pista.distributed import analyze_ranks
     from pista.distributed import render as renderer
+    from pista.errors import UsageError
 
+    if args.no_table:
+        raise UsageError("--no-table is for one trace; a folder's report has the per-rank table, not the op table")
     result = analyze_ranks(args.trace, engine=args.engine, workers=args.workers, scheduler=args.scheduler,
-                           rules=args.rules)
+                           rules=args.rules, lang=args.lang)
     if args.format == "json":
         sys.stdout.write(renderer.render_json(result))
     else:

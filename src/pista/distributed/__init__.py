@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pista.distributed.rank import RankSummary, assign_ranks, trace_files
@@ -65,8 +64,9 @@ class DistributedAnalysis:
 
 
 def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers: int | None = None,
-                  scheduler: str | None = None, rules: list[str] | None = None) -> DistributedAnalysis:
-    """Analyze every trace in `folder` as one rank of a job (engine: local | inline | dask)."""
+                  scheduler: str | None = None, rules: list[str] | None = None,
+                  lang: str = "en") -> DistributedAnalysis:
+    """Analyze every trace in `folder` as one rank of a job (engine: local | inline | dask), findings in `lang`."""
     from pista.distributed.engine import run_ranks
 
     paths = [str(p) for p in trace_files(folder)]
@@ -75,7 +75,7 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
     if bad:
         # one unreadable rank spoils the cross-rank picture: say which, like a single bad file
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-        raise BadTrace(Path(bad[0].path).name, f"{bad[0].error}{more}".replace(f"{bad[0].path}: ", "", 1))
+        raise BadTrace(bad[0].path, f"{bad[0].error}{more}".replace(f"{bad[0].path}: ", "", 1))
     notices = assign_ranks(ranks)
     for r in ranks:
         notices += [f"rank {r.rank}: {n}" for n in r.notices]
@@ -83,6 +83,12 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
     if len(worlds) == 1 and (world := worlds.pop()) != len(ranks):
         notices.append(f"the traces say world_size {world}; the folder holds {len(ranks)} rank(s)")
     cross = cross_rank(ranks) if rules is None or "straggler" in rules else _no_cross(ranks)
+    if lang != "en":
+        from pista.i18n import localize_finding
+
+        for r in ranks:
+            r.findings = [localize_finding(f, lang) for f in r.findings]
+        cross.findings = [localize_finding(f, lang) for f in cross.findings]
     return DistributedAnalysis(str(folder), ranks, cross, notices)
 
 

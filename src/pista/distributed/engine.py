@@ -30,7 +30,7 @@ def run_ranks(paths: Sequence[str], engine: str = "local", workers: int | None =
         return [work(p) for p in paths]
     if engine != "local":
         raise UsageError(f"unknown engine '{engine}'; choose one of {', '.join(ENGINES)}")
-    n = workers or min(len(paths), os.cpu_count() or 1)
+    n = workers if workers is not None else min(len(paths), os.cpu_count() or 1)
     if n < 1:
         raise UsageError("--workers must be at least 1")
     if n == 1 or len(paths) == 1:

@@ -134,7 +134,8 @@ def _findings(ok: list[RankSummary], result: CrossRank, keys: list[tuple[int | N
         else:
             message = (f"Rank {t.rank}'s median step takes {t.step_ms:.3f} ms against {others_step[i]:.3f} ms "
                        f"on the other {len(ok) - 1} rank(s).")
-        if peer_wait is not None and t.exposed_ms is not None:
+        if peer_wait is not None and t.exposed_ms is not None and peer_wait > t.exposed_ms:
+            # only when it supports the claim: a slow-step rank whose peers do not wait says nothing more
             message += (f" The others wait in communication {peer_wait:.3f} ms per step (median), rank "
                         f"{t.rank} only {t.exposed_ms:.3f} ms.")
         evidence = []
@@ -154,7 +155,9 @@ def _findings(ok: list[RankSummary], result: CrossRank, keys: list[tuple[int | N
             evidence=evidence,
             metrics={"rank": t.rank, "late_ms": t.late_ms, "step_ms": t.step_ms,
                      "median_step_ms": result.median_step_ms, "own_exposed_ms": t.exposed_ms,
-                     "peers_exposed_ms": peer_wait, "matched_collectives": len(keys), "world": len(ok)},
+                     "peers_exposed_ms": peer_wait, "matched_collectives": len(keys), "world": len(ok),
+                     "others_step_ms": float(others_step[i]) if np.isfinite(others_step[i]) else None,
+                     "by_lateness": by_lateness},
         ))
     return findings
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Finding, Severity, top_indices
-from pista.rules._common_a import evidence, fmt_us, us
+from pista.rules._common import evidence, fmt_ns, us
 
 ID = "cold-start"
 TITLE = "Cold start: the first step is much slower than the rest"
@@ -73,15 +73,15 @@ def check(ctx: Context) -> list[Finding]:
     inside[first_index] = False
     picks = top_indices(facts.self_time, inside & (trace.pid != -1), EVIDENCE_EVENTS)
     ev = [evidence(facts, first_index, note=f"{ratio:.0f}x the median of {others}")]
-    ev += [evidence(facts, int(i), note=f"self time {fmt_us(facts.self_time[i])}") for i in picks]
+    ev += [evidence(facts, int(i), note=f"self time {fmt_ns(facts.self_time[i])}") for i in picks]
     typical = int(rest_index[int(np.argmin(np.abs(rest_durs - median)))])
     ev.append(evidence(facts, typical, note="a steady-state one, for comparison"))
     return [Finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,
-        message=(f"{label[0].upper() + label[1:]} took {fmt_us(first_dur)}, {ratio:.0f}x the median "
-                 f"{fmt_us(median)} of {others}: one-time setup was profiled."),
+        message=(f"{label[0].upper() + label[1:]} took {fmt_ns(first_dur)}, {ratio:.0f}x the median "
+                 f"{fmt_ns(median)} of {others}: one-time setup was profiled."),
         advice=("Warm up before profiling (run a few iterations first, or use "
                 "torch.profiler.schedule(wait=1, warmup=1, active=N)) and read only the steady-state steps."),
         evidence=ev,

@@ -30,7 +30,7 @@ import re
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Severity
-from pista.rules._common_b import (
+from pista.rules._common import (
     CACHE_LOOKUP,
     COMPILE_EVENT,
     COMPILED_REGION,
@@ -42,7 +42,7 @@ from pista.rules._common_b import (
 from pista.trace.facts import Facts
 
 ID = "compile-overhead"
-TITLE = "torch.compile wrapper costs more host time than the GPU work it launches"
+TITLE = "torch.compile wrapper host time is large against the GPU work it launches"
 SEVERITY = Severity.WARNING
 # Host wrapper time / device time of the launched work at or above which the rule fires:
 # seed_mm64_compile 104x, series_mlp_compile 7.6x (batch 256: 814 µs of generated wrapper Python per

@@ -8,7 +8,7 @@ is in the kernels themselves, so the next step is to make those kernels cheaper 
 
 Example:
 `torch.add(torch.matmul(x, w), b)` at 4096x4096 in bf16 on an H200: 640 µs of Self CUDA for 729 µs
-of Self CPU over 3 steps; the GPU is busy about 70% of the window, nearly all of it in one GEMM.
+of Self CPU over 3 steps; the GPU is busy 79% of the window, nearly all of it in one GEMM.
 
 Fix:
 Start with the dominant kernel (see `dominant-event`): lower precision (bf16/fp8 where accuracy

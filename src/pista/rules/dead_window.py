@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Severity, top_indices
-from pista.rules._common_a import enclosing_op, evidence, fmt_us, kernel_launches, mark_ancestors, step_at, us
+from pista.rules._common import enclosing_op, evidence, fmt_ns, kernel_launches, mark_ancestors, step_at, us
 from pista.trace.facts import STEP_NAME
 
 ID = "dead-window"
@@ -122,9 +122,9 @@ def _finding(ctx: Context, region: int, end: int, gap: int, typical: float | Non
     region_name = trace.event_name(region)
     step = step_at(facts, start)
     where = f" (step {step})" if step is not None else ""
-    compare = (f", {gap / max(typical, 1.0):.0f}x the {fmt_us(typical)} its other calls take"
+    compare = (f", {gap / max(typical, 1.0):.0f}x the {fmt_ns(typical)} its other calls take"
                if typical is not None else "")
-    filler_text = ", ".join(f"{trace.event_name(i)} {fmt_us(facts.self_time[i])}" for i in fillers)
+    filler_text = ", ".join(f"{trace.event_name(i)} {fmt_ns(facts.self_time[i])}" for i in fillers)
     untraced = max(gap - recorded, 0)
     in_op = f" inside {trace.event_name(host_op)}" if host_op >= 0 and host_op != end else ""
     lane = facts.lane_of(region)
@@ -134,15 +134,15 @@ def _finding(ctx: Context, region: int, end: int, gap: int, typical: float | Non
         evidence(facts, region, note="the region"),
         evidence(facts, end, note=f"its first {target_word}{in_op}"),
     ]
-    ev += [evidence(facts, int(i), note=f"in the window, self time {fmt_us(facts.self_time[i])}") for i in fillers]
+    ev += [evidence(facts, int(i), note=f"in the window, self time {fmt_ns(facts.self_time[i])}") for i in fillers]
     return Finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,
-        message=(f"'{region_name}'{where} ran {fmt_us(gap)} before its first {target_word} "
-                 f"({trace.event_name(end)}{in_op}){compare}. {fmt_us(recorded)} of it is in recorded calls"
+        message=(f"'{region_name}'{where} ran {fmt_ns(gap)} before its first {target_word} "
+                 f"({trace.event_name(end)}{in_op}){compare}. {fmt_ns(recorded)} of it is in recorded calls"
                  + (f" ({filler_text})" if filler_text else "")
-                 + f"; {fmt_us(untraced)} is untraced set-up{in_op}."),
+                 + f"; {fmt_ns(untraced)} is untraced set-up{in_op}."),
         advice=("Warm up outside the profiler: run the step (every shape) a few times first, or use "
                 "torch.profiler.schedule(wait=1, warmup=1, active=N) so the one-time set-up is not profiled."),
         evidence=ev,

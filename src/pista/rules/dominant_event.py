@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Finding, Severity, top_indices
-from pista.rules._common_a import evidence, fmt_us, us
+from pista.rules._common import evidence, fmt_ns, us
 
 ID = "dominant-event"
 TITLE = "One kernel dominates the GPU time"
@@ -97,8 +97,8 @@ def check(ctx: Context) -> list[Finding]:
         severity=SEVERITY,
         title=TITLE,
         message=(f"{label} {name} holds {100.0 * share:.2f}% of the "
-                 f"{fmt_us(total)} Self CUDA total{where}: {calls} call{'s' if calls != 1 else ''}, "
-                 f"{fmt_us(spent)} in all, {fmt_us(avg)} per call on average."),
+                 f"{fmt_ns(total)} Self CUDA total{where}: {calls} call{'s' if calls != 1 else ''}, "
+                 f"{fmt_ns(spent)} in all, {fmt_ns(avg)} per call on average."),
         advice=advice,
         evidence=[evidence(facts, int(i), note="longest instance") for i in picks],
         metrics={

@@ -30,7 +30,7 @@ import re
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Severity
-from pista.rules._common_b import fmt_ns, kernels, nearest_ancestor, pattern_mask
+from pista.rules._common import fmt_ns, kernels, nearest_ancestor, pattern_mask
 from pista.trace.facts import Facts
 
 ID = "fp32-gemm"

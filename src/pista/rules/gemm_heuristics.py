@@ -30,10 +30,10 @@ from collections import defaultdict
 import numpy as np
 
 from pista.findings import Context, Finding, Severity
-from pista.rules._common_a import (
+from pista.rules._common import (
     enclosing_op,
     evidence,
-    fmt_us,
+    fmt_ns,
     kernel_launches,
     launched_by,
     short_name,
@@ -100,16 +100,16 @@ def check(ctx: Context) -> list[Finding]:
         in_steps = f" in {steps_text(steps)}" if steps else ""
         parts.append(f"{sum(r[1].size for r in krows)} before {len(krows)} launch{'es' if len(krows) > 1 else ''} of "
                      f"{short_name(kernel)}{' (' + trace.event_name(op) + ')' if op >= 0 else ''}{in_steps}, "
-                     f"{fmt_us(sum(r[2] for r in krows))}")
+                     f"{fmt_ns(sum(r[2] for r in krows))}")
 
     ev = []
     for launch, qs, spent in sorted(rows, key=lambda r: -r[2])[:EVIDENCE_GROUPS]:
         kinds = ", ".join(f"{c} {n}" for n, c in zip(*np.unique(trace.name_array[trace.name[qs]],
                                                                  return_counts=True), strict=True))
         first = int(qs[np.argmin(trace.ts[qs])])
-        ev.append(evidence(facts, first, note=f"first of {qs.size} queries ({kinds}), {fmt_us(spent)}"))
+        ev.append(evidence(facts, first, note=f"first of {qs.size} queries ({kinds}), {fmt_ns(spent)}"))
         last_end = int((trace.ts[qs] + trace.dur[qs]).max())
-        ev.append(evidence(facts, launch, note=f"the launch they preceded, {fmt_us(int(trace.ts[launch]) - last_end)} "
+        ev.append(evidence(facts, launch, note=f"the launch they preceded, {fmt_ns(int(trace.ts[launch]) - last_end)} "
                                                "after the last query"))
         if work_of[launch] >= 0:
             ev.append(evidence(facts, int(work_of[launch]), note="the kernel it launched"))
@@ -117,7 +117,7 @@ def check(ctx: Context) -> list[Finding]:
         rule=ID,
         severity=SEVERITY,
         title=TITLE,
-        message=(f"{n_queries} occupancy quer{'ies' if n_queries > 1 else 'y'} ({fmt_us(cost)} of host time) "
+        message=(f"{n_queries} occupancy quer{'ies' if n_queries > 1 else 'y'} ({fmt_ns(cost)} of host time) "
                  f"right before {len(rows)} kernel launch{'es' if len(rows) > 1 else ''}: " + "; ".join(parts)
                  + ". A library chose or sized these kernels at run time."),
         advice=("Warm up every shape before profiling so the library's choice is cached; keep shapes static "

@@ -29,7 +29,7 @@ from collections import defaultdict
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Severity
-from pista.rules._common_b import fmt_ns, pattern_mask
+from pista.rules._common import fmt_ns, pattern_mask
 from pista.trace.facts import Facts
 
 ID = "gpu-idle"

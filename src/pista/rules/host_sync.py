@@ -32,7 +32,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Severity
-from pista.rules._common_b import (
+from pista.rules._common import (
     COMPILE_EVENT,
     SYNC_NAMES,
     busy_ns,

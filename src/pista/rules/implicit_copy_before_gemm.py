@@ -30,7 +30,7 @@ from collections import defaultdict
 import numpy as np
 
 from pista.findings import Context, Finding, Severity
-from pista.rules._common_a import evidence, fmt_us, short_name, steps_text, us
+from pista.rules._common import evidence, fmt_ns, short_name, steps_text, us
 
 ID = "implicit-copy-before-gemm"
 TITLE = "Implicit memset/copy before a GEMM with an epilogue"
@@ -112,14 +112,14 @@ def check(ctx: Context) -> list[Finding]:
         ev.append(evidence(facts, fill, note=f"launched inside {trace.event_name(owner) if owner >= 0 else '?'}"))
         if facts.launcher[fill] >= 0:
             ev.append(evidence(facts, int(facts.launcher[fill]), note="its host API call"))
-        ev.append(evidence(facts, gemm, note=f"the GEMM, starts {fmt_us(gap)} after it on the same stream"))
+        ev.append(evidence(facts, gemm, note=f"the GEMM, starts {fmt_ns(gap)} after it on the same stream"))
     return [Finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,
         message=(f"{len(pairs)} memset/copy the program did not write ran right before a GEMM with an epilogue: "
-                 + "; ".join(parts) + f". {fmt_us(device_ns)} on the GPU, {fmt_us(host_ns)} of host API calls; "
-                 f"the GEMM starts {fmt_us(min(gaps))}-{fmt_us(max(gaps))} after it."),
+                 + "; ".join(parts) + f". {fmt_ns(device_ns)} on the GPU, {fmt_ns(host_ns)} of host API calls; "
+                 f"the GEMM starts {fmt_ns(min(gaps))}-{fmt_ns(max(gaps))} after it."),
         advice=("Nothing to do for large GEMMs. For many small ones: capture the step as a CUDA graph (the extra "
                 "API call goes away), or try the unfused form or another layout, which may pick a kernel "
                 "without the preparatory memset."),

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Finding, Severity
-from pista.rules._common_a import evidence, fmt_us, launch_keys, short_name
+from pista.rules._common import evidence, fmt_ns, launch_keys, short_name
 
 ID = "kernel-variability"
 TITLE = "The same kernel varies from call to call"
@@ -115,8 +115,8 @@ def _finding(ctx: Context, excess: float, members: np.ndarray, dur: np.ndarray, 
         title=TITLE,
         message=(f"{short_name(name)} ({config or 'no launch config in the trace'}"
                  f"{', inputs ' + shapes if shapes else ''}) over {members.size} calls: "
-                 f"min {fmt_us(lo)}, median {fmt_us(median)}, p95 {fmt_us(p95)} ({p95 / median:.2f}x), "
-                 f"max {fmt_us(top)} ({top / median:.2f}x); the calls above the median cost {fmt_us(excess)} "
+                 f"min {fmt_ns(lo)}, median {fmt_ns(median)}, p95 {fmt_ns(p95)} ({p95 / median:.2f}x), "
+                 f"max {fmt_ns(top)} ({top / median:.2f}x); the calls above the median cost {fmt_ns(excess)} "
                  f"more than the median would.{step_text}"),
         advice=("Look at what overlaps the slowest calls (other streams, other processes, clocks), separate or "
                 "serialise the competing work, and compare medians per step rather than means."),

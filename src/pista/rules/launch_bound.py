@@ -28,7 +28,7 @@ from collections import Counter
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Severity
-from pista.rules._common_b import fmt_ns, kernels
+from pista.rules._common import fmt_ns, kernels
 
 ID = "launch-bound"
 TITLE = "Many tiny kernels: launch cost exceeds GPU time"

@@ -28,7 +28,7 @@ from collections import defaultdict
 import numpy as np
 
 from pista.findings import Context, Finding, Severity
-from pista.rules._common_a import enclosing_op, evidence, fmt_us, step_at, us
+from pista.rules._common import enclosing_op, evidence, fmt_ns, step_at, us
 
 ID = "lazy-loading"
 TITLE = "CUDA lazy module loading inside the profiled window"
@@ -66,7 +66,7 @@ def check(ctx: Context) -> list[Finding]:
             where = f"{trace.event_name(caller)} in {where}"
         ops[i] = where
         by_op[where].append(i)
-    parts = [f"{where}: {len(v)} x, {fmt_us(trace.dur[v].sum())}"
+    parts = [f"{where}: {len(v)} x, {fmt_ns(trace.dur[v].sum())}"
              for where, v in sorted(by_op.items(), key=lambda kv: -int(trace.dur[kv[1]].sum()))]
     steps = sorted({s for s in (step_at(facts, int(trace.ts[i])) for i in idx) if s is not None})
     picks = idx[np.argsort(-trace.dur[idx], kind="stable")[:EVIDENCE_EVENTS]]
@@ -75,7 +75,7 @@ def check(ctx: Context) -> list[Finding]:
         rule=ID,
         severity=SEVERITY,
         title=TITLE,
-        message=(f"{idx.size} lazy-loading event{'s' if idx.size > 1 else ''}{step_text}, {fmt_us(total)} in all, "
+        message=(f"{idx.size} lazy-loading event{'s' if idx.size > 1 else ''}{step_text}, {fmt_ns(total)} in all, "
                  f"{100.0 * total / max(hi - lo, 1):.2f}% of the window; they landed in " + "; ".join(parts) + "."),
         advice=("Run every kernel once before profiling (warm-up iterations, or schedule(wait=1, warmup=1, "
                 "active=N)); set CUDA_MODULE_LOADING=EAGER only if the first call itself must be fast."),

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Finding, Severity
-from pista.rules._common_a import ancestors_match, device_time_under, evidence, fmt_us, mark_ancestors, us
+from pista.rules._common import ancestors_match, device_time_under, evidence, fmt_ns, mark_ancestors, us
 
 ID = "many-calls"
 TITLE = "Called very many times per step"
@@ -123,12 +123,12 @@ def _finding(ctx: Context, kind: str, name_id: int, members: np.ndarray, total: 
     shown = members[facts.event_step[members] == first_step][:EVIDENCE_EVENTS]
     avg = float(trace.dur[members].mean())
     if kind == "op":
-        what = f"wall time {fmt_us(cost_per_step)} per step"
+        what = f"wall time {fmt_ns(cost_per_step)} per step"
         extra: dict[str, float] = {}
     else:
         device = float(trace.dur[members].sum()) / n_steps
-        what = (f"{fmt_us(cost_per_step)} per step counting its launches ({fmt_us(device)} on the GPU, "
-                f"{fmt_us(cost_per_step - device)} launching)")
+        what = (f"{fmt_ns(cost_per_step)} per step counting its launches ({fmt_ns(device)} on the GPU, "
+                f"{fmt_ns(cost_per_step - device)} launching)")
         extra = {"device_us_per_step": device / 1000.0, "launch_us_per_step": (cost_per_step - device) / 1000.0}
     step_word = "per step" if facts.steps else "in the window"
     return Finding(
@@ -136,8 +136,8 @@ def _finding(ctx: Context, kind: str, name_id: int, members: np.ndarray, total: 
         severity=SEVERITY,
         title=TITLE,
         message=(f"{'Op' if kind == 'op' else 'Kernel'} {name} is called {per_step:.0f} times {step_word} "
-                 f"({calls} calls in all, {fmt_us(avg)} each on average): {what}, "
-                 f"{100.0 * share:.1f}% of the {fmt_us(step_ns)} {'median step' if facts.steps else 'window'}."),
+                 f"({calls} calls in all, {fmt_ns(avg)} each on average): {what}, "
+                 f"{100.0 * share:.1f}% of the {fmt_ns(step_ns)} {'median step' if facts.steps else 'window'}."),
         advice=("Batch these calls (one op on a stacked tensor instead of a loop), use foreach/fused variants, "
                 "fuse with torch.compile, or capture the step as a CUDA graph."),
         evidence=[evidence(facts, int(i), note=f"one of {per_step:.0f} calls {step_word}") for i in shown],

@@ -27,7 +27,7 @@ import re
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Severity
-from pista.rules._common_b import fmt_ns, memcpys, nearest_ancestor, pattern_mask
+from pista.rules._common import fmt_ns, memcpys, nearest_ancestor, pattern_mask
 
 ID = "pageable-memcpy"
 TITLE = "Copies between the GPU and pageable host memory"

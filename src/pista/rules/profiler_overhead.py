@@ -26,7 +26,7 @@ from collections import defaultdict
 import numpy as np
 
 from pista.findings import Context, Finding, Severity
-from pista.rules._common_a import evidence, fmt_us, step_at, us
+from pista.rules._common import evidence, fmt_ns, step_at, us
 from pista.rules.lazy_loading import LOADING_NAMES
 
 ID = "profiler-overhead"
@@ -59,12 +59,12 @@ def check(ctx: Context) -> list[Finding]:
         if host >= 0:
             share = 100.0 * spent / max(int(trace.dur[host]), 1)
             name = trace.event_name(host)
-            parts.append(f"{fmt_us(spent)} inside {name} ({share:.1f}% of its {fmt_us(trace.dur[host])})")
+            parts.append(f"{fmt_ns(spent)} inside {name} ({share:.1f}% of its {fmt_ns(trace.dur[host])})")
             inflated[name] = inflated.get(name, 0.0) + us(spent)
             for i in events:
                 notes[i] = f"inside {name}, {share:.1f}% of its wall time"
         else:
-            parts.append(f"{fmt_us(spent)} outside any op")
+            parts.append(f"{fmt_ns(spent)} outside any op")
     names = sorted({trace.event_name(i) for i in idx})
     steps = sorted({s for s in (step_at(facts, int(trace.ts[i])) for i in idx) if s is not None})
     return [Finding(
@@ -72,7 +72,7 @@ def check(ctx: Context) -> list[Finding]:
         severity=SEVERITY,
         title=TITLE,
         message=(f"{idx.size} profiler overhead event{'s' if idx.size > 1 else ''} ({', '.join(names)}), "
-                 f"{fmt_us(total)} in all, {100.0 * total / max(hi - lo, 1):.2f}% of the window: "
+                 f"{fmt_ns(total)} in all, {100.0 * total / max(hi - lo, 1):.2f}% of the window: "
                  + "; ".join(parts) + "."),
         advice=("Discount these from the named ops' CPU totals and their steps' widths; profile more "
                 "steps (or skip the first active one) so the buffer requests weigh less."),

@@ -34,7 +34,7 @@ from collections import defaultdict
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Severity
-from pista.rules._common_b import COMPILE_EVENT, COMPILED_REGION, fmt_ns, nearest_ancestor, pattern_mask
+from pista.rules._common import COMPILE_EVENT, COMPILED_REGION, fmt_ns, nearest_ancestor, pattern_mask
 from pista.trace.facts import Facts
 
 ID = "recompilation"

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Severity
-from pista.rules._common_b import SYNC_NAMES, busy_ns, fmt_ns, name_mask, nearest_ancestor, profiler_stop_sync
+from pista.rules._common import SYNC_NAMES, busy_ns, fmt_ns, name_mask, nearest_ancestor, profiler_stop_sync
 from pista.trace.facts import Facts
 
 ID = "trailing-sync"

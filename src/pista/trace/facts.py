@@ -175,15 +175,6 @@ class Facts:
     def children(self, i: int) -> np.ndarray:
         return np.flatnonzero(self.parent == i)
 
-    @cached_property
-    def kernel_launch_time(self) -> np.ndarray:
-        """For device work: the ts of its launching runtime call (its own ts when unlinked)."""
-        trace = self.trace
-        when = trace.ts.copy()
-        linked = self.launcher >= 0
-        when[linked] = trace.ts[self.launcher[linked]]
-        return when
-
 
 def derive(trace: Trace) -> Facts:
     n = len(trace)
