@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pista.distributed.rank import RankSummary, assign_ranks, trace_files
-from pista.distributed.straggler import CrossRank, cross_rank
 from pista.errors import BadTrace
-from pista.findings import Finding
 
-__all__ = ["DistributedAnalysis", "RankSummary", "analyze_ranks"]
+if TYPE_CHECKING:  # the rank and cross-rank modules load with a folder's analysis, not with every rule
+    from pista.distributed.rank import RankSummary
+    from pista.distributed.straggler import CrossRank
+    from pista.findings import Finding
+
+__all__ = ["DistributedAnalysis", "analyze_ranks"]
 
 
 @dataclass
@@ -68,6 +70,8 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
                   lang: str = "en") -> DistributedAnalysis:
     """Analyze every trace in `folder` as one rank of a job (engine: local | inline | dask), findings in `lang`."""
     from pista.distributed.engine import run_ranks
+    from pista.distributed.rank import assign_ranks, trace_files
+    from pista.distributed.straggler import cross_rank
 
     paths = [str(p) for p in trace_files(folder)]
     ranks = run_ranks(paths, engine=engine, workers=workers, scheduler=scheduler, rules=rules)
@@ -93,6 +97,8 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
 
 
 def _no_cross(ranks: list[RankSummary]) -> CrossRank:
+    from pista.distributed.straggler import cross_rank
+
     result = cross_rank(ranks)
     result.findings = []
     return result

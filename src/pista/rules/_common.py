@@ -6,7 +6,6 @@ import dataclasses
 import re
 import weakref
 
-import msgspec
 import numpy as np
 
 from pista.findings import Evidence
@@ -19,7 +18,6 @@ LAUNCH_NAMES = frozenset({
     "cudaMemcpyAsync", "cudaMemsetAsync", "cudaMemcpy", "cudaMemset", "cudaMemcpy2DAsync", "cudaGraphLaunch",
 })
 
-_config_cache: weakref.WeakKeyDictionary[Facts, tuple[np.ndarray, np.ndarray, np.ndarray]] = weakref.WeakKeyDictionary()
 
 
 def us(ns: float) -> float:
@@ -72,77 +70,6 @@ def launched_by(facts: Facts) -> np.ndarray:
     work = np.flatnonzero(facts.is_device_work & (facts.launcher >= 0))
     out[facts.launcher[work]] = work
     return out
-
-
-def launch_keys(facts: Facts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The kernels (event indices, ascending) with, aligned to them, 'grid x block' from their args
-    and their launching op's 'Input Dims' as text ('' where the trace has none): persistent GEMM
-    kernels launch one CTA per SM whatever the problem size, so grid/block alone do not say 'same work'."""
-    return _kernel_keys(facts)
-
-
-# Typed decodes (trace.decode_args) read only these fields, kept as raw JSON text (hashable, and
-# already the text shown): a generic args() decode of every kernel dominated this rule's time.
-_MISSING = msgspec.Raw(b"")
-
-
-class _LaunchArgs(msgspec.Struct, gc=False):
-    grid: msgspec.Raw = _MISSING
-    block: msgspec.Raw = _MISSING
-
-
-class _OpArgs(msgspec.Struct, gc=False):
-    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_MISSING)
-
-
-def _kernel_keys(facts: Facts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    cached = _config_cache.get(facts)
-    if cached is not None:
-        return cached
-    trace = facts.trace
-    kernels = np.flatnonzero(trace.category_mask({"kernel"}) & facts.is_device_work)
-    config = np.full(kernels.size, "", dtype=object)
-    shapes = np.full(kernels.size, "", dtype=object)
-    config_text: dict[tuple[bytes, bytes], str] = {}
-    for i, launch in enumerate(trace.decode_args(kernels, _LaunchArgs)):
-        if launch is None:
-            continue
-        key = (bytes(launch.grid), bytes(launch.block))
-        if key == (b"", b""):
-            continue
-        text = config_text.get(key)
-        if text is None:  # a few distinct configs: format each once
-            text = config_text[key] = f"grid {_raw_dims(key[0])} block {_raw_dims(key[1])}"
-        config[i] = text
-    owners = facts.owner[kernels]
-    unique_owners = np.unique(owners[owners >= 0])
-    owner_dims = {o: _raw_text(op.input_dims) if op is not None else ""
-                  for o, op in zip(unique_owners.tolist(), trace.decode_args(unique_owners, _OpArgs), strict=True)}
-    for i, owner in enumerate(owners.tolist()):
-        if owner >= 0:
-            shapes[i] = owner_dims[owner]
-    _config_cache[facts] = (kernels, config, shapes)
-    return kernels, config, shapes
-
-
-def _raw_text(raw: msgspec.Raw) -> str:
-    text = bytes(raw).decode("utf-8", "replace")
-    return "" if text in ("", "[]", "null") else text
-
-
-def _raw_dims(raw: bytes) -> str:
-    if not raw:
-        return "None"
-    try:
-        return _dims(msgspec.json.decode(raw))
-    except msgspec.DecodeError:
-        return raw.decode("utf-8", "replace")
-
-
-def _dims(value: object) -> str:
-    if isinstance(value, list):
-        return "[" + ",".join(str(v) for v in value) + "]"
-    return str(value)
 
 
 def ancestors_match(facts: Facts, idx: np.ndarray, name_ids: np.ndarray) -> np.ndarray:

@@ -24,10 +24,12 @@ benchmarks, and compare step medians rather than means.
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 
 from pista.findings import Context, Finding, Severity
-from pista.rules._common import evidence, fmt_ns, launch_keys, short_name
+from pista.rules._common import evidence, fmt_ns, short_name
+from pista.trace.facts import Facts
 
 ID = "kernel-variability"
 TITLE = "The same kernel varies from call to call"
@@ -55,9 +57,10 @@ EVIDENCE_SLOW = 3  # slowest calls shown, plus one typical call; presentation
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     trace = facts.trace
-    if np.count_nonzero(facts.is_device_work & trace.category_mask({"kernel"})) < KV_MIN_CALLS:
+    kernels = _could_vary(facts, np.flatnonzero(facts.is_device_work & trace.category_mask({"kernel"})))
+    if kernels.size < KV_MIN_CALLS:
         return []
-    kernels, config, shapes = launch_keys(facts)
+    config, shapes = launch_keys(facts, kernels)
     # same name, same grid/block, same input shapes of the launching op: the same work
     groups: dict[tuple, int] = {}
     inverse = np.fromiter((groups.setdefault(key, len(groups)) for key in
@@ -68,7 +71,8 @@ def check(ctx: Context) -> list[Finding]:
     bounds = np.concatenate(([0], np.cumsum(counts)))
     found = []
     for g in np.flatnonzero(counts >= KV_MIN_CALLS).tolist():
-        members = kernels[by_group[bounds[g]:bounds[g + 1]]]
+        rows = by_group[bounds[g]:bounds[g + 1]]
+        members = kernels[rows]
         dur = trace.dur[members].astype(np.float64)
         median = float(np.median(dur))
         if median < KV_MIN_MEDIAN_US * 1000.0:
@@ -77,21 +81,34 @@ def check(ctx: Context) -> list[Finding]:
         excess = float(np.clip(dur - median, 0, None).sum())
         if (p95 / median < KV_P95_RATIO and top / median < KV_MAX_RATIO) or excess < KV_MIN_EXCESS_SHARE * dur.sum():
             continue
-        found.append((excess, members, dur, median, p95, top))
+        found.append((excess, members, dur, median, p95, top, str(config[rows[0]]), str(shapes[rows[0]])))
     found.sort(key=lambda f: -f[0])
     return [_finding(ctx, *f) for f in found[:KV_MAX_FINDINGS]]
 
 
+def _could_vary(facts: Facts, kernels: np.ndarray) -> np.ndarray:
+    """The kernels whose name group could hold a group that fires, before any args are read: a
+    group's max/median is at most its name's max/min, and its median at most its name's max."""
+    if kernels.size == 0:
+        return kernels
+    names, inverse, counts = np.unique(facts.trace.name[kernels], return_inverse=True, return_counts=True)
+    dur = facts.trace.dur[kernels]
+    longest = np.zeros(names.size, dtype=np.int64)
+    shortest = np.full(names.size, np.iinfo(np.int64).max, dtype=np.int64)
+    np.maximum.at(longest, inverse, dur)
+    np.minimum.at(shortest, inverse, dur)
+    possible = ((counts >= KV_MIN_CALLS) & (longest >= KV_MIN_MEDIAN_US * 1000.0)
+                & (longest >= min(KV_P95_RATIO, KV_MAX_RATIO) * shortest))
+    return kernels[possible[inverse]]
+
+
 def _finding(ctx: Context, excess: float, members: np.ndarray, dur: np.ndarray, median: float, p95: float,
-             top: float) -> Finding:
+             top: float, config: str, shapes: str) -> Finding:
     facts = ctx.facts
     trace = facts.trace
     order = np.argsort(trace.ts[members], kind="stable")
     members, dur = members[order], dur[order]
     name = trace.event_name(int(members[0]))
-    all_kernels, configs, all_shapes = launch_keys(facts)
-    pos = int(np.searchsorted(all_kernels, members[0]))
-    config, shapes = configs[pos], all_shapes[pos]
     lo = float(dur.min())
     step_ids = facts.event_step[members]
     per_step = {}
@@ -138,3 +155,65 @@ def _finding(ctx: Context, excess: float, members: np.ndarray, dur: np.ndarray, 
             "durations_us": [round(float(x), 3) for x in samples],
         },
     )
+
+
+def launch_keys(facts: Facts, kernels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For the kernels (event indices): 'grid x block' from their args and their launching op's
+    'Input Dims' as text ('' where the trace has none). Persistent GEMM kernels launch one CTA per
+    SM whatever the problem size, so grid/block alone do not say 'same work'."""
+    trace = facts.trace
+    config = np.full(kernels.size, "", dtype=object)
+    shapes = np.full(kernels.size, "", dtype=object)
+    config_text: dict[tuple[bytes, bytes], str] = {}
+    for i, launch in enumerate(trace.decode_args(kernels, _LaunchArgs)):
+        if launch is None:
+            continue
+        key = (bytes(launch.grid), bytes(launch.block))
+        if key == (b"", b""):
+            continue
+        text = config_text.get(key)
+        if text is None:  # a few distinct configs: format each once
+            text = config_text[key] = f"grid {_raw_dims(key[0])} block {_raw_dims(key[1])}"
+        config[i] = text
+    owners = facts.owner[kernels]
+    unique_owners = np.unique(owners[owners >= 0])
+    owner_dims = {o: _raw_text(op.input_dims) if op is not None else ""
+                  for o, op in zip(unique_owners.tolist(), trace.decode_args(unique_owners, _OpArgs), strict=True)}
+    for i, owner in enumerate(owners.tolist()):
+        if owner >= 0:
+            shapes[i] = owner_dims[owner]
+    return config, shapes
+
+
+# Typed decodes (trace.decode_args) read only these fields, kept as raw JSON text (hashable, and
+# already the text shown): a generic args() decode of every kernel dominated this rule's time.
+_MISSING = msgspec.Raw(b"")
+
+
+class _LaunchArgs(msgspec.Struct, gc=False):
+    grid: msgspec.Raw = _MISSING
+    block: msgspec.Raw = _MISSING
+
+
+class _OpArgs(msgspec.Struct, gc=False):
+    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_MISSING)
+
+
+def _raw_text(raw: msgspec.Raw) -> str:
+    text = bytes(raw).decode("utf-8", "replace")
+    return "" if text in ("", "[]", "null") else text
+
+
+def _raw_dims(raw: bytes) -> str:
+    if not raw:
+        return "None"
+    try:
+        return _dims(msgspec.json.decode(raw))
+    except msgspec.DecodeError:
+        return raw.decode("utf-8", "replace")
+
+
+def _dims(value: object) -> str:
+    if isinstance(value, list):
+        return "[" + ",".join(str(v) for v in value) + "]"
+    return str(value)
