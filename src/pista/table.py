@@ -4,7 +4,8 @@ Torch's rules, reproduced: host events nest per thread and their self time exclu
 a kernel, copy or memset counts as device time of the op whose External id it carries, and of
 every op above it; `ProfilerStep#N` rows fold into `ProfilerStep*`; GPU-side record_function
 regions are rows of their own but stay out of the Self CUDA total; the profiler's overhead
-activities (CUPTI buffer requests) count as host rows, in the Self CPU total, as torch counts them.
+activities (CUPTI buffer requests, lazy loading) count as host rows, in the Self CPU total, as
+torch counts them, and are charged the kernels of the op they interrupted, as torch charges them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from pista.trace.facts import STEP_NAME, Facts
+from pista.trace.model import NO_ID
 
 NAME_WIDTH = 55
 
@@ -91,6 +93,7 @@ def build_table(facts: Facts) -> Table:
     self_device = np.zeros(n, dtype=np.int64)
     owned = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
     np.add.at(self_device, facts.owner[owned], dur[owned])
+    self_device += _overhead_device_time(facts, owned)
     device_total = self_device.copy()
     host = np.flatnonzero(facts.is_host | facts.is_overhead)
     host_depth = facts.depth[host]
@@ -149,6 +152,37 @@ def build_table(facts: Facts) -> Table:
     self_cpu_total = float(facts.self_time[facts.is_host | facts.is_overhead].sum()) / 1000.0
     self_device_total = float(device_dur.sum()) / 1000.0
     return Table(rows, self_cpu_total, self_device_total)
+
+
+def _overhead_device_time(facts: Facts, owned: np.ndarray) -> np.ndarray:
+    """The device time torch charges to each profiler-overhead activity (CUPTI buffer requests,
+    lazy loading): that of the kernels carrying the External id of the op it interrupted.
+
+    Torch keys an activity's kernels by correlation id, and an overhead activity takes the id of
+    the host op running around it; so its kernels are counted twice, on the op and on the
+    overhead row, and up the tree from both. The Self CUDA total counts device events only.
+    """
+    trace = facts.trace
+    charged = np.zeros(len(trace), dtype=np.int64)
+    overhead = np.flatnonzero(facts.is_overhead & (facts.parent >= 0))
+    if overhead.size == 0 or owned.size == 0:
+        return charged
+    # the nearest enclosing host event that carries an External id
+    anchor = facts.parent[overhead]
+    while True:
+        missing = (anchor >= 0) & (trace.external_id[np.maximum(anchor, 0)] == NO_ID)
+        if not missing.any():
+            break
+        anchor = np.where(missing, facts.parent[np.maximum(anchor, 0)], anchor)
+    has_anchor = anchor >= 0
+    overhead, anchor = overhead[has_anchor], anchor[has_anchor]
+    ids, per_id = np.unique(trace.external_id[owned], return_inverse=True)
+    time_per_id = np.bincount(per_id, weights=trace.dur[owned], minlength=ids.size).astype(np.int64)
+    wanted = trace.external_id[anchor]
+    at = np.clip(np.searchsorted(ids, wanted), 0, ids.size - 1)
+    found = ids[at] == wanted
+    charged[overhead[found]] = time_per_id[at[found]]
+    return charged
 
 
 def _same_name_only_children(facts: Facts) -> np.ndarray:

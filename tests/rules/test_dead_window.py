@@ -47,3 +47,26 @@ def test_fires_without_steps(load_facts):
 def test_silent_when_warm(load_facts, name):
     # gpu_idle_dataloader waits 13 ms for its data every step: steady, not a one-time set-up
     assert _findings(load_facts, name) == []
+
+
+def test_a_cold_process_shows_untraced_set_up_a_warm_one_only_the_buffer_request(load_facts):
+    # gpu/window_sync_*: the same single matmul_add call, profiled as the process's first (cold)
+    # or after 3 un-profiled calls (warm)
+    gaps = {}
+    for variant in ("cold", "warm"):
+        name = f"gpu/window_sync_{variant}"
+        facts = load_facts(name)
+        trace = facts.trace
+        (finding,) = _findings(load_facts, name)
+        region = _named(facts, "matmul_add")
+        region = region[facts.is_host[region]][0]
+        launch = _named(facts, "cuLaunchKernelEx")[0]
+        assert finding.metrics["region"] == "matmul_add" and finding.evidence[0].step is None
+        assert finding.metrics["gap_us"] == pytest.approx((trace.ts[launch] - trace.ts[region]) / 1000)
+        buffer_request = _named(facts, "Activity Buffer Request")
+        assert finding.metrics["recorded_us"] >= trace.dur[buffer_request].sum() / 1000
+        gaps[variant] = finding.metrics
+    # warm: the profiler's buffer request is most of the gap; cold: tens of ms nobody recorded
+    assert gaps["warm"]["untraced_us"] < gaps["warm"]["recorded_us"]
+    assert gaps["cold"]["untraced_us"] > 100 * gaps["warm"]["untraced_us"]
+    assert gaps["cold"]["gap_us"] > 20 * gaps["warm"]["gap_us"]
