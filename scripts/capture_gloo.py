@@ -10,6 +10,10 @@ overlapped part and the part the main thread waits for. With `--slow-rank R`, ra
 `--slow-ms` inside every step before its forward pass (in a `record_function("slow_input")`
 region): the other ranks then wait in the all-reduce for it, which is what a straggler looks like.
 Every rank writes OUTDIR/rank-N.json.gz (torch puts `distributedInfo` with the rank in the file).
+
+`--backend nccl` runs the same job on GPUs (rank N on cuda:N, CPU and CUDA activities): NCCL
+needs one GPU per rank, so on a one-GPU machine only `--world-size 1` runs (a real NCCL trace, but
+with nothing to wait for).
 """
 
 from __future__ import annotations
@@ -39,14 +43,20 @@ def _worker(rank: int, world_size: int, port: int, args: argparse.Namespace) -> 
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     torch.set_num_threads(1)  # two cores shared by all ranks: keep each rank to one
-    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    device = torch.device("cpu")
+    activities = [ProfilerActivity.CPU]
+    if args.backend == "nccl":
+        device = torch.device("cuda", rank)
+        torch.cuda.set_device(device)
+        activities.append(ProfilerActivity.CUDA)
+    dist.init_process_group(args.backend, rank=rank, world_size=world_size)
     torch.manual_seed(0)
     layers = []
     for _ in range(args.layers):
         layers += [torch.nn.Linear(args.width, args.width), torch.nn.ReLU()]
-    model = DistributedDataParallel(torch.nn.Sequential(*layers), bucket_cap_mb=args.bucket_mb)
+    model = DistributedDataParallel(torch.nn.Sequential(*layers).to(device), bucket_cap_mb=args.bucket_mb)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(args.batch, args.width)
+    x = torch.randn(args.batch, args.width, device=device)
 
     def step() -> None:
         if rank == args.slow_rank:
@@ -60,7 +70,7 @@ def _worker(rank: int, world_size: int, port: int, args: argparse.Namespace) -> 
     for _ in range(2):  # warm-up outside the profiler: gloo connections, DDP's first-iteration setup
         step()
     dist.barrier()
-    with profile(activities=[ProfilerActivity.CPU],
+    with profile(activities=activities,
                  schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE, repeat=1)) as prof:
         for _ in range(WAIT + WARMUP + ACTIVE):
             step()
@@ -78,6 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     parser.add_argument("--world-size", type=int, default=2)
+    parser.add_argument("--backend", choices=("gloo", "nccl"), default="gloo")
     parser.add_argument("--slow-rank", type=int, default=-1, help="this rank sleeps before each step")
     parser.add_argument("--slow-ms", type=float, default=30.0)
     parser.add_argument("--layers", type=int, default=4)

@@ -258,3 +258,22 @@ def test_cli_on_a_dask_cluster(capsys):
 def test_a_scheduler_address_dask_cannot_parse_fails_in_one_line(capsys):
     err = _fails(capsys, ["analyze", str(GLOO / "balanced_2"), "--engine", "dask", "--scheduler", "nowhere"])
     assert "cannot reach the Dask scheduler at nowhere" in err
+
+
+def test_a_real_nccl_trace_counts_its_collectives_and_no_phantom_communication():
+    # one rank on one H200 (tests/fixtures/nccl/README.md): NCCL's all-reduce over one rank
+    # launches no kernel, so the calls are there but there is no communication work to measure
+    folder = FIXTURES / "nccl" / "world_1"
+    with gzip.open(folder / "rank-0.json.gz") as fh:
+        raw = json.load(fh)
+    events = raw["traceEvents"]
+    calls = _complete(events, "c10d::allreduce_")
+    assert len(calls) == BUCKETS * 5
+    assert not [e for e in events if e.get("cat") == "kernel" and e["name"].startswith("nccl")]
+    (rank,) = analyze_ranks(folder, engine="inline").ranks
+    assert (rank.rank, rank.backend, rank.world_size) == (0, "nccl", raw["distributedInfo"]["world_size"])
+    assert rank.comm.calls == len(calls)
+    assert rank.comm.collectives == 0 and rank.comm.comm == 0 and rank.comm.overlap_share is None
+    rules = {f.rule for f in rank.findings}
+    assert "exposed-communication" not in rules and "straggler" not in rules
+    assert "overhead-bound" in rules  # 1024-wide layers at batch 256: the GPU is busy ~10% of the window
