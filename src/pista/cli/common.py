@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 import sys
 from pathlib import Path
@@ -45,7 +44,7 @@ def write_output(path: str | os.PathLike[str], data: str | bytes, inputs: tuple[
     except OSError as err:
         raise UsageError(f"{target.parent}: cannot create the output folder: {err.strerror or err}") from None
     payload = data.encode() if isinstance(data, str) else data
-    tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    tmp = target.parent / f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # 0o666 less the umask, like open()
     except OSError as err:

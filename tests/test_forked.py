@@ -1,0 +1,71 @@
+"""Rules run in a forked child on big traces: the same findings as in one process, and a child
+that fails costs nothing but time."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import pista.findings as findings_module
+from pista import forked
+from pista.render import json as json_renderer
+from pista.rules import kernel_variability
+
+TRACES = ["big_gpt_eager_20steps", "gpu/kernel_variability", "seed_mm64_cold"]
+
+
+def _analysis_json(facts, monkeypatch, min_events: int) -> str:
+    monkeypatch.setattr(findings_module, "FORK_MIN_EVENTS", min_events)
+    return json_renderer.render(findings_module.analyze(facts))
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_forked_rules_find_what_one_process_finds(load_facts, monkeypatch, name):
+    facts = load_facts(name)
+    calls = []
+    real_fork = forked.fork_call
+    monkeypatch.setattr(forked, "fork_call", lambda *a: calls.append(a[2]) or real_fork(*a))
+    in_one = _analysis_json(facts, monkeypatch, 10**12)
+    assert calls == []
+    split = _analysis_json(facts, monkeypatch, 0)
+    assert calls == [list(findings_module.FORKED_RULES)]
+    assert split == in_one
+    assert '"kernel-variability"' in in_one or name != "gpu/kernel_variability"
+
+
+def test_a_failing_child_is_replaced_by_a_run_here(load_facts, monkeypatch):
+    facts = load_facts("gpu/kernel_variability")
+    expected = _analysis_json(facts, monkeypatch, 10**12)
+    parent = os.getpid()
+    real_check = kernel_variability.check
+
+    def only_here(ctx):
+        if os.getpid() != parent:
+            raise RuntimeError("the child broke")
+        return real_check(ctx)
+
+    monkeypatch.setattr(kernel_variability, "check", only_here)
+    assert _analysis_json(facts, monkeypatch, 0) == expected
+
+
+def test_an_error_in_a_rule_surfaces_as_itself(load_facts, monkeypatch):
+    facts = load_facts("seed_mm64_warm")
+
+    def broken(ctx):
+        raise ZeroDivisionError("a rule bug")
+
+    monkeypatch.setattr(kernel_variability, "check", broken)
+    monkeypatch.setattr(findings_module, "FORK_MIN_EVENTS", 0)
+    with pytest.raises(ZeroDivisionError, match="a rule bug"):
+        findings_module.analyze(facts)
+
+
+def test_fork_call_returns_the_value_and_reports_failure():
+    child = forked.fork_call(sum, [1, 2, 3])
+    if child is None:
+        pytest.skip("no fork on this machine")
+    assert child.result() == 6
+    failing = forked.fork_call(int, "not a number")
+    with pytest.raises(forked.ChildFailed, match="ValueError"):
+        failing.result()
