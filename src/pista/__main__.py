@@ -1,5 +1,3 @@
-import sys
+from pista.cli import entry
 
-from pista.cli import main
-
-sys.exit(main())
+entry()

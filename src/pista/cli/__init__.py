@@ -7,6 +7,7 @@ Verb modules import their heavy dependencies inside `run`, so `pista --help` and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -78,6 +79,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "for the traceback)", EXIT_INTERNAL)
 
 
+def entry() -> None:
+    """The console script (and `python -m pista`): main(), then out without the interpreter's
+    teardown, which frees a big trace's objects one by one (25-35 ms of a 0.55 s `pista analyze`
+    on the 64 MB trace). Every output file is written and closed by then; stdout and stderr are
+    flushed here. Not after capture or Dask runs: torch and distributed clean up at exit."""
+    code = main()
+    if any(m in sys.modules for m in ("torch", "distributed")):
+        sys.exit(code)
+    with contextlib.suppress(BrokenPipeError):  # the reader left (`pista table big.json | head`)
+        sys.stdout.flush()
+    try:
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
 def _fail(message: str, code: int) -> int:
     """The one line every failure prints: `pista: error: ...`, newlines folded."""
     line = " ".join(message.split())
@@ -88,4 +105,4 @@ def _fail(message: str, code: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
