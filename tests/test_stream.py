@@ -195,3 +195,40 @@ def test_a_pool_worker_reads_in_one_process(tmp_path, tiny_blocks):
         got = pool.apply(_columns_in_a_worker, (path,))
     expected = in_memory(path)
     assert got == (expected.ts.tolist(), expected.names)
+
+
+def test_nested_objects_laid_out_like_events_fall_back_to_msgspec(tmp_path, monkeypatch):
+    # json.dumps(indent=0) puts every object at a line start: inside args too, a list of objects
+    # is separated by "},\n{" exactly as the events are
+    monkeypatch.setattr(stream, "BLOCK_BYTES", 200)  # a few events per block
+    monkeypatch.setattr(stream, "PARALLEL_MIN_BYTES", 0)
+    listed = event(5, args={"External id": 5, "inputs": [{"shape": [2, 3]}, {"shape": [4]}, {"x": {}}]})
+    events = [event(k) for k in range(40)] + [listed] * 5 + TRICKY * 2
+    path = tmp_path / "indent0.json"
+    path.write_text(json.dumps({"traceEvents": events, "traceName": "x"}, indent=0))
+    assert "},\n{" in path.read_text().split('"inputs"')[1]
+    mismatches = []
+    real = stream._decode_run
+
+    def spy(*args):
+        try:
+            return real(*args)
+        except stream._CountMismatch:
+            mismatches.append(1)
+            raise
+
+    monkeypatch.setattr(stream, "_decode_run", spy)
+    for workers in (1, 2):
+        streamed = stream.load_streamed(path, workers=workers)
+        assert streamed is not None
+        assert_same(in_memory(path), streamed)
+    assert mismatches  # the separator path was fooled, and its run was read again
+
+
+def test_kineto_layout_takes_the_separator_path(monkeypatch):
+    calls = []
+    real = stream._separator_offsets
+    monkeypatch.setattr(stream, "_separator_offsets", lambda *a: calls.append(r := real(*a)) or r)
+    streamed = stream.load_streamed(fixture("big_gpt_eager_20steps"), workers=1)
+    assert streamed is not None and any(c is not None for c in calls)
+    assert_same(in_memory(fixture("big_gpt_eager_20steps")), streamed)

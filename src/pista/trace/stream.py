@@ -317,7 +317,7 @@ def _decode_run(segment: bytearray, origin: int, starts: np.ndarray, ends: np.nd
     events = _EVENTS_DECODER.decode(segment)
     n = len(events)
     if n != starts.size:
-        raise Unstreamable("event count differs from the scan")
+        raise _CountMismatch("event count differs from the scan")
     row0 = part.count
     try:
         numbers = np.fromiter(map(_NUMBERS, events), dtype=_NUMBERS_DTYPE, count=n)
@@ -420,6 +420,35 @@ def _event_offsets(segment: bytearray, origin: int, part: _Part) -> tuple[np.nda
     return starts + origin, ends + origin
 
 
+def _separator_offsets(segment: bytearray, origin: int,
+                       separator: bytes | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """First and last byte (file offsets) of each event in `segment`, found by the separator
+    between events alone, when it holds a newline (Kineto's "},\n  {"): a JSON string cannot
+    hold a raw newline, so only a nested object laid out exactly like an event could look like
+    one, and the event count msgspec decodes catches that. None for other separators."""
+    if not separator or b"\n" not in separator:
+        return None
+    codes = np.frombuffer(segment, dtype=np.uint8)
+    first = 1
+    while first < len(segment) and segment[first] in _WHITESPACE:
+        first += 1
+    if first >= len(segment) or segment[first] != _OPEN_BRACE:
+        return None
+    width = len(separator) + 1  # the "}" and the separator before an event's "{"
+    opening = np.flatnonzero(codes[first + width:] == _OPEN_BRACE) + first + width
+    follows = codes[opening - width] == _CLOSE_BRACE
+    for k, byte in enumerate(separator):
+        follows &= codes[opening - len(separator) + k] == byte
+    starts = np.concatenate(([first], opening[follows]))
+    last = len(segment) - 2  # _segment put the run's last "}" right before the closing "]"
+    if codes[last] != _CLOSE_BRACE:
+        return None
+    ends = np.empty_like(starts)
+    ends[:-1] = starts[1:] - width
+    ends[-1] = last
+    return starts + origin, ends + origin
+
+
 def _exact_offsets(piece: bytes | memoryview, origin: int) -> tuple[np.ndarray, np.ndarray, _ScanState]:
     """The exact scan of `piece`, which starts between two events (or right after the '[')."""
     state = _ScanState()
@@ -467,6 +496,13 @@ def _take(window: bytes, cut: int, origin: int, part: _Part, names: _Interner, c
     segment = _segment(piece)
     offsets = None
     if not exact:
+        offsets = _separator_offsets(segment, origin - 1, part.separator)
+        if offsets is not None:
+            try:
+                _decode_run(segment, origin - 1, offsets[0], offsets[1], part, names, cats)
+                return cut
+            except (_CountMismatch, msgspec.DecodeError):
+                offsets = None  # a nested object laid out like an event: ask msgspec instead
         try:
             offsets = _event_offsets(segment, origin - 1, part)
         except msgspec.DecodeError:
@@ -531,6 +567,10 @@ def _finish(window: bytes, origin: int, bounded: bool, part: _Part, names: _Inte
         raise Unstreamable("the traceEvents array never closes (cut-off file)")
     _take(window, state.end_offset - origin - 1, origin, part, names, cats, exact=True)
     part.end_offset = state.end_offset
+
+
+class _CountMismatch(Unstreamable):
+    """The offsets found for a run do not match the events msgspec decoded from it."""
 
 
 class _FakeSplit(Exception):
