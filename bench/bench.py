@@ -37,6 +37,9 @@ HTA_VENV = OUT / "hta-venv"
 TOOLS = ("pista-analyze", "pista-table", "hta", "orjson")
 # How often to sample the process tree's memory, in seconds.
 SAMPLE_EVERY_S = 0.01
+# PSS (each shared page split among the processes that map it: the true footprint of a forked
+# tree) costs the kernel a page-table walk per read, so it is sampled less often.
+PSS_EVERY_SAMPLES = 5
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 ORJSON_JOB = ("import gzip, sys, orjson\n"
               "data = open(sys.argv[1], 'rb').read()\n"
@@ -101,17 +104,41 @@ def _tree_rss_kb(pid: int) -> int:
     return total
 
 
+def _tree_pss_kb(pid: int) -> int:
+    """PSS of pid and its descendants, in KiB (/proc/PID/smaps_rollup): pages a forked child
+    shares with its parent count once in all."""
+    total = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as handle:
+                for line in handle:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1])
+                        break
+            with open(f"/proc/{p}/task/{p}/children") as handle:
+                todo.extend(int(c) for c in handle.read().split())
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
 def run_once(command: list[str], timeout_s: float) -> dict:
     """One whole process: wall and CPU seconds, peak RSS (wait4) and sampled peak tree PSS."""
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    peak_tree = 0
+    peak_tree = peak_pss = 0
     stop = threading.Event()
 
     def sample() -> None:
-        nonlocal peak_tree
+        nonlocal peak_tree, peak_pss
+        samples = 0
         while not stop.is_set():
             peak_tree = max(peak_tree, _tree_rss_kb(proc.pid))
+            samples += 1
+            if samples % PSS_EVERY_SAMPLES == 1:
+                peak_pss = max(peak_pss, _tree_pss_kb(proc.pid))
             stop.wait(SAMPLE_EVERY_S)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -139,6 +166,7 @@ def run_once(command: list[str], timeout_s: float) -> dict:
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 4),
         "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
         "tree_rss_mb": round(peak_tree / 1024, 1),
+        "tree_pss_mb": round(peak_pss / 1024, 1),
         "exit": proc.returncode,
         "stderr_tail": b"".join(stderr_chunks).decode(errors="replace")[-300:] if proc.returncode else "",
     }
@@ -197,7 +225,7 @@ def bench(traces: list[str], tools: list[str], reps: int, hta: str | None, timeo
             summary = {}
             for tool, rs in runs.items():
                 summary[tool] = {key: statistics.median(r[key] for r in rs)
-                                 for key in ("wall_s", "cpu_s", "max_rss_mb", "tree_rss_mb")}
+                                 for key in ("wall_s", "cpu_s", "max_rss_mb", "tree_rss_mb", "tree_pss_mb")}
                 summary[tool]["failed_runs"] = sum(1 for r in rs if r["exit"])
             results["traces"][trace] = {"json_mb": round(size / 2**20, 1), "json_bytes": size, "median": summary, "runs": runs,
                                         "hta": hta_outcome}
@@ -214,13 +242,16 @@ def render(results: dict) -> str:
     lines = [f"machine: {m['nproc']} cores, {m['cpu']}, {m['ram_gb']} GiB RAM; Python {m['python']}; {m['date']}; "
              f"medians of {results['reps']} interleaved runs{hta_note}", ""]
     head = (f"{'trace':28s} {'JSON':>8s}  {'tool':14s} {'wall':>8s} {'cpu':>8s} {'RSS':>9s} {'tree RSS':>9s} "
-            f"{'RSS/JSON':>8s}")
+            f"{'tree PSS':>9s} {'RSS/JSON':>8s} {'PSS/JSON':>8s}")
     lines += [head, "-" * len(head)]
     for trace, r in results["traces"].items():
         for tool, s in r["median"].items():
             lines.append(f"{Path(trace).name[:28]:28s} {r['json_mb']:6.1f}MB  {tool:14s} {s['wall_s']:7.2f}s "
                          f"{s['cpu_s']:7.2f}s {s['max_rss_mb']:7.1f}MB {s['tree_rss_mb']:7.1f}MB "
-                         f"{s['max_rss_mb'] * 2**20 / max(r.get('json_bytes', 1), 1):7.2f}x" + ("  (failed)" if s["failed_runs"] else ""))
+                         f"{s['tree_pss_mb']:7.1f}MB "
+                         f"{s['max_rss_mb'] * 2**20 / max(r.get('json_bytes', 1), 1):7.2f}x "
+                         f"{s['tree_pss_mb'] * 2**20 / max(r.get('json_bytes', 1), 1):7.2f}x"
+                         + ("  (failed)" if s["failed_runs"] else ""))
         med = r["median"]
         wall = {t: s["wall_s"] for t, s in med.items()}
         parts = []

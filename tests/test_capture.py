@@ -227,10 +227,22 @@ def test_turning_point():
 
 def test_bad_arguments_are_one_line_errors(tmp_path, capsys):
     for argv in (["sweep", "matmul_add", "--sizes", "a,b"], ["run", "linear", "--active", "0", "--device", "cpu"],
-                 ["run", "matmul_add", "--dtype", "int3", "--device", "cpu"]):
+                 ["run", "matmul_add", "--dtype", "int3", "--device", "cpu"],
+                 ["run", "matmul_add", "--size", "0", "--device", "cpu"],
+                 ["run", "mlp", "--batch", "0", "--device", "cpu"],
+                 ["run", "matmul_add", "--steps", "2", "--device", "cpu"]):
         assert main([*argv, "--out", str(tmp_path / "x")]) == 2
         err = capsys.readouterr().err
         assert err.startswith("pista: error:") and err.count("\n") == 1, err
+        assert not (tmp_path / "x").exists(), argv  # refused before anything ran
+
+
+def test_zero_is_not_the_default_size_and_too_few_steps_say_why(tmp_path, capsys):
+    assert main(["run", "matmul_add", "--size", "0", "--device", "cpu", "--out", str(tmp_path / "a")]) == 2
+    assert "--size 0: must be positive" in capsys.readouterr().err
+    assert main(["run", "matmul_add", "--steps", "2", "--device", "cpu", "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert "records from step 3" in err and "--steps 2" in err
 
 
 # -- subprocesses: what a user at a shell sees --------------------------------------------------

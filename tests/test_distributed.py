@@ -277,3 +277,20 @@ def test_a_real_nccl_trace_counts_its_collectives_and_no_phantom_communication()
     rules = {f.rule for f in rank.findings}
     assert "exposed-communication" not in rules and "straggler" not in rules
     assert "overhead-bound" in rules  # 1024-wide layers at batch 256: the GPU is busy ~10% of the window
+
+
+def test_many_findings_wrap_in_their_column_and_keep_the_numbers(tmp_path, capsys):
+    # two unrelated real traces as ranks: each has 7 or more findings
+    shutil.copy(FIXTURES / "seed_mm64_cold.json.gz", tmp_path / "rank-0.json.gz")
+    shutil.copy(FIXTURES / "gpu" / "recompile.json.gz", tmp_path / "rank-1.json.gz")
+    assert main(["analyze", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.startswith("rank"))
+    assert header.split() == ["rank", "verdict", "steps", "step", "ms", "comm", "ms", "exposed", "ms", "overlap",
+                              "late", "ms", "findings"]
+    result = analyze_ranks(tmp_path, engine="inline")
+    for r in result.ranks:
+        row = next(line for line in lines if line.split()[:1] == [str(r.rank)])
+        assert row.split()[1:3] == [r.summary["verdict"], str(len(r.steps))]
+        listed = " ".join(lines[lines.index(row):lines.index(row) + 4])
+        assert len(r.findings) >= 7 and all(f.rule in listed for f in r.findings)

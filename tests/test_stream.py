@@ -232,3 +232,48 @@ def test_kineto_layout_takes_the_separator_path(monkeypatch):
     streamed = stream.load_streamed(fixture("big_gpt_eager_20steps"), workers=1)
     assert streamed is not None and any(c is not None for c in calls)
     assert_same(in_memory(fixture("big_gpt_eager_20steps")), streamed)
+
+
+def _load_or_error(path):
+    try:
+        return load.load_trace(path)
+    except BadTrace as err:
+        return str(err)
+
+
+@pytest.fixture(scope="module")
+def kineto_bytes() -> bytes:
+    with open(fixture("seed_mm64_cold"), "rb") as handle:
+        import gzip
+
+        return gzip.decompress(handle.read())
+
+
+JUNK = st.sampled_from([b"x", b"\xff", b"\x00", b'"', b"{", b"}", b"[", b"]", b",", b"\\", b"\n", b" "])
+
+
+@settings(max_examples=150, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(start=st.floats(0, 1), length=st.integers(1, 80), junk=st.lists(JUNK, min_size=1, max_size=8),
+       how=st.sampled_from(["overwrite", "insert", "delete"]), block=st.sampled_from([200, 4096]))
+def test_damage_anywhere_reads_as_the_careful_loader_reads_it(tmp_path_factory, monkeypatch, kineto_bytes,
+                                                              start, length, junk, how, block):
+    # the streamed reader (two processes, small blocks) on a damaged real trace: it must give
+    # exactly what the in-memory loader gives (events, notices) or hand the file over to it
+    data = kineto_bytes
+    at = int(start * (len(data) - 1))
+    filler = (b"".join(junk) * length)[:length]
+    damaged = {"overwrite": data[:at] + filler + data[at + length:], "insert": data[:at] + filler + data[at:],
+               "delete": data[:at] + data[at + length:]}[how]
+    path = tmp_path_factory.mktemp("damage") / "t.json"
+    path.write_bytes(damaged)
+    monkeypatch.setattr(load, "STREAM_MIN_BYTES", 1 << 40)
+    expected = _load_or_error(path)
+    monkeypatch.setattr(load, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(stream, "BLOCK_BYTES", block)
+    monkeypatch.setattr(stream, "PARALLEL_MIN_BYTES", 0)
+    got = _load_or_error(path)
+    if isinstance(expected, str):
+        assert got == expected
+    else:
+        assert_same(expected, got)

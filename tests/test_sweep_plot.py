@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -9,7 +10,7 @@ from conftest import FIXTURES
 from test_report import OUTPUT, Page, browser  # noqa: F401  (browser: the session fixture)
 from torch_table import parse_table
 
-from pista.render.sweep import crossover, render
+from pista.render.sweep import crossover, describe, render, verdict_turn
 
 
 def point(size: int, name: str, verdict: str) -> dict:
@@ -20,6 +21,21 @@ def point(size: int, name: str, verdict: str) -> dict:
 
 
 REAL = [point(64, "seed_mm64_warm", "overhead-bound"), point(4096, "seed_mm4096_warm", "compute-bound")]
+# `pista sweep matmul_add --sizes 64,256,1024,4096` on the H200 (tests/fixtures/gpu/capture_README.md)
+H200_SWEEP = json.loads((FIXTURES / "gpu" / "capture_sweep.json").read_text())["points"]
+
+
+def test_the_caption_follows_the_verdicts_of_the_real_sweep():
+    verdicts = {p["size"]: p["verdict"] for p in H200_SWEEP}
+    assert verdicts[1024] == "overhead-bound" and verdicts[4096] == "compute-bound"
+    # compute-bound at 4096 with Self CUDA still under Self CPU: host and GPU time overlap
+    at_4096 = next(p for p in H200_SWEEP if p["size"] == 4096)
+    assert at_4096["self_device_total_us"] < at_4096["self_cpu_total_us"]
+    before, after = verdict_turn(H200_SWEEP)
+    assert (before["size"], after["size"]) == (1024, 4096)
+    text = describe(H200_SWEEP)
+    assert "turns compute-bound between size 1024 (overhead-bound) and size 4096" in text
+    assert "overhead-bound throughout" not in text and "stays under Self CPU total" in text
 
 
 def test_crossover_interpolates_on_log_axes():
@@ -43,9 +59,10 @@ def test_page_is_self_contained_and_escaped():
 
 
 @pytest.mark.browser
-def test_sweep_plot_draws(browser, tmp_path):  # noqa: F811
-    pts = REAL + [{"size": 8192, "self_cpu_total_us": 800.0, "self_device_total_us": 4800.0,
-                   "verdict": "compute-bound"}]
+@pytest.mark.parametrize("case", ["h200", "crossing"])
+def test_sweep_plot_draws(browser, tmp_path, case):  # noqa: F811
+    pts = H200_SWEEP if case == "h200" else REAL + [
+        {"size": 8192, "self_cpu_total_us": 800.0, "self_device_total_us": 4800.0, "verdict": "compute-bound"}]
     out = tmp_path / "sweep.html"
     out.write_text(render(pts))
     page = Page(browser, out)
@@ -53,9 +70,15 @@ def test_sweep_plot_draws(browser, tmp_path):  # noqa: F811
     assert drawn["w"] > 400 and drawn["inked"] > 2000
     option = page.page.evaluate("pistaCharts[0].getOption()")
     assert option["xAxis"][0]["type"] == "log" and option["yAxis"][0]["type"] == "log"
-    marked = option["series"][0]["markLine"]["data"][0]["xAxis"]
-    assert 4096 < marked < 8192 and marked == pytest.approx(crossover(pts))
+    marks = [m["xAxis"] for m in option["series"][0]["markLine"]["data"]]
+    assert marks[0] == 4096  # the first compute-bound size
+    if case == "crossing":
+        assert 4096 < marks[1] < 8192 and marks[1] == pytest.approx(crossover(pts))
+    else:
+        assert len(marks) == 1  # the curves never cross on the H200 sweep
+    caption = page.page.inner_text(".hint")
+    assert describe(pts) in caption
     page.assert_clean(out)
     OUTPUT.mkdir(exist_ok=True)
-    page.page.screenshot(path=str(OUTPUT / "sweep_plot.png"), full_page=True)
+    page.page.screenshot(path=str(OUTPUT / f"sweep_plot_{case}.png"), full_page=True)
     page.page.close()

@@ -1,10 +1,12 @@
 """Run one function in a forked child while this process goes on: the second core for a big
 trace's read and for its heaviest rules. A fork shares the parent's memory (the trace columns)
-without copying; only the result travels back, pickled through a pipe."""
+without copying; only the result travels back through a pipe: pickled, with its numpy buffers
+sent out of band (pickle protocol 5), so the child never holds a second copy of its columns."""
 
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +22,10 @@ class Forked:
     def result(self) -> Any:
         outcome = None
         try:
-            outcome = self._receiver.recv()
+            head = self._receiver.recv_bytes()
+            count = int.from_bytes(head[:8], "little")
+            buffers = [self._receiver.recv_bytes() for _ in range(count)]
+            outcome = pickle.loads(head[8:], buffers=buffers)
         except EOFError:
             outcome = ChildFailed("the child process ended without a result")
         finally:
@@ -70,6 +75,14 @@ def _run(target: Callable[..., Any], args: tuple[Any, ...], sender: Any) -> None
     except Exception as err:  # noqa: BLE001 - reported to the parent, which decides
         outcome = ChildFailed(f"{type(err).__name__}: {err}")
     try:
-        sender.send(outcome)
+        buffers: list[pickle.PickleBuffer] = []
+        try:
+            data = pickle.dumps(outcome, protocol=5, buffer_callback=buffers.append)
+        except Exception as err:  # noqa: BLE001 - an unpicklable result is a failure like any other
+            buffers = []
+            data = pickle.dumps(ChildFailed(f"the result does not pickle: {err}"), protocol=5)
+        sender.send_bytes(len(buffers).to_bytes(8, "little") + data)
+        for buffer in buffers:
+            sender.send_bytes(buffer.raw())
     finally:
         sender.close()

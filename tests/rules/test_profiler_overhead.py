@@ -40,3 +40,18 @@ def test_fires_without_steps(load_facts):
 @pytest.mark.parametrize("name", ["seed_mm64_warm", "seed_mm4096_warm", "gpu/cpu_only"])
 def test_silent_without_overhead_events(load_facts, name):
     assert _findings(load_facts, name) == []
+
+
+def test_each_event_s_note_gives_its_own_share_of_the_op(analysis_of):
+    # big_gpt_eager_20steps: a 2.97 ms buffer request and an 89 µs flush, both inside one train_step
+    analysis = analysis_of("big_gpt_eager_20steps")
+    facts = analysis.facts
+    trace = facts.trace
+    finding = analysis.finding("profiler-overhead")
+    assert len(finding.evidence) == 2
+    for e in finding.evidence:
+        i = next(int(k) for k in np.flatnonzero(facts.is_overhead) if trace.ts[k] / 1000 == e.ts_us)
+        host = int(facts.parent[i])
+        own = 100.0 * trace.dur[i] / trace.dur[host]
+        assert f"{own:.1f}% of its wall time" in e.note, e.note
+    assert finding.evidence[1].name == "Buffer Flush" and "0.1% of its wall time" in finding.evidence[1].note

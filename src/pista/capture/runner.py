@@ -100,6 +100,11 @@ def capture(config: RunConfig, progress: bool | None = None) -> RunResult:
     steps = config.steps if config.steps is not None else session.total_steps
     if steps is None or steps < 1:
         raise UsageError("--steps must be given (and >= 1) when --repeat is 0")
+    first_recorded = config.wait + config.warmup_steps + 1
+    if steps < first_recorded:
+        raise UsageError(f"--steps {steps} records nothing: the schedule (--wait {config.wait}, --warmup-steps "
+                         f"{config.warmup_steps}) records from step {first_recorded}; run at least "
+                         f"{first_recorded} steps or lower --wait/--warmup-steps")
     result = RunResult(config, out_dir, device, workload.params, session)
     torch = import_torch()
     long_capture = config.compile or config.warmup > LONG_CAPTURE_CALLS or steps > LONG_CAPTURE_CALLS

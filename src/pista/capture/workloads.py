@@ -55,10 +55,11 @@ def build(name: str, *, size: int | None = None, batch: int | None = None, dtype
     if name not in NAMES:
         raise UsageError(f"unknown workload {name!r}; choose one of {', '.join(NAMES)}")
     torch = import_torch()
-    size = size or DEFAULT_SIZE[name]
-    batch = batch or DEFAULT_BATCH[name] or size
-    if size < 1 or batch < 1:
-        raise UsageError("--size and --batch must be positive")
+    bad = [f"--{flag} {value}" for flag, value in (("size", size), ("batch", batch)) if value is not None and value < 1]
+    if bad:  # 0 is not "the default": say so rather than run the default size
+        raise UsageError(f"{' and '.join(bad)}: must be positive")
+    size = DEFAULT_SIZE[name] if size is None else size
+    batch = batch if batch is not None else DEFAULT_BATCH[name] or size
     dtype_name = resolve_dtype(dtype, device)
     torch.manual_seed(seed)
     builder = {"matmul_add": _matmul_add, "linear": _linear, "mlp": _mlp, "transformer": _transformer}[name]

@@ -83,15 +83,18 @@ def render_points(workload: str, points: list[dict]) -> str:
 
 def turning_point(workload: str, points: list[dict]) -> str:
     """One sentence: between which sizes the verdict turns compute-bound."""
+    from pista.render.sweep import verdict_turn
+
     if not points:
         return "no size completed"
     verdicts = [p["verdict"] for p in points]
     if all(v == "cpu-only" for v in verdicts):
         return "CPU only: no GPU work, so no turn from overhead-bound to compute-bound to find"
-    for before, after in zip(points, points[1:], strict=False):
-        if before["verdict"] != "compute-bound" and after["verdict"] == "compute-bound":
-            return (f"{workload} turns compute-bound between size {before['size']} ({before['verdict']}) "
-                    f"and size {after['size']}")
+    turn = verdict_turn(points)
+    if turn is not None:
+        before, after = turn
+        return (f"{workload} turns compute-bound between size {before['size']} ({before['verdict']}) "
+                f"and size {after['size']}")
     if verdicts[0] == "compute-bound":
         return f"{workload} is compute-bound already at size {points[0]['size']}"
     return f"{workload} does not turn compute-bound up to size {points[-1]['size']}"

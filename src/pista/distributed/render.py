@@ -62,8 +62,9 @@ def _rank_table(result: DistributedAnalysis) -> Table:
     # per step, medians; "late": when the rank calls its collectives, vs the other ranks (ms, + = later)
     for column in ("rank", "verdict", "steps", "step ms", "comm ms", "exposed ms", "overlap", "late ms",
                    "findings"):
+        # the numbers keep their width; a long list of rules wraps inside its own column
         table.add_column(column, justify="left" if column in ("verdict", "findings") else "right",
-                         no_wrap=column == "findings")
+                         no_wrap=column != "findings", overflow="fold", ratio=1 if column == "findings" else None)
     timing = {t.rank: t for t in result.cross.timings}
     ranks = result.ranks
     if len(ranks) > MAX_RANK_ROWS:

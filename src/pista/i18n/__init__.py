@@ -27,7 +27,7 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class Entry:
     title: str
-    advice: str
+    advice: Callable[[dict[str, Any]], str] | str  # metrics -> text where the fix depends on them
     # metrics -> text, or a str.format template over the metrics; "" keeps the English message
     message: Callable[[dict[str, Any]], str] | str = ""
     docs: str = ""  # What / Why / Example / Fix, as the rule's own docstring lays them out
@@ -87,8 +87,9 @@ def localize_finding(finding: T, lang: str) -> T:
     if e is None:
         return finding
     message = format_message(e.message, finding.metrics) or finding.message  # type: ignore[attr-defined]
+    advice = (format_message(e.advice, finding.metrics) if callable(e.advice) else e.advice) or finding.advice  # type: ignore[attr-defined]
     return dataclasses.replace(finding, title=e.title or finding.title, message=message,  # type: ignore[type-var]
-                               advice=e.advice or finding.advice)
+                               advice=advice)
 
 
 def localize(analysis: T, lang: str | None) -> T:

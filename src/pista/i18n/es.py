@@ -27,6 +27,48 @@ def _steps(m: M) -> str:
     return f" (pasos {', '.join(str(s) for s in steps)})" if steps else ""
 
 
+_OVERHEAD_ADVICE = {
+    "per-op": ("Haz más trabajo por llamada: agrupa las entradas en lotes, fusiona operaciones (torch.compile) "
+               "o captura el paso como un CUDA graph para pagar una sola vez el coste de lanzamiento y despacho."),
+    "compile": ("La mayor parte del tiempo del host es torch.compile compilando, no sobrecarga por operación: "
+                "saca las compilaciones del régimen estable (ver recompilation) y perfila después del "
+                "calentamiento; solo entonces fusiona o agrupa."),
+    "profiler": ("La mayor parte del tiempo del host es trabajo del propio profiler, no del programa: perfila "
+                 "más pasos con torch.profiler.schedule(wait, warmup, active) para pagarlo una vez en muchos "
+                 "pasos (ver profiler-overhead) y vuelve a leer el veredicto."),
+    "region": ("La mayor parte del tiempo del host está en una región que apenas alimenta a la GPU: saca ese "
+               "trabajo del camino de la GPU (workers del DataLoader, prefetch, pin_memory con copias "
+               "non_blocking) o, si es preparación de una sola vez, calienta antes de perfilar (ver gpu-idle, "
+               "dead-window)."),
+}
+
+
+def _overhead_cause(m: M) -> str:
+    share = f"{t(m['cause_us'])}, el {m['cause_share_percent']:.0f}% del tiempo propio del host"
+    if m["cause"] == "compile":
+        return f" La mayor parte del tiempo del host es torch.compile compilando ({share})."
+    if m["cause"] == "profiler":
+        return f" La mayor parte del tiempo del host son los eventos de sobrecarga del propio profiler ({share})."
+    if m["cause"] == "region":
+        launches = int(m["cause_launches"])
+        per = (f"{t(m['cause_us'] / launches)} de host por lanzamiento" if launches else "ningún lanzamiento")
+        return (f" La mayor parte del tiempo del host está en '{m['cause_region']}' ({share}; {launches} "
+                f"lanzamiento(s), {per}).")
+    return ""
+
+
+def _host_under_gaps(m: M) -> str:
+    regions = m.get("regions_us") or {}
+    ops = m.get("ops_self_us") or {}
+    text = ""
+    if regions:
+        text += " Bajo ellos el host ejecuta " + ", ".join(f"'{n}' ({t(v)})" for n, v in regions.items())
+    if ops:
+        text += ("; la mayor parte del tiempo propio en " if text else " La mayor parte del tiempo propio del host "
+                 "bajo ellos está en ") + ", ".join(f"{n} {t(v)}" for n, v in ops.items())
+    return text + "." if text else ""
+
+
 WORDS = {
     "fix": "solución",
     "No findings.": "Sin hallazgos.",
@@ -39,10 +81,11 @@ WORDS = {
 RULES: dict[str, Entry] = {
     "overhead-bound": Entry(
         title="Limitado por la sobrecarga del host: la GPU espera a la CPU",
-        advice=("Haz más trabajo por llamada: agrupa las entradas en lotes, fusiona operaciones (torch.compile) "
-                "o captura el paso como un CUDA graph para pagar una sola vez el coste de lanzamiento y despacho."),
-        message=lambda m: (f"El tiempo propio de CPU es {m['cpu_to_device_ratio']:.0f} veces el de CUDA; la GPU "
-                           f"está ocupada el {m['gpu_busy_percent']:.1f}% de la ventana perfilada."),
+        advice=lambda m: _OVERHEAD_ADVICE[m["cause"]],
+        message=lambda m: (f"Self CPU total {t(m['self_cpu_total_us'])} frente a Self CUDA total "
+                           f"{t(m['self_device_total_us'])} ({m['cpu_to_device_ratio']:.0f}x); la GPU está ocupada "
+                           f"el {m['gpu_busy_percent']:.1f}% de la ventana de {t(m['window_us'])}."
+                           + _overhead_cause(m)),
         docs="""Qué:
 El host tarda mucho más en emitir el trabajo que la GPU en hacerlo: el Self CPU total es muchas veces el
 Self CUDA total (ms frente a µs) y la GPU pasa inactiva la mayor parte de la ventana.
@@ -373,7 +416,7 @@ Solución:
                 "del paso los checkpoints y los logs."),
         message=lambda m: (f"La GPU está inactiva el {m['gpu_idle_percent']:.1f}% del tiempo; {m['long_gaps']} "
                            f"hueco(s) largos (el mayor de {t(m['longest_gap_us'])}) suman el "
-                           f"{m['long_gap_percent']:.1f}% de ese tiempo."),
+                           f"{m['long_gap_percent']:.1f}% de ese tiempo." + _host_under_gaps(m)),
         docs="""Qué:
 Huecos largos en la línea de tiempo de la GPU dentro de los pasos, mientras el host está ocupado con
 otra cosa (cargar datos, Python, checkpoints, logs).

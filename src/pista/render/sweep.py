@@ -1,5 +1,8 @@
 """A sweep's plot: Self CPU and Self CUDA totals against the workload size (log axes), each point
-coloured by its verdict, and the crossover (where the GPU time catches up with the host time) marked.
+coloured by its verdict, the size where the verdict turns compute-bound marked, and the crossover
+(where the GPU time catches up with the host time) too where the curves cross. The two differ: the
+verdict follows how busy the GPU is, and host time overlaps GPU time, so a run can be compute-bound
+while its Self CUDA total is still under its Self CPU total (matmul_add at 4096 on an H200).
 One self-contained HTML page with the inlined ECharts build."""
 
 from __future__ import annotations
@@ -29,20 +32,54 @@ def crossover(points: list[dict[str, Any]]) -> float | None:
     return None
 
 
+def verdict_turn(points: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The two neighbouring sizes between which the verdict turns compute-bound, or None."""
+    pts = sorted(points, key=lambda p: p["size"])
+    for before, after in zip(pts, pts[1:], strict=False):
+        if before["verdict"] != "compute-bound" and after["verdict"] == "compute-bound":
+            return before, after
+    return None
+
+
+def describe(points: list[dict[str, Any]]) -> str:
+    """One or two sentences on where the run turns compute-bound and where the curves cross."""
+    pts = sorted(points, key=lambda p: p["size"])
+    if not pts:
+        return "No size completed."
+    turn = verdict_turn(pts)
+    if turn is not None:
+        before, after = turn
+        text = (f"The verdict turns compute-bound between size {before['size']} ({before['verdict']}) and "
+                f"size {after['size']}.")
+    elif pts[0]["verdict"] == "compute-bound":
+        text = f"Compute-bound already at size {pts[0]['size']}."
+    else:
+        verdicts = sorted({p["verdict"] for p in pts})
+        text = f"It does not turn compute-bound up to size {pts[-1]['size']} ({', '.join(verdicts)})."
+    cross = crossover(pts)
+    if cross is not None:
+        text += f" Self CUDA total catches up with Self CPU total near size {cross:.0f}."
+    elif any(p["verdict"] == "compute-bound" for p in pts):
+        text += (" Self CUDA total stays under Self CPU total at every size: the host's time overlaps the "
+                 "GPU's, and the verdict follows how busy the GPU is.")
+    else:
+        text += " Self CUDA total stays under Self CPU total at every size."
+    return text
+
+
 def render(points: list[dict[str, Any]], title: str = "pista sweep") -> str:
     pts = sorted(points, key=lambda p: p["size"])
+    turn = verdict_turn(pts)
     data = {"points": [{"size": int(p["size"]), "cpu": float(p["self_cpu_total_us"]),
                         "gpu": float(p["self_device_total_us"]), "verdict": str(p["verdict"])} for p in pts],
-            "crossover": crossover(pts), "colors": VERDICT_COLOR}
+            "crossover": crossover(pts), "turn": None if turn is None else int(turn[1]["size"]),
+            "colors": VERDICT_COLOR}
     rows = "".join(
         f"<tr><td class='num'>{p['size']}</td><td class='num'>{p['cpu']:.3f}</td><td class='num'>{p['gpu']:.3f}</td>"
         f"<td><span class='chip' style='background:{VERDICT_COLOR.get(p['verdict'], '#5f6b7a')}'>"
         f"{html.escape(p['verdict'])}</span></td></tr>" for p in data["points"])
-    cross = data["crossover"]
-    note = (f"GPU time catches up with host time near size {cross:.0f}." if cross is not None
-            else "The GPU time stays below the host time at every size: overhead-bound throughout.")
-    return _PAGE.format(title=html.escape(title), css=_asset("report.css"), note=html.escape(note), rows=rows,
-                        data=script_json(data), echarts=_asset("echarts.pista.min.js"), js=_JS)
+    return _PAGE.format(title=html.escape(title), css=_asset("report.css"), note=html.escape(describe(pts)),
+                        rows=rows, data=script_json(data), echarts=_asset("echarts.pista.min.js"), js=_JS)
 
 
 _JS = """
@@ -53,9 +90,12 @@ _JS = """
   window.pistaCharts = [chart];
   function pts(key) { return d.points.map(function (p) { return { value: [p.size, Math.max(p[key], 1e-3)],
     itemStyle: { color: d.colors[p.verdict] || '#5f6b7a' }, verdict: p.verdict }; }); }
-  var mark = d.crossover == null ? undefined : { silent: true, symbol: 'none',
-    label: { formatter: 'crossover ~' + Math.round(d.crossover), position: 'insideEndTop' },
-    lineStyle: { color: '#1d2330', type: 'dashed' }, data: [{ xAxis: d.crossover }] };
+  var lines = [];
+  if (d.turn != null) lines.push({ xAxis: d.turn, label: { formatter: 'compute-bound from ' + d.turn,
+    position: 'insideEndTop' }, lineStyle: { color: '#2e7d32', type: 'solid', width: 2 } });
+  if (d.crossover != null) lines.push({ xAxis: d.crossover, label: { formatter: 'crossover ~' +
+    Math.round(d.crossover), position: 'insideEndBottom' }, lineStyle: { color: '#1d2330', type: 'dashed' } });
+  var mark = lines.length ? { silent: true, symbol: 'none', data: lines } : undefined;
   chart.setOption({
     animation: false,
     legend: { top: 0 },

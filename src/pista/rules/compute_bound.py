@@ -20,12 +20,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from pista import findings
 from pista.findings import Context, Evidence, Finding, Severity, top_indices
 
 ID = "compute-bound"
 TITLE = "Compute bound: the GPU is the limit"
 SEVERITY = Severity.INFO
 EVIDENCE_EVENTS = 3
+# The verdict's thresholds live with the verdict (pista.findings); shown here for `pista explain`.
+COMPUTE_MIN_GPU_BUSY = findings.COMPUTE_MIN_GPU_BUSY
+COMPUTE_MAX_RATIO = findings.COMPUTE_MAX_RATIO
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -61,8 +61,10 @@ def check(ctx: Context) -> list[Finding]:
             name = trace.event_name(host)
             parts.append(f"{fmt_ns(spent)} inside {name} ({share:.1f}% of its {fmt_ns(trace.dur[host])})")
             inflated[name] = inflated.get(name, 0.0) + us(spent)
+            host_ns = max(int(trace.dur[host]), 1)
+            together = f"; all {len(events)} there: {share:.1f}%" if len(events) > 1 else ""
             for i in events:
-                notes[i] = f"inside {name}, {share:.1f}% of its wall time"
+                notes[i] = f"inside {name}, {100.0 * int(trace.dur[i]) / host_ns:.1f}% of its wall time{together}"
         else:
             parts.append(f"{fmt_ns(spent)} outside any op")
     names = sorted({trace.event_name(i) for i in idx})

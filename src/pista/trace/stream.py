@@ -35,8 +35,10 @@ GZIP_MAGIC = b"\x1f\x8b"
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
 # Bytes read and scanned at a time: big enough that numpy's per-call cost vanishes, small enough
-# that the block and its decoded events stay a few MB.
-BLOCK_BYTES = 4 << 20
+# that the block's copies and decoded events stay small. On big_gpt_eager_20steps, 4 MB -> 1 MB
+# blocks took the two processes' summed PSS from 1.71x to 1.47x the JSON, and the read from 0.21
+# to 0.20 s (1 GB: 4.2 s either way).
+BLOCK_BYTES = 1 << 20
 # How far into the file to look for the "traceEvents" key (Kineto writes it after a short header).
 HEAD_BYTES = 4 << 20
 # Below this a second process costs more (fork, sending columns back) than it saves.
@@ -548,6 +550,10 @@ def _read_range(path: str, start: int, stop: int | None, gzipped: bool, names: _
             if cut >= 0:
                 cut = _take(window, cut, origin, part, names, cats)
                 if part.end_offset >= 0:
+                    if stop is not None:
+                        # the array cannot end before a split made past it: the scan was misled
+                        # (damage that unbalances quotes or brackets); the careful loader decides
+                        raise Unstreamable("the event array ends before the split point")
                     return part
             carry = window[cut + 1 :]
             origin += cut + 1
