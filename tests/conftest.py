@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,15 @@ def analysis_of():
         return cache[name]
 
     return _analyze
+
+
+@pytest.fixture(autouse=True)
+def _earlier_tests_threads_are_idle(monkeypatch):
+    """pista does not fork while other Python threads run (one may hold a lock the child needs).
+    Threads left by earlier tests (Dask's offload pool, Playwright's) are idle, so only threads a
+    test starts itself count; otherwise every test after them would silently run in one process."""
+    from pista import forked
+
+    before = set(threading.enumerate())
+    monkeypatch.setattr(forked, "other_threads",
+                        lambda: sum(1 for t in threading.enumerate() if t not in before))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from conftest import fixture
 
 from pista.cli import main
@@ -30,3 +31,15 @@ def test_a_reader_that_leaves_early_is_not_an_error():
     proc.stdout.close()  # like `| head -c 200`
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and err == b""
+
+
+@pytest.mark.parametrize("limit", ["-1", "1"])  # more than stdout's buffer holds, and less
+def test_output_that_cannot_be_written_is_one_line_and_exit_2(limit):
+    trace = str(fixture("seed_mm64_warm"))
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([*PISTA, "table", trace, "--row-limit", limit], stdout=full,
+                              stderr=subprocess.PIPE, timeout=120)
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 2
+    assert len(lines) == 1 and lines[0].startswith("pista: error: ")
+    assert lines[0].endswith("No space left on device")

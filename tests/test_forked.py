@@ -25,11 +25,18 @@ def test_forked_rules_find_what_one_process_finds(load_facts, monkeypatch, name)
     facts = load_facts(name)
     calls = []
     real_fork = forked.fork_call
-    monkeypatch.setattr(forked, "fork_call", lambda *a: calls.append(a[2]) or real_fork(*a))
+
+    def fork_and_note(*args):
+        child = real_fork(*args)
+        calls.append((args[2], child is not None))
+        return child
+
+    monkeypatch.setattr(forked, "fork_call", fork_and_note)
     in_one = _analysis_json(facts, monkeypatch, 10**12)
     assert calls == []
     split = _analysis_json(facts, monkeypatch, 0)
-    assert calls == [list(findings_module.FORKED_RULES)]
+    assert calls == [(list(findings_module.FORKED_RULES), forked.can_fork())]
+    assert forked.can_fork() or forked.usable_cores() < 2, "forking is possible here and must be tested"
     assert split == in_one
     assert '"kernel-variability"' in in_one or name != "gpu/kernel_variability"
 
@@ -69,3 +76,56 @@ def test_fork_call_returns_the_value_and_reports_failure():
     failing = forked.fork_call(int, "not a number")
     with pytest.raises(forked.ChildFailed, match="ValueError"):
         failing.result()
+
+
+def test_a_rule_failing_here_stops_the_child(load_facts, monkeypatch):
+    import multiprocessing
+
+    from pista.rules import dominant_event
+
+    facts = load_facts("gpu/kernel_variability")
+
+    def broken(ctx):
+        raise ZeroDivisionError("a rule bug here")
+
+    monkeypatch.setattr(dominant_event, "check", broken)
+    monkeypatch.setattr(findings_module, "FORK_MIN_EVENTS", 0)
+    with pytest.raises(ZeroDivisionError, match="a rule bug here"):
+        findings_module.analyze(facts)
+    assert multiprocessing.active_children() == []
+
+
+def test_no_fork_while_another_thread_runs(load_facts, monkeypatch):
+    """Another thread may hold a lock (stdout's, logging's) that a forked child would wait on."""
+    import threading
+
+    facts = load_facts("gpu/kernel_variability")
+    expected = _analysis_json(facts, monkeypatch, 10**12)
+    release = threading.Event()
+    waiting = threading.Thread(target=release.wait)
+    waiting.start()
+    try:
+        assert forked.fork_call(sum, [1]) is None
+        assert _analysis_json(facts, monkeypatch, 0) == expected
+    finally:
+        release.set()
+        waiting.join()
+
+
+def test_the_affinity_mask_counts_not_the_machine(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    assert forked.usable_cores() == 1
+    assert forked.fork_call(sum, [1]) is None
+
+
+def test_the_child_ignores_ctrl_c_and_still_answers():
+    import signal
+    import time
+
+    child = forked.fork_call(time.sleep, 0.5)
+    if child is None:
+        pytest.skip("no fork on this machine")
+    time.sleep(0.1)
+    os.kill(child._child.pid, signal.SIGINT)
+    assert child.result() is None  # time.sleep's return value: the child finished its work
+

@@ -6,6 +6,7 @@ handling for files the streamed reader declines."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -277,3 +278,30 @@ def test_damage_anywhere_reads_as_the_careful_loader_reads_it(tmp_path_factory, 
         assert got == expected
     else:
         assert_same(expected, got)
+
+
+def _die(source, split):
+    os._exit(9)  # like the kernel's OOM killer: no result, no traceback
+
+
+def test_a_reader_child_that_dies_is_replaced_by_a_read_here(tmp_path, tiny_blocks, monkeypatch):
+    path = write_document(tmp_path / "t.json", TRICKY * 3)
+    monkeypatch.setattr(stream, "_child_read", _die)
+    assert_same(in_memory(path), stream.load_streamed(path, workers=2))
+
+
+def test_the_progress_bar_starts_no_thread(tmp_path, tiny_blocks, monkeypatch):
+    """The read forks while the bar is up; a refresh thread holding the console's lock then would
+    leave the child waiting on it."""
+    import threading
+
+    path = write_document(tmp_path / "t.json", TRICKY * 3)
+    monkeypatch.setattr(stream, "PROGRESS_MIN_BYTES", 0)
+    monkeypatch.setattr(stream.sys.stderr, "isatty", lambda: True)
+    children = []
+    real_fork = stream.forked.fork_call
+    monkeypatch.setattr(stream.forked, "fork_call", lambda *a: children.append(real_fork(*a)) or children[-1])
+    before = threading.active_count()
+    assert_same(in_memory(path), stream.load_streamed(path, workers=2))
+    assert len(children) == 1 and children[0] is not None, "the read did not fork"
+    assert threading.active_count() == before

@@ -193,7 +193,12 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
         from pista import forked
 
         child = forked.fork_call(_check, ctx, elsewhere)
-    by_rule = _check(ctx, [r for r in selected if child is None or r not in elsewhere])
+    try:
+        by_rule = _check(ctx, [r for r in selected if child is None or r not in elsewhere])
+    except BaseException:
+        if child is not None:
+            child.cancel()  # a rule failed here (or Ctrl-C): stop the child, leave no process behind
+        raise
     if child is not None:
         try:
             by_rule.update(child.result())

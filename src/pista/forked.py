@@ -7,8 +7,15 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
+import sys
 from collections.abc import Callable
 from typing import Any
+
+# Set in processes that must not fork (a pool's rank workers: the pool already fills the cores).
+DISABLED = False
+# How long to wait for a child that sent its result, or was told to stop, to be gone.
+JOIN_TIMEOUT_S = 5.0
 
 
 class Forked:
@@ -35,23 +42,46 @@ class Forked:
         return outcome
 
     def cancel(self, kill: bool = True) -> None:
+        """Close the pipe and reap the child; `kill` stops one still working. A child that sent
+        its result ends at once (os._exit), so the timeout is only a guard against a stuck one."""
         self._receiver.close()
         if kill and self._child.is_alive():
             self._child.terminate()
-        self._child.join()
+        self._child.join(JOIN_TIMEOUT_S)
+        if self._child.is_alive():
+            self._child.kill()
+            self._child.join(JOIN_TIMEOUT_S)
 
 
 class ChildFailed(Exception):
     """What went wrong in the child, as text (its exception may not pickle)."""
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask: taskset, cgroups' cpusets), not the
+    machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def can_fork() -> bool:
-    return (os.cpu_count() or 1) >= 2 and hasattr(os, "fork")
+    """A second core to use and a fork that is safe: another Python thread may hold a lock (the
+    stdout buffer's, the logging module's) that a forked child would wait on forever."""
+    return not DISABLED and hasattr(os, "fork") and usable_cores() >= 2 and other_threads() == 0
+
+
+def other_threads() -> int:
+    """Python threads running besides this one."""
+    threading = sys.modules.get("threading")
+    return 0 if threading is None else threading.active_count() - 1
 
 
 def fork_call(target: Callable[..., Any], *args: Any) -> Forked | None:
     """Start `target(*args)` in a forked child; None where no child can be had (no fork, one
-    core, or this is a pool's daemon worker, which may not have children)."""
+    core, other threads running, or this is a pool's worker, which may not or should not have
+    children)."""
     if not can_fork():
         return None
     import multiprocessing  # only here: importing it costs a small trace's load time
@@ -61,7 +91,7 @@ def fork_call(target: Callable[..., Any], *args: Any) -> Forked | None:
     try:
         ctx = multiprocessing.get_context("fork")
         receiver, sender = ctx.Pipe(duplex=False)
-        child = ctx.Process(target=_run, args=(target, args, sender), daemon=True)
+        child = ctx.Process(target=_run, args=(target, args, sender, receiver), daemon=True)
         child.start()
     except (ValueError, OSError, AssertionError):
         return None
@@ -69,11 +99,16 @@ def fork_call(target: Callable[..., Any], *args: Any) -> Forked | None:
     return Forked(child, receiver)
 
 
-def _run(target: Callable[..., Any], args: tuple[Any, ...], sender: Any) -> None:
+def _run(target: Callable[..., Any], args: tuple[Any, ...], sender: Any, receiver: Any) -> None:
+    """The child: compute, send, and leave with os._exit, so nothing of the parent's state runs at
+    exit (atexit hooks, flushing a copy of the parent's unwritten stdout a second time)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops us
+    receiver.close()
     try:
         outcome = target(*args)
-    except Exception as err:  # noqa: BLE001 - reported to the parent, which decides
+    except BaseException as err:  # noqa: BLE001 - reported to the parent, which decides
         outcome = ChildFailed(f"{type(err).__name__}: {err}")
+    code = 0
     try:
         buffers: list[pickle.PickleBuffer] = []
         try:
@@ -84,5 +119,7 @@ def _run(target: Callable[..., Any], args: tuple[Any, ...], sender: Any) -> None
         sender.send_bytes(len(buffers).to_bytes(8, "little") + data)
         for buffer in buffers:
             sender.send_bytes(buffer.raw())
+    except BaseException:  # noqa: BLE001 - the parent sees a pipe closed early: ChildFailed
+        code = 1
     finally:
-        sender.close()
+        os._exit(code)

@@ -7,7 +7,6 @@ Verb modules import their heavy dependencies inside `run`, so `pista --help` and
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import os
 import sys
@@ -85,12 +84,18 @@ def entry() -> None:
     on the 64 MB trace). Every output file is written and closed by then; stdout and stderr are
     flushed here. Not after capture or Dask runs: torch and distributed clean up at exit."""
     code = main()
-    if any(m in sys.modules for m in ("torch", "distributed")):
-        sys.exit(code)
-    with contextlib.suppress(BrokenPipeError):  # the reader left (`pista table big.json | head`)
+    if any(m in sys.modules for m in ("torch", "distributed")) or sys.gettrace() or sys.getprofile():
+        sys.exit(code)  # a tracer or profiler (coverage, cProfile) writes its results at exit
+    try:
         sys.stdout.flush()
+    except BrokenPipeError:  # the reader left (`pista table big.json | head`)
+        pass
+    except OSError as err:  # the last of the output could not be written: no space left
+        code = _fail(f"cannot write the output: {err.strerror or err}", EXIT_BAD_INPUT)
     try:
         sys.stderr.flush()
+    except OSError:
+        code = code or EXIT_BAD_INPUT
     finally:
         os._exit(code)
 

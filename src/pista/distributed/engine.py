@@ -6,11 +6,11 @@ only those small summaries travel back, never a Trace.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 
+from pista import forked
 from pista.distributed.rank import RankSummary, summarize_rank
 from pista.errors import UsageError
 
@@ -30,14 +30,19 @@ def run_ranks(paths: Sequence[str], engine: str = "local", workers: int | None =
         return [work(p) for p in paths]
     if engine != "local":
         raise UsageError(f"unknown engine '{engine}'; choose one of {', '.join(ENGINES)}")
-    n = workers if workers is not None else min(len(paths), os.cpu_count() or 1)
+    n = workers if workers is not None else min(len(paths), forked.usable_cores())
     if n < 1:
         raise UsageError("--workers must be at least 1")
     if n == 1 or len(paths) == 1:
         return [work(p) for p in paths]
-    with ProcessPoolExecutor(max_workers=n) as pool:
+    with ProcessPoolExecutor(max_workers=n, initializer=_no_forks) as pool:
         # a few files per task: thousands of small traces cost less in pickling round trips
         return list(pool.map(work, paths, chunksize=max(1, len(paths) // (4 * n))))
+
+
+def _no_forks() -> None:
+    """In a rank worker: the pool fills the cores already, so no worker forks a reader or a rule."""
+    forked.DISABLED = True
 
 
 def _dask(paths: Sequence[str], work: partial, scheduler: str | None) -> list[RankSummary]:

@@ -18,6 +18,7 @@ import gzip
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -48,6 +49,8 @@ PARALLEL_MIN_BYTES = 24 << 20
 FIRST_PART_SHARE = 0.53
 # How far past the split point to look for an event boundary to split at.
 SPLIT_SEARCH_BYTES = 4 << 20
+# Redraw the progress bar at most this often.
+PROGRESS_EVERY_S = 0.1
 # Show a progress bar (on a terminal) from this size on.
 PROGRESS_MIN_BYTES = 256 << 20
 
@@ -623,7 +626,7 @@ def _load(source: str, workers: int | None) -> Trace:
     progress = _progress_bar(source, unpacked_size(source), total)
     try:
         if workers is None:
-            workers = 2 if (os.cpu_count() or 1) >= 2 else 1
+            workers = 2 if forked.usable_cores() >= 2 else 1
         read = None
         if not gzipped and workers > 1 and total >= PARALLEL_MIN_BYTES:
             read = _read_parallel(source, array_start, total, progress)
@@ -700,8 +703,11 @@ def _read_parallel(source: str, array_start: int, total: int,
         raise
     try:
         second, local_names, local_cats = child.result()
-    except forked.ChildFailed as err:
-        raise Unstreamable(f"second half: {err}") from None
+    except forked.ChildFailed:
+        # the child died (killed for memory, a signal): read its part here, so a damaged second
+        # part still fails as itself and a sound one costs only time
+        second = _read_range(source, split, None, False, names, cats)
+        return [first, second], names, cats
     _localise(second, names.remap(local_names), cats.remap(local_cats))
     return [first, second], names, cats
 
@@ -803,15 +809,22 @@ def _progress_bar(source: str, json_size: int, total: int) -> Any:
         return None
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+    # no refresh thread (auto_refresh off): the read forks, and a thread holding the console's
+    # lock at that moment would leave the child waiting on it
     bar = Progress(TextColumn("reading {task.description}"), BarColumn(), DownloadColumn(),
-                   TimeRemainingColumn(), transient=True, console=None)
+                   TimeRemainingColumn(), transient=True, console=None, auto_refresh=False)
     task = bar.add_task(Path(source).name, total=total)
     bar.start()
+    last_drawn = [0.0]
 
     def update(at: int | None) -> None:
         if at is None:
             bar.stop()
-        else:
-            bar.update(task, completed=min(at, total))
+            return
+        bar.update(task, completed=min(at, total))
+        now = time.monotonic()
+        if now - last_drawn[0] >= PROGRESS_EVERY_S:
+            last_drawn[0] = now
+            bar.refresh()
 
     return update
