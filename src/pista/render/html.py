@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from pista.findings import Analysis, Finding
+from pista.rules._common import fmt_ns
 from pista.table import format_time
 from pista.trace.facts import Facts
 
@@ -304,7 +305,7 @@ def _findings(analysis: Analysis) -> str:
                 f'<td class="name" title="{html.escape(e.name)}">{html.escape(e.name)}</td>'
                 f"<td>{html.escape(e.lane)}</td><td>{step}</td>"
                 f'<td class="num">+{(e.ts_us - origin_us) / 1000:.3f} ms</td>'
-                f'<td class="num">{html.escape(format_time(e.dur_us))}</td><td>{html.escape(e.note)}</td></tr>')
+                f'<td class="num">{html.escape(fmt_ns(e.dur_us * 1000))}</td><td>{html.escape(e.note)}</td></tr>')
         more = (f'<p class="more">... and {len(f.evidence) - MAX_EVIDENCE_SHOWN} more events</p>'
                 if len(f.evidence) > MAX_EVIDENCE_SHOWN else "")
         evidence = (f'<details{" open" if k < OPEN_EVIDENCE else ""}><summary>evidence: {len(f.evidence)} '

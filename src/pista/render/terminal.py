@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.panel import Panel
 
 from pista.findings import Analysis, Finding
+from pista.rules._common import fmt_ns
 from pista.table import format_time, render_text
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
@@ -54,7 +55,7 @@ def _finding(console: Console, f: Finding, origin_us: float, fix: str = "fix") -
         step = f"step {e.step}" if e.step is not None else "no step"
         note = f"  ({escape(e.note)})" if e.note else ""
         console.print(f"  [dim]-[/] {escape(e.name[:70])}  [dim]{escape(e.lane)}, {step}, "
-                      f"at +{(e.ts_us - origin_us) / 1000:.3f} ms, dur {format_time(e.dur_us)}[/]{note}")
+                      f"at +{(e.ts_us - origin_us) / 1000:.3f} ms, dur {fmt_ns(e.dur_us * 1000)}[/]{note}")
     if len(f.evidence) > MAX_EVIDENCE:
         console.print(f"  [dim]... {len(f.evidence) - MAX_EVIDENCE} more[/]")
     console.print(f"  [green]{fix}:[/] {escape(f.advice)}")
