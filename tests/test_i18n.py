@@ -12,7 +12,7 @@ from conftest import FIXTURES
 
 from pista.cli import main
 from pista.findings import Finding, Severity
-from pista.i18n import check_lang, entries, localize, localize_finding, rule_docs
+from pista.i18n import check_lang, entries, localize, localize_finding, localize_note, rule_docs
 from pista.rules import catalogue
 
 # The catalogue's ids, as the project's plan lists them (some rules may still be on their way).
@@ -59,7 +59,15 @@ def test_spanish_messages_come_from_the_real_metrics(real_findings):
         if es[f.rule].message:
             # a template that names a metric the rule does not report would fall back to English here
             assert local.message != f.message, (f.rule, sorted(f.metrics))
-        assert local.evidence == f.evidence and local.metrics == f.metrics
+        assert local.metrics == f.metrics
+        # the same events, each note in Spanish: a rule that writes a new kind of note needs its
+        # pattern in es.NOTES, or this fails
+        assert [dataclasses.replace(e, note="") for e in local.evidence] == \
+            [dataclasses.replace(e, note="") for e in f.evidence]
+        for mine, theirs in zip(local.evidence, f.evidence, strict=True):
+            assert localize_note(theirs.note, "es") is not None, (f.rule, theirs.note)
+            assert mine.note == localize_note(theirs.note, "es")
+            assert mine.note != theirs.note or not theirs.note, (f.rule, theirs.note)
 
 
 def test_missing_metrics_fall_back_to_the_english_message():
@@ -91,6 +99,10 @@ def test_analyze_text_and_explain_in_spanish(capsys):
     assert main(["analyze", str(FIXTURES / "seed_mm64_warm.json.gz"), "--lang", "es", "--no-table"]) == 0
     text = capsys.readouterr().out
     assert entries("es")["overhead-bound"].title in text and "solución:" in text
+    evidence = [line for line in text.splitlines() if line.startswith("  - ")]
+    assert evidence and all(", paso " in line and ", en +" in line for line in evidence)
+    assert "(el mayor tiempo propio de CPU)" in text and "largest self CPU time" not in text
+    assert "CRÍTICO" in text and "GPU ocupada" in text and "thread " not in text
     assert main(["explain", "cold-start", "--lang", "es"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("cold-start: " + entries("es")["cold-start"].title)
@@ -109,3 +121,11 @@ def test_report_in_spanish(tmp_path: Path):
     text = out.read_text()
     assert '<html lang="es">' in text
     assert entries("es")["overhead-bound"].title in text
+
+
+def test_straggler_evidence_in_spanish():
+    from pista.distributed import analyze_ranks
+
+    result = analyze_ranks(FIXTURES / "gloo" / "straggler_2", engine="inline", lang="es")
+    notes = [e.note for f in result.cross.findings for e in f.evidence]
+    assert notes and all("ms de retraso (la n.º " in n for n in notes)

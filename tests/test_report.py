@@ -142,6 +142,37 @@ def test_report_shows_findings_and_timeline(browser, tmp_path, analysis_of):
 
 
 @pytest.mark.browser
+def test_the_spanish_report_reads_in_spanish(browser, tmp_path, analysis_of):
+    from pista.i18n import localize, localize_note, words
+
+    analysis = analysis_of("seed_mm64_cold")
+    spanish = localize(analysis, "es")
+    out = write_report(tmp_path, fixture("seed_mm64_cold"), "report_es.html", "--lang", "es")
+    page = Page(browser, out)
+    headings = page.page.locator("h2").all_inner_texts()
+    assert headings == ["Línea de tiempo", "Hallazgos", "Duración de los kernels", "Anchura de los pasos",
+                        "Tabla key_averages reconstruida"]
+    first = page.page.locator("article.finding").first
+    assert first.locator("h3").inner_text() == spanish.findings[0].title
+    assert first.locator(".sev").inner_text().lower() == words("es")[analysis.findings[0].severity.value]
+    assert first.locator(".advice b").inner_text() == "Solución:"
+    header = first.locator("table.evidence th").all_inner_texts()
+    assert header == ["evidencia", "carril", "paso", "en", "dur", "nota"]
+    # each shown note is the Spanish one for what the rule wrote, not the English text
+    notes = first.locator("table.evidence tr.ev td:last-child").all_inner_texts()
+    english = [e.note for e in analysis.findings[0].evidence[: len(notes)]]
+    assert notes == [localize_note(n, "es") for n in english] and notes != english
+    lanes = first.locator("table.evidence tr.ev td:nth-child(2)").all_inner_texts()
+    assert any(lane.startswith("hilo ") for lane in lanes) and not any(lane.startswith("thread ") for lane in lanes)
+    legend = page.page.evaluate("pistaCharts[2].getOption().legend[0].formatter('step wall time')")
+    assert legend == "tiempo de pared del paso"
+    page.assert_clean(out)
+    OUTPUT.mkdir(exist_ok=True)
+    page.page.screenshot(path=str(OUTPUT / "report_seed_mm64_cold_es.png"), full_page=True)
+    page.page.close()
+
+
+@pytest.mark.browser
 def test_names_from_the_trace_are_text_not_markup(browser, tmp_path):
     evil = "<script>alert(1)</script>"
     events = raw_events("seed_mm64_warm")

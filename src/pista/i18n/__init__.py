@@ -2,7 +2,8 @@
 
 Each language is a module (`es.py`) with `RULES = {rule_id: Entry}`: a title, the advice, a message
 built from the finding's `metrics` (a function of them, or a str.format template; the English message
-stays when a key is missing or a value does not fit), and the rule's docs for `pista explain --lang`.
+stays when a key is missing or a value does not fit), and the rule's docs for `pista explain --lang`;
+`NOTES`, a pattern per evidence note as the rules write it; and `WORDS`, the renderers' labels.
 English is the rules' own text, so `localize(x, "en")` returns x unchanged.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,6 +66,29 @@ def word(key: str, lang: str) -> str:
     return words(lang).get(key, key)
 
 
+@cache
+def _note_patterns(lang: str) -> tuple[tuple[re.Pattern[str], str], ...]:
+    notes = getattr(_catalogue(lang), "NOTES", [])
+    return tuple((re.compile(pattern), replacement) for pattern, replacement in notes)
+
+
+def localize_note(note: str, lang: str) -> str | None:
+    """An evidence note in `lang`, or None where no pattern of the language's NOTES matches it whole."""
+    if not note or check_lang(lang) == "en":
+        return note
+    for pattern, replacement in _note_patterns(lang):
+        match = pattern.fullmatch(note)
+        if match:
+            return match.expand(replacement)
+    return None
+
+
+def lane_label(lane: str, lang: str) -> str:
+    """A lane as pista names it ("thread 457 (python3)", "GPU 0 stream 7") in `lang`."""
+    head, sep, rest = lane.partition(" ")
+    return word(head, lang) + sep + rest if head == "thread" else lane
+
+
 def format_message(template: Callable[[dict[str, Any]], str] | str, metrics: dict[str, Any]) -> str | None:
     """The message built from metrics, or None when a field is missing or will not format."""
     if not template:
@@ -88,8 +113,10 @@ def localize_finding(finding: T, lang: str) -> T:
         return finding
     message = format_message(e.message, finding.metrics) or finding.message  # type: ignore[attr-defined]
     advice = (format_message(e.advice, finding.metrics) if callable(e.advice) else e.advice) or finding.advice  # type: ignore[attr-defined]
+    evidence = [dataclasses.replace(ev, note=localize_note(ev.note, lang) or ev.note)
+                for ev in finding.evidence]  # type: ignore[attr-defined]
     return dataclasses.replace(finding, title=e.title or finding.title, message=message,  # type: ignore[type-var]
-                               advice=advice)
+                               advice=advice, evidence=evidence)
 
 
 def localize(analysis: T, lang: str | None) -> T:

@@ -48,18 +48,37 @@ OPEN_EVIDENCE = 2  # findings whose evidence table starts unfolded
 LANE_ORDER = {"cpu": 0, "gpu": 1, "overhead": 2}
 
 
+# The page's longer labels, by key; a language's WORDS (pista.i18n) replaces them.
+_HINTS = {
+    "timeline hint": ("Drag or scroll to zoom; click a finding's evidence row to jump there. Shaded: steps "
+                      "(alternating), GPU idle gaps (red), dead windows (grey). Pins: the findings' evidence."),
+    "kernels hint": "Per kernel, across its calls: min, quartiles, max (log scale). The kernels with the most GPU time.",
+    "steps hint": "Each ProfilerStep's wall time; a first step much wider than the rest is a cold start.",
+}
+
+
 def render(analysis: Analysis, lang: str = "en") -> str:
-    from pista.i18n import localize
+    from pista.i18n import localize, words
 
     analysis = localize(analysis, lang)
     data = report_data(analysis)
+    labels = {**_HINTS, **words(lang)}
+    data["words"] = labels  # the charts' labels (report.js); English where a key is missing
+
+    def w(key: str) -> str:
+        return html.escape(labels.get(key, key))
+
     title = f"pista: {analysis.source}"
     return _PAGE.format(
         lang=html.escape(lang),
         title=html.escape(title),
         css=_asset("report.css"),
-        header=_header(analysis),
-        findings=_findings(analysis),
+        header=_header(analysis, labels),
+        findings=_findings(analysis, labels, lang),
+        timeline_label=w("Timeline"), timeline_hint=w("timeline hint"), findings_label=w("Findings"),
+        kernels_label=w("Kernel durations"), kernels_hint=w("kernels hint"), steps_label=w("Step widths"),
+        steps_hint=w("steps hint"), table_label=w("Rebuilt key_averages table"), made_by=w("made by pista"),
+        charts_by=w("charts by"),
         table=_table(analysis),
         data=script_json(data),
         echarts=_asset("echarts.pista.min.js"),
@@ -271,29 +290,37 @@ def _step_widths(analysis: Analysis) -> list[dict[str, Any]]:
 # -- server-rendered parts (readable without JavaScript) ----------------------------------------
 
 
-def _header(analysis: Analysis) -> str:
+def _header(analysis: Analysis, labels: dict[str, str]) -> str:
+    def w(key: str) -> str:
+        return labels.get(key, key)
+
     s = analysis.summary
     busy = "n/a" if s.gpu_busy_share is None else f"{100 * s.gpu_busy_share:.1f}%"
     counts = {sev: sum(f.severity.value == sev for f in analysis.findings) for sev in ("critical", "warning", "info")}
     stats = [
         ("Self CPU total", format_time(s.self_cpu_total_us)),
         ("Self CUDA total", format_time(s.self_device_total_us)),
-        ("GPU busy", f"{busy} of {format_time(s.window_us)}"),
-        ("Steps", str(s.steps)),
-        ("Events", f"{s.events:,}"),
-        ("Device", ", ".join(s.devices) or "none recorded"),
+        (w("GPU busy"), f"{busy} {w('of')} {format_time(s.window_us)}"),
+        (w("Steps"), str(s.steps)),
+        (w("Events"), f"{s.events:,}"),
+        (w("Device"), ", ".join(s.devices) or w("none recorded")),
     ]
     stat_html = "".join(f'<div class="stat"><span class="k">{html.escape(k)}</span>'
                         f'<span class="v">{html.escape(v)}</span></div>' for k, v in stats)
-    chips = "".join(f'<span class="chip sev-{sev}">{n} {sev}</span>' for sev, n in counts.items() if n)
-    notices = "".join(f'<p class="notice">notice: {html.escape(n)}</p>' for n in analysis.notices)
+    chips = "".join(f'<span class="chip sev-{sev}">{n} {html.escape(w(sev))}</span>' for sev, n in counts.items() if n)
+    notices = "".join(f'<p class="notice">{html.escape(w("notice"))}: {html.escape(n)}</p>' for n in analysis.notices)
     return (f'<div class="verdict v-{html.escape(s.verdict)}">{html.escape(s.verdict)}</div>'
             f'<div class="stats">{stat_html}</div><div class="chips">{chips}</div>{notices}')
 
 
-def _findings(analysis: Analysis) -> str:
+def _findings(analysis: Analysis, labels: dict[str, str], lang: str) -> str:
+    from pista.i18n import lane_label
+
+    def w(key: str) -> str:
+        return html.escape(labels.get(key, key))
+
     if not analysis.findings:
-        return '<p class="empty">No findings: none of the rules fired on this trace.</p>'
+        return f'<p class="empty">{w("No findings: none of the rules fired on this trace.")}</p>'
     origin_us = analysis.facts.trace.start_ns / 1000.0
     cards = []
     for k, f in enumerate(analysis.findings):
@@ -303,21 +330,22 @@ def _findings(analysis: Analysis) -> str:
             rows.append(
                 f'<tr class="ev" data-finding="{k}" data-start="{e.ts_us:.3f}" data-dur="{e.dur_us:.3f}">'
                 f'<td class="name" title="{html.escape(e.name)}">{html.escape(e.name)}</td>'
-                f"<td>{html.escape(e.lane)}</td><td>{step}</td>"
+                f"<td>{html.escape(lane_label(e.lane, lang))}</td><td>{step}</td>"
                 f'<td class="num">+{(e.ts_us - origin_us) / 1000:.3f} ms</td>'
                 f'<td class="num">{html.escape(fmt_ns(e.dur_us * 1000))}</td><td>{html.escape(e.note)}</td></tr>')
-        more = (f'<p class="more">... and {len(f.evidence) - MAX_EVIDENCE_SHOWN} more events</p>'
+        more = (f'<p class="more">... {w("and")} {len(f.evidence) - MAX_EVIDENCE_SHOWN} {w("more events")}</p>'
                 if len(f.evidence) > MAX_EVIDENCE_SHOWN else "")
-        evidence = (f'<details{" open" if k < OPEN_EVIDENCE else ""}><summary>evidence: {len(f.evidence)} '
-                    f'event{"s" if len(f.evidence) != 1 else ""}</summary><table class="evidence"><thead><tr><th>evidence</th><th>lane</th><th>step</th>'
-                    f'<th class="num">at</th><th class="num">dur</th><th>note</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
-                    f"{more}</details>" if rows else "")
+        evidence = (f'<details{" open" if k < OPEN_EVIDENCE else ""}><summary>{w("evidence")}: {len(f.evidence)} '
+                    f'{w("events") if len(f.evidence) != 1 else w("event")}</summary><table class="evidence"><thead><tr>'
+                    f'<th>{w("evidence")}</th><th>{w("lane")}</th><th>{w("step")}</th>'
+                    f'<th class="num">{w("at")}</th><th class="num">{w("dur")}</th><th>{w("note")}</th></tr></thead>'
+                    f'<tbody>{"".join(rows)}</tbody></table>{more}</details>' if rows else "")
         cards.append(
             f'<article class="finding sev-{f.severity.value}" id="finding-{k}">'
-            f'<header><span class="sev">{f.severity.value}</span> <code class="rule">{html.escape(f.rule)}</code>'
+            f'<header><span class="sev">{w(f.severity.value)}</span> <code class="rule">{html.escape(f.rule)}</code>'
             f'<h3>{html.escape(f.title)}</h3></header>'
             f'<p class="message">{html.escape(f.message)}</p>'
-            f'<p class="advice"><b>Fix:</b> {html.escape(f.advice)}</p>{evidence}</article>')
+            f'<p class="advice"><b>{w("Fix:")}</b> {html.escape(f.advice)}</p>{evidence}</article>')
     return "".join(cards)
 
 
@@ -363,20 +391,17 @@ _PAGE = """<!DOCTYPE html>
 <header class="top"><div class="brand">pista</div><h1>{title}</h1></header>
 <main>
 <section id="summary" class="card">{header}</section>
-<section id="timeline-section" class="card"><h2>Timeline</h2>
-<p class="hint">Drag or scroll to zoom; click a finding's evidence row to jump there. Shaded: steps
-(alternating), GPU idle gaps (red), dead windows (grey). Pins: the findings' evidence.</p>
+<section id="timeline-section" class="card"><h2>{timeline_label}</h2>
+<p class="hint">{timeline_hint}</p>
 <div id="timeline" class="chart"></div><p id="timeline-note" class="hint"></p></section>
-<section id="findings"><h2>Findings</h2>{findings}</section>
+<section id="findings"><h2>{findings_label}</h2>{findings}</section>
 <div class="two">
-<section class="card"><h2>Kernel durations</h2><p class="hint">Per kernel, across its calls: min, quartiles,
-max (log scale). The kernels with the most GPU time.</p><div id="kernels" class="chart"></div></section>
-<section class="card"><h2>Step widths</h2><p class="hint">Each ProfilerStep's wall time; a first step much
-wider than the rest is a cold start.</p><div id="steps" class="chart"></div></section>
+<section class="card"><h2>{kernels_label}</h2><p class="hint">{kernels_hint}</p><div id="kernels" class="chart"></div></section>
+<section class="card"><h2>{steps_label}</h2><p class="hint">{steps_hint}</p><div id="steps" class="chart"></div></section>
 </div>
-<section id="table" class="card"><h2>Rebuilt key_averages table</h2>{table}</section>
+<section id="table" class="card"><h2>{table_label}</h2>{table}</section>
 </main>
-<footer>made by pista &middot; charts by Apache ECharts (Apache-2.0), inlined</footer>
+<footer>{made_by} &middot; {charts_by} Apache ECharts (Apache-2.0), inlined</footer>
 <script id="pista-data" type="application/json">{data}</script>
 <script>{echarts}</script>
 <script>{js}</script>

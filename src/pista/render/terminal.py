@@ -23,6 +23,10 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
     from pista.i18n import localize, word
 
     analysis = localize(analysis, lang)
+
+    def w(key: str) -> str:
+        return word(key, lang)
+
     out = io.StringIO()
     console = Console(file=out, force_terminal=color, no_color=not color, width=width, highlight=False)
     s = analysis.summary
@@ -30,15 +34,15 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
     console.print(Panel(
         f"[{VERDICT_STYLE.get(s.verdict, 'bold')}]{s.verdict}[/]\n"
         f"Self CPU total {format_time(s.self_cpu_total_us)}   Self CUDA total {format_time(s.self_device_total_us)}   "
-        f"GPU busy {busy} of {format_time(s.window_us)}   steps {s.steps}",
+        f"{w('GPU busy')} {busy} {w('of')} {format_time(s.window_us)}   {w('steps')} {s.steps}",
         title=f"pista: {escape(analysis.source)}", expand=True))
     for notice in analysis.notices:
-        console.print(f"[dim]notice: {escape(notice)}[/]")
+        console.print(f"[dim]{w('notice')}: {escape(notice)}[/]")
     if not analysis.findings:
         console.print(word("No findings.", lang))
     origin_us = analysis.facts.trace.start_ns / 1000.0
     for finding in analysis.findings:
-        _finding(console, finding, origin_us, word("fix", lang))
+        _finding(console, finding, origin_us, lang)
     if show_table:
         console.print()
         console.print(escape(render_text(analysis.table, "cuda_time_total" if analysis.facts.has_gpu
@@ -47,15 +51,20 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
     return out.getvalue()
 
 
-def _finding(console: Console, f: Finding, origin_us: float, fix: str = "fix") -> None:
+def _finding(console: Console, f: Finding, origin_us: float, lang: str = "en") -> None:
+    from pista.i18n import lane_label, word
+
+    def w(key: str) -> str:
+        return word(key, lang)
+
     style = SEVERITY_STYLE.get(f.severity.value, "")
-    console.print(f"\n[{style}]{f.severity.value.upper():8s}[/] [bold]{escape(f.rule)}[/]: {escape(f.title)}")
+    console.print(f"\n[{style}]{w(f.severity.value.upper()):8s}[/] [bold]{escape(f.rule)}[/]: {escape(f.title)}")
     console.print(f"  {escape(f.message)}")
     for e in f.evidence[:MAX_EVIDENCE]:
-        step = f"step {e.step}" if e.step is not None else "no step"
+        step = f"{w('step')} {e.step}" if e.step is not None else w("no step")
         note = f"  ({escape(e.note)})" if e.note else ""
-        console.print(f"  [dim]-[/] {escape(e.name[:70])}  [dim]{escape(e.lane)}, {step}, "
-                      f"at +{(e.ts_us - origin_us) / 1000:.3f} ms, dur {fmt_ns(e.dur_us * 1000)}[/]{note}")
+        console.print(f"  [dim]-[/] {escape(w(e.name)[:70])}  [dim]{escape(lane_label(e.lane, lang))}, {step}, "
+                      f"{w('at')} +{(e.ts_us - origin_us) / 1000:.3f} ms, {w('dur')} {fmt_ns(e.dur_us * 1000)}[/]{note}")
     if len(f.evidence) > MAX_EVIDENCE:
-        console.print(f"  [dim]... {len(f.evidence) - MAX_EVIDENCE} more[/]")
-    console.print(f"  [green]{fix}:[/] {escape(f.advice)}")
+        console.print(f"  [dim]... {len(f.evidence) - MAX_EVIDENCE} {w('more')}[/]")
+    console.print(f"  [green]{w('fix')}:[/] {escape(f.advice)}")

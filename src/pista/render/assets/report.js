@@ -2,6 +2,8 @@
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("pista-data").textContent);
+  var words = data.words || {};
+  function w(key) { return Object.prototype.hasOwnProperty.call(words, key) ? words[key] : key; }
   var names = data.names;
   var SEV = { critical: "#c62828", warning: "#e08a00", info: "#1f77b4" };
   var KIND = { cpu: ["#4c78a8", "#72b7b2", "#54a24b", "#9d755d"], gpu: ["#b279a2", "#e45756", "#f58518", "#ff9da6", "#9467bd", "#8c564b"],
@@ -29,8 +31,9 @@
   // -- timeline ---------------------------------------------------------------------------------
   var tl = data.timeline;
   var FIXED = 2; // row 0: findings, row 1: steps; then the lanes
-  var cats = ["pista findings", "steps"].concat(tl.rows.map(function (r) {
-    return r.label ? short(r.label, 28) : "  · depth " + r.depth;
+  function laneLabel(label) { return label.indexOf("thread ") === 0 ? w("thread") + label.slice(6) : label; }
+  var cats = [w("pista findings"), w("steps")].concat(tl.rows.map(function (r) {
+    return r.label ? short(laneLabel(r.label), 28) : "  · " + w("depth") + " " + r.depth;
   }));
   function items(rc) {
     var out = [];
@@ -89,7 +92,7 @@
     if (!shape) return null;
     return { type: "group", children: [
       { type: "rect", shape: shape, style: { fill: params.dataIndex % 2 ? "#8d99ae" : "#5c677d" } },
-      { type: "text", style: { text: shape.width > 34 ? "step " + api.value(0) : "", x: shape.x + 4, y: shape.y + h / 2,
+      { type: "text", style: { text: shape.width > 34 ? w("step") + " " + api.value(0) : "", x: shape.x + 4, y: shape.y + h / 2,
         verticalAlign: "middle", fill: "#fff", font: "11px sans-serif" } }] };
   }
 
@@ -106,18 +109,18 @@
       var d = p.data;
       if (p.seriesName === "events") {
         var row = tl.rows[d.value[2] - FIXED];
-        var n = d.value[4] > 1 ? d.value[4] + " events merged, first: " : "";
+        var n = d.value[4] > 1 ? d.value[4] + " " + w("events merged, first:") + " " : "";
         return "<b>" + esc(n) + esc(short(names[d.value[3]], 160)) + "</b><br>" + esc(row.lane) +
-          "<br>at +" + fmtMs(d.value[0]) + ", " + fmtMs(d.value[1] - d.value[0]);
+          "<br>" + w("at") + " +" + fmtMs(d.value[0]) + ", " + fmtMs(d.value[1] - d.value[0]);
       }
       if (p.seriesName === "findings" || p.seriesName === "evidence") {
         var q = d.pin;
-        return "<b>" + esc(q.severity.toUpperCase()) + " " + esc(q.rule) + "</b><br>" + esc(q.title) + "<br>" +
-          esc(short(q.name, 120)) + "<br>" + esc(q.lane) + (q.step != null ? ", step " + q.step : "") +
-          "<br>at +" + fmtMs(q.start) + (q.end > q.start ? ", " + fmtMs(q.end - q.start) : "") + (q.note ? "<br><i>" + esc(q.note) + "</i>" : "");
+        return "<b>" + esc(w(q.severity.toUpperCase())) + " " + esc(q.rule) + "</b><br>" + esc(q.title) + "<br>" +
+          esc(short(q.name, 120)) + "<br>" + esc(q.lane) + (q.step != null ? ", " + w("step") + " " + q.step : "") +
+          "<br>" + w("at") + " +" + fmtMs(q.start) + (q.end > q.start ? ", " + fmtMs(q.end - q.start) : "") + (q.note ? "<br><i>" + esc(q.note) + "</i>" : "");
       }
-      if (p.seriesName === "GPU idle") return "GPU idle " + fmtMs(d[3] - d[2]) + "<br>at +" + fmtMs(d[2]);
-      if (p.seriesName === "step") return "step " + d[0] + ": " + fmtMs(d[2] - d[1]);
+      if (p.seriesName === "GPU idle") return w("GPU idle") + " " + fmtMs(d[3] - d[2]) + "<br>" + w("at") + " +" + fmtMs(d[2]);
+      if (p.seriesName === "step") return w("step") + " " + d[0] + ": " + fmtMs(d[2] - d[1]);
       return "";
     } },
     xAxis: { type: "value", min: tl.window[0] - windowSpan * 0.005, max: tl.window[1] + windowSpan * 0.005, scale: true,
@@ -153,9 +156,9 @@
     ]
   });
   var note = document.getElementById("timeline-note");
-  note.textContent = tl.events.toLocaleString() + " events on these lanes: " + tl.overview.row.length.toLocaleString() +
-    " blocks zoomed out, " + tl.shown.toLocaleString() + " rectangles zoomed in (runs of events under a pixel merged" +
-    (tl.shown < tl.events ? "; per row, the longest up to a budget of " + tl.cap.toLocaleString() : "") + ").";
+  note.textContent = tl.events.toLocaleString() + " " + w("events on these lanes:") + " " + tl.overview.row.length.toLocaleString() +
+    " " + w("blocks zoomed out,") + " " + tl.shown.toLocaleString() + " " + w("rectangles zoomed in (runs of events under a pixel merged") +
+    (tl.shown < tl.events ? w("; per row, the longest up to a budget of") + " " + tl.cap.toLocaleString() : "") + ").";
 
   function pickLayer() {
     var dz = tlChart.getOption().dataZoom[0];
@@ -201,9 +204,9 @@
       grid: { left: 8, right: 24, top: 10, bottom: 40, containLabel: true },
       tooltip: { trigger: "item", confine: true, formatter: function (p) {
         var k = ks[p.dataIndex];
-        return "<b>" + esc(short(k.name, 160)) + "</b><br>" + k.calls + " calls, total " + fmtUs(k.total_us) +
-          "<br>min " + fmtUs(k.box[0]) + " · median " + fmtUs(k.box[2]) + " · max " + fmtUs(k.box[4]) +
-          "<br>mean " + fmtUs(k.mean) + ", CV " + (100 * k.cv).toFixed(1) + "%" + (k.flagged ? "<br><b>flagged: kernel-variability</b>" : "");
+        return "<b>" + esc(short(k.name, 160)) + "</b><br>" + k.calls + " " + w("calls") + ", " + w("total") + " " + fmtUs(k.total_us) +
+          "<br>" + w("min") + " " + fmtUs(k.box[0]) + " · " + w("median") + " " + fmtUs(k.box[2]) + " · " + w("max") + " " + fmtUs(k.box[4]) +
+          "<br>" + w("mean") + " " + fmtUs(k.mean) + ", CV " + (100 * k.cv).toFixed(1) + "%" + (k.flagged ? "<br><b>" + esc(w("flagged: kernel-variability")) + "</b>" : "");
       } },
       xAxis: { type: "log", name: "µs", nameLocation: "end", axisLabel: { formatter: function (v) { return fmtUs(v); } },
         splitLine: { lineStyle: { color: "#eef0f3" } } },
@@ -220,7 +223,7 @@
   // -- step widths ------------------------------------------------------------------------------
   var sEl = document.getElementById("steps");
   if (!data.steps.length) {
-    sEl.outerHTML = '<p class="empty">No ProfilerStep regions in this trace (no schedule, or not stepped).</p>';
+    sEl.outerHTML = '<p class="empty">' + esc(w("No ProfilerStep regions in this trace (no schedule, or not stepped).")) + '</p>';
   } else {
     var sChart = echarts.init(sEl);
     charts.push(sChart);
@@ -230,11 +233,11 @@
     sChart.setOption({
       animation: false,
       grid: { left: 60, right: hasBusy ? 50 : 20, top: 30, bottom: 40 },
-      legend: { top: 0, data: hasBusy ? ["step wall time", "GPU busy"] : ["step wall time"] },
+      legend: { top: 0, data: hasBusy ? ["step wall time", "GPU busy"] : ["step wall time"], formatter: function (n) { return w(n); } },
       tooltip: { trigger: "axis", formatter: function (ps) {
         var s = data.steps[ps[0].dataIndex];
-        return "step " + s.number + ": " + fmtMs(s.ms) + (s.gpu_busy != null ? "<br>GPU busy " + (100 * s.gpu_busy).toFixed(1) + "%" : "") +
-          "<br>" + (s.ms / median).toFixed(2) + "× the median step";
+        return w("step") + " " + s.number + ": " + fmtMs(s.ms) + (s.gpu_busy != null ? "<br>" + w("GPU busy") + " " + (100 * s.gpu_busy).toFixed(1) + "%" : "") +
+          "<br>" + (s.ms / median).toFixed(2) + w("× the median step");
       } },
       xAxis: { type: "category", data: data.steps.map(function (s) { return String(s.number); }) },
       yAxis: [{ type: "value", name: "ms", axisLabel: { formatter: function (v) { return v; } } },
@@ -244,7 +247,7 @@
             return { value: s.ms, itemStyle: { color: s.ms > 1.5 * median ? "#e08a00" : "#4c78a8" } };
           }),
           markLine: { silent: true, symbol: "none", data: [{ yAxis: median, name: "median" }],
-            label: { formatter: "median " + median.toFixed(3) + " ms", position: "insideEndTop" }, lineStyle: { color: "#2e7d32", type: "dashed" } } },
+            label: { formatter: w("median") + " " + median.toFixed(3) + " ms", position: "insideEndTop" }, lineStyle: { color: "#2e7d32", type: "dashed" } } },
         { type: "line", name: "GPU busy", yAxisIndex: 1, symbolSize: 5, lineStyle: { color: "#b279a2" }, itemStyle: { color: "#b279a2" },
           data: data.steps.map(function (s) { return s.gpu_busy == null ? null : +(100 * s.gpu_busy).toFixed(2); }) }
       ]
