@@ -62,6 +62,14 @@ def cut_real(fraction: float) -> bytes:
     return data[: int(len(data) * fraction)]
 
 
+def zero_middle(count: int) -> bytes:
+    """What a crash or power loss can leave: a block of the file zero-filled."""
+    data = bytearray(real_bytes())
+    at = len(data) // 2
+    data[at : at + count] = bytes(count)
+    return bytes(data)
+
+
 def flip_inside_event() -> bytes:
     data = bytearray(real_bytes())
     at = data.index(b'"name"', len(data) // 2)  # the key of some event in the middle
@@ -142,6 +150,10 @@ CASES = [
          "cut off before the first complete event"),
     Case("flipped.json", "a real trace with one corrupted byte in the middle", _write(flip_inside_event), 0,
          "skipped 1 malformed event"),
+    Case("zeroed.json", "a real trace with 4,096 bytes zeroed (NUL) in the middle", _write(lambda: zero_middle(4096)),
+         0, "4,096 byte(s) of the file are zeroed"),
+    Case("zero_tail.json", "a real trace cut off at 50%, the rest zero-filled (power loss)",
+         _write(lambda: cut_real(0.5) + bytes(len(real_bytes()) - len(cut_real(0.5)))), 0, "zeroed (NUL)"),
     Case("trailing.json", "junk after the end of a real trace", _write(lambda: real_bytes() + b"\n}}\x00junk"), 0,
          "junk after the end"),
     Case("utf16.json", "a real trace saved as UTF-16", _write(lambda: real_bytes().decode().encode("utf-16")), 0,

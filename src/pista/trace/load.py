@@ -411,6 +411,7 @@ def _bare_token_hints(data: bytes) -> list[int]:
 # Where an event may start: '{' after the list's '[' or after a ','. False starts (inside strings,
 # lists of objects in args) only split an event, and joining the pieces back mends that.
 _EVENT_START = re.compile(rb"[\[,]\s*(?=\{)")
+_ZEROED = re.compile(rb"\x00+")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _LIST_END = re.compile(rb"\s*,?\s*\]")
 _TRAILING_AT = re.compile(r"trailing characters \(byte (\d+)\)")
@@ -533,6 +534,14 @@ def _salvage(data: bytes, source: str, notices: list[str],
                        "being written and whatever followed it are lost")
     if ignored:
         notices.append(f"ignored {ignored} byte(s) of junk after the end of the trace")
+    list_end = len(data) if tail_at is None else tail_at  # junk after the trace has its own notice
+    zeroed = [m.span() for m in _ZEROED.finditer(data, 0, list_end)]
+    if zeroed:
+        # a crash or power loss leaves blocks of the file zero-filled: events that lay there leave
+        # nothing to count, so the skipped count above misses them
+        total = sum(b - a for a, b in zeroed)
+        notices.append(f"{total:,} byte(s) of the file are zeroed (NUL), in {len(zeroed)} place(s), the first "
+                       f"at byte {zeroed[0][0]:,}: the events written there are lost and cannot be counted")
     return events, meta, skipped
 
 
