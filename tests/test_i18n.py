@@ -129,3 +129,11 @@ def test_straggler_evidence_in_spanish():
     result = analyze_ranks(FIXTURES / "gloo" / "straggler_2", engine="inline", lang="es")
     notes = [e.note for f in result.cross.findings for e in f.evidence]
     assert notes and all("ms de retraso (la n.º " in n for n in notes)
+
+
+def test_folder_text_in_spanish(capsys):
+    assert main(["analyze", str(FIXTURES / "gloo" / "straggler_2"), "--lang", "es"]) == 0
+    text = capsys.readouterr().out
+    evidence = [line for line in text.splitlines() if line.startswith("  - ")]
+    assert any(line.split("  ")[2].startswith("rango 1, paso ") for line in evidence), evidence
+    assert "solución:" in text and "fix:" not in text and "AVISO" in text

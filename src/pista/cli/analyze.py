@@ -65,5 +65,5 @@ def _run_folder(args: argparse.Namespace) -> int:
         sys.stdout.write(renderer.render_json(result))
     else:
         color = sys.stdout.isatty() if args.color is None else args.color
-        sys.stdout.write(renderer.render_text(result, color=color))
+        sys.stdout.write(renderer.render_text(result, color=color, lang=args.lang))
     return 0

@@ -24,7 +24,10 @@ def render_json(result: DistributedAnalysis) -> str:
     return json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n"
 
 
-def render_text(result: DistributedAnalysis, color: bool = False, width: int = 110) -> str:
+def render_text(result: DistributedAnalysis, color: bool = False, width: int = 110, lang: str = "en") -> str:
+    """The findings arrive localized (analyze_ranks' lang); `lang` is for the labels around them."""
+    from pista.i18n import word
+
     out = io.StringIO()
     console = Console(file=out, force_terminal=color, no_color=not color, width=width, highlight=False)
     overlap = result.overlap()
@@ -39,13 +42,13 @@ def render_text(result: DistributedAnalysis, color: bool = False, width: int = 1
         f"per rank: medians per step; late = when it calls its collectives vs the other ranks (+ later)",
         title=f"pista: {escape(result.source)}", expand=True))
     for notice in result.notices:
-        console.print(f"[dim]notice: {escape(notice)}[/]")
+        console.print(f"[dim]{word('notice', lang)}: {escape(notice)}[/]")
     console.print(_rank_table(result))
     findings = list(cross.findings)
     if not findings and not any(r.findings for r in result.ranks):
-        console.print("No findings.")
+        console.print(word("No findings.", lang))
     for f in findings:
-        _finding(console, f, ranks=None)
+        _finding(console, f, ranks=None, lang=lang)
     # a rule that fires on many ranks is shown once, with the ranks and the worst rank's evidence
     by_rule: dict[str, list[tuple[int, Finding]]] = defaultdict(list)
     for r in result.ranks:
@@ -53,7 +56,7 @@ def render_text(result: DistributedAnalysis, color: bool = False, width: int = 1
             by_rule[f.rule].append((int(r.rank), f))  # type: ignore[arg-type]
     for hits in sorted(by_rule.values(), key=lambda h: (-h[0][1].severity.rank, h[0][1].rule)):
         worst_rank, worst = max(hits, key=lambda h: _weight(h[1]))
-        _finding(console, worst, ranks=[rank for rank, _ in hits], shown=worst_rank)
+        _finding(console, worst, ranks=[rank for rank, _ in hits], shown=worst_rank, lang=lang)
     return out.getvalue()
 
 
@@ -87,20 +90,26 @@ def _rank_table(result: DistributedAnalysis) -> Table:
     return table
 
 
-def _finding(console: Console, f: Finding, ranks: list[int] | None, shown: int | None = None) -> None:
+def _finding(console: Console, f: Finding, ranks: list[int] | None, shown: int | None = None,
+             lang: str = "en") -> None:
+    from pista.i18n import lane_label, word
+
+    def w(key: str) -> str:
+        return word(key, lang)
+
     style = SEVERITY_STYLE.get(f.severity.value, "")
     where = ""
     if ranks is not None:
-        listed = ", ".join(str(r) for r in ranks[:12]) + (f" +{len(ranks) - 12} more" if len(ranks) > 12 else "")
-        where = f" [dim](rank{'s' if len(ranks) > 1 else ''} {listed}; shown: rank {shown})[/]"
-    console.print(f"\n[{style}]{f.severity.value.upper():8s}[/] [bold]{escape(f.rule)}[/]: {escape(f.title)}{where}")
+        listed = ", ".join(str(r) for r in ranks[:12]) + (f" +{len(ranks) - 12} {w('more')}" if len(ranks) > 12 else "")
+        where = f" [dim]({w('ranks' if len(ranks) > 1 else 'rank')} {listed}; {w('shown:')} {w('rank')} {shown})[/]"
+    console.print(f"\n[{style}]{w(f.severity.value.upper()):8s}[/] [bold]{escape(f.rule)}[/]: {escape(f.title)}{where}")
     console.print(f"  {escape(f.message)}")
     for e in f.evidence[:MAX_EVIDENCE]:
-        step = f"step {e.step}" if e.step is not None else "no step"
+        step = f"{w('step')} {e.step}" if e.step is not None else w("no step")
         note = f"  ({escape(e.note)})" if e.note else ""
-        console.print(f"  [dim]-[/] {escape(e.name[:70])}  [dim]{escape(e.lane)}, {step}, "
-                      f"dur {e.dur_us / 1000:.3f} ms[/]{note}")
-    console.print(f"  [green]fix:[/] {escape(f.advice)}")
+        console.print(f"  [dim]-[/] {escape(e.name[:70])}  [dim]{escape(lane_label(e.lane, lang))}, {step}, "
+                      f"{w('dur')} {e.dur_us / 1000:.3f} ms[/]{note}")
+    console.print(f"  [green]{w('fix')}:[/] {escape(f.advice)}")
 
 
 def _weight(f: Finding) -> float:

@@ -86,7 +86,7 @@ def localize_note(note: str, lang: str) -> str | None:
 def lane_label(lane: str, lang: str) -> str:
     """A lane as pista names it ("thread 457 (python3)", "GPU 0 stream 7") in `lang`."""
     head, sep, rest = lane.partition(" ")
-    return word(head, lang) + sep + rest if head == "thread" else lane
+    return word(head, lang) + sep + rest if head in ("thread", "rank") else lane
 
 
 def format_message(template: Callable[[dict[str, Any]], str] | str, metrics: dict[str, Any]) -> str | None:

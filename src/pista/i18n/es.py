@@ -82,6 +82,7 @@ WORDS = {
     "step": "paso", "no step": "sin paso", "at": "en", "dur": "dur", "more": "más", "notice": "nota",
     "GPU busy": "GPU ocupada", "of": "de", "steps": "pasos", "thread": "hilo",
     "GPU idle": "GPU inactiva", "dead window": "ventana muerta",
+    "rank": "rango", "ranks": "rangos", "shown:": "se muestra:",
     # the HTML page
     "Timeline": "Línea de tiempo",
     "timeline hint": ("Arrastra o usa la rueda para ampliar; pulsa una fila de evidencia de un hallazgo para ir "
