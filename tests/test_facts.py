@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 
 def test_op_tree_self_times(load_facts):
@@ -85,3 +86,32 @@ def test_vectorised_nesting_is_torchs_stack():
         assert parent.tolist() == want_parent and depth.tolist() == want_depth
 
     check()
+
+
+def test_negative_timestamps_keep_the_same_facts(tmp_path, load_facts):
+    """Times before the epoch (a clock offset, a hand-made trace) shift everything, change nothing."""
+    import gzip
+    import json
+
+    from conftest import fixture
+
+    from pista.findings import summarize
+    from pista.table import build_table
+    from pista.trace.facts import derive
+    from pista.trace.load import load_trace
+
+    doc = json.loads(gzip.decompress(fixture("seed_mm64_warm").read_bytes()))
+    shift = max(float(e.get("ts", 0)) + float(e.get("dur", 0)) for e in doc["traceEvents"]) + 1e6
+    for e in doc["traceEvents"]:
+        if "ts" in e:
+            e["ts"] = float(e["ts"]) - shift
+    doc.pop("baseTimeNanoseconds", None)
+    path = tmp_path / "negative.json"
+    path.write_text(json.dumps(doc))
+    shifted = derive(load_trace(path))
+    original = load_facts("seed_mm64_warm")
+    assert int(shifted.trace.ts.max()) < 0
+    assert shifted.gpu_busy[0].total == original.gpu_busy[0].total
+    s, o = (summarize(f, build_table(f)) for f in (shifted, original))
+    assert s.gpu_busy_share == pytest.approx(o.gpu_busy_share) and s.gpu_busy_share <= 1
+    assert s.verdict == o.verdict

@@ -228,8 +228,7 @@ def _merge_tiny(start: np.ndarray, end: np.ndarray, name: np.ndarray,
     new_block[1:] = ~(tiny[1:] & tiny[:-1] & (start[1:] - running_end[:-1] < min_ns))
     block = np.cumsum(new_block) - 1
     first = np.flatnonzero(new_block)
-    block_end = np.zeros(first.size, np.int64)
-    np.maximum.at(block_end, block, end)
+    block_end = np.maximum.reduceat(end, first)  # not a zero-filled max: times may be negative
     count = np.bincount(block)
     return start[first], block_end, name[first], count
 

@@ -83,11 +83,10 @@ def merge_intervals(start: np.ndarray, end: np.ndarray) -> Intervals:
     new_block = np.empty(s.size, dtype=bool)
     new_block[0] = True
     new_block[1:] = s[1:] > running_end[:-1]
-    block_ids = np.cumsum(new_block) - 1
     starts = s[new_block]
-    ends = np.zeros(starts.size, dtype=np.int64)
-    np.maximum.at(ends, block_ids, e)
-    return Intervals(starts, ends)
+    # a block ends where the running end stands at its last interval (times may be negative)
+    last_of_block = np.flatnonzero(np.append(new_block[1:], True))
+    return Intervals(starts, running_end[last_of_block].astype(np.int64, copy=False))
 
 
 @dataclass(eq=False)
