@@ -107,3 +107,54 @@ def test_readme_lists_the_catalogue():
     assert {r.id for r in catalogue()} <= listed
     for rule in catalogue():
         assert f"| `{rule.id}` | {rule.title} |" in readme, f"README's line for {rule.id} is stale"
+
+
+def test_eager_training_loops_are_host_bound(analysis_of):
+    """Self CPU 4-4.5x Self CUDA with the GPU idle two thirds of the window: the GPU waits."""
+    for name in ("big_gpt_eager_20steps", "series_linear_train"):
+        s = analysis_of(name).summary
+        assert s.gpu_busy_share < 0.4 and s.self_cpu_total_us >= 3 * s.self_device_total_us
+        assert s.verdict == "overhead-bound", name
+    # both in ms, the GPU busy 37%: neither side dominates
+    assert analysis_of("seed_mm4096_compile").summary.verdict == "balanced"
+
+
+def test_copies_are_not_compute(analysis_of):
+    s = analysis_of("gpu/pageable_memcpy").summary
+    assert s.gpu_busy_share > 0.9 and s.kernel_busy_share == 0.0
+    assert s.verdict == "balanced"
+
+
+def _edited(tmp_path, keep, change=None):
+    import gzip
+    import json
+
+    from conftest import fixture
+
+    doc = json.loads(gzip.decompress(fixture("seed_mm64_warm").read_bytes()))
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if keep(e)]
+    for e in doc["traceEvents"]:
+        if change:
+            change(e)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"}
+
+
+def test_what_the_profiler_did_not_record_is_said(tmp_path):
+    from pista.findings import analyze
+
+    no_cuda = analyze(_edited(tmp_path, lambda e: e.get("cat") not in GPU_CATS))  # activities=[CPU]
+    assert no_cuda.summary.verdict == "cpu-only"
+    assert any("no GPU activity recorded" in n and "ProfilerActivity.CUDA" in n for n in no_cuda.notices)
+    gpu_only = analyze(_edited(tmp_path, lambda e: e.get("cat") in GPU_CATS or e.get("ph") == "M"))
+    assert gpu_only.summary.self_cpu_total_us == 0 and gpu_only.summary.verdict == "balanced"
+    assert any(n.startswith("no host (CPU) events") for n in gpu_only.notices)
+    no_dur = analyze(_edited(tmp_path, lambda e: True, lambda e: e.pop("dur", None)))
+    assert no_dur.summary.verdict == "balanced" and no_dur.finding("overhead-bound") is None
+    assert any("zero or missing duration" in n for n in no_dur.notices)
+    # a sound trace says none of it
+    assert analyze(_edited(tmp_path, lambda e: True)).notices == []

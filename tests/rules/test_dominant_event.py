@@ -71,3 +71,15 @@ def test_an_op_dominates_when_no_single_kernel_does(load_facts, monkeypatch):
     assert finding.metrics["share_percent"] == pytest.approx(100.0)
     assert finding.metrics["calls"] == len({int(facts.owner[i]) for i in copies})
     assert all(e.name.startswith("Memcpy") for e in finding.evidence)
+
+
+def test_a_dominant_copy_gets_transfer_advice_not_kernel_advice(load_facts):
+    facts = load_facts("gpu/pageable_memcpy")
+    (finding,) = _findings(load_facts, "gpu/pageable_memcpy")
+    trace = facts.trace
+    copies = facts.is_device_work & trace.category_mask({"gpu_memcpy"})
+    assert finding.metrics["kind"] == "copy" and finding.metrics["name"].startswith("Memcpy DtoH")
+    assert finding.message.startswith("Copy Memcpy DtoH")
+    named = copies & (trace.name_array[trace.name] == finding.metrics["name"])
+    assert finding.metrics["total_us"] == pytest.approx(trace.dur[named].sum() / 1000, abs=0.001)
+    assert "pinned" in finding.advice and "precision" not in finding.advice

@@ -19,7 +19,20 @@ def t(us: float) -> str:
 
 
 def _kind(m: M) -> str:
-    return {"op": "El operador", "kernel": "El kernel", "annotation": "La región"}.get(str(m.get("kind")), "El evento")
+    return {"op": "El operador", "kernel": "El kernel", "annotation": "La región", "copy": "La copia",
+            "memset": "El memset"}.get(str(m.get("kind")), "El evento")
+
+
+def _dominant_advice(m: M) -> str:
+    if m["kind"] in ("copy", "memset"):
+        return (f"{m['name']} mueve o borra bytes, no calcula: mueve menos bytes (deja los tensores en la GPU, "
+                "copia una sola vez, un dtype más pequeño), copia desde memoria fijada con non_blocking=True "
+                "para que se solape con el cómputo (ver pageable-memcpy) y agrupa las copias pequeñas en una.")
+    if m["host_bound"]:
+        return ("La traza está limitada por el host, así que este kernel aún no es el límite: recorta primero la "
+                f"sobrecarga del host (ver overhead-bound); después, {m['name']} es donde se va el tiempo de GPU.")
+    return (f"Empieza a optimizar la GPU por {m['name']}: menor precisión donde la exactitud lo permita, mejores "
+            "formas, epílogos fusionados o menos llamadas.")
 
 
 def _steps(m: M) -> str:
@@ -128,7 +141,7 @@ NOTES: list[tuple[str, str]] = [
     (r"longest communication", "la comunicación más larga"),
     (r"longest instance", "la instancia más larga"),
     (r"longest device work", "el trabajo de dispositivo más largo"),
-    (r"largest self CPU time", "el mayor tiempo propio de CPU"),
+    (rf"largest self CPU time: (?P<d>{_D})", r"de los mayores tiempos propios de CPU: \g<d>"),
     (r"(?P<n>[0-9]+) launches of this kernel in the steps", r"\g<n> lanzamientos de este kernel en los pasos"),
     (r"its launch call", "su llamada de lanzamiento"),
     (r"the op that dispatched it", "el operador que lo despachó"),
@@ -228,9 +241,8 @@ Empieza por el kernel dominante: precisión menor (bf16, fp8), TF32 para fp32, e
 formas múltiplos de 8/16, o menos trabajo (algoritmo, recomputación).""",
     ),
     "dominant-event": Entry(
-        title="Un solo kernel domina el tiempo de GPU",
-        advice=("Empieza a optimizar por este: su forma, su precisión y si una versión fusionada o de otra "
-                "biblioteca lo hace más rápido; el resto del tiempo pesa poco."),
+        title="Un solo kernel, copia u operación domina el tiempo de GPU",
+        advice=lambda m: _dominant_advice(m),
         message=lambda m: (f"{_kind(m)} {m['name']} acumula el {m['share_percent']:.2f}% del Self CUDA total de "
                            f"{t(m['self_device_total_us'])}: {m['calls']} llamada(s), {t(m['total_us'])} en total, "
                            f"{t(m['avg_us'])} por llamada de media."),

@@ -1,6 +1,6 @@
 """What:
-One kernel (or one op, counting the kernels it launched) holds most of the Self CUDA total: it
-is where any GPU-side optimisation has to start.
+One kernel, copy or memset (or one op, counting the device work it launched) holds most of the
+Self CUDA total: it is where any GPU-side optimisation has to start.
 
 Why:
 Amdahl: shaving 10% off a kernel that is 95% of the GPU time saves 9.5%; making everything else
@@ -13,7 +13,8 @@ holds 99.56% of the 528.322 µs Self CUDA total, 3 calls, 175.339 µs each, laun
 
 Fix:
 Work on that kernel: lower precision (bf16, fp8) where accuracy allows, better shapes (multiples
-of 64/128), a fused epilogue, fewer calls. If the trace is host-bound (see `overhead-bound`), the
+of 64/128), a fused epilogue, fewer calls. A copy (gpu/pageable_memcpy: Memcpy DtoH to pageable
+memory, 81.7%) is not compute: move fewer bytes, from pinned memory, without blocking. If the trace is host-bound (see `overhead-bound`), the
 kernel is not the limit yet: fix the host side first.
 """
 
@@ -25,7 +26,7 @@ from pista.findings import Context, Finding, Severity, top_indices
 from pista.rules._common import evidence, fmt_ns, us
 
 ID = "dominant-event"
-TITLE = "One kernel dominates the GPU time"
+TITLE = "One kernel, copy or op dominates the GPU time"
 SEVERITY = Severity.INFO
 
 # Share of Self CUDA total. The fixtures split cleanly: one GEMM holds 80-100% in the seed_mm4096_*
@@ -75,6 +76,7 @@ def check(ctx: Context) -> list[Finding]:
         launched_by = trace.names[int(np.bincount(trace.name[owners]).argmax())] if owners.size else ""
         where = f", launched by {launched_by}" if launched_by else ""
         label = {"gpu_memcpy": "Copy", "gpu_memset": "Memset"}.get(trace.event_category(int(members[0])), "Kernel")
+        kind = label.lower()
     else:
         op_events = np.unique(facts.owner[members])
         calls = int(op_events.size)
@@ -89,7 +91,12 @@ def check(ctx: Context) -> list[Finding]:
     host_bound = ctx.summary.verdict == "overhead-bound"
     advice = (f"Start GPU-side optimisation with {name}: lower precision where accuracy allows, better "
               "shapes, fused epilogues, or fewer calls.")
-    if host_bound:
+    if kind in ("copy", "memset"):
+        # moving or clearing bytes, not computing: the fixes are about transfers, not kernels
+        advice = (f"{name} is a {kind}, not compute: move fewer bytes (keep tensors on the GPU, copy once, "
+                  "a smaller dtype), copy from pinned memory with non_blocking=True so it overlaps compute "
+                  "(see pageable-memcpy), and batch many small copies into one.")
+    elif host_bound:
         advice = ("The trace is host-bound, so this kernel is not the limit yet: cut host overhead first "
                   f"(see overhead-bound); after that, {name} is where GPU time goes.")
     return [Finding(
@@ -110,5 +117,6 @@ def check(ctx: Context) -> list[Finding]:
             "avg_us": us(avg),
             "self_device_total_us": us(total),
             "launched_by": launched_by,
+            "host_bound": host_bound,
         },
     )]

@@ -77,9 +77,11 @@ def check(ctx: Context) -> list[Finding]:
     ratio = s.self_cpu_total_us / s.self_device_total_us if s.self_device_total_us else float("inf")
     busy = 100.0 * (s.gpu_busy_share or 0.0)
     times = f"{ratio:.0f}x" if ratio != float("inf") else "no measurable GPU time"
-    picks = top_indices(facts.self_time, facts.is_host, EVIDENCE_EVENTS)
-    evidence = [Evidence.of(facts, int(i), note="largest self CPU time") for i in picks]
     cause, cause_ns, region, launches, where = _where_host_time_goes(facts)
+    picks = [int(i) for i in top_indices(facts.self_time, facts.is_host, EVIDENCE_EVENTS + 1) if int(i) != region]
+    # the note gives the self time the event was picked for; its dur is its wall time
+    evidence = [Evidence.of(facts, i, note=f"largest self CPU time: {fmt_ns(facts.self_time[i])}")
+                for i in picks[:EVIDENCE_EVENTS]]
     total_ns = int(facts.self_time[facts.is_host | facts.is_overhead].sum())
     if region >= 0:
         evidence.insert(0, Evidence.of(facts, region, note=f"the region with {fmt_ns(cause_ns)} of host self time"))

@@ -163,6 +163,17 @@ class Facts:
             busy[int(dev)] = merge_intervals(trace.ts[sel], trace.ts[sel] + trace.dur[sel])
         return busy
 
+    @cached_property
+    def kernel_busy(self) -> dict[int, Intervals]:
+        """Per device: when any stream ran a kernel (compute), copies and memsets left out."""
+        trace = self.trace
+        busy = {}
+        idx = np.flatnonzero(self.is_device_work & trace.category_mask({"kernel"}))
+        for dev in np.unique(trace.pid[idx]):
+            sel = idx[trace.pid[idx] == dev]
+            busy[int(dev)] = merge_intervals(trace.ts[sel], trace.ts[sel] + trace.dur[sel])
+        return busy
+
     @property
     def has_gpu(self) -> bool:
         return bool(self.is_device_work.any())
