@@ -4,6 +4,7 @@ torch printed for the same profile."""
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import re
@@ -17,6 +18,7 @@ from torch_table import parse_table
 
 pytest.importorskip("duckdb")
 
+from pista.errors import UsageError  # noqa: E402
 from pista.sql import SCHEMA, query  # noqa: E402
 
 NAME = "series_mlp_eager"
@@ -94,3 +96,96 @@ def test_cli_formats_and_errors():
     assert bad.returncode == 2 and bad.stderr.startswith("pista: error: SQL:") and bad.stderr.count("\n") == 1
     schema = pista(path, "--schema").stdout
     assert all(re.search(rf"^{table}:", schema, re.M) for table in SCHEMA)
+
+
+# Queries that would reach outside the trace's tables: each must be refused, as a SQL error.
+ESCAPES = (
+    "COPY (SELECT 1 AS x) TO '{victim}' (FORMAT csv)",
+    "COPY kernels TO '{dir}/out.csv'",
+    "EXPORT DATABASE '{dir}/db'",
+    "SELECT * FROM read_csv('{victim}')",
+    "SELECT * FROM read_text('/etc/hostname')",
+    "SELECT * FROM glob('{dir}/*')",
+    "SELECT * FROM '{victim}'",
+    "ATTACH '{dir}/x.db' AS x",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "SET enable_external_access = true",
+    "SET lock_configuration = false",
+    "RESET lock_configuration",
+    "SELECT 1; COPY (SELECT 1) TO '{dir}/second.csv'",
+)
+
+
+def test_sql_reaches_no_files(tmp_path, load_facts):
+    victim = tmp_path / "victim.json.gz"
+    victim.write_bytes(fixture("seed_mm64_warm").read_bytes())
+    before = victim.read_bytes()
+    # the one the audit found: COPY onto the input, through the CLI, from the input's folder
+    copy = subprocess.run([sys.executable, "-m", "pista", "sql", victim.name,
+                           f"COPY (SELECT 1 AS x) TO '{victim.name}' (FORMAT csv)"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert copy.returncode == 2 and copy.stdout == ""
+    assert copy.stderr.startswith("pista: error: SQL: Permission Error:") and copy.stderr.count("\n") == 1
+    facts = load_facts("seed_mm64_warm")
+    for sql in ESCAPES:
+        with pytest.raises(UsageError, match=r"^SQL: ") as err:
+            query(facts, sql.format(victim=victim, dir=tmp_path))
+        assert "\n" not in str(err.value), sql
+    assert victim.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["victim.json.gz"]
+    # the lock leaves pista's own tables (numpy-backed) and views as queryable as before
+    assert one(facts, "SELECT count(*) FROM events") == len(facts.trace)
+    assert one(facts, "SELECT count(*) FROM findings f JOIN evidence e USING (finding)") > 0
+
+
+def _no_constants(name):
+    raise ValueError(f"not JSON: {name}")
+
+
+def test_json_is_strict_json(load_facts):
+    path = str(fixture("seed_mm64_warm"))
+    sql = ("SELECT step, list(dur_ns ORDER BY idx) AS durs, {'n': count(*), 'mean': avg(dur_ns)} AS stats, "
+           "map(['first'], [min(name)]) AS names, 'nan'::DOUBLE AS nan, -'inf'::DOUBLE AS inf, "
+           "[1.0, 'nan'::DOUBLE] AS mixed, DATE '2024-05-01' AS day, TIMESTAMP '2024-05-01 12:30:00' AS at, "
+           "1.25::DECIMAL(6, 2) AS dec, 99999999999999999999::HUGEINT AS huge "
+           "FROM kernels WHERE step IS NOT NULL GROUP BY step ORDER BY step")
+    out = pista(path, sql, "--format", "json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout, parse_constant=_no_constants)
+    _, expected = query(load_facts("seed_mm64_warm"), sql)
+    assert len(rows) == len(expected) > 0
+    for row, (step, durs, stats, names, *_) in zip(rows, expected, strict=True):
+        assert row["step"] == step
+        assert row["durs"] == durs and isinstance(row["durs"], list)
+        assert row["stats"] == {"n": stats["n"], "mean": pytest.approx(stats["mean"])}
+        assert row["names"] == {"first": names["first"]}
+        assert row["nan"] is None and row["inf"] is None and row["mixed"] == [1.0, None]
+        assert (row["day"], row["at"]) == ("2024-05-01", "2024-05-01T12:30:00")
+        assert row["dec"] == 1.25 and row["huge"] == 99999999999999999999
+
+
+HUGE = "ProfilerStep#99999999999999999999"
+
+
+def test_step_number_past_bigint(tmp_path):
+    from pista.trace.facts import derive
+    from pista.trace.load import load_trace
+
+    doc = json.loads(gzip.decompress(fixture("seed_mm64_warm").read_bytes()))
+    steps = [e for e in doc["traceEvents"] if re.fullmatch(r"ProfilerStep#\d+", e.get("name", ""))]
+    assert len(steps) > 1
+    steps[0]["name"] = HUGE
+    path = tmp_path / "hugestep.json"
+    path.write_text(json.dumps(doc))
+    cli = pista(str(path), "select 1")
+    assert cli.returncode == 0 and cli.stderr == "", cli.stderr
+    facts = derive(load_trace(path))
+    # the step stays a region, without a number; the other steps keep theirs
+    _, rows = query(facts, "SELECT e.name, s.step FROM steps s JOIN events e USING (idx) ORDER BY s.start_ns")
+    assert rows == [(HUGE, None)] + [(e["name"], int(e["name"].split("#")[1])) for e in steps[1:]]
+    assert one(facts, f"SELECT count(*) FROM events WHERE step IS NULL AND name = '{HUGE}'") == 1
+    assert one(facts, "SELECT count(DISTINCT step) FROM ops") == len(steps) - 1
+    # evidence points at events of that step too: a NULL step there, and BIGINT throughout
+    assert one(facts, "SELECT count(*) FROM evidence WHERE step IS NULL") > 0
+    assert one(facts, "SELECT DISTINCT typeof(step) FROM evidence") == "BIGINT"

@@ -75,7 +75,7 @@ SCHEMA: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         ("step", "BIGINT", "as in events"),
     ]),
     "steps": ("ProfilerStep#N regions", [
-        ("step", "BIGINT", "N"),
+        ("step", "BIGINT", "N (NULL for an N past BIGINT: the region stays, without a number)"),
         ("idx", "BIGINT", "idx of the ProfilerStep#N event"),
         ("start_ns", "BIGINT", "start, ns"),
         ("end_ns", "BIGINT", "end, ns"),
@@ -110,6 +110,13 @@ SCHEMA: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
 }
 
 _KINDS = ("other", "host", "device", "device_annotation", "overhead")
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+def _step_number(number: int | None) -> int:
+    """A step number as BIGINT, -1 (NULL in the views) for none. `ProfilerStep#N` takes any digits,
+    and N past int64 cannot be a BIGINT: such a step stays a region, only without a number."""
+    return number if number is not None and 0 <= number <= _INT64_MAX else -1
 
 
 def schema_text() -> str:
@@ -131,7 +138,8 @@ def _duckdb() -> Any:
 
 
 def connect(facts: Facts, with_findings: bool = False) -> Any:
-    """A DuckDB connection with the trace's tables registered (numpy columns, not copied)."""
+    """A DuckDB connection with the trace's tables registered (numpy columns, not copied), locked
+    so that it reaches nothing else (see _LOCKDOWN)."""
     duckdb = _duckdb()
     trace = facts.trace
     n = len(trace)
@@ -141,7 +149,7 @@ def connect(facts: Facts, with_findings: bool = False) -> Any:
     kind[facts.is_device_work] = 2
     kind[facts.is_device_annotation] = 3
     kind[facts.is_overhead] = 4
-    step_numbers = np.array([s.number for s in facts.steps] + [-1], dtype=np.int64)
+    step_numbers = np.array([_step_number(s.number) for s in facts.steps] + [-1], dtype=np.int64)
     con.register("_events", {
         "idx": np.arange(n, dtype=np.int64),
         "ph_code": trace.ph, "cat_id": trace.cat, "name_id": trace.name, "kind_id": kind,
@@ -183,13 +191,14 @@ def connect(facts: Facts, with_findings: bool = False) -> Any:
         FROM _events e JOIN _names n USING (name_id) JOIN _cats c USING (cat_id)
         WHERE e.kind_id = 1;
     """)
-    con.register("steps", {
-        "step": np.array([s.number for s in facts.steps], dtype=np.int64),
+    con.register("_steps", {
+        "step": np.array([_step_number(s.number) for s in facts.steps], dtype=np.int64),
         "idx": np.array([s.index for s in facts.steps], dtype=np.int64),
         "start_ns": np.array([s.start for s in facts.steps], dtype=np.int64),
         "end_ns": np.array([s.end for s in facts.steps], dtype=np.int64),
         "dur_ns": np.array([s.dur for s in facts.steps], dtype=np.int64),
     })
+    con.execute("CREATE VIEW steps AS SELECT NULLIF(step, -1) AS step, idx, start_ns, end_ns, dur_ns FROM _steps")
     from pista.table import build_table
 
     table = build_table(facts)
@@ -205,7 +214,25 @@ def connect(facts: Facts, with_findings: bool = False) -> Any:
     })
     if with_findings:
         _register_findings(con, facts, table)
+    _lock(con)
     return con
+
+
+# The user's SQL runs on a connection that can reach nothing but the tables above: no files read
+# or written (COPY ... TO could overwrite the trace itself), no ATTACH, no extensions installed or
+# loaded, no Python variables scanned. Locked last, so no SET can turn any of it back on.
+_LOCKDOWN = (
+    "SET python_enable_replacements = false",
+    "SET autoinstall_known_extensions = false",
+    "SET autoload_known_extensions = false",
+    "SET enable_external_access = false",
+    "SET lock_configuration = true",
+)
+
+
+def _lock(con: Any) -> None:
+    for statement in _LOCKDOWN:
+        con.execute(statement)
 
 
 def _register_findings(con: Any, facts: Facts, table: Table) -> None:
@@ -221,17 +248,22 @@ def _register_findings(con: Any, facts: Facts, table: Table) -> None:
         "advice": np.asarray([f.advice for f in findings], dtype=object),
     })
     evidence = [(k, e) for k, f in enumerate(findings, 1) for e in f.evidence]
-    con.register("evidence", {
+    con.register("_evidence", {
         "finding": np.array([k for k, _ in evidence], dtype=np.int64),
         "name": np.asarray([e.name for _, e in evidence], dtype=object),
         "lane": np.asarray([e.lane for _, e in evidence], dtype=object),
-        "step": np.asarray([e.step for _, e in evidence], dtype=object),
+        # int64 with -1 for none, so the column is BIGINT whatever the numbers (an object column
+        # of ints turns INTEGER or HUGEINT by its values)
+        "step": np.array([_step_number(e.step) for _, e in evidence], dtype=np.int64),
         "ts_us": np.array([e.ts_us for _, e in evidence], dtype=np.float64),
         "dur_us": np.array([e.dur_us for _, e in evidence], dtype=np.float64),
         "note": np.asarray([e.note for _, e in evidence], dtype=object),
     })
+    con.execute("CREATE VIEW evidence AS SELECT finding, name, lane, NULLIF(step, -1) AS step, ts_us, dur_us, note "
+                "FROM _evidence")
 
 
+_LOCKED_NOTE = "pista sql only queries the trace's tables: no files, extensions or settings"
 _NEEDS_FINDINGS = re.compile(r"\b(findings|evidence)\b", re.IGNORECASE)
 
 
@@ -246,6 +278,8 @@ def query(facts: Facts, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         return list(relation.columns), relation.fetchall()
     except duckdb.Error as err:
         message = " ".join(str(err).split())
+        if isinstance(err, duckdb.PermissionException) or "configuration has been locked" in message:
+            message += f" ({_LOCKED_NOTE})"
         raise UsageError(f"SQL: {message}") from None
     finally:
         con.close()

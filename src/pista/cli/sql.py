@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import datetime
+import decimal
 import json
+import math
 import sys
 from typing import Any
 
@@ -44,7 +47,9 @@ def run(args: argparse.Namespace) -> int:
         writer.writerow(columns)
         writer.writerows(rows)
     elif args.format == "json":
-        json.dump([dict(zip(columns, map(_plain, row), strict=True)) for row in rows], sys.stdout, indent=1)
+        # allow_nan=False: strict JSON or a loud bug, never a bare NaN a JSON parser refuses
+        json.dump([dict(zip(columns, map(_plain, row), strict=True)) for row in rows], sys.stdout, indent=1,
+                  allow_nan=False)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_table(columns, rows))
@@ -52,9 +57,29 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _plain(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
+    """A DuckDB value as JSON: lists as arrays, structs and maps as objects, NaN and inf as null."""
+    if value is None or isinstance(value, (bool, int, str)):
         return value
-    return str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, decimal.Decimal):  # DECIMAL (`dur_ns * 1.5`): a number, as DuckDB means it
+        return _plain(float(value))
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):  # STRUCT, and MAP with keys of any type: JSON keys are strings
+        return {_key(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (datetime.date, datetime.time)):  # datetime is a date too
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):  # INTERVAL: seconds, like the other numbers here
+        return value.total_seconds()
+    if isinstance(value, (bytes, bytearray, memoryview)):  # BLOB: the bytes as DuckDB prints them
+        return bytes(value).decode("utf-8", "backslashreplace")
+    return str(value)  # UUID, and whatever else DuckDB grows
+
+
+def _key(key: Any) -> str:
+    plain = _plain(key)
+    return plain if isinstance(plain, str) else json.dumps(plain, allow_nan=False)
 
 
 def _cell(value: Any) -> str:
