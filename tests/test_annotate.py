@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections import Counter
+from decimal import Decimal
 
 import msgspec
 import pytest
-from conftest import fixture
+from conftest import H200_TRACES, fixture
 
 from pista.cli import main
+from pista.render import annotated
 from pista.render.annotated import CATEGORY, PROCESS_NAME
 from pista.trace.load import load_trace
 from pista.trace.model import PH_COMPLETE, PH_INSTANT
@@ -92,3 +95,48 @@ def test_a_cut_off_trace_is_a_one_line_error(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("pista: error:") and "cannot annotate" in err[-1]
     assert not (tmp_path / "o.json").exists()
+
+
+def _ns(us: Decimal | float) -> int:
+    return int(round(Decimal(us) * 1000)) if isinstance(us, Decimal) else int(round(us * 1000.0))
+
+
+def _crossing(spans: list[tuple[int, int]]) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """Two spans on one track that overlap without one holding the other (what Perfetto mis-draws)."""
+    open_: list[tuple[int, int]] = []
+    for start, end in sorted(spans, key=lambda s: (s[0], -s[1])):
+        while open_ and open_[-1][1] <= start:
+            open_.pop()
+        if open_ and end > open_[-1][1]:
+            return open_[-1], (start, end)
+        open_.append((start, end))
+    return None
+
+
+@pytest.mark.parametrize("name", H200_TRACES)
+def test_markers_on_one_track_never_partly_overlap(analysis_of, name):
+    analysis = analysis_of(name)
+    if not analysis.findings:
+        pytest.skip("no findings")
+    original = gzip.decompress(fixture(name).read_bytes())
+    # Decimal: the written µs read back exactly, so the ns compare without float slack
+    events = json.loads(annotated.render(original, analysis), parse_float=Decimal)["traceEvents"]
+    pid = annotated.marker_pid(analysis)
+    mine = [e for e in events if e.get("pid") == pid]
+    names = {e["tid"]: e["args"]["name"] for e in mine if e.get("name") == "thread_name"}
+    by_track: dict[int, list[tuple[int, int]]] = {}
+    for e in mine:
+        if e["ph"] == "X":
+            start = _ns(e["ts"])
+            by_track.setdefault(e["tid"], []).append((start, start + _ns(e["dur"])))
+    for tid, spans in by_track.items():
+        assert _crossing(spans) is None, (names.get(tid), _crossing(spans))
+    # every piece of evidence still has its marker, on a track named after its finding
+    got = Counter((e["args"]["rule"], e["args"]["title"], e["name"], e["ph"], _ns(e["ts"]),
+                   _ns(e.get("dur", 0)), names[e["tid"]].split(" (")[0])
+                  for e in mine if e.get("cat") == CATEGORY and "evidence" in e["args"])
+    want = Counter((f.rule, f.title, e.name, "X" if e.dur_us > 0 else "i", _ns(e.ts_us),
+                    _ns(e.dur_us) if e.dur_us > 0 else 0, f"{f.severity.value} {f.rule}")
+                   for f in analysis.findings for e in f.evidence)
+    assert got == want
+    assert set(by_track) <= set(names)  # every sub-track is named

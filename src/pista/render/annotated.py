@@ -4,6 +4,8 @@ The original events are re-emitted byte for byte (the raw text of `traceEvents` 
 top-level key, taken straight from the input), and the markers are appended at the end of
 `traceEvents`: a "pista findings" process with one thread per finding, an `X` span per piece of
 evidence (an instant `i` where the evidence has no duration) and an instant at the first evidence.
+Spans of one finding that overlap go on extra threads under it ("<track> (2)", ...): Perfetto and
+chrome://tracing only draw `X` events of one thread right when they nest, and evidence need not.
 Timestamps are written from integer nanoseconds, so nothing is rounded beyond the input's own ns.
 """
 
@@ -34,9 +36,13 @@ def marker_pid(analysis: Analysis) -> int:
     return pid
 
 
+def _ns(us: float) -> int:
+    return int(round(us * 1000.0))
+
+
 def _ts(us: float) -> str:
     """µs with exactly three decimals (ns), as torch writes them; from integer ns, no float repr."""
-    ns = int(round(us * 1000.0))
+    ns = _ns(us)
     sign = "-" if ns < 0 else ""
     q, r = divmod(abs(ns), 1000)
     return f"{sign}{q}.{r:03d}"
@@ -61,27 +67,56 @@ def marker_events(analysis: Analysis) -> list[bytes]:
         enc({"name": "process_labels", "ph": "M", "pid": pid, "tid": 0,
              "args": {"labels": f"verdict: {analysis.summary.verdict}"}}),
     ]
-    for k, finding in enumerate(analysis.findings):
-        tid = k + 1
-        out.append(enc({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
-                        "args": {"name": f"{finding.severity.value} {finding.rule}"}}))
-        out.append(enc({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
-                        "args": {"sort_index": tid}}))
+    next_tid = 1
+    for finding in analysis.findings:
+        track = f"{finding.severity.value} {finding.rule}"
+        rows = sub_tracks(finding)
+        tids = [next_tid + j for j in range(max(rows, default=0) + 1)]
+        next_tid += len(tids)
+        for j, tid in enumerate(tids):
+            out.append(enc({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                            "args": {"name": track if j == 0 else f"{track} ({j + 1})"}}))
+            out.append(enc({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
+                            "args": {"sort_index": tid}}))
         base = _finding_args(finding)
         if finding.evidence:
             first = min(finding.evidence, key=lambda e: e.ts_us)
             out.append(enc({"name": f"{finding.rule}: {finding.title}", "ph": "i", "s": "t", "cat": CATEGORY,
-                            "pid": pid, "tid": tid, "args": base}, ts_us=first.ts_us))
-        for e in finding.evidence:
+                            "pid": pid, "tid": tids[0], "args": base}, ts_us=first.ts_us))
+        for e, row in zip(finding.evidence, rows, strict=True):
             args = {"rule": finding.rule, "severity": finding.severity.value, "title": finding.title,
                     "evidence": e.name, "lane": e.lane, "step": e.step, "note": e.note}
             event = {"name": e.name, "ph": "X" if e.dur_us > 0 else "i", "cat": CATEGORY,
-                     "pid": pid, "tid": tid, "args": args}
+                     "pid": pid, "tid": tids[row], "args": args}
             if e.dur_us > 0:
                 out.append(enc(event, ts_us=e.ts_us, dur_us=e.dur_us))
             else:
                 out.append(enc({**event, "s": "t"}, ts_us=e.ts_us))
     return out
+
+
+def sub_tracks(finding: Finding) -> list[int]:
+    """For each piece of evidence, which of the finding's tracks it goes on (0: the named one).
+
+    First fit in evidence order, so the first (most telling) evidence keeps the main track, and no
+    two spans on a track overlap at all. Computed on the ns written out, so rounding cannot make
+    spans that touch overlap. Instants have no extent to clash, so they stay on the main track.
+    """
+    taken: list[list[tuple[int, int]]] = [[]]
+    rows = []
+    for e in finding.evidence:
+        if not e.dur_us > 0:
+            rows.append(0)
+            continue
+        start = _ns(e.ts_us)
+        end = start + _ns(e.dur_us)
+        row = next((r for r, spans in enumerate(taken)
+                    if all(end <= a or b <= start for a, b in spans)), len(taken))
+        if row == len(taken):
+            taken.append([])
+        taken[row].append((start, end))
+        rows.append(row)
+    return rows
 
 
 def _finding_args(f: Finding) -> dict[str, Any]:
