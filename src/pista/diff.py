@@ -4,17 +4,23 @@ vanished or changed, and the findings gained or lost.
 Rows are matched by name and kind (a host op, a GPU kernel/copy, a GPU-side record_function region),
 as torch's key_averages table names them. A matched row counts as changed when its calls differ, or
 when its self CPU or self device time moved by at least CHANGE_SHARE and CHANGE_MIN_US together.
+
+When both traces have ProfilerStep regions but not as many (schedule active=3 against active=5),
+whole-window sums differ by the step count alone, so the diff compares per step: the work inside
+the steps, each side's times and calls divided by its own step count. Otherwise (as many steps, or
+a side without steps) it compares the whole profiled window, as torch's tables do.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from pista.findings import Analysis
-from pista.table import Row
+from pista.table import Row, Table, build_table
+from pista.trace.facts import OWNER_CATEGORIES, Facts, _link
 
 # A row changed when its self time moved by at least 20% *and* 5 µs: below either, the H200
 # fixtures' run-to-run noise (warm 64x64 repeats differ by up to ~15% and a few µs per op) hides it.
@@ -23,18 +29,24 @@ CHANGE_MIN_US = 5.0
 
 KINDS = ("op", "kernel", "gpu-annotation")
 
+PER_STEP = "per-step"
+WHOLE_WINDOW = "whole-window"
+
 
 @dataclass(frozen=True)
 class Side:
-    calls: int
+    calls: float  # an int over the whole window; per step, an average that need not be whole
     self_cpu_us: float
     cpu_total_us: float
     self_device_us: float
     device_total_us: float
 
     @classmethod
-    def of(cls, row: Row) -> Side:
-        return cls(row.calls, row.self_cpu_us, row.cpu_total_us, row.self_device_us, row.device_total_us)
+    def of(cls, row: Row, steps: int | None = None) -> Side:
+        if steps is None:
+            return cls(row.calls, row.self_cpu_us, row.cpu_total_us, row.self_device_us, row.device_total_us)
+        return cls(row.calls / steps, row.self_cpu_us / steps, row.cpu_total_us / steps,
+                   row.self_device_us / steps, row.device_total_us / steps)
 
 
 @dataclass(frozen=True)
@@ -68,7 +80,7 @@ class RowDiff:
 
 @dataclass(frozen=True)
 class Totals:
-    self_cpu_total_us: float
+    self_cpu_total_us: float  # per step in per-step mode, like the rows
     self_device_total_us: float
     verdict: str
     gpu_busy_share: float | None
@@ -76,6 +88,10 @@ class Totals:
     steps: int
     events: int
     source: str
+    step_avg_us: float | None = None  # mean ProfilerStep wall time; None without steps
+    # per-step mode only: the work left outside the steps (the profiler's closing sync, say), whole
+    outside_steps_self_cpu_us: float | None = None
+    outside_steps_self_device_us: float | None = None
 
 
 @dataclass
@@ -86,6 +102,12 @@ class Diff:
     findings_gained: list[dict[str, str]] = field(default_factory=list)
     findings_lost: list[dict[str, str]] = field(default_factory=list)
     findings_kept: list[str] = field(default_factory=list)
+    mode: str = WHOLE_WINDOW  # PER_STEP | WHOLE_WINDOW
+    note: str = ""  # the mode in words, for every output format
+
+    @property
+    def per_step(self) -> bool:
+        return self.mode == PER_STEP
 
     def select(self, kind: str, status: str) -> list[RowDiff]:
         return [r for r in self.rows if r.kind == kind and r.status == status]
@@ -95,6 +117,9 @@ class Diff:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "mode": self.mode,
+            "note": self.note,
+            "steps": {"a": self.a.steps, "b": self.b.steps},
             "a": asdict(self.a),
             "b": asdict(self.b),
             "rows": {kind: {status: [r.to_dict() for r in self.select(kind, status)]
@@ -103,10 +128,71 @@ class Diff:
         }
 
 
-def _totals(analysis: Analysis) -> Totals:
+def compare_mode(a: Analysis, b: Analysis) -> str:
+    """PER_STEP when both traces have ProfilerStep regions and their counts differ."""
+    steps_a, steps_b = len(a.facts.steps), len(b.facts.steps)
+    return PER_STEP if steps_a and steps_b and steps_a != steps_b else WHOLE_WINDOW
+
+
+def _steps_word(n: int) -> str:
+    return f"{n} step" if n == 1 else f"{n} steps"
+
+
+def _note(mode: str, steps_a: int, steps_b: int) -> str:
+    if mode == PER_STEP:
+        return (f"per step: A has {_steps_word(steps_a)}, B has {steps_b}; times and calls are averages "
+                "per ProfilerStep of the work inside the steps")
+    if steps_a and steps_a == steps_b:
+        return f"whole window: A and B both have {_steps_word(steps_a)}"
+    if not (steps_a or steps_b):
+        return "whole window: neither trace has ProfilerStep regions"
+    missing = "A" if not steps_a else "B"
+    return f"whole window: {missing} has no ProfilerStep regions, so the two are not compared per step"
+
+
+def in_steps(facts: Facts) -> np.ndarray:
+    """The events inside the ProfilerStep regions: host work and the device work it launched (as
+    facts.event_step assigns them), profiler overhead by when it ran, and GPU-side record_function
+    regions by the host region they mirror (they run after it, often past the step's end)."""
+    trace = facts.trace
+    inside = facts.event_step >= 0
+    if not facts.steps:
+        return inside
+    starts = np.array([s.start for s in facts.steps], dtype=np.int64)
+    ends = np.array([s.end for s in facts.steps], dtype=np.int64)
+    pos = np.searchsorted(starts, trace.ts, side="right") - 1
+    by_time = (pos >= 0) & (trace.ts < ends[np.maximum(pos, 0)])
+    inside |= facts.is_overhead & by_time
+    annotation = facts.is_device_annotation
+    mirror = _link(trace.external_id, annotation, trace.external_id,
+                   facts.is_host & trace.category_mask(OWNER_CATEGORIES))
+    mirrored = annotation & (mirror >= 0)
+    inside[mirrored] = facts.event_step[mirror[mirrored]] >= 0
+    inside |= annotation & (mirror < 0) & by_time
+    return inside
+
+
+def step_table(facts: Facts) -> Table:
+    """The key_averages table of the work inside the steps only (whole sums, not yet per step)."""
+    keep = in_steps(facts)
+    inner = replace(facts, is_host=facts.is_host & keep, is_overhead=facts.is_overhead & keep,
+                    is_device_work=facts.is_device_work & keep,
+                    is_device_annotation=facts.is_device_annotation & keep)
+    return build_table(inner)
+
+
+def _totals(analysis: Analysis, table: Table | None = None) -> Totals:
     s = analysis.summary
-    return Totals(s.self_cpu_total_us, s.self_device_total_us, s.verdict, s.gpu_busy_share, s.window_us,
-                  s.steps, s.events, analysis.source)
+    steps = analysis.facts.steps
+    step_avg = sum(st.dur for st in steps) / len(steps) / 1000.0 if steps else None
+    if table is None:
+        return Totals(s.self_cpu_total_us, s.self_device_total_us, s.verdict, s.gpu_busy_share, s.window_us,
+                      s.steps, s.events, analysis.source, step_avg)
+    n = len(steps)
+    return Totals(table.self_cpu_total_us / n, table.self_device_total_us / n, s.verdict, s.gpu_busy_share,
+                  s.window_us, s.steps, s.events, analysis.source, step_avg,
+                  max(s.self_cpu_total_us - table.self_cpu_total_us, 0.0),
+                  max(s.self_device_total_us - table.self_device_total_us, 0.0))
 
 
 def _annotation_names(analysis: Analysis) -> set[str]:
@@ -115,17 +201,18 @@ def _annotation_names(analysis: Analysis) -> set[str]:
     return {facts.trace.names[int(i)] for i in ids}
 
 
-def _keyed(analysis: Analysis) -> dict[tuple[str, str], Row]:
-    annotations = _annotation_names(analysis)
+def _keyed(table: Table, annotations: set[str]) -> dict[tuple[str, str], Row]:
     out = {}
-    for row in analysis.table.rows:
+    for row in table.rows:
         kind = "op" if row.device_type == "CPU" else "gpu-annotation" if row.name in annotations else "kernel"
         out[(kind, row.name)] = row
     return out
 
 
-def _changed(a: Side, b: Side) -> bool:
-    if a.calls != b.calls:
+def _changed(a: Side, b: Side, fewest_steps: int = 1) -> bool:
+    # calls changed when the difference is worth a whole call over the shorter run: per step, an op
+    # run every other step averages 2/3 over 3 steps and 3/5 over 5, which is no change
+    if round(abs(a.calls - b.calls) * fewest_steps, 6) >= 1:
         return True
     for before, after in ((a.self_cpu_us, b.self_cpu_us), (a.self_device_us, b.self_device_us)):
         moved = abs(after - before)
@@ -135,18 +222,27 @@ def _changed(a: Side, b: Side) -> bool:
 
 
 def diff(a: Analysis, b: Analysis) -> Diff:
-    rows_a, rows_b = _keyed(a), _keyed(b)
+    steps_a, steps_b = len(a.facts.steps), len(b.facts.steps)
+    mode = compare_mode(a, b)
+    if mode == PER_STEP:
+        table_a, table_b = step_table(a.facts), step_table(b.facts)
+        per_a, per_b, fewest = steps_a, steps_b, min(steps_a, steps_b)
+    else:
+        table_a, table_b = a.table, b.table
+        per_a = per_b = None
+        fewest = 1
+    rows_a, rows_b = _keyed(table_a, _annotation_names(a)), _keyed(table_b, _annotation_names(b))
     rows: list[RowDiff] = []
     for key in list(rows_a) + [k for k in rows_b if k not in rows_a]:
         kind, name = key
         ra, rb = rows_a.get(key), rows_b.get(key)
-        sa, sb = (Side.of(ra) if ra else None), (Side.of(rb) if rb else None)
+        sa, sb = (Side.of(ra, per_a) if ra else None), (Side.of(rb, per_b) if rb else None)
         if sa is None:
             status = "appeared"
         elif sb is None:
             status = "vanished"
         else:
-            status = "changed" if _changed(sa, sb) else "same"
+            status = "changed" if _changed(sa, sb, fewest) else "same"
         rows.append(RowDiff(name, kind, status, sa, sb))
     # biggest movers first
     rows.sort(key=lambda r: -r.weight)
@@ -158,4 +254,6 @@ def diff(a: Analysis, b: Analysis) -> Diff:
     lost = [{"rule": r, "severity": f.severity.value, "title": f.title, "message": f.message}
             for r, f in rules_a.items() if r not in rules_b]
     kept = [r for r in rules_a if r in rules_b]
-    return Diff(_totals(a), _totals(b), rows, gained, lost, kept)
+    per_step = mode == PER_STEP
+    return Diff(_totals(a, table_a if per_step else None), _totals(b, table_b if per_step else None), rows,
+                gained, lost, kept, mode, _note(mode, steps_a, steps_b))

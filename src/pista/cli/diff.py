@@ -1,5 +1,9 @@
 """Compare two traces (say eager against compiled, or small against large): the totals and the
-verdict, the ops and kernels that appeared, vanished or changed, and the findings gained or lost."""
+verdict, the ops and kernels that appeared, vanished or changed, and the findings gained or lost.
+
+When both have ProfilerStep regions but not as many (schedule active=3 against active=5), the
+comparison is per step: each side's work inside its steps, divided by its own step count. Otherwise
+the whole profiled windows are compared. Every output format says which."""
 
 from __future__ import annotations
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 import html
 
 from pista.diff import KINDS, Diff, RowDiff
-from pista.render.diff_text import KIND_LABEL, busy, change
+from pista.render.diff_text import (
+    KIND_LABEL,
+    busy,
+    calls_label,
+    change,
+    format_calls,
+    outside_rows,
+    step_avg,
+    total_labels,
+)
 from pista.render.html import _asset
 from pista.table import format_time
 
@@ -16,17 +25,18 @@ def _cell(side, attr: str) -> str:
     return "" if side is None else html.escape(format_time(getattr(side, attr)))
 
 
-def _rows(rows: list[RowDiff]) -> str:
+def _rows(rows: list[RowDiff], calls: str = "calls") -> str:
     body = []
     for r in rows:
         a, b = r.a, r.b
         body.append(
             f'<tr><td class="name" title="{html.escape(r.name)}">{html.escape(r.name)}</td>'
-            f'<td class="num">{a.calls if a else ""}</td><td class="num">{b.calls if b else ""}</td>'
+            f'<td class="num">{format_calls(a.calls) if a else ""}</td>'
+            f'<td class="num">{format_calls(b.calls) if b else ""}</td>'
             f'<td class="num">{_cell(a, "self_cpu_us")}</td><td class="num">{_cell(b, "self_cpu_us")}</td>'
             f'<td class="num">{_cell(a, "self_device_us")}</td><td class="num">{_cell(b, "self_device_us")}</td>'
             f'<td class="num">{_delta(r.delta_self_cpu_us)}</td><td class="num">{_delta(r.delta_self_device_us)}</td></tr>')
-    head = "".join(f'<th class="num">{h}</th>' for h in ("calls A", "calls B", "Self CPU A", "Self CPU B",
+    head = "".join(f'<th class="num">{h}</th>' for h in (f"{calls} A", f"{calls} B", "Self CPU A", "Self CPU B",
                                                           "Self CUDA A", "Self CUDA B", "Δ Self CPU", "Δ Self CUDA"))
     return ('<table class="kavg diff"><colgroup><col style="width:34%"></colgroup><thead><tr><th>Name</th>'
             + head + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
@@ -41,12 +51,16 @@ def _delta(us: float) -> str:
 
 def render(d: Diff) -> str:
     e = html.escape
-    totals = [("Self CPU total", format_time(d.a.self_cpu_total_us), format_time(d.b.self_cpu_total_us),
+    cpu_label, cuda_label = total_labels(d)
+    totals = [(cpu_label, format_time(d.a.self_cpu_total_us), format_time(d.b.self_cpu_total_us),
                change(d.a.self_cpu_total_us, d.b.self_cpu_total_us)),
-              ("Self CUDA total", format_time(d.a.self_device_total_us), format_time(d.b.self_device_total_us),
-               change(d.a.self_device_total_us, d.b.self_device_total_us)),
-              ("GPU busy", busy(d.a), busy(d.b), ""), ("Steps", str(d.a.steps), str(d.b.steps), ""),
-              ("Verdict", d.a.verdict, d.b.verdict, "" if d.a.verdict == d.b.verdict else "changed")]
+              (cuda_label, format_time(d.a.self_device_total_us), format_time(d.b.self_device_total_us),
+               change(d.a.self_device_total_us, d.b.self_device_total_us))]
+    totals += [(label, format_time(a), format_time(b), change(a, b)) for label, a, b in outside_rows(d)]
+    totals += [("GPU busy", busy(d.a), busy(d.b), ""), ("Steps", str(d.a.steps), str(d.b.steps), "")]
+    if d.a.step_avg_us is not None or d.b.step_avg_us is not None:
+        totals.append(("Step time (mean)", step_avg(d.a), step_avg(d.b), ""))
+    totals.append(("Verdict", d.a.verdict, d.b.verdict, "" if d.a.verdict == d.b.verdict else "changed"))
     head = ('<table class="kavg"><thead><tr><th></th><th class="num">A</th><th class="num">B</th>'
             '<th class="num">change</th></tr></thead><tbody>'
             + "".join(f"<tr><td>{e(k)}</td><td class='num'>{e(a)}</td><td class='num'>{e(b)}</td>"
@@ -57,7 +71,7 @@ def render(d: Diff) -> str:
             rows = d.select(kind, status)
             if rows:
                 sections.append(f'<section class="card"><h2>{e(KIND_LABEL[kind])} {e(STATUS_LABEL[status])}: '
-                                f"{len(rows)}</h2>{_rows(rows)}</section>")
+                                f"{len(rows)}</h2>{_rows(rows, calls_label(d))}</section>")
 
     def finding_list(items: list[dict[str, str]], mark: str) -> str:
         return "".join(f'<article class="finding sev-{e(f["severity"])}"><header><span class="sev">{mark} '
@@ -75,7 +89,8 @@ def render(d: Diff) -> str:
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>'
             f"<style>{_asset('report.css')}{_STYLE}</style></head><body><header class='top'><div class='brand'>pista</div>"
             f"<h1>diff</h1></header><main><section class='card'><p>A: <code>{e(d.a.source)}</code><br>"
-            f"B: <code>{e(d.b.source)}</code></p>{head}</section><section id='findings'>{findings}</section>"
+            f"B: <code>{e(d.b.source)}</code></p><p class='mode'>Compared {e(d.note)}</p>{head}</section>"
+            f"<section id='findings'>{findings}</section>"
             + "".join(sections) + "</main></body></html>\n")
 
 _STYLE = """

@@ -21,11 +21,28 @@ def busy(t: Totals) -> str:
     return "n/a" if t.gpu_busy_share is None else f"{100 * t.gpu_busy_share:.1f}%"
 
 
-def _side(r: RowDiff, which: str) -> str:
+def format_calls(calls: float) -> str:
+    # per step an average: whole ones print as such, the rest with two decimals
+    return str(round(calls)) if abs(calls - round(calls)) < 1e-9 else f"{calls:.2f}"
+
+
+def calls_label(d: Diff) -> str:
+    return "calls/step" if d.per_step else "calls"
+
+
+def total_labels(d: Diff) -> tuple[str, str]:
+    return ("Self CPU / step", "Self CUDA / step") if d.per_step else ("Self CPU total", "Self CUDA total")
+
+
+def step_avg(t: Totals) -> str:
+    return "-" if t.step_avg_us is None else format_time(t.step_avg_us)
+
+
+def _side(r: RowDiff, which: str, unit: str = "calls") -> str:
     s = r.a if which == "a" else r.b
     if s is None:
         return "-"
-    parts = [f"{s.calls} calls"]
+    parts = [f"{format_calls(s.calls)} {unit}"]
     if s.self_cpu_us:
         parts.append(f"self CPU {format_time(s.self_cpu_us)}")
     if s.self_device_us:
@@ -33,19 +50,35 @@ def _side(r: RowDiff, which: str) -> str:
     return ", ".join(parts)
 
 
+def outside_rows(d: Diff) -> list[tuple[str, float, float]]:
+    """Per-step mode: the work outside the steps, whole (not per step), when either side has some."""
+    if not d.per_step:
+        return []
+    rows = [("Self CPU outside steps", d.a.outside_steps_self_cpu_us or 0.0, d.b.outside_steps_self_cpu_us or 0.0),
+            ("Self CUDA outside steps", d.a.outside_steps_self_device_us or 0.0,
+             d.b.outside_steps_self_device_us or 0.0)]
+    return [r for r in rows if r[1] or r[2]]
+
+
 def render_text(d: Diff) -> str:
-    lines = [f"pista diff\n  A: {d.a.source}\n  B: {d.b.source}", ""]
-    w = 18
+    lines = [f"pista diff\n  A: {d.a.source}\n  B: {d.b.source}", f"  Compared {d.note}", ""]
+    w = 24
+    cpu_label, cuda_label = total_labels(d)
     lines.append(f"{'':{w}}{'A':>16}{'B':>16}{'change':>10}")
-    lines.append(f"{'Self CPU total':{w}}{format_time(d.a.self_cpu_total_us):>16}{format_time(d.b.self_cpu_total_us):>16}"
+    lines.append(f"{cpu_label:{w}}{format_time(d.a.self_cpu_total_us):>16}{format_time(d.b.self_cpu_total_us):>16}"
                  f"{change(d.a.self_cpu_total_us, d.b.self_cpu_total_us):>10}")
-    lines.append(f"{'Self CUDA total':{w}}{format_time(d.a.self_device_total_us):>16}"
+    lines.append(f"{cuda_label:{w}}{format_time(d.a.self_device_total_us):>16}"
                  f"{format_time(d.b.self_device_total_us):>16}"
                  f"{change(d.a.self_device_total_us, d.b.self_device_total_us):>10}")
+    for label, a, b in outside_rows(d):
+        lines.append(f"{label:{w}}{format_time(a):>16}{format_time(b):>16}{change(a, b):>10}")
     lines.append(f"{'GPU busy':{w}}{busy(d.a):>16}{busy(d.b):>16}")
     lines.append(f"{'steps':{w}}{d.a.steps:>16}{d.b.steps:>16}")
+    if d.a.step_avg_us is not None or d.b.step_avg_us is not None:
+        lines.append(f"{'step time (mean)':{w}}{step_avg(d.a):>16}{step_avg(d.b):>16}")
     verdict = d.a.verdict if d.a.verdict == d.b.verdict else f"{d.a.verdict} -> {d.b.verdict}"
     lines.append(f"{'verdict':{w}}{verdict:>32}")
+    unit = calls_label(d)
     for kind in KINDS:
         for status, label in (("appeared", "appeared (only in B)"), ("vanished", "vanished (only in A)"),
                               ("changed", "changed")):
@@ -55,10 +88,10 @@ def render_text(d: Diff) -> str:
             lines += ["", f"{KIND_LABEL[kind]} {label}: {len(rows)}"]
             for r in rows[:MAX_ROWS]:
                 if status == "changed":
-                    lines.append(f"  ~ {r.name[:80]}\n      A: {_side(r, 'a')}\n      B: {_side(r, 'b')}")
+                    lines.append(f"  ~ {r.name[:80]}\n      A: {_side(r, 'a', unit)}\n      B: {_side(r, 'b', unit)}")
                 else:
                     mark = "+" if status == "appeared" else "-"
-                    lines.append(f"  {mark} {r.name[:80]}  ({_side(r, 'b' if status == 'appeared' else 'a')})")
+                    lines.append(f"  {mark} {r.name[:80]}  ({_side(r, 'b' if status == 'appeared' else 'a', unit)})")
             if len(rows) > MAX_ROWS:
                 lines.append(f"  ... {len(rows) - MAX_ROWS} more")
     lines.append("")
