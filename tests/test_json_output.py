@@ -29,3 +29,23 @@ def test_zero_gpu_time_gives_null_not_infinity(tmp_path):
     finding = next(f for f in doc["findings"] if f["rule"] == "overhead-bound")
     assert finding["metrics"]["cpu_to_device_ratio"] is None
     assert "inf" not in finding["message"]
+
+
+def test_evidence_has_the_fields_the_issue_names(capsys):
+    """name, lane, step, ts, dur (µs, like the trace file's own ts and dur) and a note."""
+    import gzip
+
+    from conftest import fixture
+
+    from pista.cli import main
+
+    assert main(["analyze", str(fixture("seed_mm64_cold")), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    raw = {(e["name"], float(e["ts"])): e for e in json.loads(gzip.decompress(fixture("seed_mm64_cold").read_bytes()))
+           ["traceEvents"] if e.get("ph") == "X"}
+    evidence = [e for f in doc["findings"] for e in f["evidence"]]
+    assert evidence and all(set(e) == {"name", "lane", "step", "ts", "dur", "note"} for e in evidence)
+    # evidence that is one event carries that event's own ts and dur
+    matched = [e for e in evidence if (e["name"], e["ts"]) in raw]
+    assert len(matched) >= len(evidence) // 2
+    assert all(e["dur"] == float(raw[(e["name"], e["ts"])]["dur"]) for e in matched)

@@ -69,6 +69,11 @@ class Evidence:
         """Evidence that is an interval rather than one event (a gap, a window)."""
         return cls(name, lane, step, start_ns / 1000.0, (end_ns - start_ns) / 1000.0, note)
 
+    def to_dict(self) -> dict[str, Any]:
+        """As --format json writes it: ts and dur in µs, like the trace file's own fields."""
+        return {"name": self.name, "lane": self.lane, "step": self.step, "ts": self.ts_us, "dur": self.dur_us,
+                "note": self.note}
+
 
 @dataclass
 class Finding:
@@ -83,6 +88,7 @@ class Finding:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["severity"] = self.severity.value
+        out["evidence"] = [e.to_dict() for e in self.evidence]
         return out
 
 
@@ -141,8 +147,8 @@ def summarize(facts: Facts, table: Table) -> Summary:
     compute_share = compute / window if facts.has_gpu else None
     if not facts.has_gpu:
         verdict = "cpu-only"
-    elif cpu <= 0 or dev <= 0:
-        verdict = "balanced"  # one side recorded no time (no host events, zero durations): no comparison
+    elif cpu <= 0:
+        verdict = "balanced"  # no host time recorded (no host events, zero durations): nothing to weigh
     elif compute_share is not None and compute_share >= COMPUTE_MIN_GPU_BUSY and cpu <= COMPUTE_MAX_RATIO * dev:
         verdict = "compute-bound"
     elif cpu >= OVERHEAD_RATIO * dev and share is not None and share < OVERHEAD_MAX_GPU_BUSY:
