@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 
 def test_fires_on_the_cpu_data_loader_and_names_it(analysis_of):
@@ -53,3 +54,17 @@ def test_works_without_profiler_steps(analysis_of):
 
 def test_silent_without_a_gpu(analysis_of):
     assert analysis_of("gpu/cpu_only").finding("gpu-idle") is None
+
+
+@pytest.mark.parametrize(("name", "cause", "says"), [
+    ("gpu/gpu_idle_dataloader", "data", "DataLoader workers"),
+    ("gpu/recompile", "compile", "torch.compile compiling"),
+    ("seed_mm4096_compile_cold", "profiler", "profiler's own work"),
+    ("seed_mm64_cold", "cold", "one-time set-up in the first step"),
+])
+def test_the_advice_follows_what_fills_the_gaps(analysis_of, name, cause, says):
+    finding = analysis_of(name).finding("gpu-idle")
+    assert finding is not None and finding.metrics["cause"] == cause
+    assert says in finding.advice
+    if cause != "data":
+        assert "DataLoader" not in finding.advice

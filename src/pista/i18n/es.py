@@ -70,6 +70,22 @@ def _overhead_cause(m: M) -> str:
     return ""
 
 
+_GPU_IDLE_ADVICE = {
+    "data": ("Saca ese trabajo del host del camino crítico de la GPU: workers del DataLoader con pin_memory y "
+             "prefetch, prepara el lote siguiente mientras la GPU calcula, genera los datos en la GPU y saca "
+             "del paso los checkpoints y los logs."),
+    "compile": ("Los huecos son torch.compile compilando: deja las compilaciones fuera de los pasos perfilados "
+                "(calienta con las formas reales, marca las dimensiones dinámicas; ver recompilation) y perfila "
+                "el régimen estable."),
+    "profiler": ("Los huecos son trabajo del propio profiler (sus peticiones de búfer): perfila más pasos con "
+                 "torch.profiler.schedule(wait, warmup, active) para pagarlo una vez y vuelve a mirar los huecos "
+                 "(ver profiler-overhead)."),
+    "cold": ("Los huecos son preparación de una sola vez en el primer paso (carga perezosa de módulos, handles "
+             "de bibliotecas, el asignador creciendo): calienta antes de perfilar (schedule(wait=1, warmup=1, "
+             "active=N)) y lee los pasos estables (ver cold-start, dead-window)."),
+}
+
+
 def _host_under_gaps(m: M) -> str:
     regions = m.get("regions_us") or {}
     ops = m.get("ops_self_us") or {}
@@ -528,9 +544,7 @@ Solución:
     ),
     "gpu-idle": Entry(
         title="La GPU pasa huecos largos inactiva mientras el host hace otra cosa",
-        advice=("Saca ese trabajo del host del camino crítico de la GPU: workers del DataLoader con pin_memory y "
-                "prefetch, prepara el lote siguiente mientras la GPU calcula, genera los datos en la GPU y saca "
-                "del paso los checkpoints y los logs."),
+        advice=lambda m: _GPU_IDLE_ADVICE[m["cause"]],
         message=lambda m: (f"La GPU está inactiva el {m['gpu_idle_percent']:.1f}% del tiempo; {m['long_gaps']} "
                            f"hueco(s) largos (el mayor de {t(m['longest_gap_us'])}) suman el "
                            f"{m['long_gap_percent']:.1f}% de ese tiempo." + _host_under_gaps(m)),

@@ -16,7 +16,10 @@ time per step). The GPU is idle 98% of the 45.5 ms of steps; 3 gaps of 12.5-14.0
 `data_loading`, are 88% of it.
 
 Fix:
-Move the host work off the critical path: a `DataLoader` with `num_workers > 0`, `pin_memory=True`
+The advice follows what fills the gaps: compiling (warm up with the real shapes, see
+recompilation), the profiler's own buffer requests (profile more steps), one-time set-up in the
+first step (warm up before profiling), or, most often, the program's own host work. For that, move
+the host work off the critical path: a `DataLoader` with `num_workers > 0`, `pin_memory=True`
 and prefetching; prepare batch N+1 while the GPU runs batch N (CUDA streams, non_blocking copies);
 build the data on the GPU; move checkpointing and logging out of the step or to a thread.
 """
@@ -29,7 +32,7 @@ from collections import defaultdict
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Severity
-from pista.rules._common import fmt_ns, pattern_mask
+from pista.rules._common import COMPILE_EVENT, fmt_ns, pattern_mask
 from pista.trace.facts import Facts
 
 ID = "gpu-idle"
@@ -45,6 +48,26 @@ MIN_LONG_GAP_SHARE = 0.3
 EVIDENCE_GAPS = 3
 TOP_OPS = 3
 ATTRIBUTED_GAPS = 20  # the longest gaps are attributed to host work; the rest only counted
+# The fix follows what fills the gaps, once one cause holds this share of the long-gap time
+# (the first step: 1 minus it): gpu/recompile compiles for 87% of it, seed_mm4096_compile_cold
+# spends 72% in the profiler's buffer request, seed_mm64_cold has 100% of its gaps in its first
+# step (one-time set-up); gpu/gpu_idle_dataloader (0%, 0%, 31%) is data preparation.
+CAUSE_MIN_SHARE = 0.3
+
+ADVICE = {
+    "data": ("Take that host work off the GPU's critical path: DataLoader workers with pin_memory and "
+             "prefetching, prepare the next batch while the GPU computes, build data on the GPU, and move "
+             "checkpointing/logging out of the step."),
+    "compile": ("The gaps are torch.compile compiling: keep compiles out of the profiled steps (warm up with "
+                "the real shapes first, mark dynamic dimensions; see recompilation) and profile the steady "
+                "state."),
+    "profiler": ("The gaps are the profiler's own work (its buffer requests): profile more steps with "
+                 "torch.profiler.schedule(wait, warmup, active) so it is paid once, and read the gaps again "
+                 "(see profiler-overhead)."),
+    "cold": ("The gaps are one-time set-up in the first step (lazy module loading, library handles, the "
+             "allocator growing): warm up before profiling (schedule(wait=1, warmup=1, active=N)) and read the "
+             "steady steps (see cold-start, dead-window)."),
+}
 
 STEP_REGION = re.compile(r"^ProfilerStep#")
 
@@ -89,6 +112,7 @@ def check(ctx: Context) -> list[Finding]:
         if i is not None and all(e.name != name for e in evidence):
             evidence.append(Evidence.of(facts, i, note=f"{fmt_ns(ops[name])} of self time inside the gaps"))
 
+    cause = _cause(facts, long, ops, long_ns)
     doing = ", ".join(f"'{n}' ({fmt_ns(v)})" for n, v in top_regions) or "no recorded host work"
     op_text = ", ".join(f"{n} {fmt_ns(v)}" for n, v in top_ops)
     return [Finding(
@@ -100,9 +124,7 @@ def check(ctx: Context) -> list[Finding]:
                  f"of {MIN_GAP_US / 1000:g} ms or more (longest {fmt_ns(long[0][1] - long[0][0])}) make up "
                  f"{100 * share:.1f}% of it. Under them the host runs {doing}"
                  + (f"; most self time in {op_text}." if op_text else ".")),
-        advice=("Take that host work off the GPU's critical path: DataLoader workers with pin_memory and "
-                "prefetching, prepare the next batch while the GPU computes, build data on the GPU, and move "
-                "checkpointing/logging out of the step."),
+        advice=ADVICE[cause],
         evidence=evidence,
         metrics={
             "gpu_idle_percent": 100.0 * idle / total,
@@ -111,8 +133,27 @@ def check(ctx: Context) -> list[Finding]:
             "longest_gap_us": (long[0][1] - long[0][0]) / 1000.0,
             "regions_us": {n: v / 1000.0 for n, v in top_regions},
             "ops_self_us": {n: v / 1000.0 for n, v in top_ops},
+            "cause": cause,
         },
     )]
+
+
+def _cause(facts: Facts, long: list[tuple[int, int, int | None]], ops: dict[str, float], long_ns: int) -> str:
+    """What fills the long gaps: compiling, the profiler's own work, the first step's set-up, or
+    (the default) the program's host work."""
+    trace = facts.trace
+    overhead_names = {trace.names[int(n)] for n in np.unique(trace.name[facts.is_overhead])}
+    compiling = sum(v for n, v in ops.items() if COMPILE_EVENT.search(n))
+    if compiling >= CAUSE_MIN_SHARE * long_ns:
+        return "compile"
+    if sum(v for n, v in ops.items() if n in overhead_names) >= CAUSE_MIN_SHARE * long_ns:
+        return "profiler"
+    if len(facts.steps) > 1:
+        first = facts.steps[0].number
+        in_first = sum(b - a for a, b, step in long if step == first)
+        if in_first >= (1 - CAUSE_MIN_SHARE) * long_ns:
+            return "cold"
+    return "data"
 
 
 def _attribute(facts: Facts, gaps: list[tuple[int, int, int | None]]):
