@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -87,16 +88,14 @@ def commands(tool: str, trace: str, hta: str | None, scratch: Path) -> list[str]
     raise ValueError(tool)
 
 
-def _tree_rss_kb(pid: int) -> int:
-    """RSS of pid and its descendants, in KiB (pages a forked child shares are counted twice, so
-    this bounds the true footprint from above). /proc/PID/statm is cheap to read, unlike smaps."""
+def _tree_kb(pid: int, process_kb: Callable[[int], int]) -> int:
+    """process_kb summed over pid and its descendants (a process gone meanwhile counts 0)."""
     total = 0
     todo = [pid]
     while todo:
         p = todo.pop()
         try:
-            with open(f"/proc/{p}/statm") as handle:
-                total += int(handle.read().split()[1]) * PAGE_KB
+            total += process_kb(p)
             with open(f"/proc/{p}/task/{p}/children") as handle:
                 todo.extend(int(c) for c in handle.read().split())
         except (OSError, ValueError, IndexError):
@@ -104,24 +103,22 @@ def _tree_rss_kb(pid: int) -> int:
     return total
 
 
-def _tree_pss_kb(pid: int) -> int:
-    """PSS of pid and its descendants, in KiB (/proc/PID/smaps_rollup): pages a forked child
-    shares with its parent count once in all."""
-    total = 0
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            with open(f"/proc/{p}/smaps_rollup") as handle:
-                for line in handle:
-                    if line.startswith("Pss:"):
-                        total += int(line.split()[1])
-                        break
-            with open(f"/proc/{p}/task/{p}/children") as handle:
-                todo.extend(int(c) for c in handle.read().split())
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
+def _rss_kb(pid: int) -> int:
+    """RSS in KiB (pages a forked child shares are counted in each process, so a tree's sum bounds
+    the true footprint from above). /proc/PID/statm is cheap to read, unlike smaps."""
+    with open(f"/proc/{pid}/statm") as handle:
+        return int(handle.read().split()[1]) * PAGE_KB
+
+
+def _pss_kb(pid: int) -> int:
+    """PSS in KiB (/proc/PID/smaps_rollup): pages a forked child shares with its parent count
+    once over the tree."""
+    with open(f"/proc/{pid}/smaps_rollup") as handle:
+        for line in handle:
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    return 0
+
 
 
 def run_once(command: list[str], timeout_s: float) -> dict:
@@ -135,10 +132,10 @@ def run_once(command: list[str], timeout_s: float) -> dict:
         nonlocal peak_tree, peak_pss
         samples = 0
         while not stop.is_set():
-            peak_tree = max(peak_tree, _tree_rss_kb(proc.pid))
+            peak_tree = max(peak_tree, _tree_kb(proc.pid, _rss_kb))
             samples += 1
             if samples % PSS_EVERY_SAMPLES == 1:
-                peak_pss = max(peak_pss, _tree_pss_kb(proc.pid))
+                peak_pss = max(peak_pss, _tree_kb(proc.pid, _pss_kb))
             stop.wait(SAMPLE_EVERY_S)
 
     sampler = threading.Thread(target=sample, daemon=True)

@@ -56,16 +56,20 @@ def test_a_failing_child_is_replaced_by_a_run_here(load_facts, monkeypatch):
     assert _analysis_json(facts, monkeypatch, 0) == expected
 
 
-def test_an_error_in_a_rule_surfaces_as_itself(load_facts, monkeypatch):
-    facts = load_facts("seed_mm64_warm")
+def _analyze_with_a_broken_rule(facts, monkeypatch, rule_module, message: str) -> None:
+    """analyze() on a forking run whose `rule_module` raises ZeroDivisionError(message)."""
 
     def broken(ctx):
-        raise ZeroDivisionError("a rule bug")
+        raise ZeroDivisionError(message)
 
-    monkeypatch.setattr(kernel_variability, "check", broken)
+    monkeypatch.setattr(rule_module, "check", broken)
     monkeypatch.setattr(findings_module, "FORK_MIN_EVENTS", 0)
-    with pytest.raises(ZeroDivisionError, match="a rule bug"):
+    with pytest.raises(ZeroDivisionError, match=message):
         findings_module.analyze(facts)
+
+
+def test_an_error_in_a_rule_surfaces_as_itself(load_facts, monkeypatch):
+    _analyze_with_a_broken_rule(load_facts("seed_mm64_warm"), monkeypatch, kernel_variability, "a rule bug")
 
 
 def test_fork_call_returns_the_value_and_reports_failure():
@@ -83,15 +87,7 @@ def test_a_rule_failing_here_stops_the_child(load_facts, monkeypatch):
 
     from pista.rules import dominant_event
 
-    facts = load_facts("gpu/kernel_variability")
-
-    def broken(ctx):
-        raise ZeroDivisionError("a rule bug here")
-
-    monkeypatch.setattr(dominant_event, "check", broken)
-    monkeypatch.setattr(findings_module, "FORK_MIN_EVENTS", 0)
-    with pytest.raises(ZeroDivisionError, match="a rule bug here"):
-        findings_module.analyze(facts)
+    _analyze_with_a_broken_rule(load_facts("gpu/kernel_variability"), monkeypatch, dominant_event, "a rule bug here")
     assert multiprocessing.active_children() == []
 
 

@@ -14,8 +14,9 @@ holds 99.56% of the 528.322 µs Self CUDA total, 3 calls, 175.339 µs each, laun
 Fix:
 Work on that kernel: lower precision (bf16, fp8) where accuracy allows, better shapes (multiples
 of 64/128), a fused epilogue, fewer calls. A copy (gpu/pageable_memcpy: Memcpy DtoH to pageable
-memory, 81.7%) is not compute: move fewer bytes, from pinned memory, without blocking. If the trace is host-bound (see `overhead-bound`), the
-kernel is not the limit yet: fix the host side first.
+memory, 81.7%) is not compute: move fewer bytes, from pinned memory, without blocking. If the
+trace is host-bound (see `overhead-bound`), the kernel is not the limit yet: fix the host side
+first.
 """
 
 from __future__ import annotations

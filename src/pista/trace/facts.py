@@ -155,20 +155,17 @@ class Facts:
     @cached_property
     def gpu_busy(self) -> dict[int, Intervals]:
         """Per device (pid of the GPU lanes): when any stream ran a kernel, copy or memset."""
-        trace = self.trace
-        busy = {}
-        idx = np.flatnonzero(self.is_device_work)
-        for dev in np.unique(trace.pid[idx]):
-            sel = idx[trace.pid[idx] == dev]
-            busy[int(dev)] = merge_intervals(trace.ts[sel], trace.ts[sel] + trace.dur[sel])
-        return busy
+        return self._busy_per_device(self.is_device_work)
 
     @cached_property
     def kernel_busy(self) -> dict[int, Intervals]:
         """Per device: when any stream ran a kernel (compute), copies and memsets left out."""
+        return self._busy_per_device(self.is_device_work & self.trace.category_mask({"kernel"}))
+
+    def _busy_per_device(self, mask: np.ndarray) -> dict[int, Intervals]:
         trace = self.trace
+        idx = np.flatnonzero(mask)
         busy = {}
-        idx = np.flatnonzero(self.is_device_work & trace.category_mask({"kernel"}))
         for dev in np.unique(trace.pid[idx]):
             sel = idx[trace.pid[idx] == dev]
             busy[int(dev)] = merge_intervals(trace.ts[sel], trace.ts[sel] + trace.dur[sel])
