@@ -7,7 +7,7 @@ read an `Analysis`, never the trace file.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from enum import Enum
 from typing import Any
 
@@ -40,19 +40,51 @@ class Severity(str, Enum):
         return {"info": 0, "warning": 1, "critical": 2}[self.value]
 
 
+# Severity follows what fixing a finding saves, as a share of the median step (issue 14): a fifth of
+# the step is the first thing to fix, a twentieth is worth a change, below that it is information.
+CRITICAL_SHARE = 0.20
+WARNING_SHARE = 0.05
+# The top fix is the biggest finding that saves at least this share of the step; below it nothing is
+# worth doing first (seed_mm4096_warm: its GEMM runs at the card's measured ceiling).
+TOP_FIX_MIN_SHARE = WARNING_SHARE
+
+
+def severity_of(share: float) -> Severity:
+    if share >= CRITICAL_SHARE:
+        return Severity.CRITICAL
+    return Severity.WARNING if share >= WARNING_SHARE else Severity.INFO
+
+
+@dataclass(frozen=True)
+class Impact:
+    """What fixing a finding would save: µs per step (per window without steps) and that share of
+    the median step (or the window), 0..1. How it was estimated is the rule's `basis` text."""
+
+    us: float
+    share: float
+
+    @classmethod
+    def none(cls) -> Impact:
+        return cls(0.0, 0.0)
+
+
 @dataclass(frozen=True)
 class Evidence:
-    """One event that shows the finding: where it ran and when (µs, as in the trace file)."""
+    """One event that shows the finding: where it ran and when (µs, as in the trace file).
+
+    `detail` is the rule's typed note about this event (a frozen dataclass of the rule's module);
+    `note` is its text in `lang`."""
 
     name: str
     lane: str
     step: int | None
     ts_us: float
     dur_us: float
-    note: str = ""
+    detail: Any = None
+    lang: str = "en"
 
     @classmethod
-    def of(cls, facts: Facts, i: int, note: str = "") -> Evidence:
+    def of(cls, facts: Facts, i: int, detail: Any = None) -> Evidence:
         trace = facts.trace
         return cls(
             name=trace.event_name(i),
@@ -60,14 +92,20 @@ class Evidence:
             step=facts.step_of(i),
             ts_us=float(trace.ts[i]) / 1000.0,
             dur_us=float(trace.dur[i]) / 1000.0,
-            note=note,
+            detail=detail,
         )
 
     @classmethod
     def span(cls, name: str, lane: str, start_ns: int, end_ns: int, step: int | None = None,
-             note: str = "") -> Evidence:
+             detail: Any = None) -> Evidence:
         """Evidence that is an interval rather than one event (a gap, a window)."""
-        return cls(name, lane, step, start_ns / 1000.0, (end_ns - start_ns) / 1000.0, note)
+        return cls(name, lane, step, start_ns / 1000.0, (end_ns - start_ns) / 1000.0, detail)
+
+    @property
+    def note(self) -> str:
+        from pista.i18n import note_text
+
+        return note_text(self.detail, self.lang)
 
     def to_dict(self) -> dict[str, Any]:
         """As --format json writes it: ts and dur in µs, like the trace file's own fields."""
@@ -75,21 +113,82 @@ class Evidence:
                 "note": self.note}
 
 
-@dataclass
+@dataclass(eq=False)
 class Finding:
+    """What a rule found: its typed `record` (the rule's frozen dataclass), what fixing it saves, and
+    the events that show it. Title, message, advice, the top-fix line and the impact's basis are
+    views of the record, written by `pista.i18n` in `lang`."""
+
     rule: str
-    severity: Severity
+    record: Any
+    impact: Impact
+    evidence: list[Evidence] = field(default_factory=list)
+    severity: Severity | None = None  # from the impact, unless a rule documents an exception
+    lang: str = "en"
+
+    def __post_init__(self) -> None:
+        if self.severity is None:
+            self.severity = severity_of(self.impact.share)
+
+    def _text(self, part: str) -> str:
+        from pista.i18n import finding_text
+
+        return finding_text(self, part, self.lang)
+
+    @property
+    def title(self) -> str:
+        return self._text("title")
+
+    @property
+    def message(self) -> str:
+        return self._text("message")
+
+    @property
+    def advice(self) -> str:
+        return self._text("advice")
+
+    @property
+    def fix(self) -> str:
+        """One line: the event and the change, for the top fix."""
+        return self._text("fix")
+
+    @property
+    def basis(self) -> str:
+        return self._text("basis")
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return record_fields(self.record)
+
+    def to_dict(self) -> dict[str, Any]:
+        assert self.severity is not None
+        return {"rule": self.rule, "severity": self.severity.value, "title": self.title, "message": self.message,
+                "advice": self.advice, "impact": {"us": self.impact.us, "share": self.impact.share,
+                                                  "basis": self.basis},
+                "evidence": [e.to_dict() for e in self.evidence], "metrics": self.metrics}
+
+
+def record_fields(record: Any) -> dict[str, Any]:
+    """A rule's record as plain data (JSON's `metrics`)."""
+    if isinstance(record, LegacyRecord):
+        return dict(record.metrics)
+    return asdict(record) if is_dataclass(record) else dict(record or {})
+
+
+@dataclass(frozen=True)
+class LegacyRecord:
+    """Transition only: a finding whose rule still writes English (removed once all are typed)."""
+
     title: str
     message: str
     advice: str
-    evidence: list[Evidence] = field(default_factory=list)
-    metrics: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any]
 
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["severity"] = self.severity.value
-        out["evidence"] = [e.to_dict() for e in self.evidence]
-        return out
+
+def legacy_finding(rule: str, severity: Severity, title: str, message: str, advice: str,
+                   evidence: list[Evidence] | None = None, metrics: dict[str, Any] | None = None) -> Finding:
+    return Finding(rule, LegacyRecord(title, message, advice, dict(metrics or {})), Impact.none(),
+                   list(evidence or []), severity)
 
 
 @dataclass
@@ -126,11 +225,18 @@ class Analysis:
     def rules_fired(self) -> list[str]:
         return [f.rule for f in self.findings]
 
+    @property
+    def top_fix(self) -> Finding | None:
+        """The finding to start with: the one that saves most, if it saves enough to be worth it."""
+        return next((f for f in self.findings if f.impact.share >= TOP_FIX_MIN_SHARE), None)
+
     def to_dict(self, row_limit: int = 25) -> dict[str, Any]:
         sort_by = "cuda_time_total" if self.facts.has_gpu else "cpu_time_total"
+        top = self.top_fix
         return {
             "source": self.source,
-            "summary": self.summary.to_dict(),
+            "summary": dict(self.summary.to_dict(),
+                            top_fix=None if top is None else {"rule": top.rule, "text": top.fix}),
             "findings": [f.to_dict() for f in self.findings],
             "table": self.table.to_dict(sort_by, row_limit),
             "notices": self.notices,
@@ -183,6 +289,28 @@ class Context:
     def trace(self) -> Trace:
         return self.facts.trace
 
+    @property
+    def step_count(self) -> int:
+        """Steps the window holds (1 without steps: the window is the unit)."""
+        return len(self.facts.steps) or 1
+
+    @property
+    def step_ns(self) -> float:
+        """The median step's wall time in ns (the window's without steps): what shares are of."""
+        if self.facts.steps:
+            return float(np.median([s.dur for s in self.facts.steps]))
+        lo, hi = self.facts.window
+        return float(max(hi - lo, 1))
+
+    def per_step(self, total_ns: float) -> Impact:
+        """The impact of saving total_ns over the whole window: per step, and its share of the step."""
+        us = max(float(total_ns), 0.0) / self.step_count / 1000.0
+        return Impact(us, min(1.0, us * 1000.0 / max(self.step_ns, 1.0)))
+
+    def step_impact(self, per_step_ns: float) -> Impact:
+        """The impact of saving per_step_ns in every step."""
+        return self.per_step(per_step_ns * self.step_count)
+
 
 # On a big trace a forked child runs the rule that takes most of the analysis time while this
 # process runs the rest (big_gpt_eager_20steps: kernel-variability 37 ms of the catalogue's 90 ms
@@ -220,7 +348,7 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
         except forked.ChildFailed:
             by_rule.update(_check(ctx, elsewhere))  # again here, so an error surfaces as itself
     findings = [f for rule_id in selected for f in by_rule[rule_id]]
-    findings.sort(key=lambda f: (-f.severity.rank, _first_ts(f)))
+    findings.sort(key=lambda f: (-f.impact.share, -f.impact.us, _first_ts(f)))
     return Analysis(facts.trace.source, summary, findings, table, facts,
                     list(facts.trace.notices) + coverage_notices(facts))
 

@@ -17,7 +17,8 @@ def test_fires_on_item_in_the_loop(analysis_of):
     # the capture script calls .item() 8 times per step for 3 profiled steps
     assert len(items) == 24
     assert finding.metrics["syncs"] == 24
-    assert finding.metrics["ops"]["aten::item"]["per_step"] == {"2": 8, "3": 8, "4": 8}
+    item = finding.record.ops[0]
+    assert item.name == "aten::item" and item.per_step == {"2": 8, "3": 8, "4": 8}
     assert "aten::item > aten::_local_scalar_dense > cudaStreamSynchronize" in finding.message
     real_items = {(trace.ts[i] / 1000, trace.dur[i] / 1000, facts.step_of(i)) for i in items}
     shown = [e for e in finding.evidence if e.name == "aten::item"]
@@ -27,14 +28,14 @@ def test_fires_on_item_in_the_loop(analysis_of):
     shown_syncs = [e for e in finding.evidence if e.name == "cudaStreamSynchronize"]
     assert shown_syncs and {e.ts_us for e in shown_syncs} <= real_syncs
     # host time blocked: at least the sync calls themselves (torch: 152.496 µs of cudaStreamSynchronize)
-    assert finding.metrics["ops"]["aten::item"]["blocked_us"] >= trace.dur[syncs].sum() / 1000
+    assert item.blocked_us >= trace.dur[syncs].sum() / 1000
 
 
 def test_names_the_cpu_read_back_of_a_64mib_tensor(analysis_of):
     finding = analysis_of("gpu/pageable_memcpy").finding("host-sync")
     assert finding is not None
-    assert set(finding.metrics["ops"]) == {"aten::to"}  # .cpu() dispatches to aten::to
-    assert finding.metrics["ops"]["aten::to"]["per_step"] == {"2": 1, "3": 1, "4": 1}
+    assert [o.name for o in finding.record.ops] == ["aten::to"]  # .cpu() dispatches to aten::to
+    assert finding.record.ops[0].per_step == {"2": 1, "3": 1, "4": 1}
 
 
 def test_silent_on_explicit_syncs_and_host_to_device_copies(analysis_of):
@@ -46,3 +47,25 @@ def test_silent_on_explicit_syncs_and_host_to_device_copies(analysis_of):
 
 def test_silent_without_a_gpu(analysis_of):
     assert analysis_of("gpu/cpu_only").finding("host-sync") is None
+
+
+def test_impact_is_the_stall_per_step_from_the_raw_events(analysis_of):
+    import raw
+
+    name = "gpu/host_sync_item"
+    finding = analysis_of(name).finding("host-sync")
+    steps = raw.steps(name)
+    busy_starts = [a for a, _ in raw.busy_intervals(name)]
+    calls = [c for c in raw.complete(name) if c["name"] in ("cudaStreamSynchronize", "cudaMemcpyAsync")]
+    total = 0.0
+    for item in raw.complete(name, "cpu_op", "aten::item"):
+        parts = [c for c in calls if raw.inside(item, c)]
+        end = max(float(c["ts"]) + float(c["dur"]) for c in parts)
+        step_end = next(float(s["ts"]) + float(s["dur"]) for s in steps if raw.inside(s, item))
+        nxt = min([b for b in busy_starts if b >= end] + [step_end])
+        total += sum(float(c["dur"]) for c in parts) + max(0.0, min(nxt, step_end) - end)
+    per_step = total / len(steps)
+    assert abs(finding.impact.us - per_step) <= 0.01 * per_step
+    assert abs(finding.impact.share - per_step / raw.median_step_us(name)) <= 0.01
+    assert finding.severity.value == "critical"  # over 20% of the step
+    assert "upper bound" in finding.basis

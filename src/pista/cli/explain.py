@@ -12,14 +12,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pista.i18n import check_lang, entry, rule_docs, word
+    from pista.i18n import check_lang, rule_docs, rule_title, word
     from pista.rules import get_rule
 
     lang = check_lang(args.lang)
     rule = get_rule(args.rule)
-    local = entry(rule.id, lang)
-    title = local.title if local else rule.title
-    lines = [f"{rule.id}: {title}", f"{word('severity', lang)}: {rule.severity.value}", "",
+    lines = [f"{rule.id}: {rule_title(rule.id, lang) or rule.title}", word("severity from impact", lang), "",
              rule_docs(rule.id, lang) or rule.docs, ""]
     if rule.thresholds:
         lines.append(word("Thresholds:", lang))

@@ -1,4 +1,4 @@
-"""List the rule catalogue: id, severity and title of every rule."""
+"""List the rule catalogue: id and title of every rule."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ def run(args: argparse.Namespace) -> int:
 
     rules = catalogue()
     if args.format == "json":
-        json.dump([{"id": r.id, "severity": r.severity.value, "title": r.title} for r in rules], sys.stdout,
+        json.dump([{"id": r.id, "title": r.title} for r in rules], sys.stdout,
                   indent=1)
         sys.stdout.write("\n")
         return 0
     width = max((len(r.id) for r in rules), default=10)
     for r in rules:
-        sys.stdout.write(f"{r.id:<{width}}  {r.severity.value:<8}  {r.title}\n")
+        sys.stdout.write(f"{r.id:<{width}}  {r.title}\n")
     return 0

@@ -16,7 +16,7 @@ import numpy as np
 
 from pista.distributed.comm import Collective
 from pista.distributed.rank import RankSummary
-from pista.findings import Evidence, Finding
+from pista.findings import Evidence, Finding, legacy_finding
 from pista.rules import straggler as rule
 
 EVIDENCE_COLLECTIVES = 3
@@ -145,9 +145,9 @@ def _findings(ok: list[RankSummary], result: CrossRank, keys: list[tuple[int | N
                 step, name, nth = keys[k]
                 call = _event_of(ok[i], "call_events" if keys_are_calls else "events", keys[k])
                 evidence.append(Evidence.span(name, f"rank {t.rank}", call.start, call.end,
-                                              step=step, note=f"{late_each[i, k] / 1e6:.3f} ms late "
+                                              step=step, detail=f"{late_each[i, k] / 1e6:.3f} ms late "
                                                               f"(#{nth + 1} of its name in the step)"))
-        findings.append(Finding(
+        findings.append(legacy_finding(
             rule=rule.ID, severity=rule.SEVERITY, title=rule.TITLE, message=message,
             advice=(f"Find what rank {t.rank} does before its collectives that the others do not: uneven "
                     "shards or sequence lengths, a slow loader or disk on its host, one-rank-only logging or "

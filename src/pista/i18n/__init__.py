@@ -1,20 +1,24 @@
-"""Findings and rule docs in other languages than English.
+"""The text of findings: views of the rules' typed records, in English and Spanish.
 
-Each language is a module (`es.py`) with `RULES = {rule_id: Entry}`: a title, the advice, a message
-built from the finding's `metrics` (a function of them, or a str.format template; the English message
-stays when a key is missing or a value does not fit), and the rule's docs for `pista explain --lang`;
-`NOTES`, a pattern per evidence note as the rules write it; and `WORDS`, the renderers' labels.
-English is the rules' own text, so `localize(x, "en")` returns x unchanged.
+Each language is a package (`pista.i18n.en`, `pista.i18n.es`) of the same shape: `WORDS` (the
+renderers' labels) in the package, and one module per rule, named like the rule's own module, with
+
+- `TITLE`;
+- `message(r)`, `advice(r)`, `fix(r)` (the one-line top fix: the event and the change) and
+  `basis(r)` (how the impact was estimated), each a function of the rule's record `r`;
+- `NOTES`: {note class: function of the note}, for the typed evidence notes the rule writes;
+- `DOCS` (Spanish only): What / Why / Example / Fix, as the rule's docstring lays them out.
+
+`pista.i18n._common` modules hold the text of notes several rules share. Nothing here parses
+English: every text is built from typed fields.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import re
-import string
+import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
 from typing import Any, TypeVar
@@ -22,17 +26,9 @@ from typing import Any, TypeVar
 from pista.errors import UsageError
 
 LANGS = ("en", "es")
+PARTS = ("title", "message", "advice", "fix", "basis")
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Entry:
-    title: str
-    advice: Callable[[dict[str, Any]], str] | str  # metrics -> text where the fix depends on them
-    # metrics -> text, or a str.format template over the metrics; "" keeps the English message
-    message: Callable[[dict[str, Any]], str] | str = ""
-    docs: str = ""  # What / Why / Example / Fix, as the rule's own docstring lays them out
 
 
 def check_lang(lang: str | None) -> str:
@@ -42,45 +38,65 @@ def check_lang(lang: str | None) -> str:
     return lang
 
 
+def module_name(rule_id: str) -> str:
+    return rule_id.replace("-", "_")
+
+
 @cache
-def _catalogue(lang: str) -> ModuleType:
-    return importlib.import_module(f"pista.i18n.{lang}")
+def rule_module(rule_id: str, lang: str) -> ModuleType | None:
+    """The language's module for a rule, or None where the language has none."""
+    try:
+        return importlib.import_module(f"pista.i18n.{check_lang(lang)}.{module_name(rule_id)}")
+    except ModuleNotFoundError:
+        return None
 
 
-def entries(lang: str) -> dict[str, Entry]:
-    lang = check_lang(lang)
-    return {} if lang == "en" else _catalogue(lang).RULES
+def finding_text(finding: Any, part: str, lang: str) -> str:
+    """One part (title, message, advice, fix, basis) of a finding, rendered from its record."""
+    legacy = _legacy_text(finding, part, lang)
+    if legacy is not None:
+        return legacy
+    mod = rule_module(finding.rule, lang) or rule_module(finding.rule, "en")
+    if mod is None:
+        raise LookupError(f"no text for rule {finding.rule}")
+    if part == "title":
+        return str(mod.TITLE)
+    return str(getattr(mod, part)(finding.record))
 
 
-def entry(rule_id: str, lang: str) -> Entry | None:
-    return entries(lang).get(rule_id)
+@cache
+def _notes(lang: str) -> dict[type, Callable[[Any], str]]:
+    package = importlib.import_module(f"pista.i18n.{check_lang(lang)}")
+    table: dict[type, Callable[[Any], str]] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        mod = importlib.import_module(f"{package.__name__}.{info.name}")
+        table.update(getattr(mod, "NOTES", {}))
+    return table
+
+
+def note_renderers(lang: str) -> dict[type, Callable[[Any], str]]:
+    return dict(_notes(lang))
+
+
+def note_text(detail: Any, lang: str) -> str:
+    """An evidence note's text: its typed detail rendered in `lang` ("" for none)."""
+    if detail is None:
+        return ""
+    if isinstance(detail, str):  # legacy: a rule not yet on typed notes
+        return _legacy_note(detail, lang)
+    render = _notes(lang).get(type(detail)) or _notes("en").get(type(detail))
+    if render is None:
+        raise LookupError(f"no text for note {type(detail).__qualname__}")
+    return render(detail)
 
 
 def words(lang: str) -> dict[str, str]:
     """Labels the renderers use ('fix', 'no findings', ...); English keys map to themselves."""
-    lang = check_lang(lang)
-    return {} if lang == "en" else dict(getattr(_catalogue(lang), "WORDS", {}))
+    return dict(importlib.import_module(f"pista.i18n.{check_lang(lang)}").WORDS)
 
 
 def word(key: str, lang: str) -> str:
     return words(lang).get(key, key)
-
-
-@cache
-def _note_patterns(lang: str) -> tuple[tuple[re.Pattern[str], str], ...]:
-    notes = getattr(_catalogue(lang), "NOTES", [])
-    return tuple((re.compile(pattern), replacement) for pattern, replacement in notes)
-
-
-def localize_note(note: str, lang: str) -> str | None:
-    """An evidence note in `lang`, or None where no pattern of the language's NOTES matches it whole."""
-    if not note or check_lang(lang) == "en":
-        return note
-    for pattern, replacement in _note_patterns(lang):
-        match = pattern.fullmatch(note)
-        if match:
-            return match.expand(replacement)
-    return None
 
 
 def lane_label(lane: str, lang: str) -> str:
@@ -89,38 +105,14 @@ def lane_label(lane: str, lang: str) -> str:
     return word(head, lang) + sep + rest if head in ("thread", "rank") else lane
 
 
-def format_message(template: Callable[[dict[str, Any]], str] | str, metrics: dict[str, Any]) -> str | None:
-    """The message built from metrics, or None when a field is missing or will not format."""
-    if not template:
-        return None
-    if callable(template):
-        try:
-            return template(metrics)
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError):
-            return None
-    fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
-    if not fields <= metrics.keys():
-        return None
-    try:
-        return template.format(**metrics)
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-        return None
-
-
 def localize_finding(finding: T, lang: str) -> T:
-    e = entry(finding.rule, lang)  # type: ignore[attr-defined]
-    if e is None:
-        return finding
-    message = format_message(e.message, finding.metrics) or finding.message  # type: ignore[attr-defined]
-    advice = (format_message(e.advice, finding.metrics) if callable(e.advice) else e.advice) or finding.advice  # type: ignore[attr-defined]
-    evidence = [dataclasses.replace(ev, note=localize_note(ev.note, lang) or ev.note)
-                for ev in finding.evidence]  # type: ignore[attr-defined]
-    return dataclasses.replace(finding, title=e.title or finding.title, message=message,  # type: ignore[type-var]
-                               advice=advice, evidence=evidence)
+    lang = check_lang(lang)
+    evidence = [dataclasses.replace(ev, lang=lang) for ev in finding.evidence]  # type: ignore[attr-defined]
+    return dataclasses.replace(finding, lang=lang, evidence=evidence)  # type: ignore[type-var]
 
 
 def localize(analysis: T, lang: str | None) -> T:
-    """A copy of the Analysis with its findings in `lang` (the same object for English)."""
+    """A copy of the Analysis whose findings render in `lang`."""
     lang = check_lang(lang)
     if lang == "en":
         return analysis
@@ -128,6 +120,72 @@ def localize(analysis: T, lang: str | None) -> T:
     return dataclasses.replace(analysis, findings=findings)  # type: ignore[type-var]
 
 
+def rule_title(rule_id: str, lang: str) -> str:
+    mod = rule_module(rule_id, lang) or rule_module(rule_id, "en")
+    if mod is not None:
+        return str(mod.TITLE)
+    e = _legacy_entry(rule_id, lang)
+    return e.title if e else ""
+
+
 def rule_docs(rule_id: str, lang: str) -> str | None:
-    e = entry(rule_id, lang)
+    mod = rule_module(rule_id, lang)
+    if mod is not None and getattr(mod, "DOCS", ""):
+        return str(mod.DOCS).strip()
+    e = _legacy_entry(rule_id, lang)
     return e.docs.strip() if e and e.docs else None
+
+
+# --- legacy bridge: rules not yet on typed records (removed once every rule is converted) ---
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    title: str
+    advice: Callable[[dict[str, Any]], str] | str
+    message: Callable[[dict[str, Any]], str] | str = ""
+    docs: str = ""
+
+
+def _legacy_entry(rule_id: str, lang: str) -> Entry | None:
+    if check_lang(lang) == "en":
+        return None
+    from pista.i18n import _legacy_es
+
+    return _legacy_es.RULES.get(rule_id)
+
+
+def _legacy_text(finding: Any, part: str, lang: str) -> str | None:
+    from pista.findings import LegacyRecord
+
+    r = finding.record
+    if not isinstance(r, LegacyRecord):
+        return None
+    english = {"title": r.title, "message": r.message, "advice": r.advice, "fix": r.advice,
+               "basis": "not estimated"}[part]
+    e = _legacy_entry(finding.rule, lang)
+    if e is None:
+        return english
+    if part == "title":
+        return e.title or english
+    if part in ("message", "advice", "fix"):
+        template = e.message if part == "message" else e.advice
+        try:
+            text = template(r.metrics) if callable(template) else (template.format(**r.metrics) if template else "")
+        except Exception:  # noqa: BLE001 - legacy templates over loose metrics
+            text = ""
+        return text or english
+    return english
+
+
+def _legacy_note(note: str, lang: str) -> str:
+    if check_lang(lang) == "en":
+        return note
+    import re
+
+    from pista.i18n import _legacy_es
+
+    for pattern, replacement in _legacy_es.NOTES:
+        match = re.fullmatch(pattern, note)
+        if match:
+            return match.expand(replacement)
+    return note

@@ -1,9 +1,13 @@
 """The rule catalogue: one module per rule, found by name, each with
 
-- `ID`: the stable id (`pista explain ID`), `TITLE`, `SEVERITY`;
+- `ID`: the stable id (`pista explain ID`);
 - a module docstring with the sections What / Why / Example / Fix (shown by `pista explain`);
 - its thresholds as UPPER_CASE module constants, each with a comment saying where it came from;
-- `check(ctx: Context) -> list[Finding]`.
+- a frozen dataclass, the record of what it found (JSON's `metrics`), and the typed notes of its
+  evidence; its text (title, message, advice, top fix, impact basis) lives in `pista.i18n.en` and
+  `pista.i18n.es`, rendered from those fields;
+- `check(ctx: Context) -> list[Finding]`: detection only, each finding with its impact (what fixing
+  it saves per step); severity follows from the impact.
 """
 
 from __future__ import annotations
@@ -17,15 +21,19 @@ from functools import cache
 from types import ModuleType
 
 from pista.errors import UsageError
-from pista.findings import Context, Finding, Severity
+from pista.findings import Context, Finding
 
 
 @dataclass(frozen=True)
 class Rule:
     id: str
-    title: str
-    severity: Severity
     module: ModuleType
+
+    @property
+    def title(self) -> str:
+        from pista.i18n import rule_title
+
+        return rule_title(self.id, "en") or str(getattr(self.module, "TITLE", ""))
 
     @property
     def docs(self) -> str:
@@ -53,7 +61,7 @@ def catalogue() -> tuple[Rule, ...]:
         if info.name.startswith("_"):
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
-        rules.append(Rule(module.ID, module.TITLE, module.SEVERITY, module))
+        rules.append(Rule(module.ID, module))
     return tuple(sorted(rules, key=lambda r: r.id))
 
 

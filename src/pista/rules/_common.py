@@ -38,9 +38,9 @@ def step_at(facts: Facts, ts: int) -> int | None:
     return None
 
 
-def evidence(facts: Facts, i: int, note: str = "") -> Evidence:
+def evidence(facts: Facts, i: int, detail: object = None) -> Evidence:
     """Evidence.of, with the step filled in from the time for events facts gives no step (overhead lane)."""
-    ev = Evidence.of(facts, int(i), note)
+    ev = Evidence.of(facts, int(i), detail)
     if ev.step is None and facts.steps:
         ev = dataclasses.replace(ev, step=step_at(facts, int(facts.trace.ts[i])))
     return ev

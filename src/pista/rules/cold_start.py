@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pista.findings import Context, Finding, Severity, top_indices
+from pista.findings import Context, Finding, Severity, legacy_finding, top_indices
 from pista.rules._common import evidence, fmt_ns, us
 
 ID = "cold-start"
@@ -72,11 +72,11 @@ def check(ctx: Context) -> list[Finding]:
     inside = (facts.is_host | facts.is_overhead) & (trace.ts >= first_start) & (trace.ts < first_end)
     inside[first_index] = False
     picks = top_indices(facts.self_time, inside & (trace.pid != -1), EVIDENCE_EVENTS)
-    ev = [evidence(facts, first_index, note=f"{ratio:.0f}x the median of {others}")]
-    ev += [evidence(facts, int(i), note=f"self time {fmt_ns(facts.self_time[i])}") for i in picks]
+    ev = [evidence(facts, first_index, detail=f"{ratio:.0f}x the median of {others}")]
+    ev += [evidence(facts, int(i), detail=f"self time {fmt_ns(facts.self_time[i])}") for i in picks]
     typical = int(rest_index[int(np.argmin(np.abs(rest_durs - median)))])
-    ev.append(evidence(facts, typical, note="a steady-state one, for comparison"))
-    return [Finding(
+    ev.append(evidence(facts, typical, detail="a steady-state one, for comparison"))
+    return [legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,

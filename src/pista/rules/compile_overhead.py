@@ -29,7 +29,7 @@ import re
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Severity
+from pista.findings import Context, Evidence, Finding, Severity, legacy_finding
 from pista.rules._common import (
     CACHE_LOOKUP,
     COMPILE_EVENT,
@@ -101,11 +101,11 @@ def check(ctx: Context) -> list[Finding]:
         i = int(calls[k])
         note = (f"{fmt_ns(host_ns[k])} of wrapper host time for {fmt_ns(launched_ns[k])} of GPU work launched"
                 + (f" (incl. {fmt_ns(lookup_ns[k])} cache lookup)" if lookups[k] >= 0 else ""))
-        evidence.append(Evidence.of(facts, i, note=note))
+        evidence.append(Evidence.of(facts, i, detail=note))
         if lookups[k] >= 0 and len(evidence) < EVIDENCE_EVENTS:
-            evidence.append(Evidence.of(facts, int(lookups[k]), note="guard check before the call"))
+            evidence.append(Evidence.of(facts, int(lookups[k]), detail="guard check before the call"))
     region_names = sorted({trace.event_name(int(i)) for i in calls})
-    return [Finding(
+    return [legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,

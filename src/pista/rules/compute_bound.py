@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from pista import findings
-from pista.findings import Context, Evidence, Finding, Severity, top_indices
+from pista.findings import Context, Evidence, Finding, Severity, legacy_finding, top_indices
 
 ID = "compute-bound"
 TITLE = "Compute bound: the GPU is the limit"
@@ -39,9 +39,9 @@ def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     dur = facts.trace.dur.astype(np.int64)
     picks = top_indices(dur, facts.is_device_work, EVIDENCE_EVENTS)
-    evidence = [Evidence.of(facts, int(i), note="longest device work") for i in picks]
+    evidence = [Evidence.of(facts, int(i), detail="longest device work") for i in picks]
     busy = 100.0 * (s.gpu_busy_share or 0.0)
-    return [Finding(
+    return [legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,

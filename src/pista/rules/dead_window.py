@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Severity, top_indices
+from pista.findings import Context, Evidence, Finding, Severity, legacy_finding, top_indices
 from pista.rules._common import enclosing_op, evidence, fmt_ns, kernel_launches, mark_ancestors, step_at, us
 from pista.trace.facts import STEP_NAME
 
@@ -130,12 +130,12 @@ def _finding(ctx: Context, region: int, end: int, gap: int, typical: float | Non
     lane = facts.lane_of(region)
     ev = [
         Evidence.span("dead window", lane, start, stop, step=step,
-                      note=f"from {region_name} to its first {target_word}"),
-        evidence(facts, region, note="the region"),
-        evidence(facts, end, note=f"its first {target_word}{in_op}"),
+                      detail=f"from {region_name} to its first {target_word}"),
+        evidence(facts, region, detail="the region"),
+        evidence(facts, end, detail=f"its first {target_word}{in_op}"),
     ]
-    ev += [evidence(facts, int(i), note=f"in the window, self time {fmt_ns(facts.self_time[i])}") for i in fillers]
-    return Finding(
+    ev += [evidence(facts, int(i), detail=f"in the window, self time {fmt_ns(facts.self_time[i])}") for i in fillers]
+    return legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pista.findings import Context, Finding, Severity, top_indices
+from pista.findings import Context, Finding, Severity, legacy_finding, top_indices
 from pista.rules._common import evidence, fmt_ns, us
 
 ID = "dominant-event"
@@ -100,7 +100,7 @@ def check(ctx: Context) -> list[Finding]:
     elif host_bound:
         advice = ("The trace is host-bound, so this kernel is not the limit yet: cut host overhead first "
                   f"(see overhead-bound); after that, {name} is where GPU time goes.")
-    return [Finding(
+    return [legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,
@@ -108,7 +108,7 @@ def check(ctx: Context) -> list[Finding]:
                  f"{fmt_ns(total)} Self CUDA total{where}: {calls} call{'s' if calls != 1 else ''}, "
                  f"{fmt_ns(spent)} in all, {fmt_ns(avg)} per call on average."),
         advice=advice,
-        evidence=[evidence(facts, int(i), note="longest instance") for i in picks],
+        evidence=[evidence(facts, int(i), detail="longest instance") for i in picks],
         metrics={
             "kind": kind,
             "name": name,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from pista.distributed.comm import communication
-from pista.findings import Context, Evidence, Finding, Severity
+from pista.findings import Context, Evidence, Finding, Severity, legacy_finding
 
 ID = "exposed-communication"
 TITLE = "Exposed communication: steps wait for collectives"
@@ -62,10 +62,10 @@ def check(ctx: Context) -> list[Finding]:
     trace = facts.trace
     idx = stats.work_index
     longest = idx[np.argsort(-trace.dur[idx], kind="stable")][:EVIDENCE_EVENTS]
-    evidence = [Evidence.of(facts, int(i), note="longest communication") for i in longest]
+    evidence = [Evidence.of(facts, int(i), detail="longest communication") for i in longest]
     where = "on the GPU" if stats.domain == "gpu" else "on gloo's threads"
     per = "per step (median)" if steps else "in the window"
-    return [Finding(
+    return [legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,

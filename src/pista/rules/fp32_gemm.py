@@ -29,7 +29,7 @@ import re
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Severity
+from pista.findings import Context, Evidence, Finding, Severity, legacy_finding
 from pista.rules._common import fmt_ns, kernels, nearest_ancestor, pattern_mask
 from pista.trace.facts import Facts
 
@@ -77,13 +77,13 @@ def check(ctx: Context) -> list[Finding]:
     for k_ in np.argsort(-trace.dur[idx], kind="stable")[:EVIDENCE_EVENTS].tolist():
         i, op = int(idx[k_]), int(ops[k_])
         rate = f", {flops[k_] / trace.dur[i] / 1e3:.1f} TFLOP/s" if flops[k_] else ""
-        evidence.append(Evidence.of(facts, i, note=f"fp32 SIMT GEMM kernel{rate}"))
+        evidence.append(Evidence.of(facts, i, detail=f"fp32 SIMT GEMM kernel{rate}"))
         if op >= 0 and all(e.ts_us != trace.ts[op] / 1000.0 for e in evidence):
             dims = trace.args(op).get("Input Dims")
-            evidence.append(Evidence.of(facts, op, note=f"Input type float, dims {dims}"))
+            evidence.append(Evidence.of(facts, op, detail=f"Input type float, dims {dims}"))
     op_names = sorted({trace.event_name(int(o)) for o in ops.tolist() if o >= 0})
     rate_text = f", {tflops:.1f} TFLOP/s achieved" if tflops else ""
-    return [Finding(
+    return [legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,

@@ -29,7 +29,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from pista.findings import Context, Finding, Severity
+from pista.findings import Context, Finding, Severity, legacy_finding
 from pista.rules._common import (
     enclosing_op,
     evidence,
@@ -107,13 +107,13 @@ def check(ctx: Context) -> list[Finding]:
         kinds = ", ".join(f"{c} {n}" for n, c in zip(*np.unique(trace.name_array[trace.name[qs]],
                                                                  return_counts=True), strict=True))
         first = int(qs[np.argmin(trace.ts[qs])])
-        ev.append(evidence(facts, first, note=f"first of {qs.size} queries ({kinds}), {fmt_ns(spent)}"))
+        ev.append(evidence(facts, first, detail=f"first of {qs.size} queries ({kinds}), {fmt_ns(spent)}"))
         last_end = int((trace.ts[qs] + trace.dur[qs]).max())
-        ev.append(evidence(facts, launch, note=f"the launch they preceded, {fmt_ns(int(trace.ts[launch]) - last_end)} "
+        ev.append(evidence(facts, launch, detail=f"the launch they preceded, {fmt_ns(int(trace.ts[launch]) - last_end)} "
                                                "after the last query"))
         if work_of[launch] >= 0:
-            ev.append(evidence(facts, int(work_of[launch]), note="the kernel it launched"))
-    return [Finding(
+            ev.append(evidence(facts, int(work_of[launch]), detail="the kernel it launched"))
+    return [legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,

@@ -31,7 +31,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Severity
+from pista.findings import Context, Evidence, Finding, Severity, legacy_finding
 from pista.rules._common import COMPILE_EVENT, fmt_ns, pattern_mask
 from pista.trace.facts import Facts
 
@@ -102,20 +102,20 @@ def check(ctx: Context) -> list[Finding]:
     top_regions = sorted(regions.items(), key=lambda kv: -kv[1])[:TOP_OPS]
     top_ops = sorted(ops.items(), key=lambda kv: -kv[1])[:TOP_OPS]
     lane = f"GPU {dev}"
-    evidence = [Evidence.span("GPU idle", lane, a, b, step=number, note=f"no kernel, copy or memset for {fmt_ns(b - a)}")
+    evidence = [Evidence.span("GPU idle", lane, a, b, step=number, detail=f"no kernel, copy or memset for {fmt_ns(b - a)}")
                 for a, b, number in long[:EVIDENCE_GAPS]]
     for name, _ in top_regions[:2]:
         i = region_events[name]
-        evidence.append(Evidence.of(facts, i, note=f"host region under the gaps ({fmt_ns(regions[name])} of them)"))
+        evidence.append(Evidence.of(facts, i, detail=f"host region under the gaps ({fmt_ns(regions[name])} of them)"))
     for name, _ in top_ops:
         i = region_events.get(name)
         if i is not None and all(e.name != name for e in evidence):
-            evidence.append(Evidence.of(facts, i, note=f"{fmt_ns(ops[name])} of self time inside the gaps"))
+            evidence.append(Evidence.of(facts, i, detail=f"{fmt_ns(ops[name])} of self time inside the gaps"))
 
     cause = _cause(facts, long, ops, long_ns)
     doing = ", ".join(f"'{n}' ({fmt_ns(v)})" for n, v in top_regions) or "no recorded host work"
     op_text = ", ".join(f"{n} {fmt_ns(v)}" for n, v in top_ops)
-    return [Finding(
+    return [legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,

@@ -29,7 +29,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from pista.findings import Context, Finding, Severity
+from pista.findings import Context, Finding, Severity, legacy_finding
 from pista.rules._common import evidence, fmt_ns, short_name, steps_text, us
 
 ID = "implicit-copy-before-gemm"
@@ -109,11 +109,11 @@ def check(ctx: Context) -> list[Finding]:
     for k in range(min(EVIDENCE_PAIRS, len(pairs))):
         fill, gemm, gap = pairs[k]
         owner = int(facts.owner[fill])
-        ev.append(evidence(facts, fill, note=f"launched inside {trace.event_name(owner) if owner >= 0 else '?'}"))
+        ev.append(evidence(facts, fill, detail=f"launched inside {trace.event_name(owner) if owner >= 0 else '?'}"))
         if facts.launcher[fill] >= 0:
-            ev.append(evidence(facts, int(facts.launcher[fill]), note="its host API call"))
-        ev.append(evidence(facts, gemm, note=f"the GEMM, starts {fmt_ns(gap)} after it on the same stream"))
-    return [Finding(
+            ev.append(evidence(facts, int(facts.launcher[fill]), detail="its host API call"))
+        ev.append(evidence(facts, gemm, detail=f"the GEMM, starts {fmt_ns(gap)} after it on the same stream"))
+    return [legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,

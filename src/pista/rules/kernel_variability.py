@@ -27,7 +27,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from pista.findings import Context, Finding, Severity
+from pista.findings import Context, Finding, Severity, legacy_finding
 from pista.rules._common import evidence, fmt_ns, short_name
 from pista.trace.facts import Facts
 
@@ -116,8 +116,8 @@ def _finding(ctx: Context, excess: float, members: np.ndarray, dur: np.ndarray, 
         per_step[facts.steps[s].number] = float(np.median(dur[step_ids == s])) / 1000.0
     slow = np.argsort(-dur, kind="stable")[:EVIDENCE_SLOW]
     typical = int(np.argmin(np.abs(dur - median)))
-    ev = [evidence(facts, int(members[k]), note=f"{dur[k] / median:.2f}x the median") for k in slow]
-    ev.append(evidence(facts, int(members[typical]), note="a typical call (nearest the median)"))
+    ev = [evidence(facts, int(members[k]), detail=f"{dur[k] / median:.2f}x the median") for k in slow]
+    ev.append(evidence(facts, int(members[typical]), detail="a typical call (nearest the median)"))
     step_text = ""
     if len(per_step) >= 2:
         meds = np.array(list(per_step.values()))
@@ -126,7 +126,7 @@ def _finding(ctx: Context, excess: float, members: np.ndarray, dur: np.ndarray, 
             step_text = (" Median per step " + f"{meds.min():.1f}-{meds.max():.1f} µs; slow in step"
                          + ("s " if len(slow_steps) > 1 else " ") + ", ".join(map(str, slow_steps)) + ".")
     samples = dur[:KV_MAX_SAMPLES] / 1000.0
-    return Finding(
+    return legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,

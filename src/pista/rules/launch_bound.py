@@ -27,7 +27,7 @@ from collections import Counter
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Severity
+from pista.findings import Context, Evidence, Finding, Severity, legacy_finding
 from pista.rules._common import fmt_ns, kernels
 
 ID = "launch-bound"
@@ -79,13 +79,13 @@ def check(ctx: Context) -> list[Finding]:
         owner = int(facts.owner[first])
         op = trace.event_name(owner) if owner >= 0 else "?"
         examples.append(f"{count}x {_short(trace.event_name(first))} from {op}")
-        evidence.append(Evidence.of(facts, first, note=f"{count} launches of this kernel in the steps"))
+        evidence.append(Evidence.of(facts, first, detail=f"{count} launches of this kernel in the steps"))
         if facts.launcher[first] >= 0:
-            evidence.append(Evidence.of(facts, int(facts.launcher[first]), note="its launch call"))
+            evidence.append(Evidence.of(facts, int(facts.launcher[first]), detail="its launch call"))
         if owner >= 0:
-            evidence.append(Evidence.of(facts, owner, note="the op that dispatched it"))
+            evidence.append(Evidence.of(facts, owner, detail="the op that dispatched it"))
     op_text = f", the median dispatching op {fmt_ns(op_med)}" if op_med is not None else ""
-    return [Finding(
+    return [legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,

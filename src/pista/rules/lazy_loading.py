@@ -27,7 +27,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from pista.findings import Context, Finding, Severity
+from pista.findings import Context, Finding, Severity, legacy_finding
 from pista.rules._common import enclosing_op, evidence, fmt_ns, step_at, us
 
 ID = "lazy-loading"
@@ -71,7 +71,7 @@ def check(ctx: Context) -> list[Finding]:
     steps = sorted({s for s in (step_at(facts, int(trace.ts[i])) for i in idx) if s is not None})
     picks = idx[np.argsort(-trace.dur[idx], kind="stable")[:EVIDENCE_EVENTS]]
     step_text = f" (step {', '.join(map(str, steps))})" if steps else ""
-    return [Finding(
+    return [legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,
@@ -79,7 +79,7 @@ def check(ctx: Context) -> list[Finding]:
                  f"{100.0 * total / max(hi - lo, 1):.2f}% of the window; they landed in " + "; ".join(parts) + "."),
         advice=("Run every kernel once before profiling (warm-up iterations, or schedule(wait=1, warmup=1, "
                 "active=N)); set CUDA_MODULE_LOADING=EAGER only if the first call itself must be fast."),
-        evidence=[evidence(facts, int(i), note=f"inside {ops[int(i)]}") for i in picks],
+        evidence=[evidence(facts, int(i), detail=f"inside {ops[int(i)]}") for i in picks],
         metrics={
             "events": int(idx.size),
             "total_us": us(total),

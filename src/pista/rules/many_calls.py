@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pista.findings import Context, Finding, Severity
+from pista.findings import Context, Finding, Severity, legacy_finding
 from pista.rules._common import ancestors_match, device_time_under, evidence, fmt_ns, mark_ancestors, us
 
 ID = "many-calls"
@@ -131,7 +131,7 @@ def _finding(ctx: Context, kind: str, name_id: int, members: np.ndarray, total: 
                 f"{fmt_ns(cost_per_step - device)} launching)")
         extra = {"device_us_per_step": device / 1000.0, "launch_us_per_step": (cost_per_step - device) / 1000.0}
     step_word = "per step" if facts.steps else "in the window"
-    return Finding(
+    return legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,
@@ -140,7 +140,7 @@ def _finding(ctx: Context, kind: str, name_id: int, members: np.ndarray, total: 
                  f"{100.0 * share:.1f}% of the {fmt_ns(step_ns)} {'median step' if facts.steps else 'window'}."),
         advice=("Batch these calls (one op on a stacked tensor instead of a loop), use foreach/fused variants, "
                 "fuse with torch.compile, or capture the step as a CUDA graph."),
-        evidence=[evidence(facts, int(i), note=f"one of {per_step:.0f} calls {step_word}") for i in shown],
+        evidence=[evidence(facts, int(i), detail=f"one of {per_step:.0f} calls {step_word}") for i in shown],
         metrics={
             "kind": kind,
             "name": name,

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from pista import findings
-from pista.findings import Context, Evidence, Finding, Severity, top_indices
+from pista.findings import Context, Evidence, Finding, Severity, legacy_finding, top_indices
 from pista.rules._common import (
     COMPILE_EVENT,
     fmt_ns,
@@ -80,12 +80,12 @@ def check(ctx: Context) -> list[Finding]:
     cause, cause_ns, region, launches, where = _where_host_time_goes(facts)
     picks = [int(i) for i in top_indices(facts.self_time, facts.is_host, EVIDENCE_EVENTS + 1) if int(i) != region]
     # the note gives the self time the event was picked for; its dur is its wall time
-    evidence = [Evidence.of(facts, i, note=f"largest self CPU time: {fmt_ns(facts.self_time[i])}")
+    evidence = [Evidence.of(facts, i, detail=f"largest self CPU time: {fmt_ns(facts.self_time[i])}")
                 for i in picks[:EVIDENCE_EVENTS]]
     total_ns = int(facts.self_time[facts.is_host | facts.is_overhead].sum())
     if region >= 0:
-        evidence.insert(0, Evidence.of(facts, region, note=f"the region with {fmt_ns(cause_ns)} of host self time"))
-    return [Finding(
+        evidence.insert(0, Evidence.of(facts, region, detail=f"the region with {fmt_ns(cause_ns)} of host self time"))
+    return [legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,

@@ -26,7 +26,7 @@ import re
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Severity
+from pista.findings import Context, Evidence, Finding, Severity, legacy_finding
 from pista.rules._common import fmt_ns, memcpys, nearest_ancestor, pattern_mask
 
 ID = "pageable-memcpy"
@@ -91,10 +91,10 @@ def check(ctx: Context) -> list[Finding]:
     for k in _round_robin(trace, pageable)[: EVIDENCE_EVENTS // 2]:
         i = int(pageable[k])
         rate = size[k] / trace.dur[i] if trace.dur[i] else 0.0
-        evidence.append(Evidence.of(facts, i, note=f"{size[k] / 2**20:.1f} MiB at {rate:.1f} GB/s"))
+        evidence.append(Evidence.of(facts, i, detail=f"{size[k] / 2**20:.1f} MiB at {rate:.1f} GB/s"))
         if launcher[k] >= 0:
-            evidence.append(Evidence.of(facts, int(launcher[k]), note="host call blocked for the whole copy"))
-    return [Finding(
+            evidence.append(Evidence.of(facts, int(launcher[k]), detail="host call blocked for the whole copy"))
+    return [legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,

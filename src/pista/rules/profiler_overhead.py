@@ -25,7 +25,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from pista.findings import Context, Finding, Severity
+from pista.findings import Context, Finding, Severity, legacy_finding
 from pista.rules._common import evidence, fmt_ns, step_at, us
 from pista.rules.lazy_loading import LOADING_NAMES
 
@@ -69,7 +69,7 @@ def check(ctx: Context) -> list[Finding]:
             parts.append(f"{fmt_ns(spent)} outside any op")
     names = sorted({trace.event_name(i) for i in idx})
     steps = sorted({s for s in (step_at(facts, int(trace.ts[i])) for i in idx) if s is not None})
-    return [Finding(
+    return [legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,
@@ -78,7 +78,7 @@ def check(ctx: Context) -> list[Finding]:
                  + "; ".join(parts) + "."),
         advice=("Discount these from the named ops' CPU totals and their steps' widths; profile more "
                 "steps (or skip the first active one) so the buffer requests weigh less."),
-        evidence=[evidence(facts, int(i), note=notes.get(int(i), "")) for i in idx[:EVIDENCE_EVENTS]],
+        evidence=[evidence(facts, int(i), detail=notes.get(int(i), "")) for i in idx[:EVIDENCE_EVENTS]],
         metrics={
             "events": int(idx.size),
             "total_us": us(total),

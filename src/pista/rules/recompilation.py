@@ -33,7 +33,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Severity
+from pista.findings import Context, Evidence, Finding, Severity, legacy_finding
 from pista.rules._common import COMPILE_EVENT, COMPILED_REGION, fmt_ns, nearest_ancestor, pattern_mask
 from pista.trace.facts import Facts
 
@@ -103,10 +103,10 @@ def check(ctx: Context) -> list[Finding]:
     for i in spans[np.argsort(-trace.dur[spans], kind="stable")][: EVIDENCE_EVENTS // 2].tolist():
         cid = span_ids.get(i)
         note = f"compile {cid[0]}/{cid[1]}" if cid else "compile"
-        evidence.append(Evidence.of(facts, i, note=f"{note}: {fmt_ns(trace.dur[i])}"))
+        evidence.append(Evidence.of(facts, i, detail=f"{note}: {fmt_ns(trace.dur[i])}"))
     for i in regions.tolist()[: EVIDENCE_EVENTS - len(evidence)]:
-        evidence.append(Evidence.of(facts, i, note="compiled region call (frame/recompile count)"))
-    return [Finding(
+        evidence.append(Evidence.of(facts, i, detail="compiled region call (frame/recompile count)"))
+    return [legacy_finding(
         rule=ID,
         severity=SEVERITY,
         title=TITLE,

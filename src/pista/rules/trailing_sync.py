@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Severity
+from pista.findings import Context, Evidence, Finding, Severity, legacy_finding
 from pista.rules._common import SYNC_NAMES, busy_ns, fmt_ns, name_mask, nearest_ancestor, profiler_stop_sync
 from pista.trace.facts import Facts
 
@@ -87,11 +87,11 @@ def check(ctx: Context) -> list[Finding]:
     for i, outstanding, _ in sorted(idle, key=lambda x: -int(trace.dur[x[0]]))[:EVIDENCE_EVENTS]:
         parent = int(facts.parent[i])
         where = f" in '{trace.event_name(parent)}'" if parent >= 0 else ""
-        evidence.append(Evidence.of(facts, i, note=f"{fmt_ns(outstanding)} of GPU work outstanding{where}"))
+        evidence.append(Evidence.of(facts, i, detail=f"{fmt_ns(outstanding)} of GPU work outstanding{where}"))
     steps_hit = sorted({facts.step_of(i) for i, _, _ in idle if facts.step_of(i) is not None})
     name = trace.event_name(i0)
     idle_for = f" (the GPU had been idle for {fmt_ns(trace.ts[i0] - last_end)})" if last_end is not None else ""
-    return [Finding(
+    return [legacy_finding(
         rule=ID,
         severity=SEVERITY if cost >= WARNING_MIN_SYNC_NS else Severity.INFO,
         title=TITLE,

@@ -98,53 +98,6 @@ def _host_under_gaps(m: M) -> str:
     return text + "." if text else ""
 
 
-WORDS = {
-    "fix": "solución",
-    "No findings.": "Sin hallazgos.",
-    "Findings": "Hallazgos",
-    "Thresholds:": "Umbrales:",
-    "severity": "gravedad",
-    # severities, as the terminal (upper case) and the HTML page (lower case) show them
-    "CRITICAL": "CRÍTICO", "WARNING": "AVISO", "INFO": "INFO",
-    "critical": "crítico", "warning": "aviso", "info": "info",
-    # evidence lines and the summary
-    "step": "paso", "no step": "sin paso", "at": "en", "dur": "dur", "more": "más", "notice": "nota",
-    "GPU busy": "GPU ocupada", "of": "de", "steps": "pasos", "thread": "hilo",
-    "GPU idle": "GPU inactiva", "dead window": "ventana muerta",
-    "rank": "rango", "ranks": "rangos", "shown:": "se muestra:",
-    # the HTML page
-    "Timeline": "Línea de tiempo",
-    "timeline hint": ("Arrastra o usa la rueda para ampliar; pulsa una fila de evidencia de un hallazgo para ir "
-                      "allí. Sombreado: pasos (alternos), huecos con la GPU inactiva (rojo), ventanas muertas "
-                      "(gris). Chinchetas: la evidencia de los hallazgos."),
-    "Kernel durations": "Duración de los kernels",
-    "kernels hint": ("Por kernel, a lo largo de sus llamadas: mínimo, cuartiles, máximo (escala logarítmica). "
-                     "Los kernels con más tiempo de GPU."),
-    "Step widths": "Anchura de los pasos",
-    "steps hint": ("El tiempo de pared de cada ProfilerStep; un primer paso mucho más ancho que el resto es un "
-                   "arranque en frío."),
-    "Rebuilt key_averages table": "Tabla key_averages reconstruida",
-    "Fix:": "Solución:",
-    "evidence": "evidencia", "event": "evento", "events": "eventos", "lane": "carril", "note": "nota",
-    "Steps": "Pasos", "Events": "Eventos", "Device": "Dispositivo", "none recorded": "ninguno registrado",
-    "No findings: none of the rules fired on this trace.": "Sin hallazgos: ninguna regla se activó en esta traza.",
-    "and": "y", "more events": "eventos más",
-    "made by pista": "hecho por pista", "charts by": "gráficos de",
-    # the charts (report.js)
-    "events merged, first:": "eventos fusionados, el primero:",
-    "calls": "llamadas", "total": "total", "min": "mín.", "median": "mediana", "max": "máx.", "mean": "media",
-    "flagged: kernel-variability": "señalado: kernel-variability",
-    "step wall time": "tiempo de pared del paso",
-    "pista findings": "hallazgos de pista", "depth": "profundidad",
-    "events on these lanes:": "eventos en estos carriles:", "blocks zoomed out,": "bloques sin ampliar,",
-    "rectangles zoomed in (runs of events under a pixel merged":
-        "rectángulos al ampliar (las rachas de eventos de menos de un píxel, fusionadas",
-    "; per row, the longest up to a budget of": "; por fila, los más largos hasta un presupuesto de",
-    "× the median step": "× el paso mediano",
-    "No ProfilerStep regions in this trace (no schedule, or not stepped).":
-        "No hay regiones ProfilerStep en esta traza (sin schedule, o sin llamar a step()).",
-}
-
 # Evidence notes: each pattern matches one note as the rules write it, whole; the replacement uses
 # its groups. A duration is kept as written ("1.409 ms", "28.575 µs").
 _D = r"-?[0-9.]+ (?:ms|µs)"

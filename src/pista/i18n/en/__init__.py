@@ -1,0 +1,7 @@
+"""English: one module per rule with the text of its findings; renderers' labels are their own keys."""
+
+from __future__ import annotations
+
+WORDS: dict[str, str] = {
+    "severity from impact": "severity from impact: critical from 20% of the step, warning from 5%, info below",
+}

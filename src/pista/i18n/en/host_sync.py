@@ -1,0 +1,48 @@
+"""host-sync in English."""
+
+from __future__ import annotations
+
+from pista.findings import WARNING_SHARE
+from pista.i18n._fmt import t
+from pista.rules.host_sync import Blocked, HostSync, SyncedVia, SyncingOp
+
+TITLE = "Ops inside the step synchronize the host with the GPU"
+
+
+def _per_step(op: SyncingOp) -> str:
+    return ", ".join(f"step {s}: {c}" if s != "None" else f"no step: {c}" for s, c in op.per_step.items())
+
+
+def message(r: HostSync) -> str:
+    ops = "; ".join(f"{o.name} {o.count}x ({_per_step(o)}; {' > '.join(o.chain)}): host blocked {t(o.blocked_us)}, "
+                    f"{t(o.stall_us - o.blocked_us)} more of GPU idle after" for o in r.ops)
+    text = (f"{r.syncs} syncing op calls in {r.steps} step(s): {ops}. Together {t(r.stall_us)}, "
+            f"{r.step_share_percent:.1f}% of the step time.")
+    if r.step_share_percent < 100 * WARNING_SHARE:
+        text += (" Cheap while the host is the bottleneck; once the host runs ahead, each sync drains the GPU's "
+                 "queue and costs a step's worth of launch latency.")
+    return text
+
+
+def advice(r: HostSync) -> str:
+    return ("Keep results on the GPU and read them rarely (accumulate, then .item() every N steps); copy with "
+            "non_blocking=True into pinned memory; find hidden syncs with torch.cuda.set_sync_debug_mode('warn').")
+
+
+def fix(r: HostSync) -> str:
+    o = r.ops[0]
+    per_step = o.count / max(r.steps, 1)
+    return (f"{o.name} syncs the host {per_step:.0f}x per step ({' > '.join(o.chain)}), {t(o.stall_us / r.steps)} "
+            "per step with the GPU waiting: keep the value on the GPU and read it once every N steps.")
+
+
+def basis(r: HostSync) -> str:
+    return ("host blocked in the syncs plus the GPU idle after each until the next device work, per step "
+            "(upper bound)")
+
+
+NOTES = {
+    SyncedVia: lambda n: (f"synced via {n.via}; host blocked {t(n.blocked_us)}, {t(n.stall_us)} with the GPU "
+                          "idle after"),
+    Blocked: lambda n: f"host blocked {t(n.blocked_us)}, GPU busy {t(n.gpu_busy_us)}",
+}

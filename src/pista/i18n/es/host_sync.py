@@ -1,0 +1,76 @@
+"""host-sync en español."""
+
+from __future__ import annotations
+
+from pista.findings import WARNING_SHARE
+from pista.i18n._fmt import t
+from pista.rules.host_sync import Blocked, HostSync, SyncedVia, SyncingOp
+
+TITLE = "Operaciones dentro del paso sincronizan el host con la GPU"
+
+
+def _per_step(op: SyncingOp) -> str:
+    return ", ".join(f"paso {s}: {c}" if s != "None" else f"sin paso: {c}" for s, c in op.per_step.items())
+
+
+def message(r: HostSync) -> str:
+    ops = "; ".join(f"{o.name} {o.count}x ({_per_step(o)}; {' > '.join(o.chain)}): host bloqueado "
+                    f"{t(o.blocked_us)}, {t(o.stall_us - o.blocked_us)} más de GPU inactiva después" for o in r.ops)
+    text = (f"{r.syncs} llamadas que sincronizan en {r.steps} paso(s): {ops}. En total {t(r.stall_us)}, el "
+            f"{r.step_share_percent:.1f}% del tiempo del paso.")
+    if r.step_share_percent < 100 * WARNING_SHARE:
+        text += (" Sale barato mientras el host es el cuello de botella; cuando el host vaya por delante, cada "
+                 "sincronización vacía la cola de la GPU y cuesta la latencia de lanzamiento de un paso.")
+    return text
+
+
+def advice(r: HostSync) -> str:
+    return ("Deja los resultados en la GPU y léelos pocas veces (acumula y haz .item() cada N pasos); copia con "
+            "non_blocking=True a memoria fijada; encuentra las sincronizaciones ocultas con "
+            "torch.cuda.set_sync_debug_mode('warn').")
+
+
+def fix(r: HostSync) -> str:
+    o = r.ops[0]
+    per_step = o.count / max(r.steps, 1)
+    return (f"{o.name} sincroniza el host {per_step:.0f} veces por paso ({' > '.join(o.chain)}), "
+            f"{t(o.stall_us / r.steps)} por paso con la GPU esperando: deja el valor en la GPU y léelo una vez "
+            "cada N pasos.")
+
+
+def basis(r: HostSync) -> str:
+    return ("host bloqueado en las sincronizaciones más la GPU inactiva tras cada una hasta el siguiente trabajo, "
+            "por paso (cota superior)")
+
+
+NOTES = {
+    SyncedVia: lambda n: (f"sincroniza con {n.via}; el host se bloquea {t(n.blocked_us)}, {t(n.stall_us)} con la "
+                          "GPU inactiva después"),
+    Blocked: lambda n: f"host bloqueado {t(n.blocked_us)}, GPU ocupada {t(n.gpu_busy_us)}",
+}
+
+DOCS = """Qué:
+Operaciones dentro de los pasos que hacen esperar al host a la GPU: `.item()`, `.cpu()`, `.tolist()`,
+imprimir o decidir sobre un tensor CUDA. En la traza son un cudaStreamSynchronize (o
+cudaDeviceSynchronize) bajo un op aten como aten::item > aten::_local_scalar_dense, o aten::to >
+aten::_to_copy > aten::copy_ con una copia DtoH. La regla nombra el op que sincronizó, lo cuenta por
+paso y suma lo que costó: el tiempo bloqueado más la GPU inactiva que sigue.
+
+Por qué:
+El trabajo CUDA es asíncrono: el host va por delante y mantiene llena la cola de la GPU. Una
+sincronización la vacía; después, la GPU espera a cada lanzamiento del siguiente op.
+
+Ejemplo:
+gpu/host_sync_item en una H200, 8x (matmul bf16 de 1024², luego `.float().mean().item()`) por paso:
+24 llamadas aten::item en 3 pasos, cada una con una copia DtoH y un cudaStreamSynchronize de ~6.3 µs:
+el host se bloquea 265 µs en total y la GPU espera otros 801 µs, el 36% del tiempo del paso.
+
+Impacto:
+Por paso: el host bloqueado más la GPU inactiva tras cada sincronización hasta el siguiente trabajo,
+una cota superior. Por debajo del 5% del paso es info, como coste latente: crece cuando el host es
+más rápido (un .item() por paso en GPT n=2: +20%).
+
+Solución:
+Deja los valores en la GPU (acumula las pérdidas en un tensor, `.item()` cada N pasos), saca las
+comprobaciones del bucle, copia con `non_blocking=True` a memoria fijada y encuentra las
+sincronizaciones ocultas con `torch.cuda.set_sync_debug_mode("warn")`."""

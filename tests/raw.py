@@ -1,0 +1,58 @@
+"""The trace file's events read plainly (gzip + json), for tests that compute a figure
+independently of pista's reader, columns and facts."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import statistics
+from functools import cache
+from pathlib import Path
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@cache
+def events(name: str) -> tuple[dict, ...]:
+    path = FIXTURES / (name if name.endswith((".json", ".gz")) else name + ".json.gz")
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        data = json.load(f)
+    return tuple(e for e in data["traceEvents"] if isinstance(e, dict))
+
+
+def complete(name: str, cat: str | None = None, event_name: str | None = None) -> list[dict]:
+    return [e for e in events(name) if e.get("ph") == "X" and (cat is None or e.get("cat") == cat)
+            and (event_name is None or e.get("name") == event_name)]
+
+
+def steps(name: str) -> list[dict]:
+    """The ProfilerStep#N annotations on the host, in time order."""
+    return sorted((e for e in complete(name, "user_annotation") if str(e.get("name", "")).startswith("ProfilerStep#")),
+                  key=lambda e: e["ts"])
+
+
+def median_step_us(name: str) -> float:
+    return statistics.median(float(e["dur"]) for e in steps(name))
+
+
+def device_work(name: str) -> list[dict]:
+    return [e for e in complete(name) if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+
+
+def busy_intervals(name: str) -> list[tuple[float, float]]:
+    """Merged [start, end) µs intervals with some device work running."""
+    out: list[list[float]] = []
+    for e in sorted(device_work(name), key=lambda e: e["ts"]):
+        s, t = float(e["ts"]), float(e["ts"]) + float(e["dur"])
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], t)
+        else:
+            out.append([s, t])
+    return [(a, b) for a, b in out]
+
+
+def inside(outer: dict, inner: dict) -> bool:
+    return (inner.get("tid") == outer.get("tid") and inner.get("pid") == outer.get("pid")
+            and float(outer["ts"]) <= float(inner["ts"])
+            and float(inner["ts"]) + float(inner["dur"]) <= float(outer["ts"]) + float(outer["dur"]))
