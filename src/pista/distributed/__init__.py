@@ -16,7 +16,7 @@ from pista.errors import BadTrace
 if TYPE_CHECKING:  # the rank and cross-rank modules load with a folder's analysis, not with every rule
     from pista.distributed.rank import RankSummary
     from pista.distributed.straggler import CrossRank
-    from pista.findings import Finding, legacy_finding
+    from pista.findings import Finding
 
 __all__ = ["DistributedAnalysis", "analyze_ranks"]
 

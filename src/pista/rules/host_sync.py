@@ -105,7 +105,6 @@ def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     if not facts.has_gpu:
         return []
-    trace = facts.trace
     syncs = _sync_calls(facts)
     dtoh_calls, blocking = _read_backs(facts)
     htod_ops = _ops_launching(facts, memcpys(facts) & pattern_mask(facts, HTOD))
