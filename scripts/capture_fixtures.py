@@ -26,13 +26,13 @@ STEPS = 5  # wait 1 + warmup 1 + active 3
 
 
 def _capture(name: str, out: str, step: Callable[[], None], warmup: int = 3, cuda: bool = True,
-             sync_each_step: bool = False) -> None:
+             sync_each_step: bool = False, with_stack: bool = False, profile_memory: bool = False) -> None:
     for _ in range(warmup):
         step()
     if cuda:
         torch.cuda.synchronize()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with profile(activities=activities, record_shapes=True,
+    with profile(activities=activities, record_shapes=True, with_stack=with_stack, profile_memory=profile_memory,
                  schedule=schedule(wait=1, warmup=1, active=3, repeat=1)) as prof:
         for _ in range(STEPS):
             step()
@@ -186,8 +186,249 @@ def cpu_only(out: str) -> None:
     _capture("cpu_only", out, step, cuda=False)
 
 
+def host_sync_item_stack(out: str) -> None:
+    """host_sync_item recorded with with_stack=True and profile_memory=True (python_function events,
+    [memory] instant events)."""
+    x = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16)
+
+    def read_loss(y: torch.Tensor) -> float:
+        return y.float().mean().item()
+
+    def step() -> None:
+        with record_function("train_step"):
+            total = 0.0
+            for _ in range(8):
+                total += read_loss(x @ x)
+
+    _capture("host_sync_item_stack", out, step, with_stack=True, profile_memory=True)
+
+
+def fp64_gemm(out: str) -> None:
+    """A 4096^3 fp64 matmul: fp64 tensor cores, ~15x slower than bf16."""
+    x = torch.randn(4096, 4096, device="cuda", dtype=torch.float64)
+    w = torch.randn(4096, 4096, device="cuda", dtype=torch.float64)
+
+    def step() -> None:
+        with record_function("fp64_matmul"):
+            torch.matmul(x, w)
+
+    _capture("fp64_gemm", out, step, sync_each_step=True)
+
+
+def _mlp_train(name: str, out: str, fused: bool) -> None:
+    layers = []
+    for _ in range(4):
+        layers += [torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)]
+    model = torch.nn.Sequential(*layers).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused, foreach=None if fused else True)
+    x = torch.randn(256, 1024, device="cuda")
+
+    def step() -> None:
+        with record_function("forward"):
+            loss = model(x).square().mean()
+        with record_function("backward"):
+            loss.backward()
+        with record_function("optimizer"):
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+    _capture(name, out, step)
+
+
+def adamw_foreach(out: str) -> None:
+    """An fp32 MLP (4x Linear 1024-4096-1024) training step with AdamW(foreach=True)."""
+    _mlp_train("adamw_foreach", out, fused=False)
+
+
+def adamw_fused(out: str) -> None:
+    """The same step with AdamW(fused=True)."""
+    _mlp_train("adamw_fused", out, fused=True)
+
+
+def _bias(name: str, out: str, fused: bool) -> None:
+    x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+
+    def step() -> None:
+        with record_function("linear"):
+            if fused:
+                torch.addmm(b, x, w)
+            else:
+                torch.add(torch.matmul(x, w), b)
+
+    _capture(name, out, step)
+
+
+def bias_unfused(out: str) -> None:
+    """torch.add(torch.matmul(x, w), b) at 4096 bf16 (the seed): the bias is a separate kernel."""
+    _bias("bias_unfused", out, fused=False)
+
+
+def bias_addmm(out: str) -> None:
+    """torch.addmm(b, x, w) at 4096 bf16: the bias in the GEMM's epilogue."""
+    _bias("bias_addmm", out, fused=True)
+
+
+def _chain(x: torch.Tensor) -> torch.Tensor:
+    y = x * 2.0
+    y = y + 1.0
+    y = torch.relu(y)
+    y = y * x
+    y = torch.sigmoid(y)
+    return y - 0.5
+
+
+def elementwise_chain(out: str) -> None:
+    """Six elementwise ops in a row on a 64 Mi-element fp32 tensor, eager: six passes over memory."""
+    x = torch.randn(64 * 1024 * 1024, device="cuda")
+
+    def step() -> None:
+        with record_function("chain"):
+            _chain(x)
+
+    _capture("elementwise_chain", out, step)
+
+
+def elementwise_compiled(out: str) -> None:
+    """The same chain under torch.compile: one fused kernel."""
+    x = torch.randn(64 * 1024 * 1024, device="cuda")
+    fn = torch.compile(_chain)
+
+    def step() -> None:
+        with record_function("chain"):
+            fn(x)
+
+    _capture("elementwise_compiled", out, step)
+
+
+def stream_fp32(out: str) -> None:
+    """x * 2.0 on a 256 Mi-element fp32 tensor: a pure streaming kernel (bandwidth)."""
+    x = torch.randn(256 * 1024 * 1024, device="cuda")
+
+    def step() -> None:
+        with record_function("scale"):
+            x.mul(2.0)
+
+    _capture("stream_fp32", out, step)
+
+
+def allocator_churn(out: str) -> None:
+    """torch.cuda.empty_cache() every step: each step's tensors come from fresh cudaMalloc calls."""
+    w = torch.randn(2048, 2048, device="cuda", dtype=torch.bfloat16)
+
+    def step() -> None:
+        with record_function("step"):
+            for _ in range(4):
+                h = torch.randn(4096, 2048, device="cuda", dtype=torch.bfloat16)
+                (h @ w).relu_()
+                del h
+            torch.cuda.empty_cache()
+
+    _capture("allocator_churn", out, step)
+
+
+def _gpt(bf16_params: bool, fused: bool):
+    import torch.nn.functional as F
+    from torch import nn
+
+    d, heads, n_layer, seq, vocab, batch = 1024, 16, 6, 1024, 8192, 8
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, h):
+            b, t, _ = h.shape
+            q, k, v = self.qkv(self.ln1(h)).view(b, t, 3, heads, d // heads).permute(2, 0, 3, 1, 4)
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
+            h = h + self.proj(a)
+            return h + self.out(F.gelu(self.fc(self.ln2(h))))
+
+    model = nn.Sequential(nn.Embedding(vocab, d), *[Block() for _ in range(n_layer)], nn.LayerNorm(d),
+                          nn.Linear(d, vocab)).cuda()
+    if bf16_params:
+        model = model.to(torch.bfloat16)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused, foreach=None if fused else True)
+    idx = torch.randint(0, vocab, (batch, seq), device="cuda")
+
+    def step() -> None:
+        with record_function("forward"), torch.autocast("cuda", dtype=torch.bfloat16, enabled=not bf16_params):
+            logits = model(idx)
+            loss = F.cross_entropy(logits.view(-1, vocab).float(), idx.view(-1))
+        with record_function("backward"):
+            loss.backward()
+        with record_function("optimizer"):
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def gpt_bf16_fused(out: str) -> None:
+    """A GPT (6 layers, d=1024, seq 1024, batch 8) training step in bf16 params, AdamW(fused=True):
+    the healthy case."""
+    _capture("gpt_bf16_fused", out, _gpt(bf16_params=True, fused=True))
+
+
+def gpt_autocast(out: str) -> None:
+    """The same GPT with fp32 params under torch.autocast(bf16) and AdamW(foreach=True): cast kernels
+    of the same weights every step."""
+    _capture("gpt_autocast", out, _gpt(bf16_params=False, fused=False))
+
+
+def resnet50_bf16(out: str) -> None:
+    """A ResNet-50 (bottleneck 3-4-6-3) training step, bf16 params, channels_last, batch 128 at 224²,
+    SGD(fused=True): the healthy conv case."""
+    from torch import nn
+
+    class Bottleneck(nn.Module):
+        def __init__(self, cin: int, width: int, stride: int) -> None:
+            super().__init__()
+            cout = width * 4
+            self.body = nn.Sequential(
+                nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
+                nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
+                nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout))
+            self.down = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+                         if stride != 1 or cin != cout else nn.Identity())
+
+        def forward(self, x):
+            return torch.relu(self.body(x) + self.down(x))
+
+    layers: list[nn.Module] = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+                               nn.MaxPool2d(3, 2, 1)]
+    cin = 64
+    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for i in range(blocks):
+            layers.append(Bottleneck(cin, width, stride if i == 0 else 1))
+            cin = width * 4
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, 1000)]
+    model = nn.Sequential(*layers).cuda().to(torch.bfloat16).to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, fused=True)
+    x = torch.randn(128, 3, 224, 224, device="cuda", dtype=torch.bfloat16).to(memory_format=torch.channels_last)
+    y = torch.randint(0, 1000, (128,), device="cuda")
+
+    def step() -> None:
+        with record_function("forward"):
+            loss = torch.nn.functional.cross_entropy(model(x).float(), y)
+        with record_function("backward"):
+            loss.backward()
+        with record_function("optimizer"):
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+    _capture("resnet50_bf16", out, step)
+
+
 SCENARIOS = {f.__name__: f for f in (host_sync_item, pageable_memcpy, recompile, fp32_gemm, tf32_gemm,
-                                      launch_bound, gpu_idle_dataloader, trailing_sync, cpu_only)}
+                                      launch_bound, gpu_idle_dataloader, trailing_sync, cpu_only,
+                                      host_sync_item_stack, fp64_gemm, adamw_foreach, adamw_fused, bias_unfused,
+                                      bias_addmm, elementwise_chain, elementwise_compiled, stream_fp32,
+                                      allocator_churn, gpt_bf16_fused, gpt_autocast, resnet50_bf16)}
 
 
 def main() -> None:
