@@ -204,6 +204,8 @@ class Summary:
     step_numbers: list[int]
     devices: list[str]
     events: int
+    # µs of device work per step for each purpose (pista.purpose.PURPOSES), 0 where none ran
+    gpu_time_by_purpose: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -261,7 +263,10 @@ def summarize(facts: Facts, table: Table) -> Summary:
         verdict = "overhead-bound"
     else:
         verdict = "balanced"
+    from pista.purpose import PURPOSES, time_by_purpose
+
     names = [str(p.get("name", f"device {p.get('id', '?')}")) for p in facts.trace.device_properties]
+    by_purpose = {p.purpose: p.us_per_step for p in time_by_purpose(facts)}
     return Summary(
         self_cpu_total_us=cpu,
         self_device_total_us=dev,
@@ -274,6 +279,7 @@ def summarize(facts: Facts, table: Table) -> Summary:
         step_numbers=[s.number for s in facts.steps],
         devices=names,
         events=len(facts.trace),
+        gpu_time_by_purpose={p: by_purpose.get(p, 0.0) for p in PURPOSES} if facts.has_gpu else {},
     )
 
 

@@ -308,8 +308,33 @@ def _header(analysis: Analysis, labels: dict[str, str]) -> str:
                         f'<span class="v">{html.escape(v)}</span></div>' for k, v in stats)
     chips = "".join(f'<span class="chip sev-{sev}">{n} {html.escape(w(sev))}</span>' for sev, n in counts.items() if n)
     notices = "".join(f'<p class="notice">{html.escape(w("notice"))}: {html.escape(n)}</p>' for n in analysis.notices)
+    top = analysis.top_fix
+    start = ("" if top is None else
+             f'<p class="top-fix"><b>{html.escape(w("Start here"))}:</b> {html.escape(top.fix)} '
+             f'<span class="impact">({html.escape(top.rule)}, {html.escape(_impact(top, labels))})</span></p>')
     return (f'<div class="verdict v-{html.escape(s.verdict)}">{html.escape(s.verdict)}</div>'
-            f'<div class="stats">{stat_html}</div><div class="chips">{chips}</div>{notices}')
+            f'<div class="stats">{stat_html}</div>{_purposes(s.gpu_time_by_purpose, labels)}'
+            f'<div class="chips">{chips}</div>{start}{notices}')
+
+
+def _purposes(by_purpose: dict[str, float], labels: dict[str, str]) -> str:
+    """GPU time per step by purpose as one stacked bar with its legend (no script needed)."""
+    total = sum(by_purpose.values())
+    if total <= 0:
+        return ""
+    parts = [(p, v) for p, v in sorted(by_purpose.items(), key=lambda kv: -kv[1]) if v > 0]
+    bar = "".join(f'<span class="seg p-{p}" style="width:{100 * v / total:.3f}%" '
+                  f'title="{html.escape(labels.get(p, p))}: {html.escape(fmt_ns(v * 1000))}"></span>' for p, v in parts)
+    legend = "".join(f'<li><span class="sw p-{p}"></span>{html.escape(labels.get(p, p))} '
+                     f'{html.escape(fmt_ns(v * 1000))} ({100 * v / total:.1f}%)</li>' for p, v in parts)
+    head = html.escape(labels.get("GPU time per step", "GPU time per step"))
+    return f'<div class="purposes"><span class="k">{head}</span><div class="bar">{bar}</div><ul>{legend}</ul></div>'
+
+
+
+def _impact(f: Finding, labels: dict[str, str]) -> str:
+    return (f"{fmt_ns(f.impact.us * 1000)} {labels.get('per step', 'per step')}, {100 * f.impact.share:.1f}% "
+            f"{labels.get('of the step', 'of the step')}")
 
 
 def _findings(analysis: Analysis, labels: dict[str, str], lang: str) -> str:
@@ -344,6 +369,7 @@ def _findings(analysis: Analysis, labels: dict[str, str], lang: str) -> str:
             f'<header><span class="sev">{w(f.severity.value)}</span> <code class="rule">{html.escape(f.rule)}</code>'
             f'<h3>{html.escape(f.title)}</h3></header>'
             f'<p class="message">{html.escape(f.message)}</p>'
+            f'<p class="impact"><b>{w("impact")}:</b> {html.escape(_impact(f, labels))}: {html.escape(f.basis)}</p>'
             f'<p class="advice"><b>{w("Fix:")}</b> {html.escape(f.advice)}</p>{evidence}</article>')
     return "".join(cards)
 

@@ -36,8 +36,15 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
         f"Self CPU total {format_time(s.self_cpu_total_us)}   Self CUDA total {format_time(s.self_device_total_us)}   "
         f"{w('GPU busy')} {busy} {w('of')} {format_time(s.window_us)}   {w('steps')} {s.steps}",
         title=f"pista: {escape(analysis.source)}", expand=True))
+    purposes = purpose_line(s.gpu_time_by_purpose, lang)
+    if purposes:
+        console.print(f"{w('GPU time per step')}: {purposes}")
     for notice in analysis.notices:
         console.print(f"[dim]{w('notice')}: {escape(notice)}[/]")
+    top = analysis.top_fix
+    if top is not None:
+        console.print(f"\n[bold green]{w('Start here')}:[/] {escape(top.fix)} [dim]({escape(top.rule)}, "
+                      f"{impact_text(top, lang)})[/]")
     if not analysis.findings:
         console.print(word("No findings.", lang))
     origin_us = analysis.facts.trace.start_ns / 1000.0
@@ -51,6 +58,29 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
     return out.getvalue()
 
 
+# Purposes under this share of the GPU time are left out of the one-line summary.
+PURPOSE_LINE_MIN_SHARE = 0.01
+
+
+def purpose_line(by_purpose: dict[str, float], lang: str = "en") -> str:
+    """'gemm 171.2 µs (80%), elementwise 41.3 µs (19%)': the purposes worth naming, largest first."""
+    from pista.i18n import word
+
+    total = sum(by_purpose.values())
+    if total <= 0:
+        return ""
+    parts = [(p, v) for p, v in sorted(by_purpose.items(), key=lambda kv: -kv[1]) if v >= PURPOSE_LINE_MIN_SHARE * total]
+    return ", ".join(f"{word(p, lang)} {fmt_ns(v * 1000)} ({100 * v / total:.0f}%)" for p, v in parts)
+
+
+def impact_text(f: Finding, lang: str = "en") -> str:
+    """'355.427 µs per step, 38.9% of the step' in `lang`."""
+    from pista.i18n import word
+
+    return (f"{fmt_ns(f.impact.us * 1000)} {word('per step', lang)}, {100 * f.impact.share:.1f}% "
+            f"{word('of the step', lang)}")
+
+
 def _finding(console: Console, f: Finding, origin_us: float, lang: str = "en") -> None:
     from pista.i18n import lane_label, word
 
@@ -60,6 +90,7 @@ def _finding(console: Console, f: Finding, origin_us: float, lang: str = "en") -
     style = SEVERITY_STYLE.get(f.severity.value, "")
     console.print(f"\n[{style}]{w(f.severity.value.upper()):8s}[/] [bold]{escape(f.rule)}[/]: {escape(f.title)}")
     console.print(f"  {escape(f.message)}")
+    console.print(f"  [dim]{w('impact')}: {impact_text(f, lang)}: {escape(f.basis)}[/]")
     for e in f.evidence[:MAX_EVIDENCE]:
         step = f"{w('step')} {e.step}" if e.step is not None else w("no step")
         note = f"  ({escape(e.note)})" if e.note else ""

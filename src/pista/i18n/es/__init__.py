@@ -4,6 +4,11 @@ from __future__ import annotations
 
 WORDS = {
     "fix": "solución",
+    "GPU time per step": "Tiempo de GPU por paso", "GPU time by purpose": "Tiempo de GPU por propósito",
+    "gemm": "GEMM", "conv": "convolución", "attention": "atención", "optimizer": "optimizador", "cast": "conversiones",
+    "elementwise": "elemento a elemento", "reduction": "reducciones", "copy": "copias", "memset": "memsets",
+    "communication": "comunicación", "other": "otros",
+    "Start here": "Empieza por aquí", "impact": "impacto", "per step": "por paso", "of the step": "del paso",
     "No findings.": "Sin hallazgos.",
     "Findings": "Hallazgos",
     "Thresholds:": "Umbrales:",

@@ -1,0 +1,102 @@
+"""What each piece of device work is for: GEMM, convolution, attention, the optimizer, dtype casts,
+elementwise, reductions, copies, memsets, communication, other.
+
+The launching op's ancestry decides first (a kernel under `Optimizer.step#AdamW.step` is the
+optimizer's whatever it computes; a copy kernel under `aten::_to_copy` on the device is a dtype cast,
+as autocast's and `.to(dtype)`'s are; a GEMM under `aten::scaled_dot_product_attention` is
+attention), then the kind of kernel its name says.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from pista.rules._common import nearest_ancestor, pattern_mask
+from pista.trace.facts import Facts
+
+PURPOSES = ("gemm", "conv", "attention", "optimizer", "cast", "elementwise", "reduction", "copy", "memset",
+            "communication", "other")
+CODE = {p: i for i, p in enumerate(PURPOSES)}
+
+# Host events whose work is one purpose, whatever kernels they launch; earlier entries win. Op names
+# as torch 2.x records them (the fixtures: series_mlp_eager's Optimizer.step#AdamW.step, gpt_autocast's
+# aten::_to_copy under autocast, gpt_bf16_fused's aten::_scaled_dot_product_flash_attention).
+ANCESTRY = (
+    ("optimizer", re.compile(r"^Optimizer\.(step|zero_grad)#|^aten::_fused_(adam|adamw|sgd)")),
+    ("communication", re.compile(r"^(nccl|c10d|gloo|record_param_comms)", re.I)),
+    ("attention", re.compile(r"^aten::(_?scaled_dot_product|_flash_attention|_efficient_attention|_cudnn_attention)"
+                             r"|^aten::_scaled_dot_product")),
+    ("cast", re.compile(r"^aten::_to_copy$")),
+    ("conv", re.compile(r"^aten::(cudnn_convolution|convolution|_convolution|convolution_backward|conv\d?d"
+                        r"|miopen_convolution)")),
+    ("gemm", re.compile(r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addmv|mv|_addmm_activation)$")),
+)
+# Then the kernel's own name.
+KERNEL_KIND = (
+    ("optimizer", re.compile(r"FusedOptimizer|fused_adam|FusedSgd|fused_sgd", re.I)),
+    ("communication", re.compile(r"nccl|rccl", re.I)),
+    ("attention", re.compile(r"flash|fmha|attention", re.I)),
+    ("conv", re.compile(r"conv|cudnn.*(fprop|dgrad|wgrad)|implicit_gemm", re.I)),
+    ("gemm", re.compile(r"gemm|nvjet|cutlass|xmma|cublas|^Kernel2$|wgmma|_mma_", re.I)),
+    ("reduction", re.compile(r"reduce|norm|softmax|triton_(red|per)_|cross_entropy|nll_loss|argmax|topk|sort|pool"
+                             r"|GammaBeta|grad_weight", re.I)),
+    ("elementwise", re.compile(r"elementwise|triton_poi_|copy_kernel|fill_kernel|index|gather|scatter|cat_|CatArray"
+                               r"|multi_tensor_apply|foreach|where|clamp|dropout", re.I)),
+)
+
+
+@dataclass(frozen=True)
+class PurposeTime:
+    purpose: str
+    us_per_step: float
+    share: float  # of the device work time
+
+
+def classify(facts: Facts) -> np.ndarray:
+    """Per event: the code of its purpose (index into PURPOSES) for device work, -1 for the rest."""
+    trace = facts.trace
+    out = np.full(len(trace), -1, dtype=np.int8)
+    work = facts.is_device_work
+    out[work & trace.category_mask({"gpu_memcpy"})] = CODE["copy"]
+    out[work & trace.category_mask({"gpu_memset"})] = CODE["memset"]
+    kernels = np.flatnonzero(work & trace.category_mask({"kernel"}))
+    if kernels.size == 0:
+        return out
+    # the host event that launched each kernel: its op (external id), else its runtime call
+    source = np.where(facts.owner[kernels] >= 0, facts.owner[kernels], facts.launcher[kernels])
+    todo = source >= 0
+    code = np.full(kernels.size, -1, dtype=np.int8)
+    host = facts.is_host | facts.is_overhead
+    for purpose, pattern in ANCESTRY:
+        near = nearest_ancestor(facts, host & pattern_mask(facts, pattern))
+        hit = todo & (code < 0)
+        hit[hit] = near[source[hit]] >= 0
+        code[hit] = CODE[purpose]
+    kernel_names = trace.name[kernels]
+    for purpose, pattern in KERNEL_KIND:
+        ids = np.asarray([i for i, n in enumerate(trace.names) if pattern.search(n)], dtype=trace.name.dtype)
+        hit = (code < 0) & np.isin(kernel_names, ids)
+        code[hit] = CODE[purpose]
+    code[code < 0] = CODE["other"]
+    out[kernels] = code
+    return out
+
+
+def time_by_purpose(facts: Facts) -> list[PurposeTime]:
+    """Device work time per step by purpose, inside the window, largest first (zero purposes left out)."""
+    if not facts.has_gpu:
+        return []
+    codes = classify(facts)
+    lo, hi = facts.window
+    trace = facts.trace
+    work = np.flatnonzero(facts.is_device_work & (trace.ts >= lo) & (trace.ts < hi))
+    totals = np.bincount(codes[work].astype(np.int64), weights=trace.dur[work].astype(np.float64),
+                         minlength=len(PURPOSES))
+    steps = len(facts.steps) or 1
+    whole = float(totals.sum()) or 1.0
+    out = [PurposeTime(p, float(totals[i]) / steps / 1000.0, float(totals[i]) / whole)
+           for i, p in enumerate(PURPOSES) if totals[i] > 0]
+    return sorted(out, key=lambda p: -p.us_per_step)
