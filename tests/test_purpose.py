@@ -1,0 +1,64 @@
+"""GPU time by purpose, checked against figures computed from the raw events."""
+
+from __future__ import annotations
+
+import raw
+
+
+def _ext(e: dict) -> int | None:
+    return (e.get("args") or {}).get("External id")
+
+
+def _optimizer_share(name: str) -> float:
+    """Share of the device work inside the steps launched by ops inside an Optimizer.step# region."""
+    regions = [e for e in raw.complete(name) if str(e.get("name", "")).startswith("Optimizer.step#")]
+    ops = [e for e in raw.complete(name, "cpu_op") if any(raw.inside(r, e) for r in regions)]
+    ids = {_ext(e) for e in ops} - {None}
+    steps = raw.steps(name)
+    lo, hi = float(steps[0]["ts"]), float(steps[-1]["ts"]) + float(steps[-1]["dur"])
+    work = [e for e in raw.device_work(name) if lo <= float(e["ts"]) < hi + 1e6]
+    return sum(float(e["dur"]) for e in work if _ext(e) in ids) / sum(float(e["dur"]) for e in work)
+
+
+def test_adamw_foreach_is_most_of_the_mlp_s_gpu_time(analysis_of):
+    by = analysis_of("series_mlp_eager").summary.gpu_time_by_purpose
+    share = by["optimizer"] / sum(by.values())
+    assert 0.55 <= share <= 0.70  # REVIEW.md: 62.6%
+    assert abs(share - _optimizer_share("series_mlp_eager")) <= 0.02
+
+
+def test_the_seed_s_bias_add_is_elementwise_and_its_gemm_is_gemm(analysis_of):
+    name = "seed_mm4096_warm"
+    by = analysis_of(name).summary.gpu_time_by_purpose
+    kernels = raw.complete(name, "kernel")
+    adds = sum(float(k["dur"]) for k in kernels if "elementwise" in k["name"]) / len(raw.steps(name))
+    gemms = sum(float(k["dur"]) for k in kernels if k["name"].startswith("nvjet")) / len(raw.steps(name))
+    assert abs(by["elementwise"] - adds) <= 0.01 * adds
+    assert abs(by["gemm"] - gemms) <= 0.01 * gemms
+    assert by["optimizer"] == by["cast"] == 0.0
+
+
+def test_autocast_casts_are_casts(analysis_of):
+    # fp32 params under autocast: copy kernels under aten::_to_copy every step; bf16 params: only the loss's
+    name = "gpu/gpt_autocast"
+    by = analysis_of(name).summary.gpu_time_by_purpose
+    to_copy = raw.complete(name, "cpu_op", "aten::_to_copy")
+    casts = {_ext(e) for e in raw.complete(name, "cpu_op") if any(raw.inside(c, e) for c in to_copy)} - {None}
+    expected = sum(float(k["dur"]) for k in raw.complete(name, "kernel") if _ext(k) in casts) / len(raw.steps(name))
+    assert abs(by["cast"] - expected) <= 0.02 * expected
+    healthy = analysis_of("gpu/gpt_bf16_fused").summary.gpu_time_by_purpose
+    assert healthy["cast"] < 0.3 * by["cast"]
+
+
+def test_every_device_us_has_one_purpose(analysis_of):
+    for name in ("big_gpt_eager_20steps", "gpu/resnet50_bf16", "gpu/pageable_memcpy"):
+        a = analysis_of(name)
+        lo, hi = a.facts.window
+        t = a.facts.trace
+        work = a.facts.is_device_work & (t.ts >= lo) & (t.ts < hi)
+        total = float(t.dur[work].sum()) / 1000 / max(len(a.facts.steps), 1)
+        assert abs(sum(a.summary.gpu_time_by_purpose.values()) - total) <= 1e-6 * total + 1e-9
+
+
+def test_cpu_only_has_no_gpu_purposes(analysis_of):
+    assert analysis_of("gpu/cpu_only").summary.gpu_time_by_purpose == {}
