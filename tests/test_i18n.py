@@ -1,43 +1,39 @@
-"""--lang es: the Spanish catalogue covers every rule, builds its messages from the findings' real
-metrics, and falls back to English where it cannot."""
+"""--lang es: every rule has an English and a Spanish module of the same shape, rendering the same
+fields of its typed record and of its evidence notes, with no fallback to English."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
 
 from pista.cli import main
-from pista.findings import Finding, Severity
-from pista.i18n import check_lang, entries, localize, localize_finding, localize_note, rule_docs
+from pista.i18n import PARTS, check_lang, localize, localize_finding, note_renderers, rule_docs, rule_module
 from pista.rules import catalogue
 
-# The catalogue's ids, as the project's plan lists them (some rules may still be on their way).
-PLANNED = (
-    "overhead-bound", "compute-bound", "dominant-event", "many-calls", "gemm-heuristics",
-    "implicit-copy-before-gemm", "profiler-overhead", "kernel-variability", "dead-window", "cold-start",
-    "trailing-sync", "compile-overhead", "lazy-loading", "host-sync", "pageable-memcpy", "gpu-idle",
-    "launch-bound", "fp32-gemm", "recompilation", "exposed-communication", "straggler",
-)
-SECTIONS = ("Qué:", "Por qué:", "Ejemplo:", "Solución:")
+SECTIONS = ("Qué:", "Por qué:", "Ejemplo:", "Impacto:", "Solución:")
 # every real trace but the 64 MB one (its findings come from the same rules)
 TRACES = sorted(p for p in list(FIXTURES.glob("*.json.gz")) + list(FIXTURES.glob("gpu/*.json.gz"))
                 if "big_gpt" not in p.name)
+# Words that give English away inside a Spanish sentence (event names are left as they are).
+ENGLISH = re.compile(r"\b(the|of the|with|per step|and the|which|should)\b")
 
 
-def test_every_rule_has_a_spanish_entry():
-    es = entries("es")
-    ids = {r.id for r in catalogue()} | set(PLANNED)
-    missing = sorted(ids - es.keys())
-    assert missing == []
-    for rule_id in ids:
-        e = es[rule_id]
-        assert e.title and e.advice, rule_id
-        docs = rule_docs(rule_id, "es")
-        assert docs and all(s in docs for s in SECTIONS), rule_id
+@pytest.mark.parametrize("rule", [r.id for r in catalogue()])
+def test_every_rule_has_both_languages(rule):
+    for lang in ("en", "es"):
+        mod = rule_module(rule, lang)
+        assert mod is not None, (rule, lang)
+        assert isinstance(mod.TITLE, str) and mod.TITLE
+        for part in PARTS[1:]:
+            assert callable(getattr(mod, part, None)), (rule, lang, part)
+        assert set(getattr(mod, "NOTES", {})) == set(getattr(rule_module(rule, "en"), "NOTES", {})), rule
+    docs = rule_docs(rule, "es")
+    assert docs and all(s in docs for s in SECTIONS), rule
 
 
 @pytest.fixture(scope="module")
@@ -47,37 +43,66 @@ def real_findings():
     return [f for path in TRACES for f in analyze(path).findings]
 
 
-def test_spanish_messages_come_from_the_real_metrics(real_findings):
-    es = entries("es")
+def _texts(finding) -> list[str]:
+    return [getattr(finding, part) for part in PARTS] + [e.note for e in finding.evidence]
+
+
+def test_spanish_renders_every_finding_and_note(real_findings):
     fired = {f.rule for f in real_findings}
-    assert len(fired) >= 5, fired
+    assert len(fired) >= 8, fired
+    notes_es = note_renderers("es")
     for f in real_findings:
         local = localize_finding(f, "es")
-        assert local.title == es[f.rule].title
-        advice = es[f.rule].advice
-        assert local.advice == (advice(f.metrics) if callable(advice) else advice) and local.advice != f.advice
-        if es[f.rule].message:
-            # a template that names a metric the rule does not report would fall back to English here
-            assert local.message != f.message, (f.rule, sorted(f.metrics))
-        assert local.metrics == f.metrics
-        # the same events, each note in Spanish: a rule that writes a new kind of note needs its
-        # pattern in es.NOTES, or this fails
-        assert [dataclasses.replace(e, note="") for e in local.evidence] == \
-            [dataclasses.replace(e, note="") for e in f.evidence]
+        assert local.metrics == f.metrics and local.impact == f.impact
+        for part in PARTS:
+            mine, theirs = getattr(local, part), getattr(f, part)
+            assert mine and mine != theirs, (f.rule, part, theirs)
+            assert not ENGLISH.search(mine.replace(f.rule, "")), (f.rule, part, mine)
         for mine, theirs in zip(local.evidence, f.evidence, strict=True):
-            assert localize_note(theirs.note, "es") is not None, (f.rule, theirs.note)
-            assert mine.note == localize_note(theirs.note, "es")
-            assert mine.note != theirs.note or not theirs.note, (f.rule, theirs.note)
+            assert dataclasses.replace(mine, lang="en") == theirs
+            if theirs.detail is not None:
+                assert type(theirs.detail) in notes_es, (f.rule, type(theirs.detail))
+                assert mine.note and mine.note != theirs.note, (f.rule, theirs.note)
 
 
-def test_missing_metrics_fall_back_to_the_english_message():
-    f = Finding("cold-start", Severity.WARNING, "t", "the English message", "a", metrics={"ratio": 5.0})
-    local = localize_finding(f, "es")
-    assert local.message == "the English message"
-    assert local.title == entries("es")["cold-start"].title
-    # a finding of a rule without an entry stays as it is
-    other = dataclasses.replace(f, rule="not-a-rule")
-    assert localize_finding(other, "es") is other
+def _marked(value):
+    """A value no real trace has, of the same kind, so any text that shows it changes."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return type(value)(987654)
+    if isinstance(value, str):
+        return "ZZMARK"
+    return None
+
+
+def _fields_shown(finding, lang: str) -> set[str]:
+    """The record fields whose value changes what `lang` writes (a field whose mark breaks the
+    rendering counts as shown: the text depends on it)."""
+    local = localize_finding(finding, lang)
+    base = _texts(local)
+    shown = set()
+    for field in dataclasses.fields(finding.record):
+        mark = _marked(getattr(finding.record, field.name))
+        if mark is None:
+            continue
+        other = dataclasses.replace(local, record=dataclasses.replace(finding.record, **{field.name: mark}))
+        try:
+            if _texts(other) != base:
+                shown.add(field.name)
+        except Exception:  # noqa: BLE001 - a cause key that is not one: the text depends on the field
+            shown.add(field.name)
+    return shown
+
+
+def test_spanish_shows_every_field_english_shows(real_findings):
+    seen = set()
+    for f in real_findings:
+        if f.rule in seen:
+            continue
+        seen.add(f.rule)
+        missing = _fields_shown(f, "en") - _fields_shown(f, "es")
+        assert not missing, (f.rule, missing)
 
 
 def test_english_is_untouched(analysis_of):

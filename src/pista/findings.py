@@ -206,6 +206,9 @@ class Summary:
     events: int
     # µs of device work per step for each purpose (pista.purpose.PURPOSES), 0 where none ran
     gpu_time_by_purpose: dict[str, float] = field(default_factory=dict)
+    # per host thread: µs of self time per step in forward, backward, optimizer, data, other, and
+    # waiting (blocked in syncs, or asleep while the autograd thread works): pista.hosttime
+    host_time_by_region: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -263,6 +266,7 @@ def summarize(facts: Facts, table: Table) -> Summary:
         verdict = "overhead-bound"
     else:
         verdict = "balanced"
+    from pista.hosttime import host_time
     from pista.purpose import PURPOSES, time_by_purpose
 
     names = [str(p.get("name", f"device {p.get('id', '?')}")) for p in facts.trace.device_properties]
@@ -280,6 +284,7 @@ def summarize(facts: Facts, table: Table) -> Summary:
         devices=names,
         events=len(facts.trace),
         gpu_time_by_purpose={p: by_purpose.get(p, 0.0) for p in PURPOSES} if facts.has_gpu else {},
+        host_time_by_region=host_time(facts),
     )
 
 

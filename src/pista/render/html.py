@@ -73,7 +73,7 @@ def render(analysis: Analysis, lang: str = "en") -> str:
         lang=html.escape(lang),
         title=html.escape(title),
         css=_asset("report.css"),
-        header=_header(analysis, labels),
+        header=_header(analysis, labels, lang),
         findings=_findings(analysis, labels, lang),
         timeline_label=w("Timeline"), timeline_hint=w("timeline hint"), findings_label=w("Findings"),
         kernels_label=w("Kernel durations"), kernels_hint=w("kernels hint"), steps_label=w("Step widths"),
@@ -289,7 +289,9 @@ def _step_widths(analysis: Analysis) -> list[dict[str, Any]]:
 # -- server-rendered parts (readable without JavaScript) ----------------------------------------
 
 
-def _header(analysis: Analysis, labels: dict[str, str]) -> str:
+def _header(analysis: Analysis, labels: dict[str, str], lang: str = "en") -> str:
+    from pista.i18n import lane_label
+
     def w(key: str) -> str:
         return labels.get(key, key)
 
@@ -312,13 +314,16 @@ def _header(analysis: Analysis, labels: dict[str, str]) -> str:
     start = ("" if top is None else
              f'<p class="top-fix"><b>{html.escape(w("Start here"))}:</b> {html.escape(top.fix)} '
              f'<span class="impact">({html.escape(top.rule)}, {html.escape(_impact(top, labels))})</span></p>')
+    bars = _stacked(w("GPU time per step"), s.gpu_time_by_purpose, labels) + "".join(
+        _stacked(w("Host time per step") + ", " + lane_label(lane, lang), regions, labels)
+        for lane, regions in s.host_time_by_region.items())
     return (f'<div class="verdict v-{html.escape(s.verdict)}">{html.escape(s.verdict)}</div>'
-            f'<div class="stats">{stat_html}</div>{_purposes(s.gpu_time_by_purpose, labels)}'
+            f'<div class="stats">{stat_html}</div>{bars}'
             f'<div class="chips">{chips}</div>{start}{notices}')
 
 
-def _purposes(by_purpose: dict[str, float], labels: dict[str, str]) -> str:
-    """GPU time per step by purpose as one stacked bar with its legend (no script needed)."""
+def _stacked(head: str, by_purpose: dict[str, float], labels: dict[str, str]) -> str:
+    """Time per step by purpose (or host region) as one stacked bar with its legend (no script needed)."""
     total = sum(by_purpose.values())
     if total <= 0:
         return ""
@@ -327,8 +332,7 @@ def _purposes(by_purpose: dict[str, float], labels: dict[str, str]) -> str:
                   f'title="{html.escape(labels.get(p, p))}: {html.escape(fmt_ns(v * 1000))}"></span>' for p, v in parts)
     legend = "".join(f'<li><span class="sw p-{p}"></span>{html.escape(labels.get(p, p))} '
                      f'{html.escape(fmt_ns(v * 1000))} ({100 * v / total:.1f}%)</li>' for p, v in parts)
-    head = html.escape(labels.get("GPU time per step", "GPU time per step"))
-    return f'<div class="purposes"><span class="k">{head}</span><div class="bar">{bar}</div><ul>{legend}</ul></div>'
+    return f'<div class="purposes"><span class="k">{html.escape(head)}</span><div class="bar">{bar}</div><ul>{legend}</ul></div>'
 
 
 

@@ -20,7 +20,7 @@ MAX_EVIDENCE = 5
 
 def render(analysis: Analysis, color: bool = False, width: int = 110, show_table: bool = True,
            row_limit: int = 15, lang: str = "en") -> str:
-    from pista.i18n import localize, word
+    from pista.i18n import lane_label, localize, word
 
     analysis = localize(analysis, lang)
 
@@ -39,6 +39,8 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
     purposes = purpose_line(s.gpu_time_by_purpose, lang)
     if purposes:
         console.print(f"{w('GPU time per step')}: {purposes}")
+    for lane, regions in list(s.host_time_by_region.items())[:MAX_THREADS]:
+        console.print(f"{w('Host time per step')}, {escape(lane_label(lane, lang))}: {purpose_line(regions, lang)}")
     for notice in analysis.notices:
         console.print(f"[dim]{w('notice')}: {escape(notice)}[/]")
     top = analysis.top_fix
@@ -58,6 +60,7 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
     return out.getvalue()
 
 
+MAX_THREADS = 2  # host threads shown in the terminal (the HTML page shows every one)
 # Purposes under this share of the GPU time are left out of the one-line summary.
 PURPOSE_LINE_MIN_SHARE = 0.01
 

@@ -8,6 +8,8 @@ WORDS = {
     "gemm": "GEMM", "conv": "convolución", "attention": "atención", "optimizer": "optimizador", "cast": "conversiones",
     "elementwise": "elemento a elemento", "reduction": "reducciones", "copy": "copias", "memset": "memsets",
     "communication": "comunicación", "other": "otros",
+    "Host time per step": "Tiempo del host por paso", "forward": "forward", "backward": "backward",
+    "data": "datos", "waiting": "esperando",
     "Start here": "Empieza por aquí", "impact": "impacto", "per step": "por paso", "of the step": "del paso",
     "No findings.": "Sin hallazgos.",
     "Findings": "Hallazgos",

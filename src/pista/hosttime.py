@@ -1,0 +1,94 @@
+"""Where the host's time goes, per thread: forward, backward, optimizer, data, other, and waiting.
+
+Each host event's self time goes to the nearest region above it (the optimizer's
+`Optimizer.step#`/`zero_grad#`, the autograd engine's `evaluate_function` or a region named
+backward, a region named for data or input loading, forward or an `nn.Module`), else `other`.
+Waiting is time the host is blocked, not overhead: the self time of sync calls, and a thread's time in
+a backward region while an autograd thread does the work (the caller sleeps in `backward()`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from pista.rules._common import SYNC_NAMES, name_mask, nearest_ancestor, pattern_mask
+from pista.trace.facts import Facts, merge_intervals
+
+REGIONS = ("forward", "backward", "optimizer", "data", "other", "waiting")
+_CODE = {r: i for i, r in enumerate(REGIONS)}
+# Earlier entries win where regions nest (an optimizer step inside a region named "train").
+PATTERNS = (
+    ("optimizer", re.compile(r"^Optimizer\.(step|zero_grad)#")),
+    ("backward", re.compile(r"^autograd::engine::evaluate_function|backward", re.I)),
+    ("data", re.compile(r"data|load|batch|input|collate|prefetch|dataset", re.I)),
+    ("forward", re.compile(r"forward|^nn\.Module:", re.I)),
+)
+AUTOGRAD = re.compile(r"^autograd::engine::evaluate_function")
+# Blocking runtime calls beyond the syncs: a synchronous copy waits for the device.
+BLOCKING = SYNC_NAMES | {"cudaMemcpy", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2"}
+# Threads with less than this share of the host's self time are left out.
+MIN_THREAD_SHARE = 0.01
+
+
+def host_time(facts: Facts) -> dict[str, dict[str, float]]:
+    """{thread lane: {region: µs per step}} inside the window, busiest thread first."""
+    trace = facts.trace
+    lo, hi = facts.window
+    host = facts.is_host & (trace.ts >= lo) & (trace.ts < hi)
+    if not host.any():
+        return {}
+    region = np.full(len(trace), _CODE["other"], dtype=np.int8)
+    done = np.zeros(len(trace), dtype=bool)
+    for name, pattern in PATTERNS:
+        hit = ~done & (nearest_ancestor(facts, facts.is_host & pattern_mask(facts, pattern)) >= 0)
+        region[hit] = _CODE[name]
+        done |= hit
+    region[facts.is_host & name_mask(facts, BLOCKING)] = _CODE["waiting"]
+    idx = np.flatnonzero(host)
+    lane_key = trace.pid.astype(np.int64) * (1 << 32) + (trace.tid.astype(np.int64) & 0xFFFFFFFF)
+    lanes, inverse = np.unique(lane_key[idx], return_inverse=True)
+    asleep = _waiting_for_autograd(facts, lane_key)[idx]
+    self_ns = facts.self_time[idx].astype(np.float64)
+    sums = np.zeros((lanes.size, len(REGIONS)))
+    np.add.at(sums, (inverse, region[idx].astype(np.int64)), self_ns - asleep)
+    np.add.at(sums, (inverse, np.full(idx.size, _CODE["waiting"])), asleep)
+    steps = len(facts.steps) or 1
+    total = float(sums.sum()) or 1.0
+    out = {}
+    for k in np.argsort(-sums.sum(axis=1)).tolist():
+        if sums[k].sum() < MIN_THREAD_SHARE * total:
+            continue
+        first = int(idx[np.argmax(inverse == k)])
+        out[facts.lane_of(first)] = {r: float(sums[k, j]) / steps / 1000.0 for j, r in enumerate(REGIONS)}
+    return out
+
+
+def _waiting_for_autograd(facts: Facts, lane_key: np.ndarray) -> np.ndarray:
+    """Per event: ns of its self time on another thread while the autograd engine works (the caller
+    asleep in backward(); big_gpt_eager_20steps: 37 ms per step of `train_step`'s self time)."""
+    trace = facts.trace
+    out = np.zeros(len(trace), dtype=np.float64)
+    engine = facts.is_host & pattern_mask(facts, AUTOGRAD)
+    if not engine.any():
+        return out
+    busy = merge_intervals(trace.ts[engine], trace.ts[engine] + trace.dur[engine])
+    cum = np.concatenate(([0], np.cumsum(busy.end - busy.start)))
+
+    def covered(x: np.ndarray) -> np.ndarray:
+        """Engine-busy ns before time x."""
+        k = np.searchsorted(busy.start, x, side="right")
+        inside = np.maximum(0, np.minimum(x, busy.end[np.maximum(k - 1, 0)]) - busy.start[np.maximum(k - 1, 0)])
+        return cum[np.maximum(k - 1, 0)] + np.where(k > 0, inside, 0)
+
+    others = facts.is_host & ~np.isin(lane_key, np.unique(lane_key[engine]))
+    idx = np.flatnonzero(others)
+    overlap = (covered(trace.ts[idx] + trace.dur[idx]) - covered(trace.ts[idx])).astype(np.float64)
+    total = np.zeros(len(trace), dtype=np.float64)
+    total[idx] = overlap
+    children = np.zeros(len(trace), dtype=np.float64)
+    with_parent = idx[facts.parent[idx] >= 0]
+    np.add.at(children, facts.parent[with_parent], total[with_parent])
+    out[idx] = np.clip(total[idx] - children[idx], 0.0, facts.self_time[idx])
+    return out

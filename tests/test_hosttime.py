@@ -1,0 +1,50 @@
+"""Host time by thread and region, waits apart, against figures from the raw events."""
+
+from __future__ import annotations
+
+import raw
+
+
+def _union(spans: list[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for s, t in sorted(spans):
+        if t > end:
+            total += t - max(s, end)
+            end = t
+    return total
+
+
+def test_the_caller_waits_while_the_autograd_thread_runs_backward(analysis_of):
+    name = "big_gpt_eager_20steps"
+    host = analysis_of(name).summary.host_time_by_region
+    main = next(lane for lane in host if "python3" in lane)
+    engine = [e for e in raw.complete(name) if str(e.get("name", "")).startswith("autograd::engine::evaluate_function")]
+    steps = raw.steps(name)
+    lo, hi = float(steps[0]["ts"]), float(steps[-1]["ts"]) + float(steps[-1]["dur"])
+    busy = _union([(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in engine if lo <= float(e["ts"]) < hi])
+    assert abs(host[main]["waiting"] - busy / len(steps)) <= 0.03 * busy / len(steps)
+    # the engine's own thread is backward, not waiting
+    other = next(lane for lane in host if "autograd" in lane)
+    assert host[other]["backward"] > 0.95 * sum(host[other].values())
+
+
+def test_a_region_that_loads_data_is_data(analysis_of):
+    name = "gpu/gpu_idle_dataloader"
+    regions = analysis_of(name).summary.host_time_by_region
+    (lane, times), = regions.items()
+    loading = raw.complete(name, "user_annotation", "data_loading")
+    per_step = sum(float(e["dur"]) for e in loading) / len(raw.steps(name))
+    # the region's whole span, less the µs spent blocked in its synchronous copy
+    assert 0.95 * per_step <= times["data"] + times["waiting"] <= 1.01 * per_step
+    assert times["data"] > 0.8 * sum(times.values())
+
+
+def test_every_self_us_is_counted_once(analysis_of):
+    for name in ("series_mlp_eager", "gpu/host_sync_item", "gpu/gpt_autocast"):
+        a = analysis_of(name)
+        facts, t = a.facts, a.facts.trace
+        lo, hi = facts.window
+        host = facts.is_host & (t.ts >= lo) & (t.ts < hi)
+        total = float(facts.self_time[host].sum()) / 1000 / max(len(facts.steps), 1)
+        shown = sum(sum(r.values()) for r in a.summary.host_time_by_region.values())
+        assert 0.99 * total <= shown <= total * 1.000001
