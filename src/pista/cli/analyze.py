@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pista.cli.common import open_trace
+    from pista.cli.common import open_trace, output_style
     from pista.findings import analyze
 
     if args.rules:
@@ -47,12 +47,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         from pista.render import terminal
 
-        color = sys.stdout.isatty() if args.color is None else args.color
-        sys.stdout.write(terminal.render(analysis, color=color, show_table=not args.no_table, lang=args.lang))
+        color, width = output_style(args.color)
+        sys.stdout.write(terminal.render(analysis, color=color, width=width, show_table=not args.no_table,
+                                         lang=args.lang))
     return 0
 
 
 def _run_folder(args: argparse.Namespace) -> int:
+    from pista.cli.common import output_style
     from pista.distributed import analyze_ranks
     from pista.distributed import render as renderer
     from pista.errors import UsageError
@@ -64,6 +66,6 @@ def _run_folder(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(renderer.render_json(result))
     else:
-        color = sys.stdout.isatty() if args.color is None else args.color
-        sys.stdout.write(renderer.render_text(result, color=color, lang=args.lang))
+        color, width = output_style(args.color)
+        sys.stdout.write(renderer.render_text(result, color=color, width=width, lang=args.lang))
     return 0

@@ -63,3 +63,26 @@ def write_output(path: str | os.PathLike[str], data: str | bytes, inputs: tuple[
             raise UsageError(f"{target}: cannot write: {err.strerror or err}") from None
         raise
     return target
+
+
+# Width for output that goes to a pipe or file (no terminal to ask): wide enough for torch's table.
+PIPE_WIDTH = 110
+
+
+def output_style(color: bool | None, stream=None) -> tuple[bool, int]:
+    """(color, width) for text written to `stream` (stdout): --color/--no-color first, then NO_COLOR
+    and FORCE_COLOR (https://no-color.org, force-color.org), then whether it is a terminal; the width
+    is the terminal's (COLUMNS where set), else PIPE_WIDTH."""
+    import shutil
+
+    stream = stream or sys.stdout
+    tty = bool(getattr(stream, "isatty", lambda: False)())
+    if color is None:
+        if os.environ.get("NO_COLOR"):
+            color = False
+        elif os.environ.get("FORCE_COLOR"):
+            color = True
+        else:
+            color = tty
+    width = shutil.get_terminal_size((PIPE_WIDTH, 24)).columns if tty or os.environ.get("COLUMNS") else PIPE_WIDTH
+    return color, max(40, width)

@@ -86,12 +86,13 @@ def run(args: argparse.Namespace) -> int:
     if session.trace_path is None:
         print(f"pista: error: no trace: {no_trace_reason(session, args.function)}", file=sys.stderr)
         return exit_code or 2
+    from pista.cli.common import output_style
     from pista.render import terminal
 
     sys.stdout.write(session.table_text or "")
     sys.stdout.write("\n")
-    color = sys.stdout.isatty() if args.color is None else args.color
-    sys.stdout.write(terminal.render(analysis, color=color, show_table=False))
+    color, width = output_style(args.color)
+    sys.stdout.write(terminal.render(analysis, color=color, width=width, show_table=False))
     sys.stdout.write(f"\nsaved {out}/: {', '.join(sorted(Path(p).name for p in files.values()))}, run.json\n")
     if error:
         print(f"pista: the script failed ({error}); the trace holds the steps before that", file=sys.stderr)

@@ -81,13 +81,14 @@ def run(args: argparse.Namespace) -> int:
 
 def print_result(result, analysis, color: bool | None) -> None:
     """torch's table, pista's diagnosis, and where the files went."""
+    from pista.cli.common import output_style
     from pista.render import terminal
 
     sys.stdout.write(result.table_text or "")
     sys.stdout.write("\n")
     if analysis is not None:
-        use_color = sys.stdout.isatty() if color is None else color
-        sys.stdout.write(terminal.render(analysis, color=use_color, show_table=False))
+        use_color, width = output_style(color)
+        sys.stdout.write(terminal.render(analysis, color=use_color, width=width, show_table=False))
     sys.stdout.write(f"\nsaved {result.out_dir}/: {', '.join(sorted(_short(p) for p in result.files.values()))}, "
                      "run.json\n")
     sys.stdout.flush()
