@@ -1,0 +1,71 @@
+"""The top fix on each kind of planted problem is what an expert would do first, and the impact
+orders and grades the findings (issue "Findings are data")."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import H200_TRACES, fixture
+
+from pista.findings import CRITICAL_SHARE, WARNING_SHARE
+
+# planted problem -> (the rule whose fix comes first, words its text must hold)
+PLANTED = {
+    "gpu/recompile": ("recompilation", ("dynamic", "mark_dynamic")),
+    "gpu/gpu_idle_dataloader": ("gpu-idle", ("data_loading", "num_workers")),
+    "gpu/host_sync_item": ("host-sync", ("aten::item",)),
+    "gpu/pageable_memcpy": ("pageable-memcpy", ("pin",)),
+    "gpu/fp32_gemm": ("fp32-gemm", ("TF32", "bf16")),
+    "gpu/fp64_gemm": ("fp64-gemm", ("fp64",)),
+    "series_mlp_eager": ("unfused-optimizer", ("fused=True",)),
+    "gpu/adamw_foreach": ("unfused-optimizer", ("fused=True",)),
+    "seed_mm4096_warm": ("unfused-epilogue", ("addmm", "F.linear")),
+    "gpu/bias_unfused": ("unfused-epilogue", ("addmm", "F.linear")),
+    "gpu/elementwise_chain": ("unfused-elementwise", ("torch.compile",)),
+}
+# GPU busy most of the window with work near the card's peak: nothing to fix worth 5% of the step.
+HEALTHY = ("gpu/bias_addmm", "gpu/gpt_bf16_fused", "gpu/resnet50_bf16", "gpu/elementwise_compiled",
+           "gpu/stream_fp32")
+
+
+@pytest.mark.parametrize("name", sorted(PLANTED))
+def test_the_top_fix_is_the_expert_s_first(name, analysis_of):
+    rule, words = PLANTED[name]
+    top = analysis_of(name).top_fix
+    assert top is not None and top.rule == rule, (name, [(f.rule, round(f.impact.share, 3))
+                                                        for f in analysis_of(name).findings])
+    assert any(w in top.fix for w in words), top.fix
+
+
+@pytest.mark.parametrize("name", HEALTHY)
+def test_healthy_traces_read_quiet(name, analysis_of):
+    a = analysis_of(name)
+    loud = [(f.rule, f.impact.share) for f in a.findings if f.severity.value != "info"]
+    assert all(share >= WARNING_SHARE for _, share in loud), loud
+    assert a.top_fix is None or a.top_fix.impact.share >= WARNING_SHARE
+
+
+@pytest.mark.parametrize("name", H200_TRACES)
+def test_impact_orders_and_grades_every_finding(name, analysis_of):
+    findings = analysis_of(name).findings
+    shares = [f.impact.share for f in findings]
+    assert shares == sorted(shares, reverse=True)
+    for f in findings:
+        assert 0.0 <= f.impact.share <= 1.0 and f.impact.us >= 0.0 and f.basis
+        expected = ("critical" if f.impact.share >= CRITICAL_SHARE else
+                    "warning" if f.impact.share >= WARNING_SHARE else "info")
+        assert f.severity.value == expected, (name, f.rule, f.impact)
+
+
+def test_json_has_impact_and_top_fix(capsys):
+    from pista.cli import main
+
+    assert main(["analyze", str(fixture("gpu/host_sync_item")), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["summary"]["top_fix"]["rule"] == data["findings"][0]["rule"]
+    assert data["summary"]["top_fix"]["text"]
+    for f in data["findings"]:
+        assert set(f["impact"]) == {"us", "share", "basis"} and 0 <= f["impact"]["share"] <= 1
+    shares = [f["impact"]["share"] for f in data["findings"]]
+    assert shares == sorted(shares, reverse=True)
