@@ -7,6 +7,7 @@ read an `Analysis`, never the trace file.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import asdict, dataclass, field, is_dataclass
 from enum import Enum
 from typing import Any
@@ -82,6 +83,7 @@ class Evidence:
     dur_us: float
     detail: Any = None
     lang: str = "en"
+    stack: tuple[str, ...] = ()  # the user's Python frames above the event, innermost first
 
     @classmethod
     def of(cls, facts: Facts, i: int, detail: Any = None) -> Evidence:
@@ -93,6 +95,7 @@ class Evidence:
             ts_us=float(trace.ts[i]) / 1000.0,
             dur_us=float(trace.dur[i]) / 1000.0,
             detail=detail,
+            stack=user_stack(facts, i),
         )
 
     @classmethod
@@ -110,7 +113,31 @@ class Evidence:
     def to_dict(self) -> dict[str, Any]:
         """As --format json writes it: ts and dur in µs, like the trace file's own fields."""
         return {"name": self.name, "lane": self.lane, "step": self.step, "ts": self.ts_us, "dur": self.dur_us,
-                "note": self.note}
+                "note": self.note, "stack": list(self.stack)}
+
+
+# python_function frames that are not the user's code: the interpreter's, torch's, installed packages',
+# the standard library's (seen in gpu/host_sync_item_stack: `<built-in method item ...>`,
+# `torch/_ops.py(1079): __call__`, `<frozen os>(680): __getitem__`, `enum.py(1267): __hash__`).
+NOT_USER_FRAME = re.compile(r"^<|(^|/)(torch|torchvision|torchaudio|triton|site-packages|dist-packages|python3\.\d+)/"
+                            r"|^(enum|os|abc|typing|functools|contextlib|threading|runpy|weakref|copy)\.py\(")
+
+
+def user_stack(facts: Facts, i: int) -> tuple[str, ...]:
+    """The user's Python frames above event i (with_stack=True traces), innermost first."""
+    trace = facts.trace
+    python = trace.category_id("python_function")
+    if python < 0:
+        return ()
+    frames = []
+    j = int(facts.parent[i])
+    while j >= 0:
+        if int(trace.cat[j]) == python:
+            name = trace.event_name(j)
+            if not NOT_USER_FRAME.search(name):
+                frames.append(name)
+        j = int(facts.parent[j])
+    return tuple(frames)
 
 
 @dataclass(eq=False)
@@ -155,6 +182,19 @@ class Finding:
     @property
     def basis(self) -> str:
         return self._text("basis")
+
+    @property
+    def where(self) -> str | None:
+        """The user's innermost frame of the first evidence recorded with a stack."""
+        return next((e.stack[0] for e in self.evidence if e.stack), None)
+
+    @property
+    def fix_here(self) -> str:
+        """The top-fix line, with the user's code it points at where the trace has stacks."""
+        from pista.i18n import word
+
+        where = self.where
+        return self.fix if where is None else f"{self.fix} ({word('in', self.lang)} {where})"
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -241,7 +281,7 @@ class Analysis:
         return {
             "source": self.source,
             "summary": dict(self.summary.to_dict(),
-                            top_fix=None if top is None else {"rule": top.rule, "text": top.fix}),
+                            top_fix=None if top is None else {"rule": top.rule, "text": top.fix_here}),
             "findings": [f.to_dict() for f in self.findings],
             "table": self.table.to_dict(sort_by, row_limit),
             "notices": self.notices,

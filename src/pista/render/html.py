@@ -312,7 +312,7 @@ def _header(analysis: Analysis, labels: dict[str, str], lang: str = "en") -> str
     notices = "".join(f'<p class="notice">{html.escape(w("notice"))}: {html.escape(n)}</p>' for n in analysis.notices)
     top = analysis.top_fix
     start = ("" if top is None else
-             f'<p class="top-fix"><b>{html.escape(w("Start here"))}:</b> {html.escape(top.fix)} '
+             f'<p class="top-fix"><b>{html.escape(w("Start here"))}:</b> {html.escape(top.fix_here)} '
              f'<span class="impact">({html.escape(top.rule)}, {html.escape(_impact(top, labels))})</span></p>')
     bars = _stacked(w("GPU time per step"), s.gpu_time_by_purpose, labels) + "".join(
         _stacked(w("Host time per step") + ", " + lane_label(lane, lang), regions, labels)
@@ -360,7 +360,8 @@ def _findings(analysis: Analysis, labels: dict[str, str], lang: str) -> str:
                 f'<td class="name" title="{html.escape(e.name)}">{html.escape(e.name)}</td>'
                 f"<td>{html.escape(lane_label(e.lane, lang))}</td><td>{step}</td>"
                 f'<td class="num">+{(e.ts_us - origin_us) / 1000:.3f} ms</td>'
-                f'<td class="num">{html.escape(fmt_ns(e.dur_us * 1000))}</td><td>{html.escape(e.note)}</td></tr>')
+                f'<td class="num">{html.escape(fmt_ns(e.dur_us * 1000))}</td><td>{html.escape(e.note)}'
+                f'{_frame(e.stack, labels)}</td></tr>')
         more = (f'<p class="more">... {w("and")} {len(f.evidence) - MAX_EVIDENCE_SHOWN} {w("more events")}</p>'
                 if len(f.evidence) > MAX_EVIDENCE_SHOWN else "")
         evidence = (f'<details{" open" if k < OPEN_EVIDENCE else ""}><summary>{w("evidence")}: {len(f.evidence)} '
@@ -376,6 +377,13 @@ def _findings(analysis: Analysis, labels: dict[str, str], lang: str) -> str:
             f'<p class="impact"><b>{w("impact")}:</b> {html.escape(_impact(f, labels))}: {html.escape(f.basis)}</p>'
             f'<p class="advice"><b>{w("Fix:")}</b> {html.escape(f.advice)}</p>{evidence}</article>')
     return "".join(cards)
+
+
+def _frame(stack: tuple[str, ...], labels: dict[str, str]) -> str:
+    if not stack:
+        return ""
+    return (f' <span class="frame" title="{html.escape(" < ".join(stack))}">{html.escape(labels.get("in", "in"))} '
+            f'<code>{html.escape(stack[0])}</code></span>')
 
 
 def _table(analysis: Analysis) -> str:

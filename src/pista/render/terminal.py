@@ -45,7 +45,7 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
         console.print(f"[dim]{w('notice')}: {escape(notice)}[/]")
     top = analysis.top_fix
     if top is not None:
-        console.print(f"\n[bold green]{w('Start here')}:[/] {escape(top.fix)} [dim]({escape(top.rule)}, "
+        console.print(f"\n[bold green]{w('Start here')}:[/] {escape(top.fix_here)} [dim]({escape(top.rule)}, "
                       f"{impact_text(top, lang)})[/]")
     if not analysis.findings:
         console.print(word("No findings.", lang))
@@ -97,6 +97,8 @@ def _finding(console: Console, f: Finding, origin_us: float, lang: str = "en") -
     for e in f.evidence[:MAX_EVIDENCE]:
         step = f"{w('step')} {e.step}" if e.step is not None else w("no step")
         note = f"  ({escape(e.note)})" if e.note else ""
+        if e.stack:
+            note += f" [dim]{w('in')} {escape(e.stack[0])}[/]"
         console.print(f"  [dim]-[/] {escape(w(e.name)[:70])}  [dim]{escape(lane_label(e.lane, lang))}, {step}, "
                       f"{w('at')} +{(e.ts_us - origin_us) / 1000:.3f} ms, {w('dur')} {fmt_ns(e.dur_us * 1000)}[/]{note}")
     if len(f.evidence) > MAX_EVIDENCE:

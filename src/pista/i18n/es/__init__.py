@@ -10,7 +10,7 @@ WORDS = {
     "communication": "comunicación", "other": "otros",
     "Host time per step": "Tiempo del host por paso", "forward": "forward", "backward": "backward",
     "data": "datos", "waiting": "esperando",
-    "Start here": "Empieza por aquí", "impact": "impacto", "per step": "por paso", "of the step": "del paso",
+    "Start here": "Empieza por aquí", "in": "en", "impact": "impacto", "per step": "por paso", "of the step": "del paso",
     "No findings.": "Sin hallazgos.",
     "Findings": "Hallazgos",
     "Thresholds:": "Umbrales:",
