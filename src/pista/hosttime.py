@@ -18,12 +18,16 @@ from pista.trace.facts import Facts, merge_intervals
 
 REGIONS = ("forward", "backward", "optimizer", "data", "other", "waiting")
 _CODE = {r: i for i, r in enumerate(REGIONS)}
-# Earlier entries win where regions nest (an optimizer step inside a region named "train").
+# Earlier entries win where regions nest (an optimizer step inside a region named "train"). Names of
+# record_function regions (user annotations) only, but for torch's own markers: a cpu_op or a Python
+# frame whose name holds "load" or "input" is not a data loader.
 PATTERNS = (
-    ("optimizer", re.compile(r"^Optimizer\.(step|zero_grad)#")),
-    ("backward", re.compile(r"^autograd::engine::evaluate_function|backward", re.I)),
-    ("data", re.compile(r"data|load|batch|input|collate|prefetch|dataset", re.I)),
-    ("forward", re.compile(r"forward|^nn\.Module:", re.I)),
+    ("optimizer", re.compile(r"^Optimizer\.(step|zero_grad)#"), None),
+    ("backward", re.compile(r"^autograd::engine::evaluate_function"), None),
+    ("backward", re.compile(r"backward", re.I), "user_annotation"),
+    ("data", re.compile(r"data|load|batch|input|collate|prefetch|dataset", re.I), "user_annotation"),
+    ("forward", re.compile(r"forward", re.I), "user_annotation"),
+    ("forward", re.compile(r"^nn\.Module:"), None),
 )
 AUTOGRAD = re.compile(r"^autograd::engine::evaluate_function")
 # Blocking runtime calls beyond the syncs: a synchronous copy waits for the device.
@@ -41,8 +45,11 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
         return {}
     region = np.full(len(trace), _CODE["other"], dtype=np.int8)
     done = np.zeros(len(trace), dtype=bool)
-    for name, pattern in PATTERNS:
-        hit = ~done & (nearest_ancestor(facts, facts.is_host & pattern_mask(facts, pattern)) >= 0)
+    for name, pattern, category in PATTERNS:
+        marks = facts.is_host & pattern_mask(facts, pattern)
+        if category is not None:
+            marks &= trace.category_mask({category})
+        hit = ~done & (nearest_ancestor(facts, marks) >= 0)
         region[hit] = _CODE[name]
         done |= hit
     region[facts.is_host & name_mask(facts, BLOCKING)] = _CODE["waiting"]

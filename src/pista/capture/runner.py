@@ -40,6 +40,8 @@ class RunConfig:
     out: str | None = None
     sort_by: str | None = None
     row_limit: int = 25
+    with_stack: bool = False
+    profile_memory: bool = False
 
 
 @dataclass
@@ -96,7 +98,8 @@ def capture(config: RunConfig, progress: bool | None = None) -> RunResult:
         progress = sys.stderr.isatty()
     session = Session(out_dir, device=device, wait=config.wait, warmup=config.warmup_steps,
                       active=config.active, repeat=config.repeat, sync_steps=config.sync_steps,
-                      sort_by=config.sort_by, row_limit=config.row_limit, label=config.workload)
+                      sort_by=config.sort_by, row_limit=config.row_limit, label=config.workload,
+                      with_stack=config.with_stack, profile_memory=config.profile_memory)
     steps = config.steps if config.steps is not None else session.total_steps
     if steps is None or steps < 1:
         raise UsageError("--steps must be given (and >= 1) when --repeat is 0")

@@ -90,7 +90,8 @@ class Session:
                  wait: int = 1, warmup: int = 1, active: int = 3, repeat: int = 1,
                  record_shapes: bool = True, sync_steps: bool = False, sort_by: str | None = None,
                  row_limit: int = DEFAULT_ROW_LIMIT, label: str = "profile",
-                 on_step: Callable[[Session], None] | None = None) -> None:
+                 on_step: Callable[[Session], None] | None = None, with_stack: bool = False,
+                 profile_memory: bool = False) -> None:
         for name, value in (("wait", wait), ("warmup", warmup), ("active", active), ("repeat", repeat)):
             if value < 0:
                 raise UsageError(f"--{name.replace('warmup', 'warmup-steps')} {value}: must be >= 0")
@@ -100,6 +101,8 @@ class Session:
         self.requested_device = device
         self.schedule = {"wait": wait, "warmup": warmup, "active": active, "repeat": repeat}
         self.record_shapes = record_shapes
+        self.with_stack = with_stack
+        self.profile_memory = profile_memory
         self.sync_steps = sync_steps
         self.sort_by = sort_by
         self.row_limit = row_limit
@@ -157,8 +160,9 @@ class Session:
         if self.sort_by is None:
             self.sort_by = "cuda_time_total" if self.device == "cuda" else "cpu_time_total"
         self._schedule_fn = schedule(**self.schedule)
-        self._prof = profile(activities=activities, record_shapes=self.record_shapes,
-                             schedule=self._schedule_fn, on_trace_ready=self._on_trace_ready)
+        self._prof = profile(activities=activities, record_shapes=self.record_shapes, with_stack=self.with_stack,
+                             profile_memory=self.profile_memory, schedule=self._schedule_fn,
+                             on_trace_ready=self._on_trace_ready)
         self._t0 = time.perf_counter()
         self._prof.__enter__()
         _ACTIVE.append(self)
@@ -238,5 +242,5 @@ def _write_text(target: Path, text: str) -> None:
 
 def profile(out: str | os.PathLike[str] | None = None, **options: Any) -> Session:
     """A `Session`; options: device, wait, warmup, active, repeat, record_shapes, sync_steps,
-    sort_by, row_limit, label, on_step."""
+    sort_by, row_limit, label, on_step, with_stack, profile_memory."""
     return Session(out, **options)

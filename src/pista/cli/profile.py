@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else default_run_dir(script.stem)
     session = Session(out, device=args.device, wait=args.wait, warmup=args.warmup_steps, active=args.active,
                       repeat=args.repeat, sync_steps=args.sync_steps, sort_by=args.sort_by,
-                      row_limit=args.row_limit, label=script.stem)
+                      row_limit=args.row_limit, label=script.stem, with_stack=args.with_stack,
+                      profile_memory=args.memory)
     interrupted = False
     try:
         result = run_script(str(script), list(args.script_args), session, function=args.function)

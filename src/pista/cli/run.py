@@ -40,6 +40,10 @@ def add_device_and_schedule(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=1, help="schedule: cycles (default 1)")
     parser.add_argument("--sync", dest="sync_steps", action="store_true",
                         help="torch.cuda.synchronize() at each step end (default: only when the profiler stops)")
+    parser.add_argument("--with-stack", action="store_true",
+                        help="record Python stacks (with_stack=True): findings name your code; adds host time")
+    parser.add_argument("--memory", action="store_true",
+                        help="record allocations (profile_memory=True): peaks, memory over time, leaks")
     from pista.cli.table import SORT_CHOICES
 
     parser.add_argument("--sort-by", default=None, choices=SORT_CHOICES, metavar="KEY",
@@ -62,7 +66,8 @@ def config_from(args: argparse.Namespace, workload: str, size: int | None, out: 
     return RunConfig(workload=workload, size=size, batch=args.batch, dtype=args.dtype, device=args.device,
                      warmup=args.warmup, compile=args.compile, steps=args.steps, wait=args.wait,
                      warmup_steps=args.warmup_steps, active=args.active, repeat=args.repeat,
-                     sync_steps=args.sync_steps, out=out, sort_by=args.sort_by, row_limit=args.row_limit)
+                     sync_steps=args.sync_steps, out=out, sort_by=args.sort_by, row_limit=args.row_limit,
+                     with_stack=args.with_stack, profile_memory=args.memory)
 
 
 def run(args: argparse.Namespace) -> int:
