@@ -424,11 +424,66 @@ def resnet50_bf16(out: str) -> None:
     _capture("resnet50_bf16", out, step)
 
 
+def memory_leak(out: str) -> None:
+    """A training step that keeps every step's loss with its graph (`losses.append(loss)`): the
+    activations of each step stay allocated, so memory grows step after step (profile_memory=True)."""
+    model = torch.nn.Sequential(torch.nn.Linear(2048, 8192), torch.nn.GELU(), torch.nn.Linear(8192, 2048)).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(1024, 2048, device="cuda")
+    losses = []
+
+    def step() -> None:
+        with record_function("train_step"):
+            loss = model(x).square().mean()
+            loss.backward(retain_graph=True)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            losses.append(loss)  # the bug: keeps the graph and its activations alive
+
+    _capture("memory_leak", out, step, profile_memory=True)
+
+
+def memory_steady(out: str) -> None:
+    """The same step keeping `loss.detach()` instead: memory stays flat."""
+    model = torch.nn.Sequential(torch.nn.Linear(2048, 8192), torch.nn.GELU(), torch.nn.Linear(8192, 2048)).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(1024, 2048, device="cuda")
+    losses = []
+
+    def step() -> None:
+        with record_function("train_step"):
+            loss = model(x).square().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            losses.append(loss.detach())
+
+    _capture("memory_steady", out, step, profile_memory=True)
+
+
+def tensorboard_cycles(out: str) -> None:
+    """tensorboard_trace_handler with schedule(wait=1, warmup=1, active=2, repeat=2): one file per
+    cycle in OUT/tensorboard_cycles/ (HOST_PID.TIMESTAMP.pt.trace.json)."""
+    from torch.profiler import tensorboard_trace_handler
+
+    folder = os.path.join(out, "tensorboard_cycles")
+    x = torch.randn(2048, 2048, device="cuda", dtype=torch.bfloat16)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
+                 schedule=schedule(wait=1, warmup=1, active=2, repeat=2),
+                 on_trace_ready=tensorboard_trace_handler(folder, use_gzip=True)) as prof:
+        for _ in range(8):
+            with record_function("matmul"):
+                (x @ x).relu_()
+            prof.step()
+    print("captured tensorboard_cycles", flush=True)
+
+
 SCENARIOS = {f.__name__: f for f in (host_sync_item, pageable_memcpy, recompile, fp32_gemm, tf32_gemm,
                                       launch_bound, gpu_idle_dataloader, trailing_sync, cpu_only,
                                       host_sync_item_stack, fp64_gemm, adamw_foreach, adamw_fused, bias_unfused,
                                       bias_addmm, elementwise_chain, elementwise_compiled, stream_fp32,
-                                      allocator_churn, gpt_bf16_fused, gpt_autocast, resnet50_bf16)}
+                                      allocator_churn, gpt_bf16_fused, gpt_autocast, resnet50_bf16, memory_leak,
+                                      memory_steady, tensorboard_cycles)}
 
 
 def main() -> None:

@@ -249,6 +249,8 @@ class Summary:
     # per host thread: µs of self time per step in forward, backward, optimizer, data, other, and
     # waiting (blocked in syncs, or asleep while the autograd thread works): pista.hosttime
     host_time_by_region: dict[str, dict[str, float]] = field(default_factory=dict)
+    # profile_memory=True traces: per device, peak_allocated_bytes and peak_reserved_bytes
+    memory: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -307,6 +309,7 @@ def summarize(facts: Facts, table: Table) -> Summary:
     else:
         verdict = "balanced"
     from pista.hosttime import host_time
+    from pista.memory import summary as memory_summary
     from pista.purpose import PURPOSES, time_by_purpose
 
     names = [str(p.get("name", f"device {p.get('id', '?')}")) for p in facts.trace.device_properties]
@@ -325,6 +328,7 @@ def summarize(facts: Facts, table: Table) -> Summary:
         events=len(facts.trace),
         gpu_time_by_purpose={p: by_purpose.get(p, 0.0) for p in PURPOSES} if facts.has_gpu else {},
         host_time_by_region=host_time(facts),
+        memory=memory_summary(facts),
     )
 
 

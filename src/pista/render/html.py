@@ -314,12 +314,46 @@ def _header(analysis: Analysis, labels: dict[str, str], lang: str = "en") -> str
     start = ("" if top is None else
              f'<p class="top-fix"><b>{html.escape(w("Start here"))}:</b> {html.escape(top.fix_here)} '
              f'<span class="impact">({html.escape(top.rule)}, {html.escape(_impact(top, labels))})</span></p>')
-    bars = _stacked(w("GPU time per step"), s.gpu_time_by_purpose, labels) + "".join(
+    bars = _memory_chart(analysis, labels) + _stacked(w("GPU time per step"), s.gpu_time_by_purpose, labels) + "".join(
         _stacked(w("Host time per step") + ", " + lane_label(lane, lang), regions, labels)
         for lane, regions in s.host_time_by_region.items())
     return (f'<div class="verdict v-{html.escape(s.verdict)}">{html.escape(s.verdict)}</div>'
             f'<div class="stats">{stat_html}</div>{bars}'
             f'<div class="chips">{chips}</div>{start}{notices}')
+
+
+MEMORY_CHART_POINTS = 600  # points per device line: enough for a step's shape, small on big traces
+
+
+def _memory_chart(analysis: Analysis, labels: dict[str, str]) -> str:
+    """Memory allocated over time per device (profile_memory=True traces), steps shaded: an inline SVG."""
+    from pista.memory import timelines
+
+    lines = timelines(analysis.facts)
+    if not lines:
+        return ""
+    t0 = min(int(t.ts[0]) for t in lines)
+    t1 = max(int(t.ts[-1]) for t in lines)
+    top = max(max(t.peak_allocated, 1) for t in lines)
+    width, height = 1000.0, 120.0
+
+    def x(ns: float) -> float:
+        return (ns - t0) / max(t1 - t0, 1) * width
+
+    steps = "".join(f'<rect class="step" x="{x(max(st.start, t0)):.1f}" y="0" '
+                    f'width="{max(0.0, x(min(st.end, t1)) - x(max(st.start, t0))):.1f}" height="{height}"/>'
+                    for k, st in enumerate(analysis.facts.steps) if k % 2 == 0)
+    paths = []
+    for t in lines:
+        pick = np.unique(np.linspace(0, t.ts.size - 1, min(t.ts.size, MEMORY_CHART_POINTS)).astype(np.int64))
+        points = " ".join(f"{x(float(t.ts[k])):.1f},{height - t.allocated[k] / top * (height - 4):.1f}" for k in pick)
+        paths.append(f'<polyline class="mem" points="{points}"><title>{html.escape(t.device)}</title></polyline>')
+    legend = "".join(f"<li>{html.escape(t.device)}: {html.escape(labels.get('peak allocated', 'peak allocated'))} "
+                     f"{t.peak_allocated / 2**20:,.1f} MiB, {html.escape(labels.get('reserved', 'reserved'))} "
+                     f"{t.peak_reserved / 2**20:,.1f} MiB</li>" for t in lines)
+    head = html.escape(labels.get("Memory allocated over time", "Memory allocated over time"))
+    return (f'<div class="memory"><span class="k">{head}</span><svg viewBox="0 0 {width:.0f} {height:.0f}" '
+            f'preserveAspectRatio="none">{steps}{"".join(paths)}</svg><ul>{legend}</ul></div>')
 
 
 def _stacked(head: str, by_purpose: dict[str, float], labels: dict[str, str]) -> str:

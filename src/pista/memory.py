@@ -1,0 +1,88 @@
+"""Memory from `profile_memory=True` traces: the `[memory]` instant events torch records at each
+allocation and free (args `Bytes`, `Total Allocated`, `Total Reserved`, `Device Type`, `Device Id`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+import numpy as np
+
+from pista.trace.facts import Facts
+
+MEMORY_EVENT = "[memory]"
+# c10::DeviceType values torch writes in `Device Type`
+DEVICE_TYPES = {0: "cpu", 1: "cuda", 13: "mps", 18: "privateuse1", 20: "xpu"}
+
+
+class _MemoryArgs(msgspec.Struct, gc=False):
+    bytes: int = msgspec.field(name="Bytes", default=0)
+    allocated: int = msgspec.field(name="Total Allocated", default=-1)
+    reserved: int = msgspec.field(name="Total Reserved", default=-1)
+    device_type: int = msgspec.field(name="Device Type", default=-1)
+    device_id: int = msgspec.field(name="Device Id", default=-1)
+
+
+@dataclass(frozen=True)
+class MemoryTimeline:
+    """One device's `[memory]` events in time order."""
+
+    device: str  # "cuda:0", "cpu"
+    ts: np.ndarray  # ns
+    delta: np.ndarray  # bytes: + allocated, - freed
+    allocated: np.ndarray  # bytes allocated after the event
+    reserved: np.ndarray  # bytes reserved after the event (-1 where not recorded)
+
+    @property
+    def peak_allocated(self) -> int:
+        return int(self.allocated.max()) if self.allocated.size else 0
+
+    @property
+    def peak_reserved(self) -> int:
+        return int(self.reserved.max()) if self.reserved.size else 0
+
+
+def timelines(facts: Facts) -> list[MemoryTimeline]:
+    """Per device, its memory events (none when the trace was recorded without profile_memory)."""
+    trace = facts.trace
+    try:
+        name_id = trace.names.index(MEMORY_EVENT)
+    except ValueError:
+        return []
+    idx = np.flatnonzero(trace.name == name_id)
+    if idx.size == 0:
+        return []
+    idx = idx[np.argsort(trace.ts[idx], kind="stable")]
+    rows = trace.decode_args(idx.tolist(), _MemoryArgs)
+    keep = [k for k, r in enumerate(rows) if r is not None and r.allocated >= 0]
+    if not keep:
+        return []
+    args = [rows[k] for k in keep]
+    ts = trace.ts[idx[keep]]
+    device = np.array([f"{DEVICE_TYPES.get(a.device_type, str(a.device_type))}:{a.device_id}"
+                       if a.device_type != 0 else "cpu" for a in args], dtype=object)
+    alloc = np.array([a.allocated for a in args], dtype=np.int64)
+    reserved = np.array([a.reserved for a in args], dtype=np.int64)
+    delta = np.array([a.bytes for a in args], dtype=np.int64)
+    out = []
+    for name in sorted(set(device.tolist()), key=lambda d: (d == "cpu", d)):
+        m = device == name
+        out.append(MemoryTimeline(str(name), ts[m], delta[m], alloc[m], reserved[m]))
+    return out
+
+
+def summary(facts: Facts) -> list[dict[str, object]]:
+    """`summary.memory`: per device, its peaks in bytes."""
+    return [{"device": t.device, "peak_allocated_bytes": t.peak_allocated, "peak_reserved_bytes": t.peak_reserved}
+            for t in timelines(facts)]
+
+
+def allocated_at_step_ends(facts: Facts, timeline: MemoryTimeline) -> list[tuple[int, int]]:
+    """(step number, bytes allocated at the step's end) for the steps the timeline reaches."""
+    out = []
+    for step in facts.steps:
+        k = int(np.searchsorted(timeline.ts, step.end, side="right")) - 1
+        if k >= 0 and timeline.ts[k] >= facts.steps[0].start:
+            out.append((step.number, int(timeline.allocated[k])))
+    return out
