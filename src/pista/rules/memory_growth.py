@@ -1,0 +1,147 @@
+"""What:
+Memory that grows step after step: in a `profile_memory=True` trace, the bytes allocated on a
+device at the end of each profiled step rise every step. The usual cause is a tensor kept across
+steps with its autograd graph (`losses.append(loss)` instead of `loss.item()` or `loss.detach()`),
+or a cache that only grows. The rule names the ops that allocated the memory still held at the end
+of the window.
+
+Why:
+Each step keeps its activations alive, so memory climbs until the allocator runs out (CUDA out of
+memory) hours into a run; before that, a fuller allocator fragments and calls cudaMalloc more often.
+
+Example:
+gpu/memory_leak on an H200: a 2048-8192-2048 MLP step that appends its loss (with the graph) to a
+list: allocated memory at the step ends is 663.8, 739.3 and 814.8 MB, +75.5 MB per step; the H200's
+150.1 GB last about 1,980 more steps. gpu/memory_steady (the same loop appending `loss.detach()`)
+grows 512 bytes per step and stays silent.
+
+Impact:
+Not time: a leak costs nothing per step until the run fails. The finding is the documented exception
+to severity from impact: warning whenever it fires, critical when the device would run out within
+CRITICAL_STEPS_TO_OOM steps at this rate. Its impact is 0 µs.
+
+Fix:
+Keep scalars as Python numbers (`loss.item()`, once every N steps) or detach what you keep
+(`loss.detach()`); clear caches and lists that outlive a step; check with
+`torch.cuda.memory_allocated()` at each step end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+import numpy as np
+
+from pista.findings import Context, Evidence, Finding, Impact, Severity
+from pista.memory import allocated_at_step_ends, timelines
+
+ID = "memory-growth"
+# Growth per step that counts: gpu/memory_leak grows 75.5 MB per step, gpu/memory_steady 512 bytes
+# (the detached loss scalars it keeps); 1 MiB and 1% of the peak separate them by orders of magnitude.
+MIN_GROWTH_BYTES = 1 << 20
+MIN_GROWTH_OF_PEAK = 0.01
+MIN_STEPS = 3  # growth in every one of at least this many step ends (two points are a coincidence)
+CRITICAL_STEPS_TO_OOM = 10_000  # a day of 10-step-per-second training
+EVIDENCE_OPS = 5
+# The documented exception to severity from impact (see Impact above).
+SEVERITY_EXCEPTION = "a leak costs memory, not time: graded by how soon the device runs out"
+
+
+@dataclass(frozen=True)
+class MemoryGrowth:
+    device: str
+    steps: int
+    first_bytes: int  # allocated at the end of the first profiled step
+    last_bytes: int
+    growth_bytes_per_step: float
+    capacity_bytes: int  # the device's memory (deviceProperties), 0 where unknown
+    steps_to_oom: float | None  # at this rate, None where the capacity is unknown
+    top_op: str  # the op that allocated most of what is still held
+
+
+@dataclass(frozen=True)
+class Held:
+    """Note on an op whose allocations in the last step are still held at the end of the window."""
+
+    bytes: int
+
+
+class _Alloc(msgspec.Struct, gc=False):
+    bytes: int = msgspec.field(name="Bytes", default=0)
+    addr: int = msgspec.field(name="Addr", default=-1)
+
+
+def check(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    if len(facts.steps) < MIN_STEPS:
+        return []
+    out = []
+    for line in timelines(facts):
+        ends = allocated_at_step_ends(facts, line)
+        if len(ends) < MIN_STEPS:
+            continue
+        values = np.array([b for _, b in ends], dtype=np.float64)
+        growth = np.diff(values)
+        per_step = float(growth.mean())
+        if (growth <= 0).any() or per_step < max(MIN_GROWTH_BYTES, MIN_GROWTH_OF_PEAK * line.peak_allocated):
+            continue
+        held = _held_by_op(facts, line.device)
+        capacity = _capacity(facts, line.device)
+        to_oom = (capacity - values[-1]) / per_step if capacity else None
+        record = MemoryGrowth(device=line.device, steps=len(ends), first_bytes=int(values[0]),
+                              last_bytes=int(values[-1]), growth_bytes_per_step=per_step, capacity_bytes=capacity,
+                              steps_to_oom=None if to_oom is None else float(to_oom), top_op=held[0][0] if held else "")
+        severity = Severity.CRITICAL if to_oom is not None and to_oom < CRITICAL_STEPS_TO_OOM else Severity.WARNING
+        evidence = [Evidence.of(facts, op, Held(size)) for _, op, size in held[:EVIDENCE_OPS]]
+        out.append(Finding(ID, record, Impact.none(), evidence, severity))
+    return out
+
+
+def _capacity(facts, device: str) -> int:
+    if not device.startswith("cuda:"):
+        return 0
+    wanted = int(device.split(":")[1])
+    for props in facts.trace.device_properties:
+        if int(props.get("id", -1)) == wanted:
+            return int(props.get("totalGlobalMem", 0) or 0)
+    return 0
+
+
+def _held_by_op(facts, device: str) -> list[tuple[str, int, int]]:
+    """(op name, op event, bytes) for the last step's allocations still held at the window's end,
+    per allocating op (the op the [memory] event nests in), largest first."""
+    trace = facts.trace
+    try:
+        name_id = trace.names.index("[memory]")
+    except ValueError:
+        return []
+    idx = np.flatnonzero(trace.name == name_id)
+    idx = idx[np.argsort(trace.ts[idx], kind="stable")]
+    rows = trace.decode_args(idx.tolist(), _Alloc)
+    last = facts.steps[-1]
+    live: dict[int, tuple[int, int]] = {}  # addr -> (event, bytes) allocated in the last step
+    for i, row in zip(idx.tolist(), rows, strict=True):
+        if row is None or row.addr < 0:
+            continue
+        if row.bytes > 0 and last.start <= trace.ts[i] < last.end:
+            live[row.addr] = (i, row.bytes)
+        elif row.bytes < 0:
+            live.pop(row.addr, None)
+    ops = np.flatnonzero(trace.category_mask({"cpu_op"}) & facts.is_host)
+    by_op: dict[int, int] = {}
+    for i, size in live.values():
+        op = _innermost_op(facts, ops, i)
+        if op >= 0:
+            by_op[op] = by_op.get(op, 0) + size
+    ranked = sorted(by_op.items(), key=lambda kv: -kv[1])
+    return [(trace.event_name(op), op, size) for op, size in ranked]
+
+
+def _innermost_op(facts, ops: np.ndarray, i: int) -> int:
+    """The deepest op on event i's thread whose span holds its time (instant events do not nest)."""
+    trace = facts.trace
+    t = trace.ts[i]
+    mask = (trace.tid[ops] == trace.tid[i]) & (trace.ts[ops] <= t) & (trace.ts[ops] + trace.dur[ops] >= t)
+    cands = ops[mask]
+    return int(cands[np.argmax(facts.depth[cands])]) if cands.size else -1
