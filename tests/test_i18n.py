@@ -154,7 +154,9 @@ def test_straggler_evidence_in_spanish():
 
     result = analyze_ranks(FIXTURES / "gloo" / "straggler_2", engine="inline", lang="es")
     notes = [e.note for f in result.cross.findings for e in f.evidence]
-    assert notes and all("ms de retraso (la n.º " in n for n in notes)
+    assert notes and all("ms de retraso (la n.º " in n and "con su nombre en el paso" in n for n in notes)
+    (straggler,) = result.cross.findings
+    assert "slow_input" in straggler.fix and "por paso" in straggler.basis
 
 
 def test_folder_text_in_spanish(capsys):
@@ -162,4 +164,5 @@ def test_folder_text_in_spanish(capsys):
     text = capsys.readouterr().out
     evidence = [line for line in text.splitlines() if line.startswith("  - ")]
     assert any(line.split("  ")[2].startswith("rango 1, paso ") for line in evidence), evidence
-    assert "solución:" in text and "fix:" not in text and "AVISO" in text
+    # severity from the impact: the straggler makes rank 0 wait 83% of its step, rank 0's own exposure is 12%
+    assert "solución:" in text and "fix:" not in text and "CRÍTICO  straggler" in text and "AVISO" in text

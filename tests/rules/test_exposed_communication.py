@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from conftest import FIXTURES, H200_TRACES
 
+from pista.distributed import analyze_ranks
 from pista.findings import analyze
-from pista.rules.exposed_communication import ID, MIN_EXPOSED_SHARE
+from pista.i18n import localize_finding
+from pista.rules.exposed_communication import ID, MIN_EXPOSED_SHARE, ExposedCall
 
 GLOO = FIXTURES / "gloo"
 SLEEP_MS = 30.0
@@ -20,15 +24,19 @@ def test_fires_on_the_rank_that_waits_for_a_slow_peer():
     # straggler_2: rank 1 sleeps 30 ms per step, rank 0 waits it out inside gloo:all_reduce
     finding = _finding("straggler_2", 0)
     assert finding is not None
-    assert finding.metrics["exposed_ms_per_step"] > 0.6 * SLEEP_MS
-    assert finding.metrics["exposed_share_of_step"] > 0.5
-    assert 0.0 <= finding.metrics["overlap_share"] < 0.5
-    assert finding.metrics["collectives"] == 20  # 4 buckets x 5 profiled steps
+    r = finding.record
+    assert r.domain == "host" and r.collective == "gloo:all_reduce" and r.late_peer is None
+    assert r.exposed_us > 0.6 * SLEEP_MS * 1000
+    assert finding.impact.share > 0.5 and finding.severity.value == "critical"
+    assert 0.0 <= r.overlap_share < 0.5
+    assert r.collectives == 20 and r.steps == 5  # 4 buckets x 5 profiled steps
     assert finding.evidence and all(e.name == "gloo:all_reduce" for e in finding.evidence)
     assert all("pt_gloo_runloop" in e.lane or "thread" in e.lane for e in finding.evidence)
-    durations = [e.dur_us for e in finding.evidence]
-    assert durations == sorted(durations, reverse=True)
+    notes = [e.detail for e in finding.evidence]
+    assert all(isinstance(n, ExposedCall) and 0 < n.exposed_us <= n.dur_us + 1e-6 for n in notes)
+    assert [n.exposed_us for n in notes] == sorted((n.exposed_us for n in notes), reverse=True)
     assert "no compute beside it" in finding.message
+    assert "gloo:all_reduce" in finding.fix and "no_sync()" in finding.fix
 
 
 def test_silent_on_the_slow_rank_it_is_the_one_everyone_waits_for():
@@ -40,10 +48,112 @@ def test_silent_on_the_slow_rank_it_is_the_one_everyone_waits_for():
 def test_fires_where_gloo_on_two_shared_cores_is_slower_than_the_backward_it_overlaps(name):
     # 0.25 MB buckets over loopback gloo on a 2-core box: each all-reduce outlasts the layer's backward
     finding = _finding(name, 0)
-    assert finding is not None and finding.metrics["exposed_share_of_step"] >= MIN_EXPOSED_SHARE
+    assert finding is not None and finding.impact.share >= MIN_EXPOSED_SHARE
 
 
 @pytest.mark.parametrize("name", H200_TRACES)
 def test_silent_without_collectives(analysis_of, name):
     # single-GPU H200 captures: no NCCL kernel, no gloo, nothing to expose
     assert ID not in analysis_of(name).rules_fired
+
+
+def test_silent_on_a_healthy_ddp_job_whose_all_reduces_cost_nothing():
+    # tests/fixtures/nccl/world_1: a real DDP job on one H200; NCCL launches no kernel for one rank
+    assert analyze(FIXTURES / "nccl" / "world_1" / "rank-0.json.gz").finding(ID) is None
+
+
+# --- impact, from the raw events -------------------------------------------------------------------
+
+def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[list[float]] = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        elif b > a:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def _minus(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out = []
+    for s, e in a:
+        cur = s
+        for bs, be in b:
+            if be <= cur or bs >= e:
+                continue
+            if bs > cur:
+                out.append((cur, bs))
+            cur = max(cur, be)
+        if cur < e:
+            out.append((cur, e))
+    return out
+
+
+def _length(intervals: list[tuple[float, float]]) -> float:
+    return sum(b - a for a, b in intervals)
+
+
+def _raw_exposed_per_step(name: str) -> float:
+    """µs per step: gloo's work with no op open on the compute threads (collective calls cut out)."""
+    import raw
+
+    events = raw.complete(name)
+    gloo = [e for e in events if e["name"].startswith("gloo:")]
+    gloo_threads = {(e["pid"], e["tid"]) for e in gloo}
+    calls = _union([(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "cpu_op"
+                    and e["name"].startswith(("c10d::", "record_param_comms"))])
+    ops = _union([(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "cpu_op"
+                  and (e["pid"], e["tid"]) not in gloo_threads])
+    compute = _minus(ops, calls)
+    steps = raw.steps(name)
+    total = 0.0
+    for s in steps:
+        lo, hi = float(s["ts"]), float(s["ts"]) + float(s["dur"])
+        comm = _union([(e["ts"], e["ts"] + e["dur"]) for e in gloo if lo <= e["ts"] < hi])
+        total += _length(_minus(comm, compute))
+    return total / len(steps)
+
+
+@pytest.mark.parametrize("name, rank", [("straggler_2", 0), ("balanced_2", 0), ("balanced_2", 1)])
+def test_impact_is_the_exposed_communication_per_step_from_the_raw_events(name, rank):
+    import raw
+
+    trace = f"gloo/{name}/rank-{rank}"
+    finding = _finding(name, rank)
+    per_step = _raw_exposed_per_step(trace)
+    assert finding.impact.us == pytest.approx(per_step, rel=0.01)
+    assert finding.impact.share == pytest.approx(per_step / raw.median_step_us(trace), abs=0.01)
+    assert finding.severity.value == "critical"  # over 20% of the step on every one of these ranks
+    assert "upper bound" in finding.basis
+
+
+def test_over_the_folder_the_wait_for_the_straggler_leaves_the_waiting_rank():
+    # one fact, one finding: rank 0 of straggler_2 waits ~30 ms per step for rank 1; that wait is the
+    # straggler's impact, and what is left here is what rank 0's own overlap could save
+    alone = _finding("straggler_2", 0)
+    result = analyze_ranks(GLOO / "straggler_2", engine="inline")
+    (straggler,) = result.cross.findings
+    (folded,) = [f for f in result.rank(0).findings if f.rule == ID]
+    peer = folded.record.late_peer
+    assert peer is not None and peer.rank == 1
+    assert peer.wait_us == pytest.approx(straggler.impact.us, rel=0.01)  # two ranks: the same wait
+    assert 0.6 * SLEEP_MS * 1000 < peer.wait_us < alone.impact.us
+    assert folded.impact.us == pytest.approx(alone.impact.us - peer.wait_us)
+    assert folded.impact.share == pytest.approx(folded.impact.us / folded.record.step_us)
+    assert folded.impact.share < alone.impact.share and folded.severity.value == "warning"
+    assert "rank 1" in folded.basis and "straggler" in folded.advice
+    # the straggler itself does not wait for anyone: nothing of its own is taken out
+    assert all(f.record.late_peer is None for f in result.rank(1).findings if f.rule == ID)
+
+
+def test_every_field_renders_in_spanish():
+    result = analyze_ranks(GLOO / "straggler_2", engine="inline")
+    folded = next(f for f in result.rank(0).findings if f.rule == ID)
+    for finding in (_finding("balanced_2", 0), folded):
+        es = localize_finding(finding, "es")
+        for part in ("title", "message", "advice", "fix", "basis"):
+            assert getattr(es, part) and getattr(es, part) != getattr(finding, part), part
+        assert all(e.note and e.note != en.note for e, en in zip(es.evidence, finding.evidence, strict=True))
+    gpu = dataclasses.replace(folded.record, domain="gpu", late_peer=None)
+    es = localize_finding(dataclasses.replace(folded, record=gpu), "es")
+    assert "GPU" in es.message and "bucket_cap_mb" in es.advice

@@ -30,8 +30,21 @@ class DistributedAnalysis:
 
     @property
     def findings(self) -> list[Finding]:
-        """The cross-rank findings, then each rank's own."""
-        return list(self.cross.findings) + [f for r in self.ranks for f in r.findings]
+        """The cross-rank findings and each rank's own, by what fixing them saves (highest first)."""
+        return [f for _, f in self._ranked()]
+
+    def _ranked(self) -> list[tuple[int | None, Finding]]:
+        """(rank, finding) pairs, cross-rank ones first among equals, sorted by impact."""
+        pairs = [(f.record.rank, f) for f in self.cross.findings]
+        pairs += [(int(r.rank), f) for r in self.ranks for f in r.findings]  # type: ignore[arg-type]
+        return sorted(pairs, key=lambda p: (-p[1].impact.share, -p[1].impact.us))
+
+    @property
+    def top_fix(self) -> tuple[int | None, Finding] | None:
+        """The finding to start with, and its rank: the one that saves most, if it saves enough."""
+        from pista.findings import TOP_FIX_MIN_SHARE
+
+        return next(((rank, f) for rank, f in self._ranked() if f.impact.share >= TOP_FIX_MIN_SHARE), None)
 
     @property
     def rules_fired(self) -> list[str]:
@@ -42,7 +55,7 @@ class DistributedAnalysis:
 
     def ranks_firing(self, rule_id: str) -> list[int]:
         return [int(r.rank) for r in self.ranks if any(f.rule == rule_id for f in r.findings)] + [
-            int(f.metrics["rank"]) for f in self.cross.findings if f.rule == rule_id]  # type: ignore[arg-type]
+            int(f.record.rank) for f in self.cross.findings if f.rule == rule_id]
 
     def overlap(self) -> dict[str, Any]:
         """Communication totals over all ranks, and per rank."""
@@ -53,14 +66,15 @@ class DistributedAnalysis:
                 "ranks": {str(r.rank): (r.comm.to_dict() if r.comm else None) for r in self.ranks}}
 
     def to_dict(self) -> dict[str, Any]:
+        top = self.top_fix
         return {
             "source": self.source,
             "world_size": len(self.ranks),
+            "top_fix": None if top is None else {"rule": top[1].rule, "rank": top[0], "text": top[1].fix},
             "ranks": [r.to_dict() for r in self.ranks],
             "overlap": self.overlap(),
             "cross_rank": self.cross.to_dict(),
-            "findings": [dict(f.to_dict(), rank=f.metrics.get("rank")) for f in self.cross.findings]
-            + [dict(f.to_dict(), rank=r.rank) for r in self.ranks for f in r.findings],
+            "findings": [dict(f.to_dict(), rank=rank) for rank, f in self._ranked()],
             "notices": self.notices,
         }
 
@@ -71,7 +85,7 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
     """Analyze every trace in `folder` as one rank of a job (engine: local | inline | dask), findings in `lang`."""
     from pista.distributed.engine import run_ranks
     from pista.distributed.rank import assign_ranks, trace_files
-    from pista.distributed.straggler import cross_rank
+    from pista.distributed.straggler import cross_rank, fold_waits
 
     paths = [str(p) for p in trace_files(folder)]
     ranks = run_ranks(paths, engine=engine, workers=workers, scheduler=scheduler, rules=rules)
@@ -86,7 +100,11 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
     worlds = {r.world_size for r in ranks if r.world_size}
     if len(worlds) == 1 and (world := worlds.pop()) != len(ranks):
         notices.append(f"the traces say world_size {world}; the folder holds {len(ranks)} rank(s)")
-    cross = cross_rank(ranks) if rules is None or "straggler" in rules else _no_cross(ranks)
+    if rules is None or "straggler" in rules:
+        cross = cross_rank(ranks)
+        fold_waits(ranks, cross)  # what a rank waits for the straggler is the straggler's finding
+    else:
+        cross = _no_cross(ranks)
     if lang != "en":
         from pista.i18n import localize_finding
 
@@ -100,5 +118,5 @@ def _no_cross(ranks: list[RankSummary]) -> CrossRank:
     from pista.distributed.straggler import cross_rank
 
     result = cross_rank(ranks)
-    result.findings = []
+    result.findings, result.waits = [], {}
     return result

@@ -76,6 +76,7 @@ class CommStats:
     events: list[Collective] = field(default_factory=list)  # the communication work, by start
     call_events: list[Collective] = field(default_factory=list)  # outermost host calls, by start
     work_index: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # event ids of the work
+    work_exposed: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # ns of each with no compute
 
     @property
     def calls(self) -> int:
@@ -136,6 +137,11 @@ def communication(facts: Facts) -> CommStats:
         sel = selector & in_steps
         stats.comm, stats.exposed = _add(stats.comm, stats.exposed, _exposed(facts, sel, compute))
     stats.collectives = int(in_steps.sum())
+    exposed_each = np.zeros(len(trace), dtype=np.int64)
+    for selector, compute in domains:
+        sel = np.flatnonzero(selector & in_steps)
+        start, end = trace.ts[sel], trace.ts[sel] + trace.dur[sel]
+        exposed_each[sel] = (end - start) - (_covered_before(compute, end) - _covered_before(compute, start))
     for s in range(len(facts.steps)):
         step = facts.steps[s]
         comm = exposed = 0
@@ -147,6 +153,7 @@ def communication(facts: Facts) -> CommStats:
         stats.steps.append(StepComm(step.number, step.start, step.end, comm, exposed, count))
     idx = np.flatnonzero(in_steps)
     stats.work_index = idx[np.argsort(trace.ts[idx], kind="stable")]
+    stats.work_exposed = exposed_each[stats.work_index]
     stats.events = _collectives(facts, in_steps)
     return stats
 
@@ -192,6 +199,17 @@ def _subtract(a: Intervals, b: Intervals) -> Intervals:
     inside_h = _contains(holes, mids)
     keep = inside_a & inside_h & (points[1:] > points[:-1])
     return merge_intervals(points[:-1][keep], points[1:][keep])
+
+
+def _covered_before(iv: Intervals, x: np.ndarray) -> np.ndarray:
+    """Per point x: the length of iv before x (ns)."""
+    if iv.start.size == 0:
+        return np.zeros(x.shape, dtype=np.int64)
+    done = np.concatenate(([0], np.cumsum(iv.end - iv.start)))  # length of the first j intervals
+    j = np.searchsorted(iv.start, x, side="right")  # intervals starting at or before x
+    last = np.maximum(j - 1, 0)
+    partial = np.where(j > 0, np.minimum(x, iv.end[last]) - iv.start[last], 0)
+    return np.where(j > 0, done[last] + partial, 0)
 
 
 def _contains(iv: Intervals, x: np.ndarray) -> np.ndarray:

@@ -8,12 +8,42 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pista.distributed.comm import Collective, CommStats, StepComm, communication
+import numpy as np
+
+from pista.distributed.comm import (
+    COLLECTIVE_CALL,
+    COMM_KERNEL,
+    HOST_COMM_WORK,
+    Collective,
+    CommStats,
+    StepComm,
+    communication,
+)
 from pista.errors import PistaError, UsageError
 from pista.findings import Finding
+from pista.trace.facts import Facts
 
 RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.I)
 TRACE_SUFFIXES = (".json", ".json.gz")
+# What a rank ships of its work, for the cross-rank check to say what a late rank does that the
+# others do not: the regions (host ops, record_function annotations, Python functions; kernels,
+# copies and memsets other than communication) with the most time per step, down to this much per
+# step (ns). A straggler's lateness is 2 ms or more (the straggler rule's LATE_MIN_MS); the slowed
+# gloo ranks' `slow_input` is 30 ms per step, gpu/fp32_gemm's fp32 GEMM 2.7 ms.
+HOST_REGION_MIN_NS = 500_000
+HOST_REGIONS = 40
+HOST_REGION_CATEGORIES = ("cpu_op", "user_annotation", "python_function")
+DEVICE_DEPTH = 1_000  # device work sits below the ops that launch it: the most specific region
+
+
+@dataclass(frozen=True)
+class HostRegion:
+    """Time per step of the events of one name (inclusive), and how deep the shallowest sits."""
+
+    name: str
+    ns_per_step: float
+    depth: int
+    device: bool = False  # kernels, copies, memsets
 
 
 @dataclass
@@ -29,6 +59,7 @@ class RankSummary:
     comm: CommStats | None = None
     notices: list[str] = field(default_factory=list)
     error: str | None = None  # a bad trace, as its one-line message
+    host_regions: tuple[HostRegion, ...] = ()  # the costliest regions per step, not in to_dict
 
     @property
     def steps(self) -> list[StepComm]:
@@ -63,6 +94,7 @@ def summarize_rank(path: str, rules: list[str] | None = None) -> RankSummary:
     world = info.get("world_size")
     comm = communication(facts)
     comm.work_index = comm.work_index[:0]  # event ids mean nothing outside this process
+    comm.work_exposed = comm.work_exposed[:0]
     return RankSummary(
         path=path,
         rank=rank if isinstance(rank, int) else None,
@@ -74,7 +106,35 @@ def summarize_rank(path: str, rules: list[str] | None = None) -> RankSummary:
         findings=analysis.findings,
         comm=comm,
         notices=list(trace.notices),
+        host_regions=host_regions(facts),
     )
+
+
+def host_regions(facts: Facts) -> tuple[HostRegion, ...]:
+    """The regions with the most inclusive time per step, inside the steps (the window without steps),
+    communication and the ProfilerStep annotations left out."""
+    trace = facts.trace
+    names = trace.names
+    skip = np.fromiter((n.startswith("ProfilerStep#") or bool(COLLECTIVE_CALL.match(n)) or bool(HOST_COMM_WORK.match(n))
+                        for n in names), dtype=bool, count=len(names))
+    skip |= np.fromiter((bool(COMM_KERNEL.match(n)) for n in names), dtype=bool, count=len(names))
+    host = facts.is_host & facts.is_complete & trace.category_mask(HOST_REGION_CATEGORIES)
+    mask = host | facts.is_device_work
+    if skip.size:
+        mask &= ~skip[trace.name]
+    if facts.steps:
+        mask &= facts.event_step >= 0
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return ()
+    per = max(len(facts.steps), 1)
+    total = np.bincount(trace.name[idx], weights=trace.dur[idx].astype(np.float64), minlength=len(names))
+    depth = np.full(len(names), np.iinfo(np.int32).max, dtype=np.int64)
+    np.minimum.at(depth, trace.name[idx], np.where(host[idx], facts.depth[idx], DEVICE_DEPTH))
+    keep = np.flatnonzero(total / per >= HOST_REGION_MIN_NS)
+    keep = keep[np.argsort(-total[keep], kind="stable")][:HOST_REGIONS]
+    return tuple(HostRegion(names[k], float(total[k]) / per, int(depth[k]), bool(depth[k] == DEVICE_DEPTH))
+                 for k in keep.tolist())
 
 
 def trace_files(folder: str | Path) -> list[Path]:

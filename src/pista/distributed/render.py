@@ -44,19 +44,20 @@ def render_text(result: DistributedAnalysis, color: bool = False, width: int = 1
     for notice in result.notices:
         console.print(f"[dim]{word('notice', lang)}: {escape(notice)}[/]")
     console.print(_rank_table(result))
-    findings = list(cross.findings)
-    if not findings and not any(r.findings for r in result.ranks):
+    if not cross.findings and not any(r.findings for r in result.ranks):
         console.print(word("No findings.", lang))
-    for f in findings:
-        _finding(console, f, ranks=None, lang=lang)
-    # a rule that fires on many ranks is shown once, with the ranks and the worst rank's evidence
+    # by what fixing them saves, highest first; a rule that fires on many ranks is shown once, with
+    # the ranks and the evidence of the rank where it costs most
     by_rule: dict[str, list[tuple[int, Finding]]] = defaultdict(list)
     for r in result.ranks:
         for f in r.findings:
             by_rule[f.rule].append((int(r.rank), f))  # type: ignore[arg-type]
-    for hits in sorted(by_rule.values(), key=lambda h: (-h[0][1].severity.rank, h[0][1].rule)):
+    shown: list[tuple[Finding, list[int] | None, int | None]] = [(f, None, None) for f in cross.findings]
+    for hits in by_rule.values():
         worst_rank, worst = max(hits, key=lambda h: _weight(h[1]))
-        _finding(console, worst, ranks=[rank for rank, _ in hits], shown=worst_rank, lang=lang)
+        shown.append((worst, [rank for rank, _ in hits], worst_rank))
+    for f, ranks, rank in sorted(shown, key=lambda x: tuple(-v for v in _weight(x[0]))):
+        _finding(console, f, ranks=ranks, shown=rank, lang=lang)
     return out.getvalue()
 
 
@@ -75,7 +76,7 @@ def _rank_table(result: DistributedAnalysis) -> Table:
             t = timing.get(int(r.rank))  # type: ignore[arg-type]
             return (-(t.late_ms or 0.0), -(t.step_ms or 0.0)) if t else (0.0, 0.0)
         ranks = sorted(ranks, key=key)[:MAX_RANK_ROWS]
-    straggling = {int(f.metrics["rank"]) for f in result.cross.findings}  # type: ignore[arg-type]
+    straggling = {int(f.record.rank) for f in result.cross.findings}
     for r in ranks:
         t = timing.get(int(r.rank))  # type: ignore[arg-type]
         steps = [s for s in r.steps if s.dur]
@@ -93,6 +94,7 @@ def _rank_table(result: DistributedAnalysis) -> Table:
 def _finding(console: Console, f: Finding, ranks: list[int] | None, shown: int | None = None,
              lang: str = "en") -> None:
     from pista.i18n import lane_label, word
+    from pista.i18n._fmt import pct, t
 
     def w(key: str) -> str:
         return word(key, lang)
@@ -104,6 +106,8 @@ def _finding(console: Console, f: Finding, ranks: list[int] | None, shown: int |
         where = f" [dim]({w('ranks' if len(ranks) > 1 else 'rank')} {listed}; {w('shown:')} {w('rank')} {shown})[/]"
     console.print(f"\n[{style}]{w(f.severity.value.upper()):8s}[/] [bold]{escape(f.rule)}[/]: {escape(f.title)}{where}")
     console.print(f"  {escape(f.message)}")
+    # what fixing it saves, per step and as a share of the step (the severity follows), and how
+    console.print(f"  [{style}]{t(f.impact.us)}, {pct(f.impact.share)}[/]: [dim]{escape(f.basis)}[/]")
     for e in f.evidence[:MAX_EVIDENCE]:
         step = f"{w('step')} {e.step}" if e.step is not None else w("no step")
         note = f"  ({escape(e.note)})" if e.note else ""
@@ -112,9 +116,9 @@ def _finding(console: Console, f: Finding, ranks: list[int] | None, shown: int |
     console.print(f"  [green]{w('fix')}:[/] {escape(f.advice)}")
 
 
-def _weight(f: Finding) -> float:
-    value = f.metrics.get("exposed_share_of_step", f.metrics.get("late_ms", 0.0))
-    return float(value) if isinstance(value, (int, float)) else 0.0
+def _weight(f: Finding) -> tuple[float, float]:
+    """What fixing it saves: the order of the findings, and which rank's finding a rule shows."""
+    return f.impact.share, f.impact.us
 
 
 def _median_ms(values: list[int]) -> float | None:

@@ -16,10 +16,13 @@ import numpy as np
 
 from pista.distributed.comm import Collective
 from pista.distributed.rank import RankSummary
-from pista.findings import Evidence, Finding, legacy_finding
+from pista.findings import Evidence, Finding, Impact
 from pista.rules import straggler as rule
+from pista.rules._common import short_name
 
 EVIDENCE_COLLECTIVES = 3
+# Regions whose extra time is within this share of the largest are a tie: the deepest names the cause.
+NEAR_TIE = 0.9
 
 
 @dataclass
@@ -41,6 +44,8 @@ class CrossRank:
     matched_collectives: int
     median_step_ms: float | None
     findings: list[Finding] = field(default_factory=list)
+    # waiting rank -> (the straggler it waits for, µs per step): taken out of its exposed communication
+    waits: dict[int, tuple[int, float]] = field(default_factory=dict)
 
     def timing(self, rank: int) -> RankTiming | None:
         return next((t for t in self.timings if t.rank == rank), None)
@@ -89,6 +94,7 @@ def cross_rank(ranks: list[RankSummary]) -> CrossRank:
         offsets = np.median(ends - np.median(ends, axis=0, keepdims=True), axis=1)
     late = np.full(len(ok), np.nan)
     late_each = np.empty((len(ok), 0))
+    aligned = np.empty((len(ok), 0))
     if len(ok) >= 2 and keys:
         aligned = starts - offsets[:, None]
         late_each = aligned - leave_one_out_median(aligned)
@@ -104,12 +110,12 @@ def cross_rank(ranks: list[RankSummary]) -> CrossRank:
         clock_offset_ms=float(offsets[i]) / 1e6,
     ) for i, r in enumerate(ok)]
     result = CrossRank(timings, len(keys), _ms(median_step))
-    result.findings = _findings(ok, result, keys, late_each, keys_are_calls)
+    result.findings = _findings(ok, result, keys, aligned, late_each, keys_are_calls)
     return result
 
 
 def _findings(ok: list[RankSummary], result: CrossRank, keys: list[tuple[int | None, str, int]],
-              late_each: np.ndarray, keys_are_calls: bool) -> list[Finding]:
+              aligned: np.ndarray, late_each: np.ndarray, keys_are_calls: bool) -> list[Finding]:
     if len(ok) < 2 or result.median_step_ms is None:
         return []
     findings = []
@@ -127,39 +133,73 @@ def _findings(ok: list[RankSummary], result: CrossRank, keys: list[tuple[int | N
             by_lateness = peer_wait - t.exposed_ms >= rule.PEER_WAIT_MIN_SHARE_OF_LATENESS * t.late_ms
         if not (by_lateness or by_step):
             continue
+        others = float(others_step[i]) if np.isfinite(others_step[i]) else None
         if by_lateness:
-            message = (f"Rank {t.rank} reaches its collectives {t.late_ms:.3f} ms after the median of the "
-                       f"other {len(ok) - 1} rank(s) (median over {len(keys)} matched collectives; the median "
-                       f"step is {result.median_step_ms:.3f} ms).")
+            wait_ns = _per_step_wait(keys, late_each[i])
+            for j in range(len(ok)):  # what each other rank waits for this one, out of its exposure
+                if j != i:
+                    waited = _per_step_wait(keys, aligned[i] - aligned[j]) / 1000.0
+                    if waited > result.waits.get(result.timings[j].rank, (t.rank, 0.0))[1]:
+                        result.waits[result.timings[j].rank] = (t.rank, waited)
+            evidence = _late_calls(ok[i], t.rank, keys, late_each[i], keys_are_calls)
         else:
-            message = (f"Rank {t.rank}'s median step takes {t.step_ms:.3f} ms against {others_step[i]:.3f} ms "
-                       f"on the other {len(ok) - 1} rank(s).")
-        if peer_wait is not None and t.exposed_ms is not None and peer_wait > t.exposed_ms:
-            # only when it supports the claim: a slow-step rank whose peers do not wait says nothing more
-            message += (f" The others wait in communication {peer_wait:.3f} ms per step (median), rank "
-                        f"{t.rank} only {t.exposed_ms:.3f} ms.")
-        evidence = []
-        if by_lateness:
-            worst = np.argsort(-late_each[i], kind="stable")[:EVIDENCE_COLLECTIVES]
-            for k in worst.tolist():
-                step, name, nth = keys[k]
-                call = _event_of(ok[i], "call_events" if keys_are_calls else "events", keys[k])
-                evidence.append(Evidence.span(name, f"rank {t.rank}", call.start, call.end,
-                                              step=step, detail=f"{late_each[i, k] / 1e6:.3f} ms late "
-                                                              f"(#{nth + 1} of its name in the step)"))
-        findings.append(legacy_finding(
-            rule=rule.ID, severity=rule.SEVERITY, title=rule.TITLE, message=message,
-            advice=(f"Find what rank {t.rank} does before its collectives that the others do not: uneven "
-                    "shards or sequence lengths, a slow loader or disk on its host, one-rank-only logging or "
-                    "checkpointing, a throttled device. Balance it or move it off the step."),
-            evidence=evidence,
-            metrics={"rank": t.rank, "late_ms": t.late_ms, "step_ms": t.step_ms,
-                     "median_step_ms": result.median_step_ms, "own_exposed_ms": t.exposed_ms,
-                     "peers_exposed_ms": peer_wait, "matched_collectives": len(keys), "world": len(ok),
-                     "others_step_ms": float(others_step[i]) if np.isfinite(others_step[i]) else None,
-                     "by_lateness": by_lateness},
-        ))
+            wait_ns = max(0.0, (t.step_ms or 0.0) - (others or 0.0)) * 1e6
+            evidence = _slow_steps(ok[i], t.rank, others)
+        step_us = (t.step_ms if t.step_ms else result.median_step_ms) * 1000.0
+        record = rule.Straggler(
+            rank=t.rank, world=len(ok), cause=rule.Cause.LATE if by_lateness else rule.Cause.SLOW_STEPS,
+            wait_us=wait_ns / 1000.0, late_us=_us(t.late_ms), step_us=_us(t.step_ms), others_step_us=_us(others),
+            median_step_us=_us(result.median_step_ms), own_exposed_us=_us(t.exposed_ms),
+            peers_exposed_us=_us(peer_wait), matched_collectives=len(keys),
+            extra=_extra_work(ok, i, wait_ns))
+        impact = Impact(wait_ns / 1000.0, min(1.0, wait_ns / 1000.0 / max(step_us, 1e-9)))
+        findings.append(Finding(rule.ID, record, impact, evidence))
     return findings
+
+
+def _per_step_wait(keys: list[tuple[int | None, str, int]], late: np.ndarray) -> float:
+    """ns per step: per step, the median lateness over its matched collectives (none if early),
+    averaged over the steps. A step's collectives come late together (DDP's buckets of one backward),
+    so the others wait once per step, not once per collective."""
+    by_step: dict[int | None, list[float]] = defaultdict(list)
+    for k, (step, _, _) in enumerate(keys):
+        by_step[step].append(float(late[k]))
+    return float(np.mean([max(0.0, float(np.median(v))) for v in by_step.values()])) if by_step else 0.0
+
+
+def _late_calls(r: RankSummary, rank: int, keys: list[tuple[int | None, str, int]], late: np.ndarray,
+                keys_are_calls: bool) -> list[Evidence]:
+    evidence = []
+    for k in np.argsort(-late, kind="stable")[:EVIDENCE_COLLECTIVES].tolist():
+        step, name, nth = keys[k]
+        call = _event_of(r, "call_events" if keys_are_calls else "events", keys[k])
+        evidence.append(Evidence.span(name, f"rank {rank}", call.start, call.end, step=step,
+                                      detail=rule.LateCall(float(late[k]) / 1000.0, nth + 1)))
+    return evidence
+
+
+def _slow_steps(r: RankSummary, rank: int, others_ms: float | None) -> list[Evidence]:
+    slowest = sorted(r.steps, key=lambda s: -s.dur)[:EVIDENCE_COLLECTIVES]
+    return [Evidence.span(f"ProfilerStep#{s.step}", f"rank {rank}", s.start, s.end, step=s.step,
+                          detail=rule.SlowStep(s.dur / 1000.0, (others_ms or 0.0) * 1000.0))
+            for s in sorted(slowest, key=lambda s: s.start)]
+
+
+def _extra_work(ok: list[RankSummary], i: int, excess_ns: float) -> rule.ExtraWork | None:
+    """The region the straggler spends the most extra time in per step against the median other
+    rank, when that explains enough of its lateness (or step excess); the deepest of near ties."""
+    others = [{h.name: h.ns_per_step for h in r.host_regions} for j, r in enumerate(ok) if j != i]
+    best: list[tuple[float, int, rule.ExtraWork]] = []
+    for h in ok[i].host_regions:
+        theirs = float(np.median([o.get(h.name, 0.0) for o in others]))
+        extra = h.ns_per_step - theirs
+        if excess_ns > 0 and extra >= rule.CAUSE_MIN_SHARE_OF_LATENESS * excess_ns:
+            work = rule.ExtraWork(short_name(h.name), h.ns_per_step / 1000.0, theirs / 1000.0, h.device)
+            best.append((extra, h.depth, work))
+    if not best:
+        return None
+    top = max(e for e, _, _ in best)
+    return max((b for b in best if b[0] >= NEAR_TIE * top), key=lambda b: (b[1], b[0]))[2]
 
 
 def _matched(ok: list[RankSummary], which: str, edge: str) -> tuple[list[tuple[int | None, str, int]], np.ndarray]:
@@ -218,3 +258,26 @@ def _median(values: list[int]) -> float | None:
 
 def _ms(ns: float | None) -> float | None:
     return None if ns is None else float(ns) / 1e6
+
+
+def _us(ms: float | None) -> float | None:
+    return None if ms is None else float(ms) * 1000.0
+
+
+def fold_waits(ranks: list[RankSummary], cross: CrossRank) -> None:
+    """One fact, one finding: the time a rank waits for the straggler is the straggler's impact, so it
+    leaves that rank's exposed-communication finding (which goes if too little is left)."""
+    from pista.rules import exposed_communication as exposed
+
+    for r in ranks:
+        if r.rank not in cross.waits:
+            continue
+        late_rank, wait_us = cross.waits[int(r.rank)]  # type: ignore[arg-type]
+        kept = []
+        for f in r.findings:
+            if f.rule == exposed.ID:
+                f = exposed.with_late_peer(f, late_rank, wait_us)
+            if f is not None:
+                kept.append(f)
+        kept.sort(key=lambda f: (-f.impact.share, -f.impact.us))
+        r.findings = kept
