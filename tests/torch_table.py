@@ -38,19 +38,22 @@ def parse_table(path: Path) -> TorchTable:
     lines = Path(path).read_text().splitlines()
     header = lines[1]
     has_device = "Self CUDA" in header
+    memory_columns = len(re.findall(r"\bMem\b", header))  # profile_memory: "0 B", "-144.01 MB", two tokens each
     rows = []
     for line in lines[3:]:
         if line.startswith("---"):
             break
         # the name column is only as wide as the longest name needs (at most 55): parse from the right
         cells = line.split()
-        count = 10 if has_device else 6
+        calls = int(cells[-1])
+        cells = cells[: len(cells) - 1 - 2 * memory_columns]
+        count = 9 if has_device else 5
         name, rest = " ".join(cells[:-count]), cells[-count:]
         if has_device:
             rows.append(TorchRow(name, parse_time(rest[1]), parse_time(rest[3]), parse_time(rest[5]),
-                                 parse_time(rest[7]), int(rest[9])))
+                                 parse_time(rest[7]), calls))
         else:
-            rows.append(TorchRow(name, parse_time(rest[1]), parse_time(rest[3]), 0.0, 0.0, int(rest[5])))
+            rows.append(TorchRow(name, parse_time(rest[1]), parse_time(rest[3]), 0.0, 0.0, calls))
     cpu_total = device_total = None
     for line in lines:
         if line.startswith("Self CPU time total:"):

@@ -94,27 +94,29 @@ def build_table(facts: Facts) -> Table:
     owned = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
     np.add.at(self_device, facts.owner[owned], dur[owned])
     self_device += _overhead_device_time(facts, owned)
+    python = trace.category_mask({"python_function"})
+    parent, self_cpu_time = _tree_without(facts, python)
     device_total = self_device.copy()
-    host = np.flatnonzero(facts.is_host | facts.is_overhead)
+    host = np.flatnonzero((facts.is_host | facts.is_overhead) & ~python)
     host_depth = facts.depth[host]
     for d in range(int(host_depth.max()) if host.size else 0, 0, -1):
-        level = host[host_depth == d]
-        np.add.at(device_total, facts.parent[level], device_total[level])
+        level = host[(host_depth == d) & (parent[host] >= 0)]
+        np.add.at(device_total, parent[level], device_total[level])
 
-    self_cpu_time = facts.self_time.copy()
-    duplicate = _same_name_only_children(facts)
+    self_cpu_total = float(self_cpu_time[(facts.is_host | facts.is_overhead) & ~python].sum()) / 1000.0
+    duplicate = _same_name_only_children(facts, parent, python)
     if duplicate.any():
         # torch drops a node that is its same-named parent's only child; the parent inherits
         # its self time and kernels, so counts and totals are not doubled
         dup = np.flatnonzero(duplicate)
-        rep = facts.parent[dup]
+        rep = parent[dup]
         while duplicate[rep].any():
-            rep = np.where(duplicate[rep], facts.parent[rep], rep)
+            rep = np.where(duplicate[rep], parent[rep], rep)
         np.add.at(self_cpu_time, rep, self_cpu_time[dup])
         np.add.at(self_device, rep, self_device[dup])
 
     row_kind = np.zeros(n, dtype=np.int8)  # 0: not a row, 1: CPU row, 2: device row
-    row_kind[facts.is_host | facts.is_overhead] = 1
+    row_kind[(facts.is_host | facts.is_overhead) & ~python] = 1
     row_kind[duplicate] = 0
     row_kind[facts.is_device_work | facts.is_device_annotation] = 2
 
@@ -149,7 +151,6 @@ def build_table(facts: Facts) -> Table:
             for k in range(uniq.size)
         )
 
-    self_cpu_total = float(facts.self_time[facts.is_host | facts.is_overhead].sum()) / 1000.0
     self_device_total = float(device_dur.sum()) / 1000.0
     return Table(rows, self_cpu_total, self_device_total)
 
@@ -185,13 +186,34 @@ def _overhead_device_time(facts: Facts, owned: np.ndarray) -> np.ndarray:
     return charged
 
 
-def _same_name_only_children(facts: Facts) -> np.ndarray:
-    tree = np.flatnonzero((facts.is_host | facts.is_overhead) & (facts.parent >= 0))
+def _tree_without(facts: Facts, python: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The op tree as torch's table builds it from a with_stack=True profile: python_function frames
+    are not nodes, so an op's parent is its nearest other ancestor and a region's self time is its
+    duration less its nearest other descendants' (gpu/host_sync_item_stack: 4.152 ms as torch prints,
+    not the 4.878 ms the frames' own self times add). Without frames: facts' own tree."""
+    if not python.any():
+        return facts.parent, facts.self_time.copy()
+    parent = facts.parent.copy()
+    hop = (parent >= 0) & python[np.maximum(parent, 0)]
+    while hop.any():
+        parent[hop] = facts.parent[parent[hop]]
+        hop = (parent >= 0) & python[np.maximum(parent, 0)]
+    dur = facts.trace.dur
+    nodes = np.flatnonzero((facts.is_host | facts.is_overhead) & ~python)
+    self_time = np.zeros(len(dur), dtype=np.int64)
+    self_time[nodes] = np.where(facts.is_host[nodes], dur[nodes], facts.self_time[nodes])
+    child = nodes[parent[nodes] >= 0]
+    np.subtract.at(self_time, parent[child], dur[child])
+    return parent, self_time
+
+
+def _same_name_only_children(facts: Facts, parent: np.ndarray, python: np.ndarray) -> np.ndarray:
+    tree = np.flatnonzero((facts.is_host | facts.is_overhead) & ~python & (parent >= 0))
     out = np.zeros(len(facts.trace), dtype=bool)
     if tree.size == 0:
         return out
-    child_count = np.bincount(facts.parent[tree], minlength=len(facts.trace))
-    parents = facts.parent[tree]
+    child_count = np.bincount(parent[tree], minlength=len(facts.trace))
+    parents = parent[tree]
     name = facts.trace.name
     out[tree[(name[parents] == name[tree]) & (child_count[parents] == 1)]] = True
     return out
