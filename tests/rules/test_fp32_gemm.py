@@ -2,35 +2,92 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import raw
+from conftest import fixture
+
+from pista.efficiency import card_named
+from pista.findings import analyze
+from pista.i18n import localize_finding, rule_docs
+from pista.rules import fp32_gemm
+from pista.rules.fp32_gemm import ID
 
 
 def test_fires_on_the_fp32_matmul_with_tf32_off(analysis_of):
     analysis = analysis_of("gpu/fp32_gemm")
-    finding = analysis.finding("fp32-gemm")
+    finding = analysis.finding(ID)
     assert finding is not None
     facts = analysis.facts
     trace = facts.trace
     kernels = np.flatnonzero(facts.is_device_work & trace.category_mask({"kernel"}))
     assert len(kernels) == 3  # one 4096^3 matmul per profiled step
-    assert finding.metrics["kernels"] == 3 and finding.metrics["ops"] == ["aten::mm"]
+    r = finding.record
+    assert r.kernels == 3 and r.ops == ("aten::mm",) and r.shape == (1, 4096, 4096, 4096)
     shown = [e for e in finding.evidence if e.lane.startswith("GPU")]
     assert {(e.name, e.ts_us, e.dur_us, e.step) for e in shown} == {
         (trace.event_name(i), trace.ts[i] / 1000, trace.dur[i] / 1000, facts.step_of(i)) for i in kernels}
     assert all("_ffma_" in e.name and "tf32" not in e.name for e in shown)
     ops = [e for e in finding.evidence if e.name == "aten::mm"]
     assert len(ops) == 3 and all("[[4096, 4096], [4096, 4096]]" in e.note for e in ops)
-    # 2*4096^3 flops per kernel; the README's ceiling for fp32 with TF32 off is 51.2 TFLOP/s
+    # 2*4096^3 flops per kernel; the README's ceiling for fp32 with TF32 off is 50.9 TFLOP/s
     expected = 3 * 2 * 4096**3 / trace.dur[kernels].sum() / 1e3
-    assert finding.metrics["tflops"] == pytest.approx(expected)
-    assert 45 < finding.metrics["tflops"] < 55
+    assert r.tflops == pytest.approx(expected)
+    assert 45 < r.tflops < 55
+    assert r.target == "tf32" and r.target_tflops == 355.2 and r.target_measured
+    assert "set_float32_matmul_precision('high')" in finding.fix
+
+
+def test_impact_is_the_time_saved_at_the_tf32_ceiling_from_the_raw_events(analysis_of):
+    name = "gpu/fp32_gemm"
+    finding = analysis_of(name).finding(ID)
+    ideal = 2 * 4096**3 / 355.2e12 * 1e6  # µs per call at the H200's measured TF32 ceiling
+    calls = [float(k["dur"]) for k in raw.complete(name, "kernel")]
+    per_step = sum(d - ideal for d in calls) / len(raw.steps(name))
+    assert finding.impact.us == pytest.approx(per_step, rel=1e-6)
+    assert finding.impact.share == pytest.approx(min(1.0, per_step / raw.median_step_us(name)), rel=1e-6)
+    # 2.30 of each 2.68 ms call; the same matmul in TF32 (gpu/tf32_gemm) really took 0.343 ms
+    tf32 = [float(k["dur"]) for k in raw.complete("gpu/tf32_gemm", "kernel") if "tf32" in k["name"]]
+    assert finding.impact.us == pytest.approx(np.mean(calls) - np.mean(tf32), rel=0.05)
+    assert finding.severity.value == "critical"
+    assert "TF32 ceiling" in finding.basis and "upper bound" in finding.basis
 
 
 def test_silent_with_tf32_on(analysis_of):
     # same matmul, set_float32_matmul_precision("high"): sm90_xmma_gemm_f32f32_tf32f32_f32 kernels
-    assert analysis_of("gpu/tf32_gemm").finding("fp32-gemm") is None
+    assert analysis_of("gpu/tf32_gemm").finding(ID) is None
 
 
-@pytest.mark.parametrize("name", ["seed_mm4096_warm", "series_linear_train", "gpu/recompile", "gpu/cpu_only"])
+@pytest.mark.parametrize("name", ["seed_mm4096_warm", "series_linear_train", "gpu/recompile", "gpu/cpu_only",
+                                  "gpu/resnet50_bf16"])
 def test_silent_on_bf16_negligible_or_cpu_gemms(analysis_of, name):
     # bf16 nvjet kernels; gpu/recompile has two tiny fp32 SIMT GEMMs (14 µs of 19 ms of GPU time)
-    assert analysis_of(name).finding("fp32-gemm") is None
+    assert analysis_of(name).finding(ID) is None
+
+
+def test_no_tf32_advice_on_a_card_without_tf32(monkeypatch):
+    # the same trace read as if from a V100 (Volta: fp16 tensor cores, no TF32)
+    v100 = card_named("Tesla V100-SXM2-16GB")
+    monkeypatch.setattr(fp32_gemm, "card_of", lambda trace: v100)
+    (finding,) = analyze(fixture("gpu/fp32_gemm"), rules=[ID]).findings
+    r = finding.record
+    assert r.target == "fp16" and r.card == "V100 SXM2" and not r.target_measured
+    assert r.target_tflops == pytest.approx(v100.ceiling("fp16"))
+    for text in (finding.message, finding.advice, finding.fix, finding.basis):
+        assert "allow_tf32" not in text and "matmul_precision" not in text and "bfloat16" not in text, text
+        assert "TF32 ceiling" not in text
+    assert "float16" in finding.advice and "GradScaler" in finding.advice and "no TF32" in finding.advice
+    es = localize_finding(finding, "es")
+    assert "allow_tf32" not in es.advice + es.fix and "float16" in es.fix
+
+
+def test_silent_on_a_card_without_tensor_cores(monkeypatch):
+    monkeypatch.setattr(fp32_gemm, "card_of", lambda trace: card_named("Tesla P100-PCIE-16GB"))
+    assert analyze(fixture("gpu/fp32_gemm"), rules=[ID]).findings == []
+
+
+def test_spanish_renders_every_field(analysis_of):
+    finding = analysis_of("gpu/fp32_gemm").finding(ID)
+    es = localize_finding(finding, "es")
+    for part in ("title", "message", "advice", "fix", "basis"):
+        assert getattr(es, part) and getattr(es, part) != getattr(finding, part), part
+    assert all(e.note != en.note for e, en in zip(es.evidence, finding.evidence, strict=True))
+    assert "Impacto:" in rule_docs(ID, "es")

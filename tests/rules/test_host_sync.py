@@ -31,17 +31,10 @@ def test_fires_on_item_in_the_loop(analysis_of):
     assert item.blocked_us >= trace.dur[syncs].sum() / 1000
 
 
-def test_names_the_cpu_read_back_of_a_64mib_tensor(analysis_of):
-    finding = analysis_of("gpu/pageable_memcpy").finding("host-sync")
-    assert finding is not None
-    assert [o.name for o in finding.record.ops] == ["aten::to"]  # .cpu() dispatches to aten::to
-    assert finding.record.ops[0].per_step == {"2": 1, "3": 1, "4": 1}
-
-
 def test_silent_on_explicit_syncs_and_host_to_device_copies(analysis_of):
     # torch.cuda.synchronize() outside any op is trailing-sync's; the pageable H2D copy of the
     # data loader is pageable-memcpy's; its .item() is on a CPU tensor
-    for name in ("gpu/trailing_sync", "gpu/gpu_idle_dataloader", "gpu/fp32_gemm", "seed_mm64_warm"):
+    for name in ("gpu/trailing_sync", "gpu/gpu_idle_dataloader", "seed_mm64_warm"):
         assert analysis_of(name).finding("host-sync") is None, name
 
 
@@ -49,23 +42,46 @@ def test_silent_without_a_gpu(analysis_of):
     assert analysis_of("gpu/cpu_only").finding("host-sync") is None
 
 
-def test_impact_is_the_stall_per_step_from_the_raw_events(analysis_of):
+def _busy_in(intervals: list[tuple[float, float]], a: float, b: float) -> float:
+    return sum(max(0.0, min(t, b) - max(s, a)) for s, t in intervals)
+
+
+def test_impact_is_the_gpu_idle_the_syncs_cause_from_the_raw_events(analysis_of):
     import raw
 
     name = "gpu/host_sync_item"
     finding = analysis_of(name).finding("host-sync")
     steps = raw.steps(name)
-    busy_starts = [a for a, _ in raw.busy_intervals(name)]
+    busy = raw.busy_intervals(name)
     calls = [c for c in raw.complete(name) if c["name"] in ("cudaStreamSynchronize", "cudaMemcpyAsync")]
     total = 0.0
     for item in raw.complete(name, "cpu_op", "aten::item"):
         parts = [c for c in calls if raw.inside(item, c)]
+        begin = min(float(c["ts"]) for c in parts)
         end = max(float(c["ts"]) + float(c["dur"]) for c in parts)
         step_end = next(float(s["ts"]) + float(s["dur"]) for s in steps if raw.inside(s, item))
-        nxt = min([b for b in busy_starts if b >= end] + [step_end])
-        total += sum(float(c["dur"]) for c in parts) + max(0.0, min(nxt, step_end) - end)
+        until = max(end, min([a for a, _ in busy if a >= end] + [step_end]))
+        total += (until - begin) - _busy_in(busy, begin, until)
     per_step = total / len(steps)
     assert abs(finding.impact.us - per_step) <= 0.01 * per_step
     assert abs(finding.impact.share - per_step / raw.median_step_us(name)) <= 0.01
     assert finding.severity.value == "critical"  # over 20% of the step
     assert "upper bound" in finding.basis
+
+
+def test_an_explicit_sync_with_work_outstanding_is_a_latent_cost(analysis_of):
+    # torch.cuda.synchronize() after each TF32 GEMM: REVIEW.md measured 342 -> 367 µs per step
+    # unprofiled (+7%); profiled, the GPU idles ~21 µs per 500 µs step after each sync
+    finding = analysis_of("gpu/tf32_gemm").finding("host-sync")
+    assert finding is not None and finding.record.ops[0].explicit
+    assert finding.severity.value == "info" and 0.01 <= finding.impact.share < 0.05
+    assert "CUDA events" in finding.fix
+    # an idle sync is trailing-sync's, the profiler's stop sync nobody's
+    assert analysis_of("gpu/trailing_sync").finding("host-sync") is None
+    assert analysis_of("gpu/window_sync_warm").finding("host-sync") is None
+
+
+def test_a_pageable_read_back_is_pageable_memcpy_s(analysis_of):
+    a = analysis_of("gpu/pageable_memcpy")
+    assert a.finding("host-sync") is None
+    assert {g.direction for g in a.finding("pageable-memcpy").record.groups} == {"HtoD", "DtoH"}

@@ -1,55 +1,133 @@
 """What:
-GPU time dominates: the device is busy most of the profiled window and Self CUDA total is of the
-same order as Self CPU total (both in ms). Informational: this is where you want to be.
+The verdict is compute-bound (the GPU is busy most of the window and Self CUDA is of the same
+order as Self CPU) with the GPU time spread over many kernels, and the tensor-core GEMMs among them
+run measurably below the card's ceiling. It names the GEMM kernels with the most time to gain: their
+FLOPs (from the launching ops' recorded shapes) over their time, against the ceiling of the card
+for their dtype (`pista.efficiency`).
 
 Why:
-When the GPU is the bottleneck, host-side tricks (CUDA graphs, less Python) buy little; the time
-is in the kernels themselves, so the next step is to make those kernels cheaper or fewer.
+When the GPU is the limit, only cheaper GPU work shortens the step, and the GEMMs are where the
+card's peak is known: a GEMM at half the ceiling is time to win back with better shapes or
+kernels; one at the ceiling is not. Saying "the GPU is the limit" alone repeats the verdict.
 
 Example:
-`torch.add(torch.matmul(x, w), b)` at 4096x4096 in bf16 on an H200: 640 µs of Self CUDA for 729 µs
-of Self CPU over 3 steps; the GPU is busy 79% of the window, nearly all of it in one GEMM.
+gpu/gpt_bf16_fused (GPT training step, bf16, H200, compute-bound): its biggest GEMM,
+nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT, runs at 729 TFLOP/s over 75 calls, near the
+H200's measured 757 bf16 ceiling; the GEMMs' time above the ceiling is 52.6 µs of a 16.4 ms step
+(0.3%), so the rule says nothing there: the step's time is in the other kernels.
+
+Impact:
+Per step: the sum over tensor-core GEMM calls (bf16, fp16, fp8, tf32) of their time minus their
+FLOPs at the card's ceiling (0 for calls above 90% of it, the ceiling's own spread); kernels without
+a FLOP count (conv, attention, elementwise) count nothing, so it is a lower bound for the GPU time
+to gain. fp32 and fp64 GEMMs are left to fp32-gemm/fp64-gemm (their lever is the precision). Under
+1% of the step it is silent. Where one kernel or op dominates, dominant-event says it (with its
+efficiency) and this rule is silent: one finding, not two (issue 14: it used to print "the GPU is
+the limit" beside dominant-event on every compute-bound trace, always info).
 
 Fix:
-Start with the dominant kernel (see `dominant-event`): lower precision (bf16/fp8 where accuracy
-allows), fuse the epilogue (torch.compile turns matmul+add into addmm with a bias epilogue),
-check the achieved FLOP/s against the datasheet.
+For the GEMMs named: shapes that fill the card (multiples of 64; batch small GEMMs into one), let
+`torch.compile(mode="max-autotune")` pick kernels for the shapes, and check the rest of the GPU
+time (elementwise, attention, the optimizer) with the table and Nsight Compute.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from pista import findings
-from pista.findings import Context, Evidence, Finding, Severity, legacy_finding, top_indices
+from pista.efficiency import card_of, gemms, headroom_ns, rate
+from pista.findings import Context, Finding
+from pista.rules._common import evidence, us
+from pista.rules.dominant_event import dominant
 
 ID = "compute-bound"
-TITLE = "Compute bound: the GPU is the limit"
-SEVERITY = Severity.INFO
-EVIDENCE_EVENTS = 3
 # The verdict's thresholds live with the verdict (pista.findings); shown here for `pista explain`.
 COMPUTE_MIN_GPU_BUSY = findings.COMPUTE_MIN_GPU_BUSY
 COMPUTE_MAX_RATIO = findings.COMPUTE_MAX_RATIO
+# Below this share of the step the GEMMs' headroom is noise (REVIEW.md: under ~1% of the step).
+MIN_STEP_SHARE = 0.01
+# The precisions that run on tensor cores; fp32/fp64 GEMMs are fp32-gemm's and fp64-gemm's.
+TENSOR_CORE_DTYPES = ("fp8", "bf16", "fp16", "tf32")
+MAX_KERNELS = 3  # GEMM kernels named, most headroom first; presentation
+EVIDENCE_EVENTS = 3
+
+
+@dataclass(frozen=True)
+class GemmKernel:
+    """One GEMM kernel name: its calls, time and rate against the card."""
+
+    name: str
+    calls: int
+    total_us: float
+    tflops: float
+    dtype: str
+    ceiling_tflops: float
+    ceiling_share: float
+    headroom_us: float  # over the window
+
+
+@dataclass(frozen=True)
+class ComputeBound:
+    gpu_busy_percent: float
+    self_device_total_us: float
+    self_cpu_total_us: float
+    card: str
+    ceiling_measured: bool
+    gemm_us: float  # tensor-core GEMM time over the window
+    headroom_us: float  # over the window
+    steps: int
+    kernels: tuple[GemmKernel, ...]  # most headroom first
+
+
+@dataclass(frozen=True)
+class SlowCall:
+    """Note on a GEMM call below the ceiling."""
+
+    tflops: float
+    ceiling_tflops: float
+    headroom_us: float
 
 
 def check(ctx: Context) -> list[Finding]:
     s = ctx.summary
-    if s.verdict != "compute-bound":
+    if s.verdict != "compute-bound" or dominant(ctx) is not None:
         return []
     facts = ctx.facts
-    dur = facts.trace.dur.astype(np.int64)
-    picks = top_indices(dur, facts.is_device_work, EVIDENCE_EVENTS)
-    evidence = [Evidence.of(facts, int(i), detail="longest device work") for i in picks]
-    busy = 100.0 * (s.gpu_busy_share or 0.0)
-    return [legacy_finding(
-        rule=ID,
-        severity=SEVERITY,
-        title=TITLE,
-        message=(f"The GPU is busy {busy:.1f}% of the {s.window_us / 1000:.3f} ms window; Self CUDA total "
-                 f"{s.self_device_total_us / 1000:.3f} ms against Self CPU total "
-                 f"{s.self_cpu_total_us / 1000:.3f} ms."),
-        advice=("Optimize the kernels themselves, starting with the dominant one: lower precision, "
-                "fused epilogues, better shapes; host-side tricks will not help much."),
-        evidence=evidence,
-        metrics={"gpu_busy_percent": busy},
-    )]
+    trace = facts.trace
+    card = card_of(trace)
+    if card is None:
+        return []
+    table = gemms(facts)
+    calls = np.array(sorted(k for k, g in table.items() if g.dtype in TENSOR_CORE_DTYPES), dtype=np.int64)
+    if calls.size == 0:
+        return []
+    per_call = np.array([headroom_ns(facts, calls[i:i + 1], card) for i in range(calls.size)])
+    impact = ctx.per_step(float(per_call.sum()))
+    if impact.share < MIN_STEP_SHARE:
+        return []
+    kernels = []
+    names = trace.name[calls]
+    for name_id in np.unique(names).tolist():
+        members = calls[names == name_id]
+        r = rate(facts, members, card)
+        kernels.append(GemmKernel(
+            name=trace.names[name_id], calls=int(members.size), total_us=us(trace.dur[members].sum()),
+            tflops=float(r.tflops or 0.0), dtype=str(r.dtype), ceiling_tflops=float(r.ceiling_tflops or 0.0),
+            ceiling_share=float(r.ceiling_share or 0.0), headroom_us=us(per_call[names == name_id].sum())))
+    kernels.sort(key=lambda k: -k.headroom_us)
+    record = ComputeBound(
+        gpu_busy_percent=100.0 * (s.gpu_busy_share or 0.0), self_device_total_us=s.self_device_total_us,
+        self_cpu_total_us=s.self_cpu_total_us, card=card.name,
+        ceiling_measured=all(card.ceiling_measured(k.dtype) for k in kernels),
+        gemm_us=us(trace.dur[calls].sum()), headroom_us=us(per_call.sum()), steps=ctx.step_count,
+        kernels=tuple(kernels[:MAX_KERNELS]))
+    ev = []
+    for pos in np.argsort(-per_call, kind="stable")[:EVIDENCE_EVENTS].tolist():
+        k = int(calls[pos])
+        g = table[k]
+        ev.append(evidence(facts, k, SlowCall(g.tflops(int(trace.dur[k])), float(card.ceiling(g.dtype) or 0.0),
+                                              us(per_call[pos]))))
+    return [Finding(ID, record, impact, ev)]

@@ -1,123 +1,198 @@
 """What:
 One kernel, copy or memset (or one op, counting the device work it launched) holds most of the
-Self CUDA total: it is where any GPU-side optimisation has to start.
+Self CUDA total, on a trace that is not host-bound. For a GEMM the rule says how fast it runs
+against the card: its FLOPs (2*M*N*K from the launching op's recorded shapes) over its time, beside
+the card's datasheet peak and the ceiling a real GEMM reaches on it (`pista.efficiency`). This is
+also the compute-bound finding: the verdict says the GPU is the limit, this says where its time goes
+and whether there is anything left to gain in it.
 
 Why:
 Amdahl: shaving 10% off a kernel that is 95% of the GPU time saves 9.5%; making everything else
-free saves 5%. Knowing its calls and average tells whether to make each call cheaper or to call
-it less.
+free saves 5%. But a kernel already at the card's ceiling has nothing left to give: the only ways
+forward are less work or a lower precision, and saying "optimise it" sends the user after nothing.
 
 Example:
-`seed_mm4096_compile` (compiled matmul_add at 4096): nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_NNT
-holds 99.56% of the 528.322 µs Self CUDA total, 3 calls, 175.339 µs each, launched by aten::addmm.
+`seed_mm4096_warm` (eager matmul_add at 4096, bf16, H200): nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT
+holds 80.3% of the 639.9 µs Self CUDA total, 3 calls of 171.2 µs: 2*4096^3 FLOP each, 803 TFLOP/s,
+81% of the H200's 989 dense bf16 and above its measured 757: leave it (the seed's gain is its separate
+bias add). gpu/fp32_gemm: the 4096 fp32 GEMM at 51.2 TFLOP/s is at the fp32 ceiling (50.9): the
+lever is the precision (fp32-gemm). gpu/pageable_memcpy: a Memcpy DtoH holds 81.7%: a copy, not
+compute.
+
+Impact:
+What running the kernel at the card's ceiling for its dtype would save: per call, its time minus
+FLOPs / ceiling (0 for a call above 90% of it: the ceiling's own run-to-run spread), summed per
+step; the ceiling is measured on the H200 (bf16 756.7, tf32 355.2, fp32 50.9 TFLOP/s...) and
+estimated from the datasheet elsewhere. seed_mm4096_warm, seed_mm4096_compile,
+gpu/kernel_variability: 0 (info). For an fp32 or fp64 GEMM the saving is the precision's (fp32-gemm,
+fp64-gemm), for a copy the copy rules', for a kernel without a FLOP count (not a GEMM op) it is not
+estimated: 0, said in the basis. On a host-bound trace a faster kernel saves nothing (the GPU waits
+for the host either way): the rule is silent there (it used to speak on gpu/recompile,
+gpu/trailing_sync, seed_mm64_compile). It was always info; now severity follows the impact. The
+separate compute-bound finding is folded in here.
 
 Fix:
-Work on that kernel: lower precision (bf16, fp8) where accuracy allows, better shapes (multiples
-of 64/128), a fused epilogue, fewer calls. A copy (gpu/pageable_memcpy: Memcpy DtoH to pageable
-memory, 81.7%) is not compute: move fewer bytes, from pinned memory, without blocking. If the
-trace is host-bound (see `overhead-bound`), the kernel is not the limit yet: fix the host side
-first.
+Fitted to what the numbers say: at the ceiling, leave the kernel (less work or fp8 where accuracy
+allows); below it, shapes that fill the card (multiples of 64, batched small GEMMs, autotuning with
+`torch.compile(mode="max-autotune")`); fp32/fp64, a lower precision; a copy, fewer bytes from
+pinned memory without blocking. If the trace is host-bound, fix the host side first.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from pista.findings import Context, Finding, Severity, legacy_finding, top_indices
-from pista.rules._common import evidence, fmt_ns, us
+from pista import efficiency
+from pista.efficiency import Rate, card_of, device_name, gemms, headroom_ns, rate
+from pista.findings import Context, Finding, Impact, top_indices
+from pista.rules._common import evidence, us
 
 ID = "dominant-event"
-TITLE = "One kernel, copy or op dominates the GPU time"
-SEVERITY = Severity.INFO
 
 # Share of Self CUDA total. The fixtures split cleanly: one GEMM holds 80-100% in the seed_mm4096_*
 # and seed_mm64_compile traces; no kernel passes 52% in seed_mm64_{warm,cold} (the add kernel
 # takes about half), 24% in series_linear_train, 10% in series_mlp_*, 10% in big_gpt_eager_20steps.
 DOMINANT_SHARE = 0.6
+# A GEMM at or above this share of the card's ceiling runs as fast as the card allows (the
+# ceiling's own spread, see pista.efficiency): seed_mm4096_warm 1.06 (803 of 757 TFLOP/s),
+# seed_mm4096_compile 1.04, gpu/tf32_gemm 1.13.
+NEAR_CEILING_SHARE = efficiency.AT_CEILING_SHARE
+# Below-ceiling GEMMs smaller than this (FLOP per call) cannot fill the card: a 1024^3 GEMM is
+# 2.1 GFLOP, under 3 µs at the H200's ceiling, shorter than its launch.
+SMALL_GEMM_FLOPS = 2.0 * 1024**3
+# Dimensions that are not multiples of this leave tensor-core tiles partly empty.
+TILE_MULTIPLE = 16
 EVIDENCE_EVENTS = 3  # instances shown (the longest); presentation, not a threshold
 
 
-def check(ctx: Context) -> list[Finding]:
+@dataclass(frozen=True)
+class DominantEvent:
+    kind: str  # kernel | copy | memset | op
+    name: str
+    calls: int
+    total_us: float  # over the window
+    avg_us: float
+    share_percent: float  # of the Self CUDA total
+    self_device_total_us: float
+    launched_by: str
+    verdict: str
+    gpu_busy_percent: float
+    steps: int
+    # at-ceiling | below-ceiling | precision | no-flops | unknown-card | transfer
+    cause: str
+    headroom_us: float  # over the window: its time above the card's ceiling
+    rate: Rate | None  # its GEMM rate against the card (None for copies and memsets)
+    shape: tuple[int, int, int, int] | None  # batch, M, N, K of its longest GEMM call, if known
+    device: str | None  # the GPU's name as the trace gives it
+    fp8: bool  # the card has fp8 tensor cores (a lower precision to suggest for bf16/fp16)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """Note on one of the longest calls: its rate where it is a GEMM."""
+
+    tflops: float | None
+
+
+@dataclass(frozen=True)
+class Dominant:
+    """Which events dominate: the kind, the name and the event indices."""
+
+    kind: str
+    name: str
+    members: np.ndarray
+    total_ns: int  # all device work
+
+
+def dominant(ctx: Context) -> Dominant | None:
+    """The kernel (else the op) holding DOMINANT_SHARE of the device time, or None."""
     facts = ctx.facts
     trace = facts.trace
     work = np.flatnonzero(facts.is_device_work)
     total = int(trace.dur[work].sum())
     if work.size == 0 or total <= 0:
-        return []
+        return None
     dur = trace.dur[work]
-
-    kind, name_id = "kernel", None
     names, inverse = np.unique(trace.name[work], return_inverse=True)
     per_name = np.bincount(inverse, weights=dur)
     best = int(np.argmax(per_name))
     if per_name[best] / total >= DOMINANT_SHARE:
-        name_id = int(names[best])
         members = work[inverse == best]
-    else:
-        # no single kernel: an op whose launches (possibly several kernels) add up to most of it
-        owned = facts.owner[work] >= 0
-        if not owned.any():
-            return []
-        owner_names = trace.name[facts.owner[work[owned]]]
-        onames, oinv = np.unique(owner_names, return_inverse=True)
-        per_op = np.bincount(oinv, weights=dur[owned])
-        ob = int(np.argmax(per_op))
-        if per_op[ob] / total < DOMINANT_SHARE:
-            return []
-        kind, name_id = "op", int(onames[ob])
-        members = work[owned][oinv == ob]
+        category = trace.event_category(int(members[0]))
+        kind = {"gpu_memcpy": "copy", "gpu_memset": "memset"}.get(category, "kernel")
+        return Dominant(kind, trace.names[int(names[best])], members, total)
+    # no single kernel: an op whose launches (possibly several kernels) add up to most of it
+    owned = facts.owner[work] >= 0
+    if not owned.any():
+        return None
+    owner_names = trace.name[facts.owner[work[owned]]]
+    onames, oinv = np.unique(owner_names, return_inverse=True)
+    per_op = np.bincount(oinv, weights=dur[owned])
+    ob = int(np.argmax(per_op))
+    if per_op[ob] / total < DOMINANT_SHARE:
+        return None
+    return Dominant("op", trace.names[int(onames[ob])], work[owned][oinv == ob], total)
 
+
+def check(ctx: Context) -> list[Finding]:
+    if ctx.summary.verdict == "overhead-bound":
+        return []  # the GPU waits for the host: a faster kernel would only wait longer
+    found = dominant(ctx)
+    if found is None:
+        return []
+    facts = ctx.facts
+    trace = facts.trace
+    members = found.members
     spent = int(trace.dur[members].sum())
-    share = spent / total
-    name = trace.names[name_id]
-    if kind == "kernel":
+    if found.kind == "op":
+        calls = int(np.unique(facts.owner[members]).size)
+        launched_by = found.name
+    else:
         calls = int(members.size)
         owners = facts.owner[members]
         owners = owners[owners >= 0]
         launched_by = trace.names[int(np.bincount(trace.name[owners]).argmax())] if owners.size else ""
-        where = f", launched by {launched_by}" if launched_by else ""
-        label = {"gpu_memcpy": "Copy", "gpu_memset": "Memset"}.get(trace.event_category(int(members[0])), "Kernel")
-        kind = label.lower()
-    else:
-        op_events = np.unique(facts.owner[members])
-        calls = int(op_events.size)
-        launched_by = name
-        label = "Op"
-        kernels = len(np.unique(trace.name[members]))
-        where = f" across {kernels} kernel{'s' if kernels > 1 else ''}"
+    card = card_of(trace)
+    gemm_rate = rate(facts, members, card) if found.kind in ("kernel", "op") else None
+    cause, headroom = _cause(facts, members, gemm_rate, card, found.kind)
+    impact = ctx.per_step(headroom) if cause in ("at-ceiling", "below-ceiling") else Impact.none()
+    record = DominantEvent(
+        kind=found.kind, name=found.name, calls=calls, total_us=us(spent), avg_us=us(spent / max(calls, 1)),
+        share_percent=100.0 * spent / found.total_ns, self_device_total_us=us(found.total_ns),
+        launched_by=launched_by, verdict=ctx.summary.verdict,
+        gpu_busy_percent=100.0 * (ctx.summary.gpu_busy_share or 0.0), steps=ctx.step_count, cause=cause,
+        headroom_us=us(headroom), rate=gemm_rate, shape=_shape(facts, members), device=device_name(trace),
+        fp8=bool(card and card.peak("fp8")))
     member_mask = np.zeros(len(trace), dtype=bool)
     member_mask[members] = True
+    table = gemms(facts)
     picks = top_indices(trace.dur, member_mask, EVIDENCE_EVENTS)
-    avg = spent / max(calls, 1)
-    host_bound = ctx.summary.verdict == "overhead-bound"
-    advice = (f"Start GPU-side optimisation with {name}: lower precision where accuracy allows, better "
-              "shapes, fused epilogues, or fewer calls.")
+    ev = []
+    for i in picks.tolist():
+        g = table.get(int(i))
+        ev.append(evidence(facts, int(i), Instance(g.tflops(int(trace.dur[i])) if g else None)))
+    return [Finding(ID, record, impact, ev)]
+
+
+def _cause(facts, members: np.ndarray, r: Rate | None, card, kind: str) -> tuple[str, float]:
     if kind in ("copy", "memset"):
-        # moving or clearing bytes, not computing: the fixes are about transfers, not kernels
-        advice = (f"{name} is a {kind}, not compute: move fewer bytes (keep tensors on the GPU, copy once, "
-                  "a smaller dtype), copy from pinned memory with non_blocking=True so it overlaps compute "
-                  "(see pageable-memcpy), and batch many small copies into one.")
-    elif host_bound:
-        advice = ("The trace is host-bound, so this kernel is not the limit yet: cut host overhead first "
-                  f"(see overhead-bound); after that, {name} is where GPU time goes.")
-    return [legacy_finding(
-        rule=ID,
-        severity=SEVERITY,
-        title=TITLE,
-        message=(f"{label} {name} holds {100.0 * share:.2f}% of the "
-                 f"{fmt_ns(total)} Self CUDA total{where}: {calls} call{'s' if calls != 1 else ''}, "
-                 f"{fmt_ns(spent)} in all, {fmt_ns(avg)} per call on average."),
-        advice=advice,
-        evidence=[evidence(facts, int(i), detail="longest instance") for i in picks],
-        metrics={
-            "kind": kind,
-            "name": name,
-            "share_percent": 100.0 * share,
-            "total_us": us(spent),
-            "calls": calls,
-            "avg_us": us(avg),
-            "self_device_total_us": us(total),
-            "launched_by": launched_by,
-            "host_bound": host_bound,
-        },
-    )]
+        return "transfer", 0.0
+    if r is None or r.tflops is None:
+        return "no-flops", 0.0
+    if r.dtype in ("fp32", "fp64"):
+        return "precision", 0.0
+    if card is None or r.ceiling_tflops is None:
+        return "unknown-card", 0.0
+    headroom = headroom_ns(facts, members, card)
+    return ("at-ceiling" if (r.ceiling_share or 0.0) >= NEAR_CEILING_SHARE else "below-ceiling"), headroom
+
+
+def _shape(facts, members: np.ndarray) -> tuple[int, int, int, int] | None:
+    """(batch, M, N, K) of the longest rated call, from its op's recorded shapes."""
+    table = gemms(facts)
+    rated = [table[int(k)] for k in members.tolist() if int(k) in table]
+    if not rated:
+        return None
+    return max(rated, key=lambda g: int(facts.trace.dur[g.kernel])).mnk

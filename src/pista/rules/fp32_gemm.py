@@ -8,7 +8,9 @@ Why:
 PyTorch's default for fp32 matmuls is full precision (`torch.get_float32_matmul_precision() ==
 "highest"`), which keeps them off the tensor cores. On Hopper that caps a large GEMM near 51
 TFLOP/s, while TF32 runs the same call several times faster and bf16 faster again; for training
-and most inference the lost mantissa bits do not matter.
+and most inference the lost mantissa bits do not matter. Cards before Ampere (V100, Turing) have
+no TF32: there the way onto the tensor cores is fp16 mixed precision; Pascal and older have no
+tensor cores at all, and the rule says nothing there.
 
 Example:
 gpu/fp32_gemm on an H200: a 4096x4096x4096 fp32 matmul with TF32 off runs
@@ -16,29 +18,46 @@ gpu/fp32_gemm on an H200: a 4096x4096x4096 fp32 matmul with TF32 off runs
 `torch.set_float32_matmul_precision("high")` (gpu/tf32_gemm) the same matmul picks
 `sm90_xmma_gemm_f32f32_tf32f32_f32_...` and takes 0.343 ms (400 TFLOP/s), 7.8x faster.
 
+Impact:
+Per step: what the fp32 GEMMs would save at the card's TF32 ceiling (fp16 on cards without TF32):
+per call, its time minus its FLOPs at that ceiling (`pista.efficiency`; a call without recorded
+shapes is taken to run at the card's fp32 ceiling). gpu/fp32_gemm: 2.30 ms of each 2.68 ms call at
+the H200's measured 355 TFLOP/s TF32 (the real TF32 run saved 2.34 ms), critical. An upper bound
+where the trace is host-bound (the GPU then waits for the host anyway). Under 1% of the step it is
+silent. It used to be a warning whatever it cost.
+
 Fix:
 `torch.set_float32_matmul_precision("high")` (or `torch.backends.cuda.matmul.allow_tf32 = True`)
 to use TF32, or run the model under `torch.autocast("cuda", dtype=torch.bfloat16)`; keep
-"highest" only where the extra precision is really needed.
+"highest" only where the extra precision is really needed. On V100/Turing: fp16 autocast with a
+GradScaler.
 """
 
 from __future__ import annotations
 
-import math
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Severity, legacy_finding
-from pista.rules._common import fmt_ns, kernels, nearest_ancestor, pattern_mask
+from pista.efficiency import card_of, compute_major, device_name, gemms
+from pista.findings import Context, Finding
+from pista.rules._common import evidence, kernels, nearest_ancestor, pattern_mask, us
 from pista.trace.facts import Facts
 
 ID = "fp32-gemm"
-TITLE = "GEMMs in full fp32 without tensor cores"
-SEVERITY = Severity.WARNING
 # Share of all device work time in SIMT fp32 GEMM kernels at or above which the rule fires:
 # gpu/fp32_gemm ~100%; gpu/recompile runs fp32 SIMT GEMMs too, but 14 µs of 19 ms (0.07%).
 MIN_DEVICE_SHARE = 0.05
+# ... and the saving must reach this share of the step (REVIEW.md: under ~1% is noise).
+MIN_STEP_SHARE = 0.01
+# Without the card in the peak table (and no compute capability to go by): TF32 assumed this many
+# times faster than full fp32, as measured on the H200 (355.2 / 50.9 TFLOP/s; the A100's datasheet
+# says 156 / 19.5 = 8).
+UNKNOWN_CARD_TF32_SPEEDUP = 7.0
+# Tensor cores came with Volta (7.x, fp16 only), TF32 with Ampere (8.0).
+TENSOR_CORE_MAJOR = 7
+TF32_MAJOR = 8
 EVIDENCE_EVENTS = 3
 
 # fp32 GEMM kernels on the CUDA cores: cuBLAS sgemm/gemmSN, CUTLASS simt, cuBLAS xmma with ffma.
@@ -47,11 +66,46 @@ TENSOR_CORE = re.compile(r"tf32|bf16|f16|hmma|_h_", re.I)
 GEMM_OPS = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|_addmm_activation)$")
 
 
+@dataclass(frozen=True)
+class Fp32Gemm:
+    kernels: int
+    ops: tuple[str, ...]
+    gemm_us: float  # over the window
+    device_share_percent: float
+    tflops: float | None  # achieved, over the calls with recorded shapes
+    shape: tuple[int, int, int, int] | None  # batch, M, N, K of the longest call
+    card: str | None
+    target: str  # tf32 | fp16: the precision to move to on this card
+    target_tflops: float | None  # the card's ceiling in it (None: card unknown)
+    target_measured: bool
+    saved_us: float  # over the window
+    steps: int
+
+
+@dataclass(frozen=True)
+class SimtKernel:
+    """Note on an fp32 SIMT GEMM kernel."""
+
+    tflops: float | None
+
+
+@dataclass(frozen=True)
+class FloatOp:
+    """Note on the op that launched it."""
+
+    dims: tuple[tuple[int, ...], ...]
+
+
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     if not facts.has_gpu:
         return []
     trace = facts.trace
+    card = card_of(trace)
+    major = card.compute_major if card else compute_major(trace)
+    if major is not None and major < TENSOR_CORE_MAJOR:
+        return []  # Pascal and older: no tensor cores to move to
+    target = "tf32" if (card.has_tf32 if card else (major is None or major >= TF32_MAJOR)) else "fp16"
     k = kernels(facts)
     simt = k & pattern_mask(facts, SIMT_FP32_GEMM) & ~pattern_mask(facts, TENSOR_CORE)
     if not simt.any():
@@ -61,7 +115,8 @@ def check(ctx: Context) -> list[Finding]:
     gemm_op = nearest_ancestor(facts, facts.is_host & pattern_mask(facts, GEMM_OPS))
     ops = np.where(facts.owner[idx] >= 0, gemm_op[np.maximum(facts.owner[idx], 0)], -1)
     float_inputs = np.array([op >= 0 and "float" in _input_types(facts, int(op)) for op in ops.tolist()])
-    idx, ops = idx[float_inputs | (ops < 0)], ops[float_inputs | (ops < 0)]
+    keep = float_inputs | (ops < 0)
+    idx, ops = idx[keep], ops[keep]
     if idx.size == 0:
         return []
     device_ns = float(trace.dur[facts.is_device_work].sum())
@@ -69,39 +124,48 @@ def check(ctx: Context) -> list[Finding]:
     share = gemm_ns / device_ns if device_ns else 0.0
     if share < MIN_DEVICE_SHARE:
         return []
+    table = gemms(facts)
+    target_tflops = card.ceiling(target) if card else None
+    saved = _saved_ns(facts, idx, card, target_tflops)
+    impact = ctx.per_step(saved)
+    if impact.share < MIN_STEP_SHARE:
+        return []
+    rated = [table[int(i)] for i in idx.tolist() if int(i) in table]
+    rated_ns = sum(int(trace.dur[g.kernel]) for g in rated)
+    tflops = sum(g.flops for g in rated) / rated_ns / 1e3 if rated and rated_ns else None
+    longest = max(rated, key=lambda g: int(trace.dur[g.kernel])) if rated else None
+    record = Fp32Gemm(
+        kernels=int(idx.size), ops=tuple(sorted({trace.event_name(int(o)) for o in ops.tolist() if o >= 0})),
+        gemm_us=us(gemm_ns), device_share_percent=100.0 * share, tflops=tflops,
+        shape=longest.mnk if longest else None, card=card.name if card else device_name(trace), target=target,
+        target_tflops=target_tflops, target_measured=bool(card and card.ceiling_measured(target)),
+        saved_us=us(saved), steps=ctx.step_count)
+    ev = []
+    for pos in np.argsort(-trace.dur[idx], kind="stable")[:EVIDENCE_EVENTS].tolist():
+        i, op = int(idx[pos]), int(ops[pos])
+        g = table.get(i)
+        ev.append(evidence(facts, i, SimtKernel(g.tflops(int(trace.dur[i])) if g else None)))
+        if op >= 0 and all(e.ts_us != trace.ts[op] / 1000.0 for e in ev):
+            ev.append(evidence(facts, op, FloatOp(_dims(facts, op))))
+    return [Finding(ID, record, impact, ev)]
 
-    flops = [(_flops(facts, int(op)) if op >= 0 else None) for op in ops.tolist()]
-    rated = [(f, int(trace.dur[i])) for f, i in zip(flops, idx.tolist(), strict=True) if f]
-    tflops = sum(f for f, _ in rated) / sum(d for _, d in rated) / 1e3 if rated else None
-    evidence = []
-    for k_ in np.argsort(-trace.dur[idx], kind="stable")[:EVIDENCE_EVENTS].tolist():
-        i, op = int(idx[k_]), int(ops[k_])
-        rate = f", {flops[k_] / trace.dur[i] / 1e3:.1f} TFLOP/s" if flops[k_] else ""
-        evidence.append(Evidence.of(facts, i, detail=f"fp32 SIMT GEMM kernel{rate}"))
-        if op >= 0 and all(e.ts_us != trace.ts[op] / 1000.0 for e in evidence):
-            dims = trace.args(op).get("Input Dims")
-            evidence.append(Evidence.of(facts, op, detail=f"Input type float, dims {dims}"))
-    op_names = sorted({trace.event_name(int(o)) for o in ops.tolist() if o >= 0})
-    rate_text = f", {tflops:.1f} TFLOP/s achieved" if tflops else ""
-    return [legacy_finding(
-        rule=ID,
-        severity=SEVERITY,
-        title=TITLE,
-        message=(f"{idx.size} GEMM kernel(s) ran in full fp32 on the CUDA cores"
-                 f"{' for ' + ', '.join(op_names) if op_names else ''}: {fmt_ns(gemm_ns)}, "
-                 f"{100 * share:.1f}% of the GPU time{rate_text}."),
-        advice=("Allow TF32 with torch.set_float32_matmul_precision('high') (or "
-                "torch.backends.cuda.matmul.allow_tf32 = True), or run under torch.autocast('cuda', "
-                "dtype=torch.bfloat16) so the GEMMs use the tensor cores."),
-        evidence=evidence,
-        metrics={
-            "kernels": int(idx.size),
-            "gemm_us": gemm_ns / 1000.0,
-            "device_share_percent": 100.0 * share,
-            "tflops": tflops,
-            "ops": op_names,
-        },
-    )]
+
+def _saved_ns(facts: Facts, idx: np.ndarray, card, target_tflops: float | None) -> float:
+    """Per call: its time minus its FLOPs at the target ceiling; a call without FLOPs (or on a card
+    not in the table) at the card's fp32-to-target ratio."""
+    trace = facts.trace
+    table = gemms(facts)
+    fp32 = card.ceiling("fp32") if card else None
+    ratio = fp32 / target_tflops if fp32 and target_tflops else 1.0 / UNKNOWN_CARD_TF32_SPEEDUP
+    total = 0.0
+    for i in idx.tolist():
+        dur = float(trace.dur[i])
+        g = table.get(int(i))
+        if g is not None and target_tflops:
+            total += max(0.0, dur - g.flops / (target_tflops * 1e3))
+        else:
+            total += dur * max(0.0, 1.0 - ratio)
+    return total
 
 
 def _input_types(facts: Facts, op: int) -> set[str]:
@@ -109,16 +173,8 @@ def _input_types(facts: Facts, op: int) -> set[str]:
     return {str(t) for t in types} if isinstance(types, list) else {""}
 
 
-def _flops(facts: Facts, op: int) -> float | None:
-    """2*M*N*K (times the batch) from the op's recorded input shapes."""
+def _dims(facts: Facts, op: int) -> tuple[tuple[int, ...], ...]:
     dims = facts.trace.args(op).get("Input Dims")
     if not isinstance(dims, list):
-        return None
-    mats = [d for d in dims if isinstance(d, list) and len(d) >= 2]
-    if len(mats) < 2:
-        return None
-    a, b = mats[-2], mats[-1]  # addmm/baddbmm put the bias first
-    if a[-1] != b[-2]:
-        return None
-    batch = math.prod(a[:-2]) if len(a) > 2 else 1
-    return 2.0 * batch * a[-2] * a[-1] * b[-1]
+        return ()
+    return tuple(tuple(int(x) for x in d) if isinstance(d, list) else () for d in dims)

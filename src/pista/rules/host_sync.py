@@ -46,6 +46,7 @@ from pista.rules._common import (
     name_mask,
     nearest_ancestor,
     pattern_mask,
+    profiler_stop_sync,
     us,
 )
 from pista.trace.facts import Facts
@@ -57,9 +58,8 @@ ID = "host-sync"
 # step cost little while the host was the bottleneck and +20% once it was fast (REVIEW.md).
 MIN_SYNCS_PER_STEP = 1.0
 EVIDENCE_EVENTS = 9
-HTOD = re.compile(r"^Memcpy HtoD")
 DTOH = re.compile(r"^Memcpy DtoH")
-TO_PAGEABLE = re.compile(r"-> Pageable\)")  # a copy into pageable memory blocks the host by itself
+PAGEABLE = re.compile(r"Pageable")  # a copy to or from pageable memory blocks by itself: pageable-memcpy's
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,7 @@ class SyncingOp:
     name: str
     count: int
     chain: tuple[str, ...]  # the op down to the call that blocked (aten::item > ... > cudaStreamSynchronize)
+    explicit: bool  # a torch.cuda.synchronize()-style call outside any op (chain: its region > the call)
     per_step: dict[str, int]
     blocked_us: float
     stall_us: float  # blocked plus the GPU idle after, until the next kernel
@@ -106,15 +107,16 @@ def check(ctx: Context) -> list[Finding]:
     if not facts.has_gpu:
         return []
     syncs = _sync_calls(facts)
-    dtoh_calls, blocking = _read_backs(facts)
-    htod_ops = _ops_launching(facts, memcpys(facts) & pattern_mask(facts, HTOD))
-    # one hit per op call: its syncs and device-to-host copies, with the host blocked in them
+    pageable_ops = _ops_launching(facts, memcpys(facts) & pattern_mask(facts, PAGEABLE))
+    # one hit per op call: its syncs and device-to-host copies (a copy to or from pageable memory
+    # blocks by itself: pageable-memcpy's finding, with its op's sync)
     calls: dict[int, list[int]] = defaultdict(list)
-    for i in np.flatnonzero(syncs | dtoh_calls).tolist():
+    for i in np.flatnonzero(syncs | _read_backs(facts)).tolist():
         op = _outermost_op(facts, i)
-        if op >= 0 and op not in htod_ops:  # a blocking host-to-device copy is pageable-memcpy's
+        if op >= 0 and op not in pageable_ops:
             calls[op].append(i)
-    hits = [(op, parts) for op, parts in calls.items() if syncs[parts].any() or np.isin(parts, blocking).any()]
+    hits = [(op, parts) for op, parts in calls.items() if syncs[parts].any()]
+    hits += [(i, [i]) for i in _explicit_syncs(facts, syncs)]
     if not hits or len(hits) / ctx.step_count < MIN_SYNCS_PER_STEP:
         return []
     blocked, stall = _costs(facts, hits)
@@ -127,46 +129,58 @@ def check(ctx: Context) -> list[Finding]:
 
 
 def _sync_calls(facts: Facts) -> np.ndarray:
-    """Sync runtime calls under an op, inside the steps, not while compiling (recompilation's)."""
-    syncs = facts.is_host & name_mask(facts, SYNC_NAMES)
-    syncs &= nearest_ancestor(facts, facts.trace.category_mask({"cpu_op"}), inclusive=False) >= 0
-    syncs &= ~_compiling(facts)
+    """Sync runtime calls inside the steps, not while compiling (recompilation's)."""
+    syncs = facts.is_host & name_mask(facts, SYNC_NAMES) & ~_compiling(facts)
     if facts.steps:
         syncs &= facts.event_step >= 0
     return syncs
+
+
+def _explicit_syncs(facts: Facts, syncs: np.ndarray) -> list[int]:
+    """torch.cuda.synchronize() and the like, outside any op, with GPU work still outstanding when
+    called (an idle one is trailing-sync's; the profiler's own stop sync is nobody's)."""
+    trace = facts.trace
+    outside = syncs & (nearest_ancestor(facts, trace.category_mask({"cpu_op"}), inclusive=False) < 0)
+    stop = profiler_stop_sync(facts)
+    out = []
+    for i in np.flatnonzero(outside).tolist():
+        if i != stop and busy_ns(facts, int(trace.ts[i]), int(trace.ts[i] + trace.dur[i])) > 0:
+            out.append(i)
+    return out
 
 
 def _compiling(facts: Facts) -> np.ndarray:
     return nearest_ancestor(facts, facts.is_host & pattern_mask(facts, COMPILE_EVENT)) >= 0
 
 
-def _read_backs(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
-    """Launch calls of device-to-host copies, and those of them that block (into pageable memory)."""
+def _read_backs(facts: Facts) -> np.ndarray:
+    """Launch calls of device-to-host copies inside the steps, not while compiling."""
     dtoh = memcpys(facts) & pattern_mask(facts, DTOH)
     calls = np.zeros(len(facts.trace), dtype=bool)
     calls[facts.launcher[dtoh & (facts.launcher >= 0)]] = True
-    blocking = facts.launcher[dtoh & (facts.launcher >= 0) & pattern_mask(facts, TO_PAGEABLE)]
     calls &= ~_compiling(facts)
     if facts.steps:
         calls &= facts.event_step >= 0
-    return calls, blocking
+    return calls
 
 
 def _costs(facts: Facts, hits: list[tuple[int, list[int]]]) -> tuple[dict[int, int], dict[int, int]]:
-    """Per op call: ns the host was blocked, and that plus the GPU idle after it until the next
-    device work starts (within the op's step)."""
+    """Per op call: ns the host was blocked, and the GPU idle from its first blocking call until the
+    next device work after it (within the op's step): time the GPU spent computing while the host
+    waited is not lost."""
     trace = facts.trace
     hi = facts.window[1]
     starts = _busy_starts(facts)
     blocked: dict[int, int] = {}
     stall: dict[int, int] = {}
     for op, parts in hits:
+        begin = int(trace.ts[parts].min())
         end = int((trace.ts[parts] + trace.dur[parts]).max())
         stop = facts.steps[int(facts.event_step[op])].end if facts.steps and facts.event_step[op] >= 0 else hi
         pos = np.searchsorted(starts, end)
-        nxt = int(starts[pos]) if pos < starts.size else stop
+        until = max(end, min(int(starts[pos]) if pos < starts.size else stop, stop))
         blocked[op] = int(trace.dur[parts].sum())
-        stall[op] = blocked[op] + max(0, min(nxt, stop) - end)
+        stall[op] = (until - begin) - busy_ns(facts, begin, until)
     return blocked, stall
 
 
@@ -180,8 +194,10 @@ def _by_op(facts: Facts, syncs: np.ndarray, hits: list[tuple[int, list[int]]], b
     for name, items in by_name.items():
         counts = Counter(facts.step_of(op) for op, _ in items)
         op0, parts0 = items[0]
+        explicit = parts0 == [op0]
+        chain = _region_chain(facts, op0) if explicit else _chain(facts, op0, _key_part(trace, syncs, parts0))
         out.append(SyncingOp(
-            name=name, count=len(items), chain=tuple(_chain(facts, op0, _key_part(trace, syncs, parts0))),
+            name=name, count=len(items), chain=tuple(chain), explicit=explicit,
             per_step={str(s): c for s, c in sorted(counts.items(), key=lambda x: (x[0] is None, x[0]))},
             blocked_us=us(sum(blocked[op] for op, _ in items)), stall_us=us(sum(stall[op] for op, _ in items))))
     return tuple(sorted(out, key=lambda o: -o.stall_us))
@@ -194,6 +210,10 @@ def _evidence(facts: Facts, syncs: np.ndarray, hits: list[tuple[int, list[int]]]
     out = []
     picks = sorted(hits, key=lambda h: -stall[h[0]])[: max(1, EVIDENCE_EVENTS // 3)]
     for op, parts in sorted(picks, key=lambda h: int(trace.ts[h[0]])):
+        if parts == [op]:  # an explicit sync: the call is the op
+            gpu = busy_ns(facts, int(trace.ts[op]), int(trace.ts[op] + trace.dur[op]))
+            out.append(Evidence.of(facts, op, Blocked(us(trace.dur[op]), us(gpu))))
+            continue
         via = trace.event_name(_key_part(trace, syncs, parts))
         out.append(Evidence.of(facts, op, SyncedVia(via, us(blocked[op]), us(stall[op]))))
         for j in sorted(parts, key=lambda j: int(trace.ts[j])):
@@ -227,6 +247,16 @@ def _chain(facts: Facts, op: int, sync: int) -> list[str]:
             break
         j = int(facts.parent[j])
     return path[::-1]
+
+
+def _region_chain(facts: Facts, i: int) -> list[str]:
+    """The nearest record_function region above an explicit sync, then the sync."""
+    trace = facts.trace
+    region = trace.category_id("user_annotation")
+    j = int(facts.parent[i])
+    while j >= 0 and (int(trace.cat[j]) != region or trace.event_name(j).startswith("ProfilerStep#")):
+        j = int(facts.parent[j])
+    return ([trace.event_name(j)] if j >= 0 else []) + [trace.event_name(i)]
 
 
 def _ops_launching(facts: Facts, work: np.ndarray) -> set[int]:

@@ -1,18 +1,39 @@
 """What:
 Host<->device copies from or into pageable (ordinary, unpinned) host memory: the GPU lane shows
 `Memcpy HtoD (Pageable -> Device)` or `Memcpy DtoH (Device -> Pageable)`, and the host's
-cudaMemcpyAsync lasts as long as the copy itself because it cannot return early.
+cudaMemcpyAsync lasts as long as the copy itself because it cannot return early. The rule groups
+the copies by the op that issued them (`aten::to`, `aten::copy_`) and the record_function region
+around it, and measures how long each kept the host blocked.
 
 Why:
 The DMA engine can only read pinned (page-locked) memory, so the driver stages a pageable buffer
 through a pinned bounce buffer chunk by chunk: the copy runs at a fraction of PCIe/NVLink-C2C
-speed, the "async" call blocks the host for its whole length, and it cannot overlap compute.
+speed, the "async" call blocks the host for its whole length, and it cannot overlap compute. A
+pageable copy is also stream-ordered: issued while kernels are still queued, it waits for them,
+so even a small one can block the host for milliseconds and drain the GPU's queue.
 
 Example:
-gpu/pageable_memcpy on an H200: a 64 MiB `tensor.to("cuda")` from pageable memory takes 9.55 ms on
-the GPU (7.0 GB/s) and blocks the host 9.73 ms in cudaMemcpyAsync; the same copy from pinned
-memory with `non_blocking=True` takes 1.21 ms (55 GB/s) and returns to the host after 19.5 µs.
-The 64 MiB `.cpu()` into pageable memory takes 47.9 ms (1.4 GB/s).
+gpu/pageable_memcpy on an H200: a 64 MiB `tensor.to("cuda")` from pageable memory (`aten::to` in
+`pageable_copy`) takes 9.55 ms on the GPU (7.0 GB/s) and blocks the host 9.73 ms in cudaMemcpyAsync
+plus 15 µs in its stream sync; the same copy from pinned memory with `non_blocking=True` takes
+1.21 ms (55 GB/s) and returns to the host after 19.5 µs. gpu/gpu_idle_dataloader: the 2 MiB batch
+copy of `data_loading` blocks the host 264 µs per 15.4 ms step (its cudaMemcpyAsync and stream
+sync). The 64 MiB `.cpu()` read-back of gpu/pageable_memcpy (47.9 ms at 1.4 GB/s into pageable
+memory) is this rule's too: the copy blocks because its destination is pageable.
+
+Impact:
+Per step: the host time blocked in each pageable copy's runtime calls (the cudaMemcpyAsync and the
+stream sync of the same op) while the GPU computed nothing, capped by the GPU idle from the call's
+start until the next device work after it: a copy that waits behind queued kernels costs only the
+idle it leaves after it. An upper bound: a pinned copy still occupies the copy engine for
+bytes / pinned bandwidth (1.21 ms per 64 MiB on the H200). gpu/pageable_memcpy: 9.71 ms of a
+64.6 ms step (15%, warning); gpu/gpu_idle_dataloader: 264 µs of 15.4 ms (1.7%, info);
+gpu/pageable_behind_kernels, a 256 KiB copy issued behind 4 ms of queued GEMMs: the host blocks
+3.5 ms per step, the GPU computes through all but the 154 µs of idle it leaves after (3.7%, info).
+It used to be a warning for any copy of 1 MiB or more; bytes no longer decide. One copy, one
+finding: every copy to or from pageable memory is this rule's, with the stream sync of its op;
+host-sync keeps the syncs of ops that copy nothing pageable (`.item()` reads through a pinned
+staging buffer).
 
 Fix:
 Allocate host buffers pinned (`torch.empty(..., pin_memory=True)`, `tensor.pin_memory()`,
@@ -23,103 +44,201 @@ preallocated pinned tensor with `non_blocking=True` and wait on an event only wh
 from __future__ import annotations
 
 import re
+from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Severity, legacy_finding
-from pista.rules._common import fmt_ns, memcpys, nearest_ancestor, pattern_mask
+from pista.findings import Context, Evidence, Finding
+from pista.rules._common import (
+    COMPILE_EVENT,
+    SYNC_NAMES,
+    memcpys,
+    name_mask,
+    nearest_ancestor,
+    pattern_mask,
+    us,
+)
+from pista.trace.facts import Facts
 
 ID = "pageable-memcpy"
-TITLE = "Copies between the GPU and pageable host memory"
-SEVERITY = Severity.WARNING
-# Copies smaller than this are ignored: scalars and small index tensors (`torch.tensor([...]).cuda()`)
-# are pageable everywhere and cheap; the smallest real transfer in the fixtures is
-# gpu/gpu_idle_dataloader's 2 MiB batch copy (134 µs at 15.7 GB/s).
-MIN_COPY_BYTES = 1 << 20
-# ... and together the large pageable copies must block the host at least this long (µs):
-# gpu/gpu_idle_dataloader 737 µs over 3 steps, gpu/pageable_memcpy 180 ms.
-MIN_BLOCKED_US = 50.0
+# The pageable copies must save at least this share of the median step: gpu/pageable_memcpy's
+# 64 MiB copy 15%, gpu/pageable_behind_kernels' 256 KiB copy 3.7%, gpu/gpu_idle_dataloader's 2 MiB
+# batch 1.7%; below 1% a copy is noise (REVIEW.md).
+MIN_STEP_SHARE = 0.01
+# Pinned copies at least this big give the bandwidth to compare with; smaller ones (.item()'s 4 bytes)
+# measure latency (gpu/pageable_memcpy's pinned 64 MiB: 55.3 GB/s).
+PINNED_MIN_BYTES = 1 << 20
 EVIDENCE_EVENTS = 6
 
 PAGEABLE = re.compile(r"Pageable")
 PINNED = re.compile(r"Pinned")
 DIRECTION = re.compile(r"^Memcpy (\w+)")
+STEP_REGION = re.compile(r"^ProfilerStep#")
+# A region that loads input: the record_function names of hand-written loaders (gpu/gpu_idle_dataloader's
+# `data_loading`) and the DataLoader iterator's own (`enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`).
+LOADER_REGION = re.compile(r"data|load|batch|input|collate|prefetch", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class CopyGroup:
+    """The pageable copies one op issued in one region, in one direction, over the window."""
+
+    direction: str  # "HtoD" or "DtoH"
+    op: str  # the outermost op that issued them (aten::to), or the runtime call without an op
+    region: str | None  # the record_function region around the op ('data_loading')
+    loader: bool  # that region loads input (its name says data/load/batch...)
+    copies: int
+    mib: float
+    device_us: float  # the copies on the GPU
+    gb_s: float  # their bandwidth
+    blocked_us: float  # host blocked in their runtime calls and the op's syncs
+    saved_us: float  # of that, what the GPU spent computing nothing (the impact, over the window)
+    pinned_gb_s: float | None  # pinned copies of the same direction in this trace, to compare
+
+
+@dataclass(frozen=True)
+class PageableMemcpy:
+    steps: int
+    groups: tuple[CopyGroup, ...]  # costliest first
+    blocked_us: float  # over the window
+    saved_us: float  # over the window
+    step_share_percent: float
+
+
+@dataclass(frozen=True)
+class PageableCopy:
+    """Note on a copy on the GPU lane."""
+
+    mib: float
+    gb_s: float
+    pinned_gb_s: float | None
+
+
+@dataclass(frozen=True)
+class BlockedCopyCall:
+    """Note on the host call that blocked for the copy."""
+
+    blocked_us: float
+    saved_us: float
 
 
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     if not facts.has_gpu:
         return []
-    trace = facts.trace
     copies = memcpys(facts)
-    pageable = np.flatnonzero(copies & pattern_mask(facts, PAGEABLE))
+    pageable = copies & pattern_mask(facts, PAGEABLE) & (facts.launcher >= 0)
     if facts.steps:
-        pageable = pageable[facts.event_step[pageable] >= 0]
-    if pageable.size == 0:
+        pageable &= facts.event_step >= 0
+    if not pageable.any():
         return []
-    size = np.array([_bytes(trace, i) for i in pageable.tolist()], dtype=np.int64)
-    pageable, size = pageable[size >= MIN_COPY_BYTES], size[size >= MIN_COPY_BYTES]
-    if pageable.size == 0:
-        return []
-    launcher = facts.launcher[pageable]
-    blocked = np.where(launcher >= 0, trace.dur[np.maximum(launcher, 0)], 0)
-    if blocked.sum() / 1000.0 < MIN_BLOCKED_US:
+    # copies made while compiling are recompilation's
+    compiling = nearest_ancestor(facts, facts.is_host & pattern_mask(facts, COMPILE_EVENT)) >= 0
+    pageable[np.flatnonzero(pageable)[compiling[facts.launcher[pageable]]]] = False
+
+    # one hit per op call: its pageable copies, and the runtime calls it blocked in
+    calls: dict[int, list[int]] = defaultdict(list)
+    for w in np.flatnonzero(pageable).tolist():
+        launch = int(facts.launcher[w])
+        op = _outermost_op(facts, launch)
+        calls[op if op >= 0 else launch].append(w)
+    syncs = _syncs_by_op(facts, set(calls))
+    blocked: dict[int, int] = {}
+    saved: dict[int, int] = {}
+    starts = _busy_starts(facts)
+    for op, work in calls.items():
+        parts = sorted({int(facts.launcher[w]) for w in work} | set(syncs.get(op, [])))
+        blocked[op], saved[op] = _cost(facts, starts, op, parts)
+    total = sum(saved.values())
+    impact = ctx.per_step(total)
+    if impact.share < MIN_STEP_SHARE:
         return []
 
-    pinned_rate = _pinned_bandwidth(facts, copies)
+    pinned = _pinned_bandwidth(facts, copies)
+    groups = _groups(facts, calls, blocked, saved, pinned)
+    record = PageableMemcpy(steps=ctx.step_count, groups=groups, blocked_us=us(sum(blocked.values())),
+                            saved_us=us(total), step_share_percent=100.0 * impact.share)
+    return [Finding(ID, record, impact, _evidence(facts, calls, blocked, saved, pinned))]
+
+
+def _outermost_op(facts: Facts, i: int) -> int:
+    """The aten op the user called: the top of the chain of aten:: ops above event i, or -1."""
+    trace = facts.trace
+    cpu_op = trace.category_id("cpu_op")
+    j, top = int(facts.parent[i]), -1
+    while j >= 0 and int(trace.cat[j]) == cpu_op and trace.event_name(j).startswith("aten::"):
+        top = j
+        j = int(facts.parent[j])
+    return top
+
+
+def _syncs_by_op(facts: Facts, ops: set[int]) -> dict[int, list[int]]:
+    """The sync calls inside each of these op calls (the stream sync a pageable copy implies)."""
+    out: dict[int, list[int]] = defaultdict(list)
+    for i in np.flatnonzero(facts.is_host & name_mask(facts, SYNC_NAMES)).tolist():
+        op = _outermost_op(facts, i)
+        if op in ops:
+            out[op].append(i)
+    return out
+
+
+def _cost(facts: Facts, starts: np.ndarray, op: int, parts: list[int]) -> tuple[int, int]:
+    """ns the host was blocked in the calls, and of that what the GPU spent computing nothing:
+    at most the kernel-free time from the first call's start to the next device work after the last."""
+    trace = facts.trace
+    start = int(trace.ts[parts].min())
+    end = int((trace.ts[parts] + trace.dur[parts]).max())
+    step = int(facts.event_step[op]) if facts.steps else -1
+    stop = facts.steps[step].end if step >= 0 else facts.window[1]
+    pos = np.searchsorted(starts, end)
+    nxt = max(end, min(int(starts[pos]) if pos < starts.size else stop, stop))
+    computing = max((iv.clip(start, nxt).total for iv in facts.kernel_busy.values()), default=0)
+    blocked = int(trace.dur[parts].sum())
+    return blocked, min(blocked, max(0, nxt - start - computing))
+
+
+def _groups(facts: Facts, calls: dict[int, list[int]], blocked: dict[int, int], saved: dict[int, int],
+            pinned: dict[str, float]) -> tuple[CopyGroup, ...]:
+    trace = facts.trace
     regions = nearest_ancestor(facts, facts.is_host & trace.category_mask({"user_annotation"})
-                               & ~pattern_mask(facts, re.compile(r"^ProfilerStep#")), inclusive=False)
-    parts, per_dir = [], {}
-    for direction in sorted({_direction(trace, i) for i in pageable.tolist()}):
-        sel = np.array([_direction(trace, i) == direction for i in pageable.tolist()])
-        n, nbytes, dev_ns, host_ns = int(sel.sum()), int(size[sel].sum()), int(trace.dur[pageable[sel]].sum()), \
-            int(blocked[sel].sum())
-        rate = nbytes / dev_ns if dev_ns else 0.0  # bytes/ns == GB/s
-        where = sorted({trace.event_name(int(regions[j])) for j in launcher[sel] if j >= 0 and regions[j] >= 0})
-        side = "into" if direction == "DtoH" else "from"
-        text = (f"{n} {direction} cop{'y' if n == 1 else 'ies'} {side} pageable memory "
-                f"({nbytes / 2**20:.1f} MiB{', in ' + ', '.join(repr(w) for w in where) if where else ''}): "
-                f"{fmt_ns(dev_ns)} on the GPU at {rate:.1f} GB/s, the host blocked {fmt_ns(host_ns)} in the copy calls")
-        if direction in pinned_rate:
-            text += f" (pinned {direction} copies in this trace: {pinned_rate[direction]:.1f} GB/s)"
-        parts.append(text)
-        per_dir[direction] = {"copies": n, "bytes": nbytes, "device_us": dev_ns / 1000.0,
-                              "host_blocked_us": host_ns / 1000.0, "bandwidth_gb_s": rate,
-                              "pinned_bandwidth_gb_s": pinned_rate.get(direction)}
-
-    evidence = []
-    for k in _round_robin(trace, pageable)[: EVIDENCE_EVENTS // 2]:
-        i = int(pageable[k])
-        rate = size[k] / trace.dur[i] if trace.dur[i] else 0.0
-        evidence.append(Evidence.of(facts, i, detail=f"{size[k] / 2**20:.1f} MiB at {rate:.1f} GB/s"))
-        if launcher[k] >= 0:
-            evidence.append(Evidence.of(facts, int(launcher[k]), detail="host call blocked for the whole copy"))
-    return [legacy_finding(
-        rule=ID,
-        severity=SEVERITY,
-        title=TITLE,
-        message="; ".join(parts) + ".",
-        advice=("Pin the host buffers (pin_memory=True, DataLoader(pin_memory=True)) and copy with "
-                "non_blocking=True so the copy runs at full speed and overlaps compute."),
-        evidence=evidence,
-        metrics={
-            "copies": int(pageable.size),
-            "bytes": int(size.sum()),
-            "device_us": float(trace.dur[pageable].sum()) / 1000.0,
-            "host_blocked_us": float(blocked.sum()) / 1000.0,
-            "directions": per_dir,
-        },
-    )]
+                               & ~pattern_mask(facts, STEP_REGION), inclusive=False)
+    acc: dict[tuple[str, str, str | None], dict[str, float]] = {}
+    for op, work in calls.items():
+        region = trace.event_name(int(regions[op])) if regions[op] >= 0 else None
+        for direction in sorted({_direction(trace, w) for w in work}):
+            mine = [w for w in work if _direction(trace, w) == direction]
+            share = len(mine) / len(work)  # an op with copies both ways splits its cost by count
+            a = acc.setdefault((direction, trace.event_name(op), region),
+                               {"copies": 0, "bytes": 0, "dev": 0, "blocked": 0, "saved": 0})
+            a["copies"] += len(mine)
+            a["bytes"] += sum(_bytes(trace, w) for w in mine)
+            a["dev"] += int(trace.dur[mine].sum())
+            a["blocked"] += blocked[op] * share
+            a["saved"] += saved[op] * share
+    out = [CopyGroup(direction=d, op=op, region=region, loader=bool(region and LOADER_REGION.search(region)),
+                     copies=int(a["copies"]), mib=a["bytes"] / 2**20, device_us=us(a["dev"]),
+                     gb_s=a["bytes"] / a["dev"] if a["dev"] else 0.0, blocked_us=us(a["blocked"]),
+                     saved_us=us(a["saved"]), pinned_gb_s=pinned.get(d))
+           for (d, op, region), a in acc.items()]
+    return tuple(sorted(out, key=lambda g: -g.saved_us))
 
 
-def _round_robin(trace, pageable: np.ndarray) -> list[int]:
-    """Positions of the copies, longest first within each direction, the directions interleaved."""
-    order = np.argsort(-trace.dur[pageable], kind="stable").tolist()
-    by_dir: dict[str, list[int]] = {}
-    for k in order:
-        by_dir.setdefault(_direction(trace, int(pageable[k])), []).append(k)
-    lists = list(by_dir.values())
-    return [lst[r] for r in range(max(map(len, lists))) for lst in lists if r < len(lst)]
+def _evidence(facts: Facts, calls: dict[int, list[int]], blocked: dict[int, int], saved: dict[int, int],
+              pinned: dict[str, float]) -> list[Evidence]:
+    """The costliest op calls' copies, each with the host call that blocked for it."""
+    trace = facts.trace
+    out: list[Evidence] = []
+    for op in sorted(calls, key=lambda o: -saved[o]):
+        for w in calls[op]:
+            if len(out) + 2 > EVIDENCE_EVENTS:
+                return out
+            rate = _bytes(trace, w) / trace.dur[w] if trace.dur[w] else 0.0
+            out.append(Evidence.of(facts, w, PageableCopy(_bytes(trace, w) / 2**20, float(rate),
+                                                          pinned.get(_direction(trace, w)))))
+            launch = int(facts.launcher[w])
+            out.append(Evidence.of(facts, launch, BlockedCopyCall(us(blocked[op]), us(saved[op]))))
+    return out
 
 
 def _bytes(trace, i: int) -> int:
@@ -132,12 +251,17 @@ def _direction(trace, i: int) -> str:
     return match.group(1) if match else "?"
 
 
-def _pinned_bandwidth(facts, copies: np.ndarray) -> dict[str, float]:
-    """GB/s of the large pinned copies per direction, to compare against."""
+def _pinned_bandwidth(facts: Facts, copies: np.ndarray) -> dict[str, float]:
+    """GB/s of the pinned copies per direction, to compare against (bytes/ns == GB/s)."""
     trace = facts.trace
     out: dict[str, list[tuple[int, int]]] = {}
     for i in np.flatnonzero(copies & pattern_mask(facts, PINNED)).tolist():
         nbytes = _bytes(trace, i)
-        if nbytes >= MIN_COPY_BYTES and trace.dur[i] > 0:
+        if nbytes >= PINNED_MIN_BYTES and trace.dur[i] > 0:
             out.setdefault(_direction(trace, i), []).append((nbytes, int(trace.dur[i])))
     return {d: sum(b for b, _ in v) / sum(t for _, t in v) for d, v in out.items()}
+
+
+def _busy_starts(facts: Facts) -> np.ndarray:
+    starts = [iv.start for iv in facts.gpu_busy.values()]
+    return np.sort(np.concatenate(starts)) if starts else np.empty(0, np.int64)

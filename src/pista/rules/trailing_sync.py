@@ -16,6 +16,16 @@ a `sync` region every step: in step 2 the cudaDeviceSynchronize takes 3.799 µs 
 0 µs of work left (its last kernel ended 26 µs earlier); over steps 2-4 the three syncs take
 9.887 µs, 2.9% of the 344 µs of steps.
 
+Impact:
+Per step: what each sync really costs, its duration capped by the GPU idle from its start until the
+next device work after it (or its end, in the last step). A sync with nothing outstanding costs its
+own call and no more (the GPU had nothing to do either way): gpu/trailing_sync 3.3 µs of a 114 µs
+step (2.9%, info), gpu/capture_mm64_sync 10.9 µs of 325 µs (3.4%, info); the 14 µs syncs of
+gpu/gpu_idle_dataloader's 15 ms steps (0.1%) and the window-end syncs of gpu/window_sync_* (under
+1% of the window) stay silent. It used to be a warning from 1 ms of sync time in all; now severity
+follows the step share. The cudaDeviceSynchronize torch.profiler issues when it stops is the
+profiler's, never counted.
+
 Fix:
 Drop the per-step synchronize; sync only where the host needs a result (logging every N steps,
 the end of an epoch) and time GPU work with CUDA events (`torch.cuda.Event(enable_timing=True)`)
@@ -24,26 +34,48 @@ instead of sync + wall clock.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Severity, legacy_finding
-from pista.rules._common import SYNC_NAMES, busy_ns, fmt_ns, name_mask, nearest_ancestor, profiler_stop_sync
+from pista.findings import Context, Evidence, Finding
+from pista.rules._common import SYNC_NAMES, busy_ns, name_mask, nearest_ancestor, profiler_stop_sync, us
 from pista.trace.facts import Facts
 
 ID = "trailing-sync"
-TITLE = "Synchronize at the end of a step with nothing left to wait for"
-SEVERITY = Severity.WARNING
 # A sync "waits for nothing" when the GPU was busy less than this share of the sync's duration:
 # gpu/trailing_sync 0/3.8 µs, gpu/gpu_idle_dataloader 0/14.5 µs; real waits (gpu/fp32_gemm 2602/2616
 # µs, gpu/tf32_gemm 269/275 µs, gpu/kernel_variability 27/33 µs) are above 0.8.
 MAX_OUTSTANDING_SHARE = 0.5
-# ... and the idle syncs must cost at least this share of their steps: 2.9% of the steps of
-# gpu/trailing_sync (2.6-3.4% step by step); 0.1% in gpu/gpu_idle_dataloader (14 µs syncs in 15 ms steps), which is noise.
+# ... and the idle syncs must save at least this share of the median step: gpu/trailing_sync 2.9%,
+# gpu/capture_mm64_sync 3.4%; gpu/gpu_idle_dataloader 0.1% (14 µs syncs in 15 ms steps) and
+# gpu/window_sync_warm 0.75% of its window are noise.
 MIN_STEP_SHARE = 0.01
-# A warning once the idle syncs cost this much in all; below, the share is real but the time is
-# µs (gpu/trailing_sync: 9.9 µs over 3 steps), so the finding is info.
-WARNING_MIN_SYNC_NS = 1_000_000
 EVIDENCE_EVENTS = 6
+
+
+@dataclass(frozen=True)
+class TrailingSync:
+    name: str  # the runtime call (cudaDeviceSynchronize)
+    region: str | None  # the record_function region around the syncs ('sync'), if any
+    syncs: int
+    steps: int  # steps in the window (1 without steps)
+    steps_hit: tuple[int, ...]
+    sync_us: float  # the syncs' duration over the window
+    saved_us: float  # what they cost over the window (the impact)
+    longest_us: float
+    outstanding_us: float  # GPU work still running during the longest
+    gpu_idle_before_us: float | None  # how long the GPU had been idle when the longest began
+    step_share_percent: float
+
+
+@dataclass(frozen=True)
+class IdleSync:
+    """Note on one trailing sync."""
+
+    outstanding_us: float
+    saved_us: float
+    region: str | None
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -61,8 +93,9 @@ def check(ctx: Context) -> list[Finding]:
     if facts.steps:
         syncs &= facts.event_step >= 0
     launch_ts = trace.ts[facts.launcher[facts.is_device_work & (facts.launcher >= 0)]]
+    starts = _busy_starts(facts)
 
-    idle: list[tuple[int, int, int]] = []  # (event, outstanding ns, gap since the GPU went idle)
+    idle: list[tuple[int, int, int]] = []  # (event, outstanding ns, ns it cost)
     for i in np.flatnonzero(syncs).tolist():
         start, end = int(trace.ts[i]), int(trace.ts[i] + trace.dur[i])
         step = int(facts.event_step[i])
@@ -71,45 +104,53 @@ def check(ctx: Context) -> list[Finding]:
             continue  # more work is queued after it in the same step: not trailing
         outstanding = busy_ns(facts, start, end)
         if outstanding <= MAX_OUTSTANDING_SHARE * (end - start):
-            idle.append((i, outstanding, start))
+            idle.append((i, outstanding, _cost(facts, starts, start, end)))
     if not idle:
         return []
-
-    step_total = sum(s.dur for s in facts.steps) if facts.steps else facts.window[1] - facts.window[0]
-    cost = sum(int(trace.dur[i]) for i, _, _ in idle)
-    share = cost / max(step_total, 1)
-    if share < MIN_STEP_SHARE:
+    total = sum(c for _, _, c in idle)
+    impact = ctx.per_step(total)
+    if impact.share < MIN_STEP_SHARE:
         return []
-    worst = max(idle, key=lambda x: int(trace.dur[x[0]]))
-    i0, outstanding0, _ = worst
+
+    regions = {_region(facts, i) for i, _, _ in idle}
+    i0, outstanding0, _ = max(idle, key=lambda x: int(trace.dur[x[0]]))
     last_end = _gpu_idle_since(facts, int(trace.ts[i0]))
-    evidence = []
-    for i, outstanding, _ in sorted(idle, key=lambda x: -int(trace.dur[x[0]]))[:EVIDENCE_EVENTS]:
-        parent = int(facts.parent[i])
-        where = f" in '{trace.event_name(parent)}'" if parent >= 0 else ""
-        evidence.append(Evidence.of(facts, i, detail=f"{fmt_ns(outstanding)} of GPU work outstanding{where}"))
-    steps_hit = sorted({facts.step_of(i) for i, _, _ in idle if facts.step_of(i) is not None})
-    name = trace.event_name(i0)
-    idle_for = f" (the GPU had been idle for {fmt_ns(trace.ts[i0] - last_end)})" if last_end is not None else ""
-    return [legacy_finding(
-        rule=ID,
-        severity=SEVERITY if cost >= WARNING_MIN_SYNC_NS else Severity.INFO,
-        title=TITLE,
-        message=(f"{len(idle)} {name} call(s) at the end of {len(steps_hit) or 'the'} step(s) wait for little "
-                 f"or no GPU work: the longest takes {fmt_ns(trace.dur[i0])} with {fmt_ns(outstanding0)} of GPU "
-                 f"work outstanding{idle_for}; together {fmt_ns(cost)}, {100 * share:.1f}% of the step time."),
-        advice=("Remove the per-step torch.cuda.synchronize(); synchronize only where the host needs a result, "
-                "and time GPU work with CUDA events rather than sync + wall clock."),
-        evidence=evidence,
-        metrics={
-            "syncs": len(idle),
-            "sync_total_us": cost / 1000.0,
-            "longest_sync_us": float(trace.dur[i0]) / 1000.0,
-            "outstanding_gpu_us": outstanding0 / 1000.0,
-            "step_share_percent": 100.0 * share,
-            "steps": steps_hit,
-        },
-    )]
+    record = TrailingSync(
+        name=trace.event_name(i0),
+        region=regions.pop() if len(regions) == 1 else None,
+        syncs=len(idle),
+        steps=ctx.step_count,
+        steps_hit=tuple(sorted({s for i, _, _ in idle if (s := facts.step_of(i)) is not None})),
+        sync_us=us(sum(int(trace.dur[i]) for i, _, _ in idle)),
+        saved_us=us(total),
+        longest_us=us(trace.dur[i0]),
+        outstanding_us=us(outstanding0),
+        gpu_idle_before_us=us(trace.ts[i0] - last_end) if last_end is not None else None,
+        step_share_percent=100.0 * impact.share,
+    )
+    evidence = [Evidence.of(facts, i, IdleSync(us(out), us(cost), _region(facts, i)))
+                for i, out, cost in sorted(idle, key=lambda x: -int(trace.dur[x[0]]))[:EVIDENCE_EVENTS]]
+    return [Finding(ID, record, impact, evidence)]
+
+
+def _cost(facts: Facts, starts: np.ndarray, start: int, end: int) -> int:
+    """What the sync costs: its duration, at most the GPU idle from its start to the next device work
+    after it (to its end when none follows)."""
+    pos = np.searchsorted(starts, end)
+    nxt = int(starts[pos]) if pos < starts.size else end
+    return min(end - start, (nxt - start) - busy_ns(facts, start, nxt))
+
+
+def _region(facts: Facts, i: int) -> str | None:
+    parent = int(facts.parent[i])
+    if parent < 0 or facts.trace.event_name(parent).startswith("ProfilerStep#"):
+        return None
+    return facts.trace.event_name(parent)
+
+
+def _busy_starts(facts: Facts) -> np.ndarray:
+    starts = [iv.start for iv in facts.gpu_busy.values()]
+    return np.sort(np.concatenate(starts)) if starts else np.empty(0, np.int64)
 
 
 def _gpu_idle_since(facts: Facts, ts: int) -> int | None:

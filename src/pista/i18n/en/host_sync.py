@@ -25,6 +25,10 @@ def message(r: HostSync) -> str:
 
 
 def advice(r: HostSync) -> str:
+    if r.ops[0].explicit:
+        return (f"Take {r.ops[0].name} out of the step ({' > '.join(r.ops[0].chain)}): it drains the GPU's queue "
+                "and the GPU then waits for every launch that follows. Time with CUDA events "
+                "(torch.cuda.Event(enable_timing=True)) and synchronize only where the host needs a result.")
     return ("Keep results on the GPU and read them rarely (accumulate, then .item() every N steps); copy with "
             "non_blocking=True into pinned memory; find hidden syncs with torch.cuda.set_sync_debug_mode('warn').")
 
@@ -32,13 +36,16 @@ def advice(r: HostSync) -> str:
 def fix(r: HostSync) -> str:
     o = r.ops[0]
     per_step = o.count / max(r.steps, 1)
+    if o.explicit:
+        return (f"{' > '.join(o.chain)} drains the GPU's queue {per_step:.0f}x per step, {t(o.stall_us / r.steps)} of "
+                "GPU idle per step: drop the synchronize from the step (time with CUDA events).")
     return (f"{o.name} syncs the host {per_step:.0f}x per step ({' > '.join(o.chain)}), {t(o.stall_us / r.steps)} "
             "per step with the GPU waiting: keep the value on the GPU and read it once every N steps.")
 
 
 def basis(r: HostSync) -> str:
-    return ("host blocked in the syncs plus the GPU idle after each until the next device work, per step "
-            "(upper bound)")
+    return ("GPU idle from each sync's start until the next device work after it, per step (upper bound: part "
+            "of that idle may remain without the sync)")
 
 
 NOTES = {

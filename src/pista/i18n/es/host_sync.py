@@ -25,6 +25,10 @@ def message(r: HostSync) -> str:
 
 
 def advice(r: HostSync) -> str:
+    if r.ops[0].explicit:
+        return (f"Saca {r.ops[0].name} del paso ({' > '.join(r.ops[0].chain)}): vacía la cola de la GPU y la GPU "
+                "espera después a cada lanzamiento que sigue. Mide con eventos CUDA "
+                "(torch.cuda.Event(enable_timing=True)) y sincroniza solo donde el host necesite un resultado.")
     return ("Deja los resultados en la GPU y léelos pocas veces (acumula y haz .item() cada N pasos); copia con "
             "non_blocking=True a memoria fijada; encuentra las sincronizaciones ocultas con "
             "torch.cuda.set_sync_debug_mode('warn').")
@@ -33,14 +37,17 @@ def advice(r: HostSync) -> str:
 def fix(r: HostSync) -> str:
     o = r.ops[0]
     per_step = o.count / max(r.steps, 1)
+    if o.explicit:
+        return (f"{' > '.join(o.chain)} vacía la cola de la GPU {per_step:.0f} veces por paso, {t(o.stall_us / r.steps)} "
+                "de GPU inactiva por paso: quita la sincronización del paso (mide con eventos CUDA).")
     return (f"{o.name} sincroniza el host {per_step:.0f} veces por paso ({' > '.join(o.chain)}), "
             f"{t(o.stall_us / r.steps)} por paso con la GPU esperando: deja el valor en la GPU y léelo una vez "
             "cada N pasos.")
 
 
 def basis(r: HostSync) -> str:
-    return ("host bloqueado en las sincronizaciones más la GPU inactiva tras cada una hasta el siguiente trabajo, "
-            "por paso (cota superior)")
+    return ("GPU inactiva desde el inicio de cada sincronización hasta el siguiente trabajo tras ella, por paso "
+            "(cota superior: parte de esa inactividad puede quedar sin la sincronización)")
 
 
 NOTES = {

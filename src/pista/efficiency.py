@@ -1,0 +1,399 @@
+"""How well GEMM kernels run against the card: FLOPs from the launching op's recorded shapes, the
+card's datasheet peaks and its practical ceilings. numpy only (no torch, no pandas).
+
+- `CARDS`: datasheet dense peaks per GPU (TFLOP/s per dtype, HBM TB/s), each with its source;
+  `card_of(trace)` picks one by the trace's `deviceProperties` name.
+- `Card.ceiling(dtype)`: what the card really reaches. Measured where we measured it (the H200 in
+  `shared/traces/README.md`), else the datasheet times the share the H200 reached of its own.
+- `gemm_flops(op, dims)`: 2*M*N*K (times the batch) for aten::mm, addmm, bmm, baddbmm, addbmm,
+  matmul, linear, _scaled_mm, _addmm_activation, from the op's `Input Dims`.
+- `gemms(facts)`: per GEMM kernel call, its FLOPs, dtype and rate; `rate(facts, kernels)` sums a
+  group of calls; `headroom_ns(facts, kernels)` is the time above the card's ceiling.
+
+A GEMM op call's FLOPs go to the longest kernel it launched (the GEMM; a split-K reduction or a
+cuBLAS memset beside it gets none). Kernels launched by anything but a GEMM op (Triton templates,
+cuDNN, attention) have no FLOPs here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from pista.trace.facts import Facts
+from pista.trace.model import Trace
+
+DTYPES = ("fp8", "bf16", "fp16", "tf32", "fp32", "fp64")
+
+
+@dataclass(frozen=True)
+class Card:
+    """One GPU's datasheet: dense (no 2:4 sparsity) TFLOP/s per dtype on its fastest unit for GEMMs
+    (tensor cores where it has them; fp32 is the CUDA cores' rate), and HBM bandwidth. A dtype the
+    card has no unit for is absent (no tf32 before Ampere, no fp8 before Hopper/Ada)."""
+
+    name: str
+    pattern: str  # regex matched against deviceProperties' name
+    tflops: dict[str, float]
+    hbm_tbps: float
+    compute_major: int  # the architecture: 9 Hopper, 8 Ampere/Ada, 7 Volta/Turing, 10 Blackwell
+    source: str
+    measured: dict[str, float] = field(default_factory=dict)  # TFLOP/s per dtype, "hbm" in TB/s
+
+    def peak(self, dtype: str | None) -> float | None:
+        return self.tflops.get(dtype) if dtype else None
+
+    def ceiling(self, dtype: str | None) -> float | None:
+        """TFLOP/s a real GEMM can reach in this dtype: measured on this card, else estimated."""
+        if dtype is None:
+            return None
+        if dtype in self.measured:
+            return self.measured[dtype]
+        peak = self.tflops.get(dtype)
+        return None if peak is None else peak * PRACTICAL_SHARE[dtype]
+
+    def ceiling_measured(self, dtype: str | None) -> bool:
+        return dtype in self.measured
+
+    @property
+    def hbm_ceiling_tbps(self) -> float:
+        """TB/s a streaming kernel or a device copy reaches (bytes read + written): measured, else estimated."""
+        return self.measured.get("hbm", self.hbm_tbps * PRACTICAL_SHARE_HBM)
+
+    @property
+    def has_tf32(self) -> bool:
+        return "tf32" in self.tflops
+
+
+# Measured on the H200 of shared/traces/README.md (2026-12-03, triton.testing.do_bench medians of
+# 8192^3 matmuls, copies of 2 GiB). Clocks and power move these by several percent from run to run
+# (bf16 794.7 on 2026-12-02): seed_mm4096_warm's GEMM reached 803 TFLOP/s.
+H200_MEASURED = {"bf16": 756.7, "fp16": 670.6, "fp8": 1267.2, "tf32": 355.2, "fp32": 50.9, "fp64": 56.0,
+                 "hbm": 4.27}
+H200_DATASHEET = {"bf16": 989.0, "fp16": 989.0, "fp8": 1979.0, "tf32": 494.0, "fp32": 67.0, "fp64": 67.0}
+H200_HBM_TBPS = 4.8
+# On cards we have not measured, the ceiling is the datasheet times the share the H200 reached of
+# its own datasheet in that dtype (an estimate, said so wherever a ceiling is shown).
+PRACTICAL_SHARE = {d: H200_MEASURED[d] / H200_DATASHEET[d] for d in DTYPES}
+PRACTICAL_SHARE_HBM = H200_MEASURED["hbm"] / H200_HBM_TBPS
+# A call at or above this share of the ceiling runs as fast as the card allows: the measured
+# ceilings move by ~5% from run to run (bf16 794.7 one day, 756.7 the next) and the seed GEMMs sit
+# at 1.04-1.06 of it (seed_mm4096_warm 803, seed_mm4096_compile 784 TFLOP/s), gpu/tf32_gemm at 1.13.
+AT_CEILING_SHARE = 0.9
+
+CARDS: tuple[Card, ...] = (
+    # NVIDIA H200 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h200): sparse figures halved.
+    Card("H200 NVL", r"H200 NVL", {"fp8": 1670.5, "bf16": 835.5, "fp16": 835.5, "tf32": 417.5, "fp32": 60.0,
+                                   "fp64": 60.0}, 4.8, 9, "NVIDIA H200 datasheet (NVL), dense"),
+    Card("H200 SXM", r"H200", dict(H200_DATASHEET), H200_HBM_TBPS, 9, "NVIDIA H200 datasheet (SXM), dense",
+         dict(H200_MEASURED)),
+    # NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100).
+    Card("H100 NVL", r"H100 NVL", {"fp8": 1670.5, "bf16": 835.5, "fp16": 835.5, "tf32": 417.5, "fp32": 60.0,
+                                   "fp64": 60.0}, 3.9, 9, "NVIDIA H100 datasheet (NVL), dense"),
+    Card("H100 PCIe", r"H100.*PCIe", {"fp8": 1513.0, "bf16": 756.5, "fp16": 756.5, "tf32": 378.0, "fp32": 51.0,
+                                      "fp64": 51.0}, 2.0, 9, "NVIDIA H100 datasheet (PCIe), dense"),
+    Card("H100 SXM", r"H100|GH200", {"fp8": 1979.0, "bf16": 989.5, "fp16": 989.5, "tf32": 494.5, "fp32": 67.0,
+                                     "fp64": 67.0}, 3.35, 9, "NVIDIA H100 datasheet (SXM), dense"),
+    # NVIDIA HGX B200 specifications, per GPU (nvidia.com/en-us/data-center/hgx): sparse halved.
+    Card("B200", r"B200", {"fp8": 4500.0, "bf16": 2250.0, "fp16": 2250.0, "tf32": 1100.0, "fp32": 75.0,
+                           "fp64": 37.0}, 7.7, 10, "NVIDIA HGX B200 specifications (per GPU), dense"),
+    # NVIDIA A100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/a100): no fp8.
+    Card("A100 80GB PCIe", r"A100.*80GB.*PCIe|A100-PCIE-80GB", {"bf16": 312.0, "fp16": 312.0, "tf32": 156.0,
+                                                                "fp32": 19.5, "fp64": 19.5}, 1.935, 8,
+         "NVIDIA A100 datasheet (80GB PCIe), dense"),
+    Card("A100 40GB", r"A100.*40GB", {"bf16": 312.0, "fp16": 312.0, "tf32": 156.0, "fp32": 19.5, "fp64": 19.5},
+         1.555, 8, "NVIDIA A100 datasheet (40GB), dense"),
+    Card("A100 SXM 80GB", r"A100", {"bf16": 312.0, "fp16": 312.0, "tf32": 156.0, "fp32": 19.5, "fp64": 19.5},
+         2.039, 8, "NVIDIA A100 datasheet (80GB SXM), dense"),
+    # NVIDIA L4 datasheet (nvidia.com/en-us/data-center/l4): fp64 runs at 1/64 of fp32, not listed.
+    Card("L4", r"\bL4\b", {"fp8": 242.5, "bf16": 121.0, "fp16": 121.0, "tf32": 60.0, "fp32": 30.3, "fp64": 0.47},
+         0.3, 8, "NVIDIA L4 datasheet, dense"),
+    # NVIDIA V100 datasheet (nvidia.com/en-us/data-center/v100): fp16 tensor cores only, no tf32/bf16.
+    Card("V100S PCIe", r"V100S", {"fp16": 130.0, "fp32": 16.4, "fp64": 8.2}, 1.134, 7,
+         "NVIDIA V100 datasheet (V100S PCIe)"),
+    Card("V100 PCIe", r"V100.*PCIE", {"fp16": 112.0, "fp32": 14.0, "fp64": 7.0}, 0.9, 7,
+         "NVIDIA V100 datasheet (PCIe)"),
+    Card("V100 SXM2", r"V100", {"fp16": 125.0, "fp32": 15.7, "fp64": 7.8}, 0.9, 7,
+         "NVIDIA V100 datasheet (SXM2)"),
+    # NVIDIA T4 datasheet (Turing): fp16 tensor cores, no tf32/bf16.
+    Card("T4", r"\bT4\b", {"fp16": 65.0, "fp32": 8.1, "fp64": 0.25}, 0.32, 7, "NVIDIA T4 datasheet"),
+    # NVIDIA Tesla P100 datasheet (Pascal): no tensor cores; fp16 at twice the fp32 rate.
+    Card("P100", r"P100", {"fp16": 18.7, "fp32": 9.3, "fp64": 4.7}, 0.732, 6, "NVIDIA Tesla P100 datasheet (PCIe)"),
+    # AMD Instinct MI300X data sheet (amd.com): matrix cores, dense (sparsity halved).
+    Card("MI300X", r"MI300X|gfx942", {"fp8": 2614.9, "bf16": 1307.4, "fp16": 1307.4, "tf32": 653.7, "fp32": 163.4,
+                                      "fp64": 163.4}, 5.3, 9, "AMD Instinct MI300X data sheet, dense"),
+)
+
+
+def card_named(name: str) -> Card | None:
+    """The table's card for a deviceProperties name ('NVIDIA H200', 'NVIDIA A100-SXM4-80GB')."""
+    for card in CARDS:
+        if re.search(card.pattern, name, re.I):
+            return card
+    return None
+
+
+def device_name(trace: Trace) -> str | None:
+    """The name of the GPU the kernels ran on (the first device of the header otherwise)."""
+    props = trace.device_properties
+    if not props:
+        return None
+    gpu_pids = sorted(trace.device_pids)
+    for p in props:
+        if p.get("id") in gpu_pids and isinstance(p.get("name"), str):
+            return str(p["name"])
+    name = props[0].get("name")
+    return str(name) if isinstance(name, str) else None
+
+
+def compute_major(trace: Trace) -> int | None:
+    props = trace.device_properties
+    major = props[0].get("computeMajor") if props else None
+    return int(major) if isinstance(major, int) else None
+
+
+def card_of(trace: Trace) -> Card | None:
+    name = device_name(trace)
+    return card_named(name) if name else None
+
+
+# -- FLOPs from the recorded shapes --------------------------------------------------------------
+
+GEMM_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm", "aten::matmul",
+                      "aten::linear", "aten::_scaled_mm", "aten::_addmm_activation"})
+# Where the two matrices are among the op's inputs: addmm-like ops put the bias (self) first.
+_OPERANDS = {"aten::addmm": (1, 2), "aten::baddbmm": (1, 2), "aten::addbmm": (1, 2),
+             "aten::_addmm_activation": (1, 2)}
+
+
+def _shape(value: Any) -> list[int] | None:
+    if isinstance(value, list) and value and all(isinstance(v, int) and v >= 0 for v in value):
+        return value
+    return None
+
+
+def gemm_mnk(op: str, dims: Any) -> tuple[int, int, int, int] | None:
+    """(batch, M, N, K) of one call of a GEMM op, from its `Input Dims` (None when the shapes are
+    missing or do not fit the op)."""
+    if op not in GEMM_OPS or not isinstance(dims, list):
+        return None
+    i, j = _OPERANDS.get(op, (0, 1))
+    if len(dims) <= j:
+        return None
+    a, b = _shape(dims[i]), _shape(dims[j])
+    if a is None or b is None:
+        return None
+    if op == "aten::linear":  # x [..., K] @ w[N, K]^T
+        if len(b) != 2 or a[-1] != b[1]:
+            return None
+        return 1, math.prod(a[:-1]), b[0], a[-1]
+    if op == "aten::matmul":
+        return _matmul_mnk(a, b)
+    if op in ("aten::bmm", "aten::baddbmm", "aten::addbmm"):
+        if len(a) != 3 or len(b) != 3 or a[0] != b[0] or a[2] != b[1]:
+            return None
+        return a[0], a[1], b[2], a[2]
+    if len(a) != 2 or len(b) != 2 or a[1] != b[0]:
+        return None
+    return 1, a[0], b[1], a[1]
+
+
+def gemm_flops(op: str, dims: Any) -> float | None:
+    """2*M*N*K times the batch for one call of a GEMM op, from its `Input Dims`."""
+    mnk = gemm_mnk(op, dims)
+    return None if mnk is None else 2.0 * math.prod(mnk)
+
+
+def _matmul_mnk(a: list[int], b: list[int]) -> tuple[int, int, int, int] | None:
+    """torch.matmul's broadcasting: 1-D operands gain a unit dim, batch dims broadcast."""
+    a2 = [1, *a] if len(a) == 1 else a
+    b2 = [*b, 1] if len(b) == 1 else b
+    if a2[-1] != b2[-2]:
+        return None
+    batch_a, batch_b = a2[:-2], b2[:-2]
+    width = max(len(batch_a), len(batch_b))
+    batch_a = [1] * (width - len(batch_a)) + batch_a
+    batch_b = [1] * (width - len(batch_b)) + batch_b
+    if any(x != y and 1 not in (x, y) for x, y in zip(batch_a, batch_b, strict=True)):
+        return None
+    batch = math.prod(max(x, y) for x, y in zip(batch_a, batch_b, strict=True))
+    return batch, a2[-2], b2[-1], a2[-1]
+
+
+# `Input type` as torch records it -> the dtype of the peak table.
+_TYPES = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32", "double": "fp64"}
+TF32_KERNEL = re.compile(r"tf32", re.I)
+
+
+def dtype_of(type_name: str) -> str | None:
+    if type_name in _TYPES:
+        return _TYPES[type_name]
+    return "fp8" if "Float8" in type_name else None
+
+
+def gemm_dtype(op: str, types: Any, kernel_name: str) -> str | None:
+    """The precision the GEMM ran in: its first matrix operand's dtype, fp32 inputs on a TF32
+    kernel (`..._tf32f32_...`) counting as tf32."""
+    if not isinstance(types, list):
+        return None
+    i = _OPERANDS.get(op, (0, 1))[0]
+    if len(types) <= i or not isinstance(types[i], str):
+        return None
+    dtype = dtype_of(types[i])
+    if dtype == "fp32" and TF32_KERNEL.search(kernel_name):
+        return "tf32"
+    return dtype
+
+
+# -- per kernel call --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Gemm:
+    """One GEMM kernel call with the FLOPs of the op call that launched it."""
+
+    kernel: int  # event index
+    op: int  # event index of the GEMM op
+    flops: float
+    dtype: str | None
+    mnk: tuple[int, int, int, int]  # batch, M, N, K
+
+    def tflops(self, dur_ns: float) -> float:
+        return self.flops / max(float(dur_ns), 1.0) / 1e3
+
+
+class _OpArgs(msgspec.Struct, gc=False):
+    input_dims: Any = msgspec.field(name="Input Dims", default=None)
+    input_type: Any = msgspec.field(name="Input type", default=None)
+
+
+_gemm_cache: weakref.WeakKeyDictionary[Facts, dict[int, Gemm]] = weakref.WeakKeyDictionary()
+
+
+def gemms(facts: Facts) -> dict[int, Gemm]:
+    """Kernel event index -> Gemm, for every kernel whose launching op is a GEMM op with shapes."""
+    cached = _gemm_cache.get(facts)
+    if cached is not None:
+        return cached
+    trace = facts.trace
+    kernels = np.flatnonzero(facts.is_device_work & trace.category_mask({"kernel"}) & (facts.owner >= 0))
+    gemm_name_ids = np.asarray([i for i, n in enumerate(trace.names) if n in GEMM_OPS], dtype=trace.name.dtype)
+    kernels = kernels[np.isin(trace.name[facts.owner[kernels]], gemm_name_ids)]
+    out: dict[int, Gemm] = {}
+    if kernels.size:
+        owners = facts.owner[kernels]
+        # the longest kernel of each op call is its GEMM
+        order = np.lexsort((-trace.dur[kernels], owners))
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = owners[order][1:] != owners[order][:-1]
+        picked = kernels[order][first]
+        ops = facts.owner[picked]
+        for k, op, args in zip(picked.tolist(), ops.tolist(), trace.decode_args(ops.tolist(), _OpArgs), strict=True):
+            if args is None:
+                continue
+            name = trace.event_name(op)
+            mnk = gemm_mnk(name, args.input_dims)
+            if mnk is None or not math.prod(mnk):
+                continue
+            out[k] = Gemm(k, op, 2.0 * math.prod(mnk), gemm_dtype(name, args.input_type, trace.event_name(k)), mnk)
+    _gemm_cache[facts] = out
+    return out
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A group of kernel calls (one kernel name, one op) against the card."""
+
+    calls: int  # calls in the group
+    rated_calls: int  # calls with FLOPs
+    flops: float  # over the rated calls
+    rated_us: float  # time of the rated calls
+    tflops: float | None  # achieved, over the rated calls
+    dtype: str | None  # the most common dtype of the rated calls
+    card: str | None
+    peak_tflops: float | None  # datasheet
+    ceiling_tflops: float | None  # measured (or estimated) practical ceiling
+    ceiling_measured: bool
+    peak_share: float | None  # achieved / datasheet
+    ceiling_share: float | None  # achieved / ceiling
+
+
+def rate(facts: Facts, kernels: np.ndarray, card: Card | None = None) -> Rate:
+    """The achieved rate of these kernel calls (event indices) and where it stands on the card."""
+    trace = facts.trace
+    card = card if card is not None else card_of(trace)
+    table = gemms(facts)
+    rated = [table[int(k)] for k in kernels.tolist() if int(k) in table]
+    flops = float(sum(g.flops for g in rated))
+    rated_ns = float(sum(int(trace.dur[g.kernel]) for g in rated))
+    tflops = flops / rated_ns / 1e3 if rated and rated_ns > 0 else None
+    dtypes = [g.dtype for g in rated if g.dtype]
+    dtype = max(set(dtypes), key=dtypes.count) if dtypes else None
+    peak = card.peak(dtype) if card else None
+    ceiling = card.ceiling(dtype) if card else None
+    return Rate(
+        calls=int(kernels.size), rated_calls=len(rated), flops=flops, rated_us=rated_ns / 1000.0, tflops=tflops,
+        dtype=dtype, card=card.name if card else None, peak_tflops=peak, ceiling_tflops=ceiling,
+        ceiling_measured=bool(card and card.ceiling_measured(dtype)),
+        peak_share=tflops / peak if tflops and peak else None,
+        ceiling_share=tflops / ceiling if tflops and ceiling else None,
+    )
+
+
+def headroom_ns(facts: Facts, kernels: np.ndarray, card: Card | None = None) -> float:
+    """Time these calls spend above what the card's ceiling for their dtype would take, summed per
+    call. A call within AT_CEILING_SHARE of the ceiling (or above it) contributes 0: that close, the
+    difference is the ceiling's own run-to-run spread. Calls without FLOPs or dtype contribute 0."""
+    trace = facts.trace
+    card = card if card is not None else card_of(trace)
+    if card is None:
+        return 0.0
+    table = gemms(facts)
+    total = 0.0
+    for k in kernels.tolist():
+        g = table.get(int(k))
+        ceiling = card.ceiling(g.dtype) if g else None
+        if g is None or not ceiling:
+            continue
+        ideal = g.flops / (ceiling * 1e3)  # ns at the ceiling
+        if ideal < AT_CEILING_SHARE * float(trace.dur[k]):
+            total += float(trace.dur[k]) - ideal
+    return total
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    """One kernel name over the window: calls, time, and its GEMM rate where it has one."""
+
+    name: str
+    calls: int
+    total_us: float
+    mean_us: float
+    flops: float | None
+    tflops: float | None
+    dtype: str | None
+    peak_share: float | None
+
+
+def kernel_rows(facts: Facts) -> list[KernelRow]:
+    """Every kernel name, most time first, with flops, tflops and peak_share (None without FLOPs)."""
+    trace = facts.trace
+    idx = np.flatnonzero(facts.is_device_work & trace.category_mask({"kernel"}))
+    if idx.size == 0:
+        return []
+    card = card_of(trace)
+    ids, inverse = np.unique(trace.name[idx], return_inverse=True)
+    totals = np.bincount(inverse, weights=trace.dur[idx])
+    rows = []
+    for g in np.argsort(-totals, kind="stable").tolist():
+        members = idx[inverse == g]
+        r = rate(facts, members, card)
+        total_us = float(totals[g]) / 1000.0
+        rows.append(KernelRow(trace.names[int(ids[g])], int(members.size), total_us, total_us / members.size,
+                              r.flops if r.rated_calls else None, r.tflops, r.dtype, r.peak_share))
+    return rows

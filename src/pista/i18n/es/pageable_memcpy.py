@@ -1,0 +1,121 @@
+"""pageable-memcpy en español."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import t
+from pista.rules.pageable_memcpy import BlockedCopyCall, CopyGroup, PageableCopy, PageableMemcpy
+
+TITLE = "Copias entre la GPU y memoria de host paginable"
+
+# Una copia así de pequeña (MiB por llamada) es un tensor creado en el host cada paso: créalo en la GPU.
+SMALL_MIB = 1.0
+
+
+def _where(g: CopyGroup) -> str:
+    return f"{g.op} en '{g.region}'" if g.region else g.op
+
+
+def _kind(g: CopyGroup) -> str:
+    side = "hacia" if g.direction == "DtoH" else "desde"
+    return f"{g.copies} copia(s) {g.direction} {side} memoria paginable"
+
+
+def _group(g: CopyGroup) -> str:
+    pinned = (f" (copias {g.direction} fijadas en esta traza: {g.pinned_gb_s:.1f} GB/s)" if g.pinned_gb_s else "")
+    return (f"{_where(g)}: {_kind(g)} ({g.mib:.1f} MiB), {t(g.device_us)} en la GPU a {g.gb_s:.1f} GB/s{pinned}; "
+            f"el host se bloquea {t(g.blocked_us)}, {t(g.saved_us)} de ellos con la GPU sin calcular nada")
+
+
+def message(r: PageableMemcpy) -> str:
+    text = (f"{'; '.join(_group(g) for g in r.groups)}. En total {t(r.saved_us / r.steps)} por paso, el "
+            f"{r.step_share_percent:.1f}% del tiempo del paso.")
+    return text
+
+
+def _change(g: CopyGroup) -> str:
+    if g.direction == "DtoH":
+        return ("copia a un tensor fijado reservado de antemano (dst.copy_(src, non_blocking=True)) y espera a un "
+                "evento CUDA solo donde se usan los valores")
+    if g.loader:
+        return "carga con un DataLoader con pin_memory=True y copia con .to('cuda', non_blocking=True)"
+    if g.mib / max(g.copies, 1) < SMALL_MIB:
+        return ("crea el tensor en la GPU (torch.tensor(..., device='cuda')) o tenlo en memoria fijada y copia con "
+                "non_blocking=True")
+    return ("ten el origen en memoria fijada (tensor.pin_memory() una vez, fuera del bucle) y copia con "
+            "non_blocking=True")
+
+
+def advice(r: PageableMemcpy) -> str:
+    g = r.groups[0]
+    text = f"Para {_where(g)}: {_change(g)}."
+    if g.direction == "HtoD":
+        text += (" Una copia desde memoria fijada va a toda la velocidad del bus y devuelve el control al host "
+                 "enseguida, así que se solapa con el trabajo de la GPU en lugar de bloquear el host.")
+    if len(r.groups) > 1:
+        text += " Lo mismo para " + ", ".join(_where(o) for o in r.groups[1:]) + "."
+    return text
+
+
+def fix(r: PageableMemcpy) -> str:
+    g = r.groups[0]
+    return (f"{_where(g)} copia {g.mib / max(g.copies, 1):.1f} MiB por llamada "
+            f"{'hacia' if g.direction == 'DtoH' else 'desde'} memoria paginable y bloquea el host "
+            f"{t(g.blocked_us / r.steps)} por paso ({t(g.saved_us / r.steps)} de ellos con la GPU sin calcular "
+            f"nada): {_change(g)}.")
+
+
+def basis(r: PageableMemcpy) -> str:
+    return ("host bloqueado en las llamadas de las copias paginables mientras la GPU no calculaba nada, hasta el "
+            "siguiente trabajo de la GPU, por paso (cota superior: una copia fijada sigue ocupando el motor de copia)")
+
+
+NOTES = {
+    PageableCopy: lambda n: (f"{n.mib:.1f} MiB a {n.gb_s:.1f} GB/s"
+                             + (f" (copias fijadas aquí: {n.pinned_gb_s:.1f} GB/s)" if n.pinned_gb_s else "")),
+    BlockedCopyCall: lambda n: (f"su op bloquea el host {t(n.blocked_us)} (llamada de copia y sincronización de "
+                                f"stream), {t(n.saved_us)} de ellos con la GPU sin calcular nada"),
+}
+
+DOCS = """Qué:
+Copias host-dispositivo desde o hacia memoria de host paginable (normal, no fijada): la línea de la GPU
+muestra `Memcpy HtoD (Pageable -> Device)` o `Memcpy DtoH (Device -> Pageable)`, y el cudaMemcpyAsync
+del host dura lo que la copia porque no puede volver antes. La regla agrupa las copias por el op que
+las hizo (`aten::to`, `aten::copy_`) y la región de record_function que lo rodea, y mide cuánto
+bloqueó cada una al host.
+
+Por qué:
+El motor DMA solo lee memoria fijada (page-locked), así que el driver pasa el búfer paginable por un
+búfer intermedio fijado, trozo a trozo: la copia va a una fracción de la velocidad de PCIe/NVLink-C2C,
+la llamada "asíncrona" bloquea el host todo ese tiempo y no puede solaparse con el cómputo. Además va
+en orden en su stream: si se lanza con kernels aún en cola, los espera, y hasta una copia pequeña
+puede bloquear el host milisegundos y vaciar la cola de la GPU.
+
+Ejemplo:
+gpu/pageable_memcpy en una H200: un `tensor.to("cuda")` de 64 MiB desde memoria paginable (`aten::to`
+en `pageable_copy`) tarda 9.55 ms en la GPU (7.0 GB/s) y bloquea el host 9.73 ms en cudaMemcpyAsync
+más 15 µs en su sincronización de stream; la misma copia desde memoria fijada con
+`non_blocking=True` tarda 1.21 ms (55 GB/s) y devuelve el control tras 19.5 µs.
+gpu/gpu_idle_dataloader: la copia de 2 MiB del lote en `data_loading` bloquea el host 264 µs por paso
+de 15.4 ms (su cudaMemcpyAsync y su sincronización). La lectura `.cpu()` de 64 MiB de
+gpu/pageable_memcpy (47.9 ms a 1.4 GB/s hacia memoria paginable) también es de esta regla: la copia
+bloquea porque su destino es paginable.
+
+Impacto:
+Por paso: el tiempo del host bloqueado en las llamadas de cada copia paginable (el cudaMemcpyAsync y la
+sincronización de stream del mismo op) mientras la GPU no calculaba nada, con el tope de la GPU
+inactiva desde el inicio de la llamada hasta el siguiente trabajo tras ella: una copia que espera a
+kernels en cola solo cuesta la inactividad que deja detrás. Es una cota superior: una copia fijada
+sigue ocupando el motor de copia bytes / ancho de banda fijado (1.21 ms por 64 MiB en la H200).
+gpu/pageable_memcpy: 9.71 ms de un paso de 64.6 ms (15%, warning); gpu/gpu_idle_dataloader: 264 µs de
+15.4 ms (1.7%, info); gpu/pageable_behind_kernels, una copia de 256 KiB lanzada tras 4 ms de GEMMs en
+cola: el host se bloquea 3.5 ms por paso, pero la GPU calcula durante casi todo ese tiempo y solo
+cuestan los 154 µs de inactividad que deja detrás (3.7%, info). Antes era warning para cualquier
+copia de 1 MiB o más; los bytes ya no deciden. Una copia, un hallazgo: toda copia desde o hacia
+memoria paginable es de esta regla, con la sincronización de su op; host-sync se queda con las
+sincronizaciones de los ops que no copian nada paginable (`.item()` lee a través de un búfer fijado).
+
+Solución:
+Reserva los búferes del host fijados (`torch.empty(..., pin_memory=True)`, `tensor.pin_memory()`,
+`DataLoader(pin_memory=True)`) y copia con `non_blocking=True`; para leer resultados, copia a un
+tensor fijado reservado de antemano con `non_blocking=True` y espera a un evento solo cuando se usa el
+valor."""

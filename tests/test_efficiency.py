@@ -1,0 +1,172 @@
+"""pista.efficiency: FLOPs of GEMMs from the recorded shapes, the card's peaks and ceilings, and the
+achieved rate of real H200 GEMMs, each checked against a figure computed here from the raw events."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import raw
+
+from pista import efficiency
+from pista.efficiency import (
+    CARDS,
+    card_named,
+    card_of,
+    gemm_dtype,
+    gemm_flops,
+    gemm_mnk,
+    gemms,
+    headroom_ns,
+    rate,
+)
+
+GEMM_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear"}
+
+
+def _raw_gemm_rate(name: str, kernel_prefix: str) -> float:
+    """TFLOP/s of the kernels named kernel_prefix*, from the raw events: each kernel's External id
+    leads to the cpu_op that launched it, whose Input Dims give 2*M*N*K."""
+    ops = {e["args"]["External id"]: e for e in raw.complete(name, "cpu_op") if "External id" in e.get("args", {})}
+    flops = dur = 0.0
+    for k in raw.complete(name, "kernel"):
+        if not k["name"].startswith(kernel_prefix):
+            continue
+        op = ops[k["args"]["External id"]]
+        dims = op["args"]["Input Dims"]
+        a, b = (dims[1], dims[2]) if op["name"] == "aten::addmm" else (dims[0], dims[1])
+        flops += 2.0 * a[0] * a[1] * b[1]
+        dur += float(k["dur"])  # µs
+    return flops / dur / 1e6
+
+
+def _kernels(facts, prefix: str) -> np.ndarray:
+    trace = facts.trace
+    return np.flatnonzero(facts.is_device_work & np.char.startswith(trace.name_array[trace.name].astype(str), prefix))
+
+
+def test_the_warm_4096_bf16_gemm_runs_at_803_tflops(load_facts):
+    facts = load_facts("seed_mm4096_warm")
+    kernels = _kernels(facts, "nvjet_")
+    r = rate(facts, kernels)
+    expected = _raw_gemm_rate("seed_mm4096_warm", "nvjet_")
+    assert r.tflops == pytest.approx(expected, rel=1e-6)
+    # REVIEW.md: 2*4096^3 FLOP in 171.2 µs = 803 TFLOP/s, 81% of the H200's 989 dense bf16
+    assert r.tflops == pytest.approx(2 * 4096**3 / 171.2e-6 / 1e12, rel=0.05)
+    assert r.dtype == "bf16" and r.card == "H200 SXM" and r.calls == r.rated_calls == 3
+    assert r.flops == 3 * 2 * 4096**3
+    assert r.peak_tflops == 989.0 and r.peak_share == pytest.approx(expected / 989.0)
+    assert r.ceiling_tflops == 756.7 and r.ceiling_measured and r.ceiling_share > 1.0
+    # at the ceiling: nothing to gain
+    assert headroom_ns(facts, kernels) == 0.0
+
+
+def test_a_4096_fp32_gemm_without_tf32_runs_near_51_tflops(load_facts):
+    facts = load_facts("gpu/fp32_gemm")
+    kernels = _kernels(facts, "sm80_xmma_gemm_f32f32")
+    r = rate(facts, kernels)
+    assert r.tflops == pytest.approx(_raw_gemm_rate("gpu/fp32_gemm", "sm80_xmma_gemm_f32f32"), rel=1e-6)
+    assert r.tflops == pytest.approx(50.9, rel=0.05)  # the H200's measured fp32 ceiling
+    assert r.dtype == "fp32" and r.peak_tflops == 67.0
+
+
+def test_fp32_inputs_on_a_tf32_kernel_count_as_tf32(load_facts):
+    facts = load_facts("gpu/tf32_gemm")
+    kernels = _kernels(facts, "sm90_xmma_gemm_f32f32_tf32f32")
+    r = rate(facts, kernels)
+    assert r.dtype == "tf32" and r.peak_tflops == 494.0
+    assert r.tflops == pytest.approx(_raw_gemm_rate("gpu/tf32_gemm", "sm90_xmma_gemm_f32f32_tf32f32"), rel=1e-6)
+
+
+def test_flops_go_to_the_gemm_kernel_not_to_the_memset_beside_it(load_facts):
+    facts = load_facts("seed_mm4096_warm")
+    table = gemms(facts)
+    trace = facts.trace
+    assert {trace.event_name(k) for k in table} == {"nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"}
+    assert all(g.mnk == (1, 4096, 4096, 4096) and trace.event_name(g.op) == "aten::mm" for g in table.values())
+
+
+def test_kernel_rows_carry_flops_tflops_and_peak_share(load_facts):
+    rows = efficiency.kernel_rows(load_facts("seed_mm4096_warm"))
+    gemm, add = rows[0], rows[1]
+    assert gemm.name.startswith("nvjet_") and gemm.calls == 3 and gemm.flops == 3 * 2 * 4096**3
+    assert gemm.peak_share == pytest.approx(gemm.tflops / 989.0)
+    assert add.flops is None and add.tflops is None and add.peak_share is None  # the bias add is no GEMM
+
+
+def test_cards_by_their_device_names():
+    names = {
+        "NVIDIA H200": "H200 SXM", "NVIDIA H200 NVL": "H200 NVL", "NVIDIA H100 80GB HBM3": "H100 SXM",
+        "NVIDIA H100 PCIe": "H100 PCIe", "NVIDIA H100 NVL": "H100 NVL", "NVIDIA B200": "B200",
+        "NVIDIA A100-SXM4-80GB": "A100 SXM 80GB", "NVIDIA A100-SXM4-40GB": "A100 40GB",
+        "NVIDIA A100 80GB PCIe": "A100 80GB PCIe", "NVIDIA L4": "L4", "Tesla V100-SXM2-16GB": "V100 SXM2",
+        "Tesla V100-PCIE-32GB": "V100 PCIe", "Tesla V100S-PCIE-32GB": "V100S PCIe", "Tesla T4": "T4",
+        "Tesla P100-PCIE-16GB": "P100", "AMD Instinct MI300X": "MI300X",
+    }
+    for device, card in names.items():
+        assert card_named(device).name == card, device
+    assert card_named("NVIDIA GeForce GTX 1080") is None
+
+
+def test_every_card_has_the_dtypes_its_architecture_has():
+    for card in CARDS:
+        assert card.source and card.hbm_tbps > 0
+        assert {"fp32", "fp64", "fp16"} <= set(card.tflops), card.name
+        assert card.has_tf32 == (card.compute_major >= 8), card.name  # TF32 came with Ampere
+        assert ("bf16" in card.tflops) == (card.compute_major >= 8), card.name
+        # dense peaks, tensor cores above the CUDA cores where there are any
+        assert card.tflops["fp16"] >= card.tflops["fp32"], card.name
+
+
+def test_ceilings_are_measured_on_the_h200_and_estimated_elsewhere():
+    h200, h100 = card_named("NVIDIA H200"), card_named("NVIDIA H100 80GB HBM3")
+    assert h200.ceiling("bf16") == 756.7 and h200.ceiling_measured("bf16")
+    assert h200.ceiling("fp32") == 50.9 and h200.ceiling("tf32") == 355.2
+    # the H100 SXM has the H200's compute: the same share of its datasheet
+    assert h100.ceiling("bf16") == pytest.approx(989.5 * 756.7 / 989.0)
+    assert not h100.ceiling_measured("bf16")
+    assert card_named("Tesla V100-SXM2-16GB").ceiling("tf32") is None  # no TF32 on Volta
+    assert h200.hbm_ceiling_tbps == 4.27 and h100.hbm_ceiling_tbps == pytest.approx(3.35 * 4.27 / 4.8)
+
+
+def test_the_card_comes_from_the_trace_header(load_facts):
+    assert card_of(load_facts("seed_mm4096_warm").trace).name == "H200 SXM"
+    assert card_of(load_facts("gpu/cpu_only").trace) is None
+
+
+@pytest.mark.parametrize(("op", "dims", "mnk"), [
+    ("aten::mm", [[64, 32], [32, 16]], (1, 64, 16, 32)),
+    ("aten::mm", [[8192, 8192], [8192, 8192], [8192, 8192]], (1, 8192, 8192, 8192)),  # mm.out
+    ("aten::addmm", [[4096], [4096, 1024], [1024, 4096], [], []], (1, 4096, 4096, 1024)),  # bias first
+    ("aten::bmm", [[12, 512, 64], [12, 64, 512]], (12, 512, 512, 64)),
+    ("aten::baddbmm", [[12, 512, 512], [12, 512, 64], [12, 64, 512], [], []], (12, 512, 512, 64)),
+    ("aten::linear", [[8, 512, 768], [3072, 768], [3072]], (1, 4096, 3072, 768)),
+    ("aten::matmul", [[4, 1, 32, 16], [3, 16, 8]], (12, 32, 8, 16)),  # broadcast batch
+    ("aten::matmul", [[16], [16, 8]], (1, 1, 8, 16)),
+    ("aten::_scaled_mm", [[4096, 4096], [4096, 4096], [], [], [], []], (1, 4096, 4096, 4096)),
+])
+def test_gemm_shapes(op, dims, mnk):
+    assert gemm_mnk(op, dims) == mnk
+    assert gemm_flops(op, dims) == 2.0 * math.prod(mnk)
+
+
+@pytest.mark.parametrize(("op", "dims"), [
+    ("aten::mm", [[64, 32], [33, 16]]),  # K does not match
+    ("aten::mm", [[64, 32]]),
+    ("aten::bmm", [[2, 4, 8], [3, 8, 4]]),
+    ("aten::add", [[4, 4], [4, 4]]),
+    ("aten::mm", None),
+])
+def test_no_flops_where_the_shapes_do_not_fit(op, dims):
+    assert gemm_flops(op, dims) is None
+
+
+def test_dtypes_from_the_recorded_types():
+    assert gemm_dtype("aten::mm", ["c10::BFloat16", "c10::BFloat16"], "nvjet_sm90_tst") == "bf16"
+    assert gemm_dtype("aten::addmm", ["float", "c10::Half", "c10::Half", "Scalar"], "x") == "fp16"
+    assert gemm_dtype("aten::mm", ["float", "float"], "sm80_xmma_gemm_f32f32_f32f32_f32_ffma") == "fp32"
+    assert gemm_dtype("aten::mm", ["float", "float"], "sm90_xmma_gemm_f32f32_tf32f32_f32") == "tf32"
+    assert gemm_dtype("aten::mm", ["double", "double"], "x") == "fp64"
+    assert gemm_dtype("aten::_scaled_mm", ["c10::Float8_e4m3fn", "c10::Float8_e4m3fn"], "x") == "fp8"
+    assert gemm_dtype("aten::mm", None, "x") is None
