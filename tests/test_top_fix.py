@@ -15,7 +15,7 @@ PLANTED = {
     "gpu/recompile": ("recompilation", ("dynamic", "mark_dynamic")),
     "gpu/gpu_idle_dataloader": ("gpu-idle", ("data_loading", "num_workers")),
     "gpu/host_sync_item": ("host-sync", ("aten::item",)),
-    "gpu/pageable_memcpy": ("pageable-memcpy", ("pin",)),
+    "gpu/pageable_memcpy": ("pageable-memcpy", ("pinned", "pin_memory")),
     "gpu/fp32_gemm": ("fp32-gemm", ("TF32", "bf16")),
     "gpu/fp64_gemm": ("fp64-gemm", ("fp64",)),
     "series_mlp_eager": ("unfused-optimizer", ("fused=True",)),
