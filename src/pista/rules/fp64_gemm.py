@@ -1,0 +1,104 @@
+"""What:
+Matrix multiplies and convolutions in double precision: GEMM ops whose `Input type` is double
+(`torch.float64` tensors, often by accident: `torch.from_numpy` of a float64 array, a Python float
+list, `dtype=torch.double`), on kernels such as `sm90_xmma_gemm_f64f64_...`.
+
+Why:
+fp64 units are a small part of a GPU: on an H200 the fp64 tensor cores peak at 67 TFLOP/s against
+989 for bf16 and 494 for TF32 (about 15x and 7x), and consumer and inference cards (L4, T4) run fp64
+at 1/32-1/64 of fp32. Deep learning rarely needs 53 mantissa bits.
+
+Example:
+gpu/fp64_gemm on an H200: a 4096x4096x4096 fp64 matmul runs `sm90_xmma_gemm_f64f64_f64f64_...` for
+2.29 ms per call (60 TFLOP/s, above the 56 measured); the same matmul in fp32 with TF32
+(gpu/tf32_gemm) takes 0.343 ms.
+
+Impact:
+Per step: per call, its time minus its FLOPs at the card's ceiling for the precision it could run in
+(TF32 where the card has it, else fp32 where fp32 is faster than fp64, from `pista.efficiency`), an
+upper bound (the algorithm may need the precision). gpu/fp64_gemm: 1.94 ms of each 2.29 ms call.
+
+Fix:
+Keep tensors in float32 (`.float()`, `torch.from_numpy(a).float()`, `torch.set_default_dtype(
+torch.float32)`) with `torch.set_float32_matmul_precision("high")`, or bf16 under autocast; keep
+float64 only for the few reductions that need it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pista.efficiency import card_of, gemms
+from pista.findings import Context, Finding
+from pista.rules._common import evidence, us
+
+ID = "fp64-gemm"
+# Under this share of the step the saving is noise (REVIEW.md: ~1%).
+MIN_STEP_SHARE = 0.01
+EVIDENCE_CALLS = 3
+
+
+@dataclass(frozen=True)
+class Fp64Gemm:
+    calls: int
+    ops: tuple[str, ...]
+    kernel: str  # the costliest fp64 GEMM kernel
+    gemm_us: float  # over the window
+    tflops: float
+    shape: tuple[int, int, int, int]  # batch, M, N, K of the costliest call
+    card: str | None
+    target: str  # the precision it could run in: tf32 or fp32
+    target_tflops: float
+    saved_us: float  # over the window
+    steps: int
+
+
+@dataclass(frozen=True)
+class Fp64Call:
+    """Note on one fp64 GEMM call."""
+
+    tflops: float
+    saved_us: float
+
+
+def check(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    if not facts.has_gpu:
+        return []
+    trace = facts.trace
+    lo, hi = facts.window
+    calls = [g for k, g in gemms(facts).items() if g.dtype == "fp64" and lo <= trace.ts[k] < hi]
+    card = card_of(trace)
+    target = _target(card)
+    if not calls or target is None:
+        return []
+    name, ceiling = target
+    saved = {g.kernel: max(0.0, float(trace.dur[g.kernel]) - g.flops / (ceiling * 1e3)) for g in calls}
+    impact = ctx.per_step(sum(saved.values()))
+    if impact.share < MIN_STEP_SHARE:
+        return []
+    dur = np.array([float(trace.dur[g.kernel]) for g in calls])
+    top = calls[int(np.argmax(dur))]
+    flops = sum(g.flops for g in calls)
+    record = Fp64Gemm(
+        calls=len(calls), ops=tuple(sorted({trace.event_name(g.op) for g in calls})),
+        kernel=trace.event_name(top.kernel), gemm_us=us(dur.sum()), tflops=flops / dur.sum() / 1e3,
+        shape=top.mnk, card=card.name if card else None, target=name, target_tflops=ceiling,
+        saved_us=us(sum(saved.values())), steps=ctx.step_count)
+    picks = sorted(calls, key=lambda g: -saved[g.kernel])[:EVIDENCE_CALLS]
+    ev = [evidence(facts, g.kernel, Fp64Call(g.tflops(trace.dur[g.kernel]), us(saved[g.kernel]))) for g in picks]
+    return [Finding(ID, record, impact, ev)]
+
+
+def _target(card) -> tuple[str, float] | None:
+    """The precision an fp64 GEMM could run in on this card, and its ceiling in TFLOP/s."""
+    if card is None:
+        return None
+    fp64 = card.ceiling("fp64") or 0.0
+    for dtype in ("tf32", "fp32"):
+        ceiling = card.ceiling(dtype)
+        if ceiling and ceiling > fp64:
+            return dtype, ceiling
+    return None
