@@ -170,3 +170,32 @@ def test_dtypes_from_the_recorded_types():
     assert gemm_dtype("aten::mm", ["double", "double"], "x") == "fp64"
     assert gemm_dtype("aten::_scaled_mm", ["c10::Float8_e4m3fn", "c10::Float8_e4m3fn"], "x") == "fp8"
     assert gemm_dtype("aten::mm", None, "x") is None
+
+
+def test_kernels_list_rates_the_big_kernels(capsys):
+    """JSON `kernels`: the seed's GEMM near 803 TFLOP/s, a streaming fp32 kernel near the H200's
+    ~4.2 TB/s, from figures computed here from the raw events."""
+    import json
+
+    import raw
+    from conftest import fixture
+
+    from pista.cli import main
+
+    assert main(["analyze", str(fixture("gpu/stream_fp32")), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["kernels"]
+    top = rows[0]
+    assert top["purpose"] == "elementwise" and top["bound"] == "memory"
+    kernels = [k for k in raw.complete("gpu/stream_fp32", "kernel") if k["name"] == top["name"]]
+    moved = 2 * 256 * 1024 * 1024 * 4  # x.mul(2.0) on 256 Mi floats: read 1 GiB, write 1 GiB
+    expected = moved * len(kernels) / sum(float(k["dur"]) for k in kernels) / 1e6  # TB/s
+    assert abs(top["tbps"] - expected) <= 0.01 * expected and 3.9 <= top["tbps"] <= 4.6
+    assert top["bytes"] == moved * len(kernels)
+
+    assert main(["analyze", str(fixture("seed_mm4096_warm")), "--format", "json"]) == 0
+    gemm = json.loads(capsys.readouterr().out)["kernels"][0]
+    assert gemm["purpose"] == "gemm" and gemm["bound"] == "compute"
+    calls = [k for k in raw.complete("seed_mm4096_warm", "kernel") if k["name"] == gemm["name"]]
+    tflops = 2 * 4096 ** 3 * len(calls) / sum(float(k["dur"]) for k in calls) / 1e6
+    assert abs(gemm["tflops"] - tflops) <= 0.01 * tflops and abs(gemm["tflops"] - 803) <= 0.05 * 803
+    assert abs(gemm["peak_share"] - tflops / 989) <= 0.01

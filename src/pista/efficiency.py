@@ -366,34 +366,114 @@ def headroom_ns(facts: Facts, kernels: np.ndarray, card: Card | None = None) -> 
     return total
 
 
+# Bytes per element of the `Input type` strings torch records.
+ELEMENT_BYTES = {"double": 8, "float": 4, "c10::BFloat16": 2, "c10::Half": 2, "long int": 8, "int": 4,
+                 "short int": 2, "signed char": 1, "unsigned char": 1, "bool": 1, "c10::Float8_e4m3fn": 1,
+                 "c10::Float8_e5m2": 1, "c10::complex<float>": 8, "c10::complex<double>": 16}
+# Purposes whose kernels stream memory: their bytes (inputs read, one output written) rate them.
+MEMORY_PURPOSES = frozenset({"elementwise", "cast", "reduction", "copy", "memset"})
+
+
+class _Bytes(msgspec.Struct, gc=False):
+    bytes: int = -1
+
+
+def memory_bytes(facts: Facts) -> dict[int, float]:
+    """Device work event -> bytes it moved: a copy's or memset's own `bytes`; an elementwise, cast or
+    reduction kernel's from its op's shapes and dtypes (every tensor input read once, an output the
+    size of the largest input written once, reductions writing nothing of note), given to the op
+    call's longest kernel. stream_fp32's `x.mul(2.0)` on 256 Mi floats: 2 GiB in 505 µs, 4.25 TB/s."""
+    from pista.purpose import CODE, classify
+
+    trace = facts.trace
+    out: dict[int, float] = {}
+    transfers = np.flatnonzero(facts.is_device_work & trace.category_mask({"gpu_memcpy", "gpu_memset"}))
+    for i, args in zip(transfers.tolist(), trace.decode_args(transfers.tolist(), _Bytes), strict=True):
+        if args is not None and args.bytes >= 0:
+            out[i] = float(args.bytes)
+    codes = classify(facts)
+    wanted = np.isin(codes, [CODE[p] for p in MEMORY_PURPOSES - {"copy", "memset"}])
+    kernels = np.flatnonzero(wanted & facts.is_device_work & trace.category_mask({"kernel"}) & (facts.owner >= 0))
+    if kernels.size == 0:
+        return out
+    owners = facts.owner[kernels]
+    order = np.lexsort((-trace.dur[kernels], owners))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = owners[order][1:] != owners[order][:-1]
+    picked = kernels[order][first]
+    ops = facts.owner[picked]
+    for k, args in zip(picked.tolist(), trace.decode_args(ops.tolist(), _OpArgs), strict=True):
+        if args is None:
+            continue
+        sizes = _tensor_bytes(args.input_dims, args.input_type)
+        if sizes:
+            written = 0 if codes[k] == CODE["reduction"] else max(sizes)
+            out[k] = float(sum(sizes) + written)
+    return out
+
+
+def _tensor_bytes(dims: Any, types: Any) -> list[int]:
+    if not isinstance(dims, list) or not isinstance(types, list):
+        return []
+    out = []
+    for shape, kind in zip(dims, types, strict=False):
+        size = ELEMENT_BYTES.get(kind) if isinstance(kind, str) else None
+        if size and isinstance(shape, list) and shape and all(isinstance(d, int) and d >= 0 for d in shape):
+            out.append(math.prod(shape) * size)
+    return out
+
+
 @dataclass(frozen=True)
 class KernelRow:
-    """One kernel name over the window: calls, time, and its GEMM rate where it has one."""
+    """One kernel name over the window: calls, time, what it is for, and how it runs against the card
+    (FLOPs for GEMMs, bytes for memory-bound work)."""
 
     name: str
     calls: int
     total_us: float
     mean_us: float
+    purpose: str
     flops: float | None
+    bytes: float | None
     tflops: float | None
+    tbps: float | None
     dtype: str | None
-    peak_share: float | None
+    peak_share: float | None  # of the datasheet peak: TFLOP/s in its dtype, or HBM TB/s
+    bound: str | None  # "compute" (rated by FLOPs), "memory" (by bytes), None (neither known)
 
 
-def kernel_rows(facts: Facts) -> list[KernelRow]:
-    """Every kernel name, most time first, with flops, tflops and peak_share (None without FLOPs)."""
+def kernel_rows(facts: Facts, limit: int | None = None) -> list[KernelRow]:
+    """Device work by name (kernels, copies, memsets), most time first."""
+    from pista.purpose import PURPOSES, classify
+
     trace = facts.trace
-    idx = np.flatnonzero(facts.is_device_work & trace.category_mask({"kernel"}))
+    idx = np.flatnonzero(facts.is_device_work)
     if idx.size == 0:
         return []
     card = card_of(trace)
+    codes = classify(facts)
+    traffic = memory_bytes(facts)
     ids, inverse = np.unique(trace.name[idx], return_inverse=True)
     totals = np.bincount(inverse, weights=trace.dur[idx])
     rows = []
-    for g in np.argsort(-totals, kind="stable").tolist():
+    for g in np.argsort(-totals, kind="stable").tolist()[:limit]:
         members = idx[inverse == g]
         r = rate(facts, members, card)
         total_us = float(totals[g]) / 1000.0
+        purpose = PURPOSES[int(np.bincount(codes[members].astype(np.int64)).argmax())]
+        moved = [k for k in members.tolist() if k in traffic]
+        nbytes = float(sum(traffic[k] for k in moved)) if moved else None
+        moved_ns = float(trace.dur[moved].sum()) if moved else 0.0
+        tbps = nbytes / moved_ns / 1e3 if nbytes and moved_ns > 0 else None
+        if r.rated_calls:
+            bound, share = "compute", r.peak_share
+        elif tbps is not None:
+            # host<->device copies run over PCIe/NVLink-C2C, not HBM: no HBM share for them
+            over_hbm = purpose != "copy" or "DtoD" in trace.names[int(ids[g])]
+            bound, share = "memory", (tbps / card.hbm_tbps if card and over_hbm else None)
+        else:
+            bound, share = None, None
         rows.append(KernelRow(trace.names[int(ids[g])], int(members.size), total_us, total_us / members.size,
-                              r.flops if r.rated_calls else None, r.tflops, r.dtype, r.peak_share))
+                              purpose, r.flops if r.rated_calls else None, nbytes, r.tflops, tbps, r.dtype, share,
+                              bound))
     return rows

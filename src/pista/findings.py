@@ -256,6 +256,9 @@ class Summary:
         return asdict(self)
 
 
+KERNEL_ROWS = 50  # device work names in JSON's `kernels`, most time first
+
+
 @dataclass(eq=False)
 class Analysis:
     source: str
@@ -278,6 +281,8 @@ class Analysis:
         return next((f for f in self.findings if f.impact.share >= TOP_FIX_MIN_SHARE), None)
 
     def to_dict(self, row_limit: int = 25) -> dict[str, Any]:
+        from pista.efficiency import kernel_rows
+
         sort_by = "cuda_time_total" if self.facts.has_gpu else "cpu_time_total"
         top = self.top_fix
         return {
@@ -285,6 +290,7 @@ class Analysis:
             "summary": dict(self.summary.to_dict(),
                             top_fix=None if top is None else {"rule": top.rule, "text": top.fix_here}),
             "findings": [f.to_dict() for f in self.findings],
+            "kernels": [asdict(k) for k in kernel_rows(self.facts, KERNEL_ROWS)],
             "table": self.table.to_dict(sort_by, row_limit),
             "notices": self.notices,
         }

@@ -39,6 +39,9 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
     purposes = purpose_line(s.gpu_time_by_purpose, lang)
     if purposes:
         console.print(f"{w('GPU time per step')}: {purposes}")
+    kernels = kernel_line(analysis, lang)
+    if kernels:
+        console.print(f"{w('Top kernels')}: {escape(kernels)}")
     for lane, regions in list(s.host_time_by_region.items())[:MAX_THREADS]:
         console.print(f"{w('Host time per step')}, {escape(lane_label(lane, lang))}: {purpose_line(regions, lang)}")
     for notice in analysis.notices:
@@ -74,6 +77,29 @@ def purpose_line(by_purpose: dict[str, float], lang: str = "en") -> str:
         return ""
     parts = [(p, v) for p, v in sorted(by_purpose.items(), key=lambda kv: -kv[1]) if v >= PURPOSE_LINE_MIN_SHARE * total]
     return ", ".join(f"{word(p, lang)} {fmt_ns(v * 1000)} ({100 * v / total:.0f}%)" for p, v in parts)
+
+
+TOP_KERNELS = 3  # kernels named in the terminal's efficiency line
+
+
+def kernel_line(analysis: Analysis, lang: str = "en") -> str:
+    """The biggest kernels and how they run against the card: '<name> gemm 803 TFLOP/s (81% of peak)'."""
+    from pista.efficiency import kernel_rows
+    from pista.i18n import word
+    from pista.rules._common import short_name
+
+    parts = []
+    rows = kernel_rows(analysis.facts, TOP_KERNELS)
+    total = sum(k.total_us for k in rows) or 1.0
+    for k in rows:
+        if k.total_us < PURPOSE_LINE_MIN_SHARE * total or k.purpose == "memset":
+            continue
+        rate = (f"{k.tflops:.0f} TFLOP/s" if k.bound == "compute" and k.tflops else
+                f"{k.tbps:.2f} TB/s" if k.tbps else "")
+        share = f", {100 * k.peak_share:.0f}% {word('of peak', lang)}" if k.peak_share else ""
+        parts.append(f"{short_name(k.name, 40)} {word(k.purpose, lang)} {fmt_ns(k.total_us * 1000 / max(1, len(analysis.facts.steps)))}"
+                     + (f" ({rate}{share})" if rate else ""))
+    return "; ".join(parts)
 
 
 def impact_text(f: Finding, lang: str = "en") -> str:
