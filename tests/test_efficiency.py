@@ -92,7 +92,9 @@ def test_kernel_rows_carry_flops_tflops_and_peak_share(load_facts):
     gemm, add = rows[0], rows[1]
     assert gemm.name.startswith("nvjet_") and gemm.calls == 3 and gemm.flops == 3 * 2 * 4096**3
     assert gemm.peak_share == pytest.approx(gemm.tflops / 989.0)
-    assert add.flops is None and add.tflops is None and add.peak_share is None  # the bias add is no GEMM
+    # the bias add is no GEMM: rated by the bytes it moves (two 4096² bf16 tensors and the bias)
+    assert add.flops is None and add.tflops is None and add.bound == "memory"
+    assert add.bytes == 3 * (2 * 4096 * 4096 * 2 + 4096 * 2)
 
 
 def test_cards_by_their_device_names():
