@@ -1,45 +1,83 @@
 from __future__ import annotations
 
-import numpy as np
+import json
+
 import pytest
-from conftest import FIXTURES
-from torch_table import parse_table
+import raw
 
 from pista.findings import analyze
 from pista.rules.gemm_heuristics import ID
 
-
-def _findings(load_facts, name):
-    return analyze(load_facts(name), rules=[ID]).findings
+ONE_TIME_RULES = ["cold-start", "dead-window", "profiler-overhead", "gemm-heuristics", "lazy-loading"]
 
 
-def test_fires_on_the_cold_cublas_gemm(load_facts):
-    facts = load_facts("seed_mm64_cold")
-    trace = facts.trace
-    (finding,) = _findings(load_facts, "seed_mm64_cold")
-    # torch's table: cudaOccupancyMaxActiveClusters x30, ...AvailableDynamicSMemPerBlock x1,
-    # ...MaxActiveBlocksPerMultiprocessorWithFlags x1
-    rows = [r for r in parse_table(FIXTURES / "seed_mm64_cold.table.txt").rows if r.name.startswith("cudaOccupancy")]
-    assert finding.metrics["queries"] == sum(r.calls for r in rows) == 32
-    assert finding.metrics["query_us"] == pytest.approx(sum(r.self_cpu_us for r in rows), abs=0.01)
-    assert finding.metrics["kernels"] == {"nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT": 1}
-    assert finding.metrics["steps"] == [0]
-    first_query, launch, kernel = finding.evidence[:3]
-    assert first_query.name.startswith("cudaOccupancy") and first_query.step == 0
-    # the launch is the GEMM's cuLaunchKernelEx of step 0, not the add's cudaLaunchKernel
-    launches = np.flatnonzero(trace.name_array[trace.name] == "cuLaunchKernelEx")
-    step0 = launches[np.argmin(trace.ts[launches])]
-    assert (launch.name, launch.step, launch.ts_us) == ("cuLaunchKernelEx", 0, trace.ts[step0] / 1000)
-    assert kernel.name == "nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT" and kernel.step == 0
+def _findings(load_facts, name, rules=(ID,)):
+    return analyze(load_facts(name), rules=list(rules)).findings
 
 
-def test_fires_every_step_on_the_embedding_backward(load_facts):
-    (finding,) = _findings(load_facts, "big_gpt_eager_20steps")
-    assert finding.metrics["queries"] == 40
-    assert finding.metrics["steps"] == list(range(2, 22))
+def _waits(name: str) -> list[tuple[dict, float, float]]:
+    """Each aten::mm call with its start and the start of the launch under it (µs)."""
+    launches = [e for e in raw.complete(name, "cuda_driver") + raw.complete(name, "cuda_runtime")
+                if str(e["name"]).startswith(("cuLaunchKernel", "cudaLaunchKernel"))]
+    out = []
+    for mm in raw.complete(name, "cpu_op", "aten::mm"):
+        first = min(float(e["ts"]) for e in launches if raw.inside(mm, e))
+        out.append((mm, float(mm["ts"]), first))
+    return sorted(out, key=lambda x: x[1])
 
 
-@pytest.mark.parametrize("name", ["seed_mm64_warm", "seed_mm4096_compile", "seed_mm4096_compile_cold",
-                                  "gpu/cpu_only"])
-def test_silent_without_occupancy_queries(load_facts, name):
+def _idle_us(name: str, a: float, b: float) -> float:
+    return (b - a) - sum(max(0.0, min(b, t) - max(a, s)) for s, t in raw.busy_intervals(name))
+
+
+def test_fires_when_the_gemm_shape_changes_every_step(load_facts):
+    # gpu/gemm_new_shapes: x @ w with a new M each profiled step (1000, 3000, 7777)
+    name = "gpu/gemm_new_shapes"
+    (finding,) = _findings(load_facts, name)
+    r = finding.record
+    waits = _waits(name)
+    assert (r.calls, r.shapes, r.in_steps, r.steps) == (3, 3, (2, 3, 4), 3)
+    assert [json.loads(n.dims) for n in r.new] == [mm["args"]["Input Dims"] for mm, _, _ in waits]
+    assert [n.wait_us for n in r.new] == pytest.approx([b - a for _, a, b in waits])
+    assert all(n.op == "aten::mm" and n.kernel.startswith("nvjet_") for n in r.new)
+    assert r.typical_us is None  # no GEMM on a shape seen before: the impact is an upper bound
+    assert r.loads == 3 and r.queries == 0  # a new kernel each time; cuBLASLt asks no occupancy query
+    assert [e.name for e in finding.evidence[::2]] == ["aten::mm"] * 3
+    assert "pad or bucket" in finding.fix
+
+
+def test_impact_is_the_idle_wait_before_each_launch(load_facts):
+    name = "gpu/gemm_new_shapes"
+    (finding,) = _findings(load_facts, name)
+    per_step = sum(_idle_us(name, a, b) for _, a, b in _waits(name)) / len(raw.steps(name))
+    assert finding.impact.us == pytest.approx(per_step, rel=0.01)
+    assert finding.impact.share == pytest.approx(min(1.0, per_step / raw.median_step_us(name)), abs=0.01)
+    assert finding.severity.value == "critical"
+    assert "upper bound" in finding.basis
+    # the kernel loads inside those calls are this finding's, not lazy-loading's
+    assert [f.rule for f in _findings(load_facts, name, ONE_TIME_RULES)] == [ID]
+
+
+def test_silent_on_cub_sorts(load_facts):
+    # big_gpt_eager_20steps: 2 occupancy queries every step before CUB's radix sort and scan in
+    # aten::embedding_dense_backward (issue 15): not a GEMM, and no GEMM waits on a new shape
+    name = "big_gpt_eager_20steps"
+    facts = load_facts(name)
+    names = facts.trace.name_array[facts.trace.name]
+    assert sum(1 for n in names if str(n).startswith("cudaOccupancy")) == 40
     assert _findings(load_facts, name) == []
+
+
+@pytest.mark.parametrize("name", ["seed_mm64_cold", "gpu/window_sync_cold", "seed_mm64_warm", "seed_mm4096_compile",
+                                  "seed_mm4096_compile_cold", "gpu/recompile", "gpu/cpu_only"])
+def test_silent_without_gemms_on_changing_shapes(load_facts, name):
+    # the cold traces' first GEMM (its 32 occupancy queries and cuBLAS's set-up) is cold-start's or
+    # dead-window's; gpu/recompile's new shapes run inside compiling (recompilation's)
+    assert _findings(load_facts, name) == []
+
+
+@pytest.mark.parametrize("name", ["seed_mm64_warm", "seed_mm4096_warm", "big_gpt_eager_20steps", "gpu/capture_mlp",
+                                  "gpu/capture_linear", "gpu/capture_mm4096"])
+def test_healthy_traces_stay_quiet(load_facts, name):
+    mine = _findings(load_facts, name, ONE_TIME_RULES)
+    assert all(f.severity.value == "info" for f in mine), [(f.rule, f.severity) for f in mine]

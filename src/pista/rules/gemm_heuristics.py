@@ -1,133 +1,188 @@
 """What:
-Occupancy queries (`cudaOccupancyMaxActiveBlocksPerMultiprocessor*`, `cudaOccupancyMaxActiveClusters`,
-`cudaOccupancyAvailableDynamicSMemPerBlock`) on a host thread right before a kernel launch on the same
-thread: a library (cuBLAS/cuBLASLt, cuDNN, CUB) sizing or choosing a variant of an adaptive kernel
-(a GEMM, a convolution, a sort) before launching it. A plain elementwise or reduction kernel goes
-straight to cudaLaunchKernel with no such queries.
+GEMM calls (aten::mm, addmm, bmm...) on input shapes not seen earlier in the trace that take long
+on the host before launching their kernel: cuBLAS(Lt) runs its heuristics for each new problem
+size, picks a kernel (often a new one, which CUDA then loads lazily) and only then launches. Seen
+in two or more calls with different shapes, the shapes change in the steady state (a dynamic
+batch or sequence length). The cudaOccupancy* queries cuBLASLt issues on the process's first GEMM
+are counted when present; CUB's sorts and scans ask them on every call (big_gpt_eager_20steps'
+embedding backward) and are not GEMMs.
 
 Why:
-The queries are the visible edge of the library's heuristic: done once per shape they are cached;
-seen inside the window, they mean that shape was new (cold cuBLAS, a new shape every step) or the
-library asks again every call. Each query is 1-5 µs of host time on the launching thread.
+The choice is cached per shape, so a fixed shape pays it once; a shape that changes every step
+pays it every step, on the host, with the GPU idle when the host is the bottleneck.
 
 Example:
-`seed_mm64_cold` (no warm-up), step 0: 32 queries (30 cudaOccupancyMaxActiveClusters, one
-cudaOccupancyAvailableDynamicSMemPerBlock, one cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)
-in aten::mm, 42.2 µs of host time, before cuLaunchKernelEx of nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT;
-steps 1-2 launch the same GEMM with no queries. `big_gpt_eager_20steps`: 2 queries every step before CUB's radix sort and scan
-kernels in aten::embedding_dense_backward, 184.2 µs over 20 steps.
+`gpu/gemm_new_shapes` (one bf16 `x @ w` with w 1024x1024, a new M each step: 1000, 3000, 7777 in the
+profiled steps): each aten::mm runs 2.6-3.6 ms on the host before its 6-25 µs nvjet kernel, a new
+kernel each time (one Lazy Function Loading each); no occupancy query is recorded.
+
+Impact:
+The GPU idle time from each new-shape GEMM call's start to its launch, less what the same op takes
+on shapes it has seen (none in gpu/gemm_new_shapes, so an upper bound there), per step:
+gpu/gemm_new_shapes 3.0 ms per step, about all of its 2.9 ms median step (critical). Before, the
+rule counted occupancy queries, whatever they cost: it reported CUB's sorts in
+big_gpt_eager_20steps (9 µs per step) and cuBLAS's first call inside seed_mm64_cold's cold step
+(cold-start's). A call inside a cold step, a dead window or compile spans belongs to those.
 
 Fix:
-Warm up every shape before profiling (the choice is cached per shape); keep shapes static (pad
-or bucket dynamic ones) so the heuristic is not rerun; if it recurs every step in steady state,
-it is the library's own per-call cost, small unless the kernel itself is tiny.
+Keep shapes static: pad or bucket the varying dimension to a few sizes (and warm each up before
+profiling); under torch.compile mark it dynamic; CUDA graphs need static shapes too.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
-from pista.findings import Context, Finding, Severity, legacy_finding
-from pista.rules._common import (
-    enclosing_op,
-    evidence,
-    fmt_ns,
-    kernel_launches,
-    launched_by,
-    short_name,
-    step_at,
-    steps_text,
-    us,
-)
+from pista.findings import Context, Finding
+from pista.rules import _one_time as one_time
+from pista.rules._common import evidence, kernel_launches, launched_by, nearest_ancestor, step_at, us
+from pista.trace.facts import Intervals
 
 ID = "gemm-heuristics"
-TITLE = "Library heuristics (occupancy queries) before a kernel launch"
-SEVERITY = Severity.INFO
 
-# every CUDA occupancy API starts so (the three seen in seed_mm64_cold and big_gpt_eager_20steps too)
-QUERY_PREFIX = "cudaOccupancy"
-# Any query counts: the warmed-up single-shape fixtures (seed_mm64_warm, seed_mm4096_*,
-# series_*) have none at all, seed_mm64_cold 32 in one burst, big_gpt_eager_20steps 2 per step.
-GEMM_HEURISTICS_MIN_QUERIES = 1
-EVIDENCE_GROUPS = 3  # query bursts shown (the costliest); presentation
+# A new-shape GEMM call must take this long from its start to its launch: gpu/gemm_new_shapes'
+# take 2.6-3.6 ms; GEMMs on known shapes 20-230 µs in every warm fixture (gpu/eval_first_call's
+# addmm 50-100 µs, seed_mm4096_warm's mm ~30 µs).
+GEMM_HEURISTICS_MIN_US = 500.0
+# ...and this many times what the same op takes on shapes it has seen, where it has some.
+GEMM_HEURISTICS_RATIO = 5.0
+# Shapes must change: at least this many slow calls on different new shapes (gpu/gemm_new_shapes:
+# 3). One new shape is a one-off (a last, smaller batch) or a first call, lazy-loading's.
+MIN_NEW_SHAPES = 2
+# Under 1% of the median step it is noise (REVIEW.md).
+MIN_STEP_SHARE = 0.01
+EVIDENCE_CALLS = 3  # calls shown (the slowest); presentation
+
+
+@dataclass(frozen=True)
+class NewShape:
+    """One GEMM call on a shape not seen before."""
+
+    op: str
+    dims: str  # its Input Dims, as recorded
+    kernel: str
+    wait_us: float  # from the op's start to its launch
+    step: int | None
+
+
+@dataclass(frozen=True)
+class GemmHeuristics:
+    calls: int
+    shapes: int
+    steps: int  # ProfilerSteps the window holds (0 without: the impact is per window)
+    in_steps: tuple[int, ...]
+    wait_us: float  # from start to launch, all the calls
+    typical_us: float | None  # what the same op takes on shapes it has seen
+    idle_us: float  # GPU idle in those waits, less the typical: the impact's total
+    queries: int  # cudaOccupancy* queries inside the calls
+    loads: int  # CUDA kernel loads inside the calls
+    new: tuple[NewShape, ...]  # in time order
+
+
+@dataclass(frozen=True)
+class ShapeNote:
+    """Note on a new-shape GEMM call."""
+
+    dims: str
+    wait_us: float
+
+
+@dataclass(frozen=True)
+class KernelNote:
+    """Note on the kernel it launched."""
+
+    dur_us: float
+
+
+class _Dims(msgspec.Struct):
+    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=msgspec.Raw(b""))
 
 
 def check(ctx: Context) -> list[Finding]:
+    return one_time.findings(ctx, ID)
+
+
+def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     facts = ctx.facts
     trace = facts.trace
-    query_ids = [i for i, name in enumerate(trace.names) if name.startswith(QUERY_PREFIX)]
-    if not query_ids:
-        return []
-    queries = np.flatnonzero(facts.is_host & np.isin(trace.name, query_ids))
+    gemm_ids = [i for i, name in enumerate(trace.names) if name in one_time.GEMM_OPS]
+    if not gemm_ids:
+        return [], one_time.EMPTY
+    gemm = facts.is_host & trace.category_mask({"cpu_op"}) & np.isin(trace.name, gemm_ids)
+    # the innermost GEMM op above each launch: aten::mm under aten::matmul
     launches = np.flatnonzero(kernel_launches(facts))
-    if queries.size < GEMM_HEURISTICS_MIN_QUERIES or launches.size == 0:
-        return []
+    owner = nearest_ancestor(facts, gemm, inclusive=False)[launches]
+    keep = owner >= 0
+    launches, owner = launches[keep], owner[keep]
+    if launches.size == 0:
+        return [], one_time.EMPTY
+    first_launch: dict[int, int] = {}
+    for launch, op in zip(launches[np.argsort(trace.ts[launches], kind="stable")].tolist(),
+                          owner[np.argsort(trace.ts[launches], kind="stable")].tolist(), strict=True):
+        first_launch.setdefault(op, launch)
+    ops = np.array(sorted(first_launch, key=lambda o: int(trace.ts[o])), dtype=np.int64)
+    waits = np.array([int(trace.ts[first_launch[o]] - trace.ts[o]) for o in ops.tolist()], dtype=np.int64)
+    slow = waits >= GEMM_HEURISTICS_MIN_US * 1000
+    slow &= ~one_time.covered(taken, trace.ts[ops])
+    if int(slow.sum()) < MIN_NEW_SHAPES:
+        return [], one_time.EMPTY
+
+    dims = [bytes(d.input_dims) if d is not None else b"" for d in trace.decode_args(ops.tolist(), _Dims)]
+    seen: set[tuple[int, bytes]] = set()
+    new = np.zeros(ops.size, dtype=bool)
+    for k, op in enumerate(ops.tolist()):
+        key = (int(trace.name[op]), dims[k])
+        new[k] = bool(dims[k]) and key not in seen
+        seen.add(key)
+    known = ~new
+    picked = []
+    for k in np.flatnonzero(slow & new).tolist():
+        same = known & (trace.name[ops] == trace.name[ops[k]])
+        typical = float(np.median(waits[same])) if same.any() else None
+        if typical is None or waits[k] >= GEMM_HEURISTICS_RATIO * max(typical, 1.0):
+            picked.append((k, typical))
+    if len({dims[k] for k, _ in picked}) < MIN_NEW_SHAPES:
+        return [], one_time.EMPTY
+
+    starts = [int(trace.ts[ops[k]]) for k, _ in picked]
+    stops = [int(trace.ts[first_launch[int(ops[k])]]) for k, _ in picked]
+    claim = one_time.spans(starts, stops)
+    typicals = [t for _, t in picked if t is not None]
+    typical_all = float(np.median(typicals)) if typicals else None
+    idle = max(0.0, one_time.idle_ns(facts, one_time.minus(claim, taken)) - sum(t or 0.0 for _, t in picked))
+    impact = ctx.per_step(idle)
+    if impact.share < MIN_STEP_SHARE:
+        return [], one_time.EMPTY
+
     work_of = launched_by(facts)
-
-    # each query belongs to the next kernel launch on its own thread
-    groups: dict[int, list[int]] = defaultdict(list)
-    lane = trace.pid * 1_000_003 + trace.tid
-    for key in np.unique(lane[queries]).tolist():
-        lq = queries[lane[queries] == key]
-        ll = launches[lane[launches] == key]
-        if ll.size == 0:
-            continue
-        ll = ll[np.argsort(trace.ts[ll], kind="stable")]
-        pos = np.searchsorted(trace.ts[ll], trace.ts[lq], side="left")
-        for q, p in zip(lq.tolist(), pos.tolist(), strict=True):
-            if p < ll.size:
-                groups[int(ll[p])].append(q)
-    if not groups:
-        return []
-
+    queries = one_time.query_mask(facts)
+    loads = one_time.loading_mask(facts)
+    n_queries = n_loads = 0
     rows = []
-    for launch, qs in groups.items():
-        qs = np.asarray(qs, dtype=np.int64)
-        rows.append((launch, qs, int(trace.dur[qs].sum())))
-    rows.sort(key=lambda r: int(trace.ts[r[0]]))
-    n_queries = sum(r[1].size for r in rows)
-    cost = sum(r[2] for r in rows)
-
-    by_kernel: dict[str, list[tuple]] = defaultdict(list)
-    for row in rows:
-        by_kernel[trace.event_name(int(work_of[row[0]]))].append(row)
-    parts = []
-    for kernel, krows in sorted(by_kernel.items(), key=lambda kv: -sum(r[2] for r in kv[1])):
-        op = enclosing_op(facts, krows[0][0])
-        steps = sorted({s for s in (step_at(facts, int(trace.ts[r[0]])) for r in krows) if s is not None})
-        in_steps = f" in {steps_text(steps)}" if steps else ""
-        parts.append(f"{sum(r[1].size for r in krows)} before {len(krows)} launch{'es' if len(krows) > 1 else ''} of "
-                     f"{short_name(kernel)}{' (' + trace.event_name(op) + ')' if op >= 0 else ''}{in_steps}, "
-                     f"{fmt_ns(sum(r[2] for r in krows))}")
-
+    for (k, _), lo, hi in zip(picked, starts, stops, strict=True):
+        op = int(ops[k])
+        n_queries += int((queries & (trace.ts >= lo) & (trace.ts < hi)).sum())
+        end = int(trace.ts[op] + trace.dur[op])
+        n_loads += int((loads & (trace.ts >= lo) & (trace.ts < end)).sum())
+        work = int(work_of[first_launch[op]])
+        rows.append(NewShape(trace.event_name(op), dims[k].decode("utf-8", "replace"),
+                             trace.event_name(work) if work >= 0 else "", us(hi - lo), step_at(facts, lo)))
+    record = GemmHeuristics(
+        calls=len(picked), shapes=len({dims[k] for k, _ in picked}), steps=len(facts.steps),
+        in_steps=tuple(sorted({r.step for r in rows if r.step is not None})),
+        wait_us=us(sum(b - a for a, b in zip(starts, stops, strict=True))),
+        typical_us=None if typical_all is None else typical_all / 1000.0, idle_us=us(idle),
+        queries=n_queries, loads=n_loads, new=tuple(rows),
+    )
     ev = []
-    for launch, qs, spent in sorted(rows, key=lambda r: -r[2])[:EVIDENCE_GROUPS]:
-        kinds = ", ".join(f"{c} {n}" for n, c in zip(*np.unique(trace.name_array[trace.name[qs]],
-                                                                 return_counts=True), strict=True))
-        first = int(qs[np.argmin(trace.ts[qs])])
-        ev.append(evidence(facts, first, detail=f"first of {qs.size} queries ({kinds}), {fmt_ns(spent)}"))
-        last_end = int((trace.ts[qs] + trace.dur[qs]).max())
-        ev.append(evidence(facts, launch, detail=f"the launch they preceded, {fmt_ns(int(trace.ts[launch]) - last_end)} "
-                                               "after the last query"))
-        if work_of[launch] >= 0:
-            ev.append(evidence(facts, int(work_of[launch]), detail="the kernel it launched"))
-    return [legacy_finding(
-        rule=ID,
-        severity=SEVERITY,
-        title=TITLE,
-        message=(f"{n_queries} occupancy quer{'ies' if n_queries > 1 else 'y'} ({fmt_ns(cost)} of host time) "
-                 f"right before {len(rows)} kernel launch{'es' if len(rows) > 1 else ''}: " + "; ".join(parts)
-                 + ". A library chose or sized these kernels at run time."),
-        advice=("Warm up every shape before profiling so the library's choice is cached; keep shapes static "
-                "(pad or bucket them); if it recurs every steady-state step it is the library's per-call cost."),
-        evidence=ev,
-        metrics={
-            "queries": int(n_queries),
-            "query_us": us(cost),
-            "launches": len(rows),
-            "kernels": {k: len(v) for k, v in by_kernel.items()},
-            "steps": sorted({s for s in (step_at(facts, int(trace.ts[r[0]])) for r in rows) if s is not None}),
-        },
-    )]
+    slowest = sorted(((k, r) for (k, _), r in zip(picked, rows, strict=True)), key=lambda kr: -kr[1].wait_us)
+    for k, row in sorted(slowest[:EVIDENCE_CALLS], key=lambda kr: int(trace.ts[ops[kr[0]]])):
+        op = int(ops[k])
+        ev.append(evidence(facts, op, ShapeNote(row.dims, row.wait_us)))
+        work = int(work_of[first_launch[op]])
+        if work >= 0:
+            ev.append(evidence(facts, work, KernelNote(us(trace.dur[work]))))
+    return [Finding(ID, record, impact, ev)], claim

@@ -4,86 +4,139 @@ draining its activity buffers) drawn on the pid -1 overhead lane, and which ops 
 
 Why:
 This time is spent on the profiled thread while an op is running: the op's wall time (CPU total)
-and every region above it grow by that much, though the program without the profiler would not
-pay it. torch nests the event under the op, so Self CPU stays right, but step widths, CPU totals
-and gaps on the GPU timeline do not.
+and every region above it grow by that much, and the GPU waits through it, though the program
+without the profiler would not pay it. torch nests the event under the op, so Self CPU stays
+right, but step widths, CPU totals and gaps on the GPU timeline do not. Without a schedule's
+warm-up steps the first buffer request lands in the first profiled op.
 
 Example:
-`seed_mm64_cold`: one Activity Buffer Request of 2.505 ms inside aten::mm in step 0, 2.3% of that
-op's 107.271 ms; in `seed_mm4096_compile_cold` 2.880 ms inside the compiled graph's call, 76% of
-its 3.794 ms.
+`gpu/profiler_first_step` (a warmed-up 32-layer MLP forward profiled with `schedule(wait=0,
+warmup=0, active=3)`): one 2.600 ms Activity Buffer Request inside the first aten::addmm of step 0,
+90% of that op's 2.890 ms; step 0 is 6.9 ms against 3.8 ms for the others. `gpu/window_sync_warm`
+(one call, no schedule): 1.811 ms inside aten::mm, 77% of the window.
+
+Impact:
+One-time: the GPU idle time during the profiler's events, spread over the window's steps; the
+program without the profiler does not pay it, and a schedule's warm-up steps move it out of the
+window. gpu/profiler_first_step: 2.6 ms over 3 steps, 867 µs per step against a 3.8 ms median step
+(critical); gpu/window_sync_warm 1.8 ms, 77% of its window; seed_mm4096_compile_cold 2.9 ms, 58%.
+Events inside a cold first step or a dead window belong to those findings (seed_mm64_cold,
+gpu/window_sync_cold), and a request that costs under 1% of the step is noise: big_gpt_eager_20steps'
+3.1 ms over 20 steps is 0.3% of its 52.7 ms step (an info finding before).
 
 Fix:
-Nothing to change in the program: discount the named ops' CPU totals by that amount, profile more
-steps so one buffer request weighs less, or skip the first active step (the buffers are requested
-early).
+Nothing to change in the program: profile with `schedule(wait=1, warmup=1, active=N)` (the buffers
+are requested in the warm-up steps), profile more steps so one request weighs less, and discount the
+named ops' CPU totals by that amount.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Finding, Severity, legacy_finding
-from pista.rules._common import evidence, fmt_ns, step_at, us
-from pista.rules.lazy_loading import LOADING_NAMES
+from pista.findings import Context, Finding
+from pista.rules import _one_time as one_time
+from pista.rules._common import evidence, step_at, us
+from pista.trace.facts import Intervals
 
 ID = "profiler-overhead"
-TITLE = "Profiler overhead inflates the ops it lands in"
-SEVERITY = Severity.INFO
 
-# seed_mm64_cold has 2.505 ms of it, seed_mm4096_compile_cold 2.880 ms, big_gpt_eager_20steps
-# 3.063 ms; the other fixtures none. Below 50 µs it would not move any number that matters.
-PROFILER_OVERHEAD_MIN_US = 50.0
+# Spread over the window's steps, the profiler's time must hold the GPU idle for at least 1% of the
+# median step: gpu/profiler_first_step 23%, window_sync_warm 77%; big_gpt_eager_20steps 0.3% (noise).
+MIN_STEP_SHARE = 0.01
 EVIDENCE_EVENTS = 5  # events shown (the longest); presentation
 
 
+@dataclass(frozen=True)
+class InflatedOp:
+    """An op the profiler's events landed in."""
+
+    name: str
+    overhead_us: float
+    op_us: float  # the op call's wall time (the longest, where several)
+    events: int
+
+
+@dataclass(frozen=True)
+class ProfilerOverhead:
+    events: int
+    names: tuple[str, ...]  # Activity Buffer Request, Buffer Flush...
+    total_us: float
+    idle_us: float  # of it, with the GPU idle (the impact's total)
+    window_percent: float
+    steps: int  # ProfilerSteps the window holds (0 without: the impact is per window)
+    in_steps: tuple[int, ...]
+    ops: tuple[InflatedOp, ...]  # most overhead first
+    outside_us: float  # in no op
+
+
+@dataclass(frozen=True)
+class InsideOp:
+    """Note on a profiler event inside an op."""
+
+    op: str
+    percent: float  # of the op call's wall time
+    together_percent: float | None  # all the events in that call, where several
+
+
+@dataclass(frozen=True)
+class OutsideOps:
+    """Note on a profiler event in no op."""
+
+    dur_us: float
+
+
 def check(ctx: Context) -> list[Finding]:
+    return one_time.findings(ctx, ID)
+
+
+def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     facts = ctx.facts
     trace = facts.trace
-    loading = [i for i, name in enumerate(trace.names) if name in LOADING_NAMES]
-    idx = np.flatnonzero(facts.is_overhead & ~np.isin(trace.name, loading) & (trace.dur > 0))
-    total = int(trace.dur[idx].sum())
-    if idx.size == 0 or us(total) < PROFILER_OVERHEAD_MIN_US:
-        return []
-    idx = idx[np.argsort(-trace.dur[idx], kind="stable")]
     lo, hi = facts.window
+    idx = np.flatnonzero(one_time.profiler_mask(facts) & (trace.ts >= lo) & (trace.ts < hi))
+    idx = idx[~one_time.covered(taken, trace.ts[idx])]  # inside a cold step or a dead window: theirs
+    if idx.size == 0:
+        return [], one_time.EMPTY
+    claim = one_time.spans(trace.ts[idx], trace.ts[idx] + trace.dur[idx])
+    idle = one_time.idle_ns(facts, one_time.minus(claim, taken))
+    impact = ctx.per_step(idle)
+    if impact.share < MIN_STEP_SHARE:
+        return [], one_time.EMPTY
+    idx = idx[np.argsort(-trace.dur[idx], kind="stable")]
 
     hosts: dict[int, list[int]] = defaultdict(list)
     for i in idx.tolist():
         hosts[int(facts.parent[i])].append(i)
-    parts, inflated, notes = [], {}, {}
-    for host, events in sorted(hosts.items(), key=lambda kv: -int(trace.dur[kv[1]].sum())):
+    by_name: dict[str, list[int]] = defaultdict(list)
+    notes: dict[int, object] = {}
+    outside = 0
+    for host, events in hosts.items():
         spent = int(trace.dur[events].sum())
-        if host >= 0:
-            share = 100.0 * spent / max(int(trace.dur[host]), 1)
-            name = trace.event_name(host)
-            parts.append(f"{fmt_ns(spent)} inside {name} ({share:.1f}% of its {fmt_ns(trace.dur[host])})")
-            inflated[name] = inflated.get(name, 0.0) + us(spent)
-            host_ns = max(int(trace.dur[host]), 1)
-            together = f"; all {len(events)} there: {share:.1f}%" if len(events) > 1 else ""
+        if host < 0:
+            outside += spent
             for i in events:
-                notes[i] = f"inside {name}, {100.0 * int(trace.dur[i]) / host_ns:.1f}% of its wall time{together}"
-        else:
-            parts.append(f"{fmt_ns(spent)} outside any op")
-    names = sorted({trace.event_name(i) for i in idx})
-    steps = sorted({s for s in (step_at(facts, int(trace.ts[i])) for i in idx) if s is not None})
-    return [legacy_finding(
-        rule=ID,
-        severity=SEVERITY,
-        title=TITLE,
-        message=(f"{idx.size} profiler overhead event{'s' if idx.size > 1 else ''} ({', '.join(names)}), "
-                 f"{fmt_ns(total)} in all, {100.0 * total / max(hi - lo, 1):.2f}% of the window: "
-                 + "; ".join(parts) + "."),
-        advice=("Discount these from the named ops' CPU totals and their steps' widths; profile more "
-                "steps (or skip the first active one) so the buffer requests weigh less."),
-        evidence=[evidence(facts, int(i), detail=notes.get(int(i), "")) for i in idx[:EVIDENCE_EVENTS]],
-        metrics={
-            "events": int(idx.size),
-            "total_us": us(total),
-            "window_percent": 100.0 * total / max(hi - lo, 1),
-            "inflated_ops_us": inflated,
-            "steps": steps,
-        },
-    )]
+                notes[i] = OutsideOps(us(trace.dur[i]))
+            continue
+        by_name[trace.event_name(host)].append(host)
+        host_ns = max(int(trace.dur[host]), 1)
+        together = 100.0 * spent / host_ns if len(events) > 1 else None
+        for i in events:
+            notes[i] = InsideOp(trace.event_name(host), 100.0 * int(trace.dur[i]) / host_ns, together)
+    ops = []
+    for name, calls in by_name.items():
+        spent = sum(int(trace.dur[hosts[h]].sum()) for h in calls)
+        ops.append(InflatedOp(name, us(spent), us(max(int(trace.dur[h]) for h in calls)),
+                              sum(len(hosts[h]) for h in calls)))
+    total = int(trace.dur[idx].sum())
+    record = ProfilerOverhead(
+        events=int(idx.size), names=tuple(sorted({trace.event_name(i) for i in idx})), total_us=us(total),
+        idle_us=us(idle), window_percent=100.0 * total / max(hi - lo, 1), steps=len(facts.steps),
+        in_steps=tuple(sorted({s for s in (step_at(facts, int(trace.ts[i])) for i in idx) if s is not None})),
+        ops=tuple(sorted(ops, key=lambda o: -o.overhead_us)), outside_us=us(outside),
+    )
+    ev = [evidence(facts, int(i), notes[int(i)]) for i in idx[:EVIDENCE_EVENTS]]
+    return [Finding(ID, record, impact, ev)], claim

@@ -1,0 +1,51 @@
+"""lazy-loading in English."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import t
+from pista.rules.lazy_loading import CallNote, LazyLoading, LoadNote
+
+TITLE = "First calls inside the window: CUDA loads their kernels lazily"
+
+
+def _steps(r: LazyLoading) -> str:
+    if not r.in_steps:
+        return "the window"
+    return f"step {r.in_steps[0]}" if len(r.in_steps) == 1 else "steps " + ", ".join(map(str, r.in_steps))
+
+
+def _schedule(r: LazyLoading) -> str:
+    return f"torch.profiler.schedule(wait=1, warmup=1, active={r.steps or 'N'})"
+
+
+def message(r: LazyLoading) -> str:
+    calls = "; ".join(f"{c.op} {t(c.dur_us)}" + (f" (usually {t(c.typical_us)})" if c.typical_us is not None else "")
+                      + f", {c.loads} load(s) in {c.via}" for c in r.calls)
+    return (f"{len(r.calls)} op call(s) run for the first time in the process, in {_steps(r)}: {r.events} kernel "
+            f"load event(s), {t(r.load_us)}, but the calls holding them take {t(r.first_calls_us)}: {calls}.")
+
+
+def advice(r: LazyLoading) -> str:
+    ops = ", ".join(c.op for c in r.calls[:3])
+    return (f"{ops} run for the first time inside the window (a branch taken late, an evaluation, a new dtype): run "
+            f"every code path once before profiling, or profile with {_schedule(r)}; CUDA_MODULE_LOADING=EAGER loads "
+            "the kernels at start-up if a first call itself must be fast.")
+
+
+def fix(r: LazyLoading) -> str:
+    c = r.calls[0]
+    others = f" and {len(r.calls) - 1} other op(s)" if len(r.calls) > 1 else ""
+    return (f"{c.op}{others} run for the first time in {_steps(r)} ({t(r.first_calls_us)} of first calls, kernels "
+            "loaded lazily): take that code path once before profiling.")
+
+
+def basis(r: LazyLoading) -> str:
+    spread = f"spread over {r.steps} steps" if r.steps else "over the window"
+    return (f"one-time: the GPU idle in the op calls that load their kernels, less the same ops' usual time "
+            f"({t(r.idle_us)}), {spread}")
+
+
+NOTES = {
+    CallNote: lambda n: f"a first call: {n.loads} kernel load(s), {t(n.load_us)}",
+    LoadNote: lambda n: f"inside {n.via}",
+}

@@ -1,0 +1,91 @@
+"""gemm-heuristics en español."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import t
+from pista.rules.gemm_heuristics import GemmHeuristics, KernelNote, ShapeNote
+
+TITLE = "GEMMs con formas nuevas esperan a que cuBLAS elija un kernel"
+
+
+def _steps(r: GemmHeuristics) -> str:
+    if not r.in_steps:
+        return "la ventana"
+    return f"el paso {r.in_steps[0]}" if len(r.in_steps) == 1 else "los pasos " + ", ".join(map(str, r.in_steps))
+
+
+def _per_step(r: GemmHeuristics) -> float:
+    return r.wait_us / max(r.steps, 1)
+
+
+def message(r: GemmHeuristics) -> str:
+    calls = "; ".join(f"{n.op} {n.dims}: {t(n.wait_us)} antes de {n.kernel}" for n in r.new)
+    usual = f", frente a {t(r.typical_us)} con formas ya vistas" if r.typical_us is not None else ""
+    text = (f"{r.calls} llamadas GEMM con {r.shapes} formas nuevas en {_steps(r)} esperan {t(r.wait_us)} en total "
+            f"entre su inicio y su lanzamiento{usual}: {calls}.")
+    if r.loads:
+        text += f" {r.loads} carga(s) de kernel (carga perezosa de CUDA) en ellas: los kernels también son nuevos."
+    if r.queries:
+        text += f" {r.queries} consultas de ocupación registradas en ellas."
+    return text
+
+
+def advice(r: GemmHeuristics) -> str:
+    dims = ", ".join(n.dims for n in r.new[:3])
+    return (f"La forma del GEMM cambia de una llamada a otra ({dims}): rellena o agrupa la dimensión variable en unos "
+            "pocos tamaños y calienta cada uno antes de perfilar; con torch.compile márcala dinámica; los CUDA graphs "
+            "también necesitan formas estáticas.")
+
+
+def fix(r: GemmHeuristics) -> str:
+    n = r.new[0]
+    return (f"{n.op} recibe una forma nueva en cada paso ({' -> '.join(x.dims for x in r.new[:3])}), "
+            f"{t(_per_step(r))} por paso antes de su lanzamiento mientras cuBLAS elige un kernel: rellena o agrupa las "
+            "formas en unos pocos tamaños.")
+
+
+def basis(r: GemmHeuristics) -> str:
+    usual = (", menos la espera del op con formas ya vistas" if r.typical_us is not None
+             else ", una cota superior (sin formas ya vistas con que comparar)")
+    per = "por paso" if r.steps else "sobre la ventana"
+    return (f"la GPU inactiva desde el inicio de cada GEMM con forma nueva hasta su lanzamiento ({t(r.idle_us)})"
+            f"{usual}, {per}")
+
+
+NOTES = {
+    ShapeNote: lambda n: f"forma nueva {n.dims}: {t(n.wait_us)} antes de su lanzamiento",
+    KernelNote: lambda n: f"el kernel elegido, {t(n.dur_us)}",
+}
+
+DOCS = """Qué:
+Llamadas GEMM (aten::mm, addmm, bmm...) con formas de entrada no vistas antes en la traza que tardan
+mucho en el host antes de lanzar su kernel: cuBLAS(Lt) ejecuta sus heurísticas para cada tamaño nuevo,
+elige un kernel (a menudo uno nuevo, que CUDA carga luego de forma perezosa) y solo entonces lanza. Vistas
+en dos o más llamadas con formas distintas, las formas cambian en régimen estable (un tamaño de lote o
+de secuencia dinámico). Las consultas cudaOccupancy* que cuBLASLt hace en el primer GEMM del proceso se
+cuentan si aparecen; los sorts y scans de CUB las hacen en cada llamada (el backward del embedding de
+big_gpt_eager_20steps) y no son GEMMs.
+
+Por qué:
+La elección se guarda por forma, así que una forma fija la paga una vez; una forma que cambia en cada
+paso la paga en cada paso, en el host, con la GPU inactiva cuando el host es el cuello de botella.
+
+Ejemplo:
+`gpu/gemm_new_shapes` (un `x @ w` bf16 con w de 1024x1024 y una M nueva en cada paso: 1000, 3000, 7777
+en los pasos perfilados): cada aten::mm pasa 2.6-3.6 ms en el host antes de su kernel nvjet de 6-25 µs,
+un kernel nuevo cada vez (una Lazy Function Loading cada una); no se registra ninguna consulta de
+ocupación.
+
+Impacto:
+El tiempo de GPU inactiva desde el inicio de cada GEMM con forma nueva hasta su lanzamiento, menos lo que
+tarda el mismo op con formas ya vistas (ninguna en gpu/gemm_new_shapes: ahí es una cota superior), por
+paso: gpu/gemm_new_shapes 3.0 ms por paso, casi todo su paso mediano de 2.9 ms (crítico). Antes la regla
+contaba consultas de ocupación, costaran lo que costaran: informaba de los sorts de CUB en
+big_gpt_eager_20steps (9 µs por paso) y de la primera llamada a cuBLAS dentro del paso frío de
+seed_mm64_cold (de cold-start). Una llamada dentro de un paso frío, una ventana muerta o la compilación
+pertenece a esos hallazgos.
+
+Solución:
+Mantén las formas estáticas: rellena o agrupa la dimensión variable en unos pocos tamaños (y calienta
+cada uno antes de perfilar); con torch.compile márcala dinámica; los CUDA graphs también necesitan formas
+estáticas."""

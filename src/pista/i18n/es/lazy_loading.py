@@ -1,0 +1,86 @@
+"""lazy-loading en español."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import t
+from pista.rules.lazy_loading import CallNote, LazyLoading, LoadNote
+
+TITLE = "Primeras llamadas dentro de la ventana: CUDA carga sus kernels de forma perezosa"
+
+
+def _steps(r: LazyLoading) -> str:
+    if not r.in_steps:
+        return "la ventana"
+    return f"el paso {r.in_steps[0]}" if len(r.in_steps) == 1 else "los pasos " + ", ".join(map(str, r.in_steps))
+
+
+def _schedule(r: LazyLoading) -> str:
+    return f"torch.profiler.schedule(wait=1, warmup=1, active={r.steps or 'N'})"
+
+
+def message(r: LazyLoading) -> str:
+    calls = "; ".join(f"{c.op} {t(c.dur_us)}" + (f" (normalmente {t(c.typical_us)})" if c.typical_us is not None else "")
+                      + f", {c.loads} carga(s) en {c.via}" for c in r.calls)
+    return (f"{len(r.calls)} llamada(s) a ops se ejecutan por primera vez en el proceso, en {_steps(r)}: "
+            f"{r.events} evento(s) de carga de kernels, {t(r.load_us)}, pero las llamadas que los contienen tardan "
+            f"{t(r.first_calls_us)}: {calls}.")
+
+
+def advice(r: LazyLoading) -> str:
+    ops = ", ".join(c.op for c in r.calls[:3])
+    return (f"{ops} se ejecutan por primera vez dentro de la ventana (una rama tomada tarde, una evaluación, un dtype "
+            f"nuevo): recorre cada camino del código una vez antes de perfilar, o perfila con {_schedule(r)}; "
+            "CUDA_MODULE_LOADING=EAGER carga los kernels al arranque si una primera llamada debe ser rápida.")
+
+
+def fix(r: LazyLoading) -> str:
+    c = r.calls[0]
+    others = f" y {len(r.calls) - 1} op(s) más" if len(r.calls) > 1 else ""
+    return (f"{c.op}{others} se ejecutan por primera vez en {_steps(r)} ({t(r.first_calls_us)} de primeras llamadas, "
+            "kernels cargados de forma perezosa): recorre ese camino una vez antes de perfilar.")
+
+
+def basis(r: LazyLoading) -> str:
+    spread = f"repartida entre {r.steps} pasos" if r.steps else "sobre la ventana"
+    return (f"única vez: la GPU inactiva en las llamadas que cargan sus kernels, menos el tiempo habitual de esos ops "
+            f"({t(r.idle_us)}), {spread}")
+
+
+NOTES = {
+    CallNote: lambda n: f"una primera llamada: {n.loads} carga(s) de kernel, {t(n.load_us)}",
+    LoadNote: lambda n: f"dentro de {n.via}",
+}
+
+DOCS = """Qué:
+Eventos "Runtime Triggered Module Loading" / "Lazy Function Loading" en la línea de sobrecarga del
+profiler dentro de la ventana: CUDA cargó un kernel la primera vez que hizo falta (carga perezosa, el
+`CUDA_MODULE_LOADING=LAZY` por defecto desde CUDA 11.7) mientras el programa corría. El op que contiene
+la carga se ejecuta por primera vez en el proceso, y esa primera llamada cuesta mucho más que el propio
+evento de carga: decenas de ms de preparación que nada registra, en esta H200.
+
+Por qué:
+Una primera llamada se paga una vez por kernel, pero cae dentro del paso que ejecuta el op por primera
+vez (una rama tomada cada N pasos, una evaluación, un dtype nuevo): ese paso es muchas veces más ancho, y
+el op parece lento en la tabla. Significa que la ventana contiene primeras llamadas, no régimen estable.
+
+Ejemplo:
+`gpu/lazy_late_kernel` (el forward de un MLP ya calentado; el segundo paso perfilado calcula además por
+primera vez una pérdida cross-entropy y una precisión, directamente en el paso): 6 Lazy Function Loading
+de 28-68 µs cada una (283 µs), en aten::to (25.1 ms), aten::cross_entropy_loss (62.3 ms), aten::argmax
+(15.9 ms), aten::eq (15.2 ms) y aten::mean (19.2 ms): el paso 3 tarda 140.5 ms frente a 2.5-2.6 ms los
+demás.
+
+Impacto:
+Única vez: el tiempo de GPU inactiva de las llamadas que contienen una carga (el op más externo que llamó
+el usuario), menos lo que tarda el mismo op en llamadas sin carga, repartido entre los pasos de la
+ventana: gpu/lazy_late_kernel 137.5 ms en 3 pasos, 45.8 ms por paso frente a un paso mediano de 2.6 ms
+(crítico). Antes solo contaban los eventos de carga (el 0.2% de la ventana), aunque las llamadas que los
+contienen cuestan 500 veces más. Las cargas dentro de un primer paso frío, una ventana muerta, un GEMM
+con forma nueva o la compilación son de cold-start, dead-window, gemm-heuristics y recompilation
+(seed_mm64_cold, gpu/window_sync_cold, gpu/gemm_new_shapes, gpu/recompile: 5, 5, 3 y 8 cargas, antes
+informadas aquí).
+
+Solución:
+Recorre cada camino del código una vez antes de perfilar (iteraciones de calentamiento que tomen la
+rama, o `torch.profiler.schedule(wait=1, warmup=1, active=N)`). `CUDA_MODULE_LOADING=EAGER` lleva la
+carga al arranque (más tiempo de inicio, más memoria) si una primera llamada debe ser rápida."""
