@@ -1,6 +1,27 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
+
+
+def _waits_before_tiny_kernels(name: str, max_us: float = 5.0) -> float:
+    """From the raw JSON: per step, the GPU idle just before each kernel of at most max_us that starts
+    on an idle GPU (from the end of the previous device work), inside the steps."""
+    import raw
+
+    busy = raw.busy_intervals(name)
+    opens = {a: k for k, (a, _) in enumerate(busy)}
+    steps = [(float(s["ts"]), float(s["ts"]) + float(s["dur"])) for s in raw.steps(name)]
+    gaps = []
+    for e in raw.complete(name, "kernel"):
+        k = opens.get(float(e["ts"]))
+        if float(e["dur"]) <= max_us and k:
+            gaps.append((busy[k - 1][1], busy[k][0]))
+    gaps.sort()
+    claimed = 0.0
+    for lo, hi in steps:  # gaps are disjoint (one per idle stretch); clip each to the steps
+        claimed += sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in set(gaps))
+    return claimed / len(steps)
 
 
 def test_fires_on_hundreds_of_tiny_elementwise_ops(analysis_of):
@@ -10,14 +31,16 @@ def test_fires_on_hundreds_of_tiny_elementwise_ops(analysis_of):
     facts = analysis.facts
     trace = facts.trace
     kernels = np.flatnonzero(facts.is_device_work & trace.category_mask({"kernel"}))
+    r = finding.record
     # 200 ops per step (100 mul + 100 add) x 3 profiled steps, per the capture script
-    assert len(kernels) == 600
-    assert finding.metrics["kernels_per_step"] == 200
-    assert finding.metrics["median_kernel_us"] == np.median(trace.dur[kernels]) / 1000
+    assert len(kernels) == 600 and r.kernels == 600
+    assert r.kernels_per_step == 200
+    assert r.median_kernel_us == np.median(trace.dur[kernels]) / 1000
     names = trace.name_array[trace.name]
     launches = np.flatnonzero(names == "cudaLaunchKernel")
-    assert finding.metrics["median_launch_us"] == np.median(trace.dur[launches]) / 1000
-    assert finding.metrics["median_launch_us"] > finding.metrics["median_kernel_us"]
+    assert r.median_launch_us == np.median(trace.dur[launches]) / 1000
+    assert r.median_launch_us > r.median_kernel_us
+    assert not r.compiled
     # evidence: the first kernel of each kind, its launch call and the op (aten::mul / aten::add)
     shown = [e for e in finding.evidence if e.lane.startswith("GPU")]
     assert len(shown) == 2
@@ -26,6 +49,38 @@ def test_fires_on_hundreds_of_tiny_elementwise_ops(analysis_of):
         first = same[np.argmin(trace.ts[same])]
         assert (e.ts_us, e.dur_us, e.step) == (trace.ts[first] / 1000, trace.dur[first] / 1000, 2)
     assert {e.name for e in finding.evidence if e.name.startswith("aten::")} == {"aten::mul", "aten::add"}
+    assert "aten::mul, aten::add" in finding.fix and "torch.compile" in finding.fix
+    # it is the top fix: the planted problem is the loop of tiny ops
+    assert analysis.to_dict()["summary"]["top_fix"]["rule"] == "launch-bound"
+
+
+def test_impact_is_the_wait_before_each_tiny_kernel_from_the_raw_events(analysis_of):
+    import raw
+
+    name = "gpu/launch_bound"
+    finding = analysis_of(name).finding("launch-bound")
+    per_step = _waits_before_tiny_kernels(name)
+    assert finding.impact.us == pytest.approx(per_step, rel=1e-3)
+    assert finding.impact.share == pytest.approx(per_step / raw.median_step_us(name), abs=1e-3)
+    assert finding.severity.value == "critical"  # 95% of the step
+    assert "upper bound" in finding.basis
+
+
+def test_the_same_idle_is_not_restated(analysis_of):
+    # overhead-bound keeps only what the tiny kernels do not explain; many-calls' aten::mul/aten::add are
+    # the same ops, so it stays silent
+    analysis = analysis_of("gpu/launch_bound")
+    finding = analysis.finding("launch-bound")
+    assert analysis.finding("many-calls") is None
+    rest = analysis.finding("overhead-bound")
+    assert rest.record.elsewhere.launch_us == pytest.approx(finding.impact.us, rel=1e-6)
+    assert rest.impact.us + finding.impact.us <= rest.record.idle_us_per_step * (1 + 1e-9)
+
+
+def test_fires_on_an_eager_transformer_with_small_kernels(analysis_of):
+    finding = analysis_of("gpu/capture_transformer").finding("launch-bound")
+    assert finding is not None and finding.record.median_kernel_us <= 5.0
+    assert finding.impact.share >= 0.05
 
 
 def test_silent_when_kernels_do_real_work(analysis_of):
@@ -40,5 +95,22 @@ def test_silent_with_few_kernels_per_step(analysis_of):
     assert analysis_of("seed_mm4096_compile_cold").finding("launch-bound") is None
 
 
+def test_silent_on_a_healthy_trace(analysis_of):
+    for name in ("seed_mm4096_warm", "gpu/fp32_gemm"):
+        assert analysis_of(name).finding("launch-bound") is None, name
+
+
 def test_silent_without_a_gpu(analysis_of):
     assert analysis_of("gpu/cpu_only").finding("launch-bound") is None
+
+
+def test_every_field_in_spanish(analysis_of):
+    from pista.i18n import localize_finding
+
+    en = analysis_of("gpu/launch_bound").finding("launch-bound")
+    es = localize_finding(en, "es")
+    for part in ("title", "message", "advice", "fix", "basis"):
+        assert getattr(es, part) and getattr(es, part) != getattr(en, part), part
+    assert all(e.note for e in es.evidence)
+    assert [e.note for e in es.evidence] != [e.note for e in en.evidence]
+    assert "kernels diminutos" in es.fix

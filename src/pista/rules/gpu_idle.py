@@ -1,194 +1,466 @@
 """What:
-Long stretches inside the steps (1 ms and more) in which no stream of the GPU runs anything, and
-what the host was doing meanwhile: the record_function region (a `data_loading` block, an
-optimizer, a logging call) and the host ops with the most self time under those gaps.
+GPU idle inside the steps under a record_function region that runs for milliseconds and launches
+(almost) nothing: the host building a batch on the CPU, a `DataLoader`'s `__next__`, I/O, a sleep,
+checkpointing. The rule names the region, how long each call takes and what it launches, and the
+host ops with the most self time in that idle.
 
 Why:
-The GPU can only be as busy as the host keeps it. Many short gaps between tiny kernels are
-launch overhead (see `overhead-bound`, `launch-bound`); a few long gaps mean the host stops
-feeding the GPU altogether to do something else: build a batch on the CPU, sleep, wait on I/O,
-compile, checkpoint. That time is lost to the GPU unless it runs in parallel with it.
+The GPU can only be as busy as the host keeps it. The short gaps between the launches of a loop of
+ops are per-op overhead (`overhead-bound`, `launch-bound`, `many-calls` share them out); here the
+host stops feeding the GPU altogether to do something else, and no amount of fusing or CUDA graphs
+recovers that time: the work has to move off the GPU's path (workers, prefetching, the GPU).
 
 Example:
 gpu/gpu_idle_dataloader on an H200: each step builds a batch on the CPU (`aten::randn`,
 normalisation, a 4 ms sleep) inside `data_loading`, then runs a bf16 MLP forward (0.75 ms of GPU
-time per step). The GPU is idle 98% of the 45.5 ms of steps; 3 gaps of 12.5-14.0 ms, all under
-`data_loading`, are 88% of it.
+time per step). `data_loading` lasts 13.0-14.7 ms per step with one launch (its H2D copy); the GPU
+is idle under it 13.4 ms per step, 87% of the 15.4 ms median step (critical, and the top fix).
+
+Impact:
+Per step: the GPU idle (no kernel, copy or memset on the busiest device) inside the steps under
+those regions, by interval arithmetic on the trace, so each ns is counted once: the idle after a
+sync until the next device work is the sync's (host-sync, trailing-sync, pageable-memcpy: 0.8 ms
+per step of gpu_idle_dataloader's, after its pageable copy's stream sync), and the idle between
+the launches of ops is per-op overhead, never this rule's. What moving the work off the GPU's path
+would save at most (upper bound: a loader in workers still costs the copy). The other specific
+causes of idle are other rules' findings and are left to them, so the same idle is never reported
+twice: torch.compile compiling (recompilation: gpu/recompile's 292 ms per step), one-time set-up in
+a first call (cold-start, dead-window, lazy-loading: seed_mm64_cold's first `matmul_add`, 137.8 ms)
+and the profiler's buffer requests (profiler-overhead). The ledger in this module marks all of them,
+and overhead-bound leaves them out too. Before, the rule reported every gap of 1 ms or more as one
+warning without an impact, whatever filled it, restating those rules.
 
 Fix:
-The advice follows what fills the gaps: compiling (warm up with the real shapes, see
-recompilation), the profiler's own buffer requests (profile more steps), one-time set-up in the
-first step (warm up before profiling), or, most often, the program's own host work. For that, move
-the host work off the critical path: a `DataLoader` with `num_workers > 0`, `pin_memory=True`
-and prefetching; prepare batch N+1 while the GPU runs batch N (CUDA streams, non_blocking copies);
-build the data on the GPU; move checkpointing and logging out of the step or to a thread.
+Take the work off the GPU's critical path: `DataLoader(num_workers>0, pin_memory=True)` with
+prefetching, so batch N+1 is ready while the GPU runs batch N; copy with `non_blocking=True` from
+pinned memory; build the data on the GPU; move checkpointing and logging out of the step or to a
+thread.
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+import weakref
+from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Severity, legacy_finding
-from pista.rules._common import COMPILE_EVENT, fmt_ns, pattern_mask
-from pista.trace.facts import Facts
+from pista.findings import Context, Evidence, Finding
+from pista.rules._common import (
+    COMPILE_EVENT,
+    SYNC_NAMES,
+    kernel_launches,
+    memcpys,
+    name_mask,
+    nearest_ancestor,
+    pattern_mask,
+    step_at,
+    us,
+)
+from pista.rules._common import evidence as event_evidence
+from pista.trace.facts import STEP_NAME, Facts, Intervals, merge_intervals
 
 ID = "gpu-idle"
-TITLE = "The GPU sits idle for long gaps while the host does other work"
-SEVERITY = Severity.WARNING
-# A gap counts as long from this length (µs). The gaps between launches of overhead-bound loops
-# top out at 126 µs (gpu/launch_bound, gpu/host_sync_item), 167 µs (seed_mm64_warm) and 1.2 ms
-# (series_mlp_compile, a few); gpu/gpu_idle_dataloader's are 12.5-14.0 ms.
-MIN_GAP_US = 1000.0
-# Long gaps must add up to at least this share of the step time: gpu/gpu_idle_dataloader 88%,
-# gpu/recompile 80%; series_mlp_compile 14%, big_gpt_eager_20steps 3%, gpu/pageable_memcpy 8%.
-MIN_LONG_GAP_SHARE = 0.3
+# A region launches "almost nothing" when it lasts at least this long (ns) and at least this long
+# per launch under it: gpu/gpu_idle_dataloader's 'data_loading' lasts 13.0-14.7 ms with 1 launch;
+# the regions of per-op loops pay 20-80 µs per launch (gpu/host_sync_item's 'train_step' 37 µs,
+# gpu/launch_bound's 'tiny_ops' 22 µs); Optimizer.zero_grad launches nothing but lasts < 1 ms.
+SLOW_REGION_NS = 1_000_000
+SLOW_REGION_NS_PER_LAUNCH = 1_000_000
+# The first call of something is one-time set-up when it lasts at least this long (ns) and this
+# many times the median of its later calls: seed_mm64_cold's first 'matmul_add' 137.8 ms against
+# ~0.1 ms (1100x), seed_mm4096_compile_cold's first compiled call 4.2 ms against 0.57 ms (7.4x);
+# no call of 1 ms or more in the warm fixtures is even 2x its later calls.
+COLD_MIN_NS = 1_000_000
+COLD_RATIO = 5.0
+# The profiler's own work on its overhead lane; the other events there (Runtime Triggered Module
+# Loading, Lazy Function Loading) are CUDA's one-time lazy loading.
+PROFILER_EVENTS = frozenset({"Activity Buffer Request", "Buffer Flush"})
+# Below this share of the step the idle is noise (REVIEW.md: under ~1% is worth nothing).
+MIN_SHARE = 0.01
 EVIDENCE_GAPS = 3
 TOP_OPS = 3
-ATTRIBUTED_GAPS = 20  # the longest gaps are attributed to host work; the rest only counted
-# The fix follows what fills the gaps, once one cause holds this share of the long-gap time
-# (the first step: 1 minus it): gpu/recompile compiles for 87% of it, seed_mm4096_compile_cold
-# spends 72% in the profiler's buffer request, seed_mm64_cold has 100% of its gaps in its first
-# step (one-time set-up); gpu/gpu_idle_dataloader (0%, 0%, 31%) is data preparation.
-CAUSE_MIN_SHARE = 0.3
+ATTRIBUTED_GAPS = 20  # the longest stretches are attributed to host ops; presentation
+TOP_REGIONS = 3
+DTOH = re.compile(r"^Memcpy DtoH")
 
-ADVICE = {
-    "data": ("Take that host work off the GPU's critical path: DataLoader workers with pin_memory and "
-             "prefetching, prepare the next batch while the GPU computes, build data on the GPU, and move "
-             "checkpointing/logging out of the step."),
-    "compile": ("The gaps are torch.compile compiling: keep compiles out of the profiled steps (warm up with "
-                "the real shapes first, mark dynamic dimensions; see recompilation) and profile the steady "
-                "state."),
-    "profiler": ("The gaps are the profiler's own work (its buffer requests): profile more steps with "
-                 "torch.profiler.schedule(wait, warmup, active) so it is paid once, and read the gaps again "
-                 "(see profiler-overhead)."),
-    "cold": ("The gaps are one-time set-up in the first step (lazy module loading, library handles, the "
-             "allocator growing): warm up before profiling (schedule(wait=1, warmup=1, active=N)) and read the "
-             "steady steps (see cold-start, dead-window)."),
-}
 
-STEP_REGION = re.compile(r"^ProfilerStep#")
+# -- the ledger: who claims which ns of GPU idle ----------------------------------------------
+
+def union(start: np.ndarray, end: np.ndarray) -> Intervals:
+    start = np.asarray(start, dtype=np.int64)
+    end = np.asarray(end, dtype=np.int64)
+    keep = end > start
+    return merge_intervals(start[keep], end[keep])
+
+
+def intersect(a: Intervals, b: Intervals) -> Intervals:
+    """The ns in both of two sets of sorted, disjoint intervals."""
+    if a.start.size == 0 or b.start.size == 0:
+        return union(np.empty(0), np.empty(0))
+    points = np.concatenate((a.start, a.end, b.start, b.end))
+    delta = np.concatenate((np.ones(a.start.size), -np.ones(a.end.size), np.ones(b.start.size),
+                            -np.ones(b.end.size))).astype(np.int8)
+    order = np.lexsort((delta, points))  # at one instant, ends before starts: touching is not overlap
+    points, depth = points[order], np.cumsum(delta[order])
+    both = np.flatnonzero(depth[:-1] == 2)
+    return union(points[both], points[both + 1])
+
+
+def subtract(a: Intervals, b: Intervals) -> Intervals:
+    if a.start.size == 0 or b.start.size == 0:
+        return a
+    lo, hi = int(min(a.start[0], b.start[0])), int(max(a.end[-1], b.end[-1]))
+    return intersect(a, b.gaps(lo, hi))
+
+
+def covered(iv: Intervals, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per [start, end) span: ns of it inside the intervals (vectorised over the spans)."""
+    if iv.start.size == 0:
+        return np.zeros(np.shape(start), dtype=np.int64)
+    cum = np.concatenate(([0], np.cumsum(iv.end - iv.start)))
+
+    def upto(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(iv.start, t, side="right") - 1
+        kk = np.maximum(k, 0)
+        inside = np.clip(t - iv.start[kk], 0, iv.end[kk] - iv.start[kk])
+        return np.where(k >= 0, cum[kk] + inside, 0)
+
+    return upto(np.asarray(end, dtype=np.int64)) - upto(np.asarray(start, dtype=np.int64))
+
+
+def spans(facts: Facts, idx: np.ndarray) -> Intervals:
+    trace = facts.trace
+    return union(trace.ts[idx], trace.ts[idx] + trace.dur[idx])
+
+
+def outermost_ops(facts: Facts, events: np.ndarray) -> np.ndarray:
+    """For each event: the top of the chain of cpu_ops above it (the op the user called), or the
+    event itself when no op is above it."""
+    trace = facts.trace
+    cpu_op = facts.is_host & trace.category_mask({"cpu_op"})
+    out = np.asarray(events, dtype=np.int64).copy()
+    cur = facts.parent[out]
+    while True:
+        live = (cur >= 0) & cpu_op[np.maximum(cur, 0)]
+        if not live.any():
+            return out
+        out[live] = cur[live]
+        cur = np.where(live, facts.parent[np.maximum(cur, 0)], -1)
+
+
+@dataclass(frozen=True)
+class SlowRegion:
+    index: int  # the region's (or first call's) event
+    cause: str  # data | cold | compile
+    launches: int
+
+
+@dataclass(eq=False)
+class Ledger:
+    """GPU idle inside the steps (the window without steps) on the busiest device, and who claims
+    each ns of it, in this order: the syncs (host-sync, trailing-sync, pageable-memcpy), compiling
+    (recompilation), the profiler's buffer requests (profiler-overhead), one-time set-up in a first
+    call (cold-start, dead-window, lazy-loading), regions that launch almost nothing ("data": this
+    rule's). `per_op` is what is left, the idle while the host dispatches ops: launch-bound,
+    many-calls and overhead-bound share it out, in that order."""
+
+    device: int
+    idle: Intervals
+    sync: Intervals
+    claims: dict[str, Intervals]  # compile, profiler, cold, data
+    sources: dict[str, np.ndarray]  # per cause: the events whose spans make its claim
+    per_op: Intervals
+    regions: list[SlowRegion]
+    syncs_per_step: float  # sync calls under an op inside the steps
+    sync_op: str  # the op that makes most of them ("" for none)
+
+    def total(self, cause: str) -> int:
+        return self.claims[cause].total
+
+
+_ledgers: weakref.WeakKeyDictionary[Facts, Ledger] = weakref.WeakKeyDictionary()
+
+
+def ledger(facts: Facts) -> Ledger | None:
+    """The ledger of a trace with GPU work (cached per Facts), None without."""
+    if not facts.has_gpu:
+        return None
+    if facts in _ledgers:
+        return _ledgers[facts]
+    trace = facts.trace
+    device = max(facts.gpu_busy, key=lambda d: facts.gpu_busy[d].total)
+    busy = facts.gpu_busy[device]
+    windows = [(s.start, s.end) for s in facts.steps] or [facts.window]
+    pieces = [busy.gaps(a, b) for a, b in windows]
+    idle = union(np.concatenate([p.start for p in pieces]), np.concatenate([p.end for p in pieces]))
+    in_window = facts.event_step >= 0 if facts.steps else np.ones(len(trace), dtype=bool)
+
+    compiling = facts.is_host & pattern_mask(facts, COMPILE_EVENT) & in_window
+    under_compile = nearest_ancestor(facts, facts.is_host & pattern_mask(facts, COMPILE_EVENT)) >= 0
+    overhead = facts.is_overhead & (trace.ts < facts.window[1]) & (trace.ts + trace.dur > facts.window[0])
+    profiler = overhead & name_mask(facts, PROFILER_EVENTS)
+    loading = overhead & ~profiler
+
+    sync_calls = _sync_calls(facts, in_window & ~under_compile)
+    sync = _sync_claim(facts, busy, sync_calls)
+    regions = _slow_regions(facts, in_window, compiling)
+    compile_regions = _regions_compiling(facts, in_window, compiling)
+    cold = _cold_calls(facts, in_window)
+
+    def by_cause(cause: str) -> list[int]:
+        return [r.index for r in regions if r.cause == cause]
+
+    sources = {
+        "compile": np.r_[np.flatnonzero(compiling), compile_regions].astype(np.int64),
+        "profiler": np.flatnonzero(profiler),
+        "cold": np.r_[np.flatnonzero(loading), cold, by_cause("cold")].astype(np.int64),
+        "data": np.asarray(by_cause("data"), dtype=np.int64),
+    }
+    raw = {cause: spans(facts, idx) for cause, idx in sources.items()}
+    rest = subtract(idle, sync)
+    claims: dict[str, Intervals] = {}
+    for cause in ("compile", "profiler", "cold", "data"):  # the most specific first
+        claims[cause] = intersect(rest, raw[cause])
+        rest = subtract(rest, raw[cause])
+    # syncs an op makes mid-step (.item(), .cpu(), nonzero): a CUDA graph of the step cannot hold them
+    under_op = nearest_ancestor(facts, facts.is_host & trace.category_mask({"cpu_op"}), inclusive=False) >= 0
+    op_syncs = np.flatnonzero(sync_calls & name_mask(facts, SYNC_NAMES) & under_op)
+    names = trace.name[outermost_ops(facts, op_syncs)]
+    sync_op = trace.names[int(np.bincount(names).argmax())] if names.size else ""
+    out = Ledger(device, idle, intersect(idle, sync), claims, sources, rest, regions,
+                 op_syncs.size / (len(facts.steps) or 1), sync_op)
+    _ledgers[facts] = out
+    return out
+
+
+def _sync_calls(facts: Facts, allowed: np.ndarray) -> np.ndarray:
+    """Runtime calls that block the host on the GPU (syncs, the launch of a device-to-host copy)."""
+    calls = facts.is_host & name_mask(facts, SYNC_NAMES)
+    dtoh = memcpys(facts) & pattern_mask(facts, DTOH) & (facts.launcher >= 0)
+    calls[facts.launcher[dtoh]] = True
+    return calls & allowed
+
+
+def _sync_claim(facts: Facts, busy: Intervals, calls: np.ndarray) -> Intervals:
+    """Host-sync's claim: from each blocking call to the next device work after it, in its step."""
+    trace = facts.trace
+    idx = np.flatnonzero(calls)
+    if idx.size == 0:
+        return union(np.empty(0), np.empty(0))
+    start, end = trace.ts[idx], trace.ts[idx] + trace.dur[idx]
+    pos = np.searchsorted(busy.start, end)
+    nxt = np.where(pos < busy.start.size, busy.start[np.minimum(pos, busy.start.size - 1)], facts.window[1])
+    if facts.steps:
+        stop = np.array([facts.steps[int(s)].end if s >= 0 else facts.window[1] for s in facts.event_step[idx]])
+    else:
+        stop = np.full(idx.size, facts.window[1])
+    return union(start, np.maximum(end, np.minimum(nxt, stop)))
+
+
+def _slow_regions(facts: Facts, in_window: np.ndarray, compiling: np.ndarray) -> list[SlowRegion]:
+    """record_function regions (not the steps) that last long and during which (almost) nothing is
+    launched on any thread, the profiler's own events inside them not counted, with their cause: compile when compile spans run
+    inside; cold for a first call far slower than the later ones, or a region seen once whose time
+    is mostly inside ops that launch GPU work (their first-call set-up); data when most of its time
+    is host work that launches nothing (building a batch, I/O, sleeping). A region that recurs and
+    spends its time inside GPU ops is per-op overhead, not claimed here."""
+    trace = facts.trace
+    region = facts.is_host & trace.category_mask({"user_annotation"}) & ~pattern_mask(facts, STEP_NAME) & in_window
+    own = trace.dur - _sum_under(facts, facts.is_overhead, trace.dur)
+    idx = np.flatnonzero(region & (own >= SLOW_REGION_NS))
+    if idx.size == 0:
+        return []
+    launch = kernel_launches(facts)
+    launches = _sum_under(facts, launch, np.ones(len(trace), dtype=np.int64))
+    compiles = _sum_under(facts, compiling, np.ones(len(trace), dtype=np.int64))
+    cold = set(_cold_calls(facts, in_window).tolist())
+    names, counts = np.unique(trace.name[np.flatnonzero(region)], return_counts=True)
+    seen_once = set(names[counts == 1].tolist())
+    gpu_ops = facts.is_host & trace.category_mask({"cpu_op"}) & (launches > 0)
+    outer = np.flatnonzero(gpu_ops & (nearest_ancestor(facts, gpu_ops, inclusive=False) < 0))
+    slow = np.zeros(len(trace), dtype=bool)
+    slow[idx] = True
+    region_of = nearest_ancestor(facts, slow, inclusive=False)[outer]
+    in_gpu_ops = np.bincount(np.maximum(region_of, 0), minlength=len(trace),
+                             weights=np.where(region_of >= 0, own[outer], 0))
+    # launches during the region on any thread: a `backward` region on the main thread launches nothing
+    # itself while the autograd thread launches the whole backward (gpu/gpt_bf16_fused, resnet50_bf16)
+    when = np.sort(trace.ts[launch])
+    during = np.searchsorted(when, trace.ts[idx] + trace.dur[idx]) - np.searchsorted(when, trace.ts[idx])
+    out = []
+    for i, n in zip(idx.tolist(), during.tolist(), strict=True):
+        if compiles[i] or own[i] < SLOW_REGION_NS_PER_LAUNCH * max(n, 1):
+            continue
+        inside = in_gpu_ops[i]
+        if i in cold or (int(trace.name[i]) in seen_once and inside >= 0.5 * own[i]):
+            out.append(SlowRegion(i, "cold", n))
+        elif inside < 0.5 * own[i]:
+            out.append(SlowRegion(i, "data", n))
+    return out
+
+
+def _regions_compiling(facts: Facts, in_window: np.ndarray, compiling: np.ndarray) -> np.ndarray:
+    """record_function regions (not the steps) with compile spans inside: guards, the new graph's
+    first call and its autotuning run around the spans (gpu/recompile: 16.7 ms per step)."""
+    trace = facts.trace
+    region = facts.is_host & trace.category_mask({"user_annotation"}) & ~pattern_mask(facts, STEP_NAME) & in_window
+    return np.flatnonzero(region & (_sum_under(facts, compiling, np.ones(len(trace), dtype=np.int64)) > 0))
+
+
+def _sum_under(facts: Facts, mask: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per event, the sum of values over the events of mask below it in the op tree (itself not
+    counted)."""
+    out = np.zeros(len(facts.trace), dtype=np.int64)
+    idx = np.flatnonzero(mask)
+    up, vals = facts.parent[idx], values[idx]
+    while up.size:
+        keep = up >= 0
+        up, vals = up[keep], vals[keep]
+        np.add.at(out, up, vals)
+        up = facts.parent[up]
+    return out
+
+
+def _cold_calls(facts: Facts, in_window: np.ndarray) -> np.ndarray:
+    """One-time calls of a region or op: a first call that lasts COLD_RATIO times its later calls'
+    median, or, in a window of several steps, the only call of its name that lasts COLD_RATIO times
+    the median step (gpu/lazy_late_kernel: an evaluation's first aten::cross_entropy_loss, 62 ms in
+    step 3 against 2.6 ms steps)."""
+    trace = facts.trace
+    cand = facts.is_host & trace.category_mask({"user_annotation", "cpu_op"}) & ~pattern_mask(facts, STEP_NAME)
+    cand &= in_window
+    idx = np.flatnonzero(cand)
+    # an op that calls itself (aten::mean inside aten::mean) is one call
+    parent_name = np.where(facts.parent[idx] >= 0, trace.name[np.maximum(facts.parent[idx], 0)], -1)
+    idx = idx[parent_name != trace.name[idx]]
+    if idx.size == 0:
+        return idx
+    idx = idx[np.lexsort((trace.ts[idx], trace.name[idx]))]
+    names = trace.name[idx]
+    first = np.flatnonzero(np.r_[True, names[1:] != names[:-1]])
+    step = float(np.median([s.dur for s in facts.steps])) if len(facts.steps) > 1 else None
+    out = []
+    for k, a in enumerate(first.tolist()):
+        b = int(first[k + 1]) if k + 1 < first.size else idx.size
+        dur = int(trace.dur[idx[a]])
+        if dur < COLD_MIN_NS:
+            continue
+        if b - a >= 2:
+            cold = dur >= COLD_RATIO * float(np.median(trace.dur[idx[a + 1:b]]))
+        else:
+            cold = step is not None and dur >= COLD_RATIO * step
+        if cold:
+            out.append(int(idx[a]))
+    return np.asarray(out, dtype=np.int64)
+
+
+# -- the rule -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Region:
+    """A region that launches (almost) nothing, and the GPU idle under its calls."""
+
+    name: str
+    calls: int  # calls with idle under them
+    host_us_per_call: float  # their mean wall time
+    launches_per_call: float  # kernel, copy and memset launches under each
+    idle_us_per_step: float
+
+
+@dataclass(frozen=True)
+class GpuIdle:
+    steps: int
+    has_steps: bool
+    step_us: float  # the median step (the window without steps)
+    idle_us_per_step: float  # all GPU idle in the steps
+    claimed_us_per_step: float  # under the regions (the impact)
+    regions: tuple[Region, ...]  # most idle first
+    ops_self_us: tuple[tuple[str, float], ...]  # host ops with the most self time inside that idle
+    longest_gap_us: float
+
+
+@dataclass(frozen=True)
+class IdleGap:
+    """Note on a stretch of GPU idle under a region."""
+
+    idle_us: float
+
+
+@dataclass(frozen=True)
+class UnderRegion:
+    """Note on the call of a region the GPU idled under."""
+
+    launches: int
+    idle_us: float
+
+
+@dataclass(frozen=True)
+class SelfTime:
+    """Note on a host op with self time inside the idle."""
+
+    self_us: float
 
 
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
-    if not facts.has_gpu:
+    book = ledger(facts)
+    if book is None:
         return []
-    spans = [(s.start, s.end, s.number) for s in facts.steps] or [(*facts.window, None)]
-    total = sum(e - s for s, e, _ in spans)
-    if total <= 0:
+    claim = book.claims["data"]
+    impact = ctx.per_step(claim.total)
+    if impact.share < MIN_SHARE:
         return []
-    best = None
-    for dev, busy in facts.gpu_busy.items():
-        gaps = []  # (start, end, step)
-        idle = 0
-        for s, e, number in spans:
-            g = busy.gaps(s, e)
-            idle += g.total
-            gaps += [(int(a), int(b), number) for a, b in zip(g.start.tolist(), g.end.tolist(), strict=True)]
-        long = [g for g in gaps if g[1] - g[0] >= MIN_GAP_US * 1000]
-        long_ns = sum(b - a for a, b, _ in long)
-        if best is None or long_ns > best[2]:
-            best = (dev, long, long_ns, idle)
-    dev, long, long_ns, idle = best
-    share = long_ns / total
-    if share < MIN_LONG_GAP_SHARE:
-        return []
-
-    long.sort(key=lambda g: g[0] - g[1])
-    regions, ops, region_events = _attribute(facts, long[:ATTRIBUTED_GAPS])
-    top_regions = sorted(regions.items(), key=lambda kv: -kv[1])[:TOP_OPS]
-    top_ops = sorted(ops.items(), key=lambda kv: -kv[1])[:TOP_OPS]
-    lane = f"GPU {dev}"
-    evidence = [Evidence.span("GPU idle", lane, a, b, step=number, detail=f"no kernel, copy or memset for {fmt_ns(b - a)}")
-                for a, b, number in long[:EVIDENCE_GAPS]]
-    for name, _ in top_regions[:2]:
-        i = region_events[name]
-        evidence.append(Evidence.of(facts, i, detail=f"host region under the gaps ({fmt_ns(regions[name])} of them)"))
-    for name, _ in top_ops:
-        i = region_events.get(name)
-        if i is not None and all(e.name != name for e in evidence):
-            evidence.append(Evidence.of(facts, i, detail=f"{fmt_ns(ops[name])} of self time inside the gaps"))
-
-    cause = _cause(facts, long, ops, long_ns)
-    doing = ", ".join(f"'{n}' ({fmt_ns(v)})" for n, v in top_regions) or "no recorded host work"
-    op_text = ", ".join(f"{n} {fmt_ns(v)}" for n, v in top_ops)
-    return [legacy_finding(
-        rule=ID,
-        severity=SEVERITY,
-        title=TITLE,
-        message=(f"The GPU is idle {100 * idle / total:.1f}% of the {fmt_ns(total)} of "
-                 f"{'steps' if facts.steps else 'the profiled window'}; {len(long)} gap(s) "
-                 f"of {MIN_GAP_US / 1000:g} ms or more (longest {fmt_ns(long[0][1] - long[0][0])}) make up "
-                 f"{100 * share:.1f}% of it. Under them the host runs {doing}"
-                 + (f"; most self time in {op_text}." if op_text else ".")),
-        advice=ADVICE[cause],
-        evidence=evidence,
-        metrics={
-            "gpu_idle_percent": 100.0 * idle / total,
-            "long_gap_percent": 100.0 * share,
-            "long_gaps": len(long),
-            "longest_gap_us": (long[0][1] - long[0][0]) / 1000.0,
-            "regions_us": {n: v / 1000.0 for n, v in top_regions},
-            "ops_self_us": {n: v / 1000.0 for n, v in top_ops},
-            "cause": cause,
-        },
-    )]
-
-
-def _cause(facts: Facts, long: list[tuple[int, int, int | None]], ops: dict[str, float], long_ns: int) -> str:
-    """What fills the long gaps: compiling, the profiler's own work, the first step's set-up, or
-    (the default) the program's host work."""
+    n = ctx.step_count
     trace = facts.trace
-    overhead_names = {trace.names[int(n)] for n in np.unique(trace.name[facts.is_overhead])}
-    compiling = sum(v for n, v in ops.items() if COMPILE_EVENT.search(n))
-    if compiling >= CAUSE_MIN_SHARE * long_ns:
-        return "compile"
-    if sum(v for n, v in ops.items() if n in overhead_names) >= CAUSE_MIN_SHARE * long_ns:
-        return "profiler"
-    if len(facts.steps) > 1:
-        first = facts.steps[0].number
-        in_first = sum(b - a for a, b, step in long if step == first)
-        if in_first >= (1 - CAUSE_MIN_SHARE) * long_ns:
-            return "cold"
-    return "data"
+    launches = _sum_under(facts, kernel_launches(facts), np.ones(len(trace), dtype=np.int64))
+    src = np.unique(book.sources["data"])
+    idle = covered(claim, trace.ts[src], trace.ts[src] + trace.dur[src])
+    regions = []
+    for name_id in np.unique(trace.name[src]).tolist():
+        mine = (trace.name[src] == name_id) & (idle > 0)
+        if mine.any():
+            calls = src[mine]
+            regions.append(Region(trace.names[name_id], int(calls.size), us(trace.dur[calls].mean()),
+                                  float(launches[calls].mean()), us(idle[mine].sum()) / n))
+    regions.sort(key=lambda r: -r.idle_us_per_step)
+    longest = np.argsort(claim.start - claim.end, kind="stable")
+    ops = _ops_inside(facts, claim)
+    record = GpuIdle(steps=n, has_steps=bool(facts.steps), step_us=us(ctx.step_ns),
+                     idle_us_per_step=us(book.idle.total) / n, claimed_us_per_step=impact.us,
+                     regions=tuple(regions[:TOP_REGIONS]),
+                     ops_self_us=tuple((trace.names[k], us(v)) for k, (v, _) in ops[:TOP_OPS]),
+                     longest_gap_us=us(claim.end[longest[0]] - claim.start[longest[0]]))
+    lane = f"GPU {book.device}"
+    evidence = [Evidence.span("GPU idle", lane, int(claim.start[k]), int(claim.end[k]), step_at(facts, int(claim.start[k])),
+                              IdleGap(us(claim.end[k] - claim.start[k]))) for k in sorted(longest[:EVIDENCE_GAPS])]
+    for r in regions[:2]:
+        calls = src[trace.name[src] == trace.names.index(r.name)]
+        best = int(calls[np.argmax(covered(claim, trace.ts[calls], trace.ts[calls] + trace.dur[calls]))])
+        evidence.append(event_evidence(facts, best, UnderRegion(int(launches[best]), us(
+            covered(claim, trace.ts[[best]], trace.ts[[best]] + trace.dur[[best]])[0]))))
+    for _, (v, i) in ops[:TOP_OPS]:
+        if all(e.name != trace.event_name(i) for e in evidence):
+            evidence.append(event_evidence(facts, i, SelfTime(us(v))))
+    return [Finding(ID, record, impact, evidence)]
 
 
-def _attribute(facts: Facts, gaps: list[tuple[int, int, int | None]]):
-    """Host time under the gaps: per top-level region (the step's children) the overlap, per event
-    name the self time falling inside the gaps (self time spread evenly over the event)."""
+def _ops_inside(facts: Facts, claimed: Intervals) -> list[tuple[int, tuple[float, int]]]:
+    """Per host event name (ops and runtime calls, not regions): self time falling inside the
+    longest claimed stretches (self time spread evenly over the event), and its event with most."""
     trace = facts.trace
-    # the profiler's own work (buffer requests, lazy loading) nests into the host's op tree too
-    host = (facts.is_host | facts.is_overhead) & ~facts.is_launch
-    steps = pattern_mask(facts, STEP_REGION)
-    host &= ~steps
-    idx = np.flatnonzero(host)
-    ts, end = trace.ts[idx], trace.ts[idx] + trace.dur[idx]
-    parent = facts.parent[idx]
-    top_level = (parent < 0) | steps[np.maximum(parent, 0)]
-    self_rate = np.where(trace.dur[idx] > 0, facts.self_time[idx] / np.maximum(trace.dur[idx], 1), 0.0)
-    names = trace.name_array[trace.name[idx]]
-    regions: dict[str, int] = defaultdict(int)
-    ops: dict[str, float] = defaultdict(float)
-    best_event: dict[str, tuple[float, int]] = {}
-    for a, b, _ in gaps:
-        overlap = np.minimum(end, b) - np.maximum(ts, a)
-        hit = np.flatnonzero(overlap > 0)
-        for k in hit[top_level[hit]].tolist():
-            regions[names[k]] += int(overlap[k])
-            _keep(best_event, names[k], float(overlap[k]), int(idx[k]))
-        inside_self = overlap[hit] * self_rate[hit]
-        for k, v in zip(hit.tolist(), inside_self.tolist(), strict=True):
-            if v > 0 and not top_level[k]:
-                ops[names[k]] += v
-                _keep(best_event, names[k], v, int(idx[k]))
-            elif v > 0:
-                ops[names[k]] += v
-    return regions, ops, {n: i for n, (_, i) in best_event.items()}
-
-
-def _keep(best: dict[str, tuple[float, int]], name: str, value: float, i: int) -> None:
-    if name not in best or value > best[name][0]:
-        best[name] = (value, i)
+    host = (facts.is_host | facts.is_overhead) & ~trace.category_mask({"user_annotation"})
+    idx = np.flatnonzero(host & (facts.self_time > 0))
+    if idx.size == 0 or claimed.start.size == 0:
+        return []
+    longest = np.sort(np.argsort(claimed.start - claimed.end, kind="stable")[:ATTRIBUTED_GAPS])
+    overlap = covered(Intervals(claimed.start[longest], claimed.end[longest]), trace.ts[idx],
+                      trace.ts[idx] + trace.dur[idx])
+    inside = overlap * (facts.self_time[idx] / np.maximum(trace.dur[idx], 1))
+    totals: dict[int, list] = {}
+    for k, v in zip(idx[inside > 0].tolist(), inside[inside > 0].tolist(), strict=True):
+        entry = totals.setdefault(int(trace.name[k]), [0.0, k, -1.0])
+        entry[0] += v
+        if v > entry[2]:
+            entry[1], entry[2] = k, v
+    return sorted(((key, (v[0], v[1])) for key, v in totals.items()), key=lambda kv: -kv[1][0])

@@ -1,7 +1,8 @@
 """What:
 Each step launches many tiny kernels, and launching one costs more host time than running it:
 the median kernel lasts a few µs or less, while the launch call alone (cudaLaunchKernel,
-cuLaunchKernelEx) takes as long or longer, and the op that dispatched it longer still.
+cuLaunchKernelEx) takes as long or longer, and the op that dispatched it longer still. The rule
+names the kernels and the ops that launch them, and the GPU idle while the host dispatches them.
 
 Why:
 A kernel launch costs ~5-10 µs of host time (Python, the dispatcher, the CUDA driver); an
@@ -12,27 +13,42 @@ does not help; fewer, bigger kernels do.
 Example:
 gpu/launch_bound on an H200: 200 tiny elementwise ops (mul, add on 256 floats) per step; 600
 kernels over 3 steps with a median of 0.928 µs each, against a median cudaLaunchKernel of 6.49 µs;
-188 µs of kernels per step for 1.37 ms of launch calls.
+188 µs of kernels per step for 1.37 ms of launch calls. The GPU waits 4.19 ms per step for these
+kernels to be launched, 95% of the 4.41 ms median step.
+
+Impact:
+Per step: the GPU idle just before each tiny kernel, from the end of the device's previous work to
+the kernel's start (the GPU was waiting for this launch), not counting idle another finding
+claims (a sync's, a data-loading region's, compiling, the profiler's): what fusing those ops into a
+few kernels, or replaying them as a CUDA graph, could save at most (upper bound). This is the part
+of the per-op idle the tiny kernels explain: `many-calls` and `overhead-bound` take only what is
+left, so the same idle is never reported twice (on gpu/launch_bound overhead-bound keeps 59 µs,
+1.3%, and many-calls nothing). Before, the rule had no impact and restated overhead-bound's
+verdict and many-calls' aten::mul / aten::add.
 
 Fix:
 Fuse the ops: torch.compile (Inductor fuses elementwise chains into one Triton kernel),
 foreach/fused optimizers (`fused=True`), vectorise over a batch instead of looping in Python;
 replay the whole step as a CUDA graph (`torch.compile(mode="reduce-overhead")`,
-`torch.cuda.CUDAGraph`) so the launches cost one graph launch.
+`torch.cuda.CUDAGraph`) so the launches cost one graph launch. Code that is already compiled needs
+the CUDA graph (or bigger work per call), not another torch.compile.
 """
 
 from __future__ import annotations
 
+import re
+import weakref
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Severity, legacy_finding
-from pista.rules._common import fmt_ns, kernels
+from pista.findings import Context, Evidence, Finding
+from pista.rules import gpu_idle
+from pista.rules._common import kernels, nearest_ancestor, pattern_mask, short_name, us
+from pista.trace.facts import Facts, Intervals
 
 ID = "launch-bound"
-TITLE = "Many tiny kernels: launch cost exceeds GPU time"
-SEVERITY = Severity.WARNING
 # At least this many kernels per step: gpu/launch_bound has 200; seed_mm64_* have 1-2 (a few big
 # launches are overhead-bound's business, not this rule's).
 MIN_KERNELS_PER_STEP = 50
@@ -42,71 +58,157 @@ MAX_MEDIAN_KERNEL_US = 5.0
 # Median launch call / median kernel at or above which launching costs more than running:
 # gpu/launch_bound 7.0x.
 MIN_LAUNCH_TO_KERNEL = 1.0
+# Below this share of the step the idle is noise (REVIEW.md: under ~1% is worth nothing).
+MIN_SHARE = 0.01
 EXAMPLES = 3
+# Compiled code, as torch 2.x records it: the compiled frame, its generated wrapper, and the
+# autograd function of a compiled backward (series_mlp_compile, seed_mm64_compile).
+COMPILED_CODE = re.compile(r"^Torch-Compiled Region: |^## Call CompiledFxGraph|^CompiledFunction")
 
 
-def check(ctx: Context) -> list[Finding]:
-    facts = ctx.facts
-    if not facts.has_gpu:
-        return []
+@dataclass(frozen=True)
+class KernelExample:
+    kernel: str  # short name
+    count: int  # in the steps
+    op: str  # the op that launched its first call ("" if none)
+
+
+@dataclass(frozen=True)
+class LaunchBound:
+    kernels: int
+    steps: int
+    kernels_per_step: float
+    median_kernel_us: float
+    median_launch_us: float
+    median_op_us: float | None
+    kernel_us_per_step: float
+    launch_us_per_step: float
+    idle_us_per_step: float  # GPU idle just before the tiny kernels (the impact)
+    has_steps: bool
+    step_us: float  # the median step (the window without steps)
+    compiled: bool  # most tiny kernels come from compiled code: the fix is a CUDA graph
+    examples: tuple[KernelExample, ...]
+
+
+@dataclass(frozen=True)
+class TinyKernel:
+    """Note on the first call of a common tiny kernel."""
+
+    count: int
+    per_step: float
+
+
+@dataclass(frozen=True)
+class ItsLaunch:
+    """Note on the launch call of that kernel."""
+
+    launch_us: float
+    kernel_us: float
+
+
+@dataclass(frozen=True)
+class ItsOp:
+    """Note on the op that dispatched that kernel."""
+
+    op_us: float
+
+
+@dataclass(eq=False)
+class _Found:
+    idx: np.ndarray  # the kernels in the steps
+    tiny: np.ndarray  # the tiny ones
+    claim: Intervals  # the per-op idle just before them
+
+
+_found: weakref.WeakKeyDictionary[Facts, _Found | None] = weakref.WeakKeyDictionary()
+
+
+def claimed_idle(facts: Facts) -> Intervals:
+    """The idle this rule claims (empty where it does not fire): many-calls and overhead-bound
+    leave it out."""
+    found = _detect(facts)
+    return found.claim if found is not None else gpu_idle.union(np.empty(0), np.empty(0))
+
+
+def _detect(facts: Facts) -> _Found | None:
+    if facts in _found:
+        return _found[facts]
+    _found[facts] = out = _scan(facts)
+    return out
+
+
+def _scan(facts: Facts) -> _Found | None:
+    book = gpu_idle.ledger(facts)
+    if book is None:
+        return None
     trace = facts.trace
     k = kernels(facts)
     if facts.steps:
         k &= facts.event_step >= 0
     idx = np.flatnonzero(k)
-    n_steps = len(facts.steps) or 1
-    if idx.size / n_steps < MIN_KERNELS_PER_STEP:
-        return []
+    if idx.size / (len(facts.steps) or 1) < MIN_KERNELS_PER_STEP:
+        return None
+    launchers = facts.launcher[idx]
+    if not (launchers >= 0).any():
+        return None
     kernel_med = float(np.median(trace.dur[idx]))
+    launch_med = float(np.median(trace.dur[launchers[launchers >= 0]]))
+    if kernel_med > MAX_MEDIAN_KERNEL_US * 1000 or launch_med < MIN_LAUNCH_TO_KERNEL * kernel_med:
+        return None
+    tiny = idx[(trace.dur[idx] <= MAX_MEDIAN_KERNEL_US * 1000) & (facts.launcher[idx] >= 0)]
+    tiny = tiny[np.argsort(trace.ts[tiny], kind="stable")]
+    claim = gpu_idle.intersect(book.per_op, waits_before(facts, book.device, tiny))
+    return _Found(idx, tiny, claim)
+
+
+def waits_before(facts: Facts, device: int, work: np.ndarray) -> Intervals:
+    """The GPU idle just before each of the given device work items, where one starts on an idle
+    device: from the end of the device's previous work to its start (it waited for this launch)."""
+    busy = facts.gpu_busy[device]
+    start = facts.trace.ts[work]
+    j = np.searchsorted(busy.start, start)
+    opens = (j < busy.start.size) & (j > 0)
+    opens &= busy.start[np.minimum(j, busy.start.size - 1)] == start
+    j = j[opens]
+    return gpu_idle.union(busy.end[j - 1], busy.start[j])
+
+
+def check(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    found = _detect(facts)
+    if found is None:
+        return []
+    impact = ctx.per_step(found.claim.total)
+    if impact.share < MIN_SHARE:
+        return []
+    trace = facts.trace
+    n = ctx.step_count
+    idx, tiny = found.idx, found.tiny
     launchers = facts.launcher[idx]
     linked = launchers >= 0
-    if not linked.any():
-        return []
-    launch_med = float(np.median(trace.dur[launchers[linked]]))
-    if kernel_med > MAX_MEDIAN_KERNEL_US * 1000 or launch_med < MIN_LAUNCH_TO_KERNEL * kernel_med:
-        return []
     owners = facts.owner[idx]
     has_owner = owners >= 0
-    op_med = float(np.median(trace.dur[owners[has_owner]])) if has_owner.any() else None
-    kernel_ns = int(trace.dur[idx].sum())
-    launch_ns = int(trace.dur[np.unique(launchers[linked])].sum())
-
-    tiny = idx[trace.dur[idx] <= MAX_MEDIAN_KERNEL_US * 1000]
-    common = Counter(trace.name[tiny].tolist()).most_common(EXAMPLES)
+    compiled_mask = pattern_mask(facts, COMPILED_CODE)
+    in_compiled = nearest_ancestor(facts, compiled_mask)[facts.launcher[tiny]] >= 0
     evidence, examples = [], []
-    for name_id, count in common:
+    for name_id, count in Counter(trace.name[tiny].tolist()).most_common(EXAMPLES):
         first = int(tiny[trace.name[tiny] == name_id][0])
         owner = int(facts.owner[first])
-        op = trace.event_name(owner) if owner >= 0 else "?"
-        examples.append(f"{count}x {_short(trace.event_name(first))} from {op}")
-        evidence.append(Evidence.of(facts, first, detail=f"{count} launches of this kernel in the steps"))
-        if facts.launcher[first] >= 0:
-            evidence.append(Evidence.of(facts, int(facts.launcher[first]), detail="its launch call"))
+        examples.append(KernelExample(short_name(trace.names[name_id]), count,
+                                      trace.event_name(owner) if owner >= 0 else ""))
+        evidence.append(Evidence.of(facts, first, TinyKernel(count, count / n)))
+        launch = int(facts.launcher[first])
+        evidence.append(Evidence.of(facts, launch, ItsLaunch(us(trace.dur[launch]), us(trace.dur[first]))))
         if owner >= 0:
-            evidence.append(Evidence.of(facts, owner, detail="the op that dispatched it"))
-    op_text = f", the median dispatching op {fmt_ns(op_med)}" if op_med is not None else ""
-    return [legacy_finding(
-        rule=ID,
-        severity=SEVERITY,
-        title=TITLE,
-        message=(f"{idx.size} kernels in {n_steps} step(s) ({idx.size / n_steps:.0f} per step), median "
-                 f"{fmt_ns(kernel_med)} each, while the median launch call takes {fmt_ns(launch_med)}{op_text}; "
-                 f"per step {fmt_ns(kernel_ns / n_steps)} of kernels for {fmt_ns(launch_ns / n_steps)} of launch "
-                 f"calls. Most launched: {'; '.join(examples)}."),
-        advice=("Fuse the small ops (torch.compile, fused/foreach optimizers, batch the Python loop into tensor "
-                "ops) or capture the step as a CUDA graph (torch.compile(mode='reduce-overhead'))."),
-        evidence=evidence,
-        metrics={
-            "kernels": int(idx.size),
-            "kernels_per_step": idx.size / n_steps,
-            "median_kernel_us": kernel_med / 1000.0,
-            "median_launch_us": launch_med / 1000.0,
-            "median_op_us": op_med / 1000.0 if op_med is not None else None,
-            "kernel_us_per_step": kernel_ns / n_steps / 1000.0,
-            "launch_us_per_step": launch_ns / n_steps / 1000.0,
-        },
-    )]
-
-
-def _short(name: str, width: int = 80) -> str:
-    return name if len(name) <= width else name[: width - 3] + "..."
+            evidence.append(Evidence.of(facts, owner, ItsOp(us(trace.dur[owner]))))
+    record = LaunchBound(
+        kernels=int(idx.size), steps=n, kernels_per_step=idx.size / n,
+        median_kernel_us=us(np.median(trace.dur[idx])),
+        median_launch_us=us(np.median(trace.dur[launchers[linked]])),
+        median_op_us=us(np.median(trace.dur[owners[has_owner]])) if has_owner.any() else None,
+        kernel_us_per_step=us(trace.dur[idx].sum()) / n,
+        launch_us_per_step=us(trace.dur[np.unique(launchers[linked])].sum()) / n,
+        idle_us_per_step=impact.us, has_steps=bool(facts.steps), step_us=us(ctx.step_ns),
+        compiled=bool(in_compiled.mean() >= 0.5) if in_compiled.size else False,
+        examples=tuple(examples))
+    return [Finding(ID, record, impact, evidence)]

@@ -1,0 +1,63 @@
+"""gpu-idle in English."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import pct, t
+from pista.rules.gpu_idle import GpuIdle, IdleGap, Region, SelfTime, UnderRegion
+
+TITLE = "The GPU idles under a region that launches almost nothing"
+
+
+def _step(r: GpuIdle) -> str:
+    return "step" if r.has_steps else "window"
+
+
+def _of(r: GpuIdle) -> str:
+    return f"the {t(r.step_us)} median step" if r.has_steps else f"the {t(r.step_us)} window"
+
+
+def _launches(g: Region) -> str:
+    if g.launches_per_call < 0.5:
+        return "launches nothing"
+    return f"launches {g.launches_per_call:.0f} kernel(s) or copies"
+
+
+def _region(g: Region, r: GpuIdle) -> str:
+    calls = f"{g.calls} calls of {t(g.host_us_per_call)}" if g.calls > 1 else f"one call of {t(g.host_us_per_call)}"
+    return f"'{g.name}' ({calls}, each {_launches(g)}): {t(g.idle_us_per_step)} per {_step(r)}"
+
+
+def message(r: GpuIdle) -> str:
+    share = r.idle_us_per_step / r.step_us if r.step_us else 0.0
+    text = (f"The GPU is idle {t(r.idle_us_per_step)} per {_step(r)} ({pct(min(share, 1.0))} of {_of(r)}); "
+            f"{t(r.claimed_us_per_step)} per {_step(r)} of it is under regions that launch almost nothing, so the "
+            "host is doing something other than feeding the GPU: " + "; ".join(_region(g, r) for g in r.regions)
+            + f". The longest stretch lasts {t(r.longest_gap_us)}")
+    if r.ops_self_us:
+        text += "; most host self time in it: " + ", ".join(f"{n} {t(v)}" for n, v in r.ops_self_us)
+    return text + "."
+
+
+def advice(r: GpuIdle) -> str:
+    return (f"'{r.regions[0].name}' is input work on the GPU's critical path: load in DataLoader workers "
+            "(num_workers>0, pin_memory=True, prefetching) so the next batch is ready while the GPU runs this one, "
+            "copy with non_blocking=True, or build the data on the GPU; move checkpointing and logging out of the "
+            "step or to a thread.")
+
+
+def fix(r: GpuIdle) -> str:
+    g = r.regions[0]
+    return (f"{g.name} takes {t(g.host_us_per_call)} of {_of(r)} and {_launches(g)}: load in DataLoader workers "
+            "(num_workers>0, pin_memory=True)")
+
+
+def basis(r: GpuIdle) -> str:
+    return ("GPU idle inside the steps under regions that launch almost nothing, per step, without the idle after "
+            "syncs (other findings'); upper bound")
+
+
+NOTES = {
+    IdleGap: lambda n: f"GPU idle for {t(n.idle_us)} under a region that launches almost nothing",
+    UnderRegion: lambda n: f"{t(n.idle_us)} of GPU idle under this call, {n.launches} launch(es) in it",
+    SelfTime: lambda n: f"{t(n.self_us)} of host self time inside the idle",
+}

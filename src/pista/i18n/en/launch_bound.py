@@ -1,0 +1,55 @@
+"""launch-bound in English."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import pct, t
+from pista.rules.launch_bound import ItsLaunch, ItsOp, LaunchBound, TinyKernel
+
+TITLE = "Many tiny kernels: the GPU waits for their launches"
+
+
+def _ops(r: LaunchBound) -> str:
+    names = list(dict.fromkeys(e.op for e in r.examples if e.op))
+    return ", ".join(names) if names else "the ops"
+
+
+def message(r: LaunchBound) -> str:
+    op = f", the median dispatching op {t(r.median_op_us)}" if r.median_op_us is not None else ""
+    share = pct(min(r.idle_us_per_step / r.step_us, 1.0)) if r.step_us else "0.0%"
+    step = "median step" if r.has_steps else "window"
+    examples = "; ".join(f"{e.count}x {e.kernel}" + (f" from {e.op}" if e.op else "") for e in r.examples)
+    return (f"{r.kernels} kernels in {r.steps} step(s) ({r.kernels_per_step:.0f} per step), median "
+            f"{t(r.median_kernel_us)} each, while the median launch call takes {t(r.median_launch_us)}{op}; per "
+            f"step {t(r.kernel_us_per_step)} of kernels for {t(r.launch_us_per_step)} of launch calls. The GPU "
+            f"waits {t(r.idle_us_per_step)} per step ({share} of the {t(r.step_us)} {step}) for these kernels to be launched"
+            + (" from compiled code" if r.compiled else "") + f". Most launched: {examples}.")
+
+
+def advice(r: LaunchBound) -> str:
+    if r.compiled:
+        return ("These tiny kernels come from code that is already compiled: capture the step as a CUDA graph "
+                "(torch.compile(mode='reduce-overhead')) so their launches cost one graph launch, or give each "
+                "kernel more work (a bigger batch).")
+    return (f"Fuse the small ops ({_ops(r)}): torch.compile fuses elementwise chains into one kernel; turn a Python "
+            "loop over slices into tensor ops on the whole batch; use foreach/fused optimizers; or capture the step "
+            "as a CUDA graph (torch.compile(mode='reduce-overhead')) so the launches cost one graph launch.")
+
+
+def fix(r: LaunchBound) -> str:
+    head = (f"{r.kernels_per_step:.0f} tiny kernels per step ({_ops(r)}) of {t(r.median_kernel_us)} each wait on "
+            f"{t(r.median_launch_us)} launches, {t(r.idle_us_per_step)} of GPU idle per step")
+    if r.compiled:
+        return f"{head}: capture the compiled step as a CUDA graph (mode='reduce-overhead')"
+    return f"{head}: fuse them with torch.compile or capture the step as a CUDA graph"
+
+
+def basis(r: LaunchBound) -> str:
+    return ("GPU idle just before each tiny kernel, from the end of the previous device work to its start, per step, "
+            "without idle other findings claim (syncs, data loading, compiling); upper bound")
+
+
+NOTES = {
+    TinyKernel: lambda n: f"{n.count} launches of this kernel in the steps ({n.per_step:.0f} per step)",
+    ItsLaunch: lambda n: f"its launch call: {t(n.launch_us)} to launch a {t(n.kernel_us)} kernel",
+    ItsOp: lambda n: f"the op that dispatched it: {t(n.op_us)}",
+}

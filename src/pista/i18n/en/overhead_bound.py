@@ -1,0 +1,146 @@
+"""overhead-bound in English."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import pct, t
+from pista.rules.overhead_bound import BetweenOps, GpuWaitedUnder, OverheadBound
+
+TITLE = "Host overhead bound: the GPU waits while the host dispatches ops"
+
+ELSEWHERE = {
+    "sync_us": "after syncs (host-sync, trailing-sync, pageable-memcpy)",
+    "data_us": "under regions that launch almost nothing (gpu-idle)",
+    "cold_us": "in one-time set-up (cold-start, dead-window, lazy-loading)",
+    "compile_us": "while compiling (recompilation)",
+    "profiler_us": "in the profiler's buffer requests (profiler-overhead)",
+    "launch_us": "before tiny kernels (launch-bound)",
+    "calls_us": "under very repeated calls (many-calls)",
+}
+
+
+def _left(r: OverheadBound) -> list[str]:
+    e = r.elsewhere
+    out = [f"{t(getattr(e, k))} {label}" for k, label in ELSEWHERE.items() if getattr(e, k) >= 0.005 * r.step_us]
+    if e.others_us >= 0.005 * r.step_us:
+        out.append(f"{t(e.others_us)} claimed by {', '.join(e.others)}")
+    return out
+
+
+def _share(r: OverheadBound, us: float) -> str:
+    share = pct(min(us / r.step_us, 1.0)) if r.step_us else "0.0%"
+    return f"{share} of the {t(r.step_us)} {'median step' if r.has_steps else 'window'}"
+
+
+def _ratio(r: OverheadBound) -> str:
+    return f"{r.cpu_to_device_ratio:.0f}x" if r.cpu_to_device_ratio is not None else "no measurable GPU time"
+
+
+def _top(r: OverheadBound) -> str:
+    return ", ".join(f"{o.name} ({o.calls_per_step:.0f} per step, {t(o.idle_us_per_step)})" for o in r.top_ops)
+
+
+def _where(r: OverheadBound) -> str:
+    if r.compiled_us_per_step >= 0.5 * r.per_op_us_per_step:
+        return "compiled"
+    if r.between_ops_us_per_step >= 0.5 * r.per_op_us_per_step:
+        return "python"
+    return "dispatch"
+
+
+def _profiler(r: OverheadBound) -> str:
+    options = " and ".join(o for o, on in (("record_shapes", r.record_shapes), ("with_stack", r.with_stack)) if on)
+    if not options:
+        return ""
+    text = f" Recorded with {options}, which inflate host time by 30-50% on such loops: "
+    if r.unprofiled_us_per_step <= 0.01 * r.step_us:
+        return text + "this idle could be the profiler's own cost; time the step unprofiled before acting on it."
+    return text + (f"with a third of the host time taken off, about {t(r.unprofiled_us_per_step)} per step would "
+                   "still be idle.")
+
+
+def message(r: OverheadBound) -> str:
+    text = (f"Self CPU total {t(r.self_cpu_total_us)} vs Self CUDA total {t(r.self_device_total_us)} ({_ratio(r)}); "
+            f"the GPU is busy {r.gpu_busy_percent:.1f}% of the {t(r.window_us)} window. Of its "
+            f"{t(r.idle_us_per_step)} of idle per step, {t(r.per_op_us_per_step)} "
+            f"({_share(r, r.per_op_us_per_step)}) is per-op overhead, the GPU waiting while the host "
+            "dispatches ops")
+    parts = []
+    if r.between_ops_us_per_step > 0:
+        parts.append(f"{t(r.between_ops_us_per_step)} with the host in no op (Python between ops)")
+    if r.compiled_us_per_step > 0:
+        parts.append(f"{t(r.compiled_us_per_step)} inside compiled code")
+    text += (": " + ", ".join(parts) if parts else "") + "."
+    if r.top_ops:
+        text += f" The GPU waits most under {_top(r)}."
+    left = _left(r)
+    if left:
+        text += " Left to other findings, per step: " + "; ".join(left) + "."
+    if r.near_threshold:
+        text += (f" The verdict sits near its threshold ({_ratio(r)} against {r.ratio_threshold:g}x, GPU busy "
+                 f"{r.gpu_busy_percent:.0f}% against at most {r.busy_threshold_percent:.0f}%).")
+    return text + _profiler(r)
+
+
+ADVICE = {
+    "compiled": ("The host time is in code that is already compiled: another torch.compile will not help. Replay "
+                 "it as a CUDA graph (torch.compile(mode='reduce-overhead')) or give each call more work (a bigger "
+                 "batch) so its fixed cost is shared."),
+    "python": ("Most of it is Python between ops: torch.compile the step (it traces the Python away and fuses the "
+               "ops) or capture the step as a CUDA graph (torch.cuda.CUDAGraph, "
+               "torch.compile(mode='reduce-overhead'))."),
+    "dispatch": ("Most of it is the ops' own dispatch and launches: fuse them with torch.compile, capture the step "
+                 "as a CUDA graph (torch.compile(mode='reduce-overhead'), torch.cuda.CUDAGraph), or give each call "
+                 "more work (batch the inputs)."),
+}
+
+
+def _syncs_first(r: OverheadBound) -> bool:
+    return r.syncs_per_step >= 1.0
+
+
+def _optimizer_first(r: OverheadBound) -> bool:
+    return bool(r.optimizer_step) and r.optimizer_us_per_step >= 0.05 * r.step_us
+
+
+def advice(r: OverheadBound) -> str:
+    text = ""
+    if _optimizer_first(r):
+        text = (f"Start with the optimizer: {r.optimizer_step} runs foreach ops, {t(r.optimizer_us_per_step)} of "
+                "this idle per step; fused=True (see unfused-optimizer) removes most of its dispatch. ")
+    if _syncs_first(r):
+        text += (f"First remove the {r.syncs_per_step:.0f} sync(s) per step inside ops (see host-sync, "
+                "pageable-memcpy): a CUDA graph cannot "
+                "capture a sync (.item(), .cpu(), torch.cuda.synchronize()) and torch.compile breaks its graph at "
+                "one. ")
+    text += ADVICE[_where(r)]
+    if r.near_threshold or r.record_shapes or r.with_stack:
+        text += " Before acting, time the step without the profiler: it inflates exactly this host time."
+    return text
+
+
+def fix(r: OverheadBound) -> str:
+    top = r.top_ops[0].name if r.top_ops else "the ops"
+    head = (f"the GPU waits {t(r.per_op_us_per_step)} per step ({_share(r, r.per_op_us_per_step)}) while the host "
+            f"dispatches ops ({top})")
+    if _optimizer_first(r):
+        graph = ("torch.compile(mode='reduce-overhead') (CUDA graphs)" if _where(r) == "compiled"
+                 else "capture the step as a CUDA graph")
+        return f"{head}: pass fused=True to the optimizer first ({r.optimizer_step}), then {graph}"
+    if _syncs_first(r):
+        return f"{head}: remove the {r.syncs_per_step:.0f} {r.sync_op} sync(s) per step, then capture the step as a CUDA graph"
+    if _where(r) == "compiled":
+        return f"{head} in compiled code: use torch.compile(mode='reduce-overhead') (CUDA graphs) or a bigger batch"
+    return f"{head}: torch.compile the step or capture it as a CUDA graph"
+
+
+def basis(r: OverheadBound) -> str:
+    return ("GPU idle inside the steps while the host dispatches ops, per step, without the idle other findings "
+            "claim (after syncs, under data or set-up regions, compiling, the profiler's buffers, before tiny kernels, "
+            "under repeated calls); upper bound")
+
+
+NOTES = {
+    GpuWaitedUnder: lambda n: (f"GPU idle {t(n.idle_us)} under this call; {t(n.idle_us_per_step)} per step under all "
+                               "calls of this op"),
+    BetweenOps: lambda n: f"GPU idle {t(n.idle_us)} with the host in no op (Python between ops)",
+}

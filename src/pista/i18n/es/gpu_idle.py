@@ -1,0 +1,107 @@
+"""gpu-idle en español."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import pct, t
+from pista.rules.gpu_idle import GpuIdle, IdleGap, Region, SelfTime, UnderRegion
+
+TITLE = "La GPU espera bajo una región que casi no lanza nada"
+
+
+def _step(r: GpuIdle) -> str:
+    return "paso" if r.has_steps else "ventana"
+
+
+def _of(r: GpuIdle) -> str:
+    return f"la mediana de paso de {t(r.step_us)}" if r.has_steps else f"la ventana de {t(r.step_us)}"
+
+
+def _launches(g: Region) -> str:
+    if g.launches_per_call < 0.5:
+        return "no lanza nada"
+    return f"lanza {g.launches_per_call:.0f} kernel(s) o copias"
+
+
+def _region(g: Region, r: GpuIdle) -> str:
+    calls = (f"{g.calls} llamadas de {t(g.host_us_per_call)}" if g.calls > 1
+             else f"una llamada de {t(g.host_us_per_call)}")
+    return f"'{g.name}' ({calls}; cada una {_launches(g)}): {t(g.idle_us_per_step)} por {_step(r)}"
+
+
+def message(r: GpuIdle) -> str:
+    share = r.idle_us_per_step / r.step_us if r.step_us else 0.0
+    text = (f"La GPU está inactiva {t(r.idle_us_per_step)} por {_step(r)} (el {pct(min(share, 1.0))} de {_of(r)}); "
+            f"{t(r.claimed_us_per_step)} por {_step(r)} están bajo regiones que casi no lanzan nada, así que el host "
+            "hace otra cosa que alimentar a la GPU: " + "; ".join(_region(g, r) for g in r.regions)
+            + f". El tramo más largo dura {t(r.longest_gap_us)}")
+    if r.ops_self_us:
+        text += ("; la mayor parte del tiempo propio del host en él: "
+                 + ", ".join(f"{n} {t(v)}" for n, v in r.ops_self_us))
+    return text + "."
+
+
+def advice(r: GpuIdle) -> str:
+    return (f"'{r.regions[0].name}' es trabajo de entrada en el camino crítico de la GPU: carga en workers del "
+            "DataLoader (num_workers>0, pin_memory=True, prefetch) para que el lote siguiente esté listo mientras la "
+            "GPU procesa este, copia con non_blocking=True o genera los datos en la GPU; saca del paso los "
+            "checkpoints y los logs, o llévalos a un hilo.")
+
+
+def fix(r: GpuIdle) -> str:
+    g = r.regions[0]
+    return (f"{g.name} tarda {t(g.host_us_per_call)} de {_of(r)} y {_launches(g)}: carga en workers del DataLoader "
+            "(num_workers>0, pin_memory=True)")
+
+
+def basis(r: GpuIdle) -> str:
+    return ("GPU inactiva dentro de los pasos bajo regiones que casi no lanzan nada, por paso, sin la inactividad "
+            "tras las sincronizaciones (de otros hallazgos); cota superior")
+
+
+NOTES = {
+    IdleGap: lambda n: f"GPU inactiva durante {t(n.idle_us)} bajo una región que casi no lanza nada",
+    UnderRegion: lambda n: f"{t(n.idle_us)} de GPU inactiva bajo esta llamada, {n.launches} lanzamiento(s) en ella",
+    SelfTime: lambda n: f"{t(n.self_us)} de tiempo propio del host dentro de la inactividad",
+}
+
+DOCS = """Qué:
+GPU inactiva dentro de los pasos bajo una región de record_function que dura milisegundos y casi no
+lanza nada: el host construyendo un lote en la CPU, el `__next__` de un `DataLoader`, E/S, un sleep,
+checkpoints. La regla nombra la región, cuánto dura cada llamada y qué lanza, y las operaciones del
+host con más tiempo propio en esa inactividad.
+
+Por qué:
+La GPU solo puede estar tan ocupada como el host la mantenga. Los huecos cortos entre los
+lanzamientos de un bucle de operaciones son sobrecarga por operación (`overhead-bound`,
+`launch-bound`, `many-calls` se los reparten); aquí el host deja de alimentar a la GPU para hacer
+otra cosa, y ni fusionar ni los CUDA graphs recuperan ese tiempo: hay que sacar ese trabajo del
+camino de la GPU (workers, prefetch, la propia GPU).
+
+Ejemplo:
+gpu/gpu_idle_dataloader en una H200: cada paso construye un lote en la CPU (`aten::randn`,
+normalización, un sleep de 4 ms) dentro de `data_loading` y luego ejecuta el forward de un MLP bf16
+(0.75 ms de GPU por paso). `data_loading` dura 13.0-14.7 ms por paso con un solo lanzamiento (su
+copia H2D); la GPU está inactiva bajo ella 13.4 ms por paso, el 87% de la mediana de paso de 15.4 ms
+(crítico, y la primera corrección).
+
+Impacto:
+Por paso: la GPU inactiva (ningún kernel, copia ni memset en el dispositivo más ocupado) dentro de
+los pasos bajo esas regiones, con aritmética de intervalos sobre la traza, de modo que cada ns cuenta
+una vez: la inactividad tras una sincronización hasta el siguiente trabajo es de la sincronización
+(host-sync, trailing-sync, pageable-memcpy: 0.8 ms por paso en gpu_idle_dataloader, tras la
+sincronización de su copia paginable) y la que hay entre los lanzamientos de las operaciones es
+sobrecarga por operación, nunca de esta regla. Es lo que sacar ese trabajo del camino de la GPU
+ahorraría como mucho (cota superior: un cargador en workers sigue costando la copia). Las demás causas
+concretas de inactividad son hallazgos de otras reglas y quedan para ellas, para no contar dos veces
+la misma inactividad: torch.compile compilando (recompilation: 292 ms por paso en gpu/recompile), la
+preparación de una sola vez en una primera llamada (cold-start, dead-window, lazy-loading: la primera
+`matmul_add` de seed_mm64_cold, 137.8 ms) y las peticiones de búfer del profiler (profiler-overhead).
+El registro de este módulo las marca todas y overhead-bound también las deja fuera. Antes la regla
+informaba de cada hueco de 1 ms o más como un aviso sin impacto, fuera cual fuera su causa, repitiendo
+esas reglas.
+
+Solución:
+Saca el trabajo del camino crítico de la GPU: `DataLoader(num_workers>0, pin_memory=True)` con
+prefetch, para que el lote N+1 esté listo mientras la GPU procesa el lote N; copia con
+`non_blocking=True` desde memoria fijada; genera los datos en la GPU; saca del paso los checkpoints y
+los logs o llévalos a un hilo."""

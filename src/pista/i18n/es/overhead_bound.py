@@ -1,0 +1,201 @@
+"""overhead-bound en español."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import pct, t
+from pista.rules.overhead_bound import BetweenOps, GpuWaitedUnder, OverheadBound
+
+TITLE = "Limitado por la sobrecarga del host: la GPU espera mientras el host despacha operaciones"
+
+ELSEWHERE = {
+    "sync_us": "tras sincronizaciones (host-sync, trailing-sync, pageable-memcpy)",
+    "data_us": "bajo regiones que casi no lanzan nada (gpu-idle)",
+    "cold_us": "en preparación de una sola vez (cold-start, dead-window, lazy-loading)",
+    "compile_us": "mientras se compila (recompilation)",
+    "profiler_us": "en las peticiones de búfer del profiler (profiler-overhead)",
+    "launch_us": "antes de kernels diminutos (launch-bound)",
+    "calls_us": "bajo llamadas muy repetidas (many-calls)",
+}
+
+
+def _left(r: OverheadBound) -> list[str]:
+    e = r.elsewhere
+    out = [f"{t(getattr(e, k))} {label}" for k, label in ELSEWHERE.items() if getattr(e, k) >= 0.005 * r.step_us]
+    if e.others_us >= 0.005 * r.step_us:
+        out.append(f"{t(e.others_us)} que reclaman {', '.join(e.others)}")
+    return out
+
+
+def _share(r: OverheadBound, us: float) -> str:
+    share = pct(min(us / r.step_us, 1.0)) if r.step_us else "0.0%"
+    return f"el {share} de {'la mediana de paso' if r.has_steps else 'la ventana'} de {t(r.step_us)}"
+
+
+def _ratio(r: OverheadBound) -> str:
+    return f"{r.cpu_to_device_ratio:.0f}x" if r.cpu_to_device_ratio is not None else "sin tiempo de GPU medible"
+
+
+def _top(r: OverheadBound) -> str:
+    return ", ".join(f"{o.name} ({o.calls_per_step:.0f} por paso, {t(o.idle_us_per_step)})" for o in r.top_ops)
+
+
+def _where(r: OverheadBound) -> str:
+    if r.compiled_us_per_step >= 0.5 * r.per_op_us_per_step:
+        return "compiled"
+    if r.between_ops_us_per_step >= 0.5 * r.per_op_us_per_step:
+        return "python"
+    return "dispatch"
+
+
+def _profiler(r: OverheadBound) -> str:
+    options = " y ".join(o for o, on in (("record_shapes", r.record_shapes), ("with_stack", r.with_stack)) if on)
+    if not options:
+        return ""
+    text = f" Grabado con {options}, que inflan el tiempo del host un 30-50% en bucles así: "
+    if r.unprofiled_us_per_step <= 0.01 * r.step_us:
+        return text + ("esta inactividad podría ser el coste del propio profiler; mide el paso sin perfilar antes de "
+                       "actuar.")
+    return text + (f"quitando un tercio del tiempo del host seguirían inactivos unos {t(r.unprofiled_us_per_step)} "
+                   "por paso.")
+
+
+def message(r: OverheadBound) -> str:
+    text = (f"Self CPU total {t(r.self_cpu_total_us)} frente a Self CUDA total {t(r.self_device_total_us)} "
+            f"({_ratio(r)}); la GPU está ocupada el {r.gpu_busy_percent:.1f}% de la ventana de {t(r.window_us)}. De "
+            f"sus {t(r.idle_us_per_step)} de inactividad por paso, {t(r.per_op_us_per_step)} "
+            f"({_share(r, r.per_op_us_per_step)}) son sobrecarga por operación, la GPU esperando mientras el host "
+            "despacha operaciones")
+    parts = []
+    if r.between_ops_us_per_step > 0:
+        parts.append(f"{t(r.between_ops_us_per_step)} con el host fuera de toda operación (Python entre operaciones)")
+    if r.compiled_us_per_step > 0:
+        parts.append(f"{t(r.compiled_us_per_step)} dentro de código compilado")
+    text += (": " + ", ".join(parts) if parts else "") + "."
+    if r.top_ops:
+        text += f" La GPU espera sobre todo bajo {_top(r)}."
+    left = _left(r)
+    if left:
+        text += " Queda para otros hallazgos, por paso: " + "; ".join(left) + "."
+    if r.near_threshold:
+        text += (f" El veredicto está cerca de su umbral ({_ratio(r)} frente a {r.ratio_threshold:g}x, GPU ocupada "
+                 f"el {r.gpu_busy_percent:.0f}% frente a un máximo del {r.busy_threshold_percent:.0f}%).")
+    return text + _profiler(r)
+
+
+ADVICE = {
+    "compiled": ("El tiempo del host está en código ya compilado: otro torch.compile no ayudará. Reprodúcelo como "
+                 "CUDA graph (torch.compile(mode='reduce-overhead')) o da más trabajo a cada llamada (un lote mayor) "
+                 "para repartir su coste fijo."),
+    "python": ("La mayor parte es Python entre operaciones: aplica torch.compile al paso (elimina ese Python al "
+               "trazarlo y fusiona las operaciones) o captura el paso como CUDA graph (torch.cuda.CUDAGraph, "
+               "torch.compile(mode='reduce-overhead'))."),
+    "dispatch": ("La mayor parte es el propio despacho y lanzamiento de las operaciones: fusiónalas con "
+                 "torch.compile, captura el paso como CUDA graph (torch.compile(mode='reduce-overhead'), "
+                 "torch.cuda.CUDAGraph) o da más trabajo a cada llamada (agrupa las entradas en lotes)."),
+}
+
+
+def _syncs_first(r: OverheadBound) -> bool:
+    return r.syncs_per_step >= 1.0
+
+
+def _optimizer_first(r: OverheadBound) -> bool:
+    return bool(r.optimizer_step) and r.optimizer_us_per_step >= 0.05 * r.step_us
+
+
+def advice(r: OverheadBound) -> str:
+    text = ""
+    if _optimizer_first(r):
+        text = (f"Empieza por el optimizador: {r.optimizer_step} ejecuta operaciones foreach, "
+                f"{t(r.optimizer_us_per_step)} de esta inactividad por paso; fused=True (ver unfused-optimizer) "
+                "elimina la mayor parte de su despacho. ")
+    if _syncs_first(r):
+        text += (f"Quita primero las {r.syncs_per_step:.0f} sincronizaciones por paso dentro de operaciones (ver "
+                "host-sync, pageable-memcpy): un CUDA graph no "
+                "puede capturar una sincronización (.item(), .cpu(), torch.cuda.synchronize()) y torch.compile corta "
+                "su grafo en ellas. ")
+    text += ADVICE[_where(r)]
+    if r.near_threshold or r.record_shapes or r.with_stack:
+        text += " Antes de actuar, mide el paso sin el profiler: infla justo este tiempo del host."
+    return text
+
+
+def fix(r: OverheadBound) -> str:
+    top = r.top_ops[0].name if r.top_ops else "las operaciones"
+    head = (f"la GPU espera {t(r.per_op_us_per_step)} por paso ({_share(r, r.per_op_us_per_step)}) mientras el host "
+            f"despacha operaciones ({top})")
+    if _optimizer_first(r):
+        graph = ("usa torch.compile(mode='reduce-overhead') (CUDA graphs)" if _where(r) == "compiled"
+                 else "captura el paso como CUDA graph")
+        return f"{head}: pasa primero fused=True al optimizador ({r.optimizer_step}) y luego {graph}"
+    if _syncs_first(r):
+        return (f"{head}: quita las {r.syncs_per_step:.0f} sincronizaciones por paso de {r.sync_op} y luego captura el paso como "
+                "CUDA graph")
+    if _where(r) == "compiled":
+        return f"{head} en código compilado: usa torch.compile(mode='reduce-overhead') (CUDA graphs) o un lote mayor"
+    return f"{head}: aplica torch.compile al paso o captúralo como CUDA graph"
+
+
+def basis(r: OverheadBound) -> str:
+    return ("GPU inactiva dentro de los pasos mientras el host despacha operaciones, por paso, sin la inactividad que "
+            "reclaman otros hallazgos (tras las sincronizaciones, bajo regiones de datos o de preparación, la "
+            "compilación, los búferes del profiler, antes de kernels diminutos, bajo llamadas repetidas); cota superior")
+
+
+NOTES = {
+    GpuWaitedUnder: lambda n: (f"GPU inactiva {t(n.idle_us)} bajo esta llamada; {t(n.idle_us_per_step)} por paso bajo "
+                               "todas las llamadas de esta operación"),
+    BetweenOps: lambda n: f"GPU inactiva {t(n.idle_us)} con el host fuera de toda operación (Python entre operaciones)",
+}
+
+DOCS = """Qué:
+El host tarda mucho más en emitir el trabajo que la GPU en hacerlo: el Self CPU total es muchas veces
+el Self CUDA total y la GPU pasa inactiva la mayor parte de la ventana (el veredicto). El hallazgo es
+la parte de esa inactividad que es sobrecarga por operación: la GPU esperando mientras el host
+ejecuta Python entre operaciones, despacha las operaciones y lanza sus kernels. Dice dónde (las
+operaciones bajo las que esperó la GPU, Python entre operaciones, código compilado), si el veredicto
+está cerca de su umbral y cuánto podría ser coste del propio profiler.
+
+Por qué:
+Cada operación paga un peaje fijo en Python, el dispatcher y el lanzamiento CUDA, decenas de µs. Si el
+kernel dura 2 µs, ese peaje es el tiempo de ejecución: una GPU o un kernel más rápidos no cambian nada.
+No toda GPU inactiva es ese peaje: un cargador de datos, una sincronización, una compilación o los
+búferes del profiler también dejan la GPU inactiva y se arreglan de otra forma; son de otros hallazgos
+(gpu-idle, host-sync, recompilation, cold-start, profiler-overhead...) y su inactividad queda fuera de
+este.
+
+Ejemplo:
+`torch.add(torch.matmul(x, w), b)` a 64x64 en bf16 en una H200 (seed_mm64_warm): 510 µs de Self CPU
+para 12 µs de Self CUDA en 3 pasos (43x); la GPU está ocupada el 2% de la ventana e inactiva toda la
+mediana de paso de 126 µs mientras el host despacha aten::mm y aten::add. series_mlp_eager (MLP,
+AdamW foreach, eager): 5.9 ms de los 6.9 ms del paso (86%). gpu/gpu_idle_dataloader también es
+overhead-bound según el veredicto, pero 13.4 ms de sus 14.9 ms de inactividad por paso están bajo
+`data_loading` (de gpu-idle) y 0.8 ms tras sus sincronizaciones: solo 0.7 ms (4.7%) son por operación.
+
+Impacto:
+Por paso: la GPU inactiva (ningún kernel, copia ni memset en el dispositivo más ocupado) dentro de los
+pasos, menos, con aritmética de intervalos, la inactividad que reclama un hallazgo más específico, de
+modo que cada ns se cuenta una vez: tras una sincronización o una copia del dispositivo al host hasta
+el siguiente trabajo (host-sync, trailing-sync, pageable-memcpy), mientras torch.compile compila
+(recompilation), en las peticiones de búfer del profiler (profiler-overhead), en la preparación de una
+sola vez de una primera llamada (cold-start, dead-window, lazy-loading), bajo una región que casi no
+lanza nada (gpu-idle), justo antes de kernels diminutos (launch-bound), bajo llamadas muy repetidas
+(many-calls) y lo que otra regla declare con una función `claimed_idle(facts)`. Lo que queda es lo que
+CUDA graphs o fusionar ahorrarían como mucho (cota superior). En gpu/host_sync_item quedan 501 µs de
+los 847 µs de inactividad por paso (55%) frente a los 355 µs de host-sync: las sincronizaciones cuestan
+poco mientras el host sea así de lento (medido sin perfilar en la H200: 505 µs por paso tal cual,
+330-610 µs según la ejecución sin sus 8 sincronizaciones, con el host aún como límite, y 172 µs con el
+bucle además capturado como CUDA graph), pero hay que quitarlas para que un graph pueda capturar el
+bucle, y la corrección lo dice. Antes el hallazgo era siempre crítico y sin impacto, aunque la
+inactividad fuera de un cargador de datos.
+
+Solución:
+Según dónde esté la inactividad: Python entre operaciones eager y su despacho -> torch.compile
+(fusiona y recorta el despacho) o un CUDA graph del paso entero (`torch.compile(mode="reduce-overhead")`,
+`torch.cuda.CUDAGraph`); código ya compilado -> el CUDA graph, o más trabajo por llamada (un lote
+mayor), nunca otro torch.compile; sincronizaciones dentro del paso -> quítalas primero (ver host-sync),
+porque un graph no puede capturar un `.item()`; un paso del optimizador foreach bajo la inactividad ->
+primero `fused=True` (series_mlp_eager: 0.8 ms por paso de la inactividad por operación están bajo
+`Optimizer.step#AdamW.step`; ver unfused-optimizer). El propio profiler infla el tiempo del host:
+record_shapes y with_stack un 30-50% en bucles así, así que un veredicto cerca de su umbral se debe
+contrastar con el paso medido sin perfilar."""
