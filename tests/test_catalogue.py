@@ -16,7 +16,8 @@ RULE_IDS = {
     "overhead-bound", "compute-bound", "dominant-event", "many-calls", "gemm-heuristics",
     "implicit-copy-before-gemm", "profiler-overhead", "kernel-variability", "dead-window", "cold-start",
     "trailing-sync", "compile-overhead", "lazy-loading", "host-sync", "pageable-memcpy", "gpu-idle",
-    "launch-bound", "fp32-gemm", "recompilation",
+    "launch-bound", "fp32-gemm", "recompilation", "fp64-gemm", "unfused-optimizer", "autocast-casts",
+    "unfused-epilogue", "unfused-elementwise", "allocator-churn", "memory-growth",
 }
 TESTS = Path(__file__).parent
 # Rules that look at the host only and may speak on a CPU-only trace.
@@ -29,7 +30,7 @@ def test_the_issue_s_rules_are_all_there():
 
 @pytest.mark.parametrize("rule", catalogue(), ids=lambda r: r.id)
 def test_rule_is_documented(rule):
-    for section in ("What", "Why", "Example", "Fix"):
+    for section in ("What", "Why", "Example", "Impact", "Fix"):
         assert len(rule.section(section)) > 20, f"{rule.id}: '{section}:' section missing or empty"
     assert rule.title and rule.check
     assert rule.thresholds or rule.id in {"compute-bound"}, f"{rule.id}: thresholds should be named constants"
@@ -48,10 +49,12 @@ def test_verdicts_on_the_seed_fixtures(analysis_of):
 
 
 def test_named_fixtures_show_their_findings(analysis_of):
+    # the cold first step is one finding: its profiler request, module loads and cuBLAS set-up are
+    # told inside cold-start's message, not restated by four more rules
     cold = set(analysis_of("seed_mm64_cold").rules_fired)
-    assert {"cold-start", "lazy-loading", "profiler-overhead"} <= cold
-    compiled = set(analysis_of("seed_mm4096_compile").rules_fired)
-    assert {"implicit-copy-before-gemm", "compile-overhead"} <= compiled
+    assert "cold-start" in cold and not cold & {"lazy-loading", "profiler-overhead", "dead-window",
+                                                 "gemm-heuristics"}
+    assert "compile-overhead" in set(analysis_of("seed_mm4096_compile").rules_fired)
 
 
 def test_no_rule_fires_on_every_trace(analysis_of):
