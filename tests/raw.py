@@ -56,3 +56,16 @@ def inside(outer: dict, inner: dict) -> bool:
     return (inner.get("tid") == outer.get("tid") and inner.get("pid") == outer.get("pid")
             and float(outer["ts"]) <= float(inner["ts"])
             and float(inner["ts"]) + float(inner["dur"]) <= float(outer["ts"]) + float(outer["dur"]))
+
+
+def step_us(name: str) -> float:
+    """What impact shares are of: the median host step, or the GPU busy time per step where that is
+    longer (the window runs from the first step to the end of the last work launched in a step)."""
+    spans = [(float(s["ts"]), float(s["ts"]) + float(s["dur"])) for s in steps(name)]
+    launches = {c["args"]["correlation"] for c in complete(name) if c.get("cat") in ("cuda_runtime", "cuda_driver")
+                and "correlation" in c.get("args", {}) and any(a <= float(c["ts"]) < b for a, b in spans)}
+    lo = spans[0][0]
+    hi = max([b for _, b in spans] + [float(k["ts"]) + float(k["dur"]) for k in device_work(name)
+                                      if k.get("args", {}).get("correlation") in launches])
+    busy = sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in busy_intervals(name))
+    return max(median_step_us(name), busy / len(spans))

@@ -65,7 +65,7 @@ def test_impact_is_the_first_steps_idle_excess_from_the_raw_events(load_facts):
     total = idle[0] - statistics.median(idle[1:])  # one-time: spread over the window's steps
     per_step = total / len(steps)
     assert finding.impact.us == pytest.approx(per_step, rel=0.01)
-    assert finding.impact.share == pytest.approx(min(1.0, per_step / raw.median_step_us(name)), abs=0.01)
+    assert finding.impact.share == pytest.approx(min(1.0, per_step / raw.step_us(name)), abs=0.01)
     assert finding.severity.value == "critical"  # 45.9 ms per step against a 368 µs median step
     assert "one-time" in finding.basis and "spread over 3 steps" in finding.basis
 

@@ -133,7 +133,7 @@ def test_impact_is_the_wrapper_time_with_the_gpu_idle_from_the_raw_events(analys
         per_step.append(exposed)
     median = statistics.median(per_step)
     assert finding.impact.us == pytest.approx(median, rel=0.01)
-    assert finding.impact.share == pytest.approx(median / raw.median_step_us(name), abs=0.002)
+    assert finding.impact.share == pytest.approx(median / raw.step_us(name), abs=0.002)
 
 
 def test_every_field_renders_in_spanish(analysis_of):

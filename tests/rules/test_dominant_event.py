@@ -83,8 +83,8 @@ def test_impact_is_the_time_above_the_ceiling_from_the_raw_events(load_facts, mo
     per_step = sum(d - ideal for d in calls if ideal < 0.9 * d) / len(raw.steps(name))
     assert finding.record.cause == "below-ceiling"
     assert finding.impact.us == pytest.approx(per_step, rel=1e-6)
-    assert finding.impact.share == pytest.approx(per_step / raw.median_step_us(name), rel=1e-6)
-    assert finding.severity.value == "critical"  # 34 µs of a 160 µs host step
+    assert finding.impact.share == pytest.approx(per_step / raw.step_us(name), rel=1e-4)
+    assert finding.severity.value == "warning"  # 34 µs of a 213 µs step (its GPU work outlasts the host's 160)
     assert "1000 TFLOP/s" in finding.basis and "less per step" in finding.message
     assert "max-autotune" in finding.advice  # a big, well-shaped GEMM: autotuning is what is left
 

@@ -131,7 +131,7 @@ def test_impact_is_the_idle_under_the_region_from_the_raw_events(analysis_of):
     claimed = intersect(subtract(idle_in_steps(name), sync_claims(name)), regions)
     per_step = total(claimed) / len(raw.steps(name))
     assert finding.impact.us == pytest.approx(per_step, rel=1e-3)
-    assert finding.impact.share == pytest.approx(per_step / raw.median_step_us(name), abs=1e-3)
+    assert finding.impact.share == pytest.approx(per_step / raw.step_us(name), abs=1e-3)
     assert finding.severity.value == "critical"  # 87% of the step
 
 

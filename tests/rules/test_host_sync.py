@@ -64,7 +64,7 @@ def test_impact_is_the_gpu_idle_the_syncs_cause_from_the_raw_events(analysis_of)
         total += (until - begin) - _busy_in(busy, begin, until)
     per_step = total / len(steps)
     assert abs(finding.impact.us - per_step) <= 0.01 * per_step
-    assert abs(finding.impact.share - per_step / raw.median_step_us(name)) <= 0.01
+    assert abs(finding.impact.share - per_step / raw.step_us(name)) <= 0.01
     assert finding.severity.value == "critical"  # over 20% of the step
     assert "upper bound" in finding.basis
 

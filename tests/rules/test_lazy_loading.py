@@ -65,7 +65,7 @@ def test_impact_is_the_first_calls_idle_time_less_their_usual(load_facts):
         usual += statistics.median(others) if others else 0.0
     per_step = (idle - usual) / len(raw.steps(name))
     assert finding.impact.us == pytest.approx(per_step, rel=0.01)
-    assert finding.impact.share == pytest.approx(min(1.0, per_step / raw.median_step_us(name)), abs=0.01)
+    assert finding.impact.share == pytest.approx(min(1.0, per_step / raw.step_us(name)), abs=0.01)
     assert finding.severity.value == "critical"  # 45.8 ms per step against a 2.6 ms median step
     assert "one-time" in finding.basis and "spread over 3 steps" in finding.basis
 

@@ -58,7 +58,7 @@ def test_impact_is_the_idle_time_of_its_events_per_step(load_facts):
     (finding,) = _findings(load_facts, name)
     per_step = _idle_us(name, _profiler_events(name)) / len(raw.steps(name))
     assert finding.impact.us == pytest.approx(per_step, rel=0.01)
-    assert finding.impact.share == pytest.approx(per_step / raw.median_step_us(name), abs=0.01)
+    assert finding.impact.share == pytest.approx(per_step / raw.step_us(name), abs=0.01)
     assert finding.severity.value == "critical"  # 867 µs per step against a 3.8 ms median step
     assert "one-time" in finding.basis and "spread over 3 steps" in finding.basis
 
@@ -91,7 +91,7 @@ def test_silent_inside_a_cold_step_or_a_dead_window(load_facts, name):
 def test_silent_where_it_costs_under_one_percent_of_the_step(load_facts):
     # big_gpt_eager_20steps: a 2.97 ms buffer request and an 89 µs flush in one of 20 steps of 52.7 ms
     name = "big_gpt_eager_20steps"
-    share = _idle_us(name, _profiler_events(name)) / len(raw.steps(name)) / raw.median_step_us(name)
+    share = _idle_us(name, _profiler_events(name)) / len(raw.steps(name)) / raw.step_us(name)
     assert 0.001 < share < 0.01
     assert _findings(load_facts, name) == []
 

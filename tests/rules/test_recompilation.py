@@ -109,7 +109,7 @@ def test_impact_is_the_compile_time_with_the_gpu_idle_from_the_raw_events(analys
                  for s in spans for a, b in _union(user_work))
     per_step = (sum(float(s["dur"]) for s in spans) - hidden) / len(steps)
     assert finding.impact.us == pytest.approx(per_step, rel=0.01)
-    assert finding.impact.share == pytest.approx(min(1.0, per_step / raw.median_step_us(name)), abs=0.002)
+    assert finding.impact.share == pytest.approx(min(1.0, per_step / raw.step_us(name)), abs=0.002)
 
 
 def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -105,7 +105,7 @@ def test_impact_is_what_the_syncs_cost_from_the_raw_events(analysis_of, name):
         total += min(end - start, (nxt - start) - working)
     per_step = total / len(steps)
     assert finding.impact.us == pytest.approx(per_step, rel=0.01)
-    assert finding.impact.share == pytest.approx(per_step / raw.median_step_us(name), abs=0.002)
+    assert finding.impact.share == pytest.approx(per_step / raw.step_us(name), abs=0.002)
 
 
 def test_every_field_renders_in_spanish(analysis_of):

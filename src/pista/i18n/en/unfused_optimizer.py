@@ -1,0 +1,53 @@
+"""unfused-optimizer in English."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import t
+from pista.rules.unfused_optimizer import OptimizerKernel, StepCall, UnfusedOptimizer
+
+TITLE = "The optimizer step runs unfused (foreach or per parameter)"
+
+
+def _how(r: UnfusedOptimizer) -> str:
+    if r.mode == "foreach":
+        ops = ", ".join(r.foreach_ops[:4]) + (", ..." if len(r.foreach_ops) > 4 else "")
+        return f"foreach ({ops}), {r.passes:.0f} sweeps over the parameters per call where fused makes one"
+    return f"one kernel per parameter and operation, {r.passes:.0f} kernels per call where fused launches one"
+
+
+def message(r: UnfusedOptimizer) -> str:
+    return (f"{r.event} runs {_how(r)}: {r.kernels_per_step:.0f} kernels per step take {t(r.gpu_us)} of GPU time "
+            f"({r.gpu_share_percent:.1f}% of the device time), and the host spends {t(r.host_us)} per step in it, "
+            f"{t(r.exposed_host_us)} of that with the GPU idle. Fused would take about {t(r.gpu_saving_us)} less GPU "
+            f"time and {t(r.host_saving_us)} less host time per step, so the work after it would start about "
+            f"{t(r.saving_us)} earlier, {r.step_share_percent:.1f}% of the step.")
+
+
+def advice(r: UnfusedOptimizer) -> str:
+    if r.fusable:
+        return (f"Construct the optimizer with fused=True (torch.optim.{r.optimizer}(params, ..., fused=True)): one "
+                "kernel updates every parameter in a single pass over memory, and the host dispatches one op "
+                "instead of a dozen foreach ops and the per-parameter step bookkeeping.")
+    return (f"{r.optimizer} has no fused implementation: compile its step (opt.step = torch.compile(opt.step)) so the "
+            "foreach ops become a few fused kernels, or switch to Adam/AdamW/SGD with fused=True if that suits.")
+
+
+def fix(r: UnfusedOptimizer) -> str:
+    change = (f"torch.optim.{r.optimizer}(..., fused=True)" if r.fusable
+              else "compile the step (torch.compile(opt.step))")
+    return (f"{r.event} takes {t(r.gpu_us)} of GPU and {t(r.exposed_host_us)} of exposed host time per step "
+            f"running {r.mode}: {change}")
+
+
+def basis(r: UnfusedOptimizer) -> str:
+    return (f"how much earlier the device work after each Optimizer.step could start if its kernels took "
+            f"{r.fused_gpu_ratio:.3f} of their time and its host call {r.fused_host_ratio:.3f} of its own, as fused "
+            "did on the H200 (gpu/adamw_foreach vs gpu/adamw_fused, the same MLP), per step; an estimate for other "
+            "models")
+
+
+NOTES = {
+    StepCall: lambda n: (f"host {t(n.host_us)} ({t(n.exposed_host_us)} with the GPU idle), launched {n.kernels} "
+                         f"kernel(s), {t(n.gpu_us)} of GPU time"),
+    OptimizerKernel: lambda n: f"optimizer kernel launched by {n.op or 'an unknown op'}",
+}

@@ -1,0 +1,86 @@
+"""allocator-churn en español."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import t
+from pista.rules.allocator_churn import AllocatorChurn, AllocCall, AllocNote
+
+TITLE = "La memoria se reserva y libera con llamadas al runtime de CUDA en cada paso"
+
+
+def _call(a: AllocCall) -> str:
+    under = ", ".join(a.under[:3]) or "ninguna operación"
+    return f"{a.name} {a.per_step:.1f}x por paso bajo {under}, {t(a.host_us)} por paso"
+
+
+def message(r: AllocatorChurn) -> str:
+    return (f"{'; '.join(_call(a) for a in r.calls)}: el asignador con caché falla en {r.steps_with_calls} de "
+            f"{r.steps} pasos. Las llamadas ocupan {t(r.host_us)} de host por paso y dejan la GPU inactiva "
+            f"{t(r.idle_us)} por paso, el {r.step_share_percent:.1f}% del paso.")
+
+
+def advice(r: AllocatorChurn) -> str:
+    text = ""
+    if r.frees_outside_ops:
+        text = ("cudaFree se llama fuera de cualquier operación, es decir torch.cuda.empty_cache() (o un vaciado de "
+                "la caché) dentro del bucle: quítalo, o llámalo solo entre fases, para que el siguiente paso reutilice "
+                "los bloques en caché. ")
+    return text + ("Mantén estáticas las formas de los tensores (o agrúpalas por tamaños) para que los bloques en "
+                   "caché vuelvan a servir, prueba PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True contra la "
+                   "fragmentación y vigila torch.cuda.memory_stats()['num_device_alloc'] y ['num_alloc_retries'] "
+                   "entre pasos.")
+
+
+def fix(r: AllocatorChurn) -> str:
+    names = "/".join(a.name for a in r.calls)
+    change = ("quita torch.cuda.empty_cache() del bucle" if r.frees_outside_ops
+              else "mantén formas estáticas o usa PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True para que la caché "
+                   "acierte")
+    return f"{names} se llaman {r.calls_per_step:.0f} veces por paso, {t(r.idle_us)} de GPU inactiva por paso: {change}"
+
+
+def basis(r: AllocatorChurn) -> str:
+    return ("GPU inactiva desde el inicio de cada llamada de reserva o liberación hasta el siguiente trabajo de GPU, "
+            "por paso, con los intervalos de las llamadas unidos (cota superior: la operación que sigue a una "
+            "llamada conserva su propio tiempo de despacho)")
+
+
+NOTES = {
+    AllocNote: lambda n: (f"bajo {n.under or 'ninguna operación'}: host {t(n.host_us)}, GPU ocupada "
+                          f"{t(n.gpu_busy_us)} de ese tiempo"),
+}
+
+DOCS = """Qué:
+Llamadas de reserva de memoria al runtime dentro de los pasos, paso tras paso: `cudaMalloc`/
+`cudaFree` (y las de memoria fijada `cudaHostAlloc`/`cudaMallocHost`/`cudaFreeHost`, y las `cuMem*`
+del driver con segmentos expandibles). El asignador con caché de PyTorch solo las hace cuando
+falla: cuando `torch.cuda.empty_cache()` se ejecuta en el bucle y devuelve la caché, cuando las
+formas cambian o la memoria está fragmentada, o cuando una reserva falla y vacía la caché para
+reintentar.
+
+Por qué:
+`cudaFree` sincroniza el dispositivo (el host espera a que la GPU se vacíe y luego la GPU espera al
+host), y un `cudaMalloc` de un bloque grande cuesta de decenas de µs a milisegundos de host en los
+que no se lanza nada. Una caché caliente sirve los mismos tensores en alrededor de un µs.
+
+Ejemplo:
+gpu/allocator_churn en una H200: 4x (randn 4096x2048 bf16, matmul, relu_) y después
+`torch.cuda.empty_cache()` en cada paso. Cada paso llama dos veces a cudaMalloc (bajo
+`aten::empty` en `aten::randn` y bajo `aten::mm`, 42-77 µs cada una) y dos veces a cudaFree al final
+del paso (35-133 µs, la primera esperando a que la GPU se vacíe): 6 + 6 llamadas en 3 pasos, 830 µs
+de host, y la GPU inactiva durante la mayor parte.
+
+Impacto:
+Por paso: el tiempo que la GPU está inactiva desde el inicio de cada llamada hasta que empieza el
+siguiente trabajo de GPU (dentro del paso), con los intervalos de las llamadas unidos: el tiempo de
+host de las llamadas que ningún trabajo de GPU oculta más la inactividad que dejan detrás. Cota
+superior (la operación que sigue a una llamada conserva su propio despacho). gpu/allocator_churn
+296 µs por paso (49.9%, crítico). Las llamadas en un solo paso (el primer workspace de cuBLAS de
+seed_mm64_cold, el tamaño nuevo de gpu/gemm_new_shapes) son crecimiento de una sola vez, no
+rotación: son de cold-start. Nueva en el issue 15.
+
+Solución:
+Quita `torch.cuda.empty_cache()` del bucle (llámalo, si acaso, entre fases); mantén formas
+estáticas o agrupadas para que los bloques en caché vuelvan a servir; prueba
+`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` contra la fragmentación; mira
+`torch.cuda.memory_stats()` (`num_alloc_retries`, `num_device_alloc`)."""

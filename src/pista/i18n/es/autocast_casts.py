@@ -1,0 +1,106 @@
+"""autocast-casts en español."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import t
+from pista.rules.autocast_casts import AutocastCasts, GradCast, WeightCast
+
+TITLE = "autocast convierte los mismos pesos fp32 en cada paso"
+
+_DTYPE = {"float": "fp32", "c10::BFloat16": "bf16", "c10::Half": "fp16", "double": "fp64"}
+
+
+def dtype(name: str) -> str:
+    return _DTYPE.get(name, name or "?")
+
+
+def shape(s: tuple[int, ...]) -> str:
+    return "x".join(map(str, s)) or "escalar"
+
+
+def _shapes(r: AutocastCasts) -> str:
+    return ", ".join(f"{shape(s.shape)} {s.per_step:.0f}x {t(s.us)}" for s in r.shapes)
+
+
+def _target(r: AutocastCasts) -> str:
+    return dtype(r.target_dtype) if r.target_dtype else "bf16"
+
+
+def message(r: AutocastCasts) -> str:
+    return (f"{r.weights} pesos y sesgos {dtype(r.source_dtype)} de {', '.join(r.ops)} se convierten a {_target(r)} en "
+            f"cada paso y sus gradientes se convierten de vuelta: {r.casts_per_step:.0f} kernels de conversión por "
+            f"paso ocupan {t(r.weight_us)} ({t(r.forward_us)} en forward, {t(r.backward_us)} en backward), el "
+            f"{r.weight_share_percent:.1f}% del tiempo de GPU (por paso y forma: {_shapes(r)}), y el host pasa "
+            f"{t(r.host_us)} por paso despachándolas, {t(r.exposed_host_us)} de ellos con la GPU inactiva: el "
+            f"{r.step_share_percent:.1f}% del paso en total. Todos los kernels de conversión ocupan {t(r.cast_us)} por "
+            f"paso (el {r.cast_share_percent:.1f}% del tiempo de GPU); los otros {t(r.other_cast_us)} son "
+            "activaciones y llamadas explícitas a .to()/.float().")
+
+
+def advice(r: AutocastCasts) -> str:
+    return (f"Guarda los pesos en {_target(r)}: model.to(torch.{'float16' if _target(r) == 'fp16' else 'bfloat16'}) "
+            "con una copia maestra fp32 de los parámetros en el optimizador, para que no haya conversiones en el "
+            "forward ni gradientes convertidos de vuelta; o compila el modelo con torch.compile, que fusiona las "
+            "conversiones con sus vecinos. Ejecutar todo el modelo en ese dtype sin autocast quita también las "
+            "conversiones de activaciones alrededor de operaciones fp32.")
+
+
+def fix(r: AutocastCasts) -> str:
+    return (f"autocast convierte {r.weights} pesos de {', '.join(r.ops)} en cada paso, {t(r.weight_us)} de kernels de "
+            f"conversión y {t(r.exposed_host_us)} de despacho expuesto en el host por paso con sus gradientes: "
+            f"guarda los pesos en {_target(r)} (model.to(...), copia maestra fp32 en el optimizador)")
+
+
+def basis(r: AutocastCasts) -> str:
+    return ("tiempo de kernel de las conversiones de pesos por paso, forward y backward, más el tiempo de host de sus "
+            "operaciones de conversión con la GPU inactiva (cota superior: una copia maestra aún escribe una vez por "
+            "paso, y el tiempo de kernel solo ahorra tiempo real donde la GPU es el límite)")
+
+
+NOTES = {
+    WeightCast: lambda n: f"conversión de un peso {shape(n.shape)} para {n.op}, kernel {t(n.kernel_us)}",
+    GradCast: lambda n: f"su gradiente {shape(n.shape)} convertido de vuelta, kernel {t(n.kernel_us)}",
+}
+
+DOCS = """Qué:
+Bajo `torch.autocast`, los pesos fp32 se convierten a bf16/fp16 otra vez en cada paso: kernels de
+copia (`bfloat16_copy_kernel`, `direct_copy_kernel_cuda`) bajo `aten::linear > aten::to >
+aten::_to_copy` cuyo tensor es el peso o el sesgo de la operación (sus `Input Dims` después de la
+primera entrada), y en el backward sus gradientes se convierten de vuelta a fp32 (`ToCopyBackward0`
+con el mismo número de secuencia de autograd). Las conversiones de activaciones y las llamadas
+explícitas a `.float()`/`.to()` se cuentan aparte.
+
+Por qué:
+autocast mantiene los parámetros en fp32 y convierte cada uno al usarlo; cada conversión recorre
+el peso en memoria (lee fp32, escribe bf16) y su gradiente de vuelta (lee bf16, escribe fp32), en
+cada paso, para los mismos pesos, y cada una es una operación que el host despacha (aten::to >
+_to_copy > copy_ en el forward, ToCopyBackward0 en el backward). Guardar los pesos en bf16 quita
+las dos.
+
+Ejemplo:
+gpu/gpt_autocast en una H200 (GPT de 6 capas, d=1024, parámetros fp32 bajo autocast bf16): los
+kernels de conversión ocupan 1.442 ms por paso, el 9.2% del tiempo de GPU; 100 por paso son los 50
+pesos y sesgos y sus gradientes (527 µs por paso), el resto son activaciones alrededor de las
+LayerNorm y sumas residuales en fp32 y el `.float()` de la pérdida; el host pasa 2.96 ms por paso
+en las operaciones de conversión de los pesos. gpu/gpt_bf16_fused, el mismo
+GPT con parámetros bf16, solo convierte la pérdida (289 µs por paso). Sin profiler, en GPT n=6 los
+kernels de conversión ocupan 1.95 ms por paso con parámetros fp32 y 1.10 ms con bf16, y el paso
+11.8 frente a 8.8 ms (REVIEW.md). Medido de nuevo en la H200 para esta regla con el MLP de
+series_mlp_eager y AdamW fusionado: 3.03-3.21 ms por paso con parámetros fp32 bajo autocast,
+2.24-2.34 ms con parámetros bf16 y sin autocast.
+
+Impacto:
+Por paso: el tiempo de kernel de las conversiones de pesos, forward y backward, más el tiempo de
+host de sus operaciones (`aten::to` bajo la operación, `ToCopyBackward0`) durante el que la GPU
+está inactiva: con los pesos en bf16 no se despacha ninguna. Cota superior (una copia bf16 de un
+maestro fp32 aún cuesta una escritura por paso, y el tiempo de kernel solo ahorra tiempo real donde
+la GPU es el límite). gpu/gpt_autocast 2.28 ms (527 µs de kernels + 1.75 ms de host expuesto, el
+9.1%), big_gpt_eager_20steps 6.34 ms (12.0%), series_mlp_eager 1.16 ms (16.8%): trazas limitadas
+por el host, donde lo que más ahorra es el despacho. Antes solo se contaban los kernels (info en las
+tres); el GPT n=6 medido sin profiler ahorra 3.0 ms por paso con pesos bf16, mucho más que sus
+0.85 ms de kernels de conversión. Nueva en el issue 15.
+
+Solución:
+Guarda los pesos en bf16: `model.to(torch.bfloat16)` con una copia maestra fp32 en el optimizador
+(o estado del optimizador en bf16 donde converja), o compila el modelo con `torch.compile` para
+que las conversiones se fusionen con sus vecinos."""

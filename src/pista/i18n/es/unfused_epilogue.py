@@ -1,0 +1,96 @@
+"""unfused-epilogue en español."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import t
+from pista.rules.unfused_epilogue import EpilogueCall, EpiloguePair, GemmCall, UnfusedEpilogue
+
+TITLE = "El sesgo o la activación de una GEMM se ejecuta en un kernel aparte"
+
+
+def shape(s: tuple[int, ...] | None) -> str:
+    return "x".join(map(str, s)) if s else "escalar"
+
+
+def _pair(p: EpiloguePair) -> str:
+    what = f"sesgo {shape(p.other_shape)}" if p.kind == "bias" else "activación"
+    where = f" en {p.parent}" if p.parent else ""
+    return (f"{p.op} ({what}) sobre la salida {shape(p.out_shape)} de {p.gemm}{where}, {p.calls_per_step:.0f}x por "
+            f"paso: {t(p.elementwise_us)} por paso tras {t(p.gemm_us)} de GEMM")
+
+
+def message(r: UnfusedEpilogue) -> str:
+    return (f"{'; '.join(_pair(p) for p in r.pairs)}. En total {t(r.elementwise_us)} por paso, el "
+            f"{r.gpu_share_percent:.1f}% del tiempo de GPU y el {r.step_share_percent:.1f}% del paso, en kernels que "
+            "el epílogo de la GEMM podría haber hecho.")
+
+
+def _change(p: EpiloguePair) -> str:
+    if p.kind == "bias":
+        return "usa torch.addmm(bias, x, w) o F.linear(x, w.T, bias) para sumar el sesgo en el epílogo de la GEMM"
+    return (f"compila el bloque con torch.compile para que {p.op} se fusione en el epílogo de la GEMM (o "
+            "torch._addmm_activation para relu/gelu)")
+
+
+def advice(r: UnfusedEpilogue) -> str:
+    kinds = {p.kind for p in r.pairs}
+    parts = []
+    if "bias" in kinds:
+        parts.append("Mete el sesgo en la GEMM: torch.addmm(bias, x, w) o F.linear(x, w.T, bias) (lo que hace "
+                     "nn.Linear) ejecuta una GEMM con el sesgo en el epílogo en lugar de una GEMM y una suma que "
+                     "vuelve a leer y escribir toda la salida.")
+    if "activation" in kinds:
+        parts.append("Para la activación, compila el bloque con torch.compile (mode='max-autotune' puede fusionarla "
+                     "en el epílogo de la GEMM) o llama a torch._addmm_activation(bias, x, w, use_gelu=...) para "
+                     "relu/gelu.")
+    return " ".join(parts)
+
+
+def fix(r: UnfusedEpilogue) -> str:
+    p = r.pairs[0]
+    where = f" en {p.parent}" if p.parent else ""
+    return f"{p.op} tras {p.gemm}{where} ocupa {t(p.elementwise_us)} por paso: {_change(p)}"
+
+
+def basis(r: UnfusedEpilogue) -> str:
+    return ("tiempo por paso de los kernels elemento a elemento aparte (cota superior: el epílogo cuesta un poco, "
+            "1.2 µs en una GEMM bf16 de 4096 en la H200)")
+
+
+NOTES = {
+    GemmCall: lambda n: f"kernel GEMM {t(n.kernel_us)}",
+    EpilogueCall: lambda n: (f"{'suma de sesgo' if n.kind == 'bias' else 'activación'} aparte sobre la salida de "
+                             f"{n.gemm}, kernel {t(n.kernel_us)}"),
+}
+
+DOCS = """Qué:
+Una GEMM seguida de un kernel elemento a elemento aparte sobre su salida que el epílogo de la GEMM
+podría hacer: la operación justo después de un `aten::mm`/`matmul`/`bmm`/`linear`/`addmm` en el
+mismo padre es una suma de sesgo (`aten::add` de un vector del tamaño de la última dimensión de la
+salida, tras una GEMM sin sesgo propio: una suma del tamaño completo es una residual, no un sesgo)
+o una activación (`aten::relu`, `gelu`, `silu`, `sigmoid`, `tanh`), su primera entrada tiene la
+forma de la salida de la GEMM (según `Input Dims`) y su kernel corre en el stream de la GEMM.
+
+Por qué:
+Las GEMM de cuBLAS(Lt) aplican un sesgo (y, con `torch._addmm_activation`, ReLU/GELU) en el
+epílogo, mientras el bloque sigue en registros, casi gratis. Como kernel aparte, la misma suma lee
+y escribe otra vez toda la salida en memoria.
+
+Ejemplo:
+seed_mm4096_warm en una H200: `torch.add(torch.matmul(x, w), b)` a 4096 en bf16. La GEMM va a 803
+TFLOP/s (174.5 µs) y después `aten::add` lanza un `elementwise_kernel` de 41.6 µs, el 19.4% del
+tiempo de GPU. gpu/bias_unfused es igual (GEMM 177.7 µs + suma 42.1 µs); gpu/bias_addmm,
+`torch.addmm(b, x, w)`, ejecuta una sola GEMM `..._bias_NNT` de 178.9 µs. Sin profiler, el par
+eager tarda 217-220 µs por llamada, `addmm` 175 µs y `F.linear` 176 µs (REVIEW.md).
+
+Impacto:
+Por paso: el tiempo de los kernels elemento a elemento aparte, una cota superior (el epílogo
+cuesta un poco: 1.2 µs en gpu/bias_addmm). seed_mm4096_warm 41.3 µs (el 19.4% del paso, que dura
+sus 213 µs de trabajo de GPU), gpu/bias_unfused 41.9 µs (19.3%). Una suma residual tras una GEMM con
+sesgo propio (el `h + proj(a)` de los bloques GPT) no es un sesgo y no se señala. Nueva en el
+issue 15.
+
+Solución:
+Pon el sesgo en la GEMM: `torch.addmm(b, x, w)` o `F.linear(x, w_t, b)` (lo que hace nn.Linear);
+para una activación, compila el bloque con `torch.compile` para fusionar la operación elemento a
+elemento (o usa `torch._addmm_activation` para ReLU/GELU)."""

@@ -1,0 +1,101 @@
+"""unfused-optimizer en español."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import t
+from pista.rules.unfused_optimizer import OptimizerKernel, StepCall, UnfusedOptimizer
+
+TITLE = "El paso del optimizador no está fusionado (foreach o por parámetro)"
+
+
+def _how(r: UnfusedOptimizer) -> str:
+    if r.mode == "foreach":
+        ops = ", ".join(r.foreach_ops[:4]) + (", ..." if len(r.foreach_ops) > 4 else "")
+        return (f"en modo foreach ({ops}), {r.passes:.0f} pasadas sobre los parámetros por llamada donde la versión "
+                "fusionada hace una")
+    return (f"con un kernel por parámetro y operación, {r.passes:.0f} kernels por llamada donde la versión fusionada "
+            "lanza uno")
+
+
+def message(r: UnfusedOptimizer) -> str:
+    return (f"{r.event} se ejecuta {_how(r)}: {r.kernels_per_step:.0f} kernels por paso ocupan {t(r.gpu_us)} de GPU "
+            f"(el {r.gpu_share_percent:.1f}% del tiempo del dispositivo) y el host pasa {t(r.host_us)} por paso en "
+            f"él, {t(r.exposed_host_us)} de ellos con la GPU inactiva. La versión fusionada tardaría unos "
+            f"{t(r.gpu_saving_us)} menos de GPU y {t(r.host_saving_us)} menos de host por paso, así que el trabajo "
+            f"siguiente empezaría unos {t(r.saving_us)} antes, el {r.step_share_percent:.1f}% del paso.")
+
+
+def advice(r: UnfusedOptimizer) -> str:
+    if r.fusable:
+        return (f"Crea el optimizador con fused=True (torch.optim.{r.optimizer}(params, ..., fused=True)): un solo "
+                "kernel actualiza todos los parámetros en una pasada por memoria, y el host despacha una operación "
+                "en lugar de una docena de operaciones foreach más la contabilidad por parámetro de los contadores "
+                "de pasos.")
+    return (f"{r.optimizer} no tiene implementación fusionada: compila su paso (opt.step = torch.compile(opt.step)) "
+            "para que las operaciones foreach se conviertan en pocos kernels fusionados, o pasa a Adam/AdamW/SGD "
+            "con fused=True si te sirve.")
+
+
+def fix(r: UnfusedOptimizer) -> str:
+    change = (f"torch.optim.{r.optimizer}(..., fused=True)" if r.fusable
+              else "compila el paso (torch.compile(opt.step))")
+    mode = "foreach" if r.mode == "foreach" else "por parámetro"
+    return (f"{r.event} ocupa {t(r.gpu_us)} de GPU y {t(r.exposed_host_us)} de host expuesto por paso en modo "
+            f"{mode}: {change}")
+
+
+def basis(r: UnfusedOptimizer) -> str:
+    return (f"cuánto antes podría empezar el trabajo de GPU que sigue a cada Optimizer.step si sus kernels tardaran "
+            f"{r.fused_gpu_ratio:.3f} de su tiempo y su llamada en el host {r.fused_host_ratio:.3f} del suyo, como la "
+            "versión fusionada en la H200 (gpu/adamw_foreach frente a gpu/adamw_fused, el mismo MLP), por paso; una "
+            "estimación para otros modelos")
+
+
+NOTES = {
+    StepCall: lambda n: (f"host {t(n.host_us)} ({t(n.exposed_host_us)} con la GPU inactiva), lanzó {n.kernels} "
+                         f"kernel(s), {t(n.gpu_us)} de GPU"),
+    OptimizerKernel: lambda n: f"kernel del optimizador lanzado por {n.op or 'una operación desconocida'}",
+}
+
+DOCS = """Qué:
+El paso del optimizador se ejecuta sin fusionar, con kernels foreach (`aten::_foreach_mul_`,
+`_foreach_lerp_`, `_foreach_addcdiv_`... bajo `Optimizer.step#AdamW.step`, cada uno una pasada de
+`multi_tensor_apply_kernel` sobre todos los parámetros) o con un kernel pequeño por parámetro y
+operación, y ese trabajo es una parte grande del tiempo de GPU o del paso del host. El trabajo de
+GPU del optimizador es el que se lanza bajo `Optimizer.step#<Clase>.step` (`pista.purpose`:
+propósito "optimizer"); su tiempo de host es la duración de ese evento.
+
+Por qué:
+AdamW lee y escribe cada parámetro, su gradiente y dos momentos. La implementación foreach hace una
+pasada por memoria por cada operación elemento a elemento (unas ocho: mul, lerp, addcmul, sqrt,
+div, addcdiv...); la fusionada (`fused=True`, un kernel `_fused_adamw_`) hace una sola. En el host,
+foreach despacha además una docena de operaciones y la contabilidad por parámetro (`aten::item` en
+los contadores de pasos), donde la fusionada despacha dos.
+
+Ejemplo:
+series_mlp_eager en una H200 (4 bloques Linear 1024-4096-1024, AdamW foreach): 48 kernels foreach
+en 3 pasos ocupan 2.233 ms, el 62.6% del tiempo de GPU, y `Optimizer.step#AdamW.step` 1.4 ms de un
+paso de 6.9 ms. gpu/adamw_foreach y gpu/adamw_fused ejecutan el mismo MLP fp32 de las dos formas:
+los kernels del optimizador ocupan 747 µs por paso con foreach y 266 µs fusionados, su tiempo de
+host 761 µs y 267 µs. Sin profiler, el paso del MLP con autocast bf16 baja de 6.1 ms (foreach) a
+3.4 ms con `fused=True` (REVIEW.md); medido de nuevo en la H200 para esta regla (el mismo MLP,
+parámetros fp32 bajo autocast, 40 pasos, dos ejecuciones): 3.16-3.63 ms con foreach y 3.03-3.21 ms
+fusionado, `opt.step()` en el host 0.70-0.77 ms y 0.32-0.36 ms.
+
+Impacto:
+Por paso, a partir de ese par: la versión fusionada tarda 0.356 del tiempo de GPU de foreach (S,
+lo ahorrado, es el resto) y 0.351 de su tiempo de host (H). Tras cada `Optimizer.step` el siguiente
+trabajo de GPU empieza en N, cuando ha terminado el último kernel del optimizador (E) y su propio
+lanzamiento está en cola (Q); fusionado, podría empezar en max(E - S, Q - H): el impacto es N menos
+eso, como mucho S + H. Así el ahorro de GPU solo cuenta donde la GPU es el cuello de botella y el
+de host solo donde lo es el host. La última llamada, sin trabajo detrás en la ventana, cuenta la
+media de las demás. series_mlp_eager 750 µs (10.8%; medido de nuevo sin profiler, 0.13-0.42 ms de
+un paso de ~3.2 ms), gpu/adamw_foreach 482 µs (13.8%, el caso limitado por la GPU: S),
+gpu/gpt_autocast 1.80 ms (7.2%). Sumar S y el tiempo de host expuesto daba 998 µs, 675 µs y
+2.79 ms, más de lo que permite la medida. Un SGD sin momento (un solo `_foreach_add_`, una pasada)
+no se señala: fusionarlo no ahorra pasadas. Nueva en el issue 15.
+
+Solución:
+`torch.optim.AdamW(params, fused=True)` (Adam, AdamW y SGD la tienen en CUDA); para otros
+optimizadores, compila el paso (`torch.compile(opt.step)`), que fusiona las operaciones foreach en
+pocos kernels."""

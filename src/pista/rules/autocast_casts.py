@@ -1,0 +1,268 @@
+"""What:
+Under `torch.autocast`, fp32 weights are cast to bf16/fp16 again in every step: copy kernels
+(`bfloat16_copy_kernel`, `direct_copy_kernel_cuda`) under `aten::linear > aten::to > aten::_to_copy`
+whose tensor is the op's weight or bias (its `Input Dims` beyond the first input), and in the
+backward pass their gradients cast back to fp32 (`ToCopyBackward0` of the same autograd sequence
+number). Casts of activations and explicit `.float()`/`.to()` calls are counted apart.
+
+Why:
+autocast keeps the parameters in fp32 and casts each one on use; every cast streams the weight
+through memory (read fp32, write bf16) and its gradient back (read bf16, write fp32), every step,
+for the same weights, and each is an op the host dispatches (aten::to > _to_copy > copy_ forward,
+ToCopyBackward0 backward). Keeping the weights in bf16 removes both.
+
+Example:
+gpu/gpt_autocast on an H200 (GPT, 6 layers, d=1024, fp32 parameters under autocast bf16): cast
+kernels take 1.442 ms per step, 9.2% of the GPU time; 100 of them per step are the 50 weights and
+biases and their gradients (527 µs per step), the rest are activations around the fp32 LayerNorms
+and residual adds and the loss's `.float()`; the host spends 2.96 ms per step in the weights' cast
+ops. gpu/gpt_bf16_fused, the same GPT with bf16 parameters, casts only the loss (289 µs per
+step). Unprofiled on GPT n=6, cast kernels take 1.95 ms per step with fp32
+parameters and 1.10 ms with bf16 ones, and the step 11.8 vs 8.8 ms (REVIEW.md). Re-measured on
+the H200 for this rule with series_mlp_eager's MLP and fused AdamW: 3.03-3.21 ms per step with
+fp32 parameters under autocast, 2.24-2.34 ms with bf16 parameters and no autocast.
+
+Impact:
+Per step: the weight casts' kernel time, forward and backward, plus the host time of their cast
+ops (`aten::to` under the op, `ToCopyBackward0`) during which the GPU is idle: with bf16 weights
+none of them is dispatched. An upper bound (a bf16 copy of an fp32 master still costs one write
+per step, and kernel time saves wall time only where the GPU is the limit). gpu/gpt_autocast
+2.28 ms (527 µs of kernels + 1.75 ms of exposed host, 9.1%), big_gpt_eager_20steps 6.34 ms
+(12.0%), series_mlp_eager 1.16 ms (16.8%): host-bound traces, where the dispatch is most of the
+saving. Counting the kernels alone made all three info; GPT n=6 measured unprofiled saves 3.0 ms
+per step with bf16 weights, far more than its 0.85 ms of cast kernels. New in issue 15.
+
+Fix:
+Keep the weights in bf16: `model.to(torch.bfloat16)` with an fp32 master copy in the optimizer
+(or a bf16 optimizer state where that converges), or `torch.compile` the model so the casts fuse
+into their neighbours.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from pista.findings import Context, Evidence, Finding
+from pista.purpose import CODE, classify
+from pista.rules._common import busy_ns, name_mask, nearest_ancestor, us
+from pista.trace.facts import Facts
+
+ID = "autocast-casts"
+TO_COPY = frozenset({"aten::_to_copy"})
+CAST_WRAPPERS = frozenset({"aten::to", "aten::_to_copy", "aten::copy_"})
+BACKWARD = frozenset({"ToCopyBackward0"})
+# The ops autocast casts the arguments of, as torch 2.x records them: the cast sits directly under
+# the op (gpu/gpt_autocast: aten::linear > aten::to > aten::_to_copy).
+AUTOCAST_OPS = re.compile(r"^aten::(linear|matmul|mm|addmm|bmm|baddbmm|addbmm|conv\d?d|convolution|_convolution"
+                          r"|conv_transpose\dd|prelu|_scaled_mm)$")
+# torch's ScalarType codes, as `Concrete Inputs` records the dtype argument of aten::_to_copy.
+SCALAR_TYPES = {"5": "c10::Half", "6": "float", "7": "double", "15": "c10::BFloat16"}
+# Below this share of the step the casts are noise (REVIEW.md); gpu/gpt_bf16_fused (bf16 weights)
+# has no weight casts at all, series_linear_train's one explicit .to() per step is not autocast's.
+MIN_IMPACT_SHARE = 0.01
+EVIDENCE_EVENTS = 4
+TOP_SHAPES = 4
+
+
+@dataclass(frozen=True)
+class CastShape:
+    shape: tuple[int, ...]
+    per_step: float  # weight casts of this shape per step, forward and backward
+    us: float  # per step
+
+
+@dataclass(frozen=True)
+class AutocastCasts:
+    steps: int
+    weights: int  # forward weight casts per step (one per weight or bias)
+    casts_per_step: float  # weight casts per step, forward and backward
+    forward_us: float  # per step
+    backward_us: float  # per step
+    weight_us: float  # per step, both
+    host_us: float  # per step: the host dispatching those casts (aten::to, ToCopyBackward0)
+    exposed_host_us: float  # per step: of that, with the GPU idle
+    other_cast_us: float  # per step: activation casts and explicit .to()/.float()
+    cast_us: float  # per step: every cast kernel
+    cast_share_percent: float  # of the device time
+    weight_share_percent: float  # of the device time
+    source_dtype: str  # as torch records it: "float"
+    target_dtype: str  # "c10::BFloat16"
+    ops: tuple[str, ...]  # the ops whose weights were cast: aten::linear
+    shapes: tuple[CastShape, ...]  # most time first
+    step_share_percent: float
+
+
+@dataclass(frozen=True)
+class WeightCast:
+    """Note on a forward weight cast op."""
+
+    op: str
+    shape: tuple[int, ...]
+    kernel_us: float
+
+
+@dataclass(frozen=True)
+class GradCast:
+    """Note on the backward cast of a weight's gradient."""
+
+    shape: tuple[int, ...]
+    kernel_us: float
+
+
+class _Args(msgspec.Struct, gc=False):
+    dims: Any = msgspec.field(name="Input Dims", default=None)
+    types: Any = msgspec.field(name="Input type", default=None)
+    seq: Any = msgspec.field(name="Sequence number", default=None)
+    concrete: Any = msgspec.field(name="Concrete Inputs", default=None)
+
+
+def check(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    if not facts.has_gpu:
+        return []
+    trace = facts.trace
+    codes = classify(facts)
+    casts = np.flatnonzero(codes == CODE["cast"])
+    if facts.steps:
+        casts = casts[facts.event_step[casts] >= 0]
+    if casts.size == 0:
+        return []
+    source = np.where(facts.owner[casts] >= 0, facts.owner[casts], facts.launcher[casts])
+    copy_op = np.where(source >= 0, nearest_ancestor(facts, facts.is_host & name_mask(facts, TO_COPY))[source], -1)
+    backward = np.where(copy_op >= 0, nearest_ancestor(facts, facts.is_host & name_mask(facts, BACKWARD))[copy_op],
+                        -1)
+    user = _users(facts, copy_op)
+    args = _decode(trace, {*copy_op[copy_op >= 0].tolist(), *user[user >= 0].tolist(),
+                           *backward[backward >= 0].tolist()})
+
+    forward: dict[int, tuple[int, int, tuple[int, ...]]] = {}  # kernel -> (copy op, user op, shape)
+    seqs = set()
+    for k, c, u, b in zip(casts.tolist(), copy_op.tolist(), user.tolist(), backward.tolist(), strict=True):
+        if c < 0 or u < 0 or b >= 0:
+            continue
+        shape = _first_shape(args.get(c))
+        if shape and _is_weight(args.get(u), shape):
+            forward[k] = (c, u, shape)
+            seq = args[c].seq if args.get(c) is not None else None
+            if isinstance(seq, int):
+                seqs.add(seq)
+    grads: dict[int, tuple[int, tuple[int, ...]]] = {}  # kernel -> (backward node, shape)
+    for k, c, b in zip(casts.tolist(), copy_op.tolist(), backward.tolist(), strict=True):
+        a = args.get(b) if b >= 0 else None
+        if a is not None and isinstance(a.seq, int) and a.seq in seqs:
+            grads[k] = (b, _first_shape(args.get(c)) or ())
+    if not forward:
+        return []
+    steps = ctx.step_count
+    fwd_ns = float(sum(int(trace.dur[k]) for k in forward))
+    bwd_ns = float(sum(int(trace.dur[k]) for k in grads))
+    weight_ns = fwd_ns + bwd_ns
+    # the host side: each forward cast's aten::to under the op, each gradient's ToCopyBackward0
+    host_ops = {_cast_call(facts, c, u) for c, u, _ in forward.values()} | {b for b, _ in grads.values()}
+    host_ns = float(sum(int(trace.dur[o]) for o in host_ops))
+    exposed_ns = float(sum(int(trace.dur[o]) - busy_ns(facts, int(trace.ts[o]), int(trace.ts[o] + trace.dur[o]))
+                           for o in host_ops))
+    impact = ctx.per_step(weight_ns + exposed_ns)
+    if impact.share < MIN_IMPACT_SHARE:
+        return []
+    cast_ns = float(trace.dur[casts].sum())
+    lo, hi = facts.window
+    device_ns = float(trace.dur[facts.is_device_work & (trace.ts >= lo) & (trace.ts < hi)].sum()) or 1.0
+    src, dst = _dtypes(args, [c for c, _, _ in forward.values()])
+    record = AutocastCasts(
+        steps=steps, weights=round(len(forward) / steps), casts_per_step=(len(forward) + len(grads)) / steps,
+        forward_us=us(fwd_ns) / steps, backward_us=us(bwd_ns) / steps, weight_us=us(weight_ns) / steps,
+        host_us=us(host_ns) / steps, exposed_host_us=us(exposed_ns) / steps,
+        other_cast_us=us(cast_ns - weight_ns) / steps, cast_us=us(cast_ns) / steps,
+        cast_share_percent=100.0 * cast_ns / device_ns, weight_share_percent=100.0 * weight_ns / device_ns,
+        source_dtype=src, target_dtype=dst,
+        ops=tuple(sorted({trace.event_name(u) for _, u, _ in forward.values()})),
+        shapes=_shapes(trace, forward, grads, steps), step_share_percent=100.0 * impact.share)
+    return [Finding(ID, record, impact, _evidence(facts, forward, grads))]
+
+
+def _cast_call(facts: Facts, copy: int, user: int) -> int:
+    """The outermost cast op under the user op (aten::to > aten::_to_copy): the host's cast call."""
+    j = copy
+    while int(facts.parent[j]) >= 0 and int(facts.parent[j]) != user:
+        j = int(facts.parent[j])
+    return j
+
+
+def _users(facts: Facts, copy_op: np.ndarray) -> np.ndarray:
+    """Per cast: the op it was cast for (the first ancestor above aten::to/_to_copy) if autocast's."""
+    trace = facts.trace
+    wrappers = {i for i, n in enumerate(trace.names) if n in CAST_WRAPPERS}
+    out = np.full(copy_op.size, -1, dtype=np.int64)
+    for n, c in enumerate(copy_op.tolist()):
+        j = int(facts.parent[c]) if c >= 0 else -1
+        while j >= 0 and int(trace.name[j]) in wrappers:
+            j = int(facts.parent[j])
+        if j >= 0 and AUTOCAST_OPS.search(trace.event_name(j)):
+            out[n] = j
+    return out
+
+
+def _decode(trace, ops: set[int]) -> dict[int, _Args | None]:
+    idx = sorted(ops)
+    return dict(zip(idx, trace.decode_args(idx, _Args), strict=True))
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    if isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+        return tuple(value)
+    return None
+
+
+def _first_shape(a: _Args | None) -> tuple[int, ...] | None:
+    return _shape(a.dims[0]) if a is not None and isinstance(a.dims, list) and a.dims else None
+
+
+def _is_weight(a: _Args | None, shape: tuple[int, ...]) -> bool:
+    """The cast tensor is one of the op's arguments after the first (weight, bias), not its input."""
+    if a is None or not isinstance(a.dims, list):
+        return False
+    return any(_shape(d) == shape for d in a.dims[1:])
+
+
+def _dtypes(args: dict[int, _Args | None], copies: list[int]) -> tuple[str, str]:
+    """The weights' dtype (the copy's input type) and the one autocast cast them to (the copy's
+    dtype argument, a ScalarType code in `Concrete Inputs`)."""
+    for c in copies:
+        a = args.get(c)
+        if a is None or not isinstance(a.types, list) or not a.types:
+            continue
+        target = a.concrete[1] if isinstance(a.concrete, list) and len(a.concrete) > 1 else ""
+        return str(a.types[0]), SCALAR_TYPES.get(str(target), str(target))
+    return "", ""
+
+
+def _shapes(trace, forward: dict, grads: dict, steps: int) -> tuple[CastShape, ...]:
+    count: dict[tuple[int, ...], int] = defaultdict(int)
+    time: dict[tuple[int, ...], int] = defaultdict(int)
+    for k, (_, _, shape) in forward.items():
+        count[shape] += 1
+        time[shape] += int(trace.dur[k])
+    for k, (_, shape) in grads.items():
+        count[shape] += 1
+        time[shape] += int(trace.dur[k])
+    top = sorted(time, key=lambda s: -time[s])[:TOP_SHAPES]
+    return tuple(CastShape(s, count[s] / steps, us(time[s]) / steps) for s in top)
+
+
+def _evidence(facts: Facts, forward: dict, grads: dict) -> list[Evidence]:
+    trace = facts.trace
+    out = []
+    for k in sorted(forward, key=lambda k: -int(trace.dur[k]))[: EVIDENCE_EVENTS // 2]:
+        c, u, shape = forward[k]
+        out.append(Evidence.of(facts, c, WeightCast(trace.event_name(u), shape, us(trace.dur[k]))))
+    for k in sorted(grads, key=lambda k: -int(trace.dur[k]))[: EVIDENCE_EVENTS // 2]:
+        b, shape = grads[k]
+        out.append(Evidence.of(facts, b, GradCast(shape, us(trace.dur[k]))))
+    return out

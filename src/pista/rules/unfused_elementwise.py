@@ -1,0 +1,246 @@
+"""What:
+Chains of memory-bound elementwise kernels over tensors of the same size: consecutive kernels on
+one stream (purpose "elementwise", nothing else between them) whose launching ops take a first
+tensor of the same shape (`Input Dims`), each moving its bytes near the card's bandwidth (bytes =
+the full-size tensor inputs plus the output, at the dtype of `Input type`). Kernels already made
+by a compiler (Triton `triton_*`) are left out.
+
+Why:
+An elementwise kernel on a large tensor does almost no arithmetic: its time is one read and one
+write of the tensor at the memory bandwidth. N such ops in a row stream the data N times where one
+fused kernel (torch.compile) streams it once.
+
+Example:
+gpu/elementwise_chain on an H200: six eager ops (mul, add, relu, mul, sigmoid, sub) on a 64 Mi
+fp32 tensor, 126-187 µs each at 4.1-4.3 TB/s (the card's measured 4.27), 825 µs per step.
+gpu/elementwise_compiled runs the same chain under torch.compile as one
+`triton_poi_fused_add_mul_relu_sigmoid_sub_0` kernel of 127 µs.
+
+Impact:
+Per step: (N-1)/N of each chain's time, the passes fusion saves, an upper bound (the fused kernel
+still reads every distinct input once). gpu/elementwise_chain 687 µs (77.9% of the step, which
+lasts its GPU work); gpu/resnet50_bf16's residual add + ReLU pairs (forward) and add_ +
+threshold_backward pairs (backward) 1.78 ms (5.5%). New in issue 15.
+
+Fix:
+`torch.compile` the function (or the module) that holds the chain; by hand, fold scalar ops
+into one (`torch.addcmul`, in-place ops do not help: they still make a pass each) or write one
+kernel (Triton).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from pista.efficiency import PRACTICAL_SHARE_HBM, card_of
+from pista.findings import Context, Evidence, Finding
+from pista.purpose import CODE, classify
+from pista.rules._common import COMPILED_REGION, nearest_ancestor, pattern_mask, us
+from pista.trace.facts import Facts
+
+ID = "unfused-elementwise"
+COMPILED_KERNEL = re.compile(r"^triton_")
+# At least this many kernels in a chain: two in a row already stream the tensor twice.
+MIN_CHAIN = 2
+# Each kernel of a chain moves its bytes at this share of the card's bandwidth ceiling or more:
+# gpu/elementwise_chain's kernels run at 0.98-1.01 of the H200's measured 4.27 TB/s; a kernel far
+# below it is latency- or launch-bound (launch_bound's 256-element ops), which fusion does not
+# speed up by passes.
+MIN_BANDWIDTH_SHARE = 0.6
+# Below this share of the step the saving is noise (REVIEW.md).
+MIN_IMPACT_SHARE = 0.01
+EVIDENCE_CHAINS = 2
+# Element sizes of the dtypes `Input type` names.
+ITEM_BYTES = {"float": 4, "double": 8, "c10::BFloat16": 2, "c10::Half": 2, "int": 4, "long int": 8, "bool": 1,
+              "signed char": 1, "unsigned char": 1, "short int": 2, "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1}
+
+
+@dataclass(frozen=True)
+class Chain:
+    """One chain occurrence's ops and costs, summed over the window for chains of the same ops."""
+
+    ops: tuple[str, ...]  # launching ops, in order: aten::mul, aten::add, aten::clamp_min, ...
+    shape: tuple[int, ...]
+    dtype: str
+    count: int  # occurrences in the window
+    us: float  # per step, all kernels of the chain
+    tbps: float  # bytes moved / time over the chain's kernels
+    saving_us: float  # per step: (N-1)/N of us
+
+
+@dataclass(frozen=True)
+class UnfusedElementwise:
+    steps: int
+    chains: tuple[Chain, ...]  # most saving first
+    kernels_per_step: float
+    chain_us: float  # per step
+    saving_us: float  # per step
+    ceiling_tbps: float
+    ceiling_source: str  # "measured" | "datasheet" | "trace"
+    card: str
+    gpu_share_percent: float  # chain time of the device time
+    step_share_percent: float
+
+
+@dataclass(frozen=True)
+class ChainKernel:
+    """Note on one kernel of a chain."""
+
+    op: str
+    position: int  # 1-based, in its chain
+    length: int
+    tbps: float
+
+
+class _Args(msgspec.Struct, gc=False):
+    dims: Any = msgspec.field(name="Input Dims", default=None)
+    types: Any = msgspec.field(name="Input type", default=None)
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    index: int
+    op: int
+    numel: int
+    shape: tuple[int, ...]
+    dtype: str
+    bytes: int
+
+
+def check(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    if not facts.has_gpu:
+        return []
+    trace = facts.trace
+    candidates = _candidates(facts)
+    if not candidates:
+        return []
+    ceiling, source, card = _ceiling(facts, candidates)
+    floor = MIN_BANDWIDTH_SHARE * ceiling * 1e3  # bytes per ns
+    fast = {k: c for k, c in candidates.items() if c.bytes / max(int(trace.dur[k]), 1) >= floor}
+    chains = [ch for ch in _chains(facts, fast) if len(ch) >= MIN_CHAIN]
+    if not chains:
+        return []
+    steps = ctx.step_count
+    chain_ns = float(sum(int(trace.dur[c.index]) for ch in chains for c in ch))
+    saving_ns = float(sum(sum(int(trace.dur[c.index]) for c in ch) * (len(ch) - 1) / len(ch) for ch in chains))
+    impact = ctx.per_step(saving_ns)
+    if impact.share < MIN_IMPACT_SHARE:
+        return []
+    lo, hi = facts.window
+    device_ns = float(trace.dur[facts.is_device_work & (trace.ts >= lo) & (trace.ts < hi)].sum()) or 1.0
+    record = UnfusedElementwise(
+        steps=steps, chains=_summaries(facts, chains, steps), kernels_per_step=sum(len(ch) for ch in chains) / steps,
+        chain_us=us(chain_ns) / steps, saving_us=us(saving_ns) / steps, ceiling_tbps=ceiling, ceiling_source=source,
+        card=card, gpu_share_percent=100.0 * chain_ns / device_ns, step_share_percent=100.0 * impact.share)
+    return [Finding(ID, record, impact, _evidence(facts, chains))]
+
+
+def _candidates(facts: Facts) -> dict[int, _Kernel]:
+    """Elementwise kernels launched by an eager op with a recorded first tensor: their bytes."""
+    trace = facts.trace
+    codes = classify(facts)
+    idx = np.flatnonzero((codes == CODE["elementwise"]) & ~pattern_mask(facts, COMPILED_KERNEL)
+                         & (facts.owner >= 0))
+    if facts.steps:
+        idx = idx[facts.event_step[idx] >= 0]
+    if idx.size == 0:
+        return {}
+    compiled = nearest_ancestor(facts, facts.is_host & pattern_mask(facts, COMPILED_REGION))
+    idx = idx[compiled[facts.owner[idx]] < 0]
+    ops = facts.owner[idx]
+    out = {}
+    for k, op, a in zip(idx.tolist(), ops.tolist(), trace.decode_args(ops.tolist(), _Args), strict=True):
+        kernel = _sized(k, op, a)
+        if kernel is not None:
+            out[k] = kernel
+    return out
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    if isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+        return tuple(value)
+    return None
+
+
+def _sized(k: int, op: int, a: _Args | None) -> _Kernel | None:
+    if a is None or not isinstance(a.dims, list) or not isinstance(a.types, list) or not a.dims:
+        return None
+    shape = _shape(a.dims[0])
+    dtype = a.types[0] if a.types and isinstance(a.types[0], str) else ""
+    if shape is None or dtype not in ITEM_BYTES:
+        return None
+    numel = math.prod(shape)
+    full = sum(1 for d in a.dims if _shape(d) is not None and math.prod(_shape(d) or ()) == numel)
+    return _Kernel(k, op, numel, shape, dtype, numel * ITEM_BYTES[dtype] * (full + 1))
+
+
+def _ceiling(facts: Facts, candidates: dict[int, _Kernel]) -> tuple[float, str, str]:
+    """The bandwidth (TB/s) a streaming kernel reaches on this card: measured, else the datasheet
+    times the share the H200 reached of its own, else the best one in this trace."""
+    card = card_of(facts.trace)
+    if card is not None and "hbm" in card.measured:
+        return float(card.measured["hbm"]), "measured", card.name
+    if card is not None:
+        return card.hbm_tbps * PRACTICAL_SHARE_HBM, "datasheet", card.name
+    trace = facts.trace
+    best = max(c.bytes / max(int(trace.dur[k]), 1) for k, c in candidates.items()) / 1e3
+    return best, "trace", ""
+
+
+def _chains(facts: Facts, fast: dict[int, _Kernel]) -> list[list[_Kernel]]:
+    """Runs of consecutive device work on one stream, all in `fast`, same numel, same step."""
+    out: list[list[_Kernel]] = []
+    for lane in facts.lanes:
+        if lane.kind != "gpu":
+            continue
+        work = lane.events[facts.is_device_work[lane.events]]
+        run: list[_Kernel] = []
+        for k in work.tolist():
+            c = fast.get(k)
+            if c is not None and run and c.numel == run[-1].numel and \
+                    facts.event_step[k] == facts.event_step[run[-1].index]:
+                run.append(c)
+                continue
+            if len(run) >= MIN_CHAIN:
+                out.append(run)
+            run = [c] if c is not None else []
+        if len(run) >= MIN_CHAIN:
+            out.append(run)
+    return out
+
+
+def _op_name(facts: Facts, c: _Kernel) -> str:
+    return facts.trace.event_name(c.op)
+
+
+def _summaries(facts: Facts, chains: list[list[_Kernel]], steps: int) -> tuple[Chain, ...]:
+    trace = facts.trace
+    groups: dict[tuple, list[list[_Kernel]]] = {}
+    for ch in chains:
+        key = (tuple(_op_name(facts, c) for c in ch), ch[0].shape, ch[0].dtype)
+        groups.setdefault(key, []).append(ch)
+    out = []
+    for (ops, shape, dtype), items in groups.items():
+        ns = sum(int(trace.dur[c.index]) for ch in items for c in ch)
+        moved = sum(c.bytes for ch in items for c in ch)
+        saving = sum(sum(int(trace.dur[c.index]) for c in ch) * (len(ch) - 1) / len(ch) for ch in items)
+        out.append(Chain(ops, shape, dtype, len(items), us(ns) / steps, moved / max(ns, 1) / 1e3, us(saving) / steps))
+    return tuple(sorted(out, key=lambda c: -c.saving_us))
+
+
+def _evidence(facts: Facts, chains: list[list[_Kernel]]) -> list[Evidence]:
+    trace = facts.trace
+    picks = sorted(chains, key=lambda ch: -sum(int(trace.dur[c.index]) for c in ch))[:EVIDENCE_CHAINS]
+    out = []
+    for ch in sorted(picks, key=lambda ch: int(trace.ts[ch[0].index])):
+        for n, c in enumerate(ch, 1):
+            rate = c.bytes / max(int(trace.dur[c.index]), 1) / 1e3
+            out.append(Evidence.of(facts, c.index, ChainKernel(_op_name(facts, c), n, len(ch), rate)))
+    return out

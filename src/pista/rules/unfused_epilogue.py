@@ -1,0 +1,242 @@
+"""What:
+A GEMM followed by a separate elementwise kernel on its output that the GEMM's epilogue could do:
+the op right after an `aten::mm`/`matmul`/`bmm`/`linear`/`addmm` in the same parent is a bias add
+(`aten::add` of a vector the size of the output's last dimension, after a GEMM without a bias of
+its own: a full-size add is a residual, not a bias) or an activation (`aten::relu`, `gelu`, `silu`, `sigmoid`, `tanh`), its first input has the GEMM's output
+shape (from `Input Dims`), and its kernel runs on the GEMM's stream.
+
+Why:
+cuBLAS(Lt) GEMMs apply a bias (and, through `torch._addmm_activation`, ReLU/GELU) in the epilogue,
+while the tile is still in registers, for almost nothing. As a separate kernel the same bias add
+reads and writes the whole output once more from memory.
+
+Example:
+seed_mm4096_warm on an H200: `torch.add(torch.matmul(x, w), b)` at 4096 bf16. The GEMM runs at
+803 TFLOP/s (174.5 µs), then `aten::add` launches an `elementwise_kernel` of 41.6 µs, 19.4% of the
+GPU time. gpu/bias_unfused is the same (GEMM 177.7 µs + add 42.1 µs); gpu/bias_addmm,
+`torch.addmm(b, x, w)`, runs one `..._bias_NNT` GEMM of 178.9 µs. Unprofiled the eager pair takes
+217-220 µs per call, `addmm` 175 µs and `F.linear` 176 µs (REVIEW.md).
+
+Impact:
+Per step: the separate elementwise kernels' time, an upper bound (the epilogue itself costs a
+little: 1.2 µs in gpu/bias_addmm). seed_mm4096_warm 41.3 µs (19.4% of the step, which lasts its
+213 µs of GPU work), gpu/bias_unfused 41.9 µs (19.3%). A residual add after a GEMM with its
+own bias (the GPT blocks' `h + proj(a)`) is not a bias and is not reported. New in issue 15.
+
+Fix:
+Write the bias into the GEMM: `torch.addmm(b, x, w)` or `F.linear(x, w_t, b)` (nn.Linear does);
+for an activation, `torch.compile` the block so the elementwise op is fused (or use
+`torch._addmm_activation` for ReLU/GELU).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from pista.efficiency import GEMM_OPS, gemm_mnk
+from pista.findings import Context, Evidence, Finding
+from pista.rules._common import name_mask, nearest_ancestor, us
+from pista.trace.facts import Facts
+
+ID = "unfused-epilogue"
+BIAS_OPS = frozenset({"aten::add", "aten::add_"})
+ACTIVATION_OPS = frozenset({"aten::relu", "aten::relu_", "aten::gelu", "aten::gelu_", "aten::silu", "aten::silu_",
+                            "aten::sigmoid", "aten::sigmoid_", "aten::tanh", "aten::tanh_"})
+# GEMM ops that already add a bias (self/input) in their epilogue.
+BIASED_GEMMS = frozenset({"aten::addmm", "aten::baddbmm", "aten::addbmm", "aten::_addmm_activation"})
+# Below this share of the step the saving is noise (REVIEW.md): the GELU after each Linear of
+# series_mlp_eager and gpu/adamw_foreach is 2.4-2.6 µs, ~0.3% of their steps.
+MIN_IMPACT_SHARE = 0.01
+EVIDENCE_PAIRS = 3
+
+
+@dataclass(frozen=True)
+class EpiloguePair:
+    """One GEMM op followed by one elementwise op, all their calls with the same shapes."""
+
+    gemm: str  # aten::matmul
+    op: str  # aten::add
+    kind: str  # "bias" | "activation"
+    parent: str  # the region or op both ran in: matmul_add
+    out_shape: tuple[int, ...]
+    other_shape: tuple[int, ...] | None  # the bias's shape
+    calls_per_step: float
+    elementwise_us: float  # per step
+    gemm_us: float  # per step
+
+
+@dataclass(frozen=True)
+class UnfusedEpilogue:
+    steps: int
+    pairs: tuple[EpiloguePair, ...]  # most elementwise time first
+    elementwise_us: float  # per step
+    gpu_share_percent: float  # of the device time
+    step_share_percent: float
+
+
+@dataclass(frozen=True)
+class GemmCall:
+    """Note on the GEMM op of a pair."""
+
+    kernel_us: float
+
+
+@dataclass(frozen=True)
+class EpilogueCall:
+    """Note on the elementwise op after it."""
+
+    kind: str
+    gemm: str
+    kernel_us: float
+
+
+class _Args(msgspec.Struct, gc=False):
+    dims: Any = msgspec.field(name="Input Dims", default=None)
+
+
+def check(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    if not facts.has_gpu:
+        return []
+    trace = facts.trace
+    ops = facts.is_host & trace.category_mask({"cpu_op"})
+    is_gemm = ops & name_mask(facts, GEMM_OPS)
+    # the outermost GEMM op of a call (aten::matmul, not the aten::mm inside it)
+    gemm_above = nearest_ancestor(facts, is_gemm, inclusive=False)
+    gemms = np.flatnonzero(is_gemm & (gemm_above < 0))
+    if facts.steps:
+        gemms = gemms[facts.event_step[gemms] >= 0]
+    if gemms.size == 0:
+        return []
+    nxt = _next_sibling(facts, ops)[gemms]
+    epilogue_names = BIAS_OPS | ACTIVATION_OPS
+    keep = (nxt >= 0)
+    keep[keep] = np.isin(trace.name[nxt[keep]], [i for i, n in enumerate(trace.names) if n in epilogue_names])
+    gemms, nxt = gemms[keep], nxt[keep]
+    if gemms.size == 0:
+        return []
+    work = _work_under(facts, np.concatenate([gemms, nxt]))
+    args = dict(zip(np.concatenate([gemms, nxt]).tolist(),
+                    trace.decode_args(np.concatenate([gemms, nxt]).tolist(), _Args), strict=True))
+    hits = []
+    for g, e in zip(gemms.tolist(), nxt.tolist(), strict=True):
+        match = _epilogue(trace.event_name(g), args.get(g), trace.event_name(e), args.get(e))
+        g_work, e_work = work.get(g, []), work.get(e, [])
+        if match is None or not g_work or not e_work:
+            continue
+        gemm_kernel = max(g_work, key=lambda k: int(trace.dur[k]))
+        if any(_stream(trace, k) != _stream(trace, gemm_kernel) for k in e_work):
+            continue
+        hits.append((g, e, match, gemm_kernel, e_work))
+    if not hits:
+        return []
+    steps = ctx.step_count
+    total_ns = float(sum(int(trace.dur[k]) for *_, ks in hits for k in ks))
+    impact = ctx.per_step(total_ns)
+    if impact.share < MIN_IMPACT_SHARE:
+        return []
+    lo, hi = facts.window
+    device_ns = float(trace.dur[facts.is_device_work & (trace.ts >= lo) & (trace.ts < hi)].sum()) or 1.0
+    record = UnfusedEpilogue(steps=steps, pairs=_pairs(facts, hits, steps), elementwise_us=us(total_ns) / steps,
+                             gpu_share_percent=100.0 * total_ns / device_ns, step_share_percent=100.0 * impact.share)
+    return [Finding(ID, record, impact, _evidence(facts, hits))]
+
+
+def _next_sibling(facts: Facts, ops: np.ndarray) -> np.ndarray:
+    """Per op: the next op with the same parent on the same thread, by start time (-1: none)."""
+    trace = facts.trace
+    idx = np.flatnonzero(ops)
+    out = np.full(len(trace), -1, dtype=np.int64)
+    if idx.size < 2:
+        return out
+    order = np.lexsort((trace.ts[idx], facts.parent[idx], trace.tid[idx], trace.pid[idx]))
+    idx = idx[order]
+    same = ((trace.pid[idx[1:]] == trace.pid[idx[:-1]]) & (trace.tid[idx[1:]] == trace.tid[idx[:-1]])
+            & (facts.parent[idx[1:]] == facts.parent[idx[:-1]]))
+    out[idx[:-1][same]] = idx[1:][same]
+    return out
+
+
+def _work_under(facts: Facts, ops: np.ndarray) -> dict[int, list[int]]:
+    """Op -> the device work launched by it or by ops below it."""
+    mask = np.zeros(len(facts.trace), dtype=bool)
+    mask[ops] = True
+    top = nearest_ancestor(facts, mask)
+    work = np.flatnonzero(facts.is_device_work)
+    source = np.where(facts.owner[work] >= 0, facts.owner[work], facts.launcher[work])
+    out: dict[int, list[int]] = defaultdict(list)
+    for k, s in zip(work.tolist(), source.tolist(), strict=True):
+        if s >= 0 and top[s] >= 0:
+            out[int(top[s])].append(k)
+    return out
+
+
+def _stream(trace, k: int) -> tuple[int, int]:
+    return int(trace.pid[k]), int(trace.tid[k])
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    if isinstance(value, list) and all(isinstance(v, int) for v in value):
+        return tuple(value)
+    return None
+
+
+def _epilogue(gemm: str, g: _Args | None, op: str, e: _Args | None) -> tuple[str, tuple[int, ...],
+                                                                               tuple[int, ...] | None] | None:
+    """(kind, output shape, bias shape) when op works on the GEMM's output, else None."""
+    if g is None or e is None or not isinstance(e.dims, list) or not e.dims:
+        return None
+    mnk = gemm_mnk(gemm, g.dims)
+    first = _shape(e.dims[0])
+    if mnk is None or not first:
+        return None
+    batch, m, n, _ = mnk
+    if math.prod(first) != batch * m * n or first[-1] != n:
+        return None
+    if op in ACTIVATION_OPS:
+        return "activation", first, None
+    if _has_bias(gemm, g.dims):
+        return None  # the GEMM adds its own bias: this add is a residual, not a bias
+    other = _shape(e.dims[1]) if len(e.dims) > 1 else None
+    if not other or other[-1] != n or math.prod(other) != n:
+        return None  # a scalar, or a full tensor (a residual: another activation, not a bias)
+    return "bias", first, other
+
+
+def _has_bias(gemm: str, dims: Any) -> bool:
+    if gemm in BIASED_GEMMS:
+        return True
+    return gemm == "aten::linear" and isinstance(dims, list) and len(dims) > 2 and bool(_shape(dims[2]))
+
+
+def _pairs(facts: Facts, hits: list, steps: int) -> tuple[EpiloguePair, ...]:
+    trace = facts.trace
+    groups: dict[tuple, list] = defaultdict(list)
+    for g, e, (kind, out_shape, other), gk, ek in hits:
+        p = int(facts.parent[g])
+        parent = trace.event_name(p) if p >= 0 else ""
+        groups[(trace.event_name(g), trace.event_name(e), kind, parent, out_shape, other)].append((gk, ek))
+    out = []
+    for (gemm, op, kind, parent, out_shape, other), items in groups.items():
+        out.append(EpiloguePair(
+            gemm=gemm, op=op, kind=kind, parent=parent, out_shape=out_shape, other_shape=other,
+            calls_per_step=len(items) / steps,
+            elementwise_us=us(sum(int(trace.dur[k]) for _, ek in items for k in ek)) / steps,
+            gemm_us=us(sum(int(trace.dur[gk]) for gk, _ in items)) / steps))
+    return tuple(sorted(out, key=lambda p: -p.elementwise_us))
+
+
+def _evidence(facts: Facts, hits: list) -> list[Evidence]:
+    trace = facts.trace
+    out = []
+    picks = sorted(hits, key=lambda h: -sum(int(trace.dur[k]) for k in h[4]))[:EVIDENCE_PAIRS]
+    for g, e, (kind, _, _), gk, ek in sorted(picks, key=lambda h: int(trace.ts[h[0]])):
+        out.append(Evidence.of(facts, g, GemmCall(us(trace.dur[gk]))))
+        out.append(Evidence.of(facts, e, EpilogueCall(kind, trace.event_name(g), us(sum(int(trace.dur[k]) for k in ek)))))
+    return out

@@ -1,0 +1,308 @@
+"""What:
+The optimizer step runs unfused, as `foreach` kernels (`aten::_foreach_mul_`, `_foreach_lerp_`,
+`_foreach_addcdiv_`... under `Optimizer.step#AdamW.step`, each a `multi_tensor_apply_kernel` pass
+over all parameters) or one small kernel per parameter and operation, and that work is a large
+share of the GPU time or of the host's step. The optimizer's GPU work is the device work launched
+under `Optimizer.step#<Class>.step` (`pista.purpose`: purpose "optimizer"); its host time is that
+event's span.
+
+Why:
+AdamW reads and writes each parameter, its gradient and two moments. The foreach implementation
+makes one pass over memory per elementwise operation (eight in gpu/adamw_foreach: mul, lerp,
+addcmul, sqrt, div, addcdiv...), the fused one (`fused=True`, one `_fused_adamw_` kernel) makes a
+single pass; on the host, foreach also dispatches a dozen ops plus per-parameter bookkeeping
+(`aten::item` on the step counters) where fused dispatches two.
+
+Example:
+series_mlp_eager on an H200 (4 blocks of Linear 1024-4096-1024, AdamW foreach): 48 foreach kernels
+in 3 steps take 2.233 ms, 62.6% of the GPU time, and `Optimizer.step#AdamW.step` 1.4 ms of the
+6.9 ms step. gpu/adamw_foreach and gpu/adamw_fused run the same fp32 MLP both ways: the optimizer's
+kernels take 747 µs per step foreach and 266 µs fused, its host span 761 µs and 267 µs. Unprofiled,
+the bf16-autocast MLP step goes from 6.1 ms (foreach) to 3.4 ms with `fused=True` (REVIEW.md);
+re-measured on the H200 for this rule (same MLP, fp32 parameters under autocast, 40 steps, two
+runs): 3.16-3.63 ms foreach and 3.03-3.21 ms fused, `opt.step()` on the host 0.70-0.77 ms and
+0.32-0.36 ms.
+
+Impact:
+Per step, from the pair above: fused takes 0.356 of foreach's GPU time (S, the time saved, is the
+rest) and 0.351 of its host time (H). After each `Optimizer.step` the next device work starts at N,
+once the optimizer's last kernel has ended (E) and its own launch has been queued (Q); fused, it
+could start at max(E - S, Q - H): the impact is N minus that, at most S + H. So the GPU saving
+counts only where the GPU is the bottleneck and the host saving only where the host is. The
+last call, with no work after it in the window, counts the mean of the others. series_mlp_eager
+750 µs (10.8%; re-measured unprofiled, 0.13-0.42 ms of a ~3.2 ms step), gpu/adamw_foreach 482 µs
+(13.8%, the GPU-bound case: S), gpu/gpt_autocast 1.80 ms (7.2%). Summing S and the exposed host
+time instead gave 998 µs, 675 µs and 2.79 ms, more than the measurement allows. Plain SGD (one
+`_foreach_add_`, a single pass) is not reported: fusing it saves no pass. New in issue 15.
+
+Fix:
+`torch.optim.AdamW(params, fused=True)` (Adam, AdamW and SGD have it on CUDA); for other optimizers,
+compile the step (`torch.compile(opt.step)`), which fuses the foreach ops into a few kernels.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from pista.findings import Context, Evidence, Finding
+from pista.purpose import CODE, classify
+from pista.rules._common import busy_ns, nearest_ancestor, pattern_mask, us
+from pista.trace.facts import Facts
+
+ID = "unfused-optimizer"
+STEP_EVENT = re.compile(r"^Optimizer\.step#(\w+)\.step$")
+FOREACH_OP = re.compile(r"^aten::_foreach_")
+FUSED_OP = re.compile(r"^aten::_fused_")
+# Optimizers with a fused CUDA implementation (torch.optim: `fused=True`).
+FUSABLE = frozenset({"Adam", "AdamW", "SGD"})
+# The optimizer's share of the device time, or its host span's share of the step, from which it is
+# worth fusing: foreach AdamW is 62.6% of the GPU time in series_mlp_eager, 32.7% in gpu/adamw_foreach,
+# 12.8% in gpu/gpt_autocast, whose Optimizer.step is also 15.8% of the step on the host.
+MIN_GPU_SHARE = 0.05
+MIN_HOST_SHARE = 0.05
+# Below this share of the step the saving is noise (REVIEW.md).
+MIN_IMPACT_SHARE = 0.01
+# A foreach step that sweeps the parameters once (plain SGD: one _foreach_add_) is as good as fused
+# on the GPU (series_linear_train, gpu/capture_linear); AdamW makes 8 sweeps (gpu/adamw_foreach).
+MIN_PASSES = 2
+# A per-parameter (foreach=False) step launches several kernels per parameter; fewer kernels from
+# plain aten ops than this per call is not that (an optimizer with a handful of tensors is cheap).
+MIN_PER_PARAM_KERNELS = 8
+# What fused keeps of foreach, measured on the H200 with the same fp32 MLP both ways: the optimizer's
+# kernels take 797.1 µs in 3 steps fused (gpu/adamw_fused) and 2241.0 µs foreach (gpu/adamw_foreach);
+# Optimizer.step spans 802.3 µs and 2282.8 µs of host time.
+FUSED_GPU_RATIO = 0.356
+FUSED_HOST_RATIO = 0.351
+EVIDENCE_STEPS = 3
+EVIDENCE_KERNELS = 2
+
+
+@dataclass(frozen=True)
+class UnfusedOptimizer:
+    optimizer: str  # the class in the event's name: AdamW
+    event: str  # Optimizer.step#AdamW.step
+    mode: str  # "foreach" | "per-parameter"
+    passes: float  # per call: foreach ops that launched kernels (sweeps over the parameters), or
+    # kernels of plain aten ops per-parameter
+    fusable: bool  # the class has fused=True
+    steps: int
+    calls: int  # Optimizer.step calls in the window
+    kernels_per_step: float
+    foreach_ops: tuple[str, ...]  # the foreach ops it dispatched, most GPU time first
+    gpu_us: float  # per step: the optimizer's device work
+    gpu_share_percent: float  # of the device time in the window
+    host_us: float  # per step: Optimizer.step's span
+    exposed_host_us: float  # per step: of that span, with the GPU idle
+    gpu_saving_us: float  # per step: the optimizer's GPU time fused would not take
+    host_saving_us: float  # per step: its host time fused would not take
+    saving_us: float  # per step: how much earlier the work after the step starts (the impact)
+    fused_gpu_ratio: float
+    fused_host_ratio: float
+    step_share_percent: float
+
+
+@dataclass(frozen=True)
+class StepCall:
+    """Note on one Optimizer.step call."""
+
+    host_us: float
+    exposed_host_us: float
+    gpu_us: float
+    kernels: int
+
+
+@dataclass(frozen=True)
+class OptimizerKernel:
+    """Note on one of the optimizer's kernels."""
+
+    op: str
+
+
+def check(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    if not facts.has_gpu:
+        return []
+    trace = facts.trace
+    step_mask = facts.is_host & pattern_mask(facts, STEP_EVENT)
+    calls = np.flatnonzero(step_mask)
+    if facts.steps:
+        calls = calls[facts.event_step[calls] >= 0]
+    if calls.size == 0:
+        return []
+    work = _optimizer_work(facts, step_mask)
+    lo, hi = facts.window
+    in_window = facts.is_device_work & (trace.ts >= lo) & (trace.ts < hi)
+    device_ns = float(trace.dur[in_window].sum()) or 1.0
+    by_name: dict[str, list[int]] = defaultdict(list)
+    for c in calls.tolist():
+        by_name[trace.event_name(c)].append(c)
+    out = []
+    for name, group in by_name.items():
+        finding = _finding(ctx, name, group, work, device_ns)
+        if finding is not None:
+            out.append(finding)
+    return out
+
+
+def _optimizer_work(facts: Facts, step_mask: np.ndarray) -> dict[int, np.ndarray]:
+    """Optimizer.step call -> the device work launched under it (purpose "optimizer")."""
+    codes = classify(facts)
+    idx = np.flatnonzero(codes == CODE["optimizer"])
+    source = np.where(facts.owner[idx] >= 0, facts.owner[idx], facts.launcher[idx])
+    keep = source >= 0
+    idx, source = idx[keep], source[keep]
+    call = nearest_ancestor(facts, step_mask)[source]
+    out: dict[int, list[int]] = defaultdict(list)
+    for k, c in zip(idx.tolist(), call.tolist(), strict=True):
+        if c >= 0:
+            out[c].append(k)
+    return {c: np.asarray(ks, dtype=np.int64) for c, ks in out.items()}
+
+
+def _finding(ctx: Context, name: str, group: list[int], work: dict[int, np.ndarray],
+             device_ns: float) -> Finding | None:
+    facts = ctx.facts
+    trace = facts.trace
+    ops = _ops_under(facts, group)
+    if any(FUSED_OP.search(o) for o in ops):
+        return None  # fused already (its step counters still go through one _foreach_add_)
+    kernels = np.concatenate([work.get(c, np.empty(0, np.int64)) for c in group])
+    if kernels.size == 0:
+        return None  # nothing on the GPU: a CPU optimizer
+    found = _mode(facts, kernels, len(group))
+    if found is None:
+        return None  # one pass already (plain SGD), an extension's own kernels, or compiled
+    mode, passes = found
+    gpu_ns = float(trace.dur[kernels].sum())
+    host_ns = float(trace.dur[group].sum())
+    exposed = {c: int(trace.dur[c]) - busy_ns(facts, int(trace.ts[c]), int(trace.ts[c] + trace.dur[c]))
+               for c in group}
+    exposed_ns = float(sum(exposed.values()))
+    steps = ctx.step_count
+    gpu_share = gpu_ns / device_ns
+    host_share = host_ns / steps / max(ctx.step_ns, 1.0)
+    if gpu_share < MIN_GPU_SHARE and host_share < MIN_HOST_SHARE:
+        return None
+    gpu_saving = gpu_ns * (1.0 - FUSED_GPU_RATIO)
+    host_saving = host_ns * (1.0 - FUSED_HOST_RATIO)
+    impact = ctx.per_step(_saving(facts, group, work, exposed))
+    if impact.share < MIN_IMPACT_SHARE:
+        return None
+    optimizer = STEP_EVENT.match(name).group(1)  # type: ignore[union-attr]
+    record = UnfusedOptimizer(
+        optimizer=optimizer, event=name, mode=mode, passes=passes, fusable=optimizer in FUSABLE, steps=steps,
+        calls=len(group), kernels_per_step=kernels.size / steps, foreach_ops=tuple(_by_gpu_time(facts, kernels, FOREACH_OP)),
+        gpu_us=us(gpu_ns) / steps, gpu_share_percent=100.0 * gpu_share, host_us=us(host_ns) / steps,
+        exposed_host_us=us(exposed_ns) / steps, gpu_saving_us=us(gpu_saving) / steps,
+        host_saving_us=us(host_saving) / steps, saving_us=impact.us, fused_gpu_ratio=FUSED_GPU_RATIO, fused_host_ratio=FUSED_HOST_RATIO,
+        step_share_percent=100.0 * impact.share)
+    return Finding(ID, record, impact, _evidence(facts, group, work, exposed, kernels))
+
+
+def _saving(facts: Facts, calls: list[int], work: dict[int, np.ndarray], exposed: dict[int, int]) -> float:
+    """ns saved over the window: per call, how much earlier the first device work launched after it
+    could start if its kernels took FUSED_GPU_RATIO of their time and its host span FUSED_HOST_RATIO.
+    That work starts at N, when both the optimizer's last kernel (ending at E) and its own launch
+    (queued at Q) allow it; fused, at max(E - S, Q - H). A call with no work after it in the window
+    counts the mean of the others, or, with none, S plus the host time with the GPU idle times
+    (1 - FUSED_HOST_RATIO)."""
+    trace = facts.trace
+    linked = np.flatnonzero(facts.is_device_work & (facts.launcher >= 0))
+    launch_ts = trace.ts[facts.launcher[linked]]
+    order = np.argsort(launch_ts, kind="stable")
+    linked, launch_ts = linked[order], launch_ts[order]
+    known, unknown = [], []
+    for c in calls:
+        ks = work.get(c, np.empty(0, np.int64))
+        s = float(trace.dur[ks].sum()) * (1.0 - FUSED_GPU_RATIO)
+        h = float(trace.dur[c]) * (1.0 - FUSED_HOST_RATIO)
+        pos = int(np.searchsorted(launch_ts, int(trace.ts[c] + trace.dur[c])))
+        if ks.size == 0 or pos >= linked.size:
+            unknown.append(s + exposed[c] * (1.0 - FUSED_HOST_RATIO))
+            continue
+        k = int(linked[pos])
+        start = float(trace.ts[k])
+        call = int(facts.launcher[k])
+        queued = min(start, float(trace.ts[call] + trace.dur[call]))
+        end = float((trace.ts[ks] + trace.dur[ks]).max())
+        fused_start = max(end - s, queued - h)
+        known.append(min(max(start - fused_start, 0.0), s + h))
+    if known:
+        return float(sum(known)) + len(unknown) * float(np.mean(known))
+    return float(sum(unknown))
+
+
+def _mode(facts: Facts, kernels: np.ndarray, calls: int) -> tuple[str, float] | None:
+    """("foreach", passes per call) if foreach ops launched the kernels, ("per-parameter", kernels per
+    call) if plain aten ops launched at least MIN_PER_PARAM_KERNELS per call, else None (nothing this
+    rule can say). A pass is one foreach op call that launched kernels: a sweep over the parameters."""
+    trace = facts.trace
+    foreach = {op for k in kernels.tolist() if (op := _foreach_above(facts, k)) >= 0}
+    if foreach:
+        passes = len(foreach) / calls
+        return ("foreach", passes) if passes >= MIN_PASSES else None
+    plain = sum(1 for k in kernels.tolist() if (op := _launching_op(facts, k)) >= 0
+                and trace.event_name(op).startswith("aten::") and not FUSED_OP.search(trace.event_name(op)))
+    return ("per-parameter", plain / calls) if plain >= MIN_PER_PARAM_KERNELS * calls else None
+
+
+def _foreach_above(facts: Facts, k: int) -> int:
+    """The foreach op that launched kernel k (itself or an ancestor of its op), or -1."""
+    op = _launching_op(facts, k)
+    while op >= 0:
+        if FOREACH_OP.search(facts.trace.event_name(op)):
+            return op
+        op = int(facts.parent[op])
+    return -1
+
+
+def _ops_under(facts: Facts, calls: list[int]) -> set[str]:
+    """Names of the ops below these calls (any depth)."""
+    trace = facts.trace
+    mask = np.zeros(len(trace), dtype=bool)
+    mask[calls] = True
+    under = nearest_ancestor(facts, mask, inclusive=False)
+    idx = np.flatnonzero((under >= 0) & trace.category_mask({"cpu_op"}))
+    return {trace.names[int(n)] for n in np.unique(trace.name[idx])}
+
+
+def _launching_op(facts: Facts, k: int) -> int:
+    owner = int(facts.owner[k])
+    if owner >= 0:
+        return owner
+    j = int(facts.launcher[k])
+    cpu_op = facts.trace.category_id("cpu_op")
+    while j >= 0 and int(facts.trace.cat[j]) != cpu_op:
+        j = int(facts.parent[j])
+    return j
+
+
+def _by_gpu_time(facts: Facts, kernels: np.ndarray, pattern: re.Pattern[str]) -> list[str]:
+    """Names of the ops matching pattern that launched these kernels, most GPU time first."""
+    trace = facts.trace
+    totals: dict[str, int] = defaultdict(int)
+    for k in kernels.tolist():
+        op = _launching_op(facts, k)
+        while op >= 0 and not pattern.search(trace.event_name(op)):
+            op = int(facts.parent[op])
+        if op >= 0:
+            totals[trace.event_name(op)] += int(trace.dur[k])
+    return [n for n, _ in sorted(totals.items(), key=lambda x: -x[1])]
+
+
+def _evidence(facts: Facts, group: list[int], work: dict[int, np.ndarray], exposed: dict[int, int],
+              kernels: np.ndarray) -> list[Evidence]:
+    trace = facts.trace
+    out = []
+    for c in sorted(group, key=lambda c: int(trace.ts[c]))[:EVIDENCE_STEPS]:
+        ks = work.get(c, np.empty(0, np.int64))
+        out.append(Evidence.of(facts, c, StepCall(us(trace.dur[c]), us(exposed[c]), us(trace.dur[ks].sum()),
+                                                  int(ks.size))))
+    for k in sorted(kernels.tolist(), key=lambda k: -int(trace.dur[k]))[:EVIDENCE_KERNELS]:
+        op = _launching_op(facts, k)
+        out.append(Evidence.of(facts, k, OptimizerKernel(trace.event_name(op) if op >= 0 else "")))
+    return out

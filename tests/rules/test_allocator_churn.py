@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import pytest
+import raw
+from conftest import FIXTURES
+
+RULE = "allocator-churn"
+CALLS = ("cudaMalloc", "cudaFree")
+
+
+def _step_us(name: str) -> float:
+    """What shares are of: the median host step, or the GPU busy time per step where that is longer
+    (the window runs from the first step to the end of the last work launched in a step)."""
+    steps = raw.steps(name)
+    spans = [(float(s["ts"]), float(s["ts"]) + float(s["dur"])) for s in steps]
+    launches = {c["args"]["correlation"] for c in raw.complete(name) if c.get("cat") in ("cuda_runtime", "cuda_driver")
+                and "correlation" in c.get("args", {}) and any(a <= float(c["ts"]) < b for a, b in spans)}
+    lo = spans[0][0]
+    hi = max([b for _, b in spans] + [float(k["ts"]) + float(k["dur"]) for k in raw.device_work(name)
+                                      if k.get("args", {}).get("correlation") in launches])
+    busy = sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in raw.busy_intervals(name))
+    return max(raw.step_us(name), busy / len(steps))
+
+
+def _calls(name: str) -> list[tuple[dict, dict]]:
+    """(call, its step) for every cudaMalloc/cudaFree inside a step."""
+    out = []
+    for c in raw.complete(name, "cuda_runtime"):
+        if c["name"] in CALLS:
+            step = next((s for s in raw.steps(name) if raw.inside(s, c)), None)
+            if step is not None:
+                out.append((c, step))
+    return out
+
+
+def test_fires_on_empty_cache_in_the_loop(analysis_of):
+    finding = analysis_of("gpu/allocator_churn").finding(RULE)
+    assert finding is not None
+    r = finding.record
+    assert (r.steps, r.steps_with_calls, r.calls_per_step) == (3, 3, 4)
+    calls = {a.name: a for a in r.calls}
+    assert calls["cudaMalloc"].per_step == calls["cudaFree"].per_step == 2
+    assert set(calls["cudaMalloc"].under) == {"aten::empty", "aten::mm"}  # randn's output, the matmul's
+    assert calls["cudaFree"].under == ("step",)  # torch.cuda.empty_cache(): no op of its own
+    assert r.frees_outside_ops and "empty_cache()" in finding.fix
+    assert {e.name for e in finding.evidence} == set(CALLS)
+
+
+def test_impact_is_the_gpu_idle_the_calls_leave(analysis_of):
+    name = "gpu/allocator_churn"
+    finding = analysis_of(name).finding(RULE)
+    busy = raw.busy_intervals(name)
+    starts = sorted(a for a, _ in busy)
+    spans = []
+    for c, step in _calls(name):
+        end = float(c["ts"]) + float(c["dur"])
+        step_end = float(step["ts"]) + float(step["dur"])
+        nxt = min([a for a in starts if a >= end] + [step_end])
+        spans.append((float(c["ts"]), max(end, min(nxt, step_end))))
+    merged: list[list[float]] = []
+    for s, e in sorted(spans):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    idle = sum((e - s) - sum(max(0.0, min(b, e) - max(a, s)) for a, b in busy) for s, e in merged)
+    steps = len(raw.steps(name))
+    per_step = idle / steps
+    assert len(spans) == 4 * steps
+    assert abs(finding.impact.us - per_step) <= 0.01 * per_step
+    assert abs(finding.impact.share - per_step / _step_us(name)) <= 0.002
+    assert abs(finding.record.host_us - sum(float(c["dur"]) for c, _ in _calls(name)) / steps) < 0.01
+    assert finding.severity.value == "critical"  # half the step
+    assert "upper bound" in finding.basis
+
+
+FIXTURE_NAMES = sorted(str(p.relative_to(FIXTURES)).removesuffix(".json.gz")
+                       for p in [*FIXTURES.glob("*.json.gz"), *FIXTURES.glob("gpu/*.json.gz")])
+
+
+@pytest.mark.parametrize("name", [n for n in FIXTURE_NAMES if n != "gpu/allocator_churn"])
+def test_silent_on_every_other_fixture(name):
+    # one-time growth stays silent: seed_mm64_cold's 4 cudaMalloc + 1 cudaFree all in its first step
+    # (the cuBLAS workspace), gpu/gemm_new_shapes' one cudaMalloc for a new size, window_sync_cold's
+    # without steps
+    from pista.findings import analyze
+
+    assert analyze(FIXTURES / f"{name}.json.gz", rules=[RULE]).finding(RULE) is None
+
+
+def test_spanish(analysis_of):
+    from pista.i18n import localize_finding
+
+    finding = localize_finding(analysis_of("gpu/allocator_churn").finding(RULE), "es")
+    assert "quita torch.cuda.empty_cache() del bucle" in finding.fix and "por paso" in finding.message
