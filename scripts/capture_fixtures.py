@@ -215,13 +215,13 @@ def fp64_gemm(out: str) -> None:
     _capture("fp64_gemm", out, step, sync_each_step=True)
 
 
-def _mlp_train(name: str, out: str, fused: bool) -> None:
+def _mlp_train(name: str, out: str, fused: bool, dtype: torch.dtype = torch.float32) -> None:
     layers = []
     for _ in range(4):
         layers += [torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)]
-    model = torch.nn.Sequential(*layers).cuda()
+    model = torch.nn.Sequential(*layers).cuda().to(dtype)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused, foreach=None if fused else True)
-    x = torch.randn(256, 1024, device="cuda")
+    x = torch.randn(256, 1024, device="cuda", dtype=dtype)
 
     def step() -> None:
         with record_function("forward"):
@@ -243,6 +243,17 @@ def adamw_foreach(out: str) -> None:
 def adamw_fused(out: str) -> None:
     """The same step with AdamW(fused=True)."""
     _mlp_train("adamw_fused", out, fused=True)
+
+
+def adamw_foreach_bf16(out: str) -> None:
+    """The MLP step in bf16 (params and inputs; GEMMs on the tensor cores), AdamW(foreach=True): the
+    optimizer is the one planted problem."""
+    _mlp_train("adamw_foreach_bf16", out, fused=False, dtype=torch.bfloat16)
+
+
+def adamw_fused_bf16(out: str) -> None:
+    """The same bf16 step with AdamW(fused=True): the healthy twin."""
+    _mlp_train("adamw_fused_bf16", out, fused=True, dtype=torch.bfloat16)
 
 
 def _bias(name: str, out: str, fused: bool) -> None:
@@ -483,7 +494,7 @@ SCENARIOS = {f.__name__: f for f in (host_sync_item, pageable_memcpy, recompile,
                                       host_sync_item_stack, fp64_gemm, adamw_foreach, adamw_fused, bias_unfused,
                                       bias_addmm, elementwise_chain, elementwise_compiled, stream_fp32,
                                       allocator_churn, gpt_bf16_fused, gpt_autocast, resnet50_bf16, memory_leak,
-                                      memory_steady, tensorboard_cycles)}
+                                      memory_steady, tensorboard_cycles, adamw_foreach_bf16, adamw_fused_bf16)}
 
 
 def main() -> None:

@@ -311,10 +311,10 @@ def test_a_real_nccl_trace_counts_its_collectives_and_no_phantom_communication()
 
 
 def test_many_findings_wrap_in_their_column_and_keep_the_numbers(tmp_path, capsys):
-    # two unrelated real traces as ranks, each with several findings (fewer as rules merge what restates
-    # one fact: 7 each before impact, 6 on recompile after)
+    # two unrelated real traces as ranks, each with several findings (one fact is one finding: the cold
+    # seed's first step is one cold-start finding; the autocast GPT has casts, optimizer, many calls...)
     shutil.copy(FIXTURES / "seed_mm64_cold.json.gz", tmp_path / "rank-0.json.gz")
-    shutil.copy(FIXTURES / "gpu" / "recompile.json.gz", tmp_path / "rank-1.json.gz")
+    shutil.copy(FIXTURES / "gpu" / "gpt_autocast.json.gz", tmp_path / "rank-1.json.gz")
     assert main(["analyze", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     header = next(line for line in lines if line.startswith("rank"))
@@ -325,4 +325,5 @@ def test_many_findings_wrap_in_their_column_and_keep_the_numbers(tmp_path, capsy
         row = next(line for line in lines if line.split()[:1] == [str(r.rank)])
         assert row.split()[1:3] == [r.summary["verdict"], str(len(r.steps))]
         listed = " ".join(lines[lines.index(row):lines.index(row) + 4])
-        assert len(r.findings) >= 4 and all(f.rule in listed for f in r.findings)
+        assert len(r.findings) >= 2 and all(f.rule in listed for f in r.findings)
+    assert max(len(r.findings) for r in result.ranks) >= 4

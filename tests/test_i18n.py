@@ -12,7 +12,17 @@ import pytest
 from conftest import FIXTURES
 
 from pista.cli import main
-from pista.i18n import PARTS, check_lang, localize, localize_finding, note_renderers, rule_docs, rule_module
+from pista.findings import analyze
+from pista.i18n import (
+    PARTS,
+    check_lang,
+    localize,
+    localize_finding,
+    note_renderers,
+    rule_docs,
+    rule_module,
+    rule_title,
+)
 from pista.rules import catalogue
 
 SECTIONS = ("Qué:", "Por qué:", "Ejemplo:", "Impacto:", "Solución:")
@@ -116,22 +126,22 @@ def test_analyze_json_in_spanish(capsys):
     assert main(["analyze", str(path), "--format", "json", "--lang", "es"]) == 0
     out = json.loads(capsys.readouterr().out)
     titles = {f["rule"]: f["title"] for f in out["findings"]}
-    assert titles["cold-start"] == entries("es")["cold-start"].title
-    assert titles["overhead-bound"] == entries("es")["overhead-bound"].title
+    assert titles["cold-start"] == rule_title("cold-start", "es") != rule_title("cold-start", "en")
+    assert out["summary"]["top_fix"]["text"] == localize(analyze(path), "es").top_fix.fix
 
 
 def test_analyze_text_and_explain_in_spanish(capsys):
     assert main(["analyze", str(FIXTURES / "seed_mm64_warm.json.gz"), "--lang", "es", "--no-table"]) == 0
     text = capsys.readouterr().out
-    assert entries("es")["overhead-bound"].title in text and "solución:" in text
+    assert rule_title("overhead-bound", "es") in " ".join(text.split()) and "solución:" in text
     evidence = [line for line in text.splitlines() if line.startswith("  - ")]
     assert evidence and all(", paso " in line and ", en +" in line for line in evidence)
     flat = " ".join(text.split())  # lines wrap at the terminal's width
-    assert "(de los mayores tiempos propios de CPU: " in flat and "largest self CPU time" not in flat
+    assert "impacto:" in flat and "Empieza por aquí:" in flat and "impact:" not in flat
     assert "CRÍTICO" in text and "GPU ocupada" in text and "thread " not in text
     assert main(["explain", "cold-start", "--lang", "es"]) == 0
     text = capsys.readouterr().out
-    assert text.startswith("cold-start: " + entries("es")["cold-start"].title)
+    assert text.startswith("cold-start: " + rule_title("cold-start", "es"))
     assert all(s in text for s in SECTIONS)
 
 
@@ -146,7 +156,7 @@ def test_report_in_spanish(tmp_path: Path):
     assert main(["report", str(FIXTURES / "seed_mm64_warm.json.gz"), "-o", str(out), "--lang", "es"]) == 0
     text = out.read_text()
     assert '<html lang="es">' in text
-    assert entries("es")["overhead-bound"].title in text
+    assert rule_title("overhead-bound", "es") in text
 
 
 def test_straggler_evidence_in_spanish():

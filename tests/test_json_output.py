@@ -32,7 +32,7 @@ def test_zero_gpu_time_gives_null_not_infinity(tmp_path):
 
 
 def test_evidence_has_the_fields_the_issue_names(capsys):
-    """name, lane, step, ts, dur (µs, like the trace file's own ts and dur) and a note."""
+    """name, lane, step, ts, dur (µs, like the trace file's own ts and dur), a note and the user's stack."""
     import gzip
 
     from conftest import fixture
@@ -44,7 +44,7 @@ def test_evidence_has_the_fields_the_issue_names(capsys):
     raw = {(e["name"], float(e["ts"])): e for e in json.loads(gzip.decompress(fixture("seed_mm64_cold").read_bytes()))
            ["traceEvents"] if e.get("ph") == "X"}
     evidence = [e for f in doc["findings"] for e in f["evidence"]]
-    assert evidence and all(set(e) == {"name", "lane", "step", "ts", "dur", "note"} for e in evidence)
+    assert evidence and all(set(e) == {"name", "lane", "step", "ts", "dur", "note", "stack"} for e in evidence)
     # evidence that is one event carries that event's own ts and dur
     matched = [e for e in evidence if (e["name"], e["ts"]) in raw]
     assert len(matched) >= len(evidence) // 2

@@ -216,25 +216,7 @@ class Finding:
 
 def record_fields(record: Any) -> dict[str, Any]:
     """A rule's record as plain data (JSON's `metrics`)."""
-    if isinstance(record, LegacyRecord):
-        return dict(record.metrics)
     return asdict(record) if is_dataclass(record) else dict(record or {})
-
-
-@dataclass(frozen=True)
-class LegacyRecord:
-    """Transition only: a finding whose rule still writes English (removed once all are typed)."""
-
-    title: str
-    message: str
-    advice: str
-    metrics: dict[str, Any]
-
-
-def legacy_finding(rule: str, severity: Severity, title: str, message: str, advice: str,
-                   evidence: list[Evidence] | None = None, metrics: dict[str, Any] | None = None) -> Finding:
-    return Finding(rule, LegacyRecord(title, message, advice, dict(metrics or {})), Impact.none(),
-                   list(evidence or []), severity)
 
 
 @dataclass

@@ -17,7 +17,10 @@ def run(args: argparse.Namespace) -> int:
 
     lang = check_lang(args.lang)
     rule = get_rule(args.rule)
-    lines = [f"{rule.id}: {rule_title(rule.id, lang) or rule.title}", word("severity from impact", lang), "",
+    severity = word("severity from impact", lang)
+    if rule.severity_exception:
+        severity += f" ({word('except', lang)}: {rule.severity_exception})"
+    lines = [f"{rule.id}: {rule_title(rule.id, lang) or rule.title}", severity, "",
              rule_docs(rule.id, lang) or rule.docs, ""]
     if rule.thresholds:
         lines.append(word("Thresholds:", lang))

@@ -53,9 +53,6 @@ def rule_module(rule_id: str, lang: str) -> ModuleType | None:
 
 def finding_text(finding: Any, part: str, lang: str) -> str:
     """One part (title, message, advice, fix, basis) of a finding, rendered from its record."""
-    legacy = _legacy_text(finding, part, lang)
-    if legacy is not None:
-        return legacy
     mod = rule_module(finding.rule, lang) or rule_module(finding.rule, "en")
     if mod is None:
         raise LookupError(f"no text for rule {finding.rule}")
@@ -82,8 +79,6 @@ def note_text(detail: Any, lang: str) -> str:
     """An evidence note's text: its typed detail rendered in `lang` ("" for none)."""
     if detail is None:
         return ""
-    if isinstance(detail, str):  # legacy: a rule not yet on typed notes
-        return _legacy_note(detail, lang)
     render = _notes(lang).get(type(detail)) or _notes("en").get(type(detail))
     if render is None:
         raise LookupError(f"no text for note {type(detail).__qualname__}")
@@ -122,70 +117,9 @@ def localize(analysis: T, lang: str | None) -> T:
 
 def rule_title(rule_id: str, lang: str) -> str:
     mod = rule_module(rule_id, lang) or rule_module(rule_id, "en")
-    if mod is not None:
-        return str(mod.TITLE)
-    e = _legacy_entry(rule_id, lang)
-    return e.title if e else ""
+    return str(mod.TITLE) if mod is not None else ""
 
 
 def rule_docs(rule_id: str, lang: str) -> str | None:
     mod = rule_module(rule_id, lang)
-    if mod is not None and getattr(mod, "DOCS", ""):
-        return str(mod.DOCS).strip()
-    e = _legacy_entry(rule_id, lang)
-    return e.docs.strip() if e and e.docs else None
-
-
-# --- legacy bridge: rules not yet on typed records (removed once every rule is converted) ---
-
-@dataclasses.dataclass(frozen=True)
-class Entry:
-    title: str
-    advice: Callable[[dict[str, Any]], str] | str
-    message: Callable[[dict[str, Any]], str] | str = ""
-    docs: str = ""
-
-
-def _legacy_entry(rule_id: str, lang: str) -> Entry | None:
-    if check_lang(lang) == "en":
-        return None
-    from pista.i18n import _legacy_es
-
-    return _legacy_es.RULES.get(rule_id)
-
-
-def _legacy_text(finding: Any, part: str, lang: str) -> str | None:
-    from pista.findings import LegacyRecord
-
-    r = finding.record
-    if not isinstance(r, LegacyRecord):
-        return None
-    english = {"title": r.title, "message": r.message, "advice": r.advice, "fix": r.advice,
-               "basis": "not estimated"}[part]
-    e = _legacy_entry(finding.rule, lang)
-    if e is None:
-        return english
-    if part == "title":
-        return e.title or english
-    if part in ("message", "advice", "fix"):
-        template = e.message if part == "message" else e.advice
-        try:
-            text = template(r.metrics) if callable(template) else (template.format(**r.metrics) if template else "")
-        except Exception:  # noqa: BLE001 - legacy templates over loose metrics
-            text = ""
-        return text or english
-    return english
-
-
-def _legacy_note(note: str, lang: str) -> str:
-    if check_lang(lang) == "en":
-        return note
-    import re
-
-    from pista.i18n import _legacy_es
-
-    for pattern, replacement in _legacy_es.NOTES:
-        match = re.fullmatch(pattern, note)
-        if match:
-            return match.expand(replacement)
-    return note
+    return str(mod.DOCS).strip() if mod is not None and getattr(mod, "DOCS", "") else None

@@ -33,7 +33,7 @@ class Rule:
     def title(self) -> str:
         from pista.i18n import rule_title
 
-        return rule_title(self.id, "en") or str(getattr(self.module, "TITLE", ""))
+        return rule_title(self.id, "en")
 
     @property
     def docs(self) -> str:
@@ -47,7 +47,12 @@ class Rule:
     @property
     def thresholds(self) -> dict[str, object]:
         return {k: v for k, v in vars(self.module).items()
-                if k.isupper() and k not in ("ID", "TITLE", "SEVERITY") and isinstance(v, (int, float, str))}
+                if k.isupper() and k not in ("ID", "SEVERITY_EXCEPTION") and isinstance(v, (int, float, str))}
+
+    @property
+    def severity_exception(self) -> str:
+        """Why this rule's severity does not follow its impact alone ("" for none)."""
+        return str(getattr(self.module, "SEVERITY_EXCEPTION", ""))
 
     @property
     def check(self) -> Callable[[Context], list[Finding]]:
