@@ -56,6 +56,9 @@ TOP_FIX_MIN_SHARE = WARNING_SHARE
 UMBRELLA_RULES = frozenset({"overhead-bound"})
 
 
+SEVERITY_ORDER = ("info", "warning", "critical")
+
+
 def severity_of(share: float) -> Severity:
     if share >= CRITICAL_SHARE:
         return Severity.CRITICAL
@@ -239,11 +242,15 @@ class Summary:
     host_time_by_region: dict[str, dict[str, float]] = field(default_factory=dict)
     # profile_memory=True traces: per device, peak_allocated_bytes and peak_reserved_bytes
     memory: list[dict[str, Any]] = field(default_factory=list)
+    # the median step's wall time (at least its GPU busy time), or the window's without steps: what
+    # impact shares are of, and what `pista check --baseline` compares
+    step_us: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+JSON_SCHEMA_VERSION = 1  # `pista analyze --format json` and `pista check --format json`; bump on a breaking change
 KERNEL_ROWS = 50  # device work names in JSON's `kernels`, most time first
 
 
@@ -275,7 +282,11 @@ class Analysis:
 
         sort_by = "cuda_time_total" if self.facts.has_gpu else "cpu_time_total"
         top = self.top_fix
+        from pista import __version__
+
         return {
+            "schema_version": JSON_SCHEMA_VERSION,
+            "pista_version": __version__,
             "source": self.source,
             "summary": dict(self.summary.to_dict(),
                             top_fix=None if top is None else {"rule": top.rule, "text": top.fix_here}),
@@ -325,6 +336,7 @@ def summarize(facts: Facts, table: Table) -> Summary:
         gpu_time_by_purpose={p: by_purpose.get(p, 0.0) for p in PURPOSES} if facts.has_gpu else {},
         host_time_by_region=host_time(facts),
         memory=memory_summary(facts),
+        step_us=step_ns(facts) / 1000.0,
     )
 
 
@@ -347,14 +359,7 @@ class Context:
 
     @property
     def step_ns(self) -> float:
-        """The median step's wall time in ns (the window's without steps): what shares are of. On a
-        GPU-bound trace the host's ProfilerStep spans end before their GPU work does (seed_mm4096_warm:
-        160 µs host steps for 213 µs of GPU work each), so a step lasts at least its GPU busy time."""
-        lo, hi = self.facts.window
-        if not self.facts.steps:
-            return float(max(hi - lo, 1))
-        host = float(np.median([s.dur for s in self.facts.steps]))
-        return max(host, busy_ns_in(self.facts, lo, hi) / len(self.facts.steps))
+        return self.summary.step_us * 1000.0
 
     def per_step(self, total_ns: float) -> Impact:
         """The impact of saving total_ns over the whole window: per step, and its share of the step."""
@@ -456,6 +461,17 @@ def _facts_of(source: Any) -> Facts:
     if trace_path is not None:
         return _facts_of(trace_path)
     raise TypeError(f"cannot analyze {type(source).__name__}: pass a trace path, a Trace or a pista.profile session")
+
+
+def step_ns(facts: Facts) -> float:
+    """The median step's wall time in ns (the window's without steps): what shares are of. On a
+    GPU-bound trace the host's ProfilerStep spans end before their GPU work does (seed_mm4096_warm:
+    160 µs host steps for 213 µs of GPU work each), so a step lasts at least its GPU busy time."""
+    lo, hi = facts.window
+    if not facts.steps:
+        return float(max(hi - lo, 1))
+    host = float(np.median([s.dur for s in facts.steps]))
+    return max(host, busy_ns_in(facts, lo, hi) / len(facts.steps))
 
 
 def busy_ns_in(facts: Facts, lo: int, hi: int) -> float:

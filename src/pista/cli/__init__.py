@@ -19,6 +19,7 @@ from pista.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, PistaE
 VERBS = (
     ("table", "table", "rebuild torch's key_averages() table from a trace file"),
     ("analyze", "analyze", "the verdict and the findings for a trace (or a folder of per-rank traces)"),
+    ("check", "check", "a CI gate: exit 1 on findings at or above a severity, or a step-time regression"),
     ("explain", "explain", "the documentation of one rule"),
     ("rules", "rules", "list the rule catalogue"),
     ("run", "run", "capture a built-in workload under torch.profiler and diagnose it"),

@@ -14,6 +14,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--rule", action="append", dest="rules", metavar="ID",
                         help="run only this rule (repeatable)")
+    parser.add_argument("--select", metavar="IDS", help="only these rules (comma-separated; over [tool.pista])")
+    parser.add_argument("--ignore", metavar="IDS", help="leave these rules out (comma-separated)")
     parser.add_argument("--no-table", action="store_true", help="text output without the table")
     parser.add_argument("--lang", default="en", help="language of findings (en, es)")
     parser.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
@@ -26,14 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pista import config
     from pista.cli.common import open_trace, output_style
     from pista.findings import analyze
 
-    if args.rules:
-        from pista.rules import get_rule
-
-        for rule_id in args.rules:
-            get_rule(rule_id)  # unknown ids fail here with the list of known ones
+    settings = config.load(",".join(args.rules) if args.rules else args.select, args.ignore)
+    config.apply_thresholds(settings)
+    args.rules = settings.rules()
     from pista.i18n import check_lang
 
     args.lang = check_lang(args.lang)

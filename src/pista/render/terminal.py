@@ -12,6 +12,17 @@ from pista.findings import Analysis, Finding
 from pista.rules._common import fmt_ns
 from pista.table import format_time, render_text
 
+# C0/C1 control characters (ESC starts terminal sequences: titles, links, clearing the screen) from a
+# trace's names, shown as text instead of acted on.
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f,
+                                      *range(0x80, 0xa0)]}
+
+
+def sanitize(text: str) -> str:
+    """Text from a trace made safe for a terminal: control characters written out as \\xNN."""
+    return str(text).translate(_CONTROL)
+
+
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 VERDICT_STYLE = {"overhead-bound": "bold red", "compute-bound": "bold green", "balanced": "bold yellow",
                  "cpu-only": "bold blue"}

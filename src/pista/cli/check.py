@@ -1,0 +1,109 @@
+"""A CI gate: exit 1 when a finding at or above --fail-on is present, or when the median step time
+regressed by more than --max-regression percent against --baseline; 0 otherwise; 2 for bad input.
+The markdown output fits a GitHub job summary (`>> $GITHUB_STEP_SUMMARY`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
+    parser.add_argument("--fail-on", choices=("info", "warning", "critical"), default=None,
+                        help="the lowest severity that fails the check (default: warning, or [tool.pista] fail-on)")
+    parser.add_argument("--baseline", metavar="OLD", help="a trace of the same workload to compare step times with")
+    parser.add_argument("--max-regression", type=float, metavar="PCT", default=None,
+                        help="fail when the median step is more than PCT%% slower than the baseline's")
+    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    parser.add_argument("--select", metavar="IDS", help="only these rules (comma-separated ids)")
+    parser.add_argument("--ignore", metavar="IDS", help="leave these rules out (comma-separated ids)")
+    parser.add_argument("--lang", default="en", help="language of findings (en, es)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pista import __version__, config
+    from pista.cli.common import open_trace
+    from pista.errors import UsageError
+    from pista.findings import JSON_SCHEMA_VERSION, SEVERITY_ORDER, analyze
+    from pista.i18n import check_lang, localize
+
+    lang = check_lang(args.lang)
+    if args.max_regression is not None and args.baseline is None:
+        raise UsageError("--max-regression needs --baseline OLD")
+    if args.max_regression is not None and args.max_regression < 0:
+        raise UsageError("--max-regression must be >= 0")
+    settings = config.load(args.select, args.ignore, args.fail_on)
+    config.apply_thresholds(settings)
+    analysis = localize(analyze(open_trace(args.trace), rules=settings.rules()), lang)
+    gate = SEVERITY_ORDER.index(settings.fail_on)
+    failing = [f for f in analysis.findings if SEVERITY_ORDER.index(f.severity.value) >= gate]
+    regression = None
+    if args.baseline is not None:
+        base = analyze(open_trace(args.baseline), rules=[])
+        before, after = base.summary.step_us, analysis.summary.step_us
+        change = 100.0 * (after - before) / before if before > 0 else 0.0
+        limit = args.max_regression
+        regression = {"baseline": args.baseline, "baseline_step_us": before, "step_us": after,
+                      "change_percent": change, "max_regression_percent": limit,
+                      "failed": limit is not None and change > limit}
+    failed = bool(failing) or bool(regression and regression["failed"])
+    result = {
+        "schema_version": JSON_SCHEMA_VERSION, "pista_version": __version__, "trace": args.trace,
+        "passed": not failed, "fail_on": settings.fail_on, "step_us": analysis.summary.step_us,
+        "failing": [_brief(f) for f in failing], "findings": [_brief(f) for f in analysis.findings],
+        "regression": regression,
+    }
+    out = {"json": _json, "markdown": _markdown, "text": _text}[args.format](result)
+    sys.stdout.write(out)
+    return 1 if failed else 0
+
+
+def _brief(f: Any) -> dict[str, Any]:
+    return {"rule": f.rule, "severity": f.severity.value, "title": f.title, "impact_us": f.impact.us,
+            "impact_share": f.impact.share, "fix": f.fix_here}
+
+
+def _json(result: dict[str, Any]) -> str:
+    return json.dumps(result, indent=2, allow_nan=False) + "\n"
+
+
+def _verdict_line(result: dict[str, Any]) -> str:
+    parts = [f"{len(result['failing'])} finding(s) at or above {result['fail_on']}"]
+    reg = result["regression"]
+    if reg is not None:
+        parts.append(f"median step {reg['step_us']:.1f} µs vs {reg['baseline_step_us']:.1f} µs in the baseline "
+                     f"({reg['change_percent']:+.1f}%"
+                     + (f", limit +{reg['max_regression_percent']:g}%)" if reg["max_regression_percent"] is not None
+                        else ")"))
+    return ("FAILED: " if not result["passed"] else "passed: ") + "; ".join(parts)
+
+
+def _text(result: dict[str, Any]) -> str:
+    from pista.render.terminal import sanitize
+
+    lines = [f"pista check {sanitize(result['trace'])}: {_verdict_line(result)}"]
+    for f in result["findings"]:
+        mark = "x" if f in result["failing"] else "-"
+        lines.append(f"  {mark} {f['severity']:8s} {f['rule']}: {sanitize(f['title'])} "
+                     f"({f['impact_us']:.1f} µs/step, {100 * f['impact_share']:.1f}%)")
+    return "\n".join(lines) + "\n"
+
+
+def _markdown(result: dict[str, Any]) -> str:
+    def cell(text: str) -> str:
+        from pista.render.terminal import sanitize
+
+        return sanitize(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
+
+    icon = "✅" if result["passed"] else "❌"
+    lines = [f"### {icon} pista check: `{cell(result['trace'])}`", "", cell(_verdict_line(result)), ""]
+    if result["findings"]:
+        lines += ["| | severity | rule | what | µs per step | share | fix |", "|---|---|---|---|---:|---:|---|"]
+        for f in result["findings"]:
+            mark = "❌" if f in result["failing"] else ""
+            lines.append(f"| {mark} | {f['severity']} | `{f['rule']}` | {cell(f['title'])} | {f['impact_us']:.1f} | "
+                         f"{100 * f['impact_share']:.1f}% | {cell(f['fix'])} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,77 @@
+"""pista check, the CI gate: exit codes on real traces, the baseline comparison, the formats, and
+[tool.pista] settings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import raw
+from conftest import fixture
+
+from pista.cli import main
+
+
+def _check(capsys, *args: str) -> tuple[int, str]:
+    code = main(["check", *args])
+    return code, capsys.readouterr().out
+
+
+def test_fails_on_warnings_and_passes_above_them(capsys, analysis_of):
+    code, out = _check(capsys, str(fixture("gpu/host_sync_item")))
+    assert code == 1 and out.startswith("pista check") and "host-sync" in out
+    # seed_mm4096_warm's worst finding is a warning (the unfused bias, 19% of the step)
+    worst = max(f.severity.rank for f in analysis_of("seed_mm4096_warm").findings)
+    code, _ = _check(capsys, str(fixture("seed_mm4096_warm")), "--fail-on", "critical")
+    assert worst == 1 and code == 0
+    code, _ = _check(capsys, str(fixture("seed_mm4096_warm")), "--fail-on", "warning")
+    assert code == 1
+
+
+def test_a_compiled_step_slower_than_its_eager_baseline_fails(capsys):
+    new, old = fixture("seed_mm4096_compile"), fixture("seed_mm4096_warm")
+    code, out = _check(capsys, str(new), "--baseline", str(old), "--max-regression", "5", "--fail-on", "critical",
+                       "--format", "json")
+    data = json.loads(out)
+    reg = data["regression"]
+    assert code == 1 and reg["failed"] and data["passed"] is False
+    assert abs(reg["step_us"] - raw.step_us("seed_mm4096_compile")) <= 0.001 * reg["step_us"]
+    assert abs(reg["baseline_step_us"] - raw.step_us("seed_mm4096_warm")) <= 0.001 * reg["baseline_step_us"]
+    assert reg["change_percent"] > 5
+    assert data["schema_version"] == 1 and data["pista_version"]
+    # within a looser limit it passes
+    code, _ = _check(capsys, str(new), "--baseline", str(old), "--max-regression", "200", "--fail-on", "critical")
+    assert code == 0
+
+
+def test_markdown_fits_a_job_summary(capsys):
+    code, out = _check(capsys, str(fixture("gpu/host_sync_item")), "--format", "markdown")
+    assert code == 1 and out.startswith("### ❌ pista check")
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    assert rows[0].startswith("| | severity | rule |") and any("`host-sync`" in r for r in rows)
+    assert all(r.count(" | ") == rows[0].count(" | ") for r in rows[2:])  # no cell breaks the table
+
+
+def test_bad_input_is_exit_2(capsys, tmp_path):
+    assert main(["check", str(tmp_path / "missing.json")]) == 2
+    assert main(["check", str(fixture("gpu/host_sync_item")), "--max-regression", "5"]) == 2
+    assert "--baseline" in capsys.readouterr().err
+
+
+def test_tool_pista_in_pyproject(tmp_path):
+    trace = fixture("gpu/host_sync_item")
+    (tmp_path / "pyproject.toml").write_text('[tool.pista]\nignore = ["host-sync", "overhead-bound"]\n')
+    out = subprocess.run([sys.executable, "-m", "pista", "check", str(trace), "--format", "json"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    rules = {f["rule"] for f in json.loads(out.stdout)["findings"]}
+    assert not rules & {"host-sync", "overhead-bound"}
+    # a rule's named threshold, as pista explain lists it
+    (tmp_path / "pyproject.toml").write_text('[tool.pista.rules.host-sync]\nMIN_SYNCS_PER_STEP = 100.0\n')
+    out = subprocess.run([sys.executable, "-m", "pista", "analyze", str(trace), "--format", "json"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert "host-sync" not in {f["rule"] for f in json.loads(out.stdout)["findings"]}
+    (tmp_path / "pyproject.toml").write_text('[tool.pista]\nselect = ["host-synk"]\n')
+    out = subprocess.run([sys.executable, "-m", "pista", "analyze", str(trace)], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "did you mean host-sync?" in out.stderr and out.stderr.count("\n") == 1
