@@ -65,7 +65,8 @@ def idle_in_steps(name):
 
 
 def sync_claims(name):
-    """From each sync call in a step to the next device work, in its step (no DtoH copies here)."""
+    """After each sync call in a step, the idle until the next device work, in its step, at most the GPU work
+    it waited for (no DtoH copies here)."""
     import raw
 
     starts = sorted(a for a, _ in raw.busy_intervals(name))
@@ -78,7 +79,9 @@ def sync_claims(name):
             continue
         end, stop = float(c["ts"]) + float(c["dur"]), float(step["ts"]) + float(step["dur"])
         nxt = min([a for a in starts if a >= end] + [stop])
-        out.append((float(c["ts"]), max(end, min(nxt, stop))))
+        # no longer than the GPU work the call waited for: idle beyond it is the next op's dispatch
+        waited = sum(max(0.0, min(b, end) - max(a, float(c["ts"]))) for a, b in raw.busy_intervals(name))
+        out.append((end, max(end, min(nxt, stop, end + waited))))
     return merge(out)
 
 

@@ -46,7 +46,8 @@ def _busy_in(intervals: list[tuple[float, float]], a: float, b: float) -> float:
     return sum(max(0.0, min(t, b) - max(s, a)) for s, t in intervals)
 
 
-def test_impact_is_the_gpu_idle_the_syncs_cause_from_the_raw_events(analysis_of):
+def test_impact_is_the_idle_the_syncs_cause_from_the_raw_events(analysis_of):
+    """Per sync: the GPU idle after it until the next device work, at most the GPU work it waited for."""
     import raw
 
     name = "gpu/host_sync_item"
@@ -61,12 +62,14 @@ def test_impact_is_the_gpu_idle_the_syncs_cause_from_the_raw_events(analysis_of)
         end = max(float(c["ts"]) + float(c["dur"]) for c in parts)
         step_end = next(float(s["ts"]) + float(s["dur"]) for s in steps if raw.inside(s, item))
         until = max(end, min([a for a, _ in busy if a >= end] + [step_end]))
-        total += (until - begin) - _busy_in(busy, begin, until)
+        total += min(_busy_in(busy, begin, end), (until - end) - _busy_in(busy, end, until))
     per_step = total / len(steps)
-    assert abs(finding.impact.us - per_step) <= 0.01 * per_step
+    assert abs(finding.impact.us - per_step) <= 0.01 * per_step + 0.01
     assert abs(finding.impact.share - per_step / raw.step_us(name)) <= 0.01
-    assert finding.severity.value == "critical"  # over 20% of the step
-    assert "upper bound" in finding.basis
+    # ~1 µs matmuls drained per sync: cheap while the host dispatches slowly (measured unprofiled on the
+    # H200: 514 -> 521 µs per step without the 8 syncs); a latent cost, said at info
+    assert finding.severity.value == "info" and "CUDA graph" in finding.message
+    assert analysis_of(name).top_fix.rule == "overhead-bound" and "aten::item" in analysis_of(name).top_fix.fix
 
 
 def test_an_explicit_sync_with_work_outstanding_is_a_latent_cost(analysis_of):

@@ -65,7 +65,8 @@ def idle_in_steps(name):
 
 
 def sync_claims(name):
-    """From each sync call or device-to-host copy launch in a step to the next device work, in its step."""
+    """After each sync call or device-to-host copy launch in a step, the idle until the next device work, in
+    its step, at most the GPU work it waited for."""
     import raw
 
     starts = sorted(a for a, _ in raw.busy_intervals(name))
@@ -80,7 +81,9 @@ def sync_claims(name):
         end = float(c["ts"]) + float(c["dur"])
         stop = float(step["ts"]) + float(step["dur"])
         nxt = min([a for a in starts if a >= end] + [stop])
-        out.append((float(c["ts"]), max(end, min(nxt, stop))))
+        # no longer than the GPU work the call waited for: idle beyond it is the next op's dispatch
+        waited = sum(max(0.0, min(b, end) - max(a, float(c["ts"]))) for a, b in raw.busy_intervals(name))
+        out.append((end, max(end, min(nxt, stop, end + waited))))
     return merge(out)
 
 
@@ -127,12 +130,12 @@ def test_the_idle_after_the_syncs_is_left_to_host_sync(analysis_of):
     per_step = total(per_op) / len(raw.steps(name))
     assert finding.impact.us == pytest.approx(per_step, rel=1e-3)
     assert finding.impact.share == pytest.approx(per_step / raw.step_us(name), abs=1e-3)
-    # each ns once: overhead-bound's idle and the syncs' partition the idle of the steps; host-sync's own
-    # figure is that idle plus the few µs it was blocked while the GPU still ran (its upper bound)
+    # each ns once: overhead-bound's idle and the syncs' partition the idle of the steps, and host-sync's
+    # impact is the syncs' claim
     sync = analysis.finding("host-sync")
     assert finding.impact.us + finding.record.elsewhere.sync_us == pytest.approx(
         total(idle_in_steps(name)) / 3, rel=1e-3)
-    assert finding.record.elsewhere.sync_us <= sync.impact.us <= 1.05 * finding.record.elsewhere.sync_us
+    assert sync.impact.us == pytest.approx(finding.record.elsewhere.sync_us, rel=0.05, abs=1.0)
     # the fix puts the syncs first: a CUDA graph cannot capture a .item()
     assert finding.record.syncs_per_step == 8 and finding.record.sync_op == "aten::item"
     assert "remove the 8 aten::item sync(s) per step" in finding.fix
@@ -145,7 +148,8 @@ def test_a_data_loading_region_is_not_per_op_overhead(analysis_of):
     idle = analysis.finding("gpu-idle")
     # 13.4 ms of the 14.9 ms of idle per step is under data_loading: gpu-idle's, ranked first
     assert finding.record.elsewhere.data_us == pytest.approx(idle.impact.us, rel=1e-6)
-    assert finding.impact.share < 0.05 and finding.severity.value == "info"
+    # what is left is the forward's own dispatch (1 ms of host work for 0.27 ms of GPU), a tenth of the data's
+    assert finding.impact.us < 0.1 * idle.impact.us and finding.severity.value != "critical"
     assert analysis.findings[0].rule == "gpu-idle"
     assert analysis.to_dict()["summary"]["top_fix"]["rule"] == "gpu-idle"
     assert "DataLoader" not in finding.advice

@@ -19,9 +19,15 @@ DtoH cudaMemcpyAsync and a ~6.3 µs cudaStreamSynchronize: the host is blocked 2
 the GPU then idles another 801 µs before the next launches reach it, 36% of the step time.
 
 Impact:
-Per step: the host blocked in the syncs plus the GPU idle after each until the next device work,
-an upper bound (part of the idle would stay without the sync). Under 5% of the step the finding is
-info, as a latent cost: it grows once the host is faster (one .item() per step on GPT n=2: +20%).
+Per step, per sync: the GPU idle after it until the next device work, but no more than the GPU work
+the host waited for in it. Without the sync the host dispatches the next op while that work runs;
+idle beyond it is the dispatch itself (overhead-bound's), which the sync did not cause. gpu/tf32_gemm
+(torch.cuda.synchronize() after a 340 µs GEMM): 21 µs per step, as measured unprofiled (342 -> 367
+µs). gpu/host_sync_item: 8 `.item()` per step drain ~1 µs of matmul each, then the host spends ~40 µs
+dispatching: a few µs per step, info (measured unprofiled: 514 -> 521 µs per step without them). It
+used to count the whole idle after each sync (345 µs, 38%). Under 5% of the step the finding is info,
+as a latent cost: it grows once the host is faster (one .item() per step on GPT n=2: +20%), and a
+step that syncs cannot be captured as a CUDA graph.
 
 Fix:
 Keep values on the GPU (accumulate losses in a tensor, `.item()` once every N steps), move
@@ -165,9 +171,10 @@ def _read_backs(facts: Facts) -> np.ndarray:
 
 
 def _costs(facts: Facts, hits: list[tuple[int, list[int]]]) -> tuple[dict[int, int], dict[int, int]]:
-    """Per op call: ns the host was blocked, and the GPU idle from its first blocking call until the
-    next device work after it (within the op's step): time the GPU spent computing while the host
-    waited is not lost."""
+    """Per op call: ns the host was blocked, and what the sync cost the GPU: the idle after it until
+    the next device work, but no more than the GPU work the host waited for. Without the sync the
+    host would have dispatched the next op while that work ran; idle beyond it is the dispatch
+    itself, which the sync did not cause (see Impact)."""
     trace = facts.trace
     hi = facts.window[1]
     starts = _busy_starts(facts)
@@ -179,8 +186,9 @@ def _costs(facts: Facts, hits: list[tuple[int, list[int]]]) -> tuple[dict[int, i
         stop = facts.steps[int(facts.event_step[op])].end if facts.steps and facts.event_step[op] >= 0 else hi
         pos = np.searchsorted(starts, end)
         until = max(end, min(int(starts[pos]) if pos < starts.size else stop, stop))
+        waited = busy_ns(facts, begin, end)
         blocked[op] = int(trace.dur[parts].sum())
-        stall[op] = (until - begin) - busy_ns(facts, begin, until)
+        stall[op] = min(waited, (until - end) - busy_ns(facts, end, until))
     return blocked, stall
 
 

@@ -20,7 +20,8 @@ def message(r: HostSync) -> str:
             f"{r.step_share_percent:.1f}% of the step time.")
     if r.step_share_percent < 100 * WARNING_SHARE:
         text += (" Cheap while the host is the bottleneck; once the host runs ahead, each sync drains the GPU's "
-                 "queue and costs a step's worth of launch latency.")
+                 "queue and costs a step's worth of launch latency, and a step that syncs cannot be captured as a "
+                 "CUDA graph.")
     return text
 
 
@@ -44,8 +45,8 @@ def fix(r: HostSync) -> str:
 
 
 def basis(r: HostSync) -> str:
-    return ("GPU idle from each sync's start until the next device work after it, per step (upper bound: part "
-            "of that idle may remain without the sync)")
+    return ("per sync, the GPU idle after it until the next device work, at most the GPU work it waited for "
+            "(what the host could have dispatched meanwhile), per step")
 
 
 NOTES = {

@@ -20,7 +20,8 @@ def message(r: HostSync) -> str:
             f"{r.step_share_percent:.1f}% del tiempo del paso.")
     if r.step_share_percent < 100 * WARNING_SHARE:
         text += (" Sale barato mientras el host es el cuello de botella; cuando el host vaya por delante, cada "
-                 "sincronización vacía la cola de la GPU y cuesta la latencia de lanzamiento de un paso.")
+                 "sincronización vacía la cola de la GPU y cuesta la latencia de lanzamiento de un paso, y un paso "
+                 "que sincroniza no se puede capturar como CUDA graph.")
     return text
 
 
@@ -46,8 +47,8 @@ def fix(r: HostSync) -> str:
 
 
 def basis(r: HostSync) -> str:
-    return ("GPU inactiva desde el inicio de cada sincronización hasta el siguiente trabajo tras ella, por paso "
-            "(cota superior: parte de esa inactividad puede quedar sin la sincronización)")
+    return ("por sincronización, la GPU inactiva tras ella hasta el siguiente trabajo, como mucho el trabajo de "
+            "GPU al que esperó (lo que el host podría haber despachado mientras), por paso")
 
 
 NOTES = {
@@ -73,9 +74,15 @@ gpu/host_sync_item en una H200, 8x (matmul bf16 de 1024², luego `.float().mean(
 el host se bloquea 265 µs en total y la GPU espera otros 801 µs, el 36% del tiempo del paso.
 
 Impacto:
-Por paso: el host bloqueado más la GPU inactiva tras cada sincronización hasta el siguiente trabajo,
-una cota superior. Por debajo del 5% del paso es info, como coste latente: crece cuando el host es
-más rápido (un .item() por paso en GPT n=2: +20%).
+Por paso y por sincronización: la GPU inactiva tras ella hasta el siguiente trabajo, como mucho el
+trabajo de GPU al que esperó el host. Sin la sincronización el host despacharía el siguiente op
+mientras ese trabajo corre; la inactividad más allá es el propio despacho (de overhead-bound).
+gpu/tf32_gemm (torch.cuda.synchronize() tras un GEMM de 340 µs): 21 µs por paso, como lo medido sin
+profiler (342 -> 367 µs). gpu/host_sync_item: 8 `.item()` por paso vacían ~1 µs de matmul cada uno y
+luego el host tarda ~40 µs en despachar: unos µs por paso, info (medido sin profiler: 514 -> 521 µs
+por paso sin ellos). Antes contaba toda la inactividad tras cada sincronización (345 µs, 38%). Por
+debajo del 5% del paso es info, como coste latente: crece cuando el host es más rápido (un .item()
+por paso en GPT n=2: +20%), y un paso que sincroniza no se puede capturar como CUDA graph.
 
 Solución:
 Deja los valores en la GPU (acumula las pérdidas en un tensor, `.item()` cada N pasos), saca las
