@@ -59,13 +59,19 @@ def inside(outer: dict, inner: dict) -> bool:
 
 
 def step_us(name: str) -> float:
-    """What impact shares are of: the median host step, or the GPU busy time per step where that is
-    longer (the window runs from the first step to the end of the last work launched in a step)."""
+    """What impact shares are of: per step, its host span or the busy time of the device work launched
+    in it (the launch call's time inside the step), whichever is longer; the median of those."""
     spans = [(float(s["ts"]), float(s["ts"]) + float(s["dur"])) for s in steps(name)]
-    launches = {c["args"]["correlation"] for c in complete(name) if c.get("cat") in ("cuda_runtime", "cuda_driver")
-                and "correlation" in c.get("args", {}) and any(a <= float(c["ts"]) < b for a, b in spans)}
-    lo = spans[0][0]
-    hi = max([b for _, b in spans] + [float(k["ts"]) + float(k["dur"]) for k in device_work(name)
-                                      if k.get("args", {}).get("correlation") in launches])
-    busy = sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in busy_intervals(name))
-    return max(median_step_us(name), busy / len(spans))
+    launch_ts = {c["args"]["correlation"]: float(c["ts"]) for c in complete(name)
+                 if c.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in c.get("args", {})}
+    lengths = []
+    for a, b in spans:
+        mine = [(float(k["ts"]), float(k["ts"]) + float(k["dur"])) for k in device_work(name)
+                if a <= launch_ts.get(k.get("args", {}).get("correlation"), -1.0) < b]
+        busy, end = 0.0, float("-inf")
+        for s0, t0 in sorted(mine):
+            if t0 > end:
+                busy += t0 - max(s0, end)
+                end = t0
+        lengths.append(max(b - a, busy))
+    return statistics.median(lengths)

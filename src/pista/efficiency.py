@@ -370,6 +370,11 @@ def headroom_ns(facts: Facts, kernels: np.ndarray, card: Card | None = None) -> 
 ELEMENT_BYTES = {"double": 8, "float": 4, "c10::BFloat16": 2, "c10::Half": 2, "long int": 8, "int": 4,
                  "short int": 2, "signed char": 1, "unsigned char": 1, "bool": 1, "c10::Float8_e4m3fn": 1,
                  "c10::Float8_e5m2": 1, "c10::complex<float>": 8, "c10::complex<double>": 16}
+# Ops that only write their (first) tensor: gpu/recompile's aten::zero_ fills ran at 4.37 TB/s, not
+# the 8.74 TB/s a read-and-write count made of them.
+WRITE_ONLY_OPS = frozenset({"aten::zero_", "aten::fill_", "aten::zeros", "aten::ones", "aten::full",
+                            "aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::normal_",
+                            "aten::uniform_", "aten::random_"})
 # Purposes whose kernels stream memory: their bytes (inputs read, one output written) rate them.
 MEMORY_PURPOSES = frozenset({"elementwise", "cast", "reduction", "copy", "memset"})
 
@@ -402,11 +407,14 @@ def memory_bytes(facts: Facts) -> dict[int, float]:
     first[1:] = owners[order][1:] != owners[order][:-1]
     picked = kernels[order][first]
     ops = facts.owner[picked]
-    for k, args in zip(picked.tolist(), trace.decode_args(ops.tolist(), _OpArgs), strict=True):
+    for k, op, args in zip(picked.tolist(), ops.tolist(), trace.decode_args(ops.tolist(), _OpArgs), strict=True):
         if args is None:
             continue
         sizes = _tensor_bytes(args.input_dims, args.input_type)
         if sizes:
+            if trace.event_name(op) in WRITE_ONLY_OPS:
+                out[k] = float(max(sizes))  # a fill writes its tensor and reads nothing
+                continue
             written = 0 if codes[k] == CODE["reduction"] else max(sizes)
             out[k] = float(sum(sizes) + written)
     return out
@@ -473,6 +481,8 @@ def kernel_rows(facts: Facts, limit: int | None = None) -> list[KernelRow]:
             bound, share = "memory", (tbps / card.hbm_tbps if card and over_hbm else None)
         else:
             bound, share = None, None
+        if share is not None and share > 1.0:
+            share = None  # above the datasheet: the byte or FLOP count does not fit this kernel
         rows.append(KernelRow(trace.names[int(ids[g])], int(members.size), total_us, total_us / members.size,
                               purpose, r.flops if r.rated_calls else None, nbytes, r.tflops, tbps, r.dtype, share,
                               bound))

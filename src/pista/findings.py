@@ -470,8 +470,20 @@ def step_ns(facts: Facts) -> float:
     lo, hi = facts.window
     if not facts.steps:
         return float(max(hi - lo, 1))
-    host = float(np.median([s.dur for s in facts.steps]))
-    return max(host, busy_ns_in(facts, lo, hi) / len(facts.steps))
+    # per step: its host span or the busy time of the device work it launched, whichever is longer;
+    # then the median, so one cold step does not lengthen the others (seed_mm64_cold)
+    from pista.trace.facts import merge_intervals
+
+    trace = facts.trace
+    work = np.flatnonzero(facts.is_device_work & (facts.event_step >= 0))
+    work = work[np.argsort(facts.event_step[work], kind="stable")]
+    bounds = np.searchsorted(facts.event_step[work], np.arange(len(facts.steps) + 1))
+    lengths = []
+    for k, s in enumerate(facts.steps):
+        mine = work[bounds[k]:bounds[k + 1]]
+        busy = merge_intervals(trace.ts[mine], trace.ts[mine] + trace.dur[mine]).total if mine.size else 0
+        lengths.append(max(s.dur, busy))
+    return float(np.median(lengths))
 
 
 def busy_ns_in(facts: Facts, lo: int, hi: int) -> float:

@@ -1,5 +1,5 @@
 """What each piece of device work is for: GEMM, convolution, attention, the optimizer, dtype casts,
-elementwise, reductions, copies, memsets, communication, other.
+elementwise, reductions, copies, memsets, communication, torch.compile's own work, other.
 
 The launching op's ancestry decides first (a kernel under `Optimizer.step#AdamW.step` is the
 optimizer's whatever it computes; a copy kernel under `aten::_to_copy` on the device is a dtype cast,
@@ -14,17 +14,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pista.rules._common import nearest_ancestor, pattern_mask
+from pista.rules._common import COMPILE_EVENT, nearest_ancestor, pattern_mask
 from pista.trace.facts import Facts
 
 PURPOSES = ("gemm", "conv", "attention", "optimizer", "cast", "elementwise", "reduction", "copy", "memset",
-            "communication", "other")
+            "communication", "compile", "other")
 CODE = {p: i for i, p in enumerate(PURPOSES)}
 
 # Host events whose work is one purpose, whatever kernels they launch; earlier entries win. Op names
 # as torch 2.x records them (the fixtures: series_mlp_eager's Optimizer.step#AdamW.step, gpt_autocast's
 # aten::_to_copy under autocast, gpt_bf16_fused's aten::_scaled_dot_product_flash_attention).
 ANCESTRY = (
+    # torch.compile's own GPU work (autotuning benchmarks and their buffer fills): not the program's
+    # (gpu/recompile: 6.1 ms per step of aten::zero_ under CachingAutotuner.benchmark_all_configs)
+    ("compile", COMPILE_EVENT),
     ("optimizer", re.compile(r"^Optimizer\.(step|zero_grad)#|^aten::_fused_(adam|adamw|sgd)")),
     ("communication", re.compile(r"^(nccl|c10d|gloo|record_param_comms)", re.I)),
     ("attention", re.compile(r"^aten::(_?scaled_dot_product|_flash_attention|_efficient_attention|_cudnn_attention)"

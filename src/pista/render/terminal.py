@@ -93,24 +93,44 @@ def purpose_line(by_purpose: dict[str, float], lang: str = "en") -> str:
 TOP_KERNELS = 3  # kernels named in the terminal's efficiency line
 
 
+# Kernels shorter than this on average are launch-sized: their rate says nothing about the card.
+RATE_MIN_MEAN_US = 10.0
+
+
 def kernel_line(analysis: Analysis, lang: str = "en") -> str:
-    """The biggest kernels and how they run against the card: '<name> gemm 803 TFLOP/s (81% of peak)'."""
+    """The biggest kernels and how they run against the card: '<name> gemm 171 µs (803 TFLOP/s, 81% of peak)'."""
     from pista.efficiency import kernel_rows
     from pista.i18n import word
-    from pista.rules._common import short_name
 
     parts = []
     rows = kernel_rows(analysis.facts, TOP_KERNELS)
     total = sum(k.total_us for k in rows) or 1.0
+    steps = max(1, len(analysis.facts.steps))
     for k in rows:
         if k.total_us < PURPOSE_LINE_MIN_SHARE * total or k.purpose == "memset":
             continue
-        rate = (f"{k.tflops:.0f} TFLOP/s" if k.bound == "compute" and k.tflops else
-                f"{k.tbps:.2f} TB/s" if k.tbps else "")
-        share = f", {100 * k.peak_share:.0f}% {word('of peak', lang)}" if k.peak_share else ""
-        parts.append(f"{short_name(k.name, 40)} {word(k.purpose, lang)} {fmt_ns(k.total_us * 1000 / max(1, len(analysis.facts.steps)))}"
-                     + (f" ({rate}{share})" if rate else ""))
+        rate = ""
+        if k.mean_us >= RATE_MIN_MEAN_US:
+            if k.bound == "compute" and k.tflops:
+                rate = f"{k.tflops:.0f} TFLOP/s" if k.tflops >= 10 else f"{k.tflops:.2f} TFLOP/s"
+            elif k.tbps:
+                rate = f"{k.tbps:.2f} TB/s" if k.tbps >= 0.1 else f"{k.tbps * 1000:.1f} GB/s"
+            if rate and k.peak_share:
+                rate += f", {100 * k.peak_share:.0f}% {word('of peak', lang)}"
+        parts.append(f"{kernel_short_name(k.name)} {word(k.purpose, lang)} {fmt_ns(k.total_us * 1000 / steps)}"
+                     + (f" ({rate})" if rate else ""))
     return "; ".join(parts)
+
+
+def kernel_short_name(name: str, limit: int = 48) -> str:
+    """A kernel's own name: no 'void', namespaces or template arguments
+    ('void at::native::(anonymous namespace)::multi_tensor_apply_kernel<...>' -> 'multi_tensor_apply_kernel')."""
+    if name.startswith(("Memcpy", "Memset")):
+        return name  # 'Memcpy DtoH (Device -> Pageable)': the direction and memory kinds are the point
+    text = name.removeprefix("void ").replace("(anonymous namespace)::", "")
+    cut = min([i for i in (text.find("<"), text.find("(")) if i > 0] or [len(text)])
+    text = text[:cut].rsplit("::", 1)[-1].strip() or name
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def impact_text(f: Finding, lang: str = "en") -> str:

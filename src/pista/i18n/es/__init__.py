@@ -7,7 +7,7 @@ WORDS = {
     "GPU time per step": "Tiempo de GPU por paso", "GPU time by purpose": "Tiempo de GPU por propósito",
     "gemm": "GEMM", "conv": "convolución", "attention": "atención", "optimizer": "optimizador", "cast": "conversiones",
     "elementwise": "elemento a elemento", "reduction": "reducciones", "copy": "copias", "memset": "memsets",
-    "communication": "comunicación", "other": "otros",
+    "communication": "comunicación", "compile": "compilación", "other": "otros",
     "Host time per step": "Tiempo del host por paso", "forward": "forward", "backward": "backward",
     "data": "datos", "waiting": "esperando",
     "except": "excepto", "Start here": "Empieza por aquí", "in": "en", "Top kernels": "Kernels principales", "of peak": "del pico",
