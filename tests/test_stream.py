@@ -297,6 +297,7 @@ def test_the_progress_bar_starts_no_thread(tmp_path, tiny_blocks, monkeypatch):
 
     path = write_document(tmp_path / "t.json", TRICKY * 3)
     monkeypatch.setattr(stream, "PROGRESS_MIN_BYTES", 0)
+    monkeypatch.setattr(stream, "PROGRESS_AFTER_S", 0.0)
     monkeypatch.setattr(stream.sys.stderr, "isatty", lambda: True)
     children = []
     real_fork = stream.forked.fork_call

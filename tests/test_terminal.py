@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
 import struct
@@ -58,3 +59,40 @@ def test_redirected_json_starts_with_the_data():
     out = subprocess.run([*PISTA, "analyze", str(fixture("gpu/host_sync_item")), "--format", "json"],
                          capture_output=True, text=True, check=True)
     assert out.stdout.startswith("{")
+
+
+def test_did_you_mean_for_verbs_flags_and_rules():
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*PISTA, *args], capture_output=True, text=True, timeout=120)
+
+    out = run("analyse", str(fixture("gpu/host_sync_item")))
+    assert out.returncode == 2 and "did you mean analyze?" in out.stderr
+    out = run("analyze", str(fixture("gpu/host_sync_item")), "--formt", "json")
+    assert out.returncode == 2 and out.stderr.startswith("usage: pista analyze")  # the verb's usage
+    assert "did you mean --format?" in out.stderr and not out.stdout
+    out = run("explain", "host-synk")
+    assert out.returncode == 2 and "did you mean host-sync?" in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_a_trace_from_stdin_and_outputs_in_the_current_folder(tmp_path):
+    import gzip
+
+    data = fixture("gpu/host_sync_item").read_bytes()
+    out = subprocess.run([*PISTA, "analyze", "-", "--format", "json"], input=gzip.decompress(data),
+                         capture_output=True, timeout=120, check=True)
+    assert json.loads(out.stdout)["source"] == "<stdin>"
+    # report and annotate write beside the user (the current folder), not beside the input
+    subprocess.run([*PISTA, "report", str(fixture("gpu/host_sync_item"))], cwd=tmp_path, capture_output=True,
+                   timeout=120, check=True)
+    assert (tmp_path / "host_sync_item.report.html").exists()
+    subprocess.run([*PISTA, "annotate", "-"], input=data, cwd=tmp_path, capture_output=True, timeout=120,
+                   check=True)
+    assert (tmp_path / "stdin.pista.json.gz").exists()
+
+
+def test_sql_schema_needs_no_trace_and_csv_starts_with_the_header():
+    out = subprocess.run([*PISTA, "sql", "--schema"], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.startswith("events:")
+    out = subprocess.run([*PISTA, "sql", str(fixture("gpu/host_sync_item")), "SELECT count(*) AS n FROM events",
+                          "--format", "csv"], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.splitlines()[0] == "n" and out.stdout.splitlines()[1].isdigit()

@@ -11,6 +11,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from pista import __version__
 from pista.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, PistaError
@@ -32,10 +33,32 @@ VERBS = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with "did you mean" for verbs, choices and flags (a one-line error, exit 2)."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        import difflib
+        import re
+
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice:
+            options = re.findall(r"'?([\w.-]+)'?", choice.group(2))
+            close = difflib.get_close_matches(choice.group(1), options, n=1, cutoff=0.6)
+            if close:
+                message += f" (did you mean {close[0]}?)"
+        unknown = re.match(r"unrecognized arguments: (\S+)", message)
+        if unknown and unknown.group(1).startswith("-"):
+            flags = [o for a in self._actions for o in a.option_strings]
+            close = difflib.get_close_matches(unknown.group(1).split("=")[0], flags, n=1, cutoff=0.6)
+            if close:
+                message += f" (did you mean {close[0]}?)"
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pista", description="The detective for PyTorch profiler traces.")
+    parser = _Parser(prog="pista", description="The detective for PyTorch profiler traces.")
     parser.add_argument("--version", action="version", version=f"pista {__version__}")
-    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     for verb, module_name, help_text in VERBS:
         try:
             module = importlib.import_module(f"pista.cli.{module_name}")
@@ -45,13 +68,15 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         p = sub.add_parser(verb, help=help_text, description=(module.__doc__ or help_text).strip())
         module.add_arguments(p)
-        p.set_defaults(_run=module.run)
+        p.set_defaults(_run=module.run, _parser=p)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the verb's own usage and suggestions, not the top-level ones
+        (getattr(args, "_parser", None) or parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_BAD_INPUT

@@ -11,13 +11,12 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
-    parser.add_argument("-o", "--output", help="where to write (default: TRACE's name + .pista.json.gz)")
+    parser.add_argument("-o", "--output", help="where to write (default: ./NAME.pista.json.gz)")
     parser.add_argument("--lang", default="en", help="language of the markers' text (en, es)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from pista.cli.common import write_output
-    from pista.cli.report import default_output
+    from pista.cli.common import STDIN, default_output, read_stdin, write_output
     from pista.findings import analyze
     from pista.i18n import check_lang, localize
     from pista.render import annotated
@@ -25,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from pista.trace.load import decode_trace, read_bytes
 
     lang = check_lang(args.lang)
-    data, notices = read_bytes(args.trace)
+    data, notices = read_stdin() if args.trace == STDIN else read_bytes(args.trace)
     trace = decode_trace(data, args.trace, notices)
     for notice in trace.notices:
         print(f"pista: notice: {args.trace}: {notice}", file=sys.stderr)

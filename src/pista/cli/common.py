@@ -12,14 +12,57 @@ from pista.errors import UsageError
 from pista.trace.facts import Facts, derive
 from pista.trace.load import load_trace
 
+STDIN = "-"
+
 
 def open_trace(path: str, quiet: bool = False) -> Facts:
-    """Load and derive; notices (skipped events, salvage) go to stderr, one line each."""
+    """Load and derive; notices (skipped events, salvage) go to stderr, one line each. `-` reads the
+    trace from standard input (plain or gzipped)."""
+    if path == STDIN:
+        return _from_stdin(quiet)
     trace = load_trace(path)
     if not quiet:
         for notice in trace.notices:
             print(f"pista: notice: {path}: {notice}", file=sys.stderr)
     return derive(trace)
+
+
+def _stdin_file(folder: str) -> Path:
+    """Standard input, whole, in a file of `folder` (named .json.gz when it is gzipped)."""
+    data = sys.stdin.buffer.read()
+    if not data:
+        raise UsageError("-: standard input is empty; pipe a trace in (`zcat t.json.gz | pista analyze -`)")
+    path = Path(folder) / ("stdin.json.gz" if data[:2] == b"\x1f\x8b" else "stdin.json")
+    path.write_bytes(data)
+    return path
+
+
+def read_stdin() -> tuple[bytes, list[str]]:
+    """The trace's bytes from standard input, unpacked, with the reader's notices (like read_bytes)."""
+    import tempfile
+
+    from pista.trace.load import read_bytes
+
+    with tempfile.TemporaryDirectory(prefix="pista-stdin-") as folder:
+        return read_bytes(_stdin_file(folder))
+
+
+def _from_stdin(quiet: bool) -> Facts:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="pista-stdin-") as folder:
+        trace = load_trace(_stdin_file(folder))
+    trace.source = "<stdin>"
+    if not quiet:
+        for notice in trace.notices:
+            print(f"pista: notice: <stdin>: {notice}", file=sys.stderr)
+    return derive(trace)
+
+
+def default_output(trace: str, suffix: str) -> Path:
+    """An output beside where the user is (the current folder), named after the trace."""
+    stem = "stdin" if trace == STDIN else Path(trace).name.removesuffix(".gz").removesuffix(".json")
+    return Path.cwd() / (stem + suffix)
 
 
 def write_output(path: str | os.PathLike[str], data: str | bytes, inputs: tuple[str, ...] = ()) -> Path:

@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--function", metavar="NAME", default=None,
                         help="a function in the script (NAME or Class.method); each return ends a step")
     add_device_and_schedule(parser)
-    parser.add_argument("--out", default=None, metavar="DIR", help="run folder (default pista-runs/SCRIPT-TIMESTAMP)")
+    parser.add_argument("-o", "--output", "--out", dest="out", default=None, metavar="DIR", help="run folder (default pista-runs/SCRIPT-TIMESTAMP)")
     parser.add_argument("--color", action=argparse.BooleanOptionalAction, default=None)
     parser.add_argument("script", help="the Python script to run as __main__")
     parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the script")
@@ -33,6 +33,9 @@ def run(args: argparse.Namespace) -> int:
 
     from pista.capture.runner import versions
     from pista.capture.script import no_trace_reason, run_script
+    from pista.i18n import check_lang
+
+    args.lang = check_lang(args.lang)  # before the script runs, not after it
     from pista.capture.session import Session, default_run_dir
     from pista.cli.common import write_output
     from pista.errors import UsageError
@@ -93,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(session.table_text or "")
     sys.stdout.write("\n")
     color, width = output_style(args.color)
-    sys.stdout.write(terminal.render(analysis, color=color, width=width, show_table=False))
+    sys.stdout.write(terminal.render(analysis, color=color, width=width, show_table=False, lang=args.lang))
     sys.stdout.write(f"\nsaved {out}/: {', '.join(sorted(Path(p).name for p in files.values()))}, run.json\n")
     if error:
         print(f"pista: the script failed ({error}); the trace holds the steps before that", file=sys.stderr)

@@ -11,18 +11,12 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
-    parser.add_argument("-o", "--output", help="the HTML file to write (default: TRACE's name + .report.html)")
+    parser.add_argument("-o", "--output", help="the HTML file to write (default: ./NAME.report.html)")
     parser.add_argument("--lang", default="en", help="language of the findings (en, es)")
 
 
-def default_output(trace: str, suffix: str) -> Path:
-    path = Path(trace)
-    stem = path.name.removesuffix(".gz").removesuffix(".json")
-    return path.with_name(stem + suffix)
-
-
 def run(args: argparse.Namespace) -> int:
-    from pista.cli.common import open_trace, write_output
+    from pista.cli.common import default_output, open_trace, write_output
     from pista.findings import analyze
     from pista.i18n import check_lang
     from pista.render import html

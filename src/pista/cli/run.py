@@ -40,6 +40,7 @@ def add_device_and_schedule(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=1, help="schedule: cycles (default 1)")
     parser.add_argument("--sync", dest="sync_steps", action="store_true",
                         help="torch.cuda.synchronize() at each step end (default: only when the profiler stops)")
+    parser.add_argument("--lang", default="en", help="language of the findings (en, es)")
     parser.add_argument("--with-stack", action="store_true",
                         help="record Python stacks (with_stack=True): findings name your code; adds host time")
     parser.add_argument("--memory", action="store_true",
@@ -54,7 +55,7 @@ def add_device_and_schedule(parser: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workload", choices=WORKLOADS)
     add_capture_arguments(parser)
-    parser.add_argument("--out", default=None, metavar="DIR",
+    parser.add_argument("-o", "--output", "--out", dest="out", default=None, metavar="DIR",
                         help="run folder (default pista-runs/WORKLOAD-SIZE-TIMESTAMP)")
     parser.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
                         help="colour the diagnosis (default: when stdout is a terminal)")
@@ -72,7 +73,9 @@ def config_from(args: argparse.Namespace, workload: str, size: int | None, out: 
 
 def run(args: argparse.Namespace) -> int:
     from pista.capture.runner import capture, finish
+    from pista.i18n import check_lang
 
+    args.lang = check_lang(args.lang)  # before the capture, not after it
     result = capture(config_from(args, args.workload, args.size, args.out))
     if result.interrupted:
         if result.trace_path is not None:
@@ -80,11 +83,11 @@ def run(args: argparse.Namespace) -> int:
         print(result.saved_line(), file=sys.stderr)
         return EXIT_INTERRUPTED
     analysis = finish(result)
-    print_result(result, analysis, args.color)
+    print_result(result, analysis, args.color, args.lang)
     return 0
 
 
-def print_result(result, analysis, color: bool | None) -> None:
+def print_result(result, analysis, color: bool | None, lang: str = "en") -> None:
     """torch's table, pista's diagnosis, and where the files went."""
     from pista.cli.common import output_style
     from pista.render import terminal
@@ -93,7 +96,7 @@ def print_result(result, analysis, color: bool | None) -> None:
     sys.stdout.write("\n")
     if analysis is not None:
         use_color, width = output_style(color)
-        sys.stdout.write(terminal.render(analysis, color=use_color, width=width, show_table=False))
+        sys.stdout.write(terminal.render(analysis, color=use_color, width=width, show_table=False, lang=lang))
     sys.stdout.write(f"\nsaved {result.out_dir}/: {', '.join(sorted(_short(p) for p in result.files.values()))}, "
                      "run.json\n")
     sys.stdout.flush()

@@ -22,7 +22,7 @@ from typing import Any
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
+    parser.add_argument("trace", nargs="?", help="a torch.profiler chrome trace (.json or .json.gz; - for stdin)")
     parser.add_argument("query", nargs="?", help="one SQL statement (DuckDB's dialect)")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table",
                         help="output: an aligned table (default), CSV, or a JSON list of objects")
@@ -36,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
     if args.schema:
         sys.stdout.write(schema_text() + "\n")
         return 0
+    if not args.trace:
+        raise UsageError("pista sql: give a trace and a query (or --schema alone)")
     if not args.query:
         raise UsageError("pista sql: give a query, e.g. \"SELECT count(*) FROM kernels\" (or --schema)")
     from pista.cli.common import open_trace

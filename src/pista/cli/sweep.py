@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sizes", required=True, help="comma-separated sizes, e.g. 64,256,1024,4096")
     add_capture_arguments(parser, sizes=False)
     parser.set_defaults(warmup=DEFAULT_WARMUP_CALLS)
-    parser.add_argument("--out", default=None, metavar="DIR", help="sweep folder (default pista-runs/sweep-...)")
+    parser.add_argument("-o", "--output", "--out", dest="out", default=None, metavar="DIR", help="sweep folder (default pista-runs/sweep-...)")
     parser.add_argument("--html", default=None, metavar="FILE", help="also write the sweep as HTML")
 
 

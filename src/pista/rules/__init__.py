@@ -74,5 +74,9 @@ def get_rule(rule_id: str) -> Rule:
     for rule in catalogue():
         if rule.id == rule_id:
             return rule
-    known = ", ".join(r.id for r in catalogue())
-    raise UsageError(f"no rule '{rule_id}'; known rules: {known}")
+    import difflib
+
+    ids = [r.id for r in catalogue()]
+    close = difflib.get_close_matches(rule_id, ids, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else f"; known rules: {', '.join(ids)}"
+    raise UsageError(f"no rule '{rule_id}'{hint}")
