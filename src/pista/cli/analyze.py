@@ -60,6 +60,8 @@ def _run_folder(args: argparse.Namespace) -> int:
     from pista.distributed import render as renderer
     from pista.errors import UsageError
 
+    if _run_cycles(args):
+        return 0
     if args.no_table:
         raise UsageError("--no-table is for one trace; a folder's report has the per-rank table, not the op table")
     result = analyze_ranks(args.trace, engine=args.engine, workers=args.workers, scheduler=args.scheduler,
@@ -70,3 +72,25 @@ def _run_folder(args: argparse.Namespace) -> int:
         color, width = output_style(args.color)
         sys.stdout.write(renderer.render_text(result, color=color, width=width, lang=args.lang))
     return 0
+
+
+def _run_cycles(args: argparse.Namespace) -> bool:
+    """A folder of one process's profiler cycles (tensorboard_trace_handler): one analysis per file,
+    in time order, and what changed between them. False: the folder is ranks."""
+    from pista.cli.common import output_style
+    from pista.cycles import analyze_cycles, cycle_files
+    from pista.render import cycles as renderer
+
+    headers = cycle_files(args.trace)
+    if headers is None:
+        return False
+    result = analyze_cycles(headers, source=args.trace, rules=args.rules, lang=args.lang)
+    if args.engine != "local" or args.scheduler or args.workers is not None:
+        result.notices.append("one process's cycles are analyzed here, one file after another: "
+                              "--engine, --scheduler and --workers are for a folder of ranks")
+    if args.format == "json":
+        sys.stdout.write(renderer.render_json(result))
+    else:
+        color, width = output_style(args.color)
+        sys.stdout.write(renderer.render_text(result, color=color, width=width, lang=args.lang))
+    return True

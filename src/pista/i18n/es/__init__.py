@@ -58,4 +58,12 @@ WORDS = {
     "× the median step": "× el paso mediano",
     "No ProfilerStep regions in this trace (no schedule, or not stepped).":
         "No hay regiones ProfilerStep en esta traza (sin schedule, o sin llamar a step()).",
+    # a folder of one process's profiler cycles (pista.render.cycles)
+    "host": "host", "profiler cycles of one process": "ciclos del profiler de un proceso",
+    "in time order": "en orden de tiempo", "Cycle": "Ciclo", "median step": "paso mediano",
+    "cycles hint": ("por ciclo: el veredicto, el paso mediano, la GPU ocupada, la solución principal y los hallazgos "
+                    "(regla, gravedad, parte del paso); después, qué cambió de cada ciclo al siguiente"),
+    "What changed": "Qué cambió", "verdict": "veredicto", "unchanged": "sin cambios",
+    "appeared": "aparecen", "vanished": "desaparecen", "severity changed": "cambia la gravedad",
+    "same findings": "los mismos hallazgos",
 }

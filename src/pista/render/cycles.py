@@ -1,0 +1,115 @@
+"""One process's profiler cycles (pista.cycles) as text (a block per cycle, then what changed from
+each cycle to the next) or JSON (`cycles`, one analysis per file in time order, and `changes`)."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import Counter
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+
+from pista.cycles import CycleChange, CyclesAnalysis
+from pista.findings import Analysis
+from pista.render.json import _finite
+from pista.render.terminal import SEVERITY_STYLE, VERDICT_STYLE, impact_text
+
+# The longer labels, by key; a language's WORDS (pista.i18n) replaces them.
+_HINTS = {
+    "cycles hint": ("per cycle: the verdict, the median step, GPU busy, the top fix and the findings (rule, "
+                    "severity, share of the step); then what changed from each cycle to the next"),
+}
+
+
+def render_json(result: CyclesAnalysis, row_limit: int = 25) -> str:
+    return json.dumps(_finite(result.to_dict(row_limit)), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def render_text(result: CyclesAnalysis, color: bool = False, width: int = 110, lang: str = "en") -> str:
+    """The findings arrive localized (analyze_cycles' lang); `lang` is for the labels around them."""
+    from pista.i18n import words
+
+    labels = {**_HINTS, **words(lang)}
+
+    def w(key: str) -> str:
+        return labels.get(key, key)
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=color, no_color=not color, width=width, highlight=False)
+    who = ", ".join(part for part in (f"{w('host')} {result.host}" if result.host else "",
+                                      f"pid {result.pid}" if result.pid is not None else "") if part)
+    console.print(Panel(
+        f"{len(result.cycles)} {w('profiler cycles of one process')}{f' ({escape(who)})' if who else ''}, "
+        f"{w('in time order')}\n{w('cycles hint')}",
+        title=f"pista: {escape(result.source)}", expand=True))
+    for notice in result.notices:
+        console.print(f"[dim]{w('notice')}: {escape(notice)}[/]")
+    for n, cycle in enumerate(result.cycles, start=1):
+        _cycle(console, n, Path(cycle.path).name, cycle.analysis, lang)
+    if result.changes:
+        console.print(f"\n[bold]{w('What changed')}[/]")
+        for c in result.changes:
+            _change(console, c, lang)
+    return out.getvalue()
+
+
+def _cycle(console: Console, n: int, name: str, a: Analysis, lang: str) -> None:
+    from pista.i18n import word
+
+    def w(key: str) -> str:
+        return word(key, lang)
+
+    s = a.summary
+    busy = "n/a" if s.gpu_busy_share is None else f"{100 * s.gpu_busy_share:.1f}%"
+    steps = f"{s.steps}" + (f" (#{s.step_numbers[0]}-#{s.step_numbers[-1]})" if s.step_numbers else "")
+    console.print(f"\n[bold]{w('Cycle')} {n}[/]  [dim]{escape(name)}[/]")
+    console.print(f"  [{VERDICT_STYLE.get(s.verdict, 'bold')}]{s.verdict}[/]   {w('median step')} {_ms(s.step_us)}   "
+                  f"{w('GPU busy')} {busy}   {w('steps')} {steps}")
+    for notice in a.notices:
+        console.print(f"  [dim]{w('notice')}: {escape(notice)}[/]")
+    top = a.top_fix
+    if top is not None:
+        console.print(f"  [bold green]{w('Start here')}:[/] {escape(top.fix_here)} [dim]({escape(top.rule)}, "
+                      f"{impact_text(top, lang)})[/]")
+    if not a.findings:
+        console.print(f"  {w('No findings.')}")
+        return
+    # one entry per rule: the finding that costs most (findings come sorted by impact), and how many
+    count = Counter(f.rule for f in a.findings)
+    shown: set[str] = set()
+    parts = []
+    for f in a.findings:
+        if f.rule in shown:
+            continue
+        shown.add(f.rule)
+        times = f" x{count[f.rule]}" if count[f.rule] > 1 else ""
+        style = SEVERITY_STYLE.get(f.severity.value, "")  # type: ignore[union-attr]
+        parts.append(f"{escape(f.rule)}{times} ([{style}]{w(f.severity.value)}[/], "  # type: ignore[union-attr]
+                     f"{100 * f.impact.share:.1f}%)")
+    console.print(f"  {w('Findings')}: {', '.join(parts)}")
+
+
+def _change(console: Console, c: CycleChange, lang: str) -> None:
+    from pista.i18n import word
+
+    def w(key: str) -> str:
+        return word(key, lang)
+
+    share = c.step_change
+    pct = "" if share is None else f" ({100 * share:+.1f}%)"
+    verdict = (f"{c.verdict_before} -> {c.verdict_after}" if c.verdict_changed
+               else f"{c.verdict_after} ({w('unchanged')})")
+    console.print(f"  {w('Cycle')} {c.before + 1} -> {c.after + 1}: {w('median step')} {_ms(c.step_us_before)} -> "
+                  f"{_ms(c.step_us_after)}{pct}; {w('verdict')} {verdict}")
+    listed = [(w("appeared"), [f"{r} ({w(s)})" for r, s in c.appeared]),
+              (w("vanished"), [f"{r} ({w(s)})" for r, s in c.vanished]),
+              (w("severity changed"), [f"{r} ({w(a)} -> {w(b)})" for r, a, b in c.severity_changed])]
+    lines = [f"{label}: {escape(', '.join(items))}" for label, items in listed if items]
+    console.print(f"    {'; '.join(lines) if lines else w('same findings')}")
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000.0:.3f} ms"
