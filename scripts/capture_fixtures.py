@@ -489,12 +489,41 @@ def tensorboard_cycles(out: str) -> None:
     print("captured tensorboard_cycles", flush=True)
 
 
+def python_loop(out: str) -> None:
+    """A per-sample Python loop: 128 separate (64x1024 @ 1024x1024) bf16 matmuls per step where one
+    batched matmul would do; each kernel runs a few µs, each call costs the host more to dispatch."""
+    x = torch.randn(128, 64, 1024, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16)
+
+    def step() -> None:
+        with record_function("per_sample"):
+            for i in range(x.shape[0]):
+                torch.matmul(x[i], w)
+
+    _capture("python_loop", out, step)
+
+
+def python_loop_cpu(out: str) -> None:
+    """The per-sample loop on the CPU (no CUDA): 128 separate (16x256 @ 256x256) fp32 matmuls per step
+    where one batched matmul would do."""
+    x = torch.randn(128, 16, 256)
+    w = torch.randn(256, 256)
+
+    def step() -> None:
+        with record_function("per_sample"):
+            for i in range(x.shape[0]):
+                torch.matmul(x[i], w)
+
+    _capture("python_loop_cpu", out, step, cuda=False)
+
+
 SCENARIOS = {f.__name__: f for f in (host_sync_item, pageable_memcpy, recompile, fp32_gemm, tf32_gemm,
                                       launch_bound, gpu_idle_dataloader, trailing_sync, cpu_only,
                                       host_sync_item_stack, fp64_gemm, adamw_foreach, adamw_fused, bias_unfused,
                                       bias_addmm, elementwise_chain, elementwise_compiled, stream_fp32,
                                       allocator_churn, gpt_bf16_fused, gpt_autocast, resnet50_bf16, memory_leak,
-                                      memory_steady, tensorboard_cycles, adamw_foreach_bf16, adamw_fused_bf16)}
+                                      memory_steady, tensorboard_cycles, adamw_foreach_bf16, adamw_fused_bf16,
+                                      python_loop, python_loop_cpu)}
 
 
 def main() -> None:

@@ -8,18 +8,6 @@ RULE = "allocator-churn"
 CALLS = ("cudaMalloc", "cudaFree")
 
 
-def _step_us(name: str) -> float:
-    """What shares are of: the median host step, or the GPU busy time per step where that is longer
-    (the window runs from the first step to the end of the last work launched in a step)."""
-    steps = raw.steps(name)
-    spans = [(float(s["ts"]), float(s["ts"]) + float(s["dur"])) for s in steps]
-    launches = {c["args"]["correlation"] for c in raw.complete(name) if c.get("cat") in ("cuda_runtime", "cuda_driver")
-                and "correlation" in c.get("args", {}) and any(a <= float(c["ts"]) < b for a, b in spans)}
-    lo = spans[0][0]
-    hi = max([b for _, b in spans] + [float(k["ts"]) + float(k["dur"]) for k in raw.device_work(name)
-                                      if k.get("args", {}).get("correlation") in launches])
-    busy = sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in raw.busy_intervals(name))
-    return max(raw.step_us(name), busy / len(steps))
 
 
 def _calls(name: str) -> list[tuple[dict, dict]]:
@@ -68,7 +56,7 @@ def test_impact_is_the_gpu_idle_the_calls_leave(analysis_of):
     per_step = idle / steps
     assert len(spans) == 4 * steps
     assert abs(finding.impact.us - per_step) <= 0.01 * per_step
-    assert abs(finding.impact.share - per_step / _step_us(name)) <= 0.002
+    assert abs(finding.impact.share - per_step / raw.step_us(name)) <= 0.002
     assert abs(finding.record.host_us - sum(float(c["dur"]) for c, _ in _calls(name)) / steps) < 0.01
     assert finding.severity.value == "critical"  # half the step
     assert "upper bound" in finding.basis

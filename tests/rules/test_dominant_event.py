@@ -139,19 +139,12 @@ def test_an_op_dominates_when_no_single_kernel_does(load_facts, monkeypatch):
     assert all(e.name.startswith("Memcpy") for e in finding.evidence)
 
 
-def test_a_dominant_copy_gets_transfer_advice_not_kernel_advice(load_facts):
-    facts = load_facts("gpu/pageable_memcpy")
-    (finding,) = _findings(load_facts, "gpu/pageable_memcpy")
-    trace = facts.trace
-    r = finding.record
-    copies = facts.is_device_work & trace.category_mask({"gpu_memcpy"})
-    assert r.kind == "copy" and r.name.startswith("Memcpy DtoH") and r.cause == "transfer" and r.rate is None
-    assert finding.message.startswith("Copy Memcpy DtoH")
-    named = copies & (trace.name_array[trace.name] == r.name)
-    assert r.total_us == pytest.approx(trace.dur[named].sum() / 1000, abs=0.001)
-    assert "pinned" in finding.advice and "precision" not in finding.advice
-    # its cost is the copy rules' (pageable-memcpy, host-sync): not counted twice
-    assert finding.impact.us == 0.0 and "pageable-memcpy" in finding.basis
+def test_a_dominant_copy_is_left_to_the_copy_rules(analysis_of):
+    # a Memcpy DtoH holds 81.7% of gpu/pageable_memcpy's device time: its cost and its fix (pinned
+    # memory) are pageable-memcpy's finding, told once there
+    a = analysis_of("gpu/pageable_memcpy")
+    assert a.finding(ID) is None
+    assert any(g.direction == "DtoH" for g in a.finding("pageable-memcpy").record.groups)
 
 
 def test_an_fp32_gemm_points_at_its_precision(analysis_of):
@@ -170,8 +163,7 @@ def test_a_kernel_without_flops_says_so(analysis_of):
 
 
 def test_spanish_renders_every_field(analysis_of, load_facts, monkeypatch):
-    english = [analysis_of(n).finding(ID) for n in ("seed_mm4096_warm", "gpu/fp32_gemm", "gpu/pageable_memcpy",
-                                                    "gpu/stream_fp32")]
+    english = [analysis_of(n).finding(ID) for n in ("seed_mm4096_warm", "gpu/fp32_gemm", "gpu/stream_fp32")]
     for finding in english:
         es = localize_finding(finding, "es")
         for part in ("title", "message", "advice", "fix", "basis"):

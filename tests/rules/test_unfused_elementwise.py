@@ -6,18 +6,6 @@ RULE = "unfused-elementwise"
 CHAIN = ("aten::mul", "aten::add", "aten::clamp_min", "aten::mul", "aten::sigmoid", "aten::sub")
 
 
-def _step_us(name: str) -> float:
-    """What shares are of: the median host step, or the GPU busy time per step where that is longer
-    (the window runs from the first step to the end of the last work launched in a step)."""
-    steps = raw.steps(name)
-    spans = [(float(s["ts"]), float(s["ts"]) + float(s["dur"])) for s in steps]
-    launches = {c["args"]["correlation"] for c in raw.complete(name) if c.get("cat") in ("cuda_runtime", "cuda_driver")
-                and "correlation" in c.get("args", {}) and any(a <= float(c["ts"]) < b for a, b in spans)}
-    lo = spans[0][0]
-    hi = max([b for _, b in spans] + [float(k["ts"]) + float(k["dur"]) for k in raw.device_work(name)
-                                      if k.get("args", {}).get("correlation") in launches])
-    busy = sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in raw.busy_intervals(name))
-    return max(raw.step_us(name), busy / len(steps))
 
 
 def _chain_kernels(name: str) -> list[list[dict]]:
@@ -64,7 +52,7 @@ def test_impact_is_the_passes_fusion_saves(analysis_of):
     steps = len(raw.steps(name))
     per_step = sum(sum(float(k["dur"]) for k in ks) * (len(ks) - 1) / len(ks) for ks in chains) / steps
     assert abs(finding.impact.us - per_step) <= 0.01 * per_step
-    assert abs(finding.impact.share - per_step / _step_us(name)) <= 0.002
+    assert abs(finding.impact.share - per_step / raw.step_us(name)) <= 0.002
     assert finding.severity.value == "critical"
     assert "upper bound" in finding.basis
 

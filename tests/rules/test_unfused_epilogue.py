@@ -11,18 +11,6 @@ def _launched_under(name: str, outer: dict) -> list[dict]:
     return [k for k in raw.device_work(name) if k.get("args", {}).get("correlation") in calls]
 
 
-def _step_us(name: str) -> float:
-    """What shares are of: the median host step, or the GPU busy time per step where that is longer
-    (the window runs from the first step to the end of the last work launched in a step)."""
-    steps = raw.steps(name)
-    spans = [(float(s["ts"]), float(s["ts"]) + float(s["dur"])) for s in steps]
-    launches = {c["args"]["correlation"] for c in raw.complete(name) if c.get("cat") in ("cuda_runtime", "cuda_driver")
-                and "correlation" in c.get("args", {}) and any(a <= float(c["ts"]) < b for a, b in spans)}
-    lo = spans[0][0]
-    hi = max([b for _, b in spans] + [float(k["ts"]) + float(k["dur"]) for k in raw.device_work(name)
-                                      if k.get("args", {}).get("correlation") in launches])
-    busy = sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in raw.busy_intervals(name))
-    return max(raw.step_us(name), busy / len(steps))
 
 
 def _bias_adds(name: str, region: str) -> list[dict]:
@@ -66,8 +54,8 @@ def test_impact_is_the_add_kernels_time(analysis_of):
         per_step = sum(float(k["dur"]) for a in adds for k in _launched_under(name, a)) / steps
         assert abs(finding.impact.us - per_step) <= 0.01 * per_step
         # the host's steps are shorter than their GPU work here (160 vs 213 µs in the seed)
-        assert _step_us(name) > raw.median_step_us(name)
-        assert abs(finding.impact.share - per_step / _step_us(name)) <= 0.002
+        assert raw.step_us(name) > raw.median_step_us(name)
+        assert abs(finding.impact.share - per_step / raw.step_us(name)) <= 0.002
         assert finding.severity.value == "warning", name  # 19.3-19.4% of the step
         assert "upper bound" in finding.basis
 

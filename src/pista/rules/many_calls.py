@@ -81,7 +81,9 @@ MAX_OPS = 4  # ops listed in the finding; more would be noise
 EVIDENCE_PER_OP = 2  # calls shown per op, from the first step; presentation
 # Where repeated calls come from, for the advice: the optimizer's step, dtype casts, compiled code.
 OPTIMIZER = re.compile(r"^Optimizer\.step#")
-CASTS = frozenset({"aten::to", "aten::_to_copy"})
+# The casts and their gradients' (autocast's backward casts each weight's gradient back: big_gpt's
+# 123 `evaluate_function: ToCopyBackward0` per step), autocast-casts' fact.
+CASTS = frozenset({"aten::to", "aten::_to_copy", "autograd::engine::evaluate_function: ToCopyBackward0"})
 
 
 @dataclass(frozen=True)
