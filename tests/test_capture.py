@@ -352,3 +352,15 @@ def test_ctrl_c_in_a_profiled_script(tmp_path):
     assert done.returncode == 130, done.stderr
     assert "saved the partial trace" in done.stderr.strip().splitlines()[-1]
     assert load_trace(out / "trace.json.gz").notices == []
+
+
+def test_run_analyzes_every_cycle_it_records(tmp_path, capsys):
+    out = tmp_path / "cycles"
+    assert main(["run", "matmul_add", "--size", "16", "--device", "cpu", "-o", str(out), "--warmup",
+                 "--repeat", "2", "--with-stack"]) == 0
+    text = capsys.readouterr().out
+    second = json.loads((out / "analysis.cycle2.json").read_text())
+    assert second["summary"]["steps"] == 3 and "cycle 2: cpu-only" in text
+    # with_stack=True reached the profiler: the trace carries python_function frames
+    trace = load_trace(out / "trace.json.gz")
+    assert trace.category_id("python_function") >= 0

@@ -201,3 +201,34 @@ def test_kernels_list_rates_the_big_kernels(capsys):
     tflops = 2 * 4096 ** 3 * len(calls) / sum(float(k["dur"]) for k in calls) / 1e6
     assert abs(gemm["tflops"] - tflops) <= 0.01 * tflops and abs(gemm["tflops"] - 803) <= 0.05 * 803
     assert abs(gemm["peak_share"] - tflops / 989) <= 0.01
+
+
+def test_a_peaks_file_replaces_the_table_for_one_command(tmp_path, capsys):
+    """--peaks FILE: a card of the user's own; the seed's GEMM against a 1000 TFLOP/s bf16 ceiling
+    could save its time minus 2*4096^3 FLOP at 1000 TFLOP/s per call."""
+    import json
+
+    import raw
+    from conftest import fixture
+
+    from pista.cli import main
+
+    peaks = tmp_path / "peaks.json"
+    peaks.write_text(json.dumps({"name": "mine", "tflops": {"bf16": 1200, "fp32": 80}, "hbm_tbps": 5.0,
+                                 "measured": {"bf16": 1000}}))
+    assert main(["analyze", str(fixture("seed_mm4096_warm")), "--format", "json", "--peaks", str(peaks)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    gemm = data["kernels"][0]
+    assert abs(gemm["peak_share"] - gemm["tflops"] / 1200) < 1e-9
+    calls = [float(k["dur"]) for k in raw.complete("seed_mm4096_warm", "kernel") if k["name"] == gemm["name"]]
+    ideal = 2 * 4096**3 / 1000e12 * 1e6
+    dominant = next(f for f in data["findings"] if f["rule"] == "dominant-event")
+    assert abs(dominant["impact"]["us"] - sum(d - ideal for d in calls) / len(raw.steps("seed_mm4096_warm"))) < 0.01
+    # the next command is back on the built-in table (the H200's measured 756.7: at the ceiling)
+    assert main(["analyze", str(fixture("seed_mm4096_warm")), "--format", "json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert abs(again["kernels"][0]["peak_share"] - gemm["tflops"] / 989) < 1e-3
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"tflops": 3}')
+    assert main(["analyze", str(fixture("seed_mm4096_warm")), "--peaks", str(bad)]) == 2
+    assert "not a peaks file" in capsys.readouterr().err

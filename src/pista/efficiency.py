@@ -158,9 +158,51 @@ def compute_major(trace: Trace) -> int | None:
     return int(major) if isinstance(major, int) else None
 
 
+_override: list[Card] = []  # set by --peaks FILE, for this process
+
+
 def card_of(trace: Trace) -> Card | None:
+    """The card the trace ran on: --peaks FILE's where given, else the table's by deviceProperties."""
+    if _override:
+        return _override[0]
     name = device_name(trace)
     return card_named(name) if name else None
+
+
+def load_peaks(path: str) -> Card:
+    """A card from a JSON file, for GPUs the table lacks or measured ceilings of your own:
+
+        {"name": "my GPU", "tflops": {"bf16": 989, "tf32": 494, "fp32": 67, "fp64": 67},
+         "hbm_tbps": 4.8, "compute_major": 9, "measured": {"bf16": 757, "hbm": 4.27}}
+
+    `tflops` are datasheet dense peaks per dtype (fp8, bf16, fp16, tf32, fp32, fp64); `measured`, the
+    ceilings a real GEMM or copy reaches (optional: else the datasheet times the share the H200 reached)."""
+    import json
+
+    from pista.errors import UsageError
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        tflops = {str(k): float(v) for k, v in data["tflops"].items() if k in DTYPES}
+        measured = {str(k): float(v) for k, v in data.get("measured", {}).items() if k in (*DTYPES, "hbm")}
+        card = Card(str(data.get("name", path)), ".*", tflops, float(data["hbm_tbps"]),
+                    int(data.get("compute_major", 0)), f"--peaks {path}", measured)
+    except OSError as err:
+        raise UsageError(f"{path}: cannot read the peaks file: {err.strerror or err}") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise UsageError(f"{path}: not a peaks file ({type(err).__name__}: {err}); expected "
+                         '{"tflops": {"bf16": ...}, "hbm_tbps": ...}') from None
+    if not tflops:
+        raise UsageError(f"{path}: no tflops for any of {', '.join(DTYPES)}")
+    return card
+
+
+def use_peaks(card: Card | None) -> None:
+    """Make `card` the one every trace is rated against (None: back to the table)."""
+    _override.clear()
+    if card is not None:
+        _override.append(card)
 
 
 # -- FLOPs from the recorded shapes --------------------------------------------------------------

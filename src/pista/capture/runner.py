@@ -55,6 +55,7 @@ class RunResult:
     interrupted: bool = False
     interrupted_in: str | None = None  # "warm-up" or "steps"
     files: dict[str, str] = field(default_factory=dict)
+    later_cycles: list[Any] = field(default_factory=list)  # the Analysis of each cycle after the first
 
     @property
     def trace_path(self) -> Path | None:
@@ -155,6 +156,12 @@ def finish(result: RunResult) -> Any:
             analysis = analyze(result.trace_path)
             write_output(out / "analysis.json", json_render.render(analysis))
             result.files["analysis"] = str(out / "analysis.json")
+            # every cycle the schedule recorded (repeat > 1), not only the first
+            for n, extra in enumerate(result.session.traces[1:], start=2):
+                later = analyze(extra)
+                write_output(out / f"analysis.cycle{n}.json", json_render.render(later))
+                result.files[f"analysis_cycle{n}"] = str(out / f"analysis.cycle{n}.json")
+                result.later_cycles.append(later)
     write_output(out / "run.json", json.dumps(run_record(result, analysis), indent=1) + "\n")
     return analysis
 

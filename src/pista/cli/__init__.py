@@ -102,6 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return _fail(f"internal error: {type(err).__name__}: {err} (a bug in pista; set PISTA_DEBUG=1 "
                      "for the traceback)", EXIT_INTERNAL)
+    finally:
+        if "pista.efficiency" in sys.modules:  # --peaks lasts one command (main() is also called in-process)
+            sys.modules["pista.efficiency"].use_peaks(None)
 
 
 def entry() -> None:

@@ -17,6 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--select", metavar="IDS", help="only these rules (comma-separated; over [tool.pista])")
     parser.add_argument("--ignore", metavar="IDS", help="leave these rules out (comma-separated)")
     parser.add_argument("--no-table", action="store_true", help="text output without the table")
+    parser.add_argument("--peaks", metavar="FILE", help="the card's peak TFLOP/s and TB/s as JSON (pista.efficiency."
+                                                        "load_peaks), over the built-in table")
     parser.add_argument("--lang", default="en", help="language of findings (en, es)")
     parser.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
                         help="colour the text output (default: when stdout is a terminal)")
@@ -29,9 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pista import config
-    from pista.cli.common import open_trace, output_style
+    from pista.cli.common import apply_peaks, open_trace, output_style
     from pista.findings import analyze
 
+    apply_peaks(args.peaks)
     settings = config.load(",".join(args.rules) if args.rules else args.select, args.ignore)
     config.apply_thresholds(settings)
     args.rules = settings.rules()

@@ -20,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     parser.add_argument("--select", metavar="IDS", help="only these rules (comma-separated ids)")
     parser.add_argument("--ignore", metavar="IDS", help="leave these rules out (comma-separated ids)")
+    parser.add_argument("--peaks", metavar="FILE", help="the card's peak TFLOP/s and TB/s as JSON (pista.efficiency."
+                                                        "load_peaks), over the built-in table")
     parser.add_argument("--lang", default="en", help="language of findings (en, es)")
 
 
@@ -35,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--max-regression needs --baseline OLD")
     if args.max_regression is not None and args.max_regression < 0:
         raise UsageError("--max-regression must be >= 0")
+    from pista.cli.common import apply_peaks
+
+    apply_peaks(args.peaks)
     settings = config.load(args.select, args.ignore, args.fail_on)
     config.apply_thresholds(settings)
     analysis = localize(analyze(open_trace(args.trace), rules=settings.rules()), lang)

@@ -15,6 +15,14 @@ from pista.trace.load import load_trace
 STDIN = "-"
 
 
+def apply_peaks(path: str | None) -> None:
+    """--peaks FILE: rate every kernel against that card (cli.main puts the table back after the verb)."""
+    if path:
+        from pista import efficiency
+
+        efficiency.use_peaks(efficiency.load_peaks(path))
+
+
 def open_trace(path: str, quiet: bool = False) -> Facts:
     """Load and derive; notices (skipped events, salvage) go to stderr, one line each. `-` reads the
     trace from standard input (plain or gzipped)."""

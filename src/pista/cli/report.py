@@ -12,16 +12,19 @@ from pathlib import Path
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
     parser.add_argument("-o", "--output", help="the HTML file to write (default: ./NAME.report.html)")
+    parser.add_argument("--peaks", metavar="FILE", help="the card's peak TFLOP/s and TB/s as JSON (pista.efficiency."
+                                                        "load_peaks), over the built-in table")
     parser.add_argument("--lang", default="en", help="language of the findings (en, es)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from pista.cli.common import default_output, open_trace, write_output
+    from pista.cli.common import apply_peaks, default_output, open_trace, write_output
     from pista.findings import analyze
     from pista.i18n import check_lang
     from pista.render import html
 
     lang = check_lang(args.lang)
+    apply_peaks(args.peaks)
     analysis = analyze(open_trace(args.trace))
     out = Path(args.output) if args.output else default_output(args.trace, ".report.html")
     page = html.render(analysis, lang=lang)

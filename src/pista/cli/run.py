@@ -87,6 +87,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cycle_line(n: int, first, later, lang: str = "en") -> str:
+    """One line for a later profiler cycle: its verdict, its step against the first cycle's, its top fix."""
+    from pista.i18n import localize, word
+    from pista.render.terminal import sanitize
+
+    later = localize(later, lang)
+    a, b = first.summary.step_us, later.summary.step_us
+    change = f" ({100 * (b - a) / a:+.1f}%)" if a > 0 else ""
+    top = later.top_fix
+    fix = f"; {word('Start here', lang)}: {sanitize(top.fix)}" if top is not None else ""
+    return f"\n{word('cycle', lang)} {n}: {later.summary.verdict}, {word('median step', lang)} {b:.1f} µs{change}{fix}\n"
+
+
 def print_result(result, analysis, color: bool | None, lang: str = "en") -> None:
     """torch's table, pista's diagnosis, and where the files went."""
     from pista.cli.common import output_style
@@ -97,6 +110,8 @@ def print_result(result, analysis, color: bool | None, lang: str = "en") -> None
     if analysis is not None:
         use_color, width = output_style(color)
         sys.stdout.write(terminal.render(analysis, color=use_color, width=width, show_table=False, lang=lang))
+        for n, later in enumerate(result.later_cycles, start=2):
+            sys.stdout.write(cycle_line(n, analysis, later, lang))
     sys.stdout.write(f"\nsaved {result.out_dir}/: {', '.join(sorted(_short(p) for p in result.files.values()))}, "
                      "run.json\n")
     sys.stdout.flush()

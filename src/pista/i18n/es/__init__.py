@@ -10,7 +10,7 @@ WORDS = {
     "communication": "comunicación", "compile": "compilación", "other": "otros",
     "Host time per step": "Tiempo del host por paso", "forward": "forward", "backward": "backward",
     "data": "datos", "waiting": "esperando",
-    "except": "excepto", "Start here": "Empieza por aquí", "in": "en", "Top kernels": "Kernels principales", "of peak": "del pico",
+    "except": "excepto", "cycle": "ciclo", "Start here": "Empieza por aquí", "in": "en", "Top kernels": "Kernels principales", "of peak": "del pico",
     "Memory allocated over time": "Memoria asignada a lo largo del tiempo", "peak allocated": "pico asignado",
     "reserved": "reservada", "impact": "impacto", "per step": "por paso", "of the step": "del paso",
     "No findings.": "Sin hallazgos.",
