@@ -50,7 +50,7 @@ import numpy as np
 
 from pista.findings import Context, Evidence, Finding
 from pista.purpose import CODE, classify
-from pista.rules._common import busy_ns, name_mask, nearest_ancestor, us
+from pista.rules._common import busy_ns_many, name_mask, nearest_ancestor, us
 from pista.trace.facts import Facts
 
 ID = "autocast-casts"
@@ -166,8 +166,8 @@ def check(ctx: Context) -> list[Finding]:
     # the host side: each forward cast's aten::to under the op, each gradient's ToCopyBackward0
     host_ops = {_cast_call(facts, c, u) for c, u, _ in forward.values()} | {b for b, _ in grads.values()}
     host_ns = float(sum(int(trace.dur[o]) for o in host_ops))
-    exposed_ns = float(sum(int(trace.dur[o]) - busy_ns(facts, int(trace.ts[o]), int(trace.ts[o] + trace.dur[o]))
-                           for o in host_ops))
+    ops = np.fromiter(host_ops, dtype=np.int64, count=len(host_ops))
+    exposed_ns = float((trace.dur[ops] - busy_ns_many(facts, trace.ts[ops], trace.ts[ops] + trace.dur[ops])).sum())
     impact = ctx.per_step(weight_ns + exposed_ns)
     if impact.share < MIN_IMPACT_SHARE:
         return []
