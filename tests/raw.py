@@ -75,3 +75,60 @@ def step_us(name: str) -> float:
                 end = t0
         lengths.append(max(b - a, busy))
     return statistics.median(lengths)
+
+
+# -- plain interval arithmetic over µs spans, independent of pista's facts ------------------------
+
+def merge(ivs):
+    out = []
+    for a, b in sorted(ivs):
+        if b <= a:
+            continue
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def intersect(xs, ys):
+    out, i, j = [], 0, 0
+    while i < len(xs) and j < len(ys):
+        a, b = max(xs[i][0], ys[j][0]), min(xs[i][1], ys[j][1])
+        if b > a:
+            out.append((a, b))
+        if xs[i][1] < ys[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def subtract(xs, ys):
+    if not ys:
+        return xs
+    lo, hi = min(xs[0][0], ys[0][0]), max(xs[-1][1], ys[-1][1])
+    gaps = merge([(lo, ys[0][0])] + [(ys[k][1], ys[k + 1][0]) for k in range(len(ys) - 1)] + [(ys[-1][1], hi)])
+    return intersect(xs, gaps)
+
+
+def total(ivs):
+    return sum(b - a for a, b in ivs)
+
+
+def idle_in_steps(name):
+    """The gaps in the device's busy time inside the ProfilerStep spans."""
+    busy = busy_intervals(name)
+    out = []
+    for s in steps(name):
+        lo, hi = float(s["ts"]), float(s["ts"]) + float(s["dur"])
+        cur = lo
+        for a, b in busy:
+            if b <= lo or a >= hi:
+                continue
+            if a > cur:
+                out.append((cur, a))
+            cur = max(cur, b)
+        if cur < hi:
+            out.append((cur, hi))
+    return merge(out)

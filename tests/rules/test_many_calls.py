@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from raw import idle_in_steps, intersect, merge, subtract, total  # noqa: F401
 
 from pista.findings import analyze
 from pista.rules.many_calls import ID
@@ -11,35 +12,11 @@ def _findings(load_facts, name):
     return analyze(load_facts(name), rules=[ID]).findings
 
 
-# -- plain interval arithmetic over the raw JSON (µs), independent of pista's facts -------------
-
-def merge(ivs):
-    out = []
-    for a, b in sorted(ivs):
-        if b <= a:
-            continue
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return [(a, b) for a, b in out]
 
 
-def intersect(xs, ys):
-    out, i, j = [], 0, 0
-    while i < len(xs) and j < len(ys):
-        a, b = max(xs[i][0], ys[j][0]), min(xs[i][1], ys[j][1])
-        if b > a:
-            out.append((a, b))
-        if xs[i][1] < ys[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
 
 
-def total(ivs):
-    return sum(b - a for a, b in ivs)
+
 
 
 def _idle_under(name: str, op: str) -> float:

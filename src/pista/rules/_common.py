@@ -46,6 +46,17 @@ def evidence(facts: Facts, i: int, detail: object = None) -> Evidence:
     return ev
 
 
+def outermost_aten(facts: Facts, i: int) -> int:
+    """The aten op the user called: the top of the chain of aten:: ops above event i, or -1."""
+    trace = facts.trace
+    cpu_op = trace.category_id("cpu_op")
+    j, top = int(facts.parent[i]), -1
+    while j >= 0 and int(trace.cat[j]) == cpu_op and trace.event_name(j).startswith("aten::"):
+        top = j
+        j = int(facts.parent[j])
+    return top
+
+
 def enclosing_op(facts: Facts, i: int) -> int:
     """The nearest cpu_op above event i in the op tree (i itself not counted), or -1."""
     trace = facts.trace

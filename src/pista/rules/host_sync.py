@@ -51,6 +51,7 @@ from pista.rules._common import (
     memcpys,
     name_mask,
     nearest_ancestor,
+    outermost_aten,
     pattern_mask,
     profiler_stop_sync,
     us,
@@ -118,7 +119,7 @@ def check(ctx: Context) -> list[Finding]:
     # blocks by itself: pageable-memcpy's finding, with its op's sync)
     calls: dict[int, list[int]] = defaultdict(list)
     for i in np.flatnonzero(syncs | _read_backs(facts)).tolist():
-        op = _outermost_op(facts, i)
+        op = outermost_aten(facts, i)
         if op >= 0 and op not in pageable_ops:
             calls[op].append(i)
     hits = [(op, parts) for op, parts in calls.items() if syncs[parts].any()]
@@ -230,16 +231,6 @@ def _evidence(facts: Facts, syncs: np.ndarray, hits: list[tuple[int, list[int]]]
     return out
 
 
-def _outermost_op(facts: Facts, i: int) -> int:
-    """The aten op the user called: the top of the chain of aten:: ops above event i."""
-    trace = facts.trace
-    cpu_op = trace.category_id("cpu_op")
-    j, top = int(facts.parent[i]), -1
-    while j >= 0 and int(trace.cat[j]) == cpu_op and trace.event_name(j).startswith("aten::"):
-        top = j
-        j = int(facts.parent[j])
-    return top
-
 
 def _key_part(trace, syncs: np.ndarray, parts: list[int]) -> int:
     """The sync call of an op call if it has one, else its longest (blocking) copy."""
@@ -271,7 +262,7 @@ def _ops_launching(facts: Facts, work: np.ndarray) -> set[int]:
     """The outermost aten ops whose runtime calls launched the given device work."""
     out = set()
     for w in np.flatnonzero(work & (facts.launcher >= 0)).tolist():
-        op = _outermost_op(facts, int(facts.launcher[w]))
+        op = outermost_aten(facts, int(facts.launcher[w]))
         if op >= 0:
             out.add(op)
     return out

@@ -56,6 +56,7 @@ from pista.rules._common import (
     memcpys,
     name_mask,
     nearest_ancestor,
+    outermost_aten,
     pattern_mask,
     us,
 )
@@ -141,7 +142,7 @@ def check(ctx: Context) -> list[Finding]:
     calls: dict[int, list[int]] = defaultdict(list)
     for w in np.flatnonzero(pageable).tolist():
         launch = int(facts.launcher[w])
-        op = _outermost_op(facts, launch)
+        op = outermost_aten(facts, launch)
         calls[op if op >= 0 else launch].append(w)
     syncs = _syncs_by_op(facts, set(calls))
     blocked: dict[int, int] = {}
@@ -162,22 +163,12 @@ def check(ctx: Context) -> list[Finding]:
     return [Finding(ID, record, impact, _evidence(facts, calls, blocked, saved, pinned))]
 
 
-def _outermost_op(facts: Facts, i: int) -> int:
-    """The aten op the user called: the top of the chain of aten:: ops above event i, or -1."""
-    trace = facts.trace
-    cpu_op = trace.category_id("cpu_op")
-    j, top = int(facts.parent[i]), -1
-    while j >= 0 and int(trace.cat[j]) == cpu_op and trace.event_name(j).startswith("aten::"):
-        top = j
-        j = int(facts.parent[j])
-    return top
-
 
 def _syncs_by_op(facts: Facts, ops: set[int]) -> dict[int, list[int]]:
     """The sync calls inside each of these op calls (the stream sync a pageable copy implies)."""
     out: dict[int, list[int]] = defaultdict(list)
     for i in np.flatnonzero(facts.is_host & name_mask(facts, SYNC_NAMES)).tolist():
-        op = _outermost_op(facts, i)
+        op = outermost_aten(facts, i)
         if op in ops:
             out[op].append(i)
     return out
