@@ -104,3 +104,47 @@ def test_old_category_spellings_are_normalised(tmp_path):
     ]}
     facts = derive(load_trace(write(tmp_path, doc)))
     assert facts.is_device_work[2] and facts.launcher[2] == 1 and facts.owner[2] == 0
+
+
+def _epoch_copy(tmp_path, name: str, base_us: str) -> tuple[str, np.ndarray]:
+    """A real trace moved to epoch microseconds with ns decimals (as older Kineto and other tools
+    write them), every number written exactly; and the ns times the copy must read back."""
+    from decimal import Decimal
+
+    import msgspec
+
+    doc = json.loads(gzip.decompress(fixture(name).read_bytes()), parse_float=Decimal)
+    doc.pop("baseTimeNanoseconds", None)
+    base = Decimal(base_us)
+    for e in doc["traceEvents"]:
+        if "ts" in e:
+            e["ts"] = Decimal(e["ts"]) + base
+    path = tmp_path / "epoch.json"
+    path.write_bytes(msgspec.json.Encoder(decimal_format="number").encode(doc))
+    original = load_trace(fixture(name))
+    shift = int(base * 1000)
+    return str(path), original.ts + shift
+
+
+def test_epoch_microseconds_are_read_to_the_nanosecond(tmp_path, monkeypatch):
+    # 1712195495519689.047 µs cannot be held by a float64 (its step there is 0.25 µs)
+    path, expected = _epoch_copy(tmp_path, "gpu/host_sync_item", "1712195495519689.047")
+    trace = load_trace(path)
+    assert np.array_equal(np.sort(trace.ts), np.sort(expected))
+    # the same through the streamed reader's size: it hands such times to the exact reader
+    from pista.trace import load as load_module
+
+    monkeypatch.setattr(load_module, "STREAM_MIN_BYTES", 0)
+    assert np.array_equal(np.sort(load_trace(path).ts), np.sort(expected))
+
+
+def test_epoch_times_keep_self_times_and_nesting(tmp_path):
+    from pista.table import build_table
+
+    path, _ = _epoch_copy(tmp_path, "gpu/host_sync_item", "1695835535123456.789")
+    shifted = build_table(derive(load_trace(path)))
+    original = build_table(derive(load_trace(fixture("gpu/host_sync_item"))))
+    assert abs(shifted.self_cpu_total_us - original.self_cpu_total_us) < 0.001
+    assert min(r.self_cpu_us for r in shifted.rows) >= 0
+    rows = {(r.name, r.device_type): (r.calls, round(r.self_cpu_us, 3)) for r in shifted.rows}
+    assert rows == {(r.name, r.device_type): (r.calls, round(r.self_cpu_us, 3)) for r in original.rows}

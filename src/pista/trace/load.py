@@ -105,6 +105,23 @@ _EVENT_DECODER = msgspec.json.Decoder(_Event)
 _EVENT_LIST_DECODER = msgspec.json.Decoder(list[_Event])
 _ID_DECODER = msgspec.json.Decoder(_IdArgs | None)
 _DOC_DECODER = msgspec.json.Decoder(_Document)
+
+
+class _Times(Struct, gc=False):
+    ts: Raw = ABSENT
+    dur: Raw = ABSENT
+
+
+class _TimesDocument(Struct, gc=False):
+    traceEvents: list[_Times]  # noqa: N815
+
+
+_TIMES_DECODER = msgspec.json.Decoder(_TimesDocument)
+# Times at or past this many µs cannot go through a float64 to whole ns: its step there is over half
+# a ns (epoch-µs traces such as 1695835535123456.789 µs are read to 0.25 µs). Their digits are parsed
+# exactly instead; Kineto's own traces, relative to baseTimeNanoseconds, stay far below it.
+EXACT_FROM_US = float(1 << 42)
+_EXACT = "_exact_ns"  # meta key: the exact (ts, dur) ns columns, aligned with the decoded events
 _LOOSE_DECODER = msgspec.json.Decoder(_LooseDocument)
 _TOP_DECODER = msgspec.json.Decoder(_LooseDocument | list[Raw])
 _RAW_LIST_DECODER = msgspec.json.Decoder(list[Raw])
@@ -173,7 +190,8 @@ STREAM_MIN_BYTES = 16 << 20
 def load_trace(path: str | os.PathLike[str]) -> Trace:
     """Load a torch.profiler / Kineto chrome trace, plain or gzipped."""
     trace = _load_streamed(path)
-    if trace is not None:
+    # epoch-µs times need their digits parsed exactly: the in-memory reader does that, one core for both
+    if trace is not None and not (trace.ts.size and int(np.abs(trace.ts).max()) >= EXACT_FROM_US * 1000):
         return trace
     data, notices = read_bytes(path)
     return decode_trace(data, str(path), notices)
@@ -250,7 +268,10 @@ def _whole(data: bytes, source: str, skipped: _Skipped) -> tuple[list[_Event], d
     type, or not a trace at all); None when it is not valid JSON."""
     try:
         doc = _DOC_DECODER.decode(data)
-        return doc.traceEvents, _metadata(doc), skipped
+        meta = _metadata(doc)
+        if any(abs(e.ts) >= EXACT_FROM_US for e in doc.traceEvents):
+            meta[_EXACT] = _exact_times(_TIMES_DECODER.decode(data).traceEvents)
+        return doc.traceEvents, meta, skipped
     except msgspec.ValidationError:
         pass
     except _DECODE_ERRORS:
@@ -307,6 +328,39 @@ def _metadata(doc: _Document | _LooseDocument) -> dict[str, Any]:
 
 _JSON_KINDS = {int: "a number", float: "a number", str: "a string", dict: "an object", bool: "a boolean",
                type(None): "null"}
+
+
+def _exact_times(times: list[_Times]) -> tuple[np.ndarray, np.ndarray]:
+    """ts and dur in whole ns (int64) from the numbers' own digits, no float64 on the way; a value
+    that is no number (dropped by the float checks anyway) or out of range is 0 here."""
+    ts = np.fromiter((_us_text_to_ns(t.ts) for t in times), dtype=np.int64, count=len(times))
+    dur = np.fromiter((_us_text_to_ns(t.dur) for t in times), dtype=np.int64, count=len(times))
+    return ts, dur
+
+
+_NS_LIMIT = (1 << 63) - 1
+
+
+def _us_text_to_ns(raw: Raw) -> int:
+    """A JSON number of µs, exactly in whole ns (rounded half up on the 4th decimal)."""
+    if raw is ABSENT:
+        return 0
+    text = bytes(raw).strip()
+    if not text or text[:1] not in b"-0123456789":
+        return 0
+    try:
+        if b"e" in text or b"E" in text:
+            from decimal import Decimal
+
+            ns = int((Decimal(text.decode()) * 1000).to_integral_value())
+        else:
+            whole, _, frac = text.lstrip(b"-").partition(b".")
+            frac = frac + b"0000"
+            ns = int(whole or b"0") * 1000 + int(frac[:3]) + (1 if frac[3:4] >= b"5" else 0)
+            ns = -ns if text[:1] == b"-" else ns
+    except (ValueError, ArithmeticError):
+        return 0
+    return ns if -_NS_LIMIT <= ns <= _NS_LIMIT else 0
 
 
 def _lenient(data: bytes, source: str, skipped: _Skipped) -> tuple[list[_Event], dict[str, Any], _Skipped]:
@@ -660,6 +714,14 @@ def _build(events: list[_Event], meta: dict[str, Any], source: str, notices: lis
         raise BadTrace(source, "the trace holds no events ('traceEvents' is empty)")
     ts_us = np.fromiter((e.ts for e in events), dtype=np.float64, count=len(events))
     dur_us = np.fromiter((e.dur for e in events), dtype=np.float64, count=len(events))
+    exact = meta.pop(_EXACT, None)
+    if exact is None and ts_us.size and np.nanmax(np.abs(ts_us)) >= EXACT_FROM_US:
+        notices.append("times past 2^42 µs read through float64 in a damaged file: placed to within "
+                       f"{np.spacing(np.nanmax(np.abs(ts_us))):.2f} µs")
+    if exact is None:
+        exact_ts, exact_dur = None, None
+    else:
+        exact_ts, exact_dur = exact
     bad = ~np.isfinite(ts_us) | ~np.isfinite(dur_us) | (dur_us < 0) | (np.abs(ts_us) > MAX_TIME_US) \
         | (dur_us > MAX_TIME_US)
     bad_times = int(bad.sum())
@@ -667,6 +729,8 @@ def _build(events: list[_Event], meta: dict[str, Any], source: str, notices: lis
         keep = np.flatnonzero(~bad)
         events = [events[i] for i in keep]
         ts_us, dur_us = ts_us[keep], dur_us[keep]
+        if exact_ts is not None:
+            exact_ts, exact_dur = exact_ts[keep], exact_dur[keep]
     _skip_notice(notices, skipped, bad_times, len(events))
     if not events:
         raise BadTrace(source, "none of the trace's events could be read"
@@ -703,8 +767,8 @@ def _build(events: list[_Event], meta: dict[str, Any], source: str, notices: lis
         name=name_col,
         pid=pid_col,
         tid=tid_col,
-        ts=np.rint(ts_us * 1000.0).astype(np.int64),
-        dur=np.rint(dur_us * 1000.0).astype(np.int64),
+        ts=np.rint(ts_us * 1000.0).astype(np.int64) if exact_ts is None else exact_ts,
+        dur=np.rint(dur_us * 1000.0).astype(np.int64) if exact_dur is None else exact_dur,
         external_id=ids[0],
         correlation=ids[1],
         stream=ids[2],
