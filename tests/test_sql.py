@@ -189,3 +189,21 @@ def test_step_number_past_bigint(tmp_path):
     # evidence points at events of that step too: a NULL step there, and BIGINT throughout
     assert one(facts, "SELECT count(*) FROM evidence WHERE step IS NULL") > 0
     assert one(facts, "SELECT DISTINCT typeof(step) FROM evidence") == "BIGINT"
+
+
+def test_memory_events_have_byte_columns():
+    import raw
+
+    from pista.cli.common import open_trace
+    from pista.sql import query
+
+    name = "gpu/memory_leak"
+    events = [e for e in raw.events(name) if e.get("name") == "[memory]"]
+    cuda = [e["args"] for e in events if e["args"].get("Device Type") == 1]
+    columns, rows = query(open_trace(str(fixture(name))),
+                          "SELECT count(*), sum(bytes), max(allocated_bytes), max(reserved_bytes) FROM memory "
+                          "WHERE device = 'cuda:0'")
+    assert rows[0] == (len(cuda), sum(a["Bytes"] for a in cuda), max(a["Total Allocated"] for a in cuda),
+                       max(a["Total Reserved"] for a in cuda))
+    # without profile_memory the table is there, empty
+    assert query(open_trace(str(fixture("gpu/host_sync_item"))), "SELECT count(*) FROM memory")[1] == [(0,)]

@@ -45,31 +45,44 @@ class MemoryTimeline:
 
 def timelines(facts: Facts) -> list[MemoryTimeline]:
     """Per device, its memory events (none when the trace was recorded without profile_memory)."""
+    rows = memory_rows(facts)
+    out = []
+    for name in sorted(set(rows["device"].tolist()), key=lambda d: (d == "cpu", d)):
+        m = rows["device"] == name
+        out.append(MemoryTimeline(str(name), rows["ts_ns"][m], rows["bytes"][m], rows["allocated_bytes"][m],
+                                  rows["reserved_bytes"][m]))
+    return out
+
+
+def memory_rows(facts: Facts) -> dict[str, np.ndarray]:
+    """Every [memory] event as columns (pista sql's `memory` table): idx, ts_ns, device, bytes,
+    allocated_bytes, reserved_bytes; empty columns without profile_memory."""
     trace = facts.trace
+    empty = {"idx": np.empty(0, np.int64), "ts_ns": np.empty(0, np.int64), "device": np.empty(0, dtype=object),
+             "bytes": np.empty(0, np.int64), "allocated_bytes": np.empty(0, np.int64),
+             "reserved_bytes": np.empty(0, np.int64)}
     try:
         name_id = trace.names.index(MEMORY_EVENT)
     except ValueError:
-        return []
+        return empty
     idx = np.flatnonzero(trace.name == name_id)
-    if idx.size == 0:
-        return []
     idx = idx[np.argsort(trace.ts[idx], kind="stable")]
     rows = trace.decode_args(idx.tolist(), _MemoryArgs)
     keep = [k for k, r in enumerate(rows) if r is not None and r.allocated >= 0]
     if not keep:
-        return []
+        return empty
     args = [rows[k] for k in keep]
-    ts = trace.ts[idx[keep]]
-    device = np.array([f"{DEVICE_TYPES.get(a.device_type, str(a.device_type))}:{a.device_id}"
-                       if a.device_type != 0 else "cpu" for a in args], dtype=object)
-    alloc = np.array([a.allocated for a in args], dtype=np.int64)
-    reserved = np.array([a.reserved for a in args], dtype=np.int64)
-    delta = np.array([a.bytes for a in args], dtype=np.int64)
-    out = []
-    for name in sorted(set(device.tolist()), key=lambda d: (d == "cpu", d)):
-        m = device == name
-        out.append(MemoryTimeline(str(name), ts[m], delta[m], alloc[m], reserved[m]))
-    return out
+    return {
+        "idx": idx[keep].astype(np.int64), "ts_ns": trace.ts[idx[keep]].astype(np.int64),
+        "device": np.array([_device(a) for a in args], dtype=object),
+        "bytes": np.array([a.bytes for a in args], dtype=np.int64),
+        "allocated_bytes": np.array([a.allocated for a in args], dtype=np.int64),
+        "reserved_bytes": np.array([a.reserved for a in args], dtype=np.int64),
+    }
+
+
+def _device(a: _MemoryArgs) -> str:
+    return "cpu" if a.device_type == 0 else f"{DEVICE_TYPES.get(a.device_type, str(a.device_type))}:{a.device_id}"
 
 
 def summary(facts: Facts) -> list[dict[str, object]]:

@@ -81,6 +81,15 @@ SCHEMA: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         ("end_ns", "BIGINT", "end, ns"),
         ("dur_ns", "BIGINT", "duration, ns"),
     ]),
+    "memory": ("profile_memory=True traces: each [memory] event (an allocation or a free), in time order", [
+        ("idx", "BIGINT", "as in events"),
+        ("ts_ns", "BIGINT", "when, ns"),
+        ("device", "VARCHAR", "cuda:N or cpu"),
+        ("bytes", "BIGINT", "allocated (+) or freed (-) by this event"),
+        ("allocated_bytes", "BIGINT", "the device's bytes allocated after it ('Total Allocated')"),
+        ("reserved_bytes", "BIGINT", "the device's bytes reserved after it ('Total Reserved'; -1: not recorded)"),
+        ("step", "BIGINT", "the ProfilerStep whose span holds it"),
+    ]),
     "key_averages": ("the rebuilt key_averages() table (pista table): one row per name and device type", [
         ("name", "VARCHAR", "op or kernel name (ProfilerStep#N folded into ProfilerStep*)"),
         ("device_type", "VARCHAR", "CPU | CUDA"),
@@ -91,12 +100,14 @@ SCHEMA: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         ("device_total_us", "DOUBLE", "CUDA total, µs"),
     ]),
     "findings": ("what pista analyze finds (runs the rule catalogue)", [
-        ("finding", "BIGINT", "number, most severe first"),
+        ("finding", "BIGINT", "number, the one that saves most first"),
         ("rule", "VARCHAR", "rule id (pista explain RULE)"),
         ("severity", "VARCHAR", "severity"),
         ("title", "VARCHAR", "the rule's title"),
         ("message", "VARCHAR", "what was found, with numbers"),
         ("advice", "VARCHAR", "what to do"),
+        ("impact_us", "DOUBLE", "what fixing it saves, µs per step"),
+        ("impact_share", "DOUBLE", "that over the median step, 0..1"),
     ]),
     "evidence": ("the events and spans each finding points at", [
         ("finding", "BIGINT", "findings.finding"),
@@ -199,6 +210,7 @@ def connect(facts: Facts, with_findings: bool = False) -> Any:
         "dur_ns": np.array([s.dur for s in facts.steps], dtype=np.int64),
     })
     con.execute("CREATE VIEW steps AS SELECT NULLIF(step, -1) AS step, idx, start_ns, end_ns, dur_ns FROM _steps")
+    _register_memory(con, facts)
     from pista.table import build_table
 
     table = build_table(facts)
@@ -216,6 +228,20 @@ def connect(facts: Facts, with_findings: bool = False) -> Any:
         _register_findings(con, facts, table)
     _lock(con)
     return con
+
+
+def _register_memory(con: Any, facts: Facts) -> None:
+    from pista.memory import memory_rows
+
+    rows = memory_rows(facts)
+    starts = np.array([s.start for s in facts.steps], dtype=np.int64)
+    ends = np.array([s.end for s in facts.steps], dtype=np.int64)
+    numbers = np.array([_step_number(s.number) for s in facts.steps] + [-1], dtype=np.int64)
+    k = np.searchsorted(starts, rows["ts_ns"], side="right") - 1
+    inside = (k >= 0) & (rows["ts_ns"] < ends[np.maximum(k, 0)]) if starts.size else np.zeros(k.size, dtype=bool)
+    con.register("_memory", dict(rows, step=numbers[np.where(inside, k, -1)]))
+    con.execute("CREATE VIEW memory AS SELECT idx, ts_ns, device, bytes, allocated_bytes, reserved_bytes, "
+                "NULLIF(step, -1) AS step FROM _memory")
 
 
 # The user's SQL runs on a connection that can reach nothing but the tables above: no files read
@@ -246,6 +272,8 @@ def _register_findings(con: Any, facts: Facts, table: Table) -> None:
         "title": np.asarray([f.title for f in findings], dtype=object),
         "message": np.asarray([f.message for f in findings], dtype=object),
         "advice": np.asarray([f.advice for f in findings], dtype=object),
+        "impact_us": np.array([f.impact.us for f in findings], dtype=np.float64),
+        "impact_share": np.array([f.impact.share for f in findings], dtype=np.float64),
     })
     evidence = [(k, e) for k, f in enumerate(findings, 1) for e in f.evidence]
     con.register("_evidence", {
