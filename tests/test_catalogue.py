@@ -21,7 +21,7 @@ RULE_IDS = {
 }
 TESTS = Path(__file__).parent
 # Rules that look at the host only and may speak on a CPU-only trace.
-HOST_RULES = {"many-calls", "dead-window", "cold-start", "dominant-event", "straggler"}
+HOST_RULES = {"many-calls", "dead-window", "cold-start", "dominant-event", "straggler", "unfused-epilogue"}
 
 
 def test_the_issue_s_rules_are_all_there():

@@ -64,7 +64,7 @@ def test_silent_when_the_bias_is_in_the_epilogue(analysis_of):
     # addmm's bias epilogue; a bare GEMM; a compiled addmm; a residual add after a biased Linear
     # (the GPT blocks' h + proj(a)) is not a bias, and the GELU after a Linear is under 1% of big steps
     for name in ("gpu/bias_addmm", "gpu/tf32_gemm", "gpu/fp32_gemm", "seed_mm4096_compile", "series_mlp_eager",
-                 "gpu/adamw_foreach", "gpu/cpu_only"):
+                 "gpu/adamw_foreach"):
         assert analysis_of(name).finding(RULE) is None, name
     gpt = analysis_of("gpu/gpt_bf16_fused").finding(RULE)
     assert gpt is not None and {p.kind for p in gpt.record.pairs} == {"activation"}
@@ -76,3 +76,18 @@ def test_spanish(analysis_of):
 
     finding = localize_finding(analysis_of("seed_mm4096_warm").finding(RULE), "es")
     assert "torch.addmm" in finding.fix and "epílogo" in finding.fix and "sesgo 4096" in finding.message
+
+
+def test_a_cpu_user_is_told_to_put_the_bias_in_the_gemm(analysis_of):
+    # pista run matmul_add --device cpu: on a CPU-only trace the separate add is the op's own CPU time
+    name = "gpu/cpu_matmul_add"
+    finding = analysis_of(name).finding(RULE)
+    assert finding is not None and finding.record.on_cpu
+    adds = raw.complete(name, "cpu_op", "aten::add")
+    per_step = sum(float(e["dur"]) for e in adds if any(raw.inside(s, e) for s in raw.steps(name))) / len(raw.steps(name))
+    assert abs(finding.impact.us - per_step) <= 0.001 * per_step
+    assert "addmm" in finding.fix and "CPU" in finding.message and analysis_of(name).top_fix is finding
+    # nn.Linear already runs addmm: nothing to say; a ReLU after it on the CPU is a small info
+    assert analysis_of("gpu/cpu_linear").finding(RULE) is None
+    relu = analysis_of("gpu/cpu_only").finding(RULE)
+    assert relu.severity.value == "info" and {p.kind for p in relu.record.pairs} == {"activation"}

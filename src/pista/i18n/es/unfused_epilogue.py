@@ -20,8 +20,10 @@ def _pair(p: EpiloguePair) -> str:
 
 
 def message(r: UnfusedEpilogue) -> str:
+    where = "del tiempo de CPU" if r.on_cpu else "del tiempo de GPU"
+    what = "en ops" if r.on_cpu else "en kernels"
     return (f"{'; '.join(_pair(p) for p in r.pairs)}. En total {t(r.elementwise_us)} por paso, el "
-            f"{r.gpu_share_percent:.1f}% del tiempo de GPU y el {r.step_share_percent:.1f}% del paso, en kernels que "
+            f"{r.gpu_share_percent:.1f}% {where} y el {r.step_share_percent:.1f}% del paso, {what} que "
             "el epílogo de la GEMM podría haber hecho.")
 
 
@@ -53,6 +55,9 @@ def fix(r: UnfusedEpilogue) -> str:
 
 
 def basis(r: UnfusedEpilogue) -> str:
+    if r.on_cpu:
+        return ("tiempo de CPU por paso de los ops elemento a elemento aparte (cota superior: BLAS suma el sesgo al "
+                "escribir la salida, por poco)")
     return ("tiempo por paso de los kernels elemento a elemento aparte (cota superior: el epílogo cuesta un poco, "
             "1.2 µs en una GEMM bf16 de 4096 en la H200)")
 
@@ -88,7 +93,9 @@ Por paso: el tiempo de los kernels elemento a elemento aparte, una cota superior
 cuesta un poco: 1.2 µs en gpu/bias_addmm). seed_mm4096_warm 41.3 µs (el 19.4% del paso, que dura
 sus 213 µs de trabajo de GPU), gpu/bias_unfused 41.9 µs (19.3%). Una suma residual tras una GEMM con
 sesgo propio (el `h + proj(a)` de los bloques GPT) no es un sesgo y no se señala. Nueva en el
-issue 15.
+issue 15. En una traza solo de CPU los ops son el trabajo: el tiempo de CPU
+propio de la suma aparte (gpu/cpu_matmul_add, `pista run matmul_add --device cpu`: 3.05 ms de un
+paso de 33 ms, 9%, aviso).
 
 Solución:
 Pon el sesgo en la GEMM: `torch.addmm(b, x, w)` o `F.linear(x, w_t, b)` (lo que hace nn.Linear);
