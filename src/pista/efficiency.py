@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import math
 import re
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 import numpy as np
 
-from pista.trace.facts import Facts
+from pista.trace.facts import Facts, per_facts
 from pista.trace.model import Trace
 
 DTYPES = ("fp8", "bf16", "fp16", "tf32", "fp32", "fp64")
@@ -314,27 +313,27 @@ class _OpArgs(msgspec.Struct, gc=False):
     input_type: Any = msgspec.field(name="Input type", default=None)
 
 
-_gemm_cache: weakref.WeakKeyDictionary[Facts, dict[int, Gemm]] = weakref.WeakKeyDictionary()
+def _longest_per_op(facts: Facts, kernels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of these kernels (all with an owner op), the longest of each op call, and those ops: the
+    kernel the op's work is counted on (its GEMM, not the memset beside it)."""
+    owners = facts.owner[kernels]
+    order = np.lexsort((-facts.trace.dur[kernels], owners))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = owners[order][1:] != owners[order][:-1]
+    picked = kernels[order][first]
+    return picked, facts.owner[picked]
 
 
+@per_facts
 def gemms(facts: Facts) -> dict[int, Gemm]:
     """Kernel event index -> Gemm, for every kernel whose launching op is a GEMM op with shapes."""
-    cached = _gemm_cache.get(facts)
-    if cached is not None:
-        return cached
     trace = facts.trace
     kernels = np.flatnonzero(facts.is_device_work & trace.category_mask({"kernel"}) & (facts.owner >= 0))
     gemm_name_ids = np.asarray([i for i, n in enumerate(trace.names) if n in GEMM_OPS], dtype=trace.name.dtype)
     kernels = kernels[np.isin(trace.name[facts.owner[kernels]], gemm_name_ids)]
     out: dict[int, Gemm] = {}
     if kernels.size:
-        owners = facts.owner[kernels]
-        # the longest kernel of each op call is its GEMM
-        order = np.lexsort((-trace.dur[kernels], owners))
-        first = np.ones(order.size, dtype=bool)
-        first[1:] = owners[order][1:] != owners[order][:-1]
-        picked = kernels[order][first]
-        ops = facts.owner[picked]
+        picked, ops = _longest_per_op(facts, kernels)
         for k, op, args in zip(picked.tolist(), ops.tolist(), trace.decode_args(ops.tolist(), _OpArgs), strict=True):
             if args is None:
                 continue
@@ -343,7 +342,6 @@ def gemms(facts: Facts) -> dict[int, Gemm]:
             if mnk is None or not math.prod(mnk):
                 continue
             out[k] = Gemm(k, op, 2.0 * math.prod(mnk), gemm_dtype(name, args.input_type, trace.event_name(k)), mnk)
-    _gemm_cache[facts] = out
     return out
 
 
@@ -425,6 +423,7 @@ class _Bytes(msgspec.Struct, gc=False):
     bytes: int = -1
 
 
+@per_facts
 def memory_bytes(facts: Facts) -> dict[int, float]:
     """Device work event -> bytes it moved: a copy's or memset's own `bytes`; an elementwise, cast or
     reduction kernel's from its op's shapes and dtypes (every tensor input read once, an output the
@@ -443,12 +442,7 @@ def memory_bytes(facts: Facts) -> dict[int, float]:
     kernels = np.flatnonzero(wanted & facts.is_device_work & trace.category_mask({"kernel"}) & (facts.owner >= 0))
     if kernels.size == 0:
         return out
-    owners = facts.owner[kernels]
-    order = np.lexsort((-trace.dur[kernels], owners))
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = owners[order][1:] != owners[order][:-1]
-    picked = kernels[order][first]
-    ops = facts.owner[picked]
+    picked, ops = _longest_per_op(facts, kernels)
     for k, op, args in zip(picked.tolist(), ops.tolist(), trace.decode_args(ops.tolist(), _OpArgs), strict=True):
         if args is None:
             continue

@@ -486,11 +486,6 @@ def step_ns(facts: Facts) -> float:
     return float(np.median(lengths))
 
 
-def busy_ns_in(facts: Facts, lo: int, hi: int) -> float:
-    """Device time in [lo, hi) with some stream running work (the busiest device)."""
-    return float(max((iv.clip(lo, hi).total for iv in facts.gpu_busy.values()), default=0))
-
-
 def top_indices(values: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k largest values under mask, largest first (evidence pickers use this)."""
     idx = np.flatnonzero(mask)

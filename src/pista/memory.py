@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import msgspec
 import numpy as np
 
-from pista.trace.facts import Facts
+from pista.trace.facts import Facts, per_facts
 
 MEMORY_EVENT = "[memory]"
 # c10::DeviceType values torch writes in `Device Type`
@@ -54,6 +54,7 @@ def timelines(facts: Facts) -> list[MemoryTimeline]:
     return out
 
 
+@per_facts
 def memory_rows(facts: Facts) -> dict[str, np.ndarray]:
     """Every [memory] event as columns (pista sql's `memory` table): idx, ts_ns, device, bytes,
     allocated_bytes, reserved_bytes; empty columns without profile_memory."""

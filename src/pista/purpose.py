@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pista.rules._common import COMPILE_EVENT, nearest_ancestor, pattern_mask
-from pista.trace.facts import Facts
+from pista.trace.facts import Facts, per_facts
 
 PURPOSES = ("gemm", "conv", "attention", "optimizer", "cast", "elementwise", "reduction", "copy", "memset",
             "communication", "compile", "other")
@@ -58,6 +58,7 @@ class PurposeTime:
     share: float  # of the device work time
 
 
+@per_facts
 def classify(facts: Facts) -> np.ndarray:
     """Per event: the code of its purpose (index into PURPOSES) for device work, -1 for the rest."""
     trace = facts.trace
@@ -67,6 +68,7 @@ def classify(facts: Facts) -> np.ndarray:
     out[work & trace.category_mask({"gpu_memset"})] = CODE["memset"]
     kernels = np.flatnonzero(work & trace.category_mask({"kernel"}))
     if kernels.size == 0:
+        out.setflags(write=False)
         return out
     # the host event that launched each kernel: its op (external id), else its runtime call
     source = np.where(facts.owner[kernels] >= 0, facts.owner[kernels], facts.launcher[kernels])
@@ -85,6 +87,7 @@ def classify(facts: Facts) -> np.ndarray:
         code[hit] = CODE[purpose]
     code[code < 0] = CODE["other"]
     out[kernels] = code
+    out.setflags(write=False)  # shared by every reader of this trace
     return out
 
 

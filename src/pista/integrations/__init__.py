@@ -170,6 +170,26 @@ class StepProfiler:
               f"{len(analysis.findings)} finding(s): {out / 'analysis.txt'}", file=sys.stderr, flush=True)
 
 
+class ProfiledRun:
+    """What both callbacks show of their StepProfiler (`self.profiler`)."""
+
+    profiler: StepProfiler
+
+    @property
+    def out_dir(self) -> Any:
+        """Where this run's files went (None until profiling started)."""
+        return self.profiler.out_dir
+
+    @property
+    def trace_path(self) -> Any:
+        return self.profiler.trace_path
+
+    @property
+    def analysis(self) -> Any:
+        """The `pista.findings.Analysis` of the profiled steps (None until written)."""
+        return self.profiler.analysis
+
+
 def missing(extra: str, package: str, err: ImportError) -> ImportError:
     """The ImportError a submodule raises when its framework is not installed."""
     return ImportError(f"pista.integrations.{extra} needs {package}: pip install 'pista[{extra}]' ({err})")

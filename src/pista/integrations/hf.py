@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pista.integrations import DEFAULT_ACTIVE, DEFAULT_START_STEP, StepProfiler, missing
+from pista.integrations import DEFAULT_ACTIVE, DEFAULT_START_STEP, ProfiledRun, StepProfiler, missing
 
 try:
     from transformers import TrainerCallback
@@ -23,7 +23,7 @@ except ImportError as _err:
     raise missing("hf", "transformers", _err) from _err
 
 
-class PistaCallback(TrainerCallback):
+class PistaCallback(ProfiledRun, TrainerCallback):
     """Profile `active` optimizer steps after `start_step` un-profiled ones, then write the trace and
     pista's analysis to `out` (default pista-runs/hf-YYYYmmdd-HHMMSS). Never stops training."""
 
@@ -31,20 +31,6 @@ class PistaCallback(TrainerCallback):
                  active: int = DEFAULT_ACTIVE, with_stack: bool = False, profile_memory: bool = False,
                  lang: str = "en") -> None:
         self.profiler = StepProfiler(out, start_step, active, with_stack, profile_memory, lang, label="hf")
-
-    @property
-    def out_dir(self) -> Any:
-        """Where this run's files went (None until profiling started)."""
-        return self.profiler.out_dir
-
-    @property
-    def trace_path(self) -> Any:
-        return self.profiler.trace_path
-
-    @property
-    def analysis(self) -> Any:
-        """The `pista.findings.Analysis` of the profiled steps (None until written)."""
-        return self.profiler.analysis
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.profiler.reset()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pista.integrations import DEFAULT_ACTIVE, DEFAULT_START_STEP, StepProfiler, missing
+from pista.integrations import DEFAULT_ACTIVE, DEFAULT_START_STEP, ProfiledRun, StepProfiler, missing
 
 _bases: list[type] = []
 _errors: list[ImportError] = []
@@ -38,7 +38,7 @@ if not _bases:
     raise missing("lightning", "lightning (or pytorch_lightning)", _errors[0]) from _errors[0]
 
 
-class PistaCallback(*_bases):  # lightning.pytorch.Callback, pytorch_lightning.Callback or both
+class PistaCallback(ProfiledRun, *_bases):  # lightning.pytorch.Callback, pytorch_lightning.Callback or both
     """Profile `active` training batches after `start_step` un-profiled ones, then write the trace
     and pista's analysis to `out` (default pista-runs/lightning-YYYYmmdd-HHMMSS). Never stops
     training."""
@@ -49,20 +49,6 @@ class PistaCallback(*_bases):  # lightning.pytorch.Callback, pytorch_lightning.C
         super().__init__()
         self.profiler = StepProfiler(out, start_step, active, with_stack, profile_memory, lang,
                                      label="lightning")
-
-    @property
-    def out_dir(self) -> Any:
-        """Where this run's files went (None until profiling started)."""
-        return self.profiler.out_dir
-
-    @property
-    def trace_path(self) -> Any:
-        return self.profiler.trace_path
-
-    @property
-    def analysis(self) -> Any:
-        """The `pista.findings.Analysis` of the profiled steps (None until written)."""
-        return self.profiler.analysis
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         self.profiler.reset()

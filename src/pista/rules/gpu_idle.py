@@ -40,7 +40,6 @@ thread.
 from __future__ import annotations
 
 import re
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,7 +57,7 @@ from pista.rules._common import (
     us,
 )
 from pista.rules._common import evidence as event_evidence
-from pista.trace.facts import STEP_NAME, Facts, Intervals, merge_intervals
+from pista.trace.facts import STEP_NAME, Facts, Intervals, merge_intervals, per_facts
 
 ID = "gpu-idle"
 # A region launches "almost nothing" when it lasts at least this long (ns) and at least this long
@@ -179,15 +178,11 @@ class Ledger:
         return self.claims[cause].total
 
 
-_ledgers: weakref.WeakKeyDictionary[Facts, Ledger] = weakref.WeakKeyDictionary()
-
-
+@per_facts
 def ledger(facts: Facts) -> Ledger | None:
-    """The ledger of a trace with GPU work (cached per Facts), None without."""
+    """The ledger of a trace with GPU work (once per Facts), None without."""
     if not facts.has_gpu:
         return None
-    if facts in _ledgers:
-        return _ledgers[facts]
     trace = facts.trace
     device = max(facts.gpu_busy, key=lambda d: facts.gpu_busy[d].total)
     busy = facts.gpu_busy[device]
@@ -230,7 +225,6 @@ def ledger(facts: Facts) -> Ledger | None:
     sync_op = trace.names[int(np.bincount(names).argmax())] if names.size else ""
     out = Ledger(device, idle, intersect(idle, sync), claims, sources, rest, regions,
                  op_syncs.size / (len(facts.steps) or 1), sync_op)
-    _ledgers[facts] = out
     return out
 
 

@@ -37,7 +37,6 @@ the CUDA graph (or bigger work per call), not another torch.compile.
 from __future__ import annotations
 
 import re
-import weakref
 from collections import Counter
 from dataclasses import dataclass
 
@@ -46,7 +45,7 @@ import numpy as np
 from pista.findings import Context, Evidence, Finding
 from pista.rules import gpu_idle
 from pista.rules._common import kernels, nearest_ancestor, pattern_mask, short_name, us
-from pista.trace.facts import Facts, Intervals
+from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "launch-bound"
 # At least this many kernels per step: gpu/launch_bound has 200; seed_mm64_* have 1-2 (a few big
@@ -120,9 +119,6 @@ class _Found:
     claim: Intervals  # the per-op idle just before them
 
 
-_found: weakref.WeakKeyDictionary[Facts, _Found | None] = weakref.WeakKeyDictionary()
-
-
 def claimed_idle(facts: Facts) -> Intervals:
     """The idle this rule claims (empty where it does not fire): many-calls and overhead-bound
     leave it out."""
@@ -130,14 +126,8 @@ def claimed_idle(facts: Facts) -> Intervals:
     return found.claim if found is not None else gpu_idle.union(np.empty(0), np.empty(0))
 
 
+@per_facts
 def _detect(facts: Facts) -> _Found | None:
-    if facts in _found:
-        return _found[facts]
-    _found[facts] = out = _scan(facts)
-    return out
-
-
-def _scan(facts: Facts) -> _Found | None:
     book = gpu_idle.ledger(facts)
     if book is None:
         return None

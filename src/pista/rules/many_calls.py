@@ -35,7 +35,6 @@ CUDA graph so the per-call host cost disappears (already-compiled code: the CUDA
 from __future__ import annotations
 
 import re
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +51,7 @@ from pista.rules._common import (
     pattern_mask,
     us,
 )
-from pista.trace.facts import Facts, Intervals
+from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "many-calls"
 
@@ -122,20 +121,10 @@ class _Found:
     claim: Intervals
 
 
-_found: weakref.WeakKeyDictionary[Facts, _Found | None] = weakref.WeakKeyDictionary()
-
-
 def claimed_idle(facts: Facts) -> Intervals:
     """The GPU idle this rule claims (empty where it does not fire): overhead-bound leaves it out."""
     found = _detect(facts)
     return found.claim if found is not None else gpu_idle.union(np.empty(0), np.empty(0))
-
-
-def _detect(facts: Facts) -> _Found | None:
-    if facts in _found:
-        return _found[facts]
-    _found[facts] = out = _scan(facts)
-    return out
 
 
 def _windows(facts: Facts) -> Intervals:
@@ -143,7 +132,8 @@ def _windows(facts: Facts) -> Intervals:
     return gpu_idle.union(np.array([a for a, _ in spans]), np.array([b for _, b in spans]))
 
 
-def _scan(facts: Facts) -> _Found | None:
+@per_facts
+def _detect(facts: Facts) -> _Found | None:
     trace = facts.trace
     n_steps = len(facts.steps) or 1
     step_ns = float(np.median([s.dur for s in facts.steps])) if facts.steps else float(facts.window[1] - facts.window[0])

@@ -4,9 +4,13 @@ GPU busy and idle intervals. Computed once per trace, all as numpy columns align
 
 from __future__ import annotations
 
+import functools
 import re
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeVar
 
 import numpy as np
 
@@ -181,6 +185,24 @@ class Facts:
 
     def children(self, i: int) -> np.ndarray:
         return np.flatnonzero(self.parent == i)
+
+
+R = TypeVar("R")
+
+
+def per_facts(fn: Callable[[Facts], R]) -> Callable[[Facts], R]:
+    """Compute fn(facts) once per Facts: the results several rules and renderers read (what each
+    kernel is for, the memory events, the idle ledger) are derived once per trace, not per reader.
+    Callers treat the result as read-only."""
+    cache: weakref.WeakKeyDictionary[Facts, R] = weakref.WeakKeyDictionary()
+
+    @functools.wraps(fn)
+    def once(facts: Facts) -> R:
+        if facts not in cache:
+            cache[facts] = fn(facts)
+        return cache[facts]
+
+    return once
 
 
 def derive(trace: Trace) -> Facts:
