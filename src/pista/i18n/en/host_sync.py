@@ -15,7 +15,7 @@ def _per_step(op: SyncingOp) -> str:
 
 def message(r: HostSync) -> str:
     ops = "; ".join(f"{o.name} {o.count}x ({_per_step(o)}; {' > '.join(o.chain)}): host blocked {t(o.blocked_us)}, "
-                    f"{t(o.stall_us - o.blocked_us)} more of GPU idle after" for o in r.ops)
+                    f"{t(o.stall_us)} of GPU idle it caused" for o in r.ops)
     text = (f"{r.syncs} syncing op calls in {r.steps} step(s): {ops}. Together {t(r.stall_us)}, "
             f"{r.step_share_percent:.1f}% of the step time.")
     if r.step_share_percent < 100 * WARNING_SHARE:

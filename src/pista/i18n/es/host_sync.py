@@ -15,7 +15,7 @@ def _per_step(op: SyncingOp) -> str:
 
 def message(r: HostSync) -> str:
     ops = "; ".join(f"{o.name} {o.count}x ({_per_step(o)}; {' > '.join(o.chain)}): host bloqueado "
-                    f"{t(o.blocked_us)}, {t(o.stall_us - o.blocked_us)} más de GPU inactiva después" for o in r.ops)
+                    f"{t(o.blocked_us)}, {t(o.stall_us)} de GPU inactiva causada" for o in r.ops)
     text = (f"{r.syncs} llamadas que sincronizan en {r.steps} paso(s): {ops}. En total {t(r.stall_us)}, el "
             f"{r.step_share_percent:.1f}% del tiempo del paso.")
     if r.step_share_percent < 100 * WARNING_SHARE:
