@@ -10,14 +10,12 @@ import pytest
 from conftest import FIXTURES, H200_TRACES, fixture
 from torch_table import parse_table
 
-from pista.table import _fit, build_table, render_text
+from pista.table import _fit, build_table, format_memory, render_text
 
 TOP_ROWS = 12
-# Profiles recorded with profile_memory=True: torch prints four memory columns the rebuilt table does
-# not lay out yet (issue "Your code and your memory", item 3). Strict: fails the day it does.
-MEMORY_PROFILES = {"gpu/host_sync_item_stack", "gpu/run_mlp_stack", "gpu/memory_leak", "gpu/memory_steady"}
-FRAME_TRACES = [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="memory columns: issue 16"))
-                if n in MEMORY_PROFILES else n for n in H200_TRACES]
+# Profiles recorded with profile_memory=True: torch prints CPU Mem / Self CPU Mem / CUDA Mem / Self
+# CUDA Mem columns.
+MEMORY_PROFILES = ["gpu/host_sync_item_stack", "gpu/run_mlp_stack", "gpu/memory_leak", "gpu/memory_steady"]
 
 
 def close(a: float, b: float, rel: float = 0.01, abs_us: float = 0.05) -> bool:
@@ -104,12 +102,42 @@ def test_text_layout_is_torchs(load_facts):
     assert lines[-1] == "Self CUDA time total: 11.872us"
 
 
-@pytest.mark.parametrize("name", FRAME_TRACES)
+@pytest.mark.parametrize("name", H200_TRACES)
 def test_frame_is_torchs_character_for_character(load_facts, name):
     torch_lines = (FIXTURES / (name + ".table.txt")).read_text().splitlines()
     facts = load_facts(name)
     ours = render_text(build_table(facts), "cuda_time_total", 25, has_device=facts.has_gpu).splitlines()
     assert ours[:3] == torch_lines[:3]
+
+
+@pytest.mark.parametrize("name", MEMORY_PROFILES)
+def test_memory_columns_are_torchs(load_facts, name):
+    # every printed row's four memory cells, formatted as torch formats bytes
+    torch_table = parse_table(FIXTURES / (name + ".table.txt"))
+    assert all(len(r.memory) == 4 for r in torch_table.rows)
+    rows = build_table(load_facts(name)).sorted("cuda_time_total")
+    for expected in torch_table.rows:
+        candidates = [r for r in rows if _fit(r.name) == expected.name and r.calls == expected.calls]
+        assert any(tuple(format_memory(b) for b in (r.cpu_mem, r.self_cpu_mem, r.device_mem, r.self_device_mem))
+                   == expected.memory for r in candidates), expected
+
+
+def test_memory_sums_the_memory_events_inside_each_call(load_facts):
+    # independent of torch's printout: train_step's CUDA Mem is the bytes of the [memory] events on the
+    # device inside its calls' spans, from the raw JSON
+    import raw
+    events = raw.events("gpu/memory_leak")
+    calls = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name") == "train_step" and e.get("ph") == "X"]
+    memory = [e for e in events if e.get("name") == "[memory]"]
+    expected = sum(m["args"]["Bytes"] for m in memory if m["args"].get("Device Type") == 1
+                   and any(s <= m["ts"] <= end for s, end in calls))
+    row = build_table(load_facts("gpu/memory_leak")).row("train_step")
+    assert expected > 0 and row.device_mem == expected
+
+
+def test_no_memory_columns_without_memory_events(load_facts):
+    text = render_text(build_table(load_facts("seed_mm64_warm")), "cuda_time_total", 5)
+    assert "Mem" not in text
 
 
 def test_short_names_narrow_the_name_column_as_torch_does(tmp_path):

@@ -25,6 +25,7 @@ class TorchRow:
     self_device_us: float
     device_total_us: float
     calls: int
+    memory: tuple[str, ...] = ()  # the memory cells as printed ("120.00 MB", "0 B"), profile_memory only
 
 
 @dataclass
@@ -46,14 +47,16 @@ def parse_table(path: Path) -> TorchTable:
         # the name column is only as wide as the longest name needs (at most 55): parse from the right
         cells = line.split()
         calls = int(cells[-1])
+        mem_tokens = cells[len(cells) - 1 - 2 * memory_columns:-1]
+        memory = tuple(" ".join(mem_tokens[k:k + 2]) for k in range(0, len(mem_tokens), 2))
         cells = cells[: len(cells) - 1 - 2 * memory_columns]
         count = 9 if has_device else 5
         name, rest = " ".join(cells[:-count]), cells[-count:]
         if has_device:
             rows.append(TorchRow(name, parse_time(rest[1]), parse_time(rest[3]), parse_time(rest[5]),
-                                 parse_time(rest[7]), calls))
+                                 parse_time(rest[7]), calls, memory))
         else:
-            rows.append(TorchRow(name, parse_time(rest[1]), parse_time(rest[3]), 0.0, 0.0, calls))
+            rows.append(TorchRow(name, parse_time(rest[1]), parse_time(rest[3]), 0.0, 0.0, calls, memory))
     cpu_total = device_total = None
     for line in lines:
         if line.startswith("Self CPU time total:"):

@@ -14,6 +14,10 @@ from pista.trace.facts import Facts, per_facts
 MEMORY_EVENT = "[memory]"
 # c10::DeviceType values torch writes in `Device Type`
 DEVICE_TYPES = {0: "cpu", 1: "cuda", 13: "mps", 18: "privateuse1", 20: "xpu"}
+# Which of them torch's table counts as "CPU Mem" (CPU, MKLDNN, IDEEP) and as device memory
+# (CUDA, HIP, XPU, PrivateUse1): torch.autograd.profiler's _cpu_memory_usage/_device_memory_usage.
+CPU_MEMORY_TYPES = (0, 3, 5)
+DEVICE_MEMORY_TYPES = (1, 6, 18, 20)
 
 
 class _MemoryArgs(msgspec.Struct, gc=False):
@@ -57,11 +61,11 @@ def timelines(facts: Facts) -> list[MemoryTimeline]:
 @per_facts
 def memory_rows(facts: Facts) -> dict[str, np.ndarray]:
     """Every [memory] event as columns (pista sql's `memory` table): idx, ts_ns, device, bytes,
-    allocated_bytes, reserved_bytes; empty columns without profile_memory."""
+    allocated_bytes, reserved_bytes, device_type (c10's number); empty columns without profile_memory."""
     trace = facts.trace
     empty = {"idx": np.empty(0, np.int64), "ts_ns": np.empty(0, np.int64), "device": np.empty(0, dtype=object),
              "bytes": np.empty(0, np.int64), "allocated_bytes": np.empty(0, np.int64),
-             "reserved_bytes": np.empty(0, np.int64)}
+             "reserved_bytes": np.empty(0, np.int64), "device_type": np.empty(0, np.int64)}
     try:
         name_id = trace.names.index(MEMORY_EVENT)
     except ValueError:
@@ -79,6 +83,7 @@ def memory_rows(facts: Facts) -> dict[str, np.ndarray]:
         "bytes": np.array([a.bytes for a in args], dtype=np.int64),
         "allocated_bytes": np.array([a.allocated for a in args], dtype=np.int64),
         "reserved_bytes": np.array([a.reserved for a in args], dtype=np.int64),
+        "device_type": np.array([a.device_type for a in args], dtype=np.int64),
     }
 
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from pista.memory import CPU_MEMORY_TYPES, DEVICE_MEMORY_TYPES, MEMORY_EVENT, memory_rows
 from pista.trace.facts import STEP_NAME, Facts
 from pista.trace.model import NO_ID
 
@@ -30,7 +31,15 @@ SORT_KEYS = {
     "cuda_time": "device_avg_us",
     "device_time": "device_avg_us",
     "count": "calls",
+    "cpu_memory_usage": "cpu_mem",
+    "self_cpu_memory_usage": "self_cpu_mem",
+    "cuda_memory_usage": "device_mem",
+    "device_memory_usage": "device_mem",
+    "self_cuda_memory_usage": "self_device_mem",
+    "self_device_memory_usage": "self_device_mem",
 }
+# torch's unit steps for the memory columns (profiler_util._format_memory)
+_MEMORY_UNITS = ((1024 ** 3, "GB"), (1024 ** 2, "MB"), (1024, "KB"))
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,12 @@ class Row:
     cpu_total_us: float
     self_device_us: float
     device_total_us: float
+    # bytes allocated (less freed) during the calls, with and without their children: the [memory]
+    # events of profile_memory=True traces, as torch's CPU Mem / CUDA Mem columns count them
+    cpu_mem: int = 0
+    self_cpu_mem: int = 0
+    device_mem: int = 0
+    self_device_mem: int = 0
 
     @property
     def cpu_avg_us(self) -> float:
@@ -58,6 +73,11 @@ class Table:
     rows: list[Row]
     self_cpu_total_us: float
     self_device_total_us: float
+    has_memory: bool = False  # the trace carries [memory] events: torch prints memory columns
+
+    @property
+    def has_device_memory(self) -> bool:
+        return any(r.self_device_mem > 0 for r in self.rows)
 
     def sorted(self, sort_by: str = "cuda_time_total", row_limit: int | None = None) -> list[Row]:
         key = SORT_KEYS[sort_by]
@@ -114,12 +134,15 @@ def build_table(facts: Facts) -> Table:
             rep = np.where(duplicate[rep], parent[rep], rep)
         np.add.at(self_cpu_time, rep, self_cpu_time[dup])
         np.add.at(self_device, rep, self_device[dup])
+    else:
+        dup = rep = np.empty(0, dtype=np.int64)
 
     row_kind = np.zeros(n, dtype=np.int8)  # 0: not a row, 1: CPU row, 2: device row
     row_kind[(facts.is_host | facts.is_overhead) & ~python] = 1
     row_kind[duplicate] = 0
     row_kind[facts.is_device_work | facts.is_device_annotation] = 2
 
+    mem = _memory_usage(facts, row_kind == 1, parent, dup, rep)
     display, display_names = _display_names(trace.names)
     rows = []
     for kind, device_type in ((1, "CPU"), (2, "CUDA")):
@@ -141,18 +164,71 @@ def build_table(facts: Facts) -> Table:
             cpu_total = total(dur)
             dev_self = total(self_device)
             dev_total = total(device_total)
+            memory = [np.bincount(inverse, weights=m[sel], minlength=uniq.size).astype(np.int64) for m in mem]
         else:
             self_cpu = cpu_total = np.zeros(uniq.size)
             dev_self = dev_total = total(dur)
+            memory = [np.zeros(uniq.size, dtype=np.int64)] * 4
         names = [display_names[i] for i in uniq]
         rows.extend(
             Row(names[k], device_type, int(calls[k]), int(first_ts[k]), float(self_cpu[k]), float(cpu_total[k]),
-                float(dev_self[k]), float(dev_total[k]))
+                float(dev_self[k]), float(dev_total[k]), *(int(m[k]) for m in memory))
             for k in range(uniq.size)
         )
+    rows.extend(_unclaimed_memory_rows(facts, row_kind == 1))
 
     self_device_total = float(device_dur.sum()) / 1000.0
-    return Table(rows, self_cpu_total, self_device_total)
+    return Table(rows, self_cpu_total, self_device_total, has_memory=bool(memory_rows(facts)["idx"].size))
+
+
+def _memory_usage(facts: Facts, is_row: np.ndarray, parent: np.ndarray, dup: np.ndarray,
+                  rep: np.ndarray) -> list[np.ndarray]:
+    """Per event: CPU and device bytes of the [memory] events inside its span, with and without
+    its children's. Torch's rule: an op's usage is every memory record whose time falls in
+    [start, end], ends included, from any thread; self is that less its children's."""
+    rows = memory_rows(facts)
+    n = len(facts.trace)
+    out = []
+    for types in (CPU_MEMORY_TYPES, DEVICE_MEMORY_TYPES):
+        inclusive = np.zeros(n, dtype=np.int64)
+        pick = np.isin(rows["device_type"], types)
+        ts, nbytes = rows["ts_ns"][pick], rows["bytes"][pick]
+        ops = np.flatnonzero(is_row)
+        if ts.size and ops.size:
+            order = np.argsort(ts, kind="stable")
+            ts, cum = ts[order], np.concatenate(([0], np.cumsum(nbytes[order])))
+            start = facts.trace.ts[ops]
+            lo = np.searchsorted(ts, start, side="left")
+            hi = np.searchsorted(ts, start + facts.trace.dur[ops], side="right")
+            inclusive[ops] = cum[hi] - cum[lo]
+        own = inclusive.copy()
+        child = np.flatnonzero(is_row & (parent >= 0))
+        np.subtract.at(own, parent[child], inclusive[child])
+        np.add.at(own, rep, own[dup])  # a dropped same-name child's usage stays with its parent
+        out += [inclusive, own]
+    return out
+
+
+def _unclaimed_memory_rows(facts: Facts, is_row: np.ndarray) -> list[Row]:
+    """Torch lists the memory events that fall in no op's span as rows named [memory]."""
+    rows = memory_rows(facts)
+    if rows["idx"].size == 0:
+        return []
+    trace = facts.trace
+    ops = np.flatnonzero(is_row)
+    start = np.sort(trace.ts[ops])
+    # an event is claimed when some op starts at or before it and ends at or after it
+    end_before = np.maximum.accumulate((trace.ts[ops] + trace.dur[ops])[np.argsort(trace.ts[ops], kind="stable")])
+    k = np.searchsorted(start, rows["ts_ns"], side="right") - 1
+    claimed = (k >= 0) & (end_before[np.maximum(k, 0)] >= rows["ts_ns"]) if ops.size else np.zeros(k.size, bool)
+    free = ~claimed
+    if not free.any():
+        return []
+    cpu = np.isin(rows["device_type"], CPU_MEMORY_TYPES) & free
+    dev = np.isin(rows["device_type"], DEVICE_MEMORY_TYPES) & free
+    cpu_bytes, dev_bytes = int(rows["bytes"][cpu].sum()), int(rows["bytes"][dev].sum())
+    return [Row(MEMORY_EVENT, "CPU", int(free.sum()), int(rows["ts_ns"][free].min()), 0.0, 0.0, 0.0, 0.0,
+                cpu_bytes, cpu_bytes, dev_bytes, dev_bytes)]
 
 
 def _overhead_device_time(facts: Facts, owned: np.ndarray) -> np.ndarray:
@@ -246,6 +322,13 @@ def format_time(us: float) -> str:
     return f"{us:.3f}us"
 
 
+def format_memory(nbytes: int) -> str:
+    for unit, name in _MEMORY_UNITS:
+        if abs(nbytes) >= unit:
+            return f"{nbytes / unit:.2f} {name}"
+    return f"{nbytes} B"
+
+
 def format_percent(part: float, whole: float) -> str:
     return f"{(part / whole * 100.0) if whole else 0.0:.2f}%"
 
@@ -259,9 +342,15 @@ HEADERS = ("Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU ti
            "Self CUDA %", "CUDA total", "CUDA time avg", "# of Calls")
 
 
+MEMORY_HEADERS = ("CPU Mem", "Self CPU Mem", "CUDA Mem", "Self CUDA Mem")
+
+
 def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int | None = 25,
                 has_device: bool = True) -> str:
-    headers = HEADERS if has_device else HEADERS[:6] + HEADERS[10:]
+    # torch adds CUDA Mem columns only when some row allocated device memory of its own
+    memory = (MEMORY_HEADERS if has_device and table.has_device_memory else MEMORY_HEADERS[:2]) \
+        if table.has_memory else ()
+    headers = (HEADERS[:10] if has_device else HEADERS[:6]) + memory + HEADERS[10:]
     # torch's name column fits the longest name of all rows plus 4, up to NAME_WIDTH
     name_width = min(max((len(r.name) for r in table.rows), default=0) + 4, NAME_WIDTH)
     widths = [name_width] + [12] * (len(headers) - 1)
@@ -275,6 +364,7 @@ def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int |
         if has_device:
             cells += [format_time(r.self_device_us), format_percent(r.self_device_us, dev_all),
                       format_time(r.device_total_us), format_time(r.device_avg_us)]
+        cells += [format_memory(b) for b in (r.cpu_mem, r.self_cpu_mem, r.device_mem, r.self_device_mem)][:len(memory)]
         cells.append(str(r.calls))
         out.append("".join(c.rjust(w) + "  " for c, w in zip(cells, widths, strict=True)))
     out.append(line)
