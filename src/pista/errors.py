@@ -7,6 +7,7 @@ EXIT_FINDINGS = 1  # reserved for `--fail-on` style checks
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3  # a bug in pista, not in the input: reported in one line too
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM: what a shell reports for a process that signal ended
 
 
 class PistaError(Exception):
@@ -35,3 +36,8 @@ class UsageError(PistaError):
 
 class CaptureError(PistaError):
     """The capture side failed: torch missing, a workload that cannot run here."""
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (cli.main raises it from the signal handler), so that `finally` blocks and the
+    atomic writer's clean-up run as on Ctrl-C. A BaseException: `except Exception` must not catch it."""

@@ -7,14 +7,23 @@ Verb modules import their heavy dependencies inside `run`, so `pista --help` and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
 from pista import __version__
-from pista.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, PistaError
+from pista.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    PistaError,
+    Terminated,
+)
+from pista.render.controls import sanitize
 
 # (verb, module, one-line help); modules that are not there yet are left out of the CLI.
 VERBS = (
@@ -52,7 +61,7 @@ class _Parser(argparse.ArgumentParser):
             close = difflib.get_close_matches(unknown.group(1).split("=")[0], flags, n=1, cutoff=0.6)
             if close:
                 message += f" (did you mean {close[0]}?)"
-        super().error(message)
+        super().error(sanitize(message))  # an argument quoted back may hold control characters
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,12 +90,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     try:
-        return int(args._run(args) or 0)
+        with _sigterm_raises():
+            return int(args._run(args) or 0)
     except PistaError as err:
         return _fail(str(err), err.exit_code)
     except KeyboardInterrupt:
         print("pista: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated:
+        print("pista: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     except BrokenPipeError:
         # `pista table big.json | head`: the reader left; nothing to report, and nothing more to
         # flush into the closed pipe at exit
@@ -105,6 +118,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if "pista.efficiency" in sys.modules:  # --peaks lasts one command (main() is also called in-process)
             sys.modules["pista.efficiency"].use_peaks(None)
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM (kill, a job scheduler's time limit) unwinds like Ctrl-C, so no output's temp file is
+    left behind. Only in this process: a forked child that inherited the handler dies as it would
+    have. Signal handlers can only be set from the main thread; elsewhere nothing changes."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    owner = os.getpid()
+
+    def handler(signum: int, frame: object) -> None:
+        if os.getpid() != owner:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def entry() -> None:
@@ -130,8 +170,9 @@ def entry() -> None:
 
 
 def _fail(message: str, code: int) -> int:
-    """The one line every failure prints: `pista: error: ...`, newlines folded."""
-    line = " ".join(message.split())
+    """The one line every failure prints: `pista: error: ...`, newlines folded, and control
+    characters (from a file's name, or text quoted from the file) written out, not acted on."""
+    line = sanitize(" ".join(message.split()))
     if len(line) > 1000:
         line = line[:997] + "..."
     print(f"pista: error: {line}", file=sys.stderr)

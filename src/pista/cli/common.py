@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import sys
@@ -30,9 +31,17 @@ def open_trace(path: str, quiet: bool = False) -> Facts:
         return _from_stdin(quiet)
     trace = load_trace(path)
     if not quiet:
-        for notice in trace.notices:
-            print(f"pista: notice: {path}: {notice}", file=sys.stderr)
+        print_notices(path, trace.notices)
     return derive(trace)
+
+
+def print_notices(source: str, notices: list[str]) -> None:
+    """`pista: notice: SOURCE: ...` on stderr, one line each; the name and the text (which may quote
+    the file) with their control characters written out."""
+    from pista.render.controls import sanitize
+
+    for notice in notices:
+        print(sanitize(f"pista: notice: {source}: {notice}"), file=sys.stderr)
 
 
 def _stdin_file(folder: str) -> Path:
@@ -62,8 +71,7 @@ def _from_stdin(quiet: bool) -> Facts:
         trace = load_trace(_stdin_file(folder))
     trace.source = "<stdin>"
     if not quiet:
-        for notice in trace.notices:
-            print(f"pista: notice: <stdin>: {notice}", file=sys.stderr)
+        print_notices("<stdin>", trace.notices)
     return derive(trace)
 
 
@@ -74,28 +82,64 @@ def default_output(trace: str, suffix: str) -> Path:
 
 
 def write_output(path: str | os.PathLike[str], data: str | bytes, inputs: tuple[str, ...] = ()) -> Path:
-    """Write atomically and never onto one of the inputs.
+    """Write atomically and never onto one of the inputs; `-` is standard output.
 
     The bytes go to a temp file beside the target, are flushed to disk, and only then renamed over
     it: a reader, or a crash, sees the old file or the new one, never half of one. The new file
-    gets the old one's permissions, or the usual ones (umask) if there was none.
+    gets the old one's permissions, or the usual ones (umask) if there was none. A symlink is
+    written through (its target is replaced, in the target's folder, and the link stays); a device,
+    pipe or socket is refused, since the rename would put a file in its place.
     """
+    payload = data.encode() if isinstance(data, str) else data
+    if str(path) == STDIN:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(payload)
+        sys.stdout.buffer.flush()
+        return Path(STDIN)
     target = Path(path)
+    _refuse_inputs(target, inputs)
+    real = _regular_target(target)
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"{real.parent}: cannot create the output folder: {err.strerror or err}") from None
+    _replace_atomically(target, real, payload)
+    return target
+
+
+def _refuse_inputs(target: Path, inputs: tuple[str, ...]) -> None:
     for source in inputs:
         try:
             same = os.path.samefile(source, target)
         except OSError:
             same = False  # one of them does not exist (yet)
-        if same or Path(source).absolute() == target.absolute():
+        if same or Path(source).absolute() == target.absolute() \
+                or os.path.realpath(source) == os.path.realpath(target):
             raise UsageError(f"{target}: refusing to overwrite the input trace; choose another -o")
-    if target.is_dir():
-        raise UsageError(f"{target}: is a directory; give a file name for the output")
+
+
+def _regular_target(target: Path) -> Path:
+    """Where the bytes go: the path with its symlinks followed; refused unless that is a regular
+    file or nothing yet."""
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise UsageError(f"{target.parent}: cannot create the output folder: {err.strerror or err}") from None
-    payload = data.encode() if isinstance(data, str) else data
-    tmp = target.parent / f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        mode = target.stat().st_mode  # follows the links: what would be replaced
+    except FileNotFoundError:
+        mode = None  # a new file, or a link to where one will be
+    except OSError as err:  # a symlink loop, a path through a file
+        if err.errno == errno.ENOTDIR:
+            mode = None  # mkdir words it: the output's folder is a file
+        else:
+            raise UsageError(f"{target}: cannot write: {err.strerror or err}") from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise UsageError(f"{target}: is a directory; give a file name for the output")
+    if mode is not None and not stat.S_ISREG(mode):
+        raise UsageError(f"{target}: not a regular file (a device, pipe or socket); give a file name, "
+                         f"or -o {STDIN} for standard output")
+    return Path(os.path.realpath(target))
+
+
+def _replace_atomically(target: Path, real: Path, payload: bytes) -> None:
+    tmp = real.parent / f".{real.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # 0o666 less the umask, like open()
     except OSError as err:
@@ -106,14 +150,13 @@ def write_output(path: str | os.PathLike[str], data: str | bytes, inputs: tuple[
             handle.flush()
             os.fsync(handle.fileno())
         with contextlib.suppress(FileNotFoundError):
-            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
-        os.replace(tmp, target)
-    except BaseException as err:
+            os.chmod(tmp, stat.S_IMODE(real.stat().st_mode))
+        os.replace(tmp, real)
+    except BaseException as err:  # an interrupt or SIGTERM (cli.main raises for it) too: no temp left
         tmp.unlink(missing_ok=True)
         if isinstance(err, OSError):
             raise UsageError(f"{target}: cannot write: {err.strerror or err}") from None
         raise
-    return target
 
 
 # Width for output that goes to a pipe or file (no terminal to ask): wide enough for torch's table.

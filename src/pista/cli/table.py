@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pista.cli.common import open_trace
+    from pista.render.controls import sanitize
     from pista.table import build_table, render_text
 
     facts = open_trace(args.trace)
@@ -34,5 +35,5 @@ def run(args: argparse.Namespace) -> int:
         json.dump(table.to_dict(sort_by, limit), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_text(table, sort_by, limit, has_device=facts.has_gpu))
+        sys.stdout.write(sanitize(render_text(table, sort_by, limit, has_device=facts.has_gpu)))
     return 0

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import gzip
 import json
-from typing import Any
+import re
+from typing import Any, Literal
 
 import msgspec
 import numpy as np
 
 from pista.errors import BadTrace
 from pista.findings import Analysis, Finding
+from pista.trace.load import _repair, _text_encoding
 
 PROCESS_NAME = "pista findings"
 CATEGORY = "pista"
@@ -124,17 +126,14 @@ def _finding_args(f: Finding) -> dict[str, Any]:
             "advice": f.advice}
 
 
-def annotate_bytes(original: bytes, analysis: Analysis, source: str = "<trace>") -> bytes:
-    """The original JSON document with the markers appended to its event list."""
+def annotate_bytes(original: bytes, analysis: Analysis, source: str = "<trace>",
+                   notices: list[str] | None = None) -> bytes:
+    """The original JSON document with the markers appended to its event list. The text is taken as
+    pista's reader takes it (json_text); what only the copy changes is added to `notices`."""
     markers = b",\n".join(marker_events(analysis))
-    head = original.lstrip()[:1]
-    if head == b"[":  # the bare-array form of the chrome trace format
-        return _append(original, markers, source)
-    try:
-        top = _TOP_LEVEL.decode(original)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        raise BadTrace(source, "cannot annotate: the file is not one complete JSON object "
-                               "(cut off or damaged); re-export the trace") from None
+    text, top = json_text(original, source, notices if notices is not None else [])
+    if top is None:  # the bare-array form of the chrome trace format
+        return _append(text, markers, source)
     parts = []
     found = False
     for key, raw in top.items():
@@ -148,6 +147,60 @@ def annotate_bytes(original: bytes, analysis: Analysis, source: str = "<trace>")
     return b"{\n" + b",\n".join(parts) + b"\n}\n"
 
 
+# A \\uXXXX escape of a UTF-16 surrogate without its partner (a high one not followed by a low one,
+# a low one not after a high one), outside an escaped backslash: msgspec stops reading at it and
+# other JSON readers differ; \\ufffd (the replacement character) reads the same everywhere.
+_LONE_SURROGATE = re.compile(
+    rb"(?<!\\)((?:\\\\)*)(?:\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2})")
+_WHOLE = msgspec.json.Decoder(msgspec.Raw)
+_FIRST = re.compile(rb"\s*")
+
+
+def json_text(data: bytes, source: str, notices: list[str]) -> tuple[bytes, dict[str, msgspec.Raw] | None]:
+    """The trace as one UTF-8 JSON document, and its top-level keys (None: a bare event list).
+
+    What pista's reader reads around is mended the same way, with its helpers: a BOM dropped,
+    UTF-16 converted, bytes that are not UTF-8 as U+FFFD, bare NaN/inf/N/A quoted. The reader's
+    notices have said so; only the lone surrogates, which it skips with their events and the copy
+    keeps as U+FFFD, get a notice here. Each step runs only where the text so far does not read.
+    """
+    said: list[str] = []  # decode_trace told the user these
+    text = _text_encoding(data, source, said)
+    parsed = _parse(text)
+    if parsed is False:
+        text = _repair(text, said)
+        parsed = _parse(text)
+    if parsed is False:
+        text, count = _LONE_SURROGATE.subn(rb"\1\\ufffd", text)
+        parsed = _parse(text) if count else False
+        if parsed is not False:
+            notices.append(f"{count} lone UTF-16 surrogate escape(s) (\\ud800-\\udfff without a partner) "
+                           "written as \\ufffd in the copy")
+    if parsed is False:
+        raise BadTrace(source, "cannot annotate: the file is not one complete JSON document (cut off or "
+                               "damaged); re-export the trace")
+    return text, parsed
+
+
+def _parse(text: bytes) -> dict[str, msgspec.Raw] | None | Literal[False]:
+    """The top-level keys, None for a bare event list, False where the text is not one whole JSON
+    document in UTF-8 (msgspec passes bytes that are not UTF-8 inside the strings it skips)."""
+    if not text.isascii():
+        try:
+            text.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    bare = text[_FIRST.match(text).end():][:1] == b"["  # type: ignore[union-attr]  # \s* always matches
+    try:
+        if bare:
+            _WHOLE.decode(text)
+            return None
+        return _TOP_LEVEL.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return False
+
+
 def _append(array: bytes, markers: bytes, source: str) -> bytes:
     body = array.rstrip()
     if not body.endswith(b"]"):
@@ -157,6 +210,7 @@ def _append(array: bytes, markers: bytes, source: str) -> bytes:
     return inner + (b"\n" if empty else b",\n") + markers + b"\n]"
 
 
-def render(original: bytes, analysis: Analysis, gz: bool = False, source: str = "<trace>") -> bytes:
-    data = annotate_bytes(original, analysis, source)
+def render(original: bytes, analysis: Analysis, gz: bool = False, source: str = "<trace>",
+           notices: list[str] | None = None) -> bytes:
+    data = annotate_bytes(original, analysis, source, notices)
     return gzip.compress(data, compresslevel=6, mtime=0) if gz else data

@@ -9,13 +9,13 @@ from collections import Counter
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 
 from pista.cycles import CycleChange, CyclesAnalysis
 from pista.findings import Analysis
+from pista.render.controls import sanitize_json
 from pista.render.json import _finite
-from pista.render.terminal import SEVERITY_STYLE, VERDICT_STYLE, impact_text
+from pista.render.terminal import SEVERITY_STYLE, VERDICT_STYLE, impact_text, safe_markup
 
 # The longer labels, by key; a language's WORDS (pista.i18n) replaces them.
 _HINTS = {
@@ -25,7 +25,8 @@ _HINTS = {
 
 
 def render_json(result: CyclesAnalysis, row_limit: int = 25) -> str:
-    return json.dumps(_finite(result.to_dict(row_limit)), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    text = json.dumps(_finite(result.to_dict(row_limit)), indent=1, ensure_ascii=False, allow_nan=False)
+    return sanitize_json(text) + "\n"
 
 
 def render_text(result: CyclesAnalysis, color: bool = False, width: int = 110, lang: str = "en") -> str:
@@ -42,11 +43,11 @@ def render_text(result: CyclesAnalysis, color: bool = False, width: int = 110, l
     who = ", ".join(part for part in (f"{w('host')} {result.host}" if result.host else "",
                                       f"pid {result.pid}" if result.pid is not None else "") if part)
     console.print(Panel(
-        f"{len(result.cycles)} {w('profiler cycles of one process')}{f' ({escape(who)})' if who else ''}, "
+        f"{len(result.cycles)} {w('profiler cycles of one process')}{f' ({safe_markup(who)})' if who else ''}, "
         f"{w('in time order')}\n{w('cycles hint')}",
-        title=f"pista: {escape(result.source)}", expand=True))
+        title=f"pista: {safe_markup(result.source)}", expand=True))
     for notice in result.notices:
-        console.print(f"[dim]{w('notice')}: {escape(notice)}[/]")
+        console.print(f"[dim]{w('notice')}: {safe_markup(notice)}[/]")
     for n, cycle in enumerate(result.cycles, start=1):
         _cycle(console, n, Path(cycle.path).name, cycle.analysis, lang)
     if result.changes:
@@ -65,14 +66,14 @@ def _cycle(console: Console, n: int, name: str, a: Analysis, lang: str) -> None:
     s = a.summary
     busy = "n/a" if s.gpu_busy_share is None else f"{100 * s.gpu_busy_share:.1f}%"
     steps = f"{s.steps}" + (f" (#{s.step_numbers[0]}-#{s.step_numbers[-1]})" if s.step_numbers else "")
-    console.print(f"\n[bold]{w('Cycle')} {n}[/]  [dim]{escape(name)}[/]")
+    console.print(f"\n[bold]{w('Cycle')} {n}[/]  [dim]{safe_markup(name)}[/]")
     console.print(f"  [{VERDICT_STYLE.get(s.verdict, 'bold')}]{s.verdict}[/]   {w('median step')} {_ms(s.step_us)}   "
                   f"{w('GPU busy')} {busy}   {w('steps')} {steps}")
     for notice in a.notices:
-        console.print(f"  [dim]{w('notice')}: {escape(notice)}[/]")
+        console.print(f"  [dim]{w('notice')}: {safe_markup(notice)}[/]")
     top = a.top_fix
     if top is not None:
-        console.print(f"  [bold green]{w('Start here')}:[/] {escape(top.fix_here)} [dim]({escape(top.rule)}, "
+        console.print(f"  [bold green]{w('Start here')}:[/] {safe_markup(top.fix_here)} [dim]({safe_markup(top.rule)}, "
                       f"{impact_text(top, lang)})[/]")
     if not a.findings:
         console.print(f"  {w('No findings.')}")
@@ -87,7 +88,7 @@ def _cycle(console: Console, n: int, name: str, a: Analysis, lang: str) -> None:
         shown.add(f.rule)
         times = f" x{count[f.rule]}" if count[f.rule] > 1 else ""
         style = SEVERITY_STYLE.get(f.severity.value, "")  # type: ignore[union-attr]
-        parts.append(f"{escape(f.rule)}{times} ([{style}]{w(f.severity.value)}[/], "  # type: ignore[union-attr]
+        parts.append(f"{safe_markup(f.rule)}{times} ([{style}]{w(f.severity.value)}[/], "  # type: ignore[union-attr]
                      f"{100 * f.impact.share:.1f}%)")
     console.print(f"  {w('Findings')}: {', '.join(parts)}")
 
@@ -107,7 +108,7 @@ def _change(console: Console, c: CycleChange, lang: str) -> None:
     listed = [(w("appeared"), [f"{r} ({w(s)})" for r, s in c.appeared]),
               (w("vanished"), [f"{r} ({w(s)})" for r, s in c.vanished]),
               (w("severity changed"), [f"{r} ({w(a)} -> {w(b)})" for r, a, b in c.severity_changed])]
-    lines = [f"{label}: {escape(', '.join(items))}" for label, items in listed if items]
+    lines = [f"{label}: {safe_markup(', '.join(items))}" for label, items in listed if items]
     console.print(f"    {'; '.join(lines) if lines else w('same findings')}")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from pista.diff import KINDS, Diff, RowDiff, Totals
+from pista.render.controls import sanitize, sanitize_json
 from pista.table import format_time
 
 KIND_LABEL = {"op": "Ops", "kernel": "Kernels and copies", "gpu-annotation": "GPU regions (record_function)"}
@@ -61,6 +62,7 @@ def outside_rows(d: Diff) -> list[tuple[str, float, float]]:
 
 
 def render_text(d: Diff) -> str:
+    """Plain text, no colour: the names in it (from the traces) are sanitized on the whole string."""
     lines = [f"pista diff\n  A: {d.a.source}\n  B: {d.b.source}", f"  Compared {d.note}", ""]
     w = 24
     cpu_label, cuda_label = total_labels(d)
@@ -105,8 +107,8 @@ def render_text(d: Diff) -> str:
         lines.append("Findings in both: " + ", ".join(d.findings_kept))
     if not (d.findings_gained or d.findings_lost or d.findings_kept):
         lines.append("No findings in either trace.")
-    return "\n".join(lines) + "\n"
+    return sanitize("\n".join(lines) + "\n")
 
 
 def render_json(d: Diff) -> str:
-    return json.dumps(d.to_dict(), indent=1, ensure_ascii=False) + "\n"
+    return sanitize_json(json.dumps(d.to_dict(), indent=1, ensure_ascii=False)) + "\n"

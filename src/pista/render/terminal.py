@@ -9,18 +9,15 @@ from rich.markup import escape
 from rich.panel import Panel
 
 from pista.findings import Analysis, Finding
+from pista.render.controls import sanitize  # also imported from here by cli.check and cli.run
 from pista.rules._common import fmt_ns
 from pista.table import format_time, render_text
 
-# C0/C1 control characters (ESC starts terminal sequences: titles, links, clearing the screen) from a
-# trace's names, shown as text instead of acted on.
-_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f,
-                                      *range(0x80, 0xa0)]}
 
-
-def sanitize(text: str) -> str:
-    """Text from a trace made safe for a terminal: control characters written out as \\xNN."""
-    return str(text).translate(_CONTROL)
+def safe_markup(text: object) -> str:
+    """Trace text for rich markup: sanitized first, then escaped, so pista's own styles around it
+    still colour and nothing in it does."""
+    return escape(sanitize(text))
 
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
@@ -46,20 +43,21 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
         f"[{VERDICT_STYLE.get(s.verdict, 'bold')}]{s.verdict}[/]\n"
         f"Self CPU total {format_time(s.self_cpu_total_us)}   Self CUDA total {format_time(s.self_device_total_us)}   "
         f"{w('GPU busy')} {busy} {w('of')} {format_time(s.window_us)}   {w('steps')} {s.steps}",
-        title=f"pista: {escape(analysis.source)}", expand=True))
+        title=f"pista: {safe_markup(analysis.source)}", expand=True))
     purposes = purpose_line(s.gpu_time_by_purpose, lang)
     if purposes:
-        console.print(f"{w('GPU time per step')}: {purposes}")
+        console.print(f"{w('GPU time per step')}: {safe_markup(purposes)}")
     kernels = kernel_line(analysis, lang)
     if kernels:
-        console.print(f"{w('Top kernels')}: {escape(kernels)}")
+        console.print(f"{w('Top kernels')}: {safe_markup(kernels)}")
     for lane, regions in list(s.host_time_by_region.items())[:MAX_THREADS]:
-        console.print(f"{w('Host time per step')}, {escape(lane_label(lane, lang))}: {purpose_line(regions, lang)}")
+        console.print(f"{w('Host time per step')}, {safe_markup(lane_label(lane, lang))}: "
+                      f"{safe_markup(purpose_line(regions, lang))}")
     for notice in analysis.notices:
-        console.print(f"[dim]{w('notice')}: {escape(notice)}[/]")
+        console.print(f"[dim]{w('notice')}: {safe_markup(notice)}[/]")
     top = analysis.top_fix
     if top is not None:
-        console.print(f"\n[bold green]{w('Start here')}:[/] {escape(top.fix_here)} [dim]({escape(top.rule)}, "
+        console.print(f"\n[bold green]{w('Start here')}:[/] {safe_markup(top.fix_here)} [dim]({safe_markup(top.rule)}, "
                       f"{impact_text(top, lang)})[/]")
     if not analysis.findings:
         console.print(word("No findings.", lang))
@@ -68,8 +66,8 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
         _finding(console, finding, origin_us, lang)
     if show_table:
         console.print()
-        console.print(escape(render_text(analysis.table, "cuda_time_total" if analysis.facts.has_gpu
-                                         else "cpu_time_total", row_limit, has_device=analysis.facts.has_gpu)),
+        sort_by = "cuda_time_total" if analysis.facts.has_gpu else "cpu_time_total"
+        console.print(safe_markup(render_text(analysis.table, sort_by, row_limit, has_device=analysis.facts.has_gpu)),
                       soft_wrap=True, end="")
     return out.getvalue()
 
@@ -148,16 +146,18 @@ def _finding(console: Console, f: Finding, origin_us: float, lang: str = "en") -
         return word(key, lang)
 
     style = SEVERITY_STYLE.get(f.severity.value, "")
-    console.print(f"\n[{style}]{w(f.severity.value.upper()):8s}[/] [bold]{escape(f.rule)}[/]: {escape(f.title)}")
-    console.print(f"  {escape(f.message)}")
-    console.print(f"  [dim]{w('impact')}: {impact_text(f, lang)}: {escape(f.basis)}[/]")
+    console.print(f"\n[{style}]{w(f.severity.value.upper()):8s}[/] [bold]{safe_markup(f.rule)}[/]: "
+                  f"{safe_markup(f.title)}")
+    console.print(f"  {safe_markup(f.message)}")
+    console.print(f"  [dim]{w('impact')}: {impact_text(f, lang)}: {safe_markup(f.basis)}[/]")
     for e in f.evidence[:MAX_EVIDENCE]:
         step = f"{w('step')} {e.step}" if e.step is not None else w("no step")
-        note = f"  ({escape(e.note)})" if e.note else ""
+        note = f"  ({safe_markup(e.note)})" if e.note else ""
         if e.stack:
-            note += f" [dim]{w('in')} {escape(e.stack[0])}[/]"
-        console.print(f"  [dim]-[/] {escape(w(e.name)[:70])}  [dim]{escape(lane_label(e.lane, lang))}, {step}, "
+            note += f" [dim]{w('in')} {safe_markup(e.stack[0])}[/]"
+        console.print(f"  [dim]-[/] {safe_markup(w(e.name)[:70])}  "
+                      f"[dim]{safe_markup(lane_label(e.lane, lang))}, {step}, "
                       f"{w('at')} +{(e.ts_us - origin_us) / 1000:.3f} ms, {w('dur')} {fmt_ns(e.dur_us * 1000)}[/]{note}")
     if len(f.evidence) > MAX_EVIDENCE:
         console.print(f"  [dim]... {len(f.evidence) - MAX_EVIDENCE} {w('more')}[/]")
-    console.print(f"  [green]{w('fix')}:[/] {escape(f.advice)}")
+    console.print(f"  [green]{w('fix')}:[/] {safe_markup(f.advice)}")
