@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from decimal import Decimal
 
@@ -140,3 +146,68 @@ def test_markers_on_one_track_never_partly_overlap(analysis_of, name):
                    for f in analysis.findings for e in f.evidence)
     assert got == want
     assert set(by_track) <= set(names)  # every sub-track is named
+
+
+# -- inputs `pista analyze` reads, read alike; interrupted writes ----------------------------------
+
+def _foreign(text: str, how: str) -> bytes:
+    """The real trace's JSON text made foreign the ways torch/Kineto versions and editors do."""
+    mm = '"name": "aten::mm"'
+    return {
+        "utf-8 BOM": lambda: codecs.BOM_UTF8 + text.encode(),
+        "UTF-16": lambda: text.encode("utf-16"),
+        "bare N/A": lambda: text.replace('"Sequence number": 0,', '"Sequence number": N/A,', 1).encode(),
+        # a lone one; and a pair and an escaped backslash before 'ud800', which stay as they are
+        "lone surrogate": lambda: text.replace(mm, '"name": "aten::mm\\ud800"', 1).replace(
+            '"name": "aten::add"', '"name": "aten::add\\ud83d\\ude00\\\\ud800"', 1).encode(),
+        "latin-1 bytes": lambda: text.replace(mm, '"name": "aten::mm\xe9"', 1).encode("latin-1"),
+    }[how]()
+
+
+@pytest.mark.parametrize("how", ["utf-8 BOM", "UTF-16", "bare N/A", "lone surrogate", "latin-1 bytes"])
+def test_annotate_reads_what_analyze_reads_and_writes_utf8(tmp_path, capsys, how):
+    text = json.dumps(json.loads(gzip.decompress(fixture("seed_mm64_cold").read_bytes())), indent=1)
+    src = tmp_path / "foreign.json"
+    src.write_bytes(_foreign(text, how))
+    assert src.read_bytes() != text.encode()  # the case did change the file
+    assert main(["analyze", str(src), "--format", "json"]) == 0
+    findings = len(json.loads(capsys.readouterr().out)["findings"])
+    out = tmp_path / "out.json"
+    assert main(["annotate", str(src), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"wrote {out}: {findings} findings as markers" in err and "error" not in err
+    events = json.loads(out.read_bytes().decode("utf-8"))["traceEvents"]  # strict UTF-8, then JSON
+    original = json.loads(text)["traceEvents"]
+    assert len([e for e in events if e.get("cat") != CATEGORY and e.get("pid") != annotated.FIRST_PID]) \
+        == len(original)
+    assert sum(e.get("cat") == CATEGORY and "message" in e["args"] for e in events) == findings
+    if how in ("lone surrogate", "latin-1 bytes"):
+        assert any(e.get("name") == "aten::mm\ufffd" for e in events)
+    if how == "lone surrogate":
+        assert any(e.get("name") == "aten::add\U0001f600\\ud800" for e in events)
+
+
+PAD_MB = 64  # a top-level key this big makes the write take a while (~0.3 s here) to be caught in
+
+
+@pytest.mark.parametrize("sig, code, line", [(signal.SIGTERM, 143, "pista: terminated"),
+                                             (signal.SIGINT, 130, "pista: interrupted")])
+def test_a_signal_mid_write_leaves_no_temp_file(tmp_path, sig, code, line):
+    doc = gzip.decompress(fixture("seed_mm64_cold").read_bytes()).decode()
+    src = tmp_path / "big.json"
+    with open(src, "w") as f:  # the events of a real trace after a big key annotate re-emits as is
+        f.write('{"padding": "' + "x" * (PAD_MB << 20) + '", ' + doc.lstrip()[1:])
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "pista", "annotate", str(src), "-o", str(out / "a.json")],
+                            stderr=subprocess.PIPE)
+    caught = False
+    while proc.poll() is None and not caught:
+        caught = any(name.endswith(".tmp") for name in os.listdir(out))
+        if caught:
+            proc.send_signal(sig)
+        time.sleep(0.001)
+    _, err = proc.communicate(timeout=120)
+    assert caught, "the write ended before the test saw its temp file"
+    assert proc.returncode == code and err.decode().splitlines()[-1] == line
+    assert os.listdir(out) == []  # neither a temp file nor a partial output
