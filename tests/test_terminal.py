@@ -96,3 +96,18 @@ def test_sql_schema_needs_no_trace_and_csv_starts_with_the_header():
     out = subprocess.run([*PISTA, "sql", str(fixture("gpu/host_sync_item")), "SELECT count(*) AS n FROM events",
                           "--format", "csv"], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.splitlines()[0] == "n" and out.stdout.splitlines()[1].isdigit()
+
+
+def test_a_hostile_trace_in_a_real_terminal_gets_colours_but_no_title_link_or_clear(tmp_path):
+    """Colour on (a terminal), a trace whose names set the title, make links and clear the screen:
+    only pista's own colour sequences reach the terminal; the names show as text."""
+    import re
+
+    from test_hostile_output import SHOWN, hostile_trace
+
+    trace = hostile_trace(tmp_path, "gpu/host_sync_item_stack")
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    out = _in_pty([*PISTA, "analyze", str(trace)], 200, env)
+    assert re.search(r"\x1b\[[0-9;]*m", out)
+    assert not re.search(r"\x1b(?!\[[0-9;]*m)", out)  # nothing but colour (SGR) sequences
+    assert "\u202e" not in out and "\x07" not in out and SHOWN in out
