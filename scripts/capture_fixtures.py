@@ -26,14 +26,17 @@ STEPS = 5  # wait 1 + warmup 1 + active 3
 
 
 def _capture(name: str, out: str, step: Callable[[], None], warmup: int = 3, cuda: bool = True,
-             sync_each_step: bool = False, with_stack: bool = False, profile_memory: bool = False) -> None:
+             sync_each_step: bool = False, with_stack: bool = False, profile_memory: bool = False,
+             grouped: bool = False) -> None:
     for _ in range(warmup):
         step()
     if cuda:
         torch.cuda.synchronize()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    # ops carry their Python stack in key_averages (group_by_stack_n) only with verbose=True
+    extra = {"experimental_config": torch._C._profiler._ExperimentalConfig(verbose=True)} if grouped and with_stack else {}
     with profile(activities=activities, record_shapes=True, with_stack=with_stack, profile_memory=profile_memory,
-                 schedule=schedule(wait=1, warmup=1, active=3, repeat=1)) as prof:
+                 schedule=schedule(wait=1, warmup=1, active=3, repeat=1), **extra) as prof:
         for _ in range(STEPS):
             step()
             if sync_each_step and cuda:
@@ -47,6 +50,12 @@ def _capture(name: str, out: str, step: Callable[[], None], warmup: int = 3, cud
     sort_by = "cuda_time_total" if cuda else "self_cpu_time_total"
     with open(os.path.join(out, f"{name}.table.txt"), "w") as fh:
         fh.write(prof.key_averages().table(sort_by=sort_by, row_limit=25))
+    if grouped:  # the tables `pista table --group-by-input-shape / --group-by-stack 5` rebuild
+        with open(os.path.join(out, f"{name}.shapes.table.txt"), "w") as fh:
+            fh.write(prof.key_averages(group_by_input_shape=True).table(sort_by=sort_by, row_limit=25))
+        if with_stack:
+            with open(os.path.join(out, f"{name}.stack.table.txt"), "w") as fh:
+                fh.write(prof.key_averages(group_by_stack_n=5).table(sort_by=sort_by, row_limit=25))
     print(f"captured {name}", flush=True)
 
 
@@ -184,6 +193,47 @@ def cpu_only(out: str) -> None:
             opt.step()
 
     _capture("cpu_only", out, step, cuda=False)
+
+
+def _mlp_block(x: torch.Tensor, model: torch.nn.Module) -> torch.Tensor:
+    return model(x)
+
+
+def cpu_grouped(out: str) -> None:
+    """A small CPU MLP of two widths (so ops have several input shapes) with AdamW(foreach=True):
+    also printed grouped by input shape. (Without stacks: torch 2.13 lists python_function frames as
+    rows and gives ops no stack, so its group_by_stack_n groups nothing; gpu_grouped has them.)"""
+    wide = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 256))
+    narrow = torch.nn.Sequential(torch.nn.Linear(256, 128), torch.nn.GELU(), torch.nn.Linear(128, 256))
+    opt = torch.optim.AdamW([*wide.parameters(), *narrow.parameters()], lr=1e-3, foreach=True)
+    x = torch.randn(64, 256)
+
+    def step() -> None:
+        with record_function("train_step"):
+            loss = _mlp_block(x, wide).square().mean() + _mlp_block(x, narrow).square().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+    _capture("cpu_grouped", out, step, cuda=False, grouped=True)
+
+
+def gpu_grouped(out: str) -> None:
+    """cpu_grouped's two MLPs on the GPU, with_stack=True: printed grouped by input shape and by 5
+    stack frames too."""
+    wide = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 256)).cuda()
+    narrow = torch.nn.Sequential(torch.nn.Linear(256, 128), torch.nn.GELU(), torch.nn.Linear(128, 256)).cuda()
+    opt = torch.optim.AdamW([*wide.parameters(), *narrow.parameters()], lr=1e-3, foreach=True)
+    x = torch.randn(64, 256, device="cuda")
+
+    def step() -> None:
+        with record_function("train_step"):
+            loss = _mlp_block(x, wide).square().mean() + _mlp_block(x, narrow).square().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+    _capture("gpu_grouped", out, step, with_stack=True, grouped=True)
 
 
 def host_sync_item_stack(out: str) -> None:
@@ -517,7 +567,7 @@ def python_loop_cpu(out: str) -> None:
     _capture("python_loop_cpu", out, step, cuda=False)
 
 
-SCENARIOS = {f.__name__: f for f in (host_sync_item, pageable_memcpy, recompile, fp32_gemm, tf32_gemm,
+SCENARIOS = {f.__name__: f for f in (host_sync_item, cpu_grouped, gpu_grouped, pageable_memcpy, recompile, fp32_gemm, tf32_gemm,
                                       launch_bound, gpu_idle_dataloader, trailing_sync, cpu_only,
                                       host_sync_item_stack, fp64_gemm, adamw_foreach, adamw_fused, bias_unfused,
                                       bias_addmm, elementwise_chain, elementwise_compiled, stream_fp32,

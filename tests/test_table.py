@@ -197,3 +197,56 @@ def test_cli_table_text_sort_by_self_cpu():
     body = out.stdout.splitlines()[3:5]
     assert body[0].split()[0] == "aten::mm"  # 155.7 µs self CPU, torch's largest
     assert "Self CPU time total: 509.956us" in out.stdout
+
+
+GROUPED = [("gpu/cpu_grouped", "shapes", {"group_by_input_shape": True}),
+           ("gpu/gpu_grouped", "shapes", {"group_by_input_shape": True}),
+           ("gpu/gpu_grouped", "stack", {"group_by_stack_n": 5})]
+
+
+@pytest.mark.parametrize(("name", "kind", "group"), GROUPED)
+def test_grouped_tables_are_torchs(load_facts, name, kind, group):
+    # key_averages(group_by_input_shape=True) / (group_by_stack_n=5), as torch printed them: the frame
+    # line for line, and every printed row found among pista's with its shapes or frames
+    path = FIXTURES / f"{name}.{kind}.table.txt"
+    torch_table = parse_table(path)
+    facts = load_facts(name)
+    sort_by = "cuda_time_total" if facts.has_gpu else "self_cpu_time_total"
+    table = build_table(facts, **group)
+    ours = render_text(table, sort_by, 25, has_device=facts.has_gpu).splitlines()
+    assert ours[:3] == path.read_text().splitlines()[:3]
+    assert any(r.input_shapes for r in torch_table.rows) or any(r.stack for r in torch_table.rows)
+    width = len(path.read_text().splitlines()[0].rstrip().split()[-1])  # the last column's dashes
+
+    def printed(frame: str) -> str:  # torch keeps a long frame's end behind "..."
+        return frame if len(frame) <= width else "..." + frame[len(frame) - width + 3:]
+
+    for expected in torch_table.rows:
+        assert any(_fit(r.name) == expected.name and r.calls == expected.calls
+                   and (r.input_shapes or "[]") == (expected.input_shapes or "[]")
+                   and [printed(f) for f in r.stack] == expected.stack
+                   and close(r.self_cpu_us, expected.self_cpu_us) and close(r.device_total_us, expected.device_total_us)
+                   for r in table.rows), expected
+
+
+def test_grouping_by_shape_splits_calls_by_their_input_dims(load_facts):
+    # independent of torch: aten::addmm's calls per distinct Input Dims, from the raw JSON
+    import collections
+
+    import raw
+    counts = collections.Counter(str(e["args"]["Input Dims"]) for e in raw.complete("gpu/cpu_grouped", "cpu_op")
+                                 if e["name"] == "aten::addmm")
+    rows = [r for r in build_table(load_facts("gpu/cpu_grouped"), group_by_input_shape=True).rows
+            if r.name == "aten::addmm"]
+    assert len(counts) > 1 and {r.input_shapes: r.calls for r in rows} == dict(counts)
+
+
+def test_grouping_by_stack_without_call_stacks_uses_the_python_frames(load_facts):
+    # gpu/host_sync_item_stack has python_function events but no `Call stack` args (torch itself
+    # groups nothing there): pista groups by the enclosing frames; every aten::item is under read_loss
+    import raw
+    items = raw.complete("gpu/host_sync_item_stack", "cpu_op", "aten::item")
+    rows = [r for r in build_table(load_facts("gpu/host_sync_item_stack"), group_by_stack_n=2).rows
+            if r.name == "aten::item"]
+    assert [r.calls for r in rows] == [len(items)]
+    assert "read_loss" in rows[0].stack[1] and len(rows[0].stack) == 2

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 _UNITS = {"s": 1e6, "ms": 1e3, "us": 1.0}
@@ -26,6 +26,8 @@ class TorchRow:
     device_total_us: float
     calls: int
     memory: tuple[str, ...] = ()  # the memory cells as printed ("120.00 MB", "0 B"), profile_memory only
+    input_shapes: str = ""  # group_by_input_shape only
+    stack: list[str] = field(default_factory=list)  # group_by_stack_n only: the Source Location lines
 
 
 @dataclass
@@ -37,26 +39,32 @@ class TorchTable:
 
 def parse_table(path: Path) -> TorchTable:
     lines = Path(path).read_text().splitlines()
-    header = lines[1]
-    has_device = "Self CUDA" in header
-    memory_columns = len(re.findall(r"\bMem\b", header))  # profile_memory: "0 B", "-144.01 MB", two tokens each
-    rows = []
+    # the columns are the runs of dashes of the rule above the header
+    spans = [m.span() for m in re.finditer(r"-+", lines[0])]
+    # a header longer than its column ("CUDA time avg" in 12) pushes the rest right: split on the gaps
+    headers = re.split(r"\s{2,}", lines[1].strip())
+    assert len(headers) == len(spans), headers
+    col = {h: k for k, h in enumerate(headers)}
+    has_device = "Self CUDA" in col
+    memory_cols = [k for k, h in enumerate(headers) if h.endswith("Mem")]
+    rows: list[TorchRow] = []
     for line in lines[3:]:
         if line.startswith("---"):
             break
-        # the name column is only as wide as the longest name needs (at most 55): parse from the right
-        cells = line.split()
-        calls = int(cells[-1])
-        mem_tokens = cells[len(cells) - 1 - 2 * memory_columns:-1]
-        memory = tuple(" ".join(mem_tokens[k:k + 2]) for k in range(0, len(mem_tokens), 2))
-        cells = cells[: len(cells) - 1 - 2 * memory_columns]
-        count = 9 if has_device else 5
-        name, rest = " ".join(cells[:-count]), cells[-count:]
-        if has_device:
-            rows.append(TorchRow(name, parse_time(rest[1]), parse_time(rest[3]), parse_time(rest[5]),
-                                 parse_time(rest[7]), calls, memory))
-        else:
-            rows.append(TorchRow(name, parse_time(rest[1]), parse_time(rest[3]), 0.0, 0.0, calls, memory))
+        cells = [line[a:b].strip() for a, b in spans]
+        source = cells[col["Source Location"]] if "Source Location" in col else ""
+        if not cells[0] and rows:  # a Source Location continuation, or the blank line after a row
+            if source:
+                rows[-1].stack.append(source)
+            continue
+
+        def t(h: str, cells: list[str] = cells) -> float:
+            return parse_time(cells[col[h]]) if h in col else 0.0
+
+        rows.append(TorchRow(cells[0], t("Self CPU"), t("CPU total"), t("Self CUDA"), t("CUDA total"),
+                             int(cells[col["# of Calls"]]), tuple(cells[k] for k in memory_cols),
+                             cells[col["Input Shapes"]] if "Input Shapes" in col else "",
+                             [source] if source else []))
     cpu_total = device_total = None
     for line in lines:
         if line.startswith("Self CPU time total:"):
@@ -64,4 +72,5 @@ def parse_table(path: Path) -> TorchTable:
         if line.startswith("Self CUDA time total:"):
             device_total = parse_time(line.split(":")[1].strip())
     assert cpu_total is not None
+    assert has_device == (device_total is not None)
     return TorchTable(rows, cpu_total, device_total)

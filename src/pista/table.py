@@ -11,7 +11,9 @@ torch counts them, and are charged the kernels of the op they interrupted, as to
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
+import msgspec
 import numpy as np
 
 from pista.memory import CPU_MEMORY_TYPES, DEVICE_MEMORY_TYPES, MEMORY_EVENT, memory_rows
@@ -58,6 +60,9 @@ class Row:
     self_cpu_mem: int = 0
     device_mem: int = 0
     self_device_mem: int = 0
+    # grouped tables only: the calls' `Input Dims` as torch prints them, and their first Python frames
+    input_shapes: str = ""
+    stack: tuple[str, ...] = ()
 
     @property
     def cpu_avg_us(self) -> float:
@@ -103,7 +108,9 @@ class Table:
         }
 
 
-def build_table(facts: Facts) -> Table:
+def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack_n: int = 0) -> Table:
+    """The table; grouped as `key_averages(group_by_input_shape=..., group_by_stack_n=...)` groups it:
+    one row per name, input shapes and first N Python frames."""
     trace = facts.trace
     n = len(trace)
     dur = trace.dur
@@ -144,19 +151,26 @@ def build_table(facts: Facts) -> Table:
 
     mem = _memory_usage(facts, row_kind == 1, parent, dup, rep)
     display, display_names = _display_names(trace.names)
+    shapes = _input_shapes(facts, row_kind == 1) if group_by_input_shape else None
+    frames, frame_names = _stacks(facts, python, group_by_stack_n) if group_by_stack_n > 0 else (None, [])
     rows = []
     for kind, device_type in ((1, "CPU"), (2, "CUDA")):
         sel = np.flatnonzero(row_kind == kind)
         if sel.size == 0:
             continue
-        keys = display[trace.name[sel]]
-        uniq, inverse = np.unique(keys, return_inverse=True)
-        calls = np.bincount(inverse, minlength=uniq.size)
-        first_ts = np.full(uniq.size, np.iinfo(np.int64).max, dtype=np.int64)
+        columns = [display[trace.name[sel]]]
+        columns += [shapes[0][sel]] if shapes is not None else []
+        columns += [frames[:, sel].T] if frames is not None else []
+        keys = np.column_stack(columns) if len(columns) > 1 else columns[0]
+        uniq, inverse = np.unique(keys, return_inverse=True, axis=0 if keys.ndim > 1 else None)
+        inverse = inverse.reshape(-1)
+        name_of = uniq[:, 0] if uniq.ndim > 1 else uniq
+        calls = np.bincount(inverse, minlength=name_of.size)
+        first_ts = np.full(name_of.size, np.iinfo(np.int64).max, dtype=np.int64)
         np.minimum.at(first_ts, inverse, trace.ts[sel])
 
         def total(values: np.ndarray, sel: np.ndarray = sel, inverse: np.ndarray = inverse,
-                  size: int = uniq.size) -> np.ndarray:
+                  size: int = name_of.size) -> np.ndarray:
             return np.bincount(inverse, weights=values[sel], minlength=size) / 1000.0
 
         if kind == 1:
@@ -164,16 +178,21 @@ def build_table(facts: Facts) -> Table:
             cpu_total = total(dur)
             dev_self = total(self_device)
             dev_total = total(device_total)
-            memory = [np.bincount(inverse, weights=m[sel], minlength=uniq.size).astype(np.int64) for m in mem]
+            memory = [np.bincount(inverse, weights=m[sel], minlength=name_of.size).astype(np.int64) for m in mem]
         else:
-            self_cpu = cpu_total = np.zeros(uniq.size)
+            self_cpu = cpu_total = np.zeros(name_of.size)
             dev_self = dev_total = total(dur)
-            memory = [np.zeros(uniq.size, dtype=np.int64)] * 4
-        names = [display_names[i] for i in uniq]
+            memory = [np.zeros(name_of.size, dtype=np.int64)] * 4
+        names = [display_names[i] for i in name_of]
+        size = name_of.size
+        shape_text = [shapes[1][i] for i in uniq[:, 1]] if shapes is not None else [""] * size
+        stack = [tuple(frame_names[f] for f in uniq[k, -group_by_stack_n:] if f >= 0) if frames is not None else ()
+                 for k in range(size)]
         rows.extend(
             Row(names[k], device_type, int(calls[k]), int(first_ts[k]), float(self_cpu[k]), float(cpu_total[k]),
-                float(dev_self[k]), float(dev_total[k]), *(int(m[k]) for m in memory))
-            for k in range(uniq.size)
+                float(dev_self[k]), float(dev_total[k]), *(int(m[k]) for m in memory),
+                input_shapes=shape_text[k], stack=stack[k])
+            for k in range(size)
         )
     rows.extend(_unclaimed_memory_rows(facts, row_kind == 1))
 
@@ -206,6 +225,148 @@ def _memory_usage(facts: Facts, is_row: np.ndarray, parent: np.ndarray, dup: np.
         np.subtract.at(own, parent[child], inclusive[child])
         np.add.at(own, rep, own[dup])  # a dropped same-name child's usage stays with its parent
         out += [inclusive, own]
+    return out
+
+
+class _Dims(msgspec.Struct, gc=False):
+    dims: Any = msgspec.field(name="Input Dims", default=None)
+
+
+def _input_shapes(facts: Facts, is_row: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Per event, an id of its `Input Dims` as torch prints them (`str()` of the list: "[[64, 256],
+    [256, 128]]"; "[]" without shapes), and the texts. Torch's shapes give a TensorList input no
+    shape: `_foreach_add_`'s [[[2, 3], [4]], [[2, 3], [4]], []] is [[], [], []]."""
+    texts: dict[str, int] = {"[]": 0}
+    ids = np.zeros(len(facts.trace), dtype=np.int64)
+    ops = np.flatnonzero(is_row)
+    for i, args in zip(ops.tolist(), facts.trace.decode_args(ops.tolist(), _Dims), strict=True):
+        if args is not None and isinstance(args.dims, list):
+            dims = [[] if not isinstance(d, list) or any(isinstance(x, list) for x in d) else d for d in args.dims]
+            ids[i] = texts.setdefault(str(dims), len(texts))
+    return ids, list(texts)
+
+
+# Frames torch leaves out of an op's stack (torch.autograd.profiler_util._filter_stack_entry).
+_HIDDEN_FRAMES = (("autograd/__init__", "_make_grads"), ("autograd/__init__", "backward"),
+                  ("torch/tensor", "backward"), ("_internal/common_utils", "prof_callable"),
+                  ("_internal/common_utils", "prof_func_call"), ("_internal/common_utils", "prof_meth_call"))
+
+
+class _CallStack(msgspec.Struct, gc=False):
+    text: Any = msgspec.field(name="Call stack", default=None)
+
+
+def _stacks(facts: Facts, python: np.ndarray, n: int) -> tuple[np.ndarray, list[str]]:
+    """(n, events) ids of each event's n innermost Python frames (-1 past the outermost), and the
+    frame texts. Torch's stack of an event is its `Call stack` arg (written with verbose=True;
+    without it torch's group_by_stack_n groups nothing, so pista falls back to the enclosing
+    python_function events); a runtime call has its op's, a kernel its launch's, a GPU-side
+    annotation that of the first kernel inside it on its stream."""
+    texts: dict[str, int] = {}
+    out = np.full((n, len(facts.trace)), -1, dtype=np.int64)
+    has = _call_stacks(facts, n, texts, out)
+    if not has.any():
+        out = _python_stacks(facts, python, n)
+        _backward_stacks(facts, out)
+        return out, facts.trace.names
+    # an event without its own stack takes its nearest host ancestor's, shallowest first
+    host = np.flatnonzero((facts.is_host | facts.is_overhead) & ~has & (facts.parent >= 0))
+    for d in np.unique(facts.depth[host]).tolist():
+        level = host[facts.depth[host] == d]
+        out[:, level] = out[:, facts.parent[level]]
+    work = np.flatnonzero(facts.is_device_work & (facts.launcher >= 0))
+    out[:, work] = out[:, facts.launcher[work]]
+    _annotation_stacks(facts, out)
+    _backward_stacks(facts, out)
+    return out, list(texts)
+
+
+def _call_stacks(facts: Facts, n: int, texts: dict[str, int], out: np.ndarray) -> np.ndarray:
+    host = np.flatnonzero(facts.is_host | facts.is_overhead)
+    has = np.zeros(len(facts.trace), dtype=bool)
+    for i, args in zip(host.tolist(), facts.trace.decode_args(host.tolist(), _CallStack), strict=True):
+        if args is None or not isinstance(args.text, str):
+            continue
+        frames = [f for f in args.text.split(";") if f and not any(a in f and b in f for a, b in _HIDDEN_FRAMES)]
+        for k, frame in enumerate(frames[:n]):
+            out[k, i] = texts.setdefault(frame, len(texts))
+        has[i] = True
+    return has
+
+
+class _Sequence(msgspec.Struct, gc=False):
+    number: Any = msgspec.field(name="Sequence number", default=None)
+
+
+EVALUATE = "autograd::engine::evaluate_function: "
+
+
+def _backward_stacks(facts: Facts, out: np.ndarray) -> None:
+    """Torch's _set_backward_stacktraces: an autograd node's call (`AddmmBackward0`, run inside
+    `autograd::engine::evaluate_function: AddmmBackward0`) and every host event under it take the
+    stack of the first forward event with the node's sequence number: the line that built it."""
+    trace, parent = facts.trace, facts.parent
+    names = trace.names
+    node_name = {k: names.index(EVALUATE + name) for k, name in enumerate(names) if EVALUATE + name in names}
+    if not node_name:
+        return
+    host = np.flatnonzero(facts.is_host | facts.is_overhead)
+    evaluate = np.full(len(names), -1, dtype=np.int64)
+    for k, v in node_name.items():
+        evaluate[k] = v
+    up = parent[host]
+    is_node = np.zeros(len(trace), dtype=bool)
+    is_node[host] = (up >= 0) & (evaluate[trace.name[host]] == trace.name[np.maximum(up, 0)])
+    # each host event's nearest node at or above it
+    node = np.where(is_node, np.arange(len(trace)), -1)
+    todo = host[node[host] < 0]
+    at = parent[todo]
+    while todo.size:
+        found = (at >= 0) & is_node[np.maximum(at, 0)]
+        node[todo[found]] = at[found]
+        keep = (at >= 0) & ~found
+        todo, at = todo[keep], parent[at[keep]]
+    seq = np.full(len(trace), -1, dtype=np.int64)
+    for i, a in zip(host.tolist(), trace.decode_args(host.tolist(), _Sequence), strict=True):
+        if a is not None and isinstance(a.number, int):
+            seq[i] = a.number
+    forward = host[(node[host] < 0) & (seq[host] >= 0)]
+    forward = forward[np.lexsort((-(trace.ts[forward] + trace.dur[forward]), trace.ts[forward]))]
+    first: dict[int, int] = {}
+    for i in forward.tolist():
+        first.setdefault(int(seq[i]), i)
+    backward = host[node[host] >= 0]
+    source = np.array([first.get(int(seq[node[i]]), -1) for i in backward.tolist()], dtype=np.int64)
+    out[:, backward] = np.where(source >= 0, out[:, np.maximum(source, 0)], -1)
+
+
+def _annotation_stacks(facts: Facts, out: np.ndarray) -> None:
+    trace = facts.trace
+    work = np.flatnonzero(facts.is_device_work)
+    for i in np.flatnonzero(facts.is_device_annotation).tolist():
+        lane = work[(trace.pid[work] == trace.pid[i]) & (trace.tid[work] == trace.tid[i])
+                    & (trace.ts[work] >= trace.ts[i]) & (trace.ts[work] < trace.ts[i] + trace.dur[i])]
+        if lane.size:
+            out[:, i] = out[:, lane[np.argmin(trace.ts[lane])]]
+
+
+def _python_stacks(facts: Facts, python: np.ndarray, n: int) -> np.ndarray:
+    """The enclosing python_function frames' name ids, innermost first."""
+    names = facts.trace.names
+    hidden = np.array([any(a in name and b in name for a, b in _HIDDEN_FRAMES) for name in names], dtype=bool)
+    frame = python & ~hidden[facts.trace.name] if len(names) else python
+    # nearest enclosing frame of each event: hop up the tree until a frame or the root
+    above = facts.parent.copy()
+    hop = (above >= 0) & ~frame[np.maximum(above, 0)]
+    while hop.any():
+        above[hop] = facts.parent[above[hop]]
+        hop = (above >= 0) & ~frame[np.maximum(above, 0)]
+    out = np.full((n, len(facts.trace)), -1, dtype=np.int64)
+    at = above
+    for k in range(n):
+        has = at >= 0
+        out[k, has] = facts.trace.name[at[has]]
+        at = np.where(has, above[np.maximum(at, 0)], -1)
     return out
 
 
@@ -343,6 +504,8 @@ HEADERS = ("Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU ti
 
 
 MEMORY_HEADERS = ("CPU Mem", "Self CPU Mem", "CUDA Mem", "Self CUDA Mem")
+# torch's caps on the grouped tables' extra columns (profiler_util._build_table)
+SHAPES_WIDTH, SOURCE_WIDTH = 80, 75
 
 
 def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int | None = 25,
@@ -354,10 +517,26 @@ def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int |
     # torch's name column fits the longest name of all rows plus 4, up to NAME_WIDTH
     name_width = min(max((len(r.name) for r in table.rows), default=0) + 4, NAME_WIDTH)
     widths = [name_width] + [12] * (len(headers) - 1)
-    # every column is followed by two spaces, the last too, as torch prints it
-    line = "".join("-" * w + "  " for w in widths)
-    out = [line, "".join(h.rjust(w) + "  " for h, w in zip(headers, widths, strict=True)), line]
+    align = [">"] * len(widths)
+    if any(r.input_shapes not in ("", "[]") for r in table.rows):
+        headers += ("Input Shapes",)
+        widths.append(min(max(len(r.input_shapes or "[]") for r in table.rows) + 4, SHAPES_WIDTH))
+        align.append(">")
+    has_stack = any(r.stack for r in table.rows)
+    if has_stack:
+        headers += ("Source Location",)
+        widths.append(min(max(len(f) for r in table.rows for f in r.stack) + 4, SOURCE_WIDTH))
+        align.append("<")
+
+    def line_of(cells: list[str]) -> str:
+        # every column is followed by two spaces, the last too, as torch prints it
+        return "".join((c.rjust(w) if a == ">" else c.ljust(w)) + "  " for c, w, a in zip(cells, widths, align,
+                                                                                            strict=True))
+
+    rule = "".join("-" * w + "  " for w in widths)
+    out = [rule, line_of(list(headers)), rule]
     cpu_all, dev_all = table.self_cpu_total_us, table.self_device_total_us
+    blank = [""] * len(widths)
     for r in table.sorted(sort_by, row_limit):
         cells = [_fit(r.name), format_percent(r.self_cpu_us, cpu_all), format_time(r.self_cpu_us),
                  format_percent(r.cpu_total_us, cpu_all), format_time(r.cpu_total_us), format_time(r.cpu_avg_us)]
@@ -366,9 +545,25 @@ def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int |
                       format_time(r.device_total_us), format_time(r.device_avg_us)]
         cells += [format_memory(b) for b in (r.cpu_mem, r.self_cpu_mem, r.device_mem, r.self_device_mem)][:len(memory)]
         cells.append(str(r.calls))
-        out.append("".join(c.rjust(w) + "  " for c, w in zip(cells, widths, strict=True)))
-    out.append(line)
+        if "Input Shapes" in headers:
+            cells.append((r.input_shapes or "[]")[:widths[len(cells)]])
+        if has_stack:
+            cells.append(_trim_path(r.stack[0], widths[-1]) if r.stack else "")
+        out.append(line_of(cells))
+        if has_stack:  # the other frames on lines of their own, then an empty line
+            out += [line_of(blank[:-1] + [_trim_path(f, widths[-1])]) for f in r.stack[1:]]
+            out.append(line_of(blank))
+    out.append(rule)
     out.append(f"Self CPU time total: {format_time(cpu_all)}")
     if has_device:
         out.append(f"Self CUDA time total: {format_time(dev_all)}")
     return "\n".join(out) + "\n"
+
+
+def _trim_path(path: str, width: int) -> str:
+    """torch's trim_path: a frame too long for the column keeps its end, behind '...'."""
+    if len(path) > width:
+        path = path[len(path) - width:]
+        if len(path) > 3:
+            path = "..." + path[3:]
+    return path

@@ -11,7 +11,9 @@ import json
 import sys
 
 SORT_CHOICES = ("cuda_time_total", "self_cuda_time_total", "cpu_time_total", "self_cpu_time_total",
-                "device_time_total", "self_device_time_total", "cpu_time", "cuda_time", "device_time", "count")
+                "device_time_total", "self_device_time_total", "cpu_time", "cuda_time", "device_time", "count",
+                "cpu_memory_usage", "self_cpu_memory_usage", "cuda_memory_usage", "self_cuda_memory_usage",
+                "device_memory_usage", "self_device_memory_usage")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,16 +21,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sort-by", default=None, choices=SORT_CHOICES,
                         help="column to sort by (default: cuda_time_total, or cpu_time_total without GPU work)")
     parser.add_argument("--row-limit", type=int, default=25, help="rows to show (-1: all)")
+    parser.add_argument("--group-by-input-shape", action="store_true",
+                        help="one row per name and input shapes, as key_averages(group_by_input_shape=True)")
+    parser.add_argument("--group-by-stack", type=int, default=0, metavar="N",
+                        help="one row per name and N innermost Python frames, as key_averages(group_by_stack_n=N)"
+                             " (needs a with_stack=True trace)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
 
 
 def run(args: argparse.Namespace) -> int:
     from pista.cli.common import open_trace
+    from pista.errors import UsageError
     from pista.render.controls import sanitize
     from pista.table import build_table, render_text
 
     facts = open_trace(args.trace)
-    table = build_table(facts)
+    if args.group_by_stack < 0:
+        raise UsageError(f"--group-by-stack {args.group_by_stack}: must be 0 or more")
+    table = build_table(facts, group_by_input_shape=args.group_by_input_shape, group_by_stack_n=args.group_by_stack)
     sort_by = args.sort_by or ("cuda_time_total" if facts.has_gpu else "cpu_time_total")
     limit = None if args.row_limit is not None and args.row_limit < 0 else args.row_limit
     if args.format == "json":
