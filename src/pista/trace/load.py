@@ -76,6 +76,7 @@ class _Document(Struct, gc=False):
     displayTimeUnit: str | None = None  # noqa: N815
     schemaVersion: int | str | None = None  # noqa: N815
     traceName: str | None = None  # noqa: N815
+    pista_host: Raw = ABSENT  # what `pista run`/`profile` wrote about the CPU (threads, cores, ISA)
 
 
 class _LooseDocument(Struct, gc=False):
@@ -86,6 +87,7 @@ class _LooseDocument(Struct, gc=False):
     displayTimeUnit: Raw = ABSENT  # noqa: N815
     schemaVersion: Raw = ABSENT  # noqa: N815
     traceName: Raw = ABSENT  # noqa: N815
+    pista_host: Raw = ABSENT
 
 
 class _IdArgs(Struct, gc=False):
@@ -313,7 +315,7 @@ def _text_encoding(data: bytes, source: str, notices: list[str]) -> bytes:
 def _metadata(doc: _Document | _LooseDocument) -> dict[str, Any]:
     meta: dict[str, Any] = {}
     for key in ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "displayTimeUnit",
-                "schemaVersion", "traceName"):
+                "schemaVersion", "traceName", "pista_host"):
         value = getattr(doc, key)
         if value is ABSENT:
             continue
