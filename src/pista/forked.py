@@ -16,6 +16,8 @@ from typing import Any
 DISABLED = False
 # How long to wait for a child that sent its result, or was told to stop, to be gone.
 JOIN_TIMEOUT_S = 5.0
+# prctl(2) option: the signal the kernel sends this process when its parent dies (Linux only).
+_PR_SET_PDEATHSIG = 1
 
 
 class Forked:
@@ -91,7 +93,8 @@ def fork_call(target: Callable[..., Any], *args: Any) -> Forked | None:
     try:
         ctx = multiprocessing.get_context("fork")
         receiver, sender = ctx.Pipe(duplex=False)
-        child = ctx.Process(target=_run, args=(target, args, sender, receiver), daemon=True)
+        child = ctx.Process(target=_run, args=(target, args, sender, receiver, os.getpid()),
+                            daemon=True)
         child.start()
     except (ValueError, OSError, AssertionError):
         return None
@@ -99,10 +102,30 @@ def fork_call(target: Callable[..., Any], *args: Any) -> Forked | None:
     return Forked(child, receiver)
 
 
-def _run(target: Callable[..., Any], args: tuple[Any, ...], sender: Any, receiver: Any) -> None:
+def die_with_parent(parent: int) -> None:
+    """In a child of `parent` (its pid, taken before the fork): end when the parent ends, however
+    it ends. A parent killed by SIGTERM or SIGKILL runs no cleanup, and a child reading the second
+    half of a big trace (or a pool's worker waiting for its next rank, forever) would outlive it.
+    Linux only: elsewhere the parent's own cleanup (Forked.cancel, the pool's shutdown) is all
+    there is."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes  # numpy has loaded it already: no cost here
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect: nobody waits for us
+        os._exit(1)
+
+
+def _run(target: Callable[..., Any], args: tuple[Any, ...], sender: Any, receiver: Any, parent: int) -> None:
     """The child: compute, send, and leave with os._exit, so nothing of the parent's state runs at
     exit (atexit hooks, flushing a copy of the parent's unwritten stdout a second time)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops us
+    die_with_parent(parent)
     receiver.close()
     try:
         outcome = target(*args)

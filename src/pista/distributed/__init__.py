@@ -88,13 +88,14 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
     from pista.distributed.straggler import cross_rank, fold_waits
 
     paths = [str(p) for p in trace_files(folder)]
-    ranks = run_ranks(paths, engine=engine, workers=workers, scheduler=scheduler, rules=rules)
+    notices: list[str] = []
+    ranks = run_ranks(paths, engine=engine, workers=workers, scheduler=scheduler, rules=rules, notices=notices)
     bad = [r for r in ranks if r.error]
     if bad:
         # one unreadable rank spoils the cross-rank picture: say which, like a single bad file
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
         raise BadTrace(bad[0].path, f"{bad[0].error}{more}".replace(f"{bad[0].path}: ", "", 1))
-    notices = assign_ranks(ranks)
+    notices += assign_ranks(ranks)
     for r in ranks:
         notices += [f"rank {r.rank}: {n}" for n in r.notices]
     worlds = {r.world_size for r in ranks if r.world_size}

@@ -6,21 +6,33 @@ only those small summaries travel back, never a Trace.
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
+import socket
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
+from typing import Any
 
 from pista import forked
 from pista.distributed.rank import RankSummary, summarize_rank
 from pista.errors import UsageError
 
 ENGINES = ("local", "inline", "dask")
-# How long to wait for a Dask scheduler to answer: Dask's own default connect timeout.
-SCHEDULER_TIMEOUT_S = 30
+# How long a TCP connect to the scheduler may take: a scheduler answers in milliseconds on any
+# network a cluster runs on; past this the address is wrong or firewalled.
+CONNECT_TIMEOUT_S = 5.0
+# How long Dask's handshake with it may take once the TCP connect succeeded.
+SCHEDULER_TIMEOUT_S = 10
+# How long closing the client may take: on an interrupt the user is waiting for the prompt.
+CLOSE_TIMEOUT_S = 5
 
 
 def run_ranks(paths: Sequence[str], engine: str = "local", workers: int | None = None,
-              scheduler: str | None = None, rules: list[str] | None = None) -> list[RankSummary]:
+              scheduler: str | None = None, rules: list[str] | None = None,
+              notices: list[str] | None = None) -> list[RankSummary]:
+    """The ranks' summaries in file order; what the caller should tell the user goes to `notices`."""
     work = partial(summarize_rank, rules=rules)
     if engine == "dask":
         return _dask(paths, work, scheduler)
@@ -30,35 +42,119 @@ def run_ranks(paths: Sequence[str], engine: str = "local", workers: int | None =
         return [work(p) for p in paths]
     if engine != "local":
         raise UsageError(f"unknown engine '{engine}'; choose one of {', '.join(ENGINES)}")
-    n = workers if workers is not None else min(len(paths), forked.usable_cores())
-    if n < 1:
-        raise UsageError("--workers must be at least 1")
-    if n == 1 or len(paths) == 1:
+    n = pool_size(workers, len(paths), notices if notices is not None else [])
+    if n == 1:
         return [work(p) for p in paths]
-    with ProcessPoolExecutor(max_workers=n, initializer=_no_forks) as pool:
+    return _pooled(paths, work, n)
+
+
+def pool_size(workers: int | None, ranks: int, notices: list[str]) -> int:
+    """How many local processes: one per usable core, never more than the ranks. More than the
+    cores only makes the parses take turns (each is CPU-bound), and `--workers 100000` would start
+    a process per rank before the first one finished."""
+    if workers is not None and workers < 1:
+        raise UsageError("--workers must be at least 1")
+    cores = forked.usable_cores()
+    if workers is not None and workers > cores:
+        notices.append(f"--workers {workers}: this machine lets pista use {cores} core(s); "
+                       f"running {min(cores, ranks)} process(es)")
+    return max(1, min(workers or cores, cores, ranks))
+
+
+def _pooled(paths: Sequence[str], work: partial, n: int) -> list[RankSummary]:
+    pool = ProcessPoolExecutor(max_workers=n, initializer=_worker_start, initargs=(os.getpid(),))
+    try:
         # a few files per task: thousands of small traces cost less in pickling round trips
-        return list(pool.map(work, paths, chunksize=max(1, len(paths) // (4 * n))))
+        summaries = list(pool.map(work, paths, chunksize=max(1, len(paths) // (4 * n))))
+    except BaseException:  # Ctrl-C, SIGTERM (cli raises Terminated): stop the workers now
+        _stop(pool)
+        raise
+    pool.shutdown()
+    return summaries
 
 
-def _no_forks() -> None:
-    """In a rank worker: the pool fills the cores already, so no worker forks a reader or a rule."""
+def _worker_start(parent: int) -> None:
+    """In a rank worker: no forks of its own (the pool fills the cores already), Ctrl-C left to the
+    parent (which stops the pool; a worker's own KeyboardInterrupt would print a traceback), and
+    an end with the parent however it ends (a SIGKILLed parent runs no clean-up)."""
     forked.DISABLED = True
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    forked.die_with_parent(parent)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """End the workers at once: shutdown() alone lets them parse every rank still queued first."""
+    # the pool's own list of its processes: the public terminate_workers() came in Python 3.14
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.join(forked.JOIN_TIMEOUT_S)
+        if worker.is_alive():
+            worker.kill()
+            worker.join(forked.JOIN_TIMEOUT_S)
 
 
 def _dask(paths: Sequence[str], work: partial, scheduler: str | None) -> list[RankSummary]:
     if not scheduler:
         raise UsageError("--engine dask needs --scheduler ADDRESS (e.g. tcp://10.0.0.5:8786)")
     try:
-        from distributed import Client
+        import distributed
     except ImportError:
         raise UsageError("--engine dask needs dask.distributed: pip install 'pista[distributed]'") from None
-    try:
-        client = Client(scheduler, timeout=SCHEDULER_TIMEOUT_S, set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as err:  # ValueError: an address Dask cannot parse
-        raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {err}") from None
+    _probe(scheduler)
+    client = _connect(distributed, scheduler)
     try:
         # pure=False: a file's content may change between runs under the same path
-        futures = client.map(work, list(paths), pure=False)
-        return client.gather(futures)
+        return client.gather(client.map(work, list(paths), pure=False))
+    except BaseException:  # Ctrl-C, SIGTERM: the caller says so in one line
+        _quiet_dask()
+        raise
     finally:
-        client.close()
+        client.close(timeout=CLOSE_TIMEOUT_S)
+
+
+def _probe(scheduler: str) -> None:
+    """Fail at once where nothing listens: Dask retries a refused connection until its timeout."""
+    from distributed.comm.addressing import get_address_host_port, parse_address
+
+    try:
+        protocol, _ = parse_address(scheduler, strict=False)
+        if protocol not in ("tcp", "tls"):
+            return  # inproc://, ucx://: Dask's own connect is the only test
+        host, port = get_address_host_port(scheduler if "://" in scheduler else f"tcp://{scheduler}")
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+    except (OSError, ValueError) as err:  # ValueError: an address Dask cannot parse
+        raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {_reason(err)}") from None
+
+
+def _connect(distributed: Any, scheduler: str) -> Any:
+    class Client(distributed.Client):  # type: ignore[misc,name-defined]
+        def start(self, **kwargs: Any) -> None:
+            try:
+                super().start(**kwargs)
+            except BaseException:
+                # nothing to close: without this, the half-made client's __del__ waits twice the
+                # timeout for a scheduler that never answered, then prints a traceback
+                self.status = "closed"
+                raise
+
+    try:
+        return Client(scheduler, timeout=SCHEDULER_TIMEOUT_S, set_as_default=False)
+    except Exception as err:  # noqa: BLE001 - whatever answered there, it is no scheduler we can use
+        raise UsageError(f"cannot use the Dask scheduler at {scheduler}: {_reason(err)} "
+                         "(is a Dask scheduler listening there?)") from None
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, MemoryError):  # a stranger's bytes read as a Dask frame length
+        return "it does not speak Dask's protocol"
+    return str(err) or type(err).__name__
+
+
+def _quiet_dask() -> None:
+    """On an interrupt: the client's event loop logs each gather it abandons ('Task exception was
+    never retrieved', with a traceback); the caller's one line is the whole story."""
+    for name in ("asyncio", "distributed", "tornado"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
