@@ -218,6 +218,32 @@ def cpu_grouped(out: str) -> None:
     _capture("cpu_grouped", out, step, cuda=False, grouped=True)
 
 
+def _cpu_adamw(name: str, out: str, fused: bool) -> None:
+    model = torch.nn.Sequential(*[m for _ in range(2) for m in (torch.nn.Linear(512, 2048), torch.nn.GELU(),
+                                                                torch.nn.Linear(2048, 512))])
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused, foreach=False if not fused else None)
+    x = torch.randn(32, 512)
+
+    def step() -> None:
+        with record_function("train_step"):
+            model(x).square().mean().backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+    _capture(name, out, step, cuda=False)
+
+
+def cpu_adamw_loop(out: str) -> None:
+    """A small CPU MLP (2x Linear 512-2048-512, batch 32) with AdamW's CPU default, a loop over the
+    parameters (foreach=False): the optimizer is most of the step."""
+    _cpu_adamw("cpu_adamw_loop", out, fused=False)
+
+
+def cpu_adamw_fused(out: str) -> None:
+    """The same step with AdamW(fused=True): the healthy twin."""
+    _cpu_adamw("cpu_adamw_fused", out, fused=True)
+
+
 def gpu_grouped(out: str) -> None:
     """cpu_grouped's two MLPs on the GPU, with_stack=True: printed grouped by input shape and by 5
     stack frames too."""
@@ -567,7 +593,7 @@ def python_loop_cpu(out: str) -> None:
     _capture("python_loop_cpu", out, step, cuda=False)
 
 
-SCENARIOS = {f.__name__: f for f in (host_sync_item, cpu_grouped, gpu_grouped, pageable_memcpy, recompile, fp32_gemm, tf32_gemm,
+SCENARIOS = {f.__name__: f for f in (host_sync_item, cpu_grouped, gpu_grouped, cpu_adamw_loop, cpu_adamw_fused, pageable_memcpy, recompile, fp32_gemm, tf32_gemm,
                                       launch_bound, gpu_idle_dataloader, trailing_sync, cpu_only,
                                       host_sync_item_stack, fp64_gemm, adamw_foreach, adamw_fused, bias_unfused,
                                       bias_addmm, elementwise_chain, elementwise_compiled, stream_fp32,

@@ -132,3 +132,17 @@ def idle_in_steps(name):
         if cur < hi:
             out.append((cur, hi))
     return merge(out)
+
+
+def self_us(name: str, event: dict) -> float:
+    """An event's duration less its direct children's on its thread (torch's self time)."""
+    kids = [e for e in complete(name) if e is not event and e.get("cat") != "python_function" and inside(event, e)]
+    direct = [k for k in kids if not any(o is not k and inside(o, k) for o in kids)]
+    return float(event["dur"]) - sum(float(k["dur"]) for k in direct)
+
+
+def in_steps(name: str, events: list[dict]) -> list[dict]:
+    """The events that start inside the ProfilerStep window."""
+    s = steps(name)
+    lo, hi = float(s[0]["ts"]), float(s[-1]["ts"]) + float(s[-1]["dur"])
+    return [e for e in events if lo <= float(e["ts"]) < hi]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import subprocess
 import sys
@@ -119,6 +120,12 @@ def test_session_api(tmp_path):
     assert analysis.table.row("work").calls == 3
     assert_close(analysis.summary.self_cpu_total_us, self_cpu_totals(p.table())[0])
     assert pista.analyze(str(p.trace_path)).summary.self_cpu_total_us == analysis.summary.self_cpu_total_us
+    # the CPU facts the CPU rules need, written into the trace itself
+    with gzip.open(p.trace_path) as fh:
+        host = json.load(fh)["pista_host"]
+    assert host["intra_op_threads"] == torch.get_num_threads()
+    assert host["cores"] == len(os.sched_getaffinity(0))
+    assert host["bf16_gemm"] == (torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
 
 
 def test_session_too_few_steps_saves_nothing(tmp_path):

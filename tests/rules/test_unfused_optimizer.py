@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 import raw
 
 from pista.rules import unfused_optimizer
@@ -124,3 +125,28 @@ def test_spanish_names_the_change(analysis_of):
     finding = localize_finding(analysis_of("gpu/adamw_foreach").finding(RULE), "es")
     assert "fused=True" in finding.fix and "por paso" in finding.fix
     assert "pasadas sobre los parámetros" in finding.message
+
+
+def test_cpu_loop_adamw_is_the_cpu_step(analysis_of):
+    # a CPU-only trace: AdamW's default loop over parameters; the saving is Optimizer.step's own span
+    # times what fused would not keep, and the fused twin measures it
+    from pista.rules.unfused_optimizer import FUSED_CPU_RATIO
+
+    name = "gpu/cpu_adamw_loop"
+    finding = analysis_of(name).finding("unfused-optimizer")
+    assert finding is not None and finding.record.device == "cpu" and finding.record.mode == "per-parameter"
+    calls = raw.in_steps(name, raw.complete(name, "user_annotation", "Optimizer.step#AdamW.step"))
+    per_step = sum(float(e["dur"]) for e in calls) / len(raw.steps(name))
+    assert finding.impact.us == pytest.approx(per_step * (1 - FUSED_CPU_RATIO["per-parameter"]), rel=0.01)
+    fused = raw.in_steps("gpu/cpu_adamw_fused", raw.complete("gpu/cpu_adamw_fused", "user_annotation",
+                                                              "Optimizer.step#AdamW.step"))
+    measured = per_step - sum(float(e["dur"]) for e in fused) / len(raw.steps("gpu/cpu_adamw_fused"))
+    assert 0.7 * measured <= finding.impact.us <= 1.3 * measured
+    assert "fused=True" in finding.fix
+    assert analysis_of("gpu/cpu_mlp").finding("unfused-optimizer") is not None
+
+
+@pytest.mark.parametrize("name", ["gpu/cpu_adamw_fused", "gpu/cpu_linear_host", "gpu/cpu_only"])
+def test_cpu_silent_fused_or_one_pass(analysis_of, name):
+    # fused; plain SGD's loop (one add_ per parameter: a single pass)
+    assert analysis_of(name).finding("unfused-optimizer") is None

@@ -19,6 +19,7 @@ temporary name and renamed, so each is either whole or absent.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -176,6 +177,8 @@ class Session:
         if self.sync_steps and self.device == "cuda":
             self._torch.cuda.synchronize()
         recording = self._is_recording(self.steps_done)
+        if recording:  # metadata sticks only while the profiler records
+            self._prof.add_metadata_json("pista_host", json.dumps(host_facts(self._torch)))
         self._prof.step()
         self.steps_done += 1
         self.active_steps_done += recording
@@ -218,6 +221,26 @@ class Session:
         self.traces.append(export_trace(prof, self.out_dir / f"trace{suffix}.json.gz"))
         self.tables.append(table)
         _write_text(self.out_dir / f"table{suffix}.txt", table)
+
+
+def host_facts(torch: Any) -> dict[str, Any]:
+    """What the trace cannot tell about the CPU and that the CPU rules need: torch's intra-op threads
+    against the cores this process may use, and whether the CPU has native bf16 GEMMs
+    (AVX512-BF16 or AMX), where `torch.autocast("cpu", torch.bfloat16)` pays."""
+    cpu = getattr(torch, "cpu", None)
+
+    def supported(name: str) -> bool:
+        probe = getattr(cpu, name, None)
+        try:
+            return bool(probe()) if probe is not None else False
+        except Exception:  # a private probe that changed or fails: unknown is "no"
+            return False
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)
+    return {"intra_op_threads": int(torch.get_num_threads()), "cores": cores,
+            "cpu_capability": str(getattr(torch.backends.cpu, "get_cpu_capability", lambda: "")()),
+            "bf16_gemm": supported("_is_avx512_bf16_supported") or supported("_is_amx_tile_supported"),
+            "amx": supported("_is_amx_tile_supported")}
 
 
 def export_trace(prof: Any, target: Path) -> Path:

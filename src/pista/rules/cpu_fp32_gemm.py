@@ -1,0 +1,120 @@
+"""What:
+On a CPU-only trace, matrix multiplies (aten::mm, addmm, bmm, baddbmm, addbmm) run in fp32 on a CPU
+that has native bf16 GEMMs (AVX512-BF16 or AMX), and they hold a large share of the step. The CPU's
+abilities are not in a Kineto trace: pista's capture (`pista run`, `pista profile`, the training
+callbacks) writes them into the trace as `pista_host`; without it the rule stays silent.
+
+Why:
+oneDNN runs bf16 GEMMs on AVX512-BF16 (`vdpbf16ps`) or AMX tiles at two to many times the fp32
+rate, and moves half the bytes. Under `torch.autocast("cpu", dtype=torch.bfloat16)` the GEMMs run in
+bf16 while the parameters, the loss and the reductions autocast keeps in fp32 stay fp32; for
+training and most inference the lost mantissa bits do not matter.
+
+Example:
+gpu/cpu_linear_host (`pista run linear --device cpu`: nn.Linear 1024, fp32, on a 2-core AMD EPYC
+with AVX512-BF16): aten::addmm and aten::mm take 33 ms of a 38 ms step. The same step in bf16
+(gpu/cpu_linear_bf16, `--dtype bf16`) takes 14.5 ms, addmm 16.7 to 6.2 ms (2.7x).
+
+Impact:
+The fp32 GEMMs' own CPU time per step times 1 - 1/CPU_BF16_SPEEDUP (2.7, the addmm of the pair
+above; a bare 1024^3 matmul measured 20.2 ms fp32 and 6.45 ms bf16 on the same CPU, 3.1x). An
+estimate: AMX CPUs gain more, the casts autocast adds cost a little. Silent under MIN_STEP_SHARE.
+New in the issue "Your code and your memory".
+
+Fix:
+Run the forward pass under `with torch.autocast("cpu", dtype=torch.bfloat16):` (or keep the model
+in bf16 for inference: `model.to(torch.bfloat16)`); `pista run WORKLOAD --device cpu --dtype bf16`
+measures it on the built-in workloads.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from pista.efficiency import gemm_flops
+from pista.findings import Context, Finding
+from pista.rules._common import evidence, pattern_mask, us
+
+ID = "cpu-fp32-gemm"
+# The GEMM ops that do the arithmetic (matmul and linear are wrappers around them).
+GEMM_OPS = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|addbmm|_addmm_activation)$")
+# bf16 over fp32 on the capture CPU, from gpu/cpu_linear_host vs gpu/cpu_linear_bf16 (aten::addmm).
+CPU_BF16_SPEEDUP = 2.7
+# The saving must reach this share of the step (REVIEW.md: under a few percent is noise).
+MIN_STEP_SHARE = 0.05
+EVIDENCE_EVENTS = 3
+
+
+@dataclass(frozen=True)
+class CpuFp32Gemm:
+    ops: tuple[str, ...]  # the fp32 GEMM ops, most CPU time first
+    calls: int  # in the window
+    gemm_us: float  # per step: their own CPU time
+    step_share_percent: float  # of the step
+    gflops: float | None  # achieved, over the calls with recorded shapes
+    cpu_capability: str  # torch's: AVX512, AVX2...
+    amx: bool
+    speedup: float
+    saved_us: float  # per step
+    steps: int
+
+
+@dataclass(frozen=True)
+class Fp32Call:
+    """Note on one fp32 GEMM call."""
+
+    dims: tuple[tuple[int, ...], ...]
+    gflops: float | None
+
+
+def check(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    host = facts.trace.metadata.get("pista_host")
+    if facts.has_gpu or not isinstance(host, dict) or host.get("bf16_gemm") is not True:
+        return []
+    trace = facts.trace
+    lo, hi = facts.window
+    idx = np.flatnonzero(facts.is_host & pattern_mask(facts, GEMM_OPS) & (trace.ts >= lo) & (trace.ts < hi))
+    args = [trace.args(int(i)) for i in idx.tolist()]
+    fp32 = np.array([_is_fp32(a) for a in args], dtype=bool)
+    idx = idx[fp32]
+    args = [a for a, keep in zip(args, fp32.tolist(), strict=True) if keep]
+    if idx.size == 0:
+        return []
+    own_ns = facts.self_time[idx].astype(float)
+    saved = float(own_ns.sum()) * (1.0 - 1.0 / CPU_BF16_SPEEDUP)
+    impact = ctx.per_step(saved)
+    if impact.share < MIN_STEP_SHARE:
+        return []
+    flops = [gemm_flops(trace.event_name(int(i)), a.get("Input Dims")) for i, a in zip(idx.tolist(), args, strict=True)]
+    rated = [(f, d) for f, d in zip(flops, own_ns.tolist(), strict=True) if f and d > 0]
+    gflops = sum(f for f, _ in rated) / sum(d for _, d in rated) if rated else None
+    by_time: dict[str, float] = {}
+    for i, d in zip(idx.tolist(), own_ns.tolist(), strict=True):
+        by_time[trace.event_name(i)] = by_time.get(trace.event_name(i), 0.0) + d
+    steps = ctx.step_count
+    record = CpuFp32Gemm(
+        ops=tuple(sorted(by_time, key=lambda n: -by_time[n])), calls=int(idx.size), gemm_us=us(own_ns.sum()) / steps,
+        step_share_percent=100.0 * float(own_ns.sum()) / steps / max(ctx.step_ns, 1.0), gflops=gflops,
+        cpu_capability=str(host.get("cpu_capability", "")), amx=host.get("amx") is True, speedup=CPU_BF16_SPEEDUP,
+        saved_us=impact.us, steps=steps)
+    ev = []
+    for pos in np.argsort(-own_ns, kind="stable")[:EVIDENCE_EVENTS].tolist():
+        f, d = flops[pos], own_ns[pos]
+        ev.append(evidence(facts, int(idx[pos]), Fp32Call(_dims(args[pos]), f / d if f and d > 0 else None)))
+    return [Finding(ID, record, impact, ev)]
+
+
+def _is_fp32(args: dict) -> bool:
+    types = args.get("Input type")
+    return isinstance(types, list) and "float" in types and not {"c10::BFloat16", "c10::Half", "double"} & set(types)
+
+
+def _dims(args: dict) -> tuple[tuple[int, ...], ...]:
+    dims = args.get("Input Dims")
+    if not isinstance(dims, list):
+        return ()
+    return tuple(tuple(int(x) for x in d if isinstance(x, int)) if isinstance(d, list) else () for d in dims)

@@ -1,0 +1,89 @@
+"""What:
+On a CPU-only trace, torch ran with fewer intra-op threads than the cores the process may use
+(`torch.get_num_threads()` below `len(os.sched_getaffinity(0))`), and the ops that split across
+threads (GEMMs) hold a large share of the step. The thread count is not in a Kineto trace: pista's
+capture writes it as `pista_host`; without it the rule stays silent.
+
+Why:
+A stray `OMP_NUM_THREADS=1` (set by a launcher, a container image or a data-loader recipe), a
+`torch.set_num_threads(1)` meant for worker processes, or a job scheduler's CPU quota larger than
+what torch was told leaves cores idle while oneDNN's GEMMs run on one: they split across threads
+almost perfectly.
+
+Example:
+gpu/cpu_linear_1thread (`OMP_NUM_THREADS=1 pista run linear --device cpu` on a 2-core AMD EPYC):
+1 thread of 2. A bare 1024^3 fp32 matmul measured 25.9 ms on 1 thread and 12.6 ms on 2 (2.06x);
+elementwise ops gained 1.5-1.6x (memory-bound), and are not counted.
+
+Impact:
+The GEMM ops' own CPU time per step times 1 - threads/cores: linear scaling, which the matmul
+above reached. Silent under MIN_STEP_SHARE. New in the issue "Your code and your memory".
+
+Fix:
+`torch.set_num_threads(N)` with N the cores the job owns (`len(os.sched_getaffinity(0))`), or
+unset/raise `OMP_NUM_THREADS`; in a process per core setup (several ranks on one host), give each
+rank its share and keep the total at the core count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pista.findings import Context, Finding
+from pista.rules._common import evidence, pattern_mask, us
+from pista.rules.cpu_fp32_gemm import GEMM_OPS
+
+ID = "cpu-threads"
+# The saving must reach this share of the step (REVIEW.md: under a few percent is noise).
+MIN_STEP_SHARE = 0.05
+EVIDENCE_EVENTS = 3
+
+
+@dataclass(frozen=True)
+class CpuThreads:
+    threads: int  # torch's intra-op threads
+    cores: int  # the cores the process may run on
+    ops: tuple[str, ...]  # the GEMM ops, most CPU time first
+    gemm_us: float  # per step: their own CPU time
+    step_share_percent: float
+    saved_us: float  # per step
+    steps: int
+
+
+@dataclass(frozen=True)
+class ThreadBoundCall:
+    """Note on one GEMM call that could split across more threads."""
+
+    own_us: float
+
+
+def check(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    host = facts.trace.metadata.get("pista_host")
+    if facts.has_gpu or not isinstance(host, dict):
+        return []
+    threads, cores = host.get("intra_op_threads"), host.get("cores")
+    if not isinstance(threads, int) or not isinstance(cores, int) or not 0 < threads < cores:
+        return []
+    trace = facts.trace
+    lo, hi = facts.window
+    idx = np.flatnonzero(facts.is_host & pattern_mask(facts, GEMM_OPS) & (trace.ts >= lo) & (trace.ts < hi))
+    if idx.size == 0:
+        return []
+    own_ns = facts.self_time[idx].astype(float)
+    impact = ctx.per_step(float(own_ns.sum()) * (1.0 - threads / cores))
+    if impact.share < MIN_STEP_SHARE:
+        return []
+    by_time: dict[str, float] = {}
+    for i, d in zip(idx.tolist(), own_ns.tolist(), strict=True):
+        by_time[trace.event_name(i)] = by_time.get(trace.event_name(i), 0.0) + d
+    steps = ctx.step_count
+    record = CpuThreads(threads=threads, cores=cores, ops=tuple(sorted(by_time, key=lambda n: -by_time[n])),
+                        gemm_us=us(own_ns.sum()) / steps,
+                        step_share_percent=100.0 * float(own_ns.sum()) / steps / max(ctx.step_ns, 1.0),
+                        saved_us=impact.us, steps=steps)
+    ev = [evidence(facts, int(idx[p]), ThreadBoundCall(us(own_ns[p])))
+          for p in np.argsort(-own_ns, kind="stable")[:EVIDENCE_EVENTS].tolist()]
+    return [Finding(ID, record, impact, ev)]
