@@ -417,6 +417,22 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
 ZERO_DUR_NOTICE_SHARE = 0.5
 
 
+def _negative_self_times(facts: Facts) -> int:
+    """Host events whose self time is negative because python_function frames and the events around
+    them overlap without nesting (a record_function region entered inside a frame that returns before
+    the region ends): the frames themselves, or events with a frame among their children."""
+    trace = facts.trace
+    host = facts.is_host | facts.is_overhead
+    negative = host & (facts.self_time < 0)
+    if not negative.any():
+        return 0
+    frames = trace.category_mask({"python_function"})
+    has_frame_child = np.zeros(len(trace), dtype=bool)
+    kids = np.flatnonzero(frames & (facts.parent >= 0))
+    has_frame_child[facts.parent[kids]] = True
+    return int((negative & (frames | has_frame_child)).sum())
+
+
 def coverage_notices(facts: Facts) -> list[str]:
     """What the profiler did not record, which changes how to read everything else."""
     trace = facts.trace
@@ -430,6 +446,11 @@ def coverage_notices(facts: Facts) -> list[str]:
     if facts.has_gpu and not facts.is_host.any():
         notices.append("no host (CPU) events, only GPU activity: Self CPU is 0 and the verdict cannot weigh the "
                        "host against the GPU; profile with ProfilerActivity.CPU as well")
+    negative = _negative_self_times(facts)
+    if negative:
+        notices.append(f"{negative:,} event(s) have a negative self time: python_function frames and the events "
+                       "around them overlap without nesting (torch nests them the same way); the table leaves "
+                       "the frames out, `pista sql` shows those self times as they are")
     complete = facts.is_complete & (facts.is_host | facts.is_device_work)
     zero = int((complete & (trace.dur == 0)).sum())
     if zero and zero >= ZERO_DUR_NOTICE_SHARE * int(complete.sum()):

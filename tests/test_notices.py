@@ -1,0 +1,40 @@
+"""Notices about what a trace's own structure makes unreliable."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import pista
+
+
+def _trace(tmp_path, frames):
+    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 35, "dur": 10},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 5, "dur": 20}]
+    events += [{"ph": "X", "cat": "python_function", "name": f"a.py({k}): f{k}", "pid": 1, "tid": 1, "ts": ts,
+                "dur": dur} for k, (ts, dur) in enumerate(frames)]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    return pista.analyze(str(path))
+
+
+def test_overlapping_python_frames_are_said(tmp_path):
+    # f0 [1, 51] and f1 [30, 90]: f1 starts inside f0 and ends after it; the step's self time goes negative
+    analysis = _trace(tmp_path, [(1, 50), (30, 60)])
+    said = [n for n in analysis.notices if "python_function" in n]
+    assert len(said) == 1 and said[0].startswith("1 event(s) have a negative self time")
+    assert analysis.table.row("ProfilerStep*").self_cpu_us == pytest.approx(70.0)  # the table is unharmed
+
+
+def test_nested_frames_are_not(tmp_path, analysis_of):
+    assert not [n for n in _trace(tmp_path, [(1, 50), (2, 3)]).notices if "python_function" in n]
+    assert not [n for n in analysis_of("seed_mm64_warm").notices if "python_function" in n]
+
+
+def test_a_real_stack_trace_says_how_many(analysis_of):
+    # with_stack on the H200: the profiler's own frames straddle ProfilerStep#N, record_function
+    # regions outlive the frame that entered them
+    said = [n for n in analysis_of("gpu/gpu_grouped").notices if "negative self time" in n]
+    assert len(said) == 1 and int(said[0].split()[0]) > 0
