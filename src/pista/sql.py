@@ -8,7 +8,10 @@ only built when a query names them.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -154,7 +157,9 @@ def connect(facts: Facts, with_findings: bool = False) -> Any:
     duckdb = _duckdb()
     trace = facts.trace
     n = len(trace)
-    con = duckdb.connect()
+    # no temp directory: nothing spills to disk, so nothing is written anywhere (DuckDB's default,
+    # `.tmp` under the current folder, is also a folder the locked connection may still write to)
+    con = duckdb.connect(config={"temp_directory": "", "memory_limit": memory_limit()})
     kind = np.zeros(n, dtype=np.int8)
     kind[facts.is_host] = 1
     kind[facts.is_device_work] = 2
@@ -293,21 +298,82 @@ def _register_findings(con: Any, facts: Facts, table: Table) -> None:
 
 _LOCKED_NOTE = "pista sql only queries the trace's tables: no files, extensions or settings"
 _NEEDS_FINDINGS = re.compile(r"\b(findings|evidence)\b", re.IGNORECASE)
+# How long one query may run (`pista sql --timeout` overrides): DuckDB scans a 64 MB trace's
+# million events in milliseconds, so a query still running after a minute is a runaway
+# (`FROM range(1e15)`, a cross join of events with itself), not a slow answer.
+QUERY_TIMEOUT_S = 60.0
+# DuckDB's working memory, as a share of the machine's RAM: DuckDB's own default is 80%, but the
+# trace's columns (scanned in place, not counted by DuckDB) and this process live in the rest.
+MEMORY_SHARE = 0.5
+# How long a query told to stop may take to notice: DuckDB checks between chunks of rows.
+STOP_GRACE_S = 5.0
 
 
-def query(facts: Facts, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run one SQL statement over the trace's tables: (column names, rows)."""
+def memory_limit() -> str:
+    """DuckDB's memory_limit setting: MEMORY_SHARE of the RAM, or DuckDB's default if unknown."""
+    try:
+        ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return "80%"
+    return f"{max(1, int(ram * MEMORY_SHARE) >> 20)}MB"
+
+
+def query(facts: Facts, sql: str,
+          timeout: float | None = QUERY_TIMEOUT_S) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run one SQL statement over the trace's tables: (column names, rows). `timeout` in seconds
+    (None: no limit); a query past it, or interrupted, is stopped."""
     duckdb = _duckdb()
     con = connect(facts, with_findings=bool(_NEEDS_FINDINGS.search(sql)))
     try:
-        relation = con.sql(sql)
-        if relation is None:
-            return [], []
-        return list(relation.columns), relation.fetchall()
+        return _run_stoppable(con, sql, timeout)
+    except duckdb.OutOfMemoryException:
+        raise UsageError(f"SQL: the query needs more than the {memory_limit()} of memory pista sql gives "
+                         "DuckDB (aggregate more, or select fewer rows)") from None
     except duckdb.Error as err:
         message = " ".join(str(err).split())
         if isinstance(err, duckdb.PermissionException) or "configuration has been locked" in message:
             message += f" ({_LOCKED_NOTE})"
         raise UsageError(f"SQL: {message}") from None
+    except (OverflowError, ValueError) as err:  # a DuckDB value Python cannot hold (INTERVAL, DATE)
+        raise UsageError(f"SQL: a value in the result does not fit Python's types ({err}); "
+                         "cast the column, e.g. ::VARCHAR") from None
     finally:
-        con.close()
+        with contextlib.suppress(duckdb.Error):  # still busy: a query that ignored its stop
+            con.close()
+
+
+def _run_stoppable(con: Any, sql: str, timeout: float | None) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """The query in a thread of its own: DuckDB keeps the thread that runs it in C until the query
+    ends, so the Ctrl-C (or SIGTERM) of a never-ending query would never be seen. This thread waits
+    instead, and on an interrupt or past `timeout` tells DuckDB to stop. (It waits on an Event, not
+    on Thread.join: a join that Ctrl-C interrupts can leave the thread looking finished, 3.11.)"""
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            relation = con.sql(sql)
+            outcome["rows"] = ([], []) if relation is None else (list(relation.columns), relation.fetchall())
+        except BaseException as err:  # noqa: BLE001 - raised again in the waiting thread
+            outcome["error"] = err
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="pista-sql", daemon=True).start()
+    try:
+        finished = done.wait(timeout)
+    except BaseException:  # Ctrl-C, SIGTERM: stop the query, then unwind as asked
+        _stop(con, done)
+        raise
+    if not finished:
+        _stop(con, done)
+        raise UsageError(f"SQL: the query ran past {timeout:g} s and was stopped (--timeout SECONDS "
+                         "gives it longer, --timeout 0 no limit)")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["rows"]
+
+
+def _stop(con: Any, done: threading.Event) -> None:
+    con.interrupt()
+    done.wait(STOP_GRACE_S)

@@ -14,10 +14,13 @@ import argparse
 import csv
 import datetime
 import decimal
+import io
 import json
 import math
 import sys
 from typing import Any
+
+from pista.render.controls import sanitize
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table",
                         help="output: an aligned table (default), CSV, or a JSON list of objects")
     parser.add_argument("--schema", action="store_true", help="list the tables and their columns, then exit")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help="stop a query that runs longer (default: 60; 0: no limit)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,13 +46,14 @@ def run(args: argparse.Namespace) -> int:
     if not args.query:
         raise UsageError("pista sql: give a query, e.g. \"SELECT count(*) FROM kernels\" (or --schema)")
     from pista.cli.common import open_trace
-    from pista.sql import query
+    from pista.sql import QUERY_TIMEOUT_S, query
 
-    columns, rows = query(open_trace(args.trace), args.query)
+    timeout = QUERY_TIMEOUT_S if args.timeout is None else args.timeout
+    if not timeout >= 0 or math.isinf(timeout):  # NaN fails `>= 0` too
+        raise UsageError(f"--timeout {args.timeout:g}: give the seconds a query may run (0: no limit)")
+    columns, rows = query(open_trace(args.trace), args.query, timeout=timeout or None)
     if args.format == "csv":
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows(rows)
+        write_csv(sys.stdout, columns, rows)
     elif args.format == "json":
         # allow_nan=False: strict JSON or a loud bug, never a bare NaN a JSON parser refuses
         json.dump([dict(zip(columns, map(_plain, row), strict=True)) for row in rows], sys.stdout, indent=1,
@@ -56,6 +62,30 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_table(columns, rows))
     return 0
+
+
+# A text cell starting with one of these is a formula to a spreadsheet (`=HYPERLINK(...)` as an op
+# name): OWASP's CSV-injection advice is a leading single quote, which shows the text as text.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def write_csv(out: Any, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+    """CSV with rows ending in "\n", every field that holds a comma, quote, \n or \r quoted, and
+    text that a spreadsheet would run as a formula defused. The csv module quotes a field only for
+    the characters of its line terminator, so rows are written with RFC 4180's "\r\n" (a bare \r
+    in a name is quoted, not a row break) and end in "\n" here."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    for row in [columns, *rows]:
+        writer.writerow([_defused(v) for v in row])
+        out.write(buffer.getvalue()[:-2] + "\n")
+        buffer.seek(0)
+        buffer.truncate()
+
+
+def _defused(value: Any) -> Any:
+    """Text cells only: -5 as a number stays a number; the text '-5' becomes '-5 with the quote."""
+    return "'" + value if isinstance(value, str) and value.startswith(_FORMULA_START) else value
 
 
 def _plain(value: Any) -> Any:
@@ -85,11 +115,13 @@ def _key(key: Any) -> str:
 
 
 def _cell(value: Any) -> str:
+    """One table cell, on one line and inert on a terminal: control characters written out
+    (ESC as \x1b), a newline or tab in a name as \n, \t."""
     if value is None:
         return "NULL"
     if isinstance(value, float):
         return f"{value:.6g}" if abs(value) < 1e15 else repr(value)
-    return str(value)
+    return sanitize(value).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def render_table(columns: list[str], rows: list[tuple[Any, ...]], max_width: int = 60) -> str:
@@ -99,13 +131,14 @@ def render_table(columns: list[str], rows: list[tuple[Any, ...]], max_width: int
     cells = [[_cell(v) for v in row] for row in rows]
     cells = [[c if len(c) <= max_width else c[: max_width - 3] + "..." for c in row] for row in cells]
     numeric = [all(isinstance(row[k], (int, float)) or row[k] is None for row in rows) for k in range(len(columns))]
-    widths = [max([len(col)] + [len(row[k]) for row in cells]) for k, col in enumerate(columns)]
+    headers = [_cell(col) for col in columns]
+    widths = [max([len(col)] + [len(row[k]) for row in cells]) for k, col in enumerate(headers)]
 
     def line(values: list[str]) -> str:
         return "  ".join(v.rjust(w) if num else v.ljust(w)
                          for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()
 
-    out = [line(list(columns)), "  ".join("-" * w for w in widths)]
+    out = [line(headers), "  ".join("-" * w for w in widths)]
     out.extend(line(row) for row in cells)
     out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
     return "\n".join(out) + "\n"
