@@ -21,7 +21,8 @@ RULE_IDS = {
 }
 TESTS = Path(__file__).parent
 # Rules that look at the host only and may speak on a CPU-only trace.
-HOST_RULES = {"many-calls", "dead-window", "cold-start", "dominant-event", "straggler", "unfused-epilogue"}
+HOST_RULES = {"many-calls", "dead-window", "cold-start", "dominant-event", "straggler", "cpu-fp32-gemm", "cpu-threads",
+              "unfused-optimizer"}
 
 
 def test_the_issue_s_rules_are_all_there():

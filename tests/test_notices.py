@@ -38,3 +38,14 @@ def test_a_real_stack_trace_says_how_many(analysis_of):
     # regions outlive the frame that entered them
     said = [n for n in analysis_of("gpu/gpu_grouped").notices if "negative self time" in n]
     assert len(said) == 1 and int(said[0].split()[0]) > 0
+
+
+def test_a_contended_cpu_capture_is_said(analysis_of):
+    # gpu/cpu_linear was captured beside other work: its steps vary ~2x, its quiet twin's 1.17x
+    import raw
+
+    spans = [float(s["dur"]) for s in raw.steps("gpu/cpu_linear")]
+    said = [n for n in analysis_of("gpu/cpu_linear").notices if "vary" in n]
+    assert len(said) == 1 and f"{max(spans) / min(spans):.1f}x" in said[0]
+    assert not [n for n in analysis_of("gpu/cpu_linear_host").notices if "vary" in n]
+    assert not [n for n in analysis_of("seed_mm64_cold").notices if "vary" in n]  # GPU: cold-start's job

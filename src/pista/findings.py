@@ -417,6 +417,28 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
 ZERO_DUR_NOTICE_SHARE = 0.5
 
 
+# Longest over shortest step of a CPU-only trace past which the capture was contended: quiet captures
+# on the project's CPU vary 1.0-1.3x (gpu/cpu_linear_host 1.17x, gpu/cpu_mlp 1.10x, gpu/python_loop_cpu 1.26x); gpu/cpu_linear,
+# captured beside other work, 1.97x.
+CPU_STEP_SPREAD = 1.5
+
+
+def t_ms(ns: float) -> str:
+    return f"{ns / 1e6:.2f} ms"
+
+
+def _cpu_step_spread(facts: Facts) -> tuple[float, float, float] | None:
+    """(shortest, longest, ratio) of the steps' spans, on a CPU-only trace whose steps vary past
+    CPU_STEP_SPREAD; None otherwise."""
+    if facts.has_gpu or len(facts.steps) < 2:
+        return None
+    spans = [float(s.end - s.start) for s in facts.steps]
+    lo, hi = min(spans), max(spans)
+    if lo <= 0 or hi / lo < CPU_STEP_SPREAD:
+        return None
+    return lo, hi, hi / lo
+
+
 def _negative_self_times(facts: Facts) -> int:
     """Host events whose self time is negative because python_function frames and the events around
     them overlap without nesting (a record_function region entered inside a frame that returns before
@@ -446,6 +468,11 @@ def coverage_notices(facts: Facts) -> list[str]:
     if facts.has_gpu and not facts.is_host.any():
         notices.append("no host (CPU) events, only GPU activity: Self CPU is 0 and the verdict cannot weigh the "
                        "host against the GPU; profile with ProfilerActivity.CPU as well")
+    spread = _cpu_step_spread(facts)
+    if spread is not None:
+        notices.append(f"the steps of this CPU-only trace vary {spread[2]:.1f}x ({t_ms(spread[0])} to "
+                       f"{t_ms(spread[1])}): the machine was likely busy with other work; re-capture on a quiet "
+                       "machine before trusting small differences")
     negative = _negative_self_times(facts)
     if negative:
         notices.append(f"{negative:,} event(s) have a negative self time: python_function frames and the events "

@@ -78,16 +78,8 @@ def test_spanish(analysis_of):
     assert "torch.addmm" in finding.fix and "epílogo" in finding.fix and "sesgo 4096" in finding.message
 
 
-def test_a_cpu_user_is_told_to_put_the_bias_in_the_gemm(analysis_of):
-    # pista run matmul_add --device cpu: on a CPU-only trace the separate add is the op's own CPU time
-    name = "gpu/cpu_matmul_add"
-    finding = analysis_of(name).finding(RULE)
-    assert finding is not None and finding.record.on_cpu
-    adds = raw.complete(name, "cpu_op", "aten::add")
-    per_step = sum(float(e["dur"]) for e in adds if any(raw.inside(s, e) for s in raw.steps(name))) / len(raw.steps(name))
-    assert abs(finding.impact.us - per_step) <= 0.001 * per_step
-    assert "addmm" in finding.fix and "CPU" in finding.message and analysis_of(name).top_fix is finding
-    # nn.Linear already runs addmm: nothing to say; a ReLU after it on the CPU is a small info
-    assert analysis_of("gpu/cpu_linear").finding(RULE) is None
-    relu = analysis_of("gpu/cpu_only").finding(RULE)
-    assert relu.severity.value == "info" and {p.kind for p in relu.record.pairs} == {"activation"}
+def test_silent_on_cpu_only_traces(analysis_of):
+    # on the CPU addmm copies the bias into the output before the GEMM: no pass saved (unprofiled,
+    # matmul+add and addmm ran within noise of each other)
+    for name in ("gpu/cpu_matmul_add", "gpu/cpu_only", "gpu/cpu_transformer", "gpu/cpu_adamw_fused"):
+        assert analysis_of(name).finding(RULE) is None

@@ -21,9 +21,10 @@ Impact:
 Per step: the separate elementwise kernels' time, an upper bound (the epilogue itself costs a
 little: 1.2 µs in gpu/bias_addmm). seed_mm4096_warm 41.3 µs (19.4% of the step, which lasts its
 213 µs of GPU work), gpu/bias_unfused 41.9 µs (19.3%). A residual add after a GEMM with its
-own bias (the GPT blocks' `h + proj(a)`) is not a bias and is not reported. New in issue 15. On a
-CPU-only trace the ops are the work: the separate add's own CPU time (gpu/cpu_matmul_add, `pista run
-matmul_add --device cpu`: 3.05 ms of a 33 ms step, 9%, warning).
+own bias (the GPT blocks' `h + proj(a)`) is not a bias and is not reported. New in issue 15. Silent on
+CPU-only traces: there `addmm` copies the bias into the output before the GEMM accumulates onto it,
+no pass saved (unprofiled on the project's CPU, matmul+add 12.3-13.1 ms, addmm 12.3-14.1 ms,
+F.linear 12.0-12.4 ms at 1024; gpu/cpu_matmul_add's adds took 7.9, 1.0 and 0.2 ms: noise).
 
 Fix:
 Write the bias into the GEMM: `torch.addmm(b, x, w)` or `F.linear(x, w_t, b)` (nn.Linear does);
@@ -78,9 +79,8 @@ class UnfusedEpilogue:
     steps: int
     pairs: tuple[EpiloguePair, ...]  # most elementwise time first
     elementwise_us: float  # per step
-    gpu_share_percent: float  # of the device time (of the host's self time on a CPU-only trace)
+    gpu_share_percent: float  # of the device time
     step_share_percent: float
-    on_cpu: bool = False  # a CPU-only trace: the ops' own time, no kernels
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,8 @@ class _Args(msgspec.Struct, gc=False):
 
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
-    on_cpu = not facts.has_gpu
+    if not facts.has_gpu:
+        return []
     trace = facts.trace
     ops = facts.is_host & trace.category_mask({"cpu_op"})
     is_gemm = ops & name_mask(facts, GEMM_OPS)
@@ -123,9 +124,7 @@ def check(ctx: Context) -> list[Finding]:
     gemms, nxt = gemms[keep], nxt[keep]
     if gemms.size == 0:
         return []
-    # on a CPU-only trace each op is its own work: its time is the epilogue's cost
-    work = ({int(i): [int(i)] for i in np.concatenate([gemms, nxt]).tolist()} if on_cpu
-            else _work_under(facts, np.concatenate([gemms, nxt])))
+    work = _work_under(facts, np.concatenate([gemms, nxt]))
     args = dict(zip(np.concatenate([gemms, nxt]).tolist(),
                     trace.decode_args(np.concatenate([gemms, nxt]).tolist(), _Args), strict=True))
     hits = []
@@ -147,11 +146,9 @@ def check(ctx: Context) -> list[Finding]:
         return []
     lo, hi = facts.window
     inside = (trace.ts >= lo) & (trace.ts < hi)
-    device_ns = float(facts.self_time[facts.is_host & inside].sum() if on_cpu
-                      else trace.dur[facts.is_device_work & inside].sum()) or 1.0
+    device_ns = float(trace.dur[facts.is_device_work & inside].sum()) or 1.0
     record = UnfusedEpilogue(steps=steps, pairs=_pairs(facts, hits, steps), elementwise_us=us(total_ns) / steps,
-                             gpu_share_percent=100.0 * total_ns / device_ns, step_share_percent=100.0 * impact.share,
-                             on_cpu=on_cpu)
+                             gpu_share_percent=100.0 * total_ns / device_ns, step_share_percent=100.0 * impact.share)
     return [Finding(ID, record, impact, _evidence(facts, hits))]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pista.i18n._fmt import pct, t
 from pista.rules.many_calls import ManyCalls, OneOfMany, RepeatedCall
 
-TITLE = "Ops called very many times per step keep the GPU waiting"
+TITLE = "Ops called very many times per step: their per-call cost adds up"
 
 SOURCE = {
     "loop": "a loop of calls",
@@ -51,7 +51,8 @@ def message(r: ManyCalls) -> str:
 
 def advice(r: ManyCalls) -> str:
     sources = list(dict.fromkeys(c.source for c in r.calls))
-    return (" ".join(ADVICE[s] for s in sources) + " A CUDA graph of the whole step also pays the per-call cost once.")
+    return (" ".join(ADVICE[s] for s in sources)
+            + (" A CUDA graph of the whole step also pays the per-call cost once." if r.has_gpu else ""))
 
 
 def fix(r: ManyCalls) -> str:

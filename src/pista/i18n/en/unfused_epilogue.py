@@ -20,8 +20,7 @@ def _pair(p: EpiloguePair) -> str:
 
 
 def message(r: UnfusedEpilogue) -> str:
-    where = "the CPU time" if r.on_cpu else "the GPU time"
-    what = "in ops" if r.on_cpu else "in kernels"
+    where, what = "the GPU time", "in kernels"
     return (f"{'; '.join(_pair(p) for p in r.pairs)}. Together {t(r.elementwise_us)} per step, "
             f"{r.gpu_share_percent:.1f}% of {where} and {r.step_share_percent:.1f}% of the step, {what} the "
             "GEMM's epilogue could have done.")
@@ -54,9 +53,6 @@ def fix(r: UnfusedEpilogue) -> str:
 
 
 def basis(r: UnfusedEpilogue) -> str:
-    if r.on_cpu:
-        return ("the separate elementwise ops' CPU time per step (upper bound: BLAS adds the bias as it writes the "
-                "output, for a little)")
     return ("the separate elementwise kernels' time per step (upper bound: the epilogue itself costs a little, "
             "1.2 µs on a 4096 bf16 GEMM on the H200)")
 

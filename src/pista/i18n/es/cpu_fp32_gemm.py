@@ -16,10 +16,23 @@ def _rate(r: CpuFp32Gemm) -> str:
     return f" a {r.gflops:.0f} GFLOP/s" if r.gflops else ""
 
 
+_CHECK = "lscpu | grep -oE 'avx512_bf16|amx_bf16'"
+
+
+def _threads(r: CpuFp32Gemm) -> str:
+    return (f" (contado tras la solución de cpu-threads: queda {r.threads_scale:.2f} del tiempo de GEMM con todos "
+            "los núcleos)" if r.threads_scale < 1 else "")
+
+
 def message(r: CpuFp32Gemm) -> str:
-    return (f"{', '.join(r.ops)} se ejecutan en fp32{_rate(r)}: {t(r.gemm_us)} por paso, el "
-            f"{r.step_share_percent:.1f}% del paso, en una CPU con {_isa(r)} donde las GEMM en bf16 fueron "
-            f"{r.speedup:.1f} veces más rápidas: unos {t(r.saved_us)} menos por paso.")
+    head = (f"{', '.join(r.ops)} se ejecutan en fp32{_rate(r)}: {t(r.gemm_us)} por paso, el "
+            f"{r.step_share_percent:.1f}% del paso")
+    if not r.known_cpu:
+        return (f"{head}. La traza no dice qué CPU la grabó: si esa CPU tiene AVX512-BF16 o AMX ({_CHECK}), las "
+                f"GEMM en bf16 fueron {r.speedup:.1f} veces más rápidas en una CPU así, unos {t(r.saved_us)} menos "
+                "por paso; sin ellas bf16 es más lento.")
+    return (f"{head}, en una CPU con {_isa(r)} donde las GEMM en bf16 fueron {r.speedup:.1f} veces más rápidas: "
+            f"unos {t(r.saved_us)} menos por paso{_threads(r)}.")
 
 
 def advice(r: CpuFp32Gemm) -> str:
@@ -30,14 +43,20 @@ def advice(r: CpuFp32Gemm) -> str:
 
 
 def fix(r: CpuFp32Gemm) -> str:
+    if not r.known_cpu:
+        return (f"{r.ops[0]} se ejecuta en fp32: si la CPU tiene AVX512-BF16 o AMX ({_CHECK}), "
+                f"torch.autocast(\"cpu\", dtype=torch.bfloat16) ahorra hasta {t(r.saved_us)} por paso")
     return (f"{r.ops[0]} se ejecuta en fp32 en una CPU con {_isa(r)}: torch.autocast(\"cpu\", "
             f"dtype=torch.bfloat16) ahorra unos {t(r.saved_us)} por paso")
 
 
 def basis(r: CpuFp32Gemm) -> str:
     return (f"el tiempo propio de CPU de las GEMM en fp32 por paso por 1 - 1/{r.speedup:.1f}, la aceleración en "
-            "bf16 de aten::addmm medida en una AMD EPYC de 2 núcleos con AVX512-BF16 (gpu/cpu_linear_host frente a "
-            "gpu/cpu_linear_bf16); una estimación para otras CPU y formas")
+            "bf16 de las GEMM medida en una AMD EPYC de 2 núcleos con AVX512-BF16 (gpu/cpu_linear_host frente a "
+            "gpu/cpu_linear_bf16); una estimación para otras CPU y formas"
+            + (f"; el tiempo de GEMM escalado antes por {r.threads_scale:.2f}, los hilos que añadiría cpu-threads"
+               if r.threads_scale < 1 else "")
+            + ("; condicional: la traza no dice que la CPU tenga GEMM en bf16" if not r.known_cpu else ""))
 
 
 NOTES = {
@@ -61,14 +80,20 @@ importan.
 
 Ejemplo:
 gpu/cpu_linear_host (`pista run linear --device cpu`: nn.Linear 1024, fp32, en una AMD EPYC de 2
-núcleos con AVX512-BF16): aten::addmm y aten::mm ocupan 33 ms de un paso de 38 ms. El mismo paso en
-bf16 (gpu/cpu_linear_bf16, `--dtype bf16`) tarda 14.5 ms, addmm pasa de 16.7 a 6.2 ms (2.7x).
+núcleos con AVX512-BF16): aten::addmm y aten::mm ocupan 24.3 ms de un paso de 26.9 ms. El mismo
+paso en bf16 (gpu/cpu_linear_bf16, `--dtype bf16`) tarda 14.3 ms, sus GEMM 12.0 ms (2.03x); sin
+profiler, el paso bajó de 37.6 a 18.6 ms con autocast.
 
 Impacto:
-El tiempo propio de CPU de las GEMM en fp32 por paso por 1 - 1/CPU_BF16_SPEEDUP (2.7, el addmm del
-par anterior; un matmul de 1024^3 midió 20.2 ms en fp32 y 6.45 ms en bf16 en la misma CPU, 3.1x).
-Una estimación: las CPU con AMX ganan más, y las conversiones que añade autocast cuestan algo. Calla
-por debajo de MIN_STEP_SHARE.
+El tiempo propio de CPU de las GEMM en fp32 por paso por 1 - 1/CPU_BF16_SPEEDUP (2.0, el par
+anterior; un matmul de 1024^3 fue 2.4-3.1 veces más rápido). Si cpu-threads encuentra núcleos
+parados, el tiempo de GEMM se escala antes al número total de hilos, para que los dos hallazgos no
+cuenten el mismo tiempo dos veces (gpu/cpu_linear_1thread: hilos 24.1 ms, luego bf16 12.1 ms, no
+24.4 ms). Una estimación: las CPU con AMX ganan más, las conversiones de autocast cuestan algo, y
+SDPA o las convoluciones que autocast también rebaja no se cuentan. Calla por debajo de
+MIN_STEP_SHARE. Sin `pista_host` (una traza de otra parte) habla solo si las GEMM en fp32 son
+MIN_UNKNOWN_CPU_SHARE del paso, como info, y dice cómo comprobar la CPU; si `pista_host` dice que
+la CPU no tiene GEMM en bf16, calla.
 
 Solución:
 Ejecuta la pasada hacia delante dentro de `with torch.autocast("cpu", dtype=torch.bfloat16):` (o

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pista.i18n._fmt import pct, t
 from pista.rules.many_calls import ManyCalls, OneOfMany, RepeatedCall
 
-TITLE = "Operaciones llamadas muchísimas veces por paso hacen esperar a la GPU"
+TITLE = "Operaciones llamadas muchísimas veces por paso: su coste por llamada se acumula"
 
 SOURCE = {
     "loop": "un bucle de llamadas",
@@ -57,7 +57,7 @@ def message(r: ManyCalls) -> str:
 def advice(r: ManyCalls) -> str:
     sources = list(dict.fromkeys(c.source for c in r.calls))
     return (" ".join(ADVICE[s] for s in sources)
-            + " Un CUDA graph del paso entero también paga una sola vez el coste por llamada.")
+            + (" Un CUDA graph del paso entero también paga una sola vez el coste por llamada." if r.has_gpu else ""))
 
 
 def fix(r: ManyCalls) -> str:

@@ -20,8 +20,7 @@ def _pair(p: EpiloguePair) -> str:
 
 
 def message(r: UnfusedEpilogue) -> str:
-    where = "del tiempo de CPU" if r.on_cpu else "del tiempo de GPU"
-    what = "en ops" if r.on_cpu else "en kernels"
+    where, what = "del tiempo de GPU", "en kernels"
     return (f"{'; '.join(_pair(p) for p in r.pairs)}. En total {t(r.elementwise_us)} por paso, el "
             f"{r.gpu_share_percent:.1f}% {where} y el {r.step_share_percent:.1f}% del paso, {what} que "
             "el epílogo de la GEMM podría haber hecho.")
@@ -55,9 +54,6 @@ def fix(r: UnfusedEpilogue) -> str:
 
 
 def basis(r: UnfusedEpilogue) -> str:
-    if r.on_cpu:
-        return ("tiempo de CPU por paso de los ops elemento a elemento aparte (cota superior: BLAS suma el sesgo al "
-                "escribir la salida, por poco)")
     return ("tiempo por paso de los kernels elemento a elemento aparte (cota superior: el epílogo cuesta un poco, "
             "1.2 µs en una GEMM bf16 de 4096 en la H200)")
 
