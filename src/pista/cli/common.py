@@ -81,6 +81,16 @@ def default_output(trace: str, suffix: str) -> Path:
     return Path.cwd() / (stem + suffix)
 
 
+def _utf8(text: str) -> bytes:
+    """UTF-8; a file name that is not UTF-8 (Python holds its bytes as lone surrogates) shows U+FFFD."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        import re
+
+        return re.sub("[\ud800-\udfff]", "\ufffd", text).encode()
+
+
 def write_output(path: str | os.PathLike[str], data: str | bytes, inputs: tuple[str, ...] = ()) -> Path:
     """Write atomically and never onto one of the inputs; `-` is standard output.
 
@@ -90,7 +100,7 @@ def write_output(path: str | os.PathLike[str], data: str | bytes, inputs: tuple[
     written through (its target is replaced, in the target's folder, and the link stays); a device,
     pipe or socket is refused, since the rename would put a file in its place.
     """
-    payload = data.encode() if isinstance(data, str) else data
+    payload = _utf8(data) if isinstance(data, str) else data
     if str(path) == STDIN:
         sys.stdout.flush()
         sys.stdout.buffer.write(payload)

@@ -90,6 +90,10 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
     paths = [str(p) for p in trace_files(folder)]
     notices: list[str] = []
     ranks = run_ranks(paths, engine=engine, workers=workers, scheduler=scheduler, rules=rules, notices=notices)
+    # a JSON file that is no trace (run details, a memory timeline) beside the ranks is not a rank
+    if any(not r.not_a_trace for r in ranks):
+        notices += [f"skipped {r.error}" for r in ranks if r.not_a_trace]
+        ranks = [r for r in ranks if not r.not_a_trace]
     bad = [r for r in ranks if r.error]
     if bad:
         # one unreadable rank spoils the cross-rank picture: say which, like a single bad file

@@ -59,6 +59,7 @@ class RankSummary:
     comm: CommStats | None = None
     notices: list[str] = field(default_factory=list)
     error: str | None = None  # a bad trace, as its one-line message
+    not_a_trace: bool = False  # the error is that the file is JSON but no trace (run details beside the ranks)
     host_regions: tuple[HostRegion, ...] = ()  # the costliest regions per step, not in to_dict
 
     @property
@@ -81,14 +82,14 @@ def summarize_rank(path: str, rules: list[str] | None = None) -> RankSummary:
     """Load, analyze and summarise one rank's trace. Runs in a worker: errors come back as data."""
     from pista.findings import analyze
     from pista.trace.facts import derive
-    from pista.trace.load import load_trace
+    from pista.trace.load import NotATrace, load_trace
 
     try:
         trace = load_trace(path)
         facts = derive(trace)
         analysis = analyze(facts, rules=rules)
     except PistaError as err:
-        return RankSummary(path=path, error=str(err))
+        return RankSummary(path=path, error=str(err), not_a_trace=isinstance(err, NotATrace))
     info = trace.distributed_info
     rank = info.get("rank")
     world = info.get("world_size")

@@ -18,6 +18,7 @@ Whatever was skipped or repaired is said in `Trace.notices`; a file with nothing
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import re
 import stat
@@ -29,14 +30,32 @@ import msgspec
 import numpy as np
 from msgspec import Raw, Struct, field
 
-from pista.errors import BadTrace
+from pista.errors import BadTrace, PistaError
 from pista.trace.model import CATEGORY_ALIASES, NO_ID, PH_METADATA, Trace
 
 GZIP_MAGIC = b"\x1f\x8b"
 INT64_MAX = 2**63 - 1
-# |ts| and dur beyond this many microseconds (~140 years) are not times; the bound keeps
-# ts + dur inside int64 nanoseconds.
+# ts and dur beyond this many microseconds (~140 years; epoch-µs times reach it in 2112) are not
+# times: such events are skipped and counted.
 MAX_TIME_US = 4.5e15
+# A ts before this (µs, ~36 years before the clock's zero) is not a time either; with MAX_TIME_US
+# and MAX_TOTAL_DUR_NS it keeps the trace's span (last end - first start) and any sum of
+# durations inside int64 ns with room to spare, so no total downstream can wrap negative.
+MIN_TIME_US = -(2.0**60) / 1000
+# The events' durations may sum to this many ns (2^60, ~36 years of busy time); past it the
+# longest are skipped (a real trace sums to hours: 10^8 events of 10 µs are 10^15 ns).
+MAX_TOTAL_DUR_NS = float(2**60)
+# A JSON text has no NaN: a NaN ts is an event without one. Read as 0 like before, but an event
+# list where nothing has a phase and a time is not a trace (a memory timeline, run details).
+NO_TS = float("nan")
+# A gzip stream that unpacks to more than this is refused: real traces reach ~20 GB, a gzip bomb
+# packs ~1000x, so a few MB would fill the memory or the disk. PISTA_MAX_UNPACKED (bytes) sets it.
+MAX_UNPACKED_BYTES = 64 << 30
+# The in-memory loader holds the JSON and its decoded events (~4x the text): past this share of the
+# RAM it cannot finish, so a bigger stream is refused instead of running the machine out of memory.
+IN_MEMORY_RAM_SHARE = 0.25
+# Unpacked in pieces of this size, counted as they come.
+GUNZIP_CHUNK = 16 << 20
 # Salvage: how many pieces to join when one piece alone does not decode (a false event start inside
 # a string or an args list splits one event in several).
 SALVAGE_MAX_JOIN = 8
@@ -56,13 +75,18 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 
+class NotATrace(BadTrace):
+    """Readable JSON that is no chrome trace (run details, a memory timeline): a folder of rank
+    traces skips such a file with a notice, where a real trace that is damaged fails it."""
+
+
 class _Event(Struct, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""
     pid: int | str = 0
     tid: int | str = 0
-    ts: float = 0.0
+    ts: float = NO_TS
     dur: float = 0.0
     id: int | str | None = None
     args: Raw = ABSENT
@@ -135,8 +159,37 @@ _EVENT_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
 # -- reading the file ------------------------------------------------------------------------
 
 
-def read_bytes(path: str | os.PathLike[str]) -> tuple[bytes, list[str]]:
-    """The file's JSON bytes, un-gzipped; a cut-off gzip stream yields what it holds, with a notice."""
+class Oversize(Exception):
+    """The unpacked JSON passed the size the caller could take."""
+
+
+def max_unpacked() -> int:
+    """MAX_UNPACKED_BYTES, or the PISTA_MAX_UNPACKED environment variable's number of bytes."""
+    text = os.environ.get("PISTA_MAX_UNPACKED", "").strip()
+    if not text:
+        return MAX_UNPACKED_BYTES
+    try:
+        return max(0, int(text))
+    except ValueError:
+        raise PistaError(f"PISTA_MAX_UNPACKED: {text!r} is not a number of bytes") from None
+
+
+def too_big(path: object, limit: int) -> BadTrace:
+    return BadTrace(path, f"unpacks to more than {limit:,} bytes: a gzip bomb, or a bigger trace than pista "
+                          "reads here (PISTA_MAX_UNPACKED sets the limit)")
+
+
+def _in_memory_limit() -> int:
+    try:
+        ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return max_unpacked()
+    return min(max_unpacked(), int(ram * IN_MEMORY_RAM_SHARE))
+
+
+def read_bytes(path: str | os.PathLike[str], cap: int | None = None) -> tuple[bytes, list[str]]:
+    """The file's JSON bytes, un-gzipped; a cut-off gzip stream yields what it holds, with a notice.
+    A gzip stream that unpacks past `cap` bytes raises Oversize; past what fits in memory, BadTrace."""
     p = Path(path)
     try:
         mode = p.stat().st_mode
@@ -156,10 +209,14 @@ def read_bytes(path: str | os.PathLike[str]) -> tuple[bytes, list[str]]:
         raise BadTrace(p, "too big to read into memory") from None
     notices: list[str] = []
     if data[:2] == GZIP_MAGIC:
+        limit = _in_memory_limit()
         try:
-            data = gzip.decompress(data)
-        except (EOFError, OSError, zlib.error):
-            data = _gunzip_prefix(data)
+            data, whole = _gunzip(data, limit if cap is None else min(cap, limit))
+        except Oversize:
+            if cap is not None and cap < limit:
+                raise
+            raise too_big(p, limit) from None
+        if not whole:
             if data.lstrip()[:1] not in (b"{", b"["):  # nothing, or garbage: not a JSON text cut short
                 raise BadTrace(p, "broken gzip stream: nothing readable could be decompressed") from None
             notices.append(f"the gzip stream is cut off or damaged; reading the {len(data):,} bytes "
@@ -171,7 +228,24 @@ def read_bytes(path: str | os.PathLike[str]) -> tuple[bytes, list[str]]:
     return data, notices
 
 
-def _gunzip_prefix(data: bytes) -> bytes:
+def _gunzip(data: bytes, cap: int) -> tuple[bytes, bool]:
+    """Every member of the gzip stream unpacked, counting the real bytes (the trailer's size is
+    the last member's, mod 2^32: a bomb's says what it likes); (bytes, whether the stream was
+    whole). Raises Oversize past `cap` bytes."""
+    chunks, size = [], 0
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as unpacked:
+            while chunk := unpacked.read(GUNZIP_CHUNK):
+                size += len(chunk)
+                if size > cap:
+                    raise Oversize
+                chunks.append(chunk)
+    except (EOFError, OSError, zlib.error):
+        return _gunzip_prefix(data, cap), False
+    return b"".join(chunks), True
+
+
+def _gunzip_prefix(data: bytes, cap: int) -> bytes:
     decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
     out = bytearray()
     step = 1 << 16
@@ -180,6 +254,8 @@ def _gunzip_prefix(data: bytes) -> bytes:
             out += decoder.decompress(data[start : start + step])
         except zlib.error:
             break
+        if len(out) > cap:
+            raise Oversize
         if decoder.eof:
             break
     return bytes(out)
@@ -192,26 +268,46 @@ STREAM_MIN_BYTES = 16 << 20
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:
     """Load a torch.profiler / Kineto chrome trace, plain or gzipped."""
-    trace = _load_streamed(path)
-    # epoch-µs times need their digits parsed exactly: the in-memory reader does that, one core for both
-    if trace is not None and not (trace.ts.size and int(np.abs(trace.ts).max()) >= EXACT_FROM_US * 1000):
-        return trace
-    data, notices = read_bytes(path)
+    trace, tried = _load_streamed(path)
+    if _streamed_will_do(trace):
+        return trace  # type: ignore[return-value]
+    try:
+        # a regular file can be read again, streamed, if it turns out big
+        data, notices = read_bytes(path, cap=None if tried or not os.path.isfile(path) else STREAM_MIN_BYTES)
+    except Oversize:
+        # a gzip stream whose trailer understates it (several members, or a bomb): big, so streamed,
+        # which counts what it unpacks
+        trace = _stream(path)
+        if _streamed_will_do(trace):
+            return trace  # type: ignore[return-value]
+        data, notices = read_bytes(path)
     return decode_trace(data, str(path), notices)
 
 
-def _load_streamed(path: str | os.PathLike[str]) -> Trace | None:
-    """The streamed reader for a big regular file; None (read it whole) for anything else."""
+def _streamed_will_do(trace: Trace | None) -> bool:
+    # epoch-µs times need their digits parsed exactly: the in-memory reader does that, one core for both
+    return trace is not None and not (trace.ts.size and int(np.abs(trace.ts).max()) >= EXACT_FROM_US * 1000)
+
+
+def _load_streamed(path: str | os.PathLike[str]) -> tuple[Trace | None, bool]:
+    """The streamed reader for a big regular file, and whether it was tried; None (read it whole)
+    for anything else."""
     try:
         # a file this small cannot unpack to STREAM_MIN_BYTES (traces gzip ~15x): skip the import
         if not os.path.isfile(path) or os.path.getsize(path) < STREAM_MIN_BYTES // 100:
-            return None
+            return None, False
         from pista.trace import stream
 
         if stream.unpacked_size(path) < STREAM_MIN_BYTES:
-            return None
+            return None, False
     except (OSError, EOFError, zlib.error):
-        return None  # read_bytes words the error
+        return None, False  # read_bytes words the error
+    return _stream(path), True
+
+
+def _stream(path: str | os.PathLike[str]) -> Trace | None:
+    from pista.trace import stream
+
     try:
         return stream.load_streamed(path)
     except (OSError, EOFError, zlib.error):
@@ -371,18 +467,18 @@ def _lenient(data: bytes, source: str, skipped: _Skipped) -> tuple[list[_Event],
     try:
         top = _TOP_DECODER.decode(data)
     except msgspec.ValidationError:
-        raise BadTrace(source, "JSON, but not a chrome trace: expected an object with 'traceEvents' "
+        raise NotATrace(source, "JSON, but not a chrome trace: expected an object with 'traceEvents' "
                                "or a list of events") from None
     if isinstance(top, list):
         raw_events, meta, where = top, {}, "the list"
     else:
         if top.traceEvents is ABSENT:
-            raise BadTrace(source, "JSON, but not a chrome trace: no 'traceEvents' key")
+            raise NotATrace(source, "JSON, but not a chrome trace: no 'traceEvents' key")
         try:
             raw_events = _RAW_LIST_DECODER.decode(top.traceEvents)
         except msgspec.ValidationError:
             kind = _JSON_KINDS.get(type(msgspec.json.decode(top.traceEvents)), "value")
-            raise BadTrace(source, f"JSON, but not a chrome trace: 'traceEvents' is {kind}, "
+            raise NotATrace(source, f"JSON, but not a chrome trace: 'traceEvents' is {kind}, "
                                    "not a list of events") from None
         meta, where = _metadata(top), "'traceEvents'"
     events: list[_Event] = []
@@ -394,7 +490,7 @@ def _lenient(data: bytes, source: str, skipped: _Skipped) -> tuple[list[_Event],
             skipped.add(index, err)
     if raw_events and not events:
         if "Expected `object`" in skipped.first:
-            raise BadTrace(source, f"JSON, but not a chrome trace: none of the {len(raw_events)} entries "
+            raise NotATrace(source, f"JSON, but not a chrome trace: none of the {len(raw_events)} entries "
                                    f"of {where} is an event object ({skipped.first})")
         raise BadTrace(source, f"none of the {len(raw_events)} event(s) could be read ({skipped.first})")
     return events, meta, skipped
@@ -690,11 +786,141 @@ def _tail_metadata(data: bytes, tail_at: int | None, keyed: bool) -> tuple[dict[
 _INT_TEXT = re.compile(r"-?[0-9]+\Z")
 # Category ids are int16; a file with more distinct categories than that is not a profiler trace.
 MAX_CATEGORIES = 32000
+# ProfilerStep#N, as pista.trace.facts.STEP_NAME reads it; an N of more digits than int64 holds is
+# no step number (Python refuses int() of 4300+ digits, int64 columns anything past 2^63).
+_STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+_STEP_DIGITS = len(str(INT64_MAX))
+# Kineto's categories for accelerators pista does not read (Meta's MTIA, Intel's XPU, Gaudi's HPU,
+# PrivateUse1 backends, Cambricon's MLU, Enflame's GCU, Glow): their work is in the trace, not in
+# the verdict. CUDA and ROCm write `kernel`/`cuda_runtime`, read as usual.
+_FOREIGN_DEVICE = re.compile(r"^(mtia|xpu|hpu|privateuse1|mlu|gcu|glow)_")
+_FOREIGN_NAMES = {"mtia": "MTIA", "xpu": "XPU", "hpu": "HPU", "privateuse1": "PrivateUse1", "mlu": "MLU",
+                  "gcu": "GCU", "glow": "Glow"}
+
+
+def text_number(value: str) -> int | None:
+    """A pid/tid/id written as a string of digits ("457": some exporters do) as its number; None for
+    any other string, digits past int64 included (a lane of its own then). Both readers' rule."""
+    if len(value) < 21 and _INT_TEXT.match(value):
+        number = int(value)
+        if -INT64_MAX <= number <= INT64_MAX:
+            return number
+    return None
+
+
+def bad_times(ts_us: np.ndarray, dur_us: np.ndarray) -> np.ndarray:
+    """The events whose ts/dur are no times (both readers skip them)."""
+    return ~np.isfinite(ts_us) | ~np.isfinite(dur_us) | (dur_us < 0) | (ts_us < MIN_TIME_US) \
+        | (ts_us > MAX_TIME_US) | (dur_us > MAX_TIME_US)
+
+
+def untimed(ph: np.ndarray, ts_us: np.ndarray) -> bool:
+    """Whether no event has a phase (ph code, 0 for none) and a ts (NO_TS where it had none)."""
+    return not bool(((ph != 0) & ~np.isnan(ts_us)).any())
+
+
+def overlong(dur_ns: np.ndarray) -> np.ndarray | None:
+    """The longest events, to skip when all durations together pass MAX_TOTAL_DUR_NS; else None."""
+    if not dur_ns.size or float(dur_ns.sum(dtype=np.float64)) <= MAX_TOTAL_DUR_NS:
+        return None
+    order = np.argsort(dur_ns, kind="stable")  # shortest first; ties in file order
+    fits = int(np.searchsorted(np.cumsum(dur_ns[order], dtype=np.float64), MAX_TOTAL_DUR_NS, side="right"))
+    drop = np.zeros(dur_ns.size, dtype=bool)
+    drop[order[fits:]] = True
+    return drop
+
+
+def absurd_steps(names: list[str]) -> list[int]:
+    """Ids of the names ProfilerStep#N whose N is past int64."""
+    out = []
+    for i, name in enumerate(names):
+        if name.startswith("ProfilerStep#") and (m := _STEP_NAME.match(name)):
+            digits = m.group(1)
+            if len(digits) > _STEP_DIGITS or (len(digits) == _STEP_DIGITS and int(digits) > INT64_MAX):
+                out.append(i)
+    return out
+
+
+def foreign_device_notice(categories: list[str], cat: np.ndarray) -> str | None:
+    """A notice for device activity of an accelerator pista does not read, or None."""
+    found = [i for i, c in enumerate(categories) if _FOREIGN_DEVICE.match(c)]
+    if not found:
+        return None
+    counts = np.bincount(cat.astype(np.int64), minlength=len(categories))
+    count = int(counts[found].sum())
+    kinds = sorted({_FOREIGN_NAMES[_FOREIGN_DEVICE.match(categories[i]).group(1)] for i in found})  # type: ignore[union-attr]
+    listed = ", ".join(categories[i] for i in found)
+    return (f"{count:,} event(s) of {'/'.join(kinds)} device activity ({listed}) found but not read: pista reads "
+            "CUDA and ROCm device work, so the verdict and findings leave this out")
 
 
 def _build(events: list[_Event], meta: dict[str, Any], source: str, notices: list[str],
            skipped: _Skipped | None = None) -> Trace:
     skipped = skipped or _Skipped()
+    if not events and skipped.count == 0:
+        raise BadTrace(source, "the trace holds no events ('traceEvents' is empty)")
+    n = len(events)
+    ts_us = np.fromiter((e.ts for e in events), dtype=np.float64, count=n)
+    dur_us = np.fromiter((e.dur for e in events), dtype=np.float64, count=n)
+    ph_col = np.fromiter((ord(e.ph[0]) if e.ph and e.ph[0] < "\x80" else 0 for e in events), dtype=np.uint8, count=n)
+    if events and untimed(ph_col, ts_us):
+        raise NotATrace(source, f"JSON, but not a chrome trace: none of its {n} entries has a phase ('ph') and a "
+                                "time ('ts')")
+    ts_us[np.isnan(ts_us)] = 0.0  # an event without ts (metadata) is at 0, as chrome://tracing reads it
+    exact = meta.pop(_EXACT, None)
+    if exact is None and ts_us.size and np.nanmax(np.abs(ts_us)) >= EXACT_FROM_US:
+        notices.append("times past 2^43 µs in a damaged file are read through a float64: placed to within "
+                       f"{1000 * np.spacing(np.nanmax(np.abs(ts_us))):.0f} ns")
+    bad = bad_times(ts_us, dur_us)
+    keep = np.flatnonzero(~bad)
+    ts_ns = np.rint(ts_us[keep] * 1000.0).astype(np.int64) if exact is None else exact[0][keep]
+    dur_ns = np.rint(dur_us[keep] * 1000.0).astype(np.int64) if exact is None else exact[1][keep]
+    events = [events[i] for i in keep] if keep.size < n else events
+    ph_col = ph_col[keep]
+    names, name_col = _intern_names(events)
+    absurd, absurd_why = _absurd(names, name_col, dur_ns)
+    notices += absurd_why
+    if absurd is not None:
+        kept = np.flatnonzero(~absurd)
+        events = [events[i] for i in kept]
+        ph_col, ts_ns, dur_ns = ph_col[kept], ts_ns[kept], dur_ns[kept]
+        names, name_col = _intern_names(events)
+    dropped = 0 if absurd is None else int(absurd.sum())
+    _skip_notice(notices, skipped, int(bad.sum()), len(events) + dropped)
+    if not events:
+        why = skipped.first or (absurd_why[0] if absurd_why else "negative or non-finite ts/dur")
+        raise BadTrace(source, f"none of the trace's events could be read ({why})")
+    return _columns(events, names, name_col, ph_col, ts_ns, dur_ns, meta, source, notices)
+
+
+def _intern_names(events: list[_Event]) -> tuple[dict[str, int], np.ndarray]:
+    names: dict[str, int] = {}
+    name_col = np.fromiter((names.setdefault(e.name, len(names)) for e in events), dtype=np.int32,
+                           count=len(events))
+    return names, name_col
+
+
+def _absurd(names: dict[str, int], name_col: np.ndarray, dur_ns: np.ndarray) -> tuple[np.ndarray | None, list[str]]:
+    """Events no total could hold: the longest, when durations sum past MAX_TOTAL_DUR_NS, and steps
+    numbered past int64. (None, []) when there are none (the usual case), else the mask and notices."""
+    notices: list[str] = []
+    drop = overlong(dur_ns)
+    if drop is not None:
+        longest = int(dur_ns[drop].min())
+        notices.append(f"skipped {int(drop.sum())} event(s) lasting {longest / 1e9:,.0f} s or more: the durations "
+                       f"summed past 2^60 ns (~36 years), which no profiled run lasts")
+    steps = absurd_steps(list(names))
+    if steps:
+        bad_steps = np.isin(name_col, np.asarray(steps, dtype=name_col.dtype))
+        notices.append(f"skipped {int(bad_steps.sum())} ProfilerStep event(s) numbered past int64: not a step "
+                       "number")
+        drop = bad_steps if drop is None else drop | bad_steps
+    return drop, notices
+
+
+def _columns(events: list[_Event], names: dict[str, int], name_col: np.ndarray, ph_col: np.ndarray,
+             ts_ns: np.ndarray, dur_ns: np.ndarray, meta: dict[str, Any], source: str,
+             notices: list[str]) -> Trace:
     string_ids: dict[str, int] = {}
     overflowing = 0
 
@@ -705,51 +931,18 @@ def _build(events: list[_Event], meta: dict[str, Any], source: str, notices: lis
                 return value
             overflowing += 1
             value = str(value)  # beyond int64: a lane of its own, like a string pid
-        elif len(value) < 21 and _INT_TEXT.match(value):  # "457" written as a string by some exporters
-            number = int(value)
-            if -INT64_MAX <= number <= INT64_MAX:
-                return number
+        elif (number := text_number(value)) is not None:
+            return number
         if value not in string_ids:
             string_ids[value] = -1000 - len(string_ids)
         return string_ids[value]
 
-    if not events and skipped.count == 0:
-        raise BadTrace(source, "the trace holds no events ('traceEvents' is empty)")
-    ts_us = np.fromiter((e.ts for e in events), dtype=np.float64, count=len(events))
-    dur_us = np.fromiter((e.dur for e in events), dtype=np.float64, count=len(events))
-    exact = meta.pop(_EXACT, None)
-    if exact is None and ts_us.size and np.nanmax(np.abs(ts_us)) >= EXACT_FROM_US:
-        notices.append("times past 2^43 µs in a damaged file are read through a float64: placed to within "
-                       f"{1000 * np.spacing(np.nanmax(np.abs(ts_us))):.0f} ns")
-    if exact is None:
-        exact_ts, exact_dur = None, None
-    else:
-        exact_ts, exact_dur = exact
-    bad = ~np.isfinite(ts_us) | ~np.isfinite(dur_us) | (dur_us < 0) | (np.abs(ts_us) > MAX_TIME_US) \
-        | (dur_us > MAX_TIME_US)
-    bad_times = int(bad.sum())
-    if bad_times:
-        keep = np.flatnonzero(~bad)
-        events = [events[i] for i in keep]
-        ts_us, dur_us = ts_us[keep], dur_us[keep]
-        if exact_ts is not None:
-            exact_ts, exact_dur = exact_ts[keep], exact_dur[keep]
-    _skip_notice(notices, skipped, bad_times, len(events))
-    if not events:
-        raise BadTrace(source, "none of the trace's events could be read"
-                               + (f" ({skipped.first})" if skipped.first else " (negative or non-finite ts/dur)"))
-
-    names: dict[str, int] = {}
-    name_col = np.fromiter((names.setdefault(e.name, len(names)) for e in events), dtype=np.int32,
-                           count=len(events))
     cats: dict[str, int] = {}
     cat_col = np.fromiter((cats.setdefault(CATEGORY_ALIASES.get(e.cat, e.cat), len(cats)) for e in events),
                           dtype=np.int32, count=len(events))
     if len(cats) > MAX_CATEGORIES:
         raise BadTrace(source, f"{len(cats)} distinct event categories: not a torch.profiler trace")
     cat_col = cat_col.astype(np.int16)
-    ph_col = np.fromiter((ord(e.ph[0]) if e.ph and e.ph[0] < "\x80" else 0 for e in events), dtype=np.uint8,
-                         count=len(events))
     pid_col = np.fromiter((e.pid if type(e.pid) is int and -INT64_MAX <= e.pid <= INT64_MAX else numeric(e.pid)
                            for e in events), dtype=np.int64, count=len(events))
     tid_col = np.fromiter((e.tid if type(e.tid) is int and -INT64_MAX <= e.tid <= INT64_MAX else numeric(e.tid)
@@ -760,7 +953,9 @@ def _build(events: list[_Event], meta: dict[str, Any], source: str, notices: lis
                            count=len(events))
     raw_args = [None if e.args is ABSENT else e.args for e in events]
     ids = _decode_ids(raw_args, notices)
-
+    foreign = foreign_device_notice(list(cats), cat_col)
+    if foreign:
+        notices.append(foreign)
     trace = Trace(
         source=source,
         names=list(names),
@@ -770,8 +965,8 @@ def _build(events: list[_Event], meta: dict[str, Any], source: str, notices: lis
         name=name_col,
         pid=pid_col,
         tid=tid_col,
-        ts=np.rint(ts_us * 1000.0).astype(np.int64) if exact_ts is None else exact_ts,
-        dur=np.rint(dur_us * 1000.0).astype(np.int64) if exact_dur is None else exact_dur,
+        ts=ts_ns,
+        dur=dur_ns,
         external_id=ids[0],
         correlation=ids[1],
         stream=ids[2],

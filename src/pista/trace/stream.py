@@ -49,6 +49,12 @@ PARALLEL_MIN_BYTES = 24 << 20
 FIRST_PART_SHARE = 0.53
 # How far past the split point to look for an event boundary to split at.
 SPLIT_SEARCH_BYTES = 4 << 20
+# One event (or the gap between two) may be this big on the streamed path; a bigger one (no real
+# event comes near: Kineto's biggest are a few MB) goes to the in-memory loader.
+MAX_EVENT_BYTES = 256 << 20
+# A separator between events longer than this (Kineto's is ",\n  ") is padding: such files go to the
+# exact scan, which is linear, instead of a per-byte check of the separator.
+MAX_SEPARATOR_BYTES = 64
 # Redraw the progress bar at most this often.
 PROGRESS_EVERY_S = 0.1
 # A read that lasts this long shows a progress bar (on stderr, when it is a terminal); reads of files
@@ -63,6 +69,7 @@ for _char, _code in ((b'"', _QUOTE), (b"{", _OPEN), (b"}", _CLOSE), (b"]", _ARRA
     _TABLE[_char[0]] = _code
 _TABLE = bytes(_TABLE)
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_SPACES = re.compile(rb"[ \t\r\n]*")
 _WHITESPACE = b" \t\r\n"
 _OPEN_BRACE, _CLOSE_BRACE = ord("{"), ord("}")
 _KEY = b'"traceEvents"'
@@ -94,7 +101,7 @@ class _Event(Struct, gc=False):
     name: str = ""
     pid: int | str = 0
     tid: int | str = 0
-    ts: float = 0.0
+    ts: float = load.NO_TS
     dur: float = 0.0
     id: int | str | None = NO_ID
     args: _IdArgs = msgspec.field(default_factory=_IdArgs)
@@ -297,6 +304,7 @@ class _Part:
     odd_ids: dict[str, list[tuple[int, Any]]] = field(default_factory=dict)  # column -> [(row, value)]
     preread: dict[int, bytes] = field(default_factory=dict)  # metadata events' bytes, by row
     count: int = 0
+    timed: int = 0  # events with a phase and a ts: a list with none is no trace
     end_offset: int = -1  # file offset of the array's ']', once seen
     separator: bytes | None = None  # what Kineto put between events, once learnt
 
@@ -328,9 +336,9 @@ def _decode_run(segment: bytearray, origin: int, starts: np.ndarray, ends: np.nd
     row0 = part.count
     try:
         numbers = np.fromiter(map(_NUMBERS, events), dtype=_NUMBERS_DTYPE, count=n)
+        if n and min(int(numbers[column].min()) for column in ("pid", "tid", "flow_id")) == INT64_MIN:
+            raise OverflowError
         for column in ("pid", "tid", "flow_id"):
-            if n and int(numbers[column].min()) == INT64_MIN:
-                raise OverflowError
             part.add(column, numbers[column].copy())
         ts_us, dur_us = numbers["ts"], numbers["dur"]
     except (ValueError, TypeError, OverflowError):
@@ -341,9 +349,9 @@ def _decode_run(segment: bytearray, origin: int, starts: np.ndarray, ends: np.nd
             part.add(column, _int_column(tuple(values), row0, part.odd_ids.setdefault(column, [])))
         ts_us = np.fromiter(map(_TS, events), dtype=np.float64, count=n)
         dur_us = np.fromiter(map(_DUR, events), dtype=np.float64, count=n)
-    bad = ~np.isfinite(ts_us) | ~np.isfinite(dur_us) | (dur_us < 0) | (np.abs(ts_us) > MAX_TIME_US) \
-        | (dur_us > MAX_TIME_US)
-    if bad.any():
+    no_ts = np.isnan(ts_us)
+    ts_us[no_ts] = 0.0  # as the in-memory loader reads an event without ts
+    if load.bad_times(ts_us, dur_us).any():
         raise Unstreamable("events with bad times: the in-memory loader skips and counts them")
     part.add("ts", np.rint(ts_us * 1000.0).astype(np.int64))
     part.add("dur", np.rint(dur_us * 1000.0).astype(np.int64))
@@ -358,12 +366,15 @@ def _decode_run(segment: bytearray, origin: int, starts: np.ndarray, ends: np.nd
     part.add("name", names.remap(list(dict.fromkeys(name)))[_local_ids(name)].astype(np.int32))
     cat = tuple(map(_CAT, events))
     cat_ids = cats.remap([CATEGORY_ALIASES.get(c, c) for c in dict.fromkeys(cat)])
+    if len(cats.ids) > load.MAX_CATEGORIES:
+        raise Unstreamable("more categories than int16 ids: the in-memory loader words that error")
     part.add("cat", cat_ids[_local_ids(cat)].astype(np.int16))
     ph = tuple(map(_PH, events))
     del events
     ph_codes = {p: (ord(p[0]) if p and p[0] < "\x80" else 0) for p in set(ph)}
     ph_col = np.fromiter(map(ph_codes.__getitem__, ph), dtype=np.uint8, count=n)
     part.add("ph", ph_col)
+    part.timed += int(np.count_nonzero((ph_col != 0) & ~no_ts))
     part.add("offset", starts.astype(np.int64))
     part.add("length", (ends - starts + 1).astype(np.int32))
     # metadata events name the lanes: keep their few bytes so that needs no trip back to the file
@@ -406,7 +417,7 @@ def _event_offsets(segment: bytearray, origin: int, part: _Part) -> tuple[np.nda
     separator = b""
     if n > 1:
         after = first + int(lengths[0])
-        following = segment.find(b"{", after)
+        following = segment.find(b"{", after, after + MAX_SEPARATOR_BYTES + 1)
         separator = bytes(segment[after:following])
         if following < 0 or separator.strip(_WHITESPACE) != b",":
             return None
@@ -417,6 +428,8 @@ def _event_offsets(segment: bytearray, origin: int, part: _Part) -> tuple[np.nda
     starts[1:] += first
     ends = starts + lengths - 1
     codes = np.frombuffer(segment, dtype=np.uint8)
+    if int(ends[-1]) != codes.size - 2:  # the run's last "}", before the "]" _segment added
+        return None  # the separator is not the same everywhere (", " and ","): the scan decides
     if not ((codes[starts] == _OPEN_BRACE).all() and (codes[ends] == _CLOSE_BRACE).all()):
         return None
     for k, byte in enumerate(separator):
@@ -459,19 +472,30 @@ def _separator_offsets(segment: bytearray, origin: int,
 def _exact_offsets(piece: bytes | memoryview, origin: int) -> tuple[np.ndarray, np.ndarray, _ScanState]:
     """The exact scan of `piece`, which starts between two events (or right after the '[')."""
     state = _ScanState()
-    starts, ends = _scan_block(bytes(piece), origin, state)
-    return starts, ends, state
+    view = memoryview(piece)
+    found = []
+    # a block at a time: a long run of quotes and braces (a name of "},{" * 10**7) must not make
+    # index arrays the size of the whole piece
+    for at in range(0, max(len(view), 1), BLOCK_BYTES):
+        found.append(_scan_block(bytes(view[at : at + BLOCK_BYTES]), origin + at, state))
+        if state.ended:
+            break
+    return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found]), state
 
 
-def _segment(piece: bytes | memoryview) -> bytearray:
-    """'[' + piece + ']', with the comma before the first event blanked (offsets stay put)."""
+def _segment(piece: bytes | memoryview, after_event: bool) -> bytearray:
+    """'[' + piece + ']', with the comma before the first event blanked (offsets stay put). A piece
+    after an event must start with that comma, one at the array's start (or a split) must not."""
     segment = bytearray(b"[")
     segment += piece
     segment += b"]"
-    k = 1
-    while k < len(segment) and segment[k] in _WHITESPACE:
-        k += 1
-    if k < len(segment) and segment[k] == ord(","):
+    k = _SPACES.match(segment, 1).end()  # type: ignore[union-attr]  # matches the empty string too
+    if k >= len(segment) - 1:
+        return segment  # whitespace only: no event here
+    has_comma = segment[k] == ord(",")
+    if has_comma != after_event:
+        raise Unstreamable("a missing or extra comma between events: the in-memory loader reads around it")
+    if has_comma:
         segment[k] = ord(" ")
     return segment
 
@@ -500,7 +524,7 @@ def _take(window: bytes, cut: int, origin: int, part: _Part, names: _Interner, c
     less when the exact scan finds the cut inside an event; -1: none). At the array's ']' it sets
     part.end_offset."""
     piece = memoryview(window)[: cut + 1]
-    segment = _segment(piece)
+    segment = _segment(piece, part.count > 0)
     offsets = None
     if not exact:
         offsets = _separator_offsets(segment, origin - 1, part.separator)
@@ -523,7 +547,7 @@ def _take(window: bytes, cut: int, origin: int, part: _Part, names: _Interner, c
             cut = int(ends[-1]) - origin if ends.size else -1  # a look-alike boundary inside a string
         if ends.size == 0:
             return cut if state.ended else -1
-        segment = _segment(memoryview(window)[: int(ends[-1]) - origin + 1])
+        segment = _segment(memoryview(window)[: int(ends[-1]) - origin + 1], part.count > 0)
         offsets = (starts[: ends.size], ends)
     _decode_run(segment, origin - 1, offsets[0], offsets[1], part, names, cats)
     return cut
@@ -536,6 +560,8 @@ def _read_range(path: str, start: int, stop: int | None, gzipped: bool, names: _
     part = _Part()
     carry = b""  # the bytes after the last complete event
     origin = start  # file offset of carry[0]
+    run: _LongRun | None = None  # the carry, once it outgrows a block
+    limit = load.max_unpacked() if gzipped else None
     opener = gzip.open if gzipped else open
     with opener(path, "rb") as handle:
         raw = handle.fileobj if gzipped else handle  # type: ignore[attr-defined]
@@ -545,23 +571,89 @@ def _read_range(path: str, start: int, stop: int | None, gzipped: bool, names: _
             want = BLOCK_BYTES if stop is None else min(BLOCK_BYTES, stop - offset)
             buf = handle.read(want) if want > 0 else b""
             offset += len(buf)
+            if limit is not None and offset > limit:
+                raise load.too_big(path, limit)
             if progress is not None:
                 progress(raw.tell() if gzipped else offset)
-            window = carry + buf if carry else buf
+            if run is not None:
+                if buf and not run.add(buf):
+                    continue  # still inside one event (or between two): nothing to decode yet
+                carry, origin, run = run.joined(), run.origin, None
+                window = carry
+                cut = -1 if not buf else _take_run_end(window, origin, part, names, cats)
+            else:
+                window = carry + buf if carry else buf
+                cut = -1
+                if buf and (cut := _last_boundary(window, part.separator)) >= 0:
+                    cut = _take(window, cut, origin, part, names, cats)
             if not buf:
                 _finish(window, origin, stop is not None, part, names, cats)
                 return part
-            cut = _last_boundary(window, part.separator)
-            if cut >= 0:
-                cut = _take(window, cut, origin, part, names, cats)
-                if part.end_offset >= 0:
-                    if stop is not None:
-                        # the array cannot end before a split made past it: the scan was misled
-                        # (damage that unbalances quotes or brackets); the careful loader decides
-                        raise Unstreamable("the event array ends before the split point")
-                    return part
+            if part.end_offset >= 0:
+                if stop is not None:
+                    # the array cannot end before a split made past it: the scan was misled
+                    # (damage that unbalances quotes or brackets); the careful loader decides
+                    raise Unstreamable("the event array ends before the split point")
+                return part
             carry = window[cut + 1 :]
             origin += cut + 1
+            if len(carry) > BLOCK_BYTES:
+                run = _LongRun(carry, origin, part.count > 0)
+
+
+class _LongRun:
+    """Bytes after the last complete event that outgrew a block (one huge event, or a wide gap
+    between two): kept as a list of blocks and scanned once, each block as it comes, until an event
+    or the array ends. Searching the whole run again for each new block was quadratic (a 100 MB
+    name took a minute). A gap of whitespace is kept as its comma alone."""
+
+    def __init__(self, carry: bytes, origin: int, after_event: bool) -> None:
+        self.blocks: list[bytes] = []
+        self.origin = origin  # file offset of the run's first byte
+        self.size = 0
+        self.state = _ScanState()
+        self.last_end = -1  # file offset of the last event-closing '}' seen
+        self.in_gap = True  # no event started yet: only whitespace and commas so far
+        self.commas = 0
+        self.after_event = after_event
+        self.add(carry)
+
+    def add(self, buf: bytes) -> bool:
+        """Take the next block; whether the run is done (an event or the array ended in it)."""
+        starts, ends = _scan_block(buf, self.origin + self.size, self.state)
+        self.blocks.append(buf)
+        self.size += len(buf)
+        if ends.size:
+            self.last_end = int(ends[-1])
+        if self.in_gap:
+            self.in_gap = not (starts.size or self.state.depth or self.state.in_string or self.state.ended
+                               or buf.translate(None, b" \t\r\n,"))
+            self.commas += buf.count(b",")
+            if self.in_gap and self.commas <= int(self.after_event):
+                self._squeeze()
+        if self.size > MAX_EVENT_BYTES:
+            raise Unstreamable("an event bigger than MAX_EVENT_BYTES: the in-memory loader decides")
+        return self.last_end >= 0 or self.state.ended
+
+    def _squeeze(self) -> None:
+        """Keep the gap as its comma: JSON reads `,` as it reads `,` + whitespace, and the bytes
+        that follow keep their true file offsets."""
+        kept = b"," * self.commas
+        self.origin += self.size - len(kept)
+        self.blocks, self.size = [kept], len(kept)
+
+    def joined(self) -> bytes:
+        return b"".join(self.blocks)
+
+
+def _take_run_end(window: bytes, origin: int, part: _Part, names: _Interner, cats: _Interner) -> int:
+    """Decode a finished long run's complete events, found by the exact scan; returns the cut."""
+    starts, ends, state = _exact_offsets(window, origin)
+    if state.ended:
+        cut = _take(window, state.end_offset - origin - 1, origin, part, names, cats, exact=True)
+        part.end_offset = state.end_offset
+        return cut
+    return _take(window, int(ends[-1]) - origin, origin, part, names, cats, exact=True)
 
 
 def _finish(window: bytes, origin: int, bounded: bool, part: _Part, names: _Interner,
@@ -597,7 +689,7 @@ def load_streamed(path: str | os.PathLike[str], workers: int | None = None) -> T
     try:
         return _load(source, workers)
     except (Unstreamable, msgspec.DecodeError, msgspec.ValidationError, OverflowError, ValueError,
-            EOFError, OSError):
+            EOFError, OSError, RecursionError):
         return None
 
 
@@ -645,10 +737,22 @@ def _load(source: str, workers: int | None) -> Trace:
         raise Unstreamable("the traceEvents array never closes (cut-off file)")
     with opener(source, "rb") as handle:
         handle.seek(end_offset + 1)
-        tail = handle.read()
+        tail = _read_tail(handle, source) if gzipped else handle.read()
     meta = _metadata(prefix, tail) if prefix is not None else {}
     size = end_offset + 1 + len(tail)
     return _assemble(source, parts, names, cats, meta, gzipped, size)
+
+
+def _read_tail(handle: BinaryIO, source: str) -> bytes:
+    """The rest of a gzip stream, in blocks, within the unpacked-size limit."""
+    limit = load.max_unpacked()
+    blocks, at = [], handle.tell()
+    while block := handle.read(BLOCK_BYTES):
+        at += len(block)
+        if at > limit:
+            raise load.too_big(source, limit)
+        blocks.append(block)
+    return b"".join(blocks)
 
 
 def _find_array(head: bytes) -> tuple[bytes | None, int]:
@@ -669,11 +773,20 @@ def _find_array(head: bytes) -> tuple[bytes | None, int]:
     bracket = colon + 1 + len(after) - len(after.lstrip())
     if rest[bracket : bracket + 1] != b"[":
         raise Unstreamable("traceEvents is not a list")
+    try:
+        load._LOOSE_DECODER.decode(head[:key] + b'"traceEvents":[]}')
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        # the key found is inside a nested object or a string (a decoy): the in-memory loader reads
+        # the top-level one
+        raise Unstreamable("the first traceEvents key is not the document's") from None
     return head[:key], key + len(_KEY) + bracket + 1
 
 
 def _metadata(prefix: bytes, tail: bytes) -> dict[str, Any]:
     doc = load._LOOSE_DECODER.decode(prefix + b'"traceEvents":[]' + tail)
+    if bytes(doc.traceEvents) != b"[]":
+        # a second "traceEvents" key after the list: the in-memory loader's decode takes the last
+        raise Unstreamable("two traceEvents keys")
     return load._metadata(doc)
 
 
@@ -734,6 +847,11 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
         del arrays
         return joined.astype(dtype, copy=False)
 
+    if len(cats.ids) > load.MAX_CATEGORIES or not sum(p.timed for p in parts):
+        raise Unstreamable("too many categories, or no event with a phase and a ts: the in-memory loader "
+                           "words that error")
+    if load.absurd_steps(list(names.ids)):
+        raise Unstreamable("ProfilerStep numbers past int64: the in-memory loader skips those events")
     string_ids: dict[str, int] = {}
     columns = {}
     for name, dtype in (("ph", np.uint8), ("cat", np.int16), ("name", np.int32), ("pid", np.int64),
@@ -750,6 +868,9 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
             row0 += p.count
     if not columns["ts"].size:
         raise Unstreamable("no events: the in-memory loader words that error")
+    if load.overlong(columns["dur"]) is not None:
+        raise Unstreamable("durations that sum past int64's range: the in-memory loader skips the longest")
+    foreign = load.foreign_device_notice(list(cats.ids), columns["cat"])
     preread: dict[int, bytes] = {}
     row0 = 0
     for p in parts:
@@ -775,7 +896,7 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
         raw_args=raw_args,  # type: ignore[arg-type]
         metadata=meta,
         string_ids=string_ids,
-        notices=[],
+        notices=[foreign] if foreign else [],
     )
     trace.size_bytes = size
     load._read_lane_names(trace)
@@ -794,9 +915,9 @@ def _numeric(value: Any, string_ids: dict[str, int], is_flow: bool) -> int:
         raise Unstreamable("a pid/tid past int64: the in-memory loader notes those")
     if not isinstance(value, str):
         raise Unstreamable("a null pid/tid")
-    if value.lstrip("-").isdigit() and value.isascii():
-        number = int(value)
-        return number if -INT64_MAX <= number <= INT64_MAX else NO_ID
+    number = load.text_number(value)
+    if number is not None:
+        return number
     if value not in string_ids:
         string_ids[value] = -1000 - len(string_ids)
     return string_ids[value]
