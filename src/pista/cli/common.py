@@ -7,6 +7,7 @@ import errno
 import os
 import stat
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from pista.errors import UsageError
@@ -91,8 +92,11 @@ def _utf8(text: str) -> bytes:
         return re.sub("[\ud800-\udfff]", "\ufffd", text).encode()
 
 
-def write_output(path: str | os.PathLike[str], data: str | bytes, inputs: tuple[str, ...] = ()) -> Path:
-    """Write atomically and never onto one of the inputs; `-` is standard output.
+def write_output(path: str | os.PathLike[str], data: str | bytes | Iterable[bytes],
+                 inputs: tuple[str, ...] = ()) -> Path:
+    """Write atomically and never onto one of the inputs; `-` is standard output. `data` may be an
+    iterable of byte pieces, written as they come (an output bigger than the memory); an exception
+    it raises removes the temp file and goes on up.
 
     The bytes go to a temp file beside the target, are flushed to disk, and only then renamed over
     it: a reader, or a crash, sees the old file or the new one, never half of one. The new file
@@ -103,7 +107,8 @@ def write_output(path: str | os.PathLike[str], data: str | bytes, inputs: tuple[
     payload = _utf8(data) if isinstance(data, str) else data
     if str(path) == STDIN:
         sys.stdout.flush()
-        sys.stdout.buffer.write(payload)
+        for piece in _pieces(payload):
+            sys.stdout.buffer.write(piece)
         sys.stdout.buffer.flush()
         return Path(STDIN)
     target = Path(path)
@@ -148,7 +153,11 @@ def _regular_target(target: Path) -> Path:
     return Path(os.path.realpath(target))
 
 
-def _replace_atomically(target: Path, real: Path, payload: bytes) -> None:
+def _pieces(payload: bytes | Iterable[bytes]) -> Iterable[bytes]:
+    return (payload,) if isinstance(payload, bytes | bytearray | memoryview) else payload
+
+
+def _replace_atomically(target: Path, real: Path, payload: bytes | Iterable[bytes]) -> None:
     tmp = real.parent / f".{real.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # 0o666 less the umask, like open()
@@ -156,7 +165,8 @@ def _replace_atomically(target: Path, real: Path, payload: bytes) -> None:
         raise UsageError(f"{target}: cannot write: {err.strerror or err}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
+            for piece in _pieces(payload):
+                handle.write(piece)
             handle.flush()
             os.fsync(handle.fileno())
         with contextlib.suppress(FileNotFoundError):
