@@ -6,6 +6,7 @@ only those small summaries travel back, never a Trace.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
@@ -23,8 +24,9 @@ ENGINES = ("local", "inline", "dask")
 # How long a TCP connect to the scheduler may take: a scheduler answers in milliseconds on any
 # network a cluster runs on; past this the address is wrong or firewalled.
 CONNECT_TIMEOUT_S = 5.0
-# How long Dask's handshake with it may take once the TCP connect succeeded.
-SCHEDULER_TIMEOUT_S = 10
+# How long Dask's handshake with it may take once the TCP connect succeeded (milliseconds for a
+# scheduler; a server that accepts and stays silent would otherwise hold Dask's connect forever).
+SCHEDULER_TIMEOUT_S = 5
 # How long closing the client may take: on an interrupt the user is waiting for the prompt.
 CLOSE_TIMEOUT_S = 5
 
@@ -116,17 +118,35 @@ def _dask(paths: Sequence[str], work: partial, scheduler: str | None) -> list[Ra
 
 
 def _probe(scheduler: str) -> None:
-    """Fail at once where nothing listens: Dask retries a refused connection until its timeout."""
+    """Fail fast, in one line, where no Dask scheduler answers: Dask retries a refused connection
+    until its timeout, and waits forever for the handshake of a server that accepts and says
+    nothing. Only for TCP addresses: inproc:// and the like have no socket to try."""
     from distributed.comm.addressing import get_address_host_port, parse_address
 
     try:
         protocol, _ = parse_address(scheduler, strict=False)
         if protocol not in ("tcp", "tls"):
-            return  # inproc://, ucx://: Dask's own connect is the only test
-        host, port = get_address_host_port(scheduler if "://" in scheduler else f"tcp://{scheduler}")
-        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+            return
+        address = scheduler if "://" in scheduler else f"tcp://{scheduler}"
+        socket.create_connection(get_address_host_port(address), timeout=CONNECT_TIMEOUT_S).close()
     except (OSError, ValueError) as err:  # ValueError: an address Dask cannot parse
         raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {_reason(err)}") from None
+    if protocol == "tcp":  # tls needs the user's certificates: Client's own connect tries it
+        _handshake(scheduler, address)
+
+
+def _handshake(scheduler: str, address: str) -> None:
+    from distributed.comm import connect
+
+    async def greet() -> None:
+        comm = await asyncio.wait_for(connect(address, timeout=SCHEDULER_TIMEOUT_S), SCHEDULER_TIMEOUT_S)
+        await comm.close()
+
+    try:
+        asyncio.run(greet())
+    except Exception as err:  # noqa: BLE001 - whatever answered there, it is no scheduler we can use
+        raise UsageError(f"cannot use the Dask scheduler at {scheduler}: {_reason(err)} "
+                         "(is a Dask scheduler listening there?)") from None
 
 
 def _connect(distributed: Any, scheduler: str) -> Any:
@@ -150,6 +170,8 @@ def _connect(distributed: Any, scheduler: str) -> Any:
 def _reason(err: BaseException) -> str:
     if isinstance(err, MemoryError):  # a stranger's bytes read as a Dask frame length
         return "it does not speak Dask's protocol"
+    if isinstance(err, TimeoutError):
+        return f"no Dask handshake within {SCHEDULER_TIMEOUT_S} s"
     return str(err) or type(err).__name__
 
 
