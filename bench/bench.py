@@ -35,7 +35,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 HTA_VENV = OUT / "hta-venv"
-TOOLS = ("pista-analyze", "pista-table", "hta", "orjson")
+TOOLS = ("pista-analyze", "pista-table", "hta", "orjson", "pista-annotate", "pista-report", "pista-diff",
+         "pista-sql")
+# The verbs beyond analyze and table, with what each is given after the trace (outputs go to the
+# scratch folder, so the bench leaves nothing behind). Not in the default run: --tools names them.
+DEFAULT_TOOLS = ("pista-analyze", "pista-table", "hta", "orjson")
+SQL_QUERY = "SELECT name, count(*), sum(dur_ns) FROM kernels GROUP BY 1 ORDER BY 3 DESC LIMIT 5"
 # How often to sample the process tree's memory, in seconds.
 SAMPLE_EVERY_S = 0.01
 # PSS (each shared page split among the processes that map it: the true footprint of a forked
@@ -82,6 +87,14 @@ def commands(tool: str, trace: str, hta: str | None, scratch: Path) -> list[str]
         return [*pista_command(), "table", trace]
     if tool == "orjson":
         return [sys.executable, "-c", ORJSON_JOB, trace]
+    if tool == "pista-annotate":
+        return [*pista_command(), "annotate", trace, "-o", str(scratch / "annotated.json.gz")]
+    if tool == "pista-report":
+        return [*pista_command(), "report", trace, "-o", str(scratch / "report.html")]
+    if tool == "pista-diff":  # the trace against itself: both sides loaded, as two traces would be
+        return [*pista_command(), "diff", trace, trace]
+    if tool == "pista-sql":
+        return [*pista_command(), "sql", trace, SQL_QUERY]
     if tool == "hta":
         assert hta
         return [hta, str(HERE / "hta_job.py"), trace, str(scratch / "hta-result.json")]
@@ -229,8 +242,8 @@ def bench(traces: list[str], tools: list[str], reps: int, hta: str | None, timeo
     return results
 
 
-def ratio(a: float | None, b: float | None) -> str:
-    return f"{a / b:.1f}x" if a and b else "-"
+def ratio(a: float | None, b: float | None, digits: int = 1) -> str:
+    return f"{a / b:.{digits}f}x" if a and b else "-"
 
 
 def render(results: dict) -> str:
@@ -257,6 +270,12 @@ def render(results: dict) -> str:
                 parts.append(f"{tool}: HTA/pista {ratio(wall.get('hta'), wall[tool])}, "
                              f"orjson/pista {ratio(wall.get('orjson'), wall[tool])}")
         lines.append("  speed-up (wall): " + "; ".join(parts))
+        verbs = [t for t in med if t.startswith("pista-") and t not in ("pista-analyze", "pista-table")]
+        if verbs and "pista-analyze" in med:
+            base = med["pista-analyze"]
+            lines.append("  memory against pista-analyze (peak RSS, tree PSS): " + "; ".join(
+                f"{t}: {ratio(med[t]['max_rss_mb'], base['max_rss_mb'], 2)}, "
+                f"{ratio(med[t]['tree_pss_mb'], base['tree_pss_mb'], 2)}" for t in verbs))
         if r.get("hta"):
             failed = {k: v for k, v in r["hta"]["outcome"].items() if v != "ok"}
             if failed:
@@ -269,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("traces", nargs="+", help="trace files (.json; .json.gz works too)")
     parser.add_argument("--reps", type=int, default=5, help="repetitions per tool (default 5)")
-    parser.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}")
+    parser.add_argument("--tools", default=",".join(DEFAULT_TOOLS),
+                        help=f"comma-separated subset of {','.join(TOOLS)} (default {','.join(DEFAULT_TOOLS)})")
     parser.add_argument("--hta-reps", type=int, help="fewer repetitions for HTA (it takes minutes on big files)")
     parser.add_argument("--hta-python", help="python of a virtualenv with HolisticTraceAnalysis installed")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a run is killed")

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from pista.findings import Analysis
+from pista.findings import Analysis, Finding, Summary
 from pista.table import Row, Table, build_table
 from pista.trace.facts import OWNER_CATEGORIES, Facts, _link
 
@@ -128,9 +128,37 @@ class Diff:
         }
 
 
-def compare_mode(a: Analysis, b: Analysis) -> str:
+@dataclass
+class Digest:
+    """What diff reads of one analysis, without its trace: `pista diff` keeps the first trace's
+    digest, not its columns, while it reads the second (two big traces at once would need twice
+    the memory of one)."""
+
+    source: str
+    summary: Summary
+    findings: list[Finding]
+    table: Table
+    steps: int
+    step_avg_us: float | None  # mean ProfilerStep wall time; None without steps
+    annotations: set[str]  # names of the GPU-side record_function regions
+    step_table: Table | None = None  # the work inside the steps; made where a per-step diff may need it
+
+    @classmethod
+    def of(cls, analysis: Analysis, with_step_table: bool = True) -> Digest:
+        steps = analysis.facts.steps
+        return cls(analysis.source, analysis.summary, analysis.findings, analysis.table, len(steps),
+                   sum(st.dur for st in steps) / len(steps) / 1000.0 if steps else None,
+                   _annotation_names(analysis),
+                   step_table(analysis.facts) if with_step_table and steps else None)
+
+
+def _steps(side: Analysis | Digest) -> int:
+    return side.steps if isinstance(side, Digest) else len(side.facts.steps)
+
+
+def compare_mode(a: Analysis | Digest, b: Analysis | Digest) -> str:
     """PER_STEP when both traces have ProfilerStep regions and their counts differ."""
-    steps_a, steps_b = len(a.facts.steps), len(b.facts.steps)
+    steps_a, steps_b = _steps(a), _steps(b)
     return PER_STEP if steps_a and steps_b and steps_a != steps_b else WHOLE_WINDOW
 
 
@@ -181,16 +209,15 @@ def step_table(facts: Facts) -> Table:
     return build_table(inner)
 
 
-def _totals(analysis: Analysis, table: Table | None = None) -> Totals:
-    s = analysis.summary
-    steps = analysis.facts.steps
-    step_avg = sum(st.dur for st in steps) / len(steps) / 1000.0 if steps else None
+def _totals(side: Digest, table: Table | None = None) -> Totals:
+    s = side.summary
+    step_avg = side.step_avg_us
     if table is None:
         return Totals(s.self_cpu_total_us, s.self_device_total_us, s.verdict, s.gpu_busy_share, s.window_us,
-                      s.steps, s.events, analysis.source, step_avg)
-    n = len(steps)
+                      s.steps, s.events, side.source, step_avg)
+    n = side.steps
     return Totals(table.self_cpu_total_us / n, table.self_device_total_us / n, s.verdict, s.gpu_busy_share,
-                  s.window_us, s.steps, s.events, analysis.source, step_avg,
+                  s.window_us, s.steps, s.events, side.source, step_avg,
                   max(s.self_cpu_total_us - table.self_cpu_total_us, 0.0),
                   max(s.self_device_total_us - table.self_device_total_us, 0.0))
 
@@ -221,17 +248,27 @@ def _changed(a: Side, b: Side, fewest_steps: int = 1) -> bool:
     return False
 
 
-def diff(a: Analysis, b: Analysis) -> Diff:
-    steps_a, steps_b = len(a.facts.steps), len(b.facts.steps)
+def _digest(side: Analysis | Digest, mode: str) -> Digest:
+    if isinstance(side, Digest):
+        if mode == PER_STEP and side.step_table is None:
+            raise ValueError("a per-step diff needs the digest's step table (Digest.of(..., with_step_table=True))")
+        return side
+    return Digest.of(side, with_step_table=mode == PER_STEP)
+
+
+def diff(a: Analysis | Digest, b: Analysis | Digest) -> Diff:
     mode = compare_mode(a, b)
+    a, b = _digest(a, mode), _digest(b, mode)
+    steps_a, steps_b = a.steps, b.steps
     if mode == PER_STEP:
-        table_a, table_b = step_table(a.facts), step_table(b.facts)
+        assert a.step_table is not None and b.step_table is not None  # _digest made them
+        table_a, table_b = a.step_table, b.step_table
         per_a, per_b, fewest = steps_a, steps_b, min(steps_a, steps_b)
     else:
         table_a, table_b = a.table, b.table
         per_a = per_b = None
         fewest = 1
-    rows_a, rows_b = _keyed(table_a, _annotation_names(a)), _keyed(table_b, _annotation_names(b))
+    rows_a, rows_b = _keyed(table_a, a.annotations), _keyed(table_b, b.annotations)
     rows: list[RowDiff] = []
     for key in list(rows_a) + [k for k in rows_b if k not in rows_a]:
         kind, name = key

@@ -7,6 +7,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pista.findings import Analysis
+    from pista.trace.model import Trace
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,25 +22,60 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pista.cli.common import STDIN, default_output, print_notices, read_stdin, write_output
+    from pista.cli.common import STDIN, default_output, print_notices
     from pista.findings import analyze
     from pista.i18n import check_lang, localize
     from pista.render import annotated
     from pista.render.controls import sanitize
     from pista.trace.facts import derive
-    from pista.trace.load import decode_trace, read_bytes
 
     lang = check_lang(args.lang)
-    data, notices = read_stdin() if args.trace == STDIN else read_bytes(args.trace)
-    trace = decode_trace(data, args.trace, notices)  # as `pista analyze` reads it, with its notices
+    trace, data = _read(args.trace)
     print_notices(args.trace, trace.notices)
+    end = None if data is not None else annotated.events_end(trace)
     analysis = localize(analyze(derive(trace)), lang)
+    del trace  # the analysis keeps what it needs
     out = Path(args.output) if args.output else default_output(args.trace, ".pista.json.gz")
     copy_notices: list[str] = []
-    payload = annotated.render(data, analysis, gz=out.name.endswith(".gz"), source=args.trace,
-                               notices=copy_notices)
+    _write(args, out, analysis, data, end, copy_notices)
     print_notices(args.trace, copy_notices)
-    write_output(out, payload, inputs=(args.trace,))
     where = "standard output" if args.output == STDIN else out
     print(sanitize(f"pista: wrote {where}: {len(analysis.findings)} findings as markers"), file=sys.stderr)
     return 0
+
+
+def _read(source: str) -> tuple[Trace, bytes | None]:
+    """The trace as `pista analyze` reads it (streamed when big), with its notices; and the JSON
+    bytes where they had to be read whole anyway (standard input)."""
+    from pista.cli.common import STDIN, read_stdin
+    from pista.trace.load import decode_trace, load_trace
+
+    if source == STDIN:
+        data, notices = read_stdin()
+        return decode_trace(data, source, notices), data
+    return load_trace(source), None
+
+
+def _write(args: argparse.Namespace, out: Path, analysis: Analysis, data: bytes | None, end: int | None,
+           notices: list[str]) -> None:
+    """A trace the streamed reader took is copied block by block; any other is annotated in memory
+    (small, or damaged or foreign, where the in-memory reader's mending is needed)."""
+    from pista.cli.common import STDIN, write_output
+    from pista.errors import BadTrace
+    from pista.render import annotated
+    from pista.trace.load import read_bytes
+
+    gz = out.name.endswith(".gz")
+    if end is not None:
+        try:
+            write_output(out, annotated.stream_copy(args.trace, end, analysis, gz, notices), inputs=(args.trace,))
+            return
+        except annotated.NotWhereExpected:
+            if args.output == STDIN:  # part of the copy is out already
+                raise BadTrace(args.trace, "cannot annotate: the events do not end where the reader found "
+                                           "them; write to a file (-o) instead") from None
+            notices.clear()
+    if data is None:
+        data, _ = read_bytes(args.trace)
+    write_output(out, annotated.render_pieces(data, analysis, gz=gz, source=args.trace, notices=notices),
+                 inputs=(args.trace,))

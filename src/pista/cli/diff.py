@@ -8,6 +8,7 @@ the whole profiled windows are compared. Every output format says which."""
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 
 
@@ -21,14 +22,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pista.cli.common import open_trace, write_output
-    from pista.diff import diff
+    from pista.diff import Digest, diff
     from pista.findings import analyze
     from pista.i18n import check_lang, localize
 
     lang = check_lang(args.lang)
-    a = localize(analyze(open_trace(args.a)), lang)
-    b = localize(analyze(open_trace(args.b)), lang)
-    d = diff(a, b)
+    # A's digest, not its trace, is kept while B is read: the peak is one trace's, not two
+    a = Digest.of(localize(analyze(open_trace(args.a)), lang))
+    gc.collect()
+    d = diff(a, localize(analyze(open_trace(args.b)), lang))
     if args.format == "html":
         from pista.render import diff_html
 

@@ -7,14 +7,22 @@ evidence (an instant `i` where the evidence has no duration) and an instant at t
 Spans of one finding that overlap go on extra threads under it ("<track> (2)", ...): Perfetto and
 chrome://tracing only draw `X` events of one thread right when they nest, and evidence need not.
 Timestamps are written from integer nanoseconds, so nothing is rounded beyond the input's own ns.
+
+A big trace that pista's streamed reader took is copied block by block (`stream_copy`), the markers
+written after its last event, whose end the reader knows: nothing of the file is held, and a .gz
+target is compressed as it goes. Every other input (small, from standard input, damaged, with a
+BOM or in UTF-16) is mended the way the in-memory reader mends it, in memory (`render_pieces`).
 """
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
 import re
-from typing import Any, Literal
+import zlib
+from collections.abc import Iterable, Iterator
+from typing import Any, BinaryIO, Literal
 
 import msgspec
 import numpy as np
@@ -22,10 +30,17 @@ import numpy as np
 from pista.errors import BadTrace
 from pista.findings import Analysis, Finding
 from pista.trace.load import _repair, _text_encoding
+from pista.trace.model import Trace
 
 PROCESS_NAME = "pista findings"
 CATEGORY = "pista"
 FIRST_PID = 999_999  # far from the OS pids and GPU ids torch writes; moved up if taken
+# Bytes read, mended and written at a time when a big trace is copied: big enough that the calls
+# cost nothing, small enough that the copy holds nothing of the file (the reader's block size).
+COPY_BLOCK = 1 << 20
+GZIP_LEVEL = 6  # gzip's own default: ~4x faster than 9 on traces, for a few % more bytes
+_GZIP_WBITS = 31  # zlib writes the gzip header and trailer itself (mtime 0, no file name)
+_WHITESPACE = b" \t\r\n"
 
 _TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
@@ -128,23 +143,34 @@ def _finding_args(f: Finding) -> dict[str, Any]:
 
 def annotate_bytes(original: bytes, analysis: Analysis, source: str = "<trace>",
                    notices: list[str] | None = None) -> bytes:
-    """The original JSON document with the markers appended to its event list. The text is taken as
-    pista's reader takes it (json_text); what only the copy changes is added to `notices`."""
+    """The original JSON document with the markers appended to its event list, whole."""
+    return b"".join(annotate_pieces(original, analysis, source, notices))
+
+
+def annotate_pieces(original: bytes, analysis: Analysis, source: str = "<trace>",
+                    notices: list[str] | None = None) -> list[bytes | memoryview]:
+    """annotate_bytes in pieces (the document's values as views of the text, not copies). The text
+    is taken as pista's reader takes it (json_text); what only the copy changes is added to
+    `notices`. A document that cannot be annotated raises here, before anything is written."""
     markers = b",\n".join(marker_events(analysis))
     text, top = json_text(original, source, notices if notices is not None else [])
     if top is None:  # the bare-array form of the chrome trace format
-        return _append(text, markers, source)
-    parts = []
+        return _append(memoryview(text), markers, source)
+    parts: list[bytes | memoryview] = [b"{\n"]
     found = False
     for key, raw in top.items():
-        value = bytes(raw)
+        if len(parts) > 1:
+            parts.append(b",\n")
+        parts.append(json.dumps(key).encode() + b": ")
         if key == "traceEvents":
-            value = _append(value, markers, source)
+            parts += _append(memoryview(raw), markers, source)
             found = True
-        parts.append(json.dumps(key).encode() + b": " + value)
+        else:
+            parts.append(memoryview(raw))
     if not found:
-        parts.append(b'"traceEvents": [\n' + markers + b"\n]")
-    return b"{\n" + b",\n".join(parts) + b"\n}\n"
+        parts.append((b",\n" if len(parts) > 1 else b"") + b'"traceEvents": [\n' + markers + b"\n]")
+    parts.append(b"\n}\n")
+    return parts
 
 
 # A \\uXXXX escape of a UTF-16 surrogate without its partner (a high one not followed by a low one,
@@ -201,16 +227,138 @@ def _parse(text: bytes) -> dict[str, msgspec.Raw] | None | Literal[False]:
         return False
 
 
-def _append(array: bytes, markers: bytes, source: str) -> bytes:
-    body = array.rstrip()
-    if not body.endswith(b"]"):
+def _append(array: memoryview, markers: bytes, source: str) -> list[bytes | memoryview]:
+    """The array's text up to its last element, then the markers and the closing bracket."""
+    end = _rstrip(array, len(array))
+    if not end or array[end - 1] != ord("]"):
         raise BadTrace(source, "cannot annotate: traceEvents is not a JSON array")
-    inner = body[:-1].rstrip()
-    empty = inner.endswith(b"[")
-    return inner + (b"\n" if empty else b",\n") + markers + b"\n]"
+    end = _rstrip(array, end - 1)
+    empty = end > 0 and array[end - 1] == ord("[")
+    return [array[:end], (b"\n" if empty else b",\n") + markers + b"\n]"]
+
+
+def _rstrip(view: memoryview, end: int) -> int:
+    while end and view[end - 1] in _WHITESPACE:
+        end -= 1
+    return end
 
 
 def render(original: bytes, analysis: Analysis, gz: bool = False, source: str = "<trace>",
            notices: list[str] | None = None) -> bytes:
     data = annotate_bytes(original, analysis, source, notices)
-    return gzip.compress(data, compresslevel=6, mtime=0) if gz else data
+    return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0) if gz else data
+
+
+def render_pieces(original: bytes, analysis: Analysis, gz: bool = False, source: str = "<trace>",
+                  notices: list[str] | None = None) -> Iterator[bytes | memoryview]:
+    """render's output in pieces, for write_output: no whole copy of the document is made. Raises
+    before the first piece where the document cannot be annotated."""
+    pieces = annotate_pieces(original, analysis, source, notices)
+    return _gzipped(pieces) if gz else iter(pieces)
+
+
+def _gzipped(pieces: Iterable[bytes | memoryview]) -> Iterator[bytes]:
+    packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, _GZIP_WBITS)
+    for piece in pieces:
+        if packed := packer.compress(piece):
+            yield packed
+    yield packer.flush()
+
+
+# -- big traces: copied as they are read ------------------------------------------------------
+
+
+class NotWhereExpected(Exception):
+    """The bytes after the last event are not the array's closing bracket (the reader's offsets do
+    not match the file): the caller annotates in memory instead."""
+
+
+def events_end(trace: Trace) -> int | None:
+    """Offset, in the JSON text, just past the last event of traceEvents, where the streamed reader
+    knows it (the byte range of every event); None for a trace read in memory."""
+    offset, length = getattr(trace.raw_args, "offset", None), getattr(trace.raw_args, "length", None)
+    if not isinstance(offset, np.ndarray) or not isinstance(length, np.ndarray) or not offset.size \
+            or offset.shape != length.shape:
+        return None
+    last = int(np.argmax(offset))
+    return int(offset[last]) + int(length[last])
+
+
+def stream_copy(path: str, end: int, analysis: Analysis, gz: bool, notices: list[str]) -> Iterator[bytes]:
+    """The file's JSON text block by block, the markers after its last event (which ends at `end`),
+    gzipped when `gz`: for write_output, holding a block at a time. Bytes that are not UTF-8 (the
+    streamed reader skips args it does not read, without looking at their bytes) become U+FFFD, as
+    the in-memory reader makes them, with a notice; the reader has refused anything else odd."""
+    markers = b",\n" + b",\n".join(marker_events(analysis))
+    mend = _Utf8Mend()
+    pieces = (mend(piece) if isinstance(piece, bytes) else piece.marker
+              for piece in _split_at(_blocks(path), end, markers, path))
+    yield from (_gzipped(pieces) if gz else pieces)
+    if mend.replaced:
+        notices.append("bytes that are not UTF-8 were written as U+FFFD in the copy")
+
+
+class _Marker:
+    """The marker text among the file's blocks (which are mended; it is not)."""
+
+    def __init__(self, marker: bytes) -> None:
+        self.marker = marker
+
+
+def _split_at(blocks: Iterable[bytes], end: int, markers: bytes, source: str) -> Iterator[bytes | _Marker]:
+    """The blocks with the markers put in at offset `end`, checking that only whitespace and the
+    array's ']' follow there."""
+    at = 0
+    inserted = closed = False
+    for block in blocks:
+        if not inserted and at + len(block) >= end:
+            cut = end - at
+            yield block[:cut]
+            yield _Marker(markers)
+            block, at, inserted = block[cut:], end, True
+        if inserted and not closed and (rest := block.lstrip(_WHITESPACE)):
+            if rest[:1] != b"]":
+                raise NotWhereExpected(source)
+            closed = True
+        at += len(block)
+        if block:
+            yield block
+    if not closed:
+        raise NotWhereExpected(source)
+
+
+def _blocks(path: str) -> Iterator[bytes]:
+    """The file's JSON text (unpacked when gzipped) in COPY_BLOCK pieces; a read error is the
+    trace's, not the output's."""
+    try:
+        with _open_text(path) as handle:
+            while block := handle.read(COPY_BLOCK):
+                yield block
+    except (OSError, EOFError, zlib.error) as err:
+        raise BadTrace(path, f"cannot read it again to copy it: {getattr(err, 'strerror', None) or err}") from None
+
+
+def _open_text(path: str) -> BinaryIO:
+    with open(path, "rb") as handle:
+        gzipped = handle.read(2) == b"\x1f\x8b"
+    return gzip.open(path, "rb") if gzipped else open(path, "rb")  # noqa: SIM115 - the caller closes it
+
+
+class _Utf8Mend:
+    """Bytes that are not UTF-8 as U+FFFD, as `bytes.decode("utf-8", "replace")` of the whole text
+    would write them, one piece at a time (a character may straddle two pieces). ASCII pieces, all
+    of a real trace but for a few names, pass untouched."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.replaced = False
+
+    def __call__(self, piece: bytes) -> bytes:
+        held = self._decoder.getstate()[0]
+        if not held and piece.isascii():
+            return piece
+        out = self._decoder.decode(piece).encode()
+        kept = len(piece) - len(self._decoder.getstate()[0])
+        if out != held + piece[:kept]:
+            self.replaced = True
+        return out
