@@ -2,24 +2,32 @@
 fields and args swapped for random JSON values, the whole gzipped and cut.
 
 The property: a Trace (and then an Analysis) comes back, or a `PistaError` with a one-line message;
-never any other exception. `tests/fuzz_long.py` runs the same strategies for as long as you like.
+never any other exception. The streamed reader (pista.trace.stream, for big files), forced onto the
+same inputs in small blocks, must give what the in-memory reader gives: the same trace or the same
+error. `tests/fuzz_long.py` runs the same strategies for as long as you like.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+import os
+import tempfile
+from collections.abc import Iterator
 from functools import cache
 
 import numpy as np
 from conftest import fixture
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_stream import assert_same
 
 from pista.errors import PistaError
 from pista.findings import analyze
 from pista.render import json as json_render
 from pista.table import render_text
+from pista.trace import load, stream
 from pista.trace.load import MAX_TIME_US, decode_trace
 
 SEEDS = ("seed_mm64_warm", "seed_mm64_cold", "gpu/pageable_memcpy", "seed_mm4096_compile")
@@ -201,10 +209,65 @@ def fuzz_one(data: bytes) -> None:
         check_analyze(trace)
 
 
+@contextlib.contextmanager
+def forced_stream(block: int, parallel: bool) -> Iterator[None]:
+    """Every file through the streamed reader, in blocks of `block` bytes, in two processes or one."""
+    saved = load.STREAM_MIN_BYTES, stream.BLOCK_BYTES, stream.PARALLEL_MIN_BYTES
+    load.STREAM_MIN_BYTES, stream.BLOCK_BYTES = 0, block
+    stream.PARALLEL_MIN_BYTES = 0 if parallel else 1 << 60
+    try:
+        yield
+    finally:
+        load.STREAM_MIN_BYTES, stream.BLOCK_BYTES, stream.PARALLEL_MIN_BYTES = saved
+
+
+def _read(path: str):
+    try:
+        return load.load_trace(path)
+    except PistaError as err:
+        assert_one_line(err)
+        return str(err)
+
+
+def fuzz_streamed(data: bytes, block: int, parallel: bool) -> None:
+    """The property of the streamed reader, for one input (also what tests/fuzz_long.py calls): the
+    in-memory reader's trace or error, whatever the blocks; then the analysis of that trace."""
+    with tempfile.NamedTemporaryFile(suffix=".json.gz" if data[:2] == b"\x1f\x8b" else ".json",
+                                     delete=False) as handle:
+        handle.write(data)
+    try:
+        saved = load.STREAM_MIN_BYTES
+        load.STREAM_MIN_BYTES = 1 << 60
+        try:
+            expected = _read(handle.name)
+        finally:
+            load.STREAM_MIN_BYTES = saved
+        with forced_stream(block, parallel):
+            got = _read(handle.name)
+        if isinstance(expected, str) or isinstance(got, str):
+            assert got == expected
+            return
+        assert_same(expected, got)
+        check_analyze(got)
+    finally:
+        os.unlink(handle.name)
+
+
 @CI
 @given(mutated_traces())
 def test_mutated_real_traces(data):
     fuzz_one(data)
+
+
+# Budget for CI: ~20 s more on the shared 2-core runner (tests/fuzz_long.py --streamed for long runs).
+STREAMED_CI_EXAMPLES = 600
+STREAM_BLOCKS = st.sampled_from([61, 509, 4096, 1 << 20])
+
+
+@settings(CI, max_examples=STREAMED_CI_EXAMPLES)
+@given(mutated_traces(), STREAM_BLOCKS, st.booleans())
+def test_mutated_real_traces_streamed(data, block, parallel):
+    fuzz_streamed(data, block, parallel)
 
 
 @settings(CI, max_examples=3000)

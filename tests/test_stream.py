@@ -182,6 +182,35 @@ def test_bad_inputs_keep_their_one_line_errors(tmp_path, always_stream, content)
     assert "\n" not in str(streamed_err.value)
 
 
+def test_an_overlong_digit_string_pid_is_one_lane_on_both_paths(tmp_path, always_stream):
+    # beyond int64 as digits: its own lane in memory, lane -1 on the streamed path before
+    events = TRICKY + [event(40, pid="123456789012345678901234", tid="99999999999999999999"),
+                       event(41, pid="123456789012345678901234", tid="-00000000000000000007"),
+                       {"ph": "s", "id": "77777777777777777777777", "pid": 7, "tid": 8, "ts": 1003.0,
+                        "cat": "ac2g", "name": "ac2g"}]
+    path = write_document(tmp_path / "long_pid.json", events * 3)
+    trace = load.load_trace(path)
+    assert isinstance(trace.raw_args, stream.OffsetArgs)  # read streamed
+    assert_same(in_memory(path), trace)
+    assert "123456789012345678901234" in trace.string_ids
+
+
+@pytest.mark.parametrize("layout", ["two keys", "nested decoy", "decoy in a string"])
+def test_the_event_list_is_the_one_the_in_memory_reader_takes(tmp_path, always_stream, layout):
+    # the streamed reader took the first "traceEvents" it saw, the in-memory one the document's last
+    decoy = json.dumps([event(k, name="decoy") for k in range(4)])
+    real = json.dumps(TRICKY * 2)
+    text = {"two keys": f'{{"traceEvents": {decoy}, "traceName": "x", "traceEvents": {real}}}',
+            "nested decoy": f'{{"x": {{"traceEvents": {decoy}}}, "traceEvents": {real}}}',
+            # a key that ends in "traceEvents" (after an escaped quote) holds the text "traceEvents"
+            "decoy in a string": f'{{"\\"traceEvents": {decoy}, "traceEvents": {real}}}'}[layout]
+    path = tmp_path / "keys.json"
+    path.write_text(text)
+    expected = in_memory(path)
+    assert "decoy" not in expected.names
+    assert_same(expected, load.load_trace(path))
+
+
 def _columns_in_a_worker(path):
     trace = stream.load_streamed(path, workers=2)
     return None if trace is None else (trace.ts.tolist(), trace.names)

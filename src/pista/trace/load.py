@@ -175,6 +175,10 @@ def max_unpacked() -> int:
 
 
 def too_big(path: object, limit: int) -> BadTrace:
+    if limit < max_unpacked():
+        return BadTrace(path, f"unpacks to more than {limit:,} bytes, more than this machine's memory can read "
+                              "whole (a damaged or odd stream the streamed reader leaves to the in-memory one), or "
+                              "a gzip bomb")
     return BadTrace(path, f"unpacks to more than {limit:,} bytes: a gzip bomb, or a bigger trace than pista "
                           "reads here (PISTA_MAX_UNPACKED sets the limit)")
 
