@@ -17,6 +17,7 @@ cuDNN, attention) have no FLOPs here.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from pista.opargs import op_args
 from pista.trace.facts import Facts, per_facts
 from pista.trace.model import Trace
 
@@ -308,9 +310,20 @@ class Gemm:
         return self.flops / max(float(dur_ns), 1.0) / 1e3
 
 
-class _OpArgs(msgspec.Struct, gc=False):
-    input_dims: Any = msgspec.field(name="Input Dims", default=None)
-    input_type: Any = msgspec.field(name="Input type", default=None)
+# Distinct (op, shapes) texts whose FLOPs, dtype or bytes are remembered: a trace has a few hundred,
+# the bound keeps a process that reads many traces from growing without end.
+MEMO_SIZE = 1 << 16
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _mnk_of(op: str, dims_text: bytes) -> tuple[int, int, int, int] | None:
+    """gemm_mnk of the op's `Input Dims` JSON text: computed once per distinct text."""
+    return gemm_mnk(op, msgspec.json.decode(dims_text))
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _dtype_of(op: str, types_text: bytes, kernel_name: str) -> str | None:
+    return gemm_dtype(op, msgspec.json.decode(types_text), kernel_name)
 
 
 def _longest_per_op(facts: Facts, kernels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -334,14 +347,14 @@ def gemms(facts: Facts) -> dict[int, Gemm]:
     out: dict[int, Gemm] = {}
     if kernels.size:
         picked, ops = _longest_per_op(facts, kernels)
-        for k, op, args in zip(picked.tolist(), ops.tolist(), trace.decode_args(ops.tolist(), _OpArgs), strict=True):
+        for k, op, args in zip(picked.tolist(), ops.tolist(), op_args(facts, ops.tolist()), strict=True):
             if args is None:
                 continue
             name = trace.event_name(op)
-            mnk = gemm_mnk(name, args.input_dims)
+            mnk = _mnk_of(name, args.dims_text)
             if mnk is None or not math.prod(mnk):
                 continue
-            out[k] = Gemm(k, op, 2.0 * math.prod(mnk), gemm_dtype(name, args.input_type, trace.event_name(k)), mnk)
+            out[k] = Gemm(k, op, 2.0 * math.prod(mnk), _dtype_of(name, args.types_text, trace.event_name(k)), mnk)
     return out
 
 
@@ -423,37 +436,71 @@ class _Bytes(msgspec.Struct, gc=False):
     bytes: int = -1
 
 
-@per_facts
 def memory_bytes(facts: Facts) -> dict[int, float]:
     """Device work event -> bytes it moved: a copy's or memset's own `bytes`; an elementwise, cast or
     reduction kernel's from its op's shapes and dtypes (every tensor input read once, an output the
     size of the largest input written once, reductions writing nothing of note), given to the op
     call's longest kernel. stream_fp32's `x.mul(2.0)` on 256 Mi floats: 2 GiB in 505 µs, 4.25 TB/s."""
+    plan = _byte_plan(facts)
+    return _traffic(facts, np.concatenate([plan.transfers, plan.picked]))
+
+
+@dataclass
+class _BytePlan:
+    """Which events memory_bytes counts, and what it has counted so far (None: no bytes known)."""
+
+    transfers: np.ndarray  # copies and memsets: their own `bytes`
+    picked: np.ndarray  # the longest memory-bound kernel of each op call: its op's shapes
+    ops: np.ndarray  # aligned with picked
+    fill: np.ndarray  # aligned with picked: the op only writes its tensor
+    reduces: np.ndarray  # aligned with picked: a reduction (writes nothing of note)
+    done: dict[int, float | None] = field(default_factory=dict)
+
+
+@per_facts
+def _byte_plan(facts: Facts) -> _BytePlan:
     from pista.purpose import CODE, classify
 
     trace = facts.trace
-    out: dict[int, float] = {}
     transfers = np.flatnonzero(facts.is_device_work & trace.category_mask({"gpu_memcpy", "gpu_memset"}))
-    for i, args in zip(transfers.tolist(), trace.decode_args(transfers.tolist(), _Bytes), strict=True):
-        if args is not None and args.bytes >= 0:
-            out[i] = float(args.bytes)
     codes = classify(facts)
     wanted = np.isin(codes, [CODE[p] for p in MEMORY_PURPOSES - {"copy", "memset"}])
     kernels = np.flatnonzero(wanted & facts.is_device_work & trace.category_mask({"kernel"}) & (facts.owner >= 0))
-    if kernels.size == 0:
-        return out
-    picked, ops = _longest_per_op(facts, kernels)
-    for k, op, args in zip(picked.tolist(), ops.tolist(), trace.decode_args(ops.tolist(), _OpArgs), strict=True):
-        if args is None:
-            continue
-        sizes = _tensor_bytes(args.input_dims, args.input_type)
-        if sizes:
-            if trace.event_name(op) in WRITE_ONLY_OPS:
-                out[k] = float(max(sizes))  # a fill writes its tensor and reads nothing
-                continue
-            written = 0 if codes[k] == CODE["reduction"] else max(sizes)
-            out[k] = float(sum(sizes) + written)
-    return out
+    picked, ops = _longest_per_op(facts, kernels) if kernels.size else (kernels, kernels)
+    fill = np.array([n in WRITE_ONLY_OPS for n in trace.names], dtype=bool)[trace.name[ops]]
+    return _BytePlan(transfers, picked, ops, fill, codes[picked] == CODE["reduction"])
+
+
+def _traffic(facts: Facts, events: np.ndarray) -> dict[int, float]:
+    """memory_bytes for these events only (in their order), reading the args of those not yet
+    counted: the terminal names 3 kernels, whose calls are a fraction of the trace's."""
+    plan = _byte_plan(facts)
+    done = plan.done
+    todo = np.asarray([k for k in events.tolist() if k not in done], dtype=np.int64)
+    if todo.size:
+        done.update(dict.fromkeys(todo.tolist()))
+        sent = plan.transfers[np.isin(plan.transfers, todo)].tolist()
+        for i, args in zip(sent, facts.trace.decode_args(sent, _Bytes), strict=True):
+            if args is not None and args.bytes >= 0:
+                done[i] = float(args.bytes)
+        mine = np.flatnonzero(np.isin(plan.picked, todo))
+        for k, args, fill, reduces in zip(plan.picked[mine].tolist(), op_args(facts, plan.ops[mine].tolist()),
+                                          plan.fill[mine].tolist(), plan.reduces[mine].tolist(), strict=True):
+            done[k] = None if args is None else _op_bytes(args.dims_text, args.types_text, fill, reduces)
+    return {k: done[k] for k in events.tolist() if done[k] is not None}
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _op_bytes(dims_text: bytes, types_text: bytes, fill: bool, reduces: bool) -> float | None:
+    """The bytes an op call moves, from its `Input Dims` and `Input type` JSON texts (once per
+    distinct pair): None without a tensor of known size."""
+    sizes = _tensor_bytes(msgspec.json.decode(dims_text), msgspec.json.decode(types_text))
+    if not sizes:
+        return None
+    if fill:
+        return float(max(sizes))  # a fill writes its tensor and reads nothing
+    written = 0 if reduces else max(sizes)
+    return float(sum(sizes) + written)
 
 
 def _tensor_bytes(dims: Any, types: Any) -> list[int]:
@@ -496,11 +543,12 @@ def kernel_rows(facts: Facts, limit: int | None = None) -> list[KernelRow]:
         return []
     card = card_of(trace)
     codes = classify(facts)
-    traffic = memory_bytes(facts)
     ids, inverse = np.unique(trace.name[idx], return_inverse=True)
     totals = np.bincount(inverse, weights=trace.dur[idx])
+    shown = np.argsort(-totals, kind="stable")[:limit]
+    traffic = _traffic(facts, idx[np.isin(inverse, shown)])  # the bytes of the rows shown only
     rows = []
-    for g in np.argsort(-totals, kind="stable").tolist()[:limit]:
+    for g in shown.tolist():
         members = idx[inverse == g]
         r = rate(facts, members, card)
         total_us = float(totals[g]) / 1000.0

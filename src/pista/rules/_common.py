@@ -9,7 +9,7 @@ import weakref
 import numpy as np
 
 from pista.findings import Evidence
-from pista.trace.facts import Facts
+from pista.trace.facts import Facts, per_facts
 
 # Runtime/driver calls that put a kernel (or copy/memset) on a stream, by name: is_launch covers every
 # runtime call (cudaMalloc, cudaDeviceGetAttribute...), which are not launches.
@@ -177,15 +177,28 @@ def names(facts: Facts) -> np.ndarray:
 
 def name_mask(facts: Facts, wanted: frozenset[str] | set[str]) -> np.ndarray:
     trace = facts.trace
-    ids = [i for i, n in enumerate(trace.names) if n in wanted]
-    return np.isin(trace.name, np.asarray(ids, dtype=trace.name.dtype))
+    return _named(facts, [i for i, n in enumerate(trace.names) if n in wanted])
 
 
 def pattern_mask(facts: Facts, pattern: re.Pattern[str]) -> np.ndarray:
-    """Events whose name matches: the regex runs over the interned names, not over events."""
-    trace = facts.trace
-    ids = [i for i, n in enumerate(trace.names) if pattern.search(n)]
-    return np.isin(trace.name, np.asarray(ids, dtype=trace.name.dtype))
+    """Events whose name matches: the regex runs over the interned names, not over events, once per
+    trace (rules and summaries ask for the same few patterns)."""
+    matching = _matching_names(facts)
+    if pattern not in matching:
+        matching[pattern] = [i for i, n in enumerate(facts.trace.names) if pattern.search(n)]
+    return _named(facts, matching[pattern])
+
+
+@per_facts
+def _matching_names(facts: Facts) -> dict[re.Pattern[str], list[int]]:
+    return {}
+
+
+def _named(facts: Facts, ids: list[int]) -> np.ndarray:
+    """Events whose interned name is one of `ids`: a table lookup per event (np.isin sorts)."""
+    table = np.zeros(len(facts.trace.names), dtype=bool)
+    table[ids] = True
+    return table[facts.trace.name]
 
 
 def kernels(facts: Facts) -> np.ndarray:
@@ -206,11 +219,10 @@ def nearest_ancestor(facts: Facts, mask: np.ndarray, inclusive: bool = True) -> 
         return cache[key]
     n = mask.shape[0]
     nearest = np.where(mask, np.arange(n), -1)  # inclusive answer
-    parent, depth = facts.parent, facts.depth
-    if n:
-        for level in range(1, int(depth.max()) + 1):
-            sel = np.flatnonzero((depth == level) & (parent >= 0) & (nearest < 0))
-            nearest[sel] = nearest[parent[sel]]
+    parent = facts.parent
+    for level in _levels(facts):
+        sel = level[nearest[level] < 0]
+        nearest[sel] = nearest[parent[sel]]
     if not inclusive:
         strict = np.full(n, -1, dtype=np.int64)
         has_parent = parent >= 0
@@ -218,6 +230,20 @@ def nearest_ancestor(facts: Facts, mask: np.ndarray, inclusive: bool = True) -> 
         nearest = strict
     cache[key] = nearest
     return nearest
+
+
+@per_facts
+def _levels(facts: Facts) -> list[np.ndarray]:
+    """The events with a parent, by tree level (1, 2, ... up to the deepest), for nearest_ancestor:
+    each of its passes then reads one level's events, not every event."""
+    depth, parent = facts.depth, facts.parent
+    if not depth.size:
+        return []
+    deepest = int(depth.max())
+    idx = np.flatnonzero((parent >= 0) & (depth >= 1))
+    idx = idx[np.argsort(depth[idx], kind="stable")]
+    bounds = np.searchsorted(depth[idx], np.arange(1, deepest + 2))
+    return [idx[bounds[k]:bounds[k + 1]] for k in range(deepest)]
 
 
 def busy_ns(facts: Facts, lo: int, hi: int) -> int:

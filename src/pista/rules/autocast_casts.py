@@ -40,6 +40,7 @@ into their neighbours.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -48,7 +49,9 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from pista.efficiency import MEMO_SIZE
 from pista.findings import Context, Evidence, Finding
+from pista.opargs import OpArgs, op_args
 from pista.purpose import CODE, classify
 from pista.rules._common import busy_ns_many, name_mask, nearest_ancestor, us
 from pista.trace.facts import Facts
@@ -115,13 +118,6 @@ class GradCast:
     kernel_us: float
 
 
-class _Args(msgspec.Struct, gc=False):
-    dims: Any = msgspec.field(name="Input Dims", default=None)
-    types: Any = msgspec.field(name="Input type", default=None)
-    seq: Any = msgspec.field(name="Sequence number", default=None)
-    concrete: Any = msgspec.field(name="Concrete Inputs", default=None)
-
-
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     if not facts.has_gpu:
@@ -138,25 +134,13 @@ def check(ctx: Context) -> list[Finding]:
     backward = np.where(copy_op >= 0, nearest_ancestor(facts, facts.is_host & name_mask(facts, BACKWARD))[copy_op],
                         -1)
     user = _users(facts, copy_op)
-    args = _decode(trace, {*copy_op[copy_op >= 0].tolist(), *user[user >= 0].tolist(),
-                           *backward[backward >= 0].tolist()})
-
-    forward: dict[int, tuple[int, int, tuple[int, ...]]] = {}  # kernel -> (copy op, user op, shape)
-    seqs = set()
-    for k, c, u, b in zip(casts.tolist(), copy_op.tolist(), user.tolist(), backward.tolist(), strict=True):
-        if c < 0 or u < 0 or b >= 0:
-            continue
-        shape = _first_shape(args.get(c))
-        if shape and _is_weight(args.get(u), shape):
-            forward[k] = (c, u, shape)
-            seq = args[c].seq if args.get(c) is not None else None
-            if isinstance(seq, int):
-                seqs.add(seq)
-    grads: dict[int, tuple[int, tuple[int, ...]]] = {}  # kernel -> (backward node, shape)
-    for k, c, b in zip(casts.tolist(), copy_op.tolist(), backward.tolist(), strict=True):
-        a = args.get(b) if b >= 0 else None
-        if a is not None and isinstance(a.seq, int) and a.seq in seqs:
-            grads[k] = (b, _first_shape(args.get(c)) or ())
+    # the args of the forward casts' ops first; the backward ones only where forward casts were found
+    ahead = (copy_op >= 0) & (user >= 0) & (backward < 0)
+    args = _decode(facts, {*copy_op[ahead].tolist(), *user[ahead].tolist()})
+    forward, seqs = _forward(args, casts, copy_op, user, backward)
+    if seqs:
+        args.update(_decode(facts, {*copy_op[backward >= 0].tolist(), *backward[backward >= 0].tolist()}))
+    grads = _grads(args, casts, copy_op, backward, seqs)
     if not forward:
         return []
     steps = ctx.step_count
@@ -164,7 +148,8 @@ def check(ctx: Context) -> list[Finding]:
     bwd_ns = float(sum(int(trace.dur[k]) for k in grads))
     weight_ns = fwd_ns + bwd_ns
     # the host side: each forward cast's aten::to under the op, each gradient's ToCopyBackward0
-    host_ops = {_cast_call(facts, c, u) for c, u, _ in forward.values()} | {b for b, _ in grads.values()}
+    pairs = np.array([(c, u) for c, u, _ in forward.values()], dtype=np.int64).reshape(-1, 2)
+    host_ops = set(_cast_calls(facts, pairs[:, 0], pairs[:, 1]).tolist()) | {b for b, _ in grads.values()}
     host_ns = float(sum(int(trace.dur[o]) for o in host_ops))
     ops = np.fromiter(host_ops, dtype=np.int64, count=len(host_ops))
     exposed_ns = float((trace.dur[ops] - busy_ns_many(facts, trace.ts[ops], trace.ts[ops] + trace.dur[ops])).sum())
@@ -187,31 +172,66 @@ def check(ctx: Context) -> list[Finding]:
     return [Finding(ID, record, impact, _evidence(facts, forward, grads))]
 
 
-def _cast_call(facts: Facts, copy: int, user: int) -> int:
-    """The outermost cast op under the user op (aten::to > aten::_to_copy): the host's cast call."""
-    j = copy
-    while int(facts.parent[j]) >= 0 and int(facts.parent[j]) != user:
-        j = int(facts.parent[j])
-    return j
+def _forward(args: dict[int, OpArgs | None], casts: np.ndarray, copy_op: np.ndarray, user: np.ndarray,
+             backward: np.ndarray) -> tuple[dict[int, tuple[int, int, tuple[int, ...]]], set[int]]:
+    """kernel -> (copy op, user op, shape) of the forward casts of an op's weight or bias, and their
+    copy ops' autograd sequence numbers."""
+    ahead = (copy_op >= 0) & (user >= 0) & (backward < 0)
+    forward: dict[int, tuple[int, int, tuple[int, ...]]] = {}
+    seqs = set()
+    for k, c, u in zip(casts[ahead].tolist(), copy_op[ahead].tolist(), user[ahead].tolist(), strict=True):
+        shape = _first_shape(args[c])
+        if shape and _is_weight(args[u], shape):
+            forward[k] = (c, u, shape)
+            seq = args[c].seq if args[c] is not None else None
+            if isinstance(seq, int):
+                seqs.add(seq)
+    return forward, seqs
+
+
+def _grads(args: dict[int, OpArgs | None], casts: np.ndarray, copy_op: np.ndarray, backward: np.ndarray,
+           seqs: set[int]) -> dict[int, tuple[int, tuple[int, ...]]]:
+    """kernel -> (backward node, shape) of the casts of those weights' gradients back (the
+    ToCopyBackward0 of a forward cast's sequence number)."""
+    grads: dict[int, tuple[int, tuple[int, ...]]] = {}
+    if not seqs:
+        return grads
+    behind = backward >= 0
+    for k, c, b in zip(casts[behind].tolist(), copy_op[behind].tolist(), backward[behind].tolist(), strict=True):
+        node = args[b]
+        if node is not None and isinstance(node.seq, int) and node.seq in seqs:
+            grads[k] = (b, _first_shape(args[c]) or ())
+    return grads
+
+
+def _cast_calls(facts: Facts, copies: np.ndarray, users: np.ndarray) -> np.ndarray:
+    """Per forward cast, the outermost cast op under its user op (aten::to > aten::_to_copy): the
+    host's cast call. All walk up the tree together, one level a pass."""
+    j = copies.copy()
+    while True:
+        up = facts.parent[j]
+        step = (up >= 0) & (up != users)
+        if not step.any():
+            return j
+        j[step] = up[step]
 
 
 def _users(facts: Facts, copy_op: np.ndarray) -> np.ndarray:
     """Per cast: the op it was cast for (the first ancestor above aten::to/_to_copy) if autocast's."""
     trace = facts.trace
-    wrappers = {i for i, n in enumerate(trace.names) if n in CAST_WRAPPERS}
-    out = np.full(copy_op.size, -1, dtype=np.int64)
-    for n, c in enumerate(copy_op.tolist()):
-        j = int(facts.parent[c]) if c >= 0 else -1
-        while j >= 0 and int(trace.name[j]) in wrappers:
-            j = int(facts.parent[j])
-        if j >= 0 and AUTOCAST_OPS.search(trace.event_name(j)):
-            out[n] = j
-    return out
+    wrapper = np.array([n in CAST_WRAPPERS for n in trace.names] + [False], dtype=bool)
+    autocast = np.array([AUTOCAST_OPS.search(n) is not None for n in trace.names] + [False], dtype=bool)
+    name = np.append(trace.name, len(trace.names))  # index -1 (no event) reads the last, a False
+    parent = np.append(facts.parent, -1)
+    j = np.where(copy_op >= 0, parent[copy_op], -1)
+    while (step := wrapper[name[j]]).any():  # climb the wrappers, all casts at once
+        j[step] = parent[j[step]]
+    return np.where(autocast[name[j]], j, -1)
 
 
-def _decode(trace, ops: set[int]) -> dict[int, _Args | None]:
+def _decode(facts: Facts, ops: set[int]) -> dict[int, OpArgs | None]:
     idx = sorted(ops)
-    return dict(zip(idx, trace.decode_args(idx, _Args), strict=True))
+    return dict(zip(idx, op_args(facts, idx), strict=True))
 
 
 def _shape(value: Any) -> tuple[int, ...] | None:
@@ -220,18 +240,30 @@ def _shape(value: Any) -> tuple[int, ...] | None:
     return None
 
 
-def _first_shape(a: _Args | None) -> tuple[int, ...] | None:
-    return _shape(a.dims[0]) if a is not None and isinstance(a.dims, list) and a.dims else None
+def _first_shape(a: OpArgs | None) -> tuple[int, ...] | None:
+    return None if a is None else _first_shape_of(a.dims_text)
 
 
-def _is_weight(a: _Args | None, shape: tuple[int, ...]) -> bool:
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _first_shape_of(dims_text: bytes) -> tuple[int, ...] | None:
+    dims = msgspec.json.decode(dims_text)
+    return _shape(dims[0]) if isinstance(dims, list) and dims else None
+
+
+def _is_weight(a: OpArgs | None, shape: tuple[int, ...]) -> bool:
     """The cast tensor is one of the op's arguments after the first (weight, bias), not its input."""
-    if a is None or not isinstance(a.dims, list):
+    return a is not None and _is_weight_of(a.dims_text, shape)
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _is_weight_of(dims_text: bytes, shape: tuple[int, ...]) -> bool:
+    dims = msgspec.json.decode(dims_text)
+    if not isinstance(dims, list):
         return False
-    return any(_shape(d) == shape for d in a.dims[1:])
+    return any(_shape(d) == shape for d in dims[1:])
 
 
-def _dtypes(args: dict[int, _Args | None], copies: list[int]) -> tuple[str, str]:
+def _dtypes(args: dict[int, OpArgs | None], copies: list[int]) -> tuple[str, str]:
     """The weights' dtype (the copy's input type) and the one autocast cast them to (the copy's
     dtype argument, a ScalarType code in `Concrete Inputs`)."""
     for c in copies:

@@ -30,6 +30,7 @@ kernel (Triton).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -38,8 +39,9 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from pista.efficiency import PRACTICAL_SHARE_HBM, card_of
+from pista.efficiency import MEMO_SIZE, PRACTICAL_SHARE_HBM, card_of
 from pista.findings import Context, Evidence, Finding
+from pista.opargs import op_args
 from pista.purpose import CODE, classify
 from pista.rules._common import COMPILED_REGION, nearest_ancestor, pattern_mask, us
 from pista.trace.facts import Facts
@@ -98,11 +100,6 @@ class ChainKernel:
     tbps: float
 
 
-class _Args(msgspec.Struct, gc=False):
-    dims: Any = msgspec.field(name="Input Dims", default=None)
-    types: Any = msgspec.field(name="Input type", default=None)
-
-
 @dataclass(frozen=True)
 class _Kernel:
     index: int
@@ -144,7 +141,6 @@ def check(ctx: Context) -> list[Finding]:
 
 def _candidates(facts: Facts) -> dict[int, _Kernel]:
     """Elementwise kernels launched by an eager op with a recorded first tensor: their bytes."""
-    trace = facts.trace
     codes = classify(facts)
     idx = np.flatnonzero((codes == CODE["elementwise"]) & ~pattern_mask(facts, COMPILED_KERNEL)
                          & (facts.owner >= 0))
@@ -156,10 +152,10 @@ def _candidates(facts: Facts) -> dict[int, _Kernel]:
     idx = idx[compiled[facts.owner[idx]] < 0]
     ops = facts.owner[idx]
     out = {}
-    for k, op, a in zip(idx.tolist(), ops.tolist(), trace.decode_args(ops.tolist(), _Args), strict=True):
-        kernel = _sized(k, op, a)
-        if kernel is not None:
-            out[k] = kernel
+    for k, op, a in zip(idx.tolist(), ops.tolist(), op_args(facts, ops.tolist()), strict=True):
+        size = None if a is None else _size_of(a.dims_text, a.types_text)
+        if size is not None:
+            out[k] = _Kernel(k, op, *size)
     return out
 
 
@@ -169,16 +165,20 @@ def _shape(value: Any) -> tuple[int, ...] | None:
     return None
 
 
-def _sized(k: int, op: int, a: _Args | None) -> _Kernel | None:
-    if a is None or not isinstance(a.dims, list) or not isinstance(a.types, list) or not a.dims:
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _size_of(dims_text: bytes, types_text: bytes) -> tuple[int, tuple[int, ...], str, int] | None:
+    """(numel, shape, dtype, bytes) of an op from its `Input Dims` and `Input type` JSON texts,
+    once per distinct pair; None without a first tensor of a known dtype."""
+    dims, types = msgspec.json.decode(dims_text), msgspec.json.decode(types_text)
+    if not isinstance(dims, list) or not isinstance(types, list) or not dims:
         return None
-    shape = _shape(a.dims[0])
-    dtype = a.types[0] if a.types and isinstance(a.types[0], str) else ""
+    shape = _shape(dims[0])
+    dtype = types[0] if types and isinstance(types[0], str) else ""
     if shape is None or dtype not in ITEM_BYTES:
         return None
     numel = math.prod(shape)
-    full = sum(1 for d in a.dims if _shape(d) is not None and math.prod(_shape(d) or ()) == numel)
-    return _Kernel(k, op, numel, shape, dtype, numel * ITEM_BYTES[dtype] * (full + 1))
+    full = sum(1 for d in dims if _shape(d) is not None and math.prod(_shape(d) or ()) == numel)
+    return numel, shape, dtype, numel * ITEM_BYTES[dtype] * (full + 1)
 
 
 def _ceiling(facts: Facts, candidates: dict[int, _Kernel]) -> tuple[float, str, str]:

@@ -39,11 +39,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
 import numpy as np
 
 from pista.efficiency import GEMM_OPS, gemm_mnk
 from pista.findings import Context, Evidence, Finding
+from pista.opargs import OpArgs, op_args
 from pista.rules._common import name_mask, nearest_ancestor, us
 from pista.trace.facts import Facts
 
@@ -99,10 +99,6 @@ class EpilogueCall:
     kernel_us: float
 
 
-class _Args(msgspec.Struct, gc=False):
-    dims: Any = msgspec.field(name="Input Dims", default=None)
-
-
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     if not facts.has_gpu:
@@ -125,8 +121,8 @@ def check(ctx: Context) -> list[Finding]:
     if gemms.size == 0:
         return []
     work = _work_under(facts, np.concatenate([gemms, nxt]))
-    args = dict(zip(np.concatenate([gemms, nxt]).tolist(),
-                    trace.decode_args(np.concatenate([gemms, nxt]).tolist(), _Args), strict=True))
+    both = np.concatenate([gemms, nxt]).tolist()
+    args = dict(zip(both, op_args(facts, both), strict=True))
     hits = []
     for g, e in zip(gemms.tolist(), nxt.tolist(), strict=True):
         match = _epilogue(trace.event_name(g), args.get(g), trace.event_name(e), args.get(e))
@@ -191,7 +187,7 @@ def _shape(value: Any) -> tuple[int, ...] | None:
     return None
 
 
-def _epilogue(gemm: str, g: _Args | None, op: str, e: _Args | None) -> tuple[str, tuple[int, ...],
+def _epilogue(gemm: str, g: OpArgs | None, op: str, e: OpArgs | None) -> tuple[str, tuple[int, ...],
                                                                                tuple[int, ...] | None] | None:
     """(kind, output shape, bias shape) when op works on the GEMM's output, else None."""
     if g is None or e is None or not isinstance(e.dims, list) or not e.dims:
