@@ -7,9 +7,13 @@ import csv
 import gzip
 import io
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -207,3 +211,113 @@ def test_memory_events_have_byte_columns():
                        max(a["Total Reserved"] for a in cuda))
     # without profile_memory the table is there, empty
     assert query(open_trace(str(fixture("gpu/host_sync_item"))), "SELECT count(*) FROM memory")[1] == [(0,)]
+
+
+# -- hostile queries and hostile names ----------------------------------------------------------
+
+# Op names a spreadsheet would run as formulas, or that would break a CSV row or a terminal line.
+HOSTILE_NAMES = ['=HYPERLINK("http://x.example","click")', "+1+1", "-2", "@SUM(A1)", "\tx", "\rx", "a\rb",
+                 "line\nbreak", "\x1b]0;pwned\x07title", "plain"]
+
+
+def _hostile_trace(tmp_path):
+    events = [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 10.0 * i, "dur": 5.0}
+              for i, name in enumerate(HOSTILE_NAMES)]
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    return str(path)
+
+
+def _one_line_error(done) -> str:
+    assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stderr)
+    assert done.stderr.startswith("pista: error: SQL: ") and done.stderr.count("\n") == 1, done.stderr
+    return done.stderr
+
+
+def test_csv_defuses_formulas_and_quotes_a_bare_cr(tmp_path):
+    sql = "SELECT name, -5 AS n, dur_ns FROM ops ORDER BY idx"
+    out = subprocess.run([sys.executable, "-m", "pista", "sql", _hostile_trace(tmp_path), sql, "--format", "csv"],
+                         capture_output=True, check=True).stdout.decode()  # bytes: text mode would eat the \r
+    rows = list(csv.reader(io.StringIO(out, newline="")))
+    assert rows[0] == ["name", "n", "dur_ns"]
+    assert len(rows) == len(HOSTILE_NAMES) + 1  # no name split its row
+    defused = ["'" + n if n[0] in "=+-@\t\r" else n for n in HOSTILE_NAMES]
+    assert [r[0] for r in rows[1:]] == defused
+    assert {(r[1], r[2]) for r in rows[1:]} == {("-5", "5000")}  # numbers stay numbers, -5 included
+    assert out.endswith("\n") and "\r\n" not in out
+
+
+def test_table_output_shows_control_characters(tmp_path):
+    out = pista(_hostile_trace(tmp_path), "SELECT name FROM ops ORDER BY idx").stdout
+    lines = out.splitlines()
+    assert len(lines) == len(HOSTILE_NAMES) + 3  # header, rule, rows, count: one line each
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", out)
+    assert "\\x1b]0;pwned\\x07title" in out and "a\\x0db" in out and "line\\nbreak" in out
+
+
+def test_a_runaway_query_stops_at_the_timeout(tmp_path):
+    start = time.monotonic()
+    err = _one_line_error(pista(_hostile_trace(tmp_path), "SELECT count(*) FROM range(1e15::BIGINT)",
+                                "--timeout", "1"))
+    assert "ran past 1 s" in err and time.monotonic() - start < 30
+    assert "--timeout" in pista(_hostile_trace(tmp_path), "SELECT 1", "--timeout", "-1").stderr
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_a_running_query(tmp_path, sig, code):
+    # before: DuckDB held the main thread, so Ctrl-C waited for a query that never ends
+    proc = subprocess.Popen([sys.executable, "-m", "pista", "sql", _hostile_trace(tmp_path),
+                             "SELECT count(*) FROM range(1e15::BIGINT)", "--timeout", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _wait_for_cpu(proc.pid, seconds=3.0)  # past the start-up (~0.5 s): the query is running
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (proc.returncode, out, err.decode().count("\n")) == (code, b"", 1)
+
+
+def _wait_for_cpu(pid: int, seconds: float) -> None:
+    """Until the process has used `seconds` of CPU (Linux /proc; elsewhere a fixed wait)."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            time.sleep(5)
+            return
+        if (int(fields[11]) + int(fields[12])) / ticks >= seconds:
+            return
+        time.sleep(0.05)
+
+
+def test_a_query_writes_nothing_under_the_current_folder(tmp_path):
+    # DuckDB's default temp directory, .tmp here, stayed writable under enable_external_access=false
+    trace = _hostile_trace(tmp_path)
+    (tmp_path / ".tmp").mkdir()
+    for sql in ("COPY (SELECT 'x') TO '.tmp/out.csv'", "COPY (SELECT 'x') TO '.tmp/out.parquet' (FORMAT parquet)"):
+        done = subprocess.run([sys.executable, "-m", "pista", "sql", trace, sql], capture_output=True, text=True,
+                              cwd=tmp_path)
+        assert "Permission Error" in _one_line_error(done)
+    assert list((tmp_path / ".tmp").iterdir()) == []
+    settings = pista(trace, "SELECT current_setting('temp_directory') AS t, current_setting('memory_limit') AS m",
+                     "--format", "json")
+    row = json.loads(settings.stdout)[0]
+    assert row["t"] == ""  # no spilling: nothing written anywhere
+    from pista.sql import memory_limit
+
+    assert _bytes(row["m"]) == pytest.approx(_bytes(memory_limit()), rel=0.01)  # DuckDB prints 1 decimal
+
+
+def _bytes(text: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+) ?([KMGT]i?B)", text).groups()
+    return float(number) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[unit[0]]
+
+
+@pytest.mark.parametrize("sql", ["SELECT INTERVAL '2147483647 months'", "SELECT to_days(2147483647)"])
+def test_values_python_cannot_hold_are_one_line(tmp_path, sql):
+    # before: OverflowError from the result's conversion, exit 3 (an 'internal error')
+    assert "does not fit Python's types" in _one_line_error(pista(_hostile_trace(tmp_path), sql))

@@ -5,11 +5,12 @@ sent out of band (pickle protocol 5), so the child never holds a second copy of 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 # Set in processes that must not fork (a pool's rank workers: the pool already fills the cores).
@@ -18,6 +19,10 @@ DISABLED = False
 JOIN_TIMEOUT_S = 5.0
 # prctl(2) option: the signal the kernel sends this process when its parent dies (Linux only).
 _PR_SET_PDEATHSIG = 1
+# The signals that unwind pista (Ctrl-C, SIGTERM: their handlers raise). Held back while a child
+# is forked: raised inside fork's at-fork callbacks (logging's lock release), the exception is
+# printed and dropped, and the run goes on as if it had never been signalled.
+_UNWINDING = {signal.SIGINT, signal.SIGTERM}
 
 
 class Forked:
@@ -95,11 +100,31 @@ def fork_call(target: Callable[..., Any], *args: Any) -> Forked | None:
         receiver, sender = ctx.Pipe(duplex=False)
         child = ctx.Process(target=_run, args=(target, args, sender, receiver, os.getpid()),
                             daemon=True)
-        child.start()
+        with signals_held():
+            child.start()
     except (ValueError, OSError, AssertionError):
         return None
     sender.close()
     return Forked(child, receiver)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block ends (around forks: see _UNWINDING). A child forked
+    inside starts with them blocked too: it calls release_signals()."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _UNWINDING)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def release_signals() -> None:
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _UNWINDING)
 
 
 def die_with_parent(parent: int) -> None:
@@ -126,6 +151,7 @@ def _run(target: Callable[..., Any], args: tuple[Any, ...], sender: Any, receive
     exit (atexit hooks, flushing a copy of the parent's unwritten stdout a second time)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops us
     die_with_parent(parent)
+    release_signals()
     receiver.close()
     try:
         outcome = target(*args)

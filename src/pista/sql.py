@@ -315,7 +315,7 @@ def memory_limit() -> str:
         ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
         return "80%"
-    return f"{max(1, int(ram * MEMORY_SHARE) >> 20)}MB"
+    return f"{max(1, int(ram * MEMORY_SHARE) >> 20)}MiB"
 
 
 def query(facts: Facts, sql: str,

@@ -7,6 +7,7 @@ only those small summaries travel back, never a Trace.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -66,8 +67,10 @@ def pool_size(workers: int | None, ranks: int, notices: list[str]) -> int:
 def _pooled(paths: Sequence[str], work: partial, n: int) -> list[RankSummary]:
     pool = ProcessPoolExecutor(max_workers=n, initializer=_worker_start, initargs=(os.getpid(),))
     try:
-        # a few files per task: thousands of small traces cost less in pickling round trips
-        summaries = list(pool.map(work, paths, chunksize=max(1, len(paths) // (4 * n))))
+        with forked.signals_held():  # map() forks the workers, then queues every task
+            # a few files per task: thousands of small traces cost less in pickling round trips
+            results = pool.map(work, paths, chunksize=max(1, len(paths) // (4 * n)))
+        summaries = list(results)
     except BaseException:  # Ctrl-C, SIGTERM (cli raises Terminated): stop the workers now
         _stop(pool)
         raise
@@ -82,6 +85,7 @@ def _worker_start(parent: int) -> None:
     forked.DISABLED = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     forked.die_with_parent(parent)
+    forked.release_signals()
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
@@ -114,7 +118,8 @@ def _dask(paths: Sequence[str], work: partial, scheduler: str | None) -> list[Ra
         _quiet_dask()
         raise
     finally:
-        client.close(timeout=CLOSE_TIMEOUT_S)
+        with contextlib.suppress(Exception):  # the results are in, or the run is over: a slow close is no error
+            client.close(timeout=CLOSE_TIMEOUT_S)
 
 
 def _probe(scheduler: str) -> None:
