@@ -1,9 +1,10 @@
 """The long fuzz run: tests/test_fuzz.py's strategies for as long as you give it.
 
-    /work/venv/bin/python tests/fuzz_long.py --seconds 600 [--save DIR]
+    /work/venv/bin/python tests/fuzz_long.py --seconds 600 [--save DIR] [--streamed]
 
 Every input is checked against the same property as the CI test (a Trace and an Analysis, or a
-one-line PistaError). Unlike the CI test it does not stop at the first failure: it counts the
+one-line PistaError); with --streamed, the streamed reader's (forced onto each input, in blocks of
+61 bytes to 1 MB, one process or two) against the in-memory reader's: the same trace or error. Unlike the CI test it does not stop at the first failure: it counts the
 examples, groups failures by where they were raised, keeps the smallest input of each group (under
 --save) and prints a summary. Exit code 1 if anything failed.
 """
@@ -22,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from test_fuzz import fuzz_one, json_values, mutated_traces  # noqa: E402
+from test_fuzz import STREAM_BLOCKS, fuzz_one, fuzz_streamed, json_values, mutated_traces  # noqa: E402
 
 
 class _TimeUp(Exception):
@@ -41,6 +42,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=600)
     parser.add_argument("--save", type=Path, default=None, help="folder for one failing input per site")
+    parser.add_argument("--streamed", action="store_true", help="the streamed reader against the in-memory one")
     args = parser.parse_args()
 
     deadline = time.monotonic() + args.seconds
@@ -48,12 +50,15 @@ def main() -> int:
     failures: dict[str, tuple[int, bytes, str]] = {}
     failure_count: Counter[str] = Counter()
 
-    def check(kind: str, data: bytes) -> None:
+    def check(kind: str, data: bytes, block: int = 0, parallel: bool = False) -> None:
         if time.monotonic() > deadline:
             raise _TimeUp
         examples[kind] += 1
         try:
-            fuzz_one(data)
+            if args.streamed:
+                fuzz_streamed(data, block, parallel)
+            else:
+                fuzz_one(data)
         except Exception as err:  # noqa: BLE001 - every kind of failure is what we are counting
             site = where(err)
             failure_count[site] += 1
@@ -64,21 +69,21 @@ def main() -> int:
                      suppress_health_check=list(HealthCheck))
 
     @quick
-    @given(mutated_traces())
-    def mutated(data: bytes) -> None:
-        check("mutated real traces", data)
+    @given(mutated_traces(), STREAM_BLOCKS, st.booleans())
+    def mutated(data: bytes, block: int, parallel: bool) -> None:
+        check("mutated real traces", data, block, parallel)
 
     @quick
-    @given(st.binary(max_size=4096))
-    def arbitrary(data: bytes) -> None:
-        check("arbitrary bytes", data)
+    @given(st.binary(max_size=4096), STREAM_BLOCKS, st.booleans())
+    def arbitrary(data: bytes, block: int, parallel: bool) -> None:
+        check("arbitrary bytes", data, block, parallel)
 
     @quick
-    @given(json_values)
-    def documents(value: object) -> None:
+    @given(json_values, STREAM_BLOCKS, st.booleans())
+    def documents(value: object, block: int, parallel: bool) -> None:
         import json
 
-        check("arbitrary JSON", json.dumps({"traceEvents": value}, allow_nan=True).encode())
+        check("arbitrary JSON", json.dumps({"traceEvents": value}, allow_nan=True).encode(), block, parallel)
 
     # most of the time on mutated real traces, the rest on the blind strategies
     share = {mutated: 0.8, arbitrary: 0.1, documents: 0.1}

@@ -108,6 +108,14 @@ def test_a_step_number_of_5000_digits_is_skipped_with_a_notice(tmp_path, capsys)
         assert "numbered past int64" in capsys.readouterr().err
 
 
+def test_a_time_far_before_zero_is_skipped(tmp_path):
+    # ts -2e15 µs with one at +4e15 µs: a span of 6e18 ns plus the durations, near int64's end
+    events = [op(ts=-2e15), op(ts=4e15), op(ts=4e15 + 10)]
+    trace = load_trace(write(tmp_path / "far.json", events))
+    assert len(trace) == 2 and (trace.ts > 0).all()
+    assert any("skipped 1 malformed event(s) of 3" in n for n in trace.notices)
+
+
 # -- 4: JSON that is no trace -----------------------------------------------------------------
 
 NOT_TRACES = {

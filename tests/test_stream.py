@@ -211,6 +211,17 @@ def test_the_event_list_is_the_one_the_in_memory_reader_takes(tmp_path, always_s
     assert_same(expected, load.load_trace(path))
 
 
+@pytest.mark.parametrize("last", ['"a string"', "5", "[]", "null"])
+def test_an_entry_that_is_no_event_after_the_last_one_is_counted_as_before(tmp_path, always_stream, last):
+    # found by the streamed fuzz run: the streamed reader read past it silently, the in-memory one
+    # counts it as a skipped entry
+    path = tmp_path / "tail.json"
+    path.write_text('{"traceEvents": [' + ", ".join(json.dumps(e) for e in TRICKY) + ", " + last + "]}")
+    expected = in_memory(path)
+    assert any("skipped 1 malformed" in n for n in expected.notices)
+    assert_same(expected, load.load_trace(path))
+
+
 def _columns_in_a_worker(path):
     trace = stream.load_streamed(path, workers=2)
     return None if trace is None else (trace.ts.tolist(), trace.names)

@@ -79,10 +79,6 @@ class Unstreamable(Exception):
     """The file is not the plain shape the streamed path handles; the in-memory loader takes it."""
 
 
-# Times past this many microseconds are not times; events with them go to the in-memory loader,
-# which skips and counts them (the same bound as there).
-MAX_TIME_US = load.MAX_TIME_US
-
 
 class _IdArgs(Struct, gc=False):
     """The ids the in-memory loader reads from args, read the same way."""
@@ -411,9 +407,7 @@ def _event_offsets(segment: bytearray, origin: int, part: _Part) -> tuple[np.nda
         return np.empty(0, np.int64), np.empty(0, np.int64)
     lengths = np.fromiter(map(len, raws), dtype=np.int64, count=n)
     del raws
-    first = 1
-    while segment[first] in _WHITESPACE:
-        first += 1
+    first = _SPACES.match(segment, 1).end()  # type: ignore[union-attr]
     separator = b""
     if n > 1:
         after = first + int(lengths[0])
@@ -449,9 +443,7 @@ def _separator_offsets(segment: bytearray, origin: int,
     if not separator or b"\n" not in separator:
         return None
     codes = np.frombuffer(segment, dtype=np.uint8)
-    first = 1
-    while first < len(segment) and segment[first] in _WHITESPACE:
-        first += 1
+    first = _SPACES.match(segment, 1).end()  # type: ignore[union-attr]
     if first >= len(segment) or segment[first] != _OPEN_BRACE:
         return None
     width = len(separator) + 1  # the "}" and the separator before an event's "{"
@@ -620,6 +612,10 @@ class _LongRun:
 
     def add(self, buf: bytes) -> bool:
         """Take the next block; whether the run is done (an event or the array ended in it)."""
+        if self.done:  # (the carry it began with held the end): the rest is not scanned
+            self.blocks.append(buf)
+            self.size += len(buf)
+            return True
         starts, ends = _scan_block(buf, self.origin + self.size, self.state)
         self.blocks.append(buf)
         self.size += len(buf)
@@ -633,6 +629,10 @@ class _LongRun:
                 self._squeeze()
         if self.size > MAX_EVENT_BYTES:
             raise Unstreamable("an event bigger than MAX_EVENT_BYTES: the in-memory loader decides")
+        return self.done
+
+    @property
+    def done(self) -> bool:
         return self.last_end >= 0 or self.state.ended
 
     def _squeeze(self) -> None:
@@ -650,6 +650,7 @@ def _take_run_end(window: bytes, origin: int, part: _Part, names: _Interner, cat
     """Decode a finished long run's complete events, found by the exact scan; returns the cut."""
     starts, ends, state = _exact_offsets(window, origin)
     if state.ended:
+        _check_tail(window, origin, ends, state.end_offset - origin, part)
         cut = _take(window, state.end_offset - origin - 1, origin, part, names, cats, exact=True)
         part.end_offset = state.end_offset
         return cut
@@ -663,13 +664,25 @@ def _finish(window: bytes, origin: int, bounded: bool, part: _Part, names: _Inte
     if bounded:
         if state.ended or state.depth or state.in_string or state.escape_next:
             raise _FakeSplit
+        _check_tail(window, origin, ends, len(window), part)
         if ends.size:
             _take(window, int(ends[-1]) - origin, origin, part, names, cats, exact=True)
         return
     if not state.ended:
         raise Unstreamable("the traceEvents array never closes (cut-off file)")
+    _check_tail(window, origin, ends, state.end_offset - origin, part)
     _take(window, state.end_offset - origin - 1, origin, part, names, cats, exact=True)
     part.end_offset = state.end_offset
+
+
+def _check_tail(window: bytes, origin: int, ends: np.ndarray, stop: int, part: _Part) -> None:
+    """What follows the last complete event, up to window[stop], is read by no decode: it must be
+    whitespace and at most the comma after an event (a string or number there is an entry the
+    in-memory loader counts as skipped)."""
+    after_event = bool(ends.size) or part.count > 0
+    rest = window[(int(ends[-1]) - origin + 1 if ends.size else 0) : stop]
+    if rest.translate(None, b" \t\r\n,") or rest.count(b",") > int(after_event):
+        raise Unstreamable("an entry that is not an event object after the last event")
 
 
 class _CountMismatch(Unstreamable):
