@@ -183,15 +183,12 @@ def test_step_number_past_bigint(tmp_path):
     path = tmp_path / "hugestep.json"
     path.write_text(json.dumps(doc))
     cli = pista(str(path), "select 1")
-    assert cli.returncode == 0 and cli.stderr == "", cli.stderr
+    # the reader skips that event (no BIGINT holds its number), with a notice; sql runs on the rest
+    assert cli.returncode == 0 and "numbered past int64" in cli.stderr and cli.stderr.count("\n") == 1
     facts = derive(load_trace(path))
-    # the step stays a region, without a number; the other steps keep theirs
     _, rows = query(facts, "SELECT e.name, s.step FROM steps s JOIN events e USING (idx) ORDER BY s.start_ns")
-    assert rows == [(HUGE, None)] + [(e["name"], int(e["name"].split("#")[1])) for e in steps[1:]]
-    assert one(facts, f"SELECT count(*) FROM events WHERE step IS NULL AND name = '{HUGE}'") == 1
-    assert one(facts, "SELECT count(DISTINCT step) FROM ops") == len(steps) - 1
-    # evidence points at events of that step too: a NULL step there, and BIGINT throughout
-    assert one(facts, "SELECT count(*) FROM evidence WHERE step IS NULL") > 0
+    assert rows == [(e["name"], int(e["name"].split("#")[1])) for e in steps[1:]]
+    assert one(facts, f"SELECT count(*) FROM events WHERE name = '{HUGE}'") == 0
     assert one(facts, "SELECT DISTINCT typeof(step) FROM evidence") == "BIGINT"
 
 
