@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     dist.add_argument("--engine", choices=("local", "dask"), default="local",
                       help="where ranks are parsed: a local process pool (default) or a Dask cluster")
     dist.add_argument("--scheduler", metavar="ADDR", help="the Dask scheduler's address (with --engine dask)")
-    dist.add_argument("--workers", type=int, metavar="N", help="local processes (default: one per core)")
+    dist.add_argument("--workers", type=int, metavar="N",
+                      help="local processes (default and most: one per usable core, and per rank)")
 
 
 def run(args: argparse.Namespace) -> int:
