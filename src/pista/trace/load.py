@@ -54,8 +54,9 @@ MAX_UNPACKED_BYTES = 64 << 30
 # The in-memory loader holds the JSON and its decoded events (~4x the text): past this share of the
 # RAM it cannot finish, so a bigger stream is refused instead of running the machine out of memory.
 IN_MEMORY_RAM_SHARE = 0.25
-# Unpacked in pieces of this size, counted as they come.
-GUNZIP_CHUNK = 16 << 20
+# Unpacked in pieces of this size, counted as they come (a trace up to this size is one piece, not
+# copied again to join pieces: as fast as gzip.decompress).
+GUNZIP_CHUNK = 64 << 20
 # Salvage: how many pieces to join when one piece alone does not decode (a false event start inside
 # a string or an args list splits one event in several).
 SALVAGE_MAX_JOIN = 8
@@ -246,7 +247,7 @@ def _gunzip(data: bytes, cap: int) -> tuple[bytes, bool]:
                 chunks.append(chunk)
     except (EOFError, OSError, zlib.error):
         return _gunzip_prefix(data, cap), False
-    return b"".join(chunks), True
+    return (chunks[0] if len(chunks) == 1 else b"".join(chunks)), True
 
 
 def _gunzip_prefix(data: bytes, cap: int) -> bytes:
