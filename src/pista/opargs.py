@@ -11,6 +11,7 @@ as `Trace.decode_args` gives it.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -80,10 +81,9 @@ def op_args(facts: Facts, indices: Sequence[int]) -> list[OpArgs | None]:
     """The recorded fields of these events (Python ints: `array.tolist()`; None where an event has
     no args object); each event's args are read from the trace once, whoever asks first."""
     store = _store(facts)
-    by_event = store.by_event
-    missing = sorted({i for i in indices if i not in by_event})
+    by_event, values = store.by_event, store.values
+    missing = sorted(set(itertools.filterfalse(by_event.__contains__, indices)))
     if missing:
-        values = store.values
-        for i, fields in zip(missing, facts.trace.decode_args(missing, _Fields), strict=True):
-            by_event[i] = None if fields is None else OpArgs(fields, values)
-    return [by_event[i] for i in indices]
+        decoded = facts.trace.decode_args(missing, _Fields)
+        by_event.update(zip(missing, [None if f is None else OpArgs(f, values) for f in decoded], strict=True))
+    return list(map(by_event.__getitem__, indices))

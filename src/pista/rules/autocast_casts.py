@@ -199,7 +199,8 @@ def _grads(args: dict[int, OpArgs | None], casts: np.ndarray, copy_op: np.ndarra
     behind = backward >= 0
     for k, c, b in zip(casts[behind].tolist(), copy_op[behind].tolist(), backward[behind].tolist(), strict=True):
         node = args[b]
-        if node is not None and isinstance(node.seq, int) and node.seq in seqs:
+        seq = None if node is None else node.seq
+        if isinstance(seq, int) and seq in seqs:
             grads[k] = (b, _first_shape(args[c]) or ())
     return grads
 
