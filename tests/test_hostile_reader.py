@@ -226,6 +226,17 @@ def test_a_file_name_that_is_not_utf8(tmp_path, argv):
     assert "tr\ufffdce.json" in written
 
 
+@pytest.mark.parametrize("argv", [["analyze", "{t}"], ["analyze", "{t}", "--format", "json"], ["diff", "{t}", "{t}"]])
+def test_a_file_name_that_is_not_utf8_on_a_strict_utf8_stdout(tmp_path, argv):
+    # a UTF-8 locale (not C.UTF-8) makes Python's stdout strict: UnicodeEncodeError (exit 3) before
+    name = b"tr\xffce.json"
+    with open(os.path.join(os.fsencode(tmp_path), name), "wb") as handle:
+        handle.write(gzip.decompress(fixture(REAL).read_bytes()))
+    proc = subprocess.run([*PISTA, *[name if a == "{t}" else a for a in argv]], cwd=tmp_path, capture_output=True,
+                          timeout=120, env={**os.environ, "PISTA_DEBUG": "", "PYTHONIOENCODING": "utf-8:strict"})
+    assert proc.returncode == 0 and b"tr\xffce.json" in proc.stdout, proc.stderr
+
+
 # -- 8: gzip bombs --------------------------------------------------------------------------
 
 

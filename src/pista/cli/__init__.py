@@ -152,6 +152,10 @@ def entry() -> None:
     teardown, which frees a big trace's objects one by one (25-35 ms of a 0.55 s `pista analyze`
     on the 64 MB trace). Every output file is written and closed by then; stdout and stderr are
     flushed here. Not after capture or Dask runs: torch and distributed clean up at exit."""
+    if getattr(sys.stdout, "errors", None) == "strict" and hasattr(sys.stdout, "reconfigure"):
+        # a file name that is not UTF-8 is held as lone surrogates: written as its own bytes, as a C or
+        # C.UTF-8 locale writes it, not a UnicodeEncodeError in a UTF-8 locale
+        sys.stdout.reconfigure(errors="surrogateescape")
     code = main()
     if any(m in sys.modules for m in ("torch", "distributed")) or sys.gettrace() or sys.getprofile():
         sys.exit(code)  # a tracer or profiler (coverage, cProfile) writes its results at exit
