@@ -650,10 +650,7 @@ def _take_run_end(window: bytes, origin: int, part: _Part, names: _Interner, cat
     """Decode a finished long run's complete events, found by the exact scan; returns the cut."""
     starts, ends, state = _exact_offsets(window, origin)
     if state.ended:
-        _check_tail(window, origin, ends, state.end_offset - origin, part)
-        cut = _take(window, state.end_offset - origin - 1, origin, part, names, cats, exact=True)
-        part.end_offset = state.end_offset
-        return cut
+        return _take_to_array_end(window, origin, ends, state, part, names, cats)
     return _take(window, int(ends[-1]) - origin, origin, part, names, cats, exact=True)
 
 
@@ -670,9 +667,16 @@ def _finish(window: bytes, origin: int, bounded: bool, part: _Part, names: _Inte
         return
     if not state.ended:
         raise Unstreamable("the traceEvents array never closes (cut-off file)")
+    _take_to_array_end(window, origin, ends, state, part, names, cats)
+
+
+def _take_to_array_end(window: bytes, origin: int, ends: np.ndarray, state: _ScanState, part: _Part,
+                       names: _Interner, cats: _Interner) -> int:
+    """Decode the events up to the array's ']' (the exact scan found it), and mark the end."""
     _check_tail(window, origin, ends, state.end_offset - origin, part)
-    _take(window, state.end_offset - origin - 1, origin, part, names, cats, exact=True)
+    cut = _take(window, state.end_offset - origin - 1, origin, part, names, cats, exact=True)
     part.end_offset = state.end_offset
+    return cut
 
 
 def _check_tail(window: bytes, origin: int, ends: np.ndarray, stop: int, part: _Part) -> None:
