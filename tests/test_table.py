@@ -250,3 +250,11 @@ def test_grouping_by_stack_without_call_stacks_uses_the_python_frames(load_facts
             if r.name == "aten::item"]
     assert [r.calls for r in rows] == [len(items)]
     assert "read_loss" in rows[0].stack[1] and len(rows[0].stack) == 2
+
+
+@pytest.mark.parametrize("name", H200_TRACES)
+def test_no_row_has_a_negative_self_cpu_unless_torch_printed_one(load_facts, name):
+    # issue "Reliability" item 1: exact times must not misplace a child past its parent's end
+    torch_negative = {r.name for r in parse_table(FIXTURES / (name + ".table.txt")).rows if r.self_cpu_us < 0}
+    ours = [r.name for r in build_table(load_facts(name)).rows if r.self_cpu_us < 0]
+    assert {_fit(n) for n in ours} <= torch_negative
