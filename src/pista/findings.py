@@ -371,12 +371,6 @@ class Context:
         return self.per_step(per_step_ns * self.step_count)
 
 
-# On a big trace a forked child runs the rule that takes most of the analysis time while this
-# process runs the rest (big_gpt_eager_20steps: kernel-variability 37 ms of the catalogue's 90 ms
-# in one process; forked, it ends before the other 20 rules). Below this many events the fork
-# costs more than it saves.
-FORKED_RULES = ("kernel-variability",)
-FORK_MIN_EVENTS = 100_000
 
 
 def analyze(source: Any, rules: list[str] | None = None, table: Table | None = None) -> Analysis:
@@ -389,23 +383,7 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
     summary = summarize(facts, table)
     ctx = Context(facts, table, summary)
     selected = [rule.id for rule in catalogue() if not rules or rule.id in rules]
-    elsewhere = [r for r in selected if r in FORKED_RULES] if len(facts.trace) >= FORK_MIN_EVENTS else []
-    child = None
-    if elsewhere and len(elsewhere) < len(selected):
-        from pista import forked
-
-        child = forked.fork_call(_check, ctx, elsewhere)
-    try:
-        by_rule = _check(ctx, [r for r in selected if child is None or r not in elsewhere])
-    except BaseException:
-        if child is not None:
-            child.cancel()  # a rule failed here (or Ctrl-C): stop the child, leave no process behind
-        raise
-    if child is not None:
-        try:
-            by_rule.update(child.result())
-        except forked.ChildFailed:
-            by_rule.update(_check(ctx, elsewhere))  # again here, so an error surfaces as itself
+    by_rule = _check(ctx, selected)
     findings = [f for rule_id in selected for f in by_rule[rule_id]]
     findings.sort(key=lambda f: (-f.impact.share, -f.impact.us, _first_ts(f)))
     return Analysis(facts.trace.source, summary, findings, table, facts,
