@@ -14,7 +14,6 @@ from conftest import FIXTURES
 from pista.cli import main
 from pista.cycles import analyze_cycles, cycle_files, read_header
 from pista.distributed import analyze_ranks
-from pista.errors import PistaError
 from pista.i18n import word
 
 CYCLES = FIXTURES / "tensorboard_cycles"
@@ -180,21 +179,19 @@ def test_one_file_or_one_trace_twice_is_not_cycles(tmp_path):
     assert {read_header(p).trace_id for p in FILES} == {_raw(p)["trace_id"] for p in FILES}
 
 
-def test_a_stray_json_beside_the_cycles_behaves_as_a_folder_does_today(tmp_path, capsys):
+def test_a_stray_json_beside_the_cycles_is_skipped_with_a_notice(tmp_path, capsys):
     # a config file beside the handler's output: the folder is no longer one process's traces, so it
-    # goes the way a folder always went (every .json is a rank), and fails as it did, naming the file
+    # goes the way a folder of ranks goes, which skips a file that is no trace and says so
     for f in FILES:
         shutil.copy(f, tmp_path / f.name)
     (tmp_path / "config.json").write_text(json.dumps({"lr": 0.1, "batch": 64}))
     assert read_header(tmp_path / "config.json").pid is None
     assert cycle_files(tmp_path) is None
-    with pytest.raises(PistaError) as today:
-        analyze_ranks(tmp_path, engine="inline")
-    assert main(["analyze", str(tmp_path), "--workers", "1"]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    assert captured.err.strip() == f"pista: error: {today.value}"
-    assert str(tmp_path / "config.json") in captured.err
+    result = analyze_ranks(tmp_path, engine="inline")
+    assert len(result.ranks) == len(FILES)
+    assert any(str(tmp_path / "config.json") in n and "not a chrome trace" in n for n in result.notices)
+    assert main(["analyze", str(tmp_path), "--workers", "1", "--format", "json"]) == 0
+    assert str(tmp_path / "config.json") in capsys.readouterr().out
 
 
 def test_rank_options_on_cycles_say_they_do_nothing(capsys):
