@@ -199,14 +199,12 @@ def _mlp_block(x: torch.Tensor, model: torch.nn.Module) -> torch.Tensor:
     return model(x)
 
 
-def cpu_grouped(out: str) -> None:
-    """A small CPU MLP of two widths (so ops have several input shapes) with AdamW(foreach=True):
-    also printed grouped by input shape. (Without stacks: torch 2.13 lists python_function frames as
-    rows and gives ops no stack, so its group_by_stack_n groups nothing; gpu_grouped has them.)"""
-    wide = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 256))
-    narrow = torch.nn.Sequential(torch.nn.Linear(256, 128), torch.nn.GELU(), torch.nn.Linear(128, 256))
+def _two_mlps(device: str) -> Callable[[], None]:
+    """Two small MLPs of different widths (so ops have several input shapes), AdamW(foreach=True)."""
+    wide = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 256)).to(device)
+    narrow = torch.nn.Sequential(torch.nn.Linear(256, 128), torch.nn.GELU(), torch.nn.Linear(128, 256)).to(device)
     opt = torch.optim.AdamW([*wide.parameters(), *narrow.parameters()], lr=1e-3, foreach=True)
-    x = torch.randn(64, 256)
+    x = torch.randn(64, 256, device=device)
 
     def step() -> None:
         with record_function("train_step"):
@@ -215,7 +213,14 @@ def cpu_grouped(out: str) -> None:
             opt.step()
             opt.zero_grad(set_to_none=True)
 
-    _capture("cpu_grouped", out, step, cuda=False, grouped=True)
+    return step
+
+
+def cpu_grouped(out: str) -> None:
+    """A small CPU MLP of two widths (so ops have several input shapes) with AdamW(foreach=True):
+    also printed grouped by input shape. (Without stacks: torch 2.13 lists python_function frames as
+    rows and gives ops no stack, so its group_by_stack_n groups nothing; gpu_grouped has them.)"""
+    _capture("cpu_grouped", out, _two_mlps("cpu"), cuda=False, grouped=True)
 
 
 def _cpu_adamw(name: str, out: str, fused: bool) -> None:
@@ -247,19 +252,7 @@ def cpu_adamw_fused(out: str) -> None:
 def gpu_grouped(out: str) -> None:
     """cpu_grouped's two MLPs on the GPU, with_stack=True: printed grouped by input shape and by 5
     stack frames too."""
-    wide = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 256)).cuda()
-    narrow = torch.nn.Sequential(torch.nn.Linear(256, 128), torch.nn.GELU(), torch.nn.Linear(128, 256)).cuda()
-    opt = torch.optim.AdamW([*wide.parameters(), *narrow.parameters()], lr=1e-3, foreach=True)
-    x = torch.randn(64, 256, device="cuda")
-
-    def step() -> None:
-        with record_function("train_step"):
-            loss = _mlp_block(x, wide).square().mean() + _mlp_block(x, narrow).square().mean()
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-
-    _capture("gpu_grouped", out, step, with_stack=True, grouped=True)
+    _capture("gpu_grouped", out, _two_mlps("cuda"), with_stack=True, grouped=True)
 
 
 def host_sync_item_stack(out: str) -> None:
