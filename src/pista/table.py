@@ -17,6 +17,7 @@ import msgspec
 import numpy as np
 
 from pista.memory import CPU_MEMORY_TYPES, DEVICE_MEMORY_TYPES, MEMORY_EVENT, memory_rows
+from pista.opargs import op_args
 from pista.render.controls import sanitize
 from pista.trace.facts import STEP_NAME, Facts
 from pista.trace.model import NO_ID
@@ -229,10 +230,6 @@ def _memory_usage(facts: Facts, is_row: np.ndarray, parent: np.ndarray, dup: np.
     return out
 
 
-class _Dims(msgspec.Struct, gc=False):
-    dims: Any = msgspec.field(name="Input Dims", default=None)
-
-
 def _input_shapes(facts: Facts, is_row: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """Per event, an id of its `Input Dims` as torch prints them (`str()` of the list: "[[64, 256],
     [256, 128]]"; "[]" without shapes), and the texts. Torch's shapes give a TensorList input no
@@ -240,7 +237,7 @@ def _input_shapes(facts: Facts, is_row: np.ndarray) -> tuple[np.ndarray, list[st
     texts: dict[str, int] = {"[]": 0}
     ids = np.zeros(len(facts.trace), dtype=np.int64)
     ops = np.flatnonzero(is_row)
-    for i, args in zip(ops.tolist(), facts.trace.decode_args(ops.tolist(), _Dims), strict=True):
+    for i, args in zip(ops.tolist(), op_args(facts, ops.tolist()), strict=True):
         if args is not None and isinstance(args.dims, list):
             dims = [[] if not isinstance(d, list) or any(isinstance(x, list) for x in d) else d for d in args.dims]
             ids[i] = texts.setdefault(str(dims), len(texts))
@@ -255,6 +252,10 @@ _HIDDEN_FRAMES = (("autograd/__init__", "_make_grads"), ("autograd/__init__", "b
 
 class _CallStack(msgspec.Struct, gc=False):
     text: Any = msgspec.field(name="Call stack", default=None)
+
+
+def _hidden(frame: str) -> bool:
+    return any(a in frame and b in frame for a, b in _HIDDEN_FRAMES)
 
 
 def _stacks(facts: Facts, python: np.ndarray, n: int) -> tuple[np.ndarray, list[str]]:
@@ -288,15 +289,11 @@ def _call_stacks(facts: Facts, n: int, texts: dict[str, int], out: np.ndarray) -
     for i, args in zip(host.tolist(), facts.trace.decode_args(host.tolist(), _CallStack), strict=True):
         if args is None or not isinstance(args.text, str):
             continue
-        frames = [f for f in args.text.split(";") if f and not any(a in f and b in f for a, b in _HIDDEN_FRAMES)]
+        frames = [f for f in args.text.split(";") if f and not _hidden(f)]
         for k, frame in enumerate(frames[:n]):
             out[k, i] = texts.setdefault(frame, len(texts))
         has[i] = True
     return has
-
-
-class _Sequence(msgspec.Struct, gc=False):
-    number: Any = msgspec.field(name="Sequence number", default=None)
 
 
 EVALUATE = "autograd::engine::evaluate_function: "
@@ -328,9 +325,9 @@ def _backward_stacks(facts: Facts, out: np.ndarray) -> None:
         keep = (at >= 0) & ~found
         todo, at = todo[keep], parent[at[keep]]
     seq = np.full(len(trace), -1, dtype=np.int64)
-    for i, a in zip(host.tolist(), trace.decode_args(host.tolist(), _Sequence), strict=True):
-        if a is not None and isinstance(a.number, int):
-            seq[i] = a.number
+    for i, a in zip(host.tolist(), op_args(facts, host.tolist()), strict=True):
+        if a is not None and isinstance(a.seq, int):
+            seq[i] = a.seq
     forward = host[(node[host] < 0) & (seq[host] >= 0)]
     forward = forward[np.lexsort((-(trace.ts[forward] + trace.dur[forward]), trace.ts[forward]))]
     first: dict[int, int] = {}
@@ -354,7 +351,7 @@ def _annotation_stacks(facts: Facts, out: np.ndarray) -> None:
 def _python_stacks(facts: Facts, python: np.ndarray, n: int) -> np.ndarray:
     """The enclosing python_function frames' name ids, innermost first."""
     names = facts.trace.names
-    hidden = np.array([any(a in name and b in name for a, b in _HIDDEN_FRAMES) for name in names], dtype=bool)
+    hidden = np.array([_hidden(name) for name in names], dtype=bool)
     frame = python & ~hidden[facts.trace.name] if len(names) else python
     # nearest enclosing frame of each event: hop up the tree until a frame or the root
     above = facts.parent.copy()

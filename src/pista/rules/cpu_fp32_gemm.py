@@ -36,12 +36,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from pista.efficiency import gemm_flops
 from pista.findings import Context, Finding, Severity
+from pista.opargs import op_args
 from pista.rules._common import evidence, pattern_mask, us
+from pista.rules.fp32_gemm import op_dims
+from pista.trace.facts import Facts
 
 ID = "cpu-fp32-gemm"
 # The GEMM ops that do the arithmetic (matmul and linear are wrappers around them).
@@ -96,10 +100,9 @@ def check(ctx: Context) -> list[Finding]:
         return []
     host = host if known else {}
     trace = facts.trace
-    lo, hi = facts.window
-    idx = np.flatnonzero(facts.is_host & pattern_mask(facts, GEMM_OPS) & (trace.ts >= lo) & (trace.ts < hi))
-    args = [trace.args(int(i)) for i in idx.tolist()]
-    fp32 = np.array([_is_fp32(a) for a in args], dtype=bool)
+    idx = gemm_calls(facts)
+    args = op_args(facts, idx.tolist())
+    fp32 = np.array([a is not None and _is_fp32(a.types) for a in args], dtype=bool)
     idx = idx[fp32]
     args = [a for a, keep in zip(args, fp32.tolist(), strict=True) if keep]
     if idx.size == 0:
@@ -108,48 +111,53 @@ def check(ctx: Context) -> list[Finding]:
     step_share = float(own_ns.sum()) / ctx.step_count / max(ctx.step_ns, 1.0)
     if not known and step_share < MIN_UNKNOWN_CPU_SHARE:
         return []
-    scale = _threads_scale(host)
+    idle = idle_cores(host)
+    scale = idle[0] / idle[1] if idle else 1.0
     saved = float(own_ns.sum()) * scale * (1.0 - 1.0 / CPU_BF16_SPEEDUP)
     impact = ctx.per_step(saved)
     if impact.share < MIN_STEP_SHARE:
         return []
-    flops = [gemm_flops(trace.event_name(int(i)), a.get("Input Dims")) for i, a in zip(idx.tolist(), args, strict=True)]
+    flops = [gemm_flops(trace.event_name(int(i)), a.dims) for i, a in zip(idx.tolist(), args, strict=True)]
     known_flops = [f for f in flops if f]
     if known_flops and sum(known_flops) / len(known_flops) < MIN_MFLOP_PER_CALL * 1e6:
         return []
     rated = [(f, d) for f, d in zip(flops, own_ns.tolist(), strict=True) if f and d > 0]
     gflops = sum(f for f, _ in rated) / sum(d for _, d in rated) if rated else None
-    by_time: dict[str, float] = {}
-    for i, d in zip(idx.tolist(), own_ns.tolist(), strict=True):
-        by_time[trace.event_name(i)] = by_time.get(trace.event_name(i), 0.0) + d
     steps = ctx.step_count
     record = CpuFp32Gemm(
-        ops=tuple(sorted(by_time, key=lambda n: -by_time[n])), calls=int(idx.size), gemm_us=us(own_ns.sum()) / steps,
+        ops=ops_by_time(facts, idx, own_ns), calls=int(idx.size), gemm_us=us(own_ns.sum()) / steps,
         step_share_percent=100.0 * step_share, gflops=gflops, cpu_capability=str(host.get("cpu_capability", "")),
         amx=host.get("amx") is True, known_cpu=known, threads_scale=scale, speedup=CPU_BF16_SPEEDUP,
         saved_us=impact.us, steps=steps)
     ev = []
     for pos in np.argsort(-own_ns, kind="stable")[:EVIDENCE_EVENTS].tolist():
         f, d = flops[pos], own_ns[pos]
-        ev.append(evidence(facts, int(idx[pos]), Fp32Call(_dims(args[pos]), f / d if f and d > 0 else None)))
+        ev.append(evidence(facts, int(idx[pos]), Fp32Call(op_dims(facts, int(idx[pos])), f / d if f and d > 0 else None)))
     return [Finding(ID, record, impact, ev, severity=None if known else Severity.INFO)]
 
 
-def _threads_scale(host: dict) -> float:
-    """threads/cores where torch left cores idle (cpu-threads' finding), else 1."""
+def gemm_calls(facts: Facts) -> np.ndarray:
+    """The host's GEMM op calls inside the window (the CPU rules' work: cpu-threads reads them too)."""
+    lo, hi = facts.window
+    trace = facts.trace
+    return np.flatnonzero(facts.is_host & pattern_mask(facts, GEMM_OPS) & (trace.ts >= lo) & (trace.ts < hi))
+
+
+def ops_by_time(facts: Facts, idx: np.ndarray, own_ns: np.ndarray) -> tuple[str, ...]:
+    """The calls' op names, most own time first."""
+    by_time: dict[str, float] = {}
+    for i, d in zip(idx.tolist(), own_ns.tolist(), strict=True):
+        by_time[facts.trace.event_name(i)] = by_time.get(facts.trace.event_name(i), 0.0) + d
+    return tuple(sorted(by_time, key=lambda n: -by_time[n]))
+
+
+def idle_cores(host: dict) -> tuple[int, int] | None:
+    """(threads, cores) where pista_host says torch left cores idle, else None."""
     threads, cores = host.get("intra_op_threads"), host.get("cores")
     if isinstance(threads, int) and isinstance(cores, int) and 0 < threads < cores:
-        return threads / cores
-    return 1.0
+        return threads, cores
+    return None
 
 
-def _is_fp32(args: dict) -> bool:
-    types = args.get("Input type")
+def _is_fp32(types: Any) -> bool:
     return isinstance(types, list) and "float" in types and not {"c10::BFloat16", "c10::Half", "double"} & set(types)
-
-
-def _dims(args: dict) -> tuple[tuple[int, ...], ...]:
-    dims = args.get("Input Dims")
-    if not isinstance(dims, list):
-        return ()
-    return tuple(tuple(int(x) for x in d if isinstance(x, int)) if isinstance(d, list) else () for d in dims)

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pista.findings import Context, Finding
-from pista.rules._common import evidence, pattern_mask, us
-from pista.rules.cpu_fp32_gemm import GEMM_OPS
+from pista.rules._common import evidence, us
+from pista.rules.cpu_fp32_gemm import gemm_calls, idle_cores, ops_by_time
 
 ID = "cpu-threads"
 # The saving must reach this share of the step (REVIEW.md: under a few percent is noise).
@@ -62,25 +62,19 @@ class ThreadBoundCall:
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     host = facts.trace.metadata.get("pista_host")
-    if facts.has_gpu or not isinstance(host, dict):
+    idle = idle_cores(host) if isinstance(host, dict) and not facts.has_gpu else None
+    if idle is None:
         return []
-    threads, cores = host.get("intra_op_threads"), host.get("cores")
-    if not isinstance(threads, int) or not isinstance(cores, int) or not 0 < threads < cores:
-        return []
-    trace = facts.trace
-    lo, hi = facts.window
-    idx = np.flatnonzero(facts.is_host & pattern_mask(facts, GEMM_OPS) & (trace.ts >= lo) & (trace.ts < hi))
+    threads, cores = idle
+    idx = gemm_calls(facts)
     if idx.size == 0:
         return []
     own_ns = facts.self_time[idx].astype(float)
     impact = ctx.per_step(float(own_ns.sum()) * (1.0 - threads / cores))
     if impact.share < MIN_STEP_SHARE:
         return []
-    by_time: dict[str, float] = {}
-    for i, d in zip(idx.tolist(), own_ns.tolist(), strict=True):
-        by_time[trace.event_name(i)] = by_time.get(trace.event_name(i), 0.0) + d
     steps = ctx.step_count
-    record = CpuThreads(threads=threads, cores=cores, ops=tuple(sorted(by_time, key=lambda n: -by_time[n])),
+    record = CpuThreads(threads=threads, cores=cores, ops=ops_by_time(facts, idx, own_ns),
                         gemm_us=us(own_ns.sum()) / steps,
                         step_share_percent=100.0 * float(own_ns.sum()) / steps / max(ctx.step_ns, 1.0),
                         saved_us=impact.us, steps=steps)

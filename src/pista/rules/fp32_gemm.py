@@ -146,7 +146,7 @@ def check(ctx: Context) -> list[Finding]:
         g = table.get(i)
         ev.append(evidence(facts, i, SimtKernel(g.tflops(int(trace.dur[i])) if g else None)))
         if op >= 0 and all(e.ts_us != trace.ts[op] / 1000.0 for e in ev):
-            ev.append(evidence(facts, op, FloatOp(_dims(facts, op))))
+            ev.append(evidence(facts, op, FloatOp(op_dims(facts, op))))
     return [Finding(ID, record, impact, ev)]
 
 
@@ -173,7 +173,7 @@ def _input_types(facts: Facts, op: int) -> set[str]:
     return {str(t) for t in types} if isinstance(types, list) else {""}
 
 
-def _dims(facts: Facts, op: int) -> tuple[tuple[int, ...], ...]:
+def op_dims(facts: Facts, op: int) -> tuple[tuple[int, ...], ...]:
     dims = facts.trace.args(op).get("Input Dims")
     if not isinstance(dims, list):
         return ()

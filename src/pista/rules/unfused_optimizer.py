@@ -350,9 +350,7 @@ def _foreach_above(facts: Facts, k: int) -> int:
 def _ops_under(facts: Facts, calls: list[int]) -> set[str]:
     """Names of the ops below these calls (any depth)."""
     trace = facts.trace
-    mask = np.zeros(len(trace), dtype=bool)
-    mask[calls] = True
-    under = nearest_ancestor(facts, mask, inclusive=False)
+    under = nearest_ancestor(facts, _mask(facts, calls), inclusive=False)
     idx = np.flatnonzero((under >= 0) & trace.category_mask({"cpu_op"}))
     return {trace.names[int(n)] for n in np.unique(trace.name[idx])}
 
