@@ -371,8 +371,6 @@ class Context:
         return self.per_step(per_step_ns * self.step_count)
 
 
-
-
 def analyze(source: Any, rules: list[str] | None = None, table: Table | None = None) -> Analysis:
     """Run the catalogue (or only `rules`) over a trace path, a Trace, Facts, or a finished
     pista.profile session; `table` is the one already rebuilt from the same Facts, if any."""
@@ -396,25 +394,19 @@ ZERO_DUR_NOTICE_SHARE = 0.5
 
 
 # Longest over shortest step of a CPU-only trace past which the capture was contended: quiet captures
-# on the project's CPU vary 1.0-1.3x (gpu/cpu_linear_host 1.17x, gpu/cpu_mlp 1.10x, gpu/python_loop_cpu 1.26x); gpu/cpu_linear,
-# captured beside other work, 1.97x.
+# on the project's CPU vary 1.0-1.3x (gpu/cpu_linear_host 1.17x, gpu/cpu_mlp 1.10x,
+# gpu/python_loop_cpu 1.26x); gpu/cpu_linear, captured beside other work, 1.97x.
 CPU_STEP_SPREAD = 1.5
 
 
-def t_ms(ns: float) -> str:
-    return f"{ns / 1e6:.2f} ms"
-
-
-def _cpu_step_spread(facts: Facts) -> tuple[float, float, float] | None:
-    """(shortest, longest, ratio) of the steps' spans, on a CPU-only trace whose steps vary past
-    CPU_STEP_SPREAD; None otherwise."""
+def _cpu_step_spread(facts: Facts) -> tuple[float, float] | None:
+    """(shortest, longest) step span in ns, on a CPU-only trace whose steps vary past CPU_STEP_SPREAD;
+    None otherwise."""
     if facts.has_gpu or len(facts.steps) < 2:
         return None
     spans = [float(s.end - s.start) for s in facts.steps]
     lo, hi = min(spans), max(spans)
-    if lo <= 0 or hi / lo < CPU_STEP_SPREAD:
-        return None
-    return lo, hi, hi / lo
+    return (lo, hi) if lo > 0 and hi / lo >= CPU_STEP_SPREAD else None
 
 
 def _negative_self_times(facts: Facts) -> int:
@@ -448,8 +440,9 @@ def coverage_notices(facts: Facts) -> list[str]:
                        "host against the GPU; profile with ProfilerActivity.CPU as well")
     spread = _cpu_step_spread(facts)
     if spread is not None:
-        notices.append(f"the steps of this CPU-only trace vary {spread[2]:.1f}x ({t_ms(spread[0])} to "
-                       f"{t_ms(spread[1])}): the machine was likely busy with other work; re-capture on a quiet "
+        lo, hi = spread
+        notices.append(f"the steps of this CPU-only trace vary {hi / lo:.1f}x ({lo / 1e6:.2f} ms to "
+                       f"{hi / 1e6:.2f} ms): the machine was likely busy with other work; re-capture on a quiet "
                        "machine before trusting small differences")
     negative = _negative_self_times(facts)
     if negative:
