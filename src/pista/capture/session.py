@@ -161,6 +161,7 @@ class Session:
         if self.sort_by is None:
             self.sort_by = "cuda_time_total" if self.device == "cuda" else "cpu_time_total"
         self._schedule_fn = schedule(**self.schedule)
+        self._host_json = json.dumps(host_facts(torch))  # once: written into each recorded cycle
         self._prof = profile(activities=activities, record_shapes=self.record_shapes, with_stack=self.with_stack,
                              profile_memory=self.profile_memory, schedule=self._schedule_fn,
                              on_trace_ready=self._on_trace_ready)
@@ -178,7 +179,7 @@ class Session:
             self._torch.cuda.synchronize()
         recording = self._is_recording(self.steps_done)
         if recording:  # metadata sticks only while the profiler records
-            self._prof.add_metadata_json("pista_host", json.dumps(host_facts(self._torch)))
+            self._prof.add_metadata_json("pista_host", self._host_json)
         self._prof.step()
         self.steps_done += 1
         self.active_steps_done += recording
