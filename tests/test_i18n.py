@@ -21,9 +21,10 @@ from pista.i18n import (
     note_renderers,
     rule_docs,
     rule_module,
+    rule_severity_exception,
     rule_title,
 )
-from pista.rules import catalogue
+from pista.rules import catalogue, get_rule
 
 SECTIONS = ("Qué:", "Por qué:", "Ejemplo:", "Impacto:", "Solución:")
 # every real trace but the 64 MB one (its findings come from the same rules)
@@ -44,6 +45,10 @@ def test_every_rule_has_both_languages(rule):
         assert set(getattr(mod, "NOTES", {})) == set(getattr(rule_module(rule, "en"), "NOTES", {})), rule
     docs = rule_docs(rule, "es")
     assert docs and all(s in docs for s in SECTIONS), rule
+    # a rule graded outside the impact bands says why in Spanish too
+    english = get_rule(rule).severity_exception
+    spanish = rule_severity_exception(rule, "es")
+    assert bool(spanish) == bool(english) and (not spanish or not ENGLISH.search(spanish)), rule
 
 
 @pytest.fixture(scope="module")

@@ -12,14 +12,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pista.i18n import check_lang, rule_docs, rule_title, word
+    from pista.i18n import check_lang, rule_docs, rule_severity_exception, rule_title, word
     from pista.rules import get_rule
 
     lang = check_lang(args.lang)
     rule = get_rule(args.rule)
     severity = word("severity from impact", lang)
     if rule.severity_exception:
-        severity += f" ({word('except', lang)}: {rule.severity_exception})"
+        exception = rule_severity_exception(rule.id, lang) or rule.severity_exception
+        severity += f" ({word('except', lang)}: {exception})"
     lines = [f"{rule.id}: {rule_title(rule.id, lang) or rule.title}", severity, "",
              rule_docs(rule.id, lang) or rule.docs, ""]
     if rule.thresholds:

@@ -64,6 +64,8 @@ NOTES = {
     GuardCheck: lambda n: f"comprobación de guardas antes de la llamada: {t(n.lookup_us)}",
 }
 
+SEVERITY_EXCEPTION = "info donde la envoltura expuesta puede ser el coste del propio profiler (con la condición dicha)"
+
 DOCS = """Qué:
 El coste de host por llamada de torch.compile deja la GPU sin trabajo. Cada llamada a una función
 compilada recorre las guardas (`TorchDynamo Cache Lookup`), entra en la `Torch-Compiled Region`,

@@ -64,6 +64,8 @@ NOTES = {
                          + (f", {n.gflops:.0f} GFLOP/s" if n.gflops else "")),
 }
 
+SEVERITY_EXCEPTION = "info donde la traza no dice que la CPU tenga GEMM en bf16 nativas (sin pista_host): el ahorro depende de la CPU"
+
 DOCS = """Qué:
 En una traza solo de CPU, las multiplicaciones de matrices (aten::mm, addmm, bmm, baddbmm, addbmm)
 se ejecutan en fp32 en una CPU con GEMM bf16 nativas (AVX512-BF16 o AMX) y ocupan una parte grande

@@ -42,6 +42,8 @@ NOTES = {
     Held: lambda n: f"{n.bytes / 1e6:,.1f} MB asignados aquí en el último paso, aún retenidos al final",
 }
 
+SEVERITY_EXCEPTION = "una fuga cuesta memoria, no tiempo: se gradúa por lo pronto que el dispositivo se queda sin ella"
+
 DOCS = """Qué:
 Memoria que crece paso a paso: en una traza con `profile_memory=True`, los bytes asignados en un
 dispositivo al final de cada paso perfilado suben en todos los pasos. La causa habitual es un tensor

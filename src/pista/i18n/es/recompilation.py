@@ -122,6 +122,8 @@ NOTES = {
     RegionCall: lambda n: f"llamada a la región compilada: frame {n.frame}, compilación {n.frame}/{n.count}",
 }
 
+SEVERITY_EXCEPTION = "al menos aviso cerca del límite de recompilaciones: pasado este, el frame se ejecuta en modo eager"
+
 DOCS = """Qué:
 torch.compile compila dentro de la ventana perfilada: tramos de compilación de Dynamo/Inductor
 (`dynamo`, `entire_frame_compile`, `_compile.compile_inner (dynamo_timed)`,
