@@ -18,6 +18,7 @@ import numpy as np
 
 from pista.errors import UsageError
 from pista.trace.facts import Facts
+from pista.trace.model import NARROW_COLUMNS
 
 if TYPE_CHECKING:
     from pista.table import Table
@@ -166,7 +167,7 @@ def connect(facts: Facts, with_findings: bool = False) -> Any:
     kind[facts.is_device_annotation] = 3
     kind[facts.is_overhead] = 4
     step_numbers = np.array([_step_number(s.number) for s in facts.steps] + [-1], dtype=np.int64)
-    con.register("_events", {
+    con.register("_columns", {
         "idx": np.arange(n, dtype=np.int64),
         "ph_code": trace.ph, "cat_id": trace.cat, "name_id": trace.name, "kind_id": kind,
         "pid": trace.pid, "tid": trace.tid, "ts_ns": trace.ts, "dur_ns": trace.dur,
@@ -183,6 +184,10 @@ def connect(facts: Facts, with_findings: bool = False) -> Any:
                             "kind": np.asarray(_KINDS, dtype=object)})
     codes = np.unique(trace.ph)
     con.register("_phases", {"ph_code": codes, "ph": np.asarray([chr(c) for c in codes.tolist()], dtype=object)})
+    # the trace keeps ids and indices as int32 where they fit; the tables say BIGINT whatever the trace
+    wide = ", ".join([f"{c}::BIGINT AS {c}" for c in (*NARROW_COLUMNS, "parent", "owner", "launcher")]
+                     + ["depth::INTEGER AS depth"])
+    con.execute(f"CREATE VIEW _events AS SELECT * REPLACE ({wide}) FROM _columns")
     con.execute("""
         CREATE VIEW events AS
         SELECT e.idx, p.ph, c.cat, n.name, k.kind, e.pid, e.tid, e.ts_ns, e.dur_ns, e.ts_ns + e.dur_ns AS end_ns,

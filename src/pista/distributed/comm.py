@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pista.trace.model import lane_key
 from pista.trace.facts import Facts, Intervals, merge_intervals
 
 COMM_KERNEL = re.compile(r"^nccl(Dev)?Kernel_")
@@ -123,7 +124,7 @@ def communication(facts: Facts) -> CommStats:
         compute = facts.is_device_work & on_dev & ~device_comm
         domains.append((device_comm & on_dev, _union(facts, compute)))
     if host_comm.any():
-        lane = trace.pid * 1_000_003 + trace.tid
+        lane = lane_key(trace.pid, trace.tid)
         comm_threads = np.isin(lane, np.unique(lane[host_comm]))
         ops = facts.is_host & trace.category_mask({"cpu_op"}) & ~comm_threads
         compute = _subtract(_union(facts, ops & ~calls), _union(facts, calls))

@@ -43,6 +43,7 @@ import numpy as np
 from pista.findings import Context, Evidence, Finding, top_indices
 from pista.rules import _one_time as one_time
 from pista.rules._common import enclosing_op, evidence, kernel_launches, mark_ancestors, step_at, us
+from pista.trace.model import lane_key
 from pista.trace.facts import STEP_NAME, Intervals
 
 ID = "dead-window"
@@ -154,7 +155,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     tgt = np.flatnonzero(targets)
     if tgt.size == 0:
         return [], one_time.EMPTY
-    lane = trace.pid * 1_000_003 + trace.tid
+    lane = lane_key(trace.pid, trace.tid)
     tgt = tgt[np.lexsort((trace.ts[tgt], lane[tgt]))]
     tgt_key, tgt_ts = lane[tgt], trace.ts[tgt]
 

@@ -23,9 +23,14 @@ from pista.trace.model import (
     OVERHEAD_CATEGORIES,
     PH_COMPLETE,
     Trace,
+    lane_key,
 )
 
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+# An event's index (parent, owner, launcher): int32 holds 2**31 events, a trace of ~500 GB of JSON.
+INDEX = np.int32
+# Op-tree depth: Kineto traces nest tens of levels deep (big_gpt_eager_20steps: 25).
+DEPTH = np.int16
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
 # Ops and record_function regions: what a kernel's External id points back to.
 OWNER_CATEGORIES = frozenset({"cpu_op", "user_annotation"})
@@ -102,11 +107,11 @@ class Facts:
     is_device_annotation: np.ndarray
     is_overhead: np.ndarray
     is_launch: np.ndarray  # cuda runtime / driver calls
-    parent: np.ndarray  # int64 event index of the enclosing host event, -1 at the root
-    depth: np.ndarray  # int32, 0 at the root
+    parent: np.ndarray  # INDEX: the enclosing host event, -1 at the root
+    depth: np.ndarray  # DEPTH (int32 past its range), 0 at the root
     self_time: np.ndarray  # ns: host events' duration minus their children's
-    owner: np.ndarray  # device work -> host op/annotation with the same External id
-    launcher: np.ndarray  # device work -> the runtime call with the same correlation id
+    owner: np.ndarray  # INDEX: device work -> host op/annotation with the same External id
+    launcher: np.ndarray  # INDEX: device work -> the runtime call with the same correlation id
     steps: list[Step] = field(default_factory=list)
     event_step: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))  # index into steps or -1
 
@@ -258,8 +263,8 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
     """Nest host events per thread the way torch's key_averages does: a child starts before its
     parent ends and ends no later; ties go to the longer event as the parent."""
     n = len(trace)
-    parent = np.full(n, -1, dtype=np.int64)
-    depth = np.zeros(n, dtype=np.int32)
+    parent = np.full(n, -1, dtype=INDEX)
+    depth = np.zeros(n, dtype=DEPTH)
     self_time = np.where(is_host, trace.dur, 0).astype(np.int64)
     idx = np.flatnonzero(is_host)
     if idx.size == 0:
@@ -270,7 +275,7 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
     ts, end = trace.ts[idx], trace.ts[idx] + trace.dur[idx]
     order = np.lexsort((-end, ts, tid[idx], pid[idx]))
     idx, ts, end = idx[order], ts[order], end[order]
-    lane = pid[idx] * 1_000_003 + tid[idx]  # only equality matters
+    lane = lane_key(pid[idx], tid[idx])
     new_lane = np.empty(idx.size, dtype=bool)
     new_lane[0] = True
     new_lane[1:] = lane[1:] != lane[:-1]
@@ -278,6 +283,8 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
     parent_pos, depth_sorted = _nest(ts, end, new_lane)
     has_parent = parent_pos >= 0
     parent[idx[has_parent]] = idx[parent_pos[has_parent]]
+    if depth_sorted.max() > np.iinfo(DEPTH).max:
+        depth = depth.astype(np.int32)  # a nest deeper than any real trace's, kept exact
     depth[idx] = depth_sorted
     child_dur = np.zeros(n, dtype=np.int64)
     children = idx[has_parent]
@@ -317,7 +324,7 @@ def _nest(ts: np.ndarray, end: np.ndarray, new_lane: np.ndarray) -> tuple[np.nda
 def _link(keys_from: np.ndarray, from_mask: np.ndarray, keys_to: np.ndarray, to_mask: np.ndarray) -> np.ndarray:
     """For each event in from_mask, the first event in to_mask with the same key (-1 if none)."""
     n = keys_from.shape[0]
-    out = np.full(n, -1, dtype=np.int64)
+    out = np.full(n, -1, dtype=INDEX)
     targets = np.flatnonzero(to_mask & (keys_to != NO_ID))
     sources = np.flatnonzero(from_mask & (keys_from != NO_ID))
     if targets.size == 0 or sources.size == 0:

@@ -30,7 +30,7 @@ from msgspec import Raw, Struct
 
 from pista import forked
 from pista.trace import load
-from pista.trace.model import CATEGORY_ALIASES, NO_ID, PH_METADATA, Trace
+from pista.trace.model import CATEGORY_ALIASES, NARROW_COLUMNS, NO_ID, PH_METADATA, Trace, narrow
 
 GZIP_MAGIC = b"\x1f\x8b"
 INT64_MAX = 2**63 - 1
@@ -305,7 +305,8 @@ class _Part:
     separator: bytes | None = None  # what Kineto put between events, once learnt
 
     def add(self, name: str, column: np.ndarray) -> None:
-        self.columns.setdefault(name, []).append(column)
+        # narrowed block by block, so the blocks held until the end take what the trace will
+        self.columns.setdefault(name, []).append(narrow(column) if name in NARROW_COLUMNS else column)
 
     def column(self, name: str, dtype: Any) -> np.ndarray:
         parts = self.columns.get(name, [])
@@ -862,6 +863,8 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
         arrays = [a for p in parts for a in p.columns.pop(name, [])]
         joined = np.concatenate(arrays) if arrays else np.empty(0, dtype=dtype)
         del arrays
+        if name in NARROW_COLUMNS and not any(p.odd_ids.get(name) for p in parts):
+            return narrow(joined)  # int64 only where some block needed it
         return joined.astype(dtype, copy=False)
 
     if len(cats.ids) > load.MAX_CATEGORIES or not sum(p.timed for p in parts):
