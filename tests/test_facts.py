@@ -115,3 +115,32 @@ def test_negative_timestamps_keep_the_same_facts(tmp_path, load_facts):
     s, o = (summarize(f, build_table(f)) for f in (shifted, original))
     assert s.gpu_busy_share == pytest.approx(o.gpu_busy_share) and s.gpu_busy_share <= 1
     assert s.verdict == o.verdict
+
+
+def test_ids_past_int32_link_as_narrow_ones_do(load_facts, tmp_path):
+    """Columns are int32 only when every value fits: shift the ids of a real trace past 2**32 and the
+    launches, owners and op tree found are the same events."""
+    import gzip
+    import json
+
+    from conftest import fixture
+    from pista.trace.facts import derive
+    from pista.trace.load import load_trace
+
+    doc = json.loads(gzip.decompress(fixture("series_mlp_eager").read_bytes()))
+    shift = 2**33
+    for event in doc["traceEvents"]:
+        args = event.get("args") or {}
+        for key in ("correlation", "External id"):
+            if isinstance(args.get(key), int):
+                args[key] += shift
+        if isinstance(event.get("pid"), int) and event["pid"] >= 0:
+            event["pid"] += shift
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps(doc))
+    narrow, wide = load_facts("series_mlp_eager"), derive(load_trace(path))
+    assert narrow.trace.correlation.dtype == np.int32 and narrow.trace.pid.dtype == np.int32
+    assert wide.trace.correlation.dtype == np.int64 and wide.trace.pid.dtype == np.int64
+    assert (narrow.launcher >= 0).sum() > 100
+    for column in ("launcher", "owner", "parent", "depth", "self_time"):
+        assert np.array_equal(getattr(narrow, column), getattr(wide, column)), column
