@@ -116,7 +116,6 @@ def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack
     trace = facts.trace
     n = len(trace)
     dur = trace.dur
-    device_dur = np.where(facts.is_device_work, dur, 0)
 
     # device time per host event: its own kernels, then summed up the tree, deepest first
     self_device = np.zeros(n, dtype=np.int64)
@@ -198,7 +197,7 @@ def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack
         )
     rows.extend(_unclaimed_memory_rows(facts, row_kind == 1))
 
-    self_device_total = float(device_dur.sum()) / 1000.0
+    self_device_total = float(dur[facts.is_device_work].sum()) / 1000.0
     return Table(rows, self_cpu_total, self_device_total, has_memory=bool(memory_rows(facts)["idx"].size))
 
 
@@ -209,6 +208,8 @@ def _memory_usage(facts: Facts, is_row: np.ndarray, parent: np.ndarray, dup: np.
     [start, end], ends included, from any thread; self is that less its children's."""
     rows = memory_rows(facts)
     n = len(facts.trace)
+    if not rows["idx"].size:  # no profile_memory: four columns of zeros that take no memory
+        return [np.broadcast_to(np.int64(0), (n,))] * 4
     out = []
     for types in (CPU_MEMORY_TYPES, DEVICE_MEMORY_TYPES):
         inclusive = np.zeros(n, dtype=np.int64)
