@@ -276,12 +276,8 @@ class NotWhereExpected(Exception):
 def events_end(trace: Trace) -> int | None:
     """Offset, in the JSON text, just past the last event of traceEvents, where the streamed reader
     knows it (the byte range of every event); None for a trace read in memory."""
-    offset, length = getattr(trace.raw_args, "offset", None), getattr(trace.raw_args, "length", None)
-    if not isinstance(offset, np.ndarray) or not isinstance(length, np.ndarray) or not offset.size \
-            or offset.shape != length.shape:
-        return None
-    last = int(np.argmax(offset))
-    return int(offset[last]) + int(length[last])
+    end = getattr(trace.raw_args, "events_end", None)
+    return end if isinstance(end, int) and end > 0 else None
 
 
 def stream_copy(path: str, end: int, analysis: Analysis, gz: bool, notices: list[str]) -> Iterator[bytes]:

@@ -3,8 +3,8 @@ numpy columns, and keep no Python object per event.
 
 A vectorised scan (quotes, braces, escapes; numpy over each block) finds where every top-level
 event starts and ends. Each run of complete events is decoded by msgspec straight into the few
-fields analysis reads; the event's byte range in the file is all that is kept of the rest, so
-`trace.args(i)` reads its `args` back from the file when asked. Plain files are split in two at
+fields analysis reads; of the rest only the place of every ARGS_BLOCK-th event is kept, so
+`trace.args(i)` finds its event again in the file, and reads its `args`, when asked. Plain files are split in two at
 an event boundary and read by two processes at once.
 
 Any surprise (a malformed event, a field of the wrong type, a cut-off file) makes `load_streamed`
@@ -115,12 +115,17 @@ _EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
 _RAW_LIST_DECODER = msgspec.json.Decoder(list[Raw])
 _ARGS_ONLY_DECODER = msgspec.json.Decoder(_ArgsOnly)
 READ_WINDOW = 1 << 20  # bytes read at a time by OffsetArgs.decode_args
+# Events per block of OffsetArgs: its place is 24 bytes for them all (an offset and a length per
+# event took 12 bytes each: 46 MiB of a 1 GB trace's 4 M events); finding one event decodes its
+# block (~18 KB of big_gpt_eager_20steps).
+ARGS_BLOCK = 64
 
 
 @functools.cache
 def _wrapped_decoder(struct: type) -> msgspec.json.Decoder:
     wrapper = msgspec.defstruct("ArgsOf" + struct.__name__, [("args", struct | None, None)], gc=False)
     return msgspec.json.Decoder(wrapper)
+
 _NUMBERS = attrgetter("ts", "dur", "pid", "tid", "id", "args.external_id", "args.correlation", "args.stream",
                       "args.device", "args.external_id_old")
 _NUMBERS_DTYPE = np.dtype([("ts", np.float64), ("dur", np.float64), ("pid", np.int64), ("tid", np.int64),
@@ -138,21 +143,24 @@ _NAME, _CAT, _PH = attrgetter("name"), attrgetter("cat"), attrgetter("ph")
 
 
 class OffsetArgs:
-    """`trace.raw_args` for a streamed trace: event i's `args` as raw JSON, read back from the file
-    by the event's byte range. A gzipped file is unpacked once, into an unlinked temp file, on the
-    first read."""
+    """`trace.raw_args` for a streamed trace: event i's `args` as raw JSON, read back from the file.
+    Only every ARGS_BLOCK-th event's place is kept (a block: its first row, first and last byte);
+    an event is found again by decoding its block. A gzipped file is unpacked once, into an
+    unlinked temp file, on the first read."""
 
-    def __init__(self, path: str, offset: np.ndarray, length: np.ndarray, gzipped: bool,
-                 preread: dict[int, bytes] | None = None) -> None:
+    def __init__(self, path: str, blocks: np.ndarray, count: int, events_end: int, gzipped: bool,
+                 preread: dict[int, bytes] | None = None, separator: bytes | None = None) -> None:
         self.path = path
-        self.offset = offset
-        self.length = length
+        self.separator = separator  # between events, where the file has the same one everywhere
+        self.blocks = blocks  # int64 (n, 3): first row, offset of its "{", offset past the last "}"
+        self.count = count
+        self.events_end = events_end  # offset just past the last event of the array
         self.gzipped = gzipped
         self.preread = preread or {}
         self._file: BinaryIO | None = None
 
     def __len__(self) -> int:
-        return int(self.offset.shape[0])
+        return self.count
 
     def _handle(self) -> BinaryIO:
         if self._file is None:
@@ -169,45 +177,65 @@ class OffsetArgs:
                 self._file = open(self.path, "rb")  # noqa: SIM115 - kept open for later reads
         return self._file
 
+    def _read(self, first: int, last: int) -> bytes:
+        """Blocks first..last as a JSON list: their events and the commas between them."""
+        start, end = int(self.blocks[first, 1]), int(self.blocks[last, 2])
+        # pread, not mmap: mapped pages would count towards the process's resident memory
+        return b"[" + os.pread(self._handle().fileno(), end - start, start) + b"]"
+
     def event_bytes(self, i: int) -> bytes:
         i = int(i)
         if i in self.preread:
             return self.preread[i]
-        # pread, not mmap: mapped pages would count towards the process's resident memory
-        return os.pread(self._handle().fileno(), int(self.length[i]), int(self.offset[i]))
+        block = int(np.searchsorted(self.blocks[:, 0], i, side="right")) - 1
+        raws = _RAW_LIST_DECODER.decode(self._read(block, block))
+        return bytes(raws[i - int(self.blocks[block, 0])])
 
     def decode_args(self, indices: Any, struct: type) -> list[Any]:
-        """Trace.decode_args for a streamed trace: events in file order, read in windows of
-        READ_WINDOW bytes, each decoded once into {"args": struct}."""
-        decode = _wrapped_decoder(struct).decode
+        """Trace.decode_args for a streamed trace: the blocks holding the events, in file order, read
+        a window of consecutive blocks (up to READ_WINDOW bytes) at a time, each event decoded
+        into {"args": struct}."""
         idx = np.asarray(indices, dtype=np.int64)
         out: list[Any] = [None] * idx.size
         if idx.size == 0:
             return out
-        order = np.argsort(self.offset[idx], kind="stable")
-        starts, lengths = self.offset[idx[order]], self.length[idx[order]]
-        handle = self._handle().fileno()
-        event_of = idx[order].tolist()
-        slot_of, start_of, length_of = order.tolist(), starts.tolist(), lengths.tolist()
-        errors = (msgspec.DecodeError, msgspec.ValidationError)
-        pos = 0
-        while pos < order.size:
-            window_start = start_of[pos]
-            # the events that start inside the window (at least one), read in one call
-            stop = max(pos + 1, int(np.searchsorted(starts, window_start + READ_WINDOW, side="left")))
-            window_end = int((starts[pos:stop] + lengths[pos:stop]).max())
-            data = os.pread(handle, window_end - window_start, window_start)
-            for k in range(pos, stop):
-                raw = self.preread.get(event_of[k])
-                if raw is None:
-                    lo = start_of[k] - window_start
-                    raw = data[lo:lo + length_of[k]]
-                try:
-                    out[slot_of[k]] = decode(raw).args
-                except errors:
-                    continue
-            pos = stop
+        order = np.argsort(idx, kind="stable")
+        rows = idx[order]
+        block_of = np.searchsorted(self.blocks[:, 0], rows, side="right") - 1
+        needed = np.unique(block_of)
+        # windows: runs of consecutive needed blocks, cut where they pass READ_WINDOW bytes
+        bucket = (self.blocks[needed, 1] - self.blocks[needed[0], 1]) // READ_WINDOW
+        cut = np.flatnonzero((np.diff(needed) != 1) | (np.diff(bucket) != 0)) + 1
+        for window in np.split(needed, cut):
+            first, last = int(window[0]), int(window[-1])
+            lo, hi = np.searchsorted(block_of, [first, last + 1])
+            self._decode_window(first, last, rows[lo:hi], order[lo:hi], struct, out)
         return out
+
+    def _decode_window(self, first: int, last: int, rows: np.ndarray, slots: np.ndarray, struct: type,
+                       out: list[Any]) -> None:
+        data = self._read(first, last)
+        row0 = int(self.blocks[first, 0])
+        starts, ends = self._events_in(data, first, last)
+        decode = _wrapped_decoder(struct).decode
+        for row, slot in zip((rows - row0).tolist(), slots.tolist(), strict=True):
+            # each event decoded from its own copy: a Raw field of `struct` holds on to the bytes it
+            # was decoded from, which must not be the whole window
+            try:
+                out[slot] = decode(data[starts[row]:ends[row] + 1]).args
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue
+
+    def _events_in(self, data: bytes, first: int, last: int) -> tuple[list[int], list[int]]:
+        """First and last byte, in `data`, of each event of blocks first..last: found by Kineto's
+        separator where the file has one (as the read found them), else by msgspec."""
+        count = (int(self.blocks[last + 1, 0]) if last + 1 < len(self.blocks) else self.count) \
+            - int(self.blocks[first, 0])
+        found = _separator_offsets(data, 0, self.separator)
+        if found is not None and found[0].size == count:
+            return found[0].tolist(), found[1].tolist()
+        starts, ends, _ = _exact_offsets(memoryview(data)[1:-1], 1)
+        return starts.tolist(), ends.tolist()
 
     def __getitem__(self, i: int) -> Raw | None:
         try:
@@ -382,8 +410,9 @@ def _decode_run(segment: bytearray, origin: int, starts: np.ndarray, ends: np.nd
     ph_col = np.fromiter(map(ph_codes.__getitem__, ph), dtype=np.uint8, count=n)
     part.add("ph", ph_col)
     part.timed += int(np.count_nonzero((ph_col != 0) & ~no_ts))
-    part.add("offset", starts.astype(np.int64))
-    part.add("length", (ends - starts + 1).astype(np.int32))
+    first = np.arange(0, n, ARGS_BLOCK)
+    last = np.minimum(first + ARGS_BLOCK, n) - 1
+    part.add("block", np.column_stack((first + row0, starts[first], ends[last] + 1)).astype(np.int64))
     # metadata events name the lanes: keep their few bytes so that needs no trip back to the file
     for row in np.flatnonzero(ph_col == PH_METADATA).tolist():
         part.preread[row0 + row] = bytes(segment[int(starts[row]) - origin : int(ends[row]) - origin + 1])
@@ -887,7 +916,7 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
     for name, dtype in (("ph", np.uint8), ("cat", np.int16), ("name", np.int32), ("pid", np.int64),
                         ("tid", np.int64), ("flow_id", np.int64), ("ts", np.int64), ("dur", np.int64),
                         ("external_id", np.int64), ("correlation", np.int64), ("stream", np.int64),
-                        ("device", np.int64), ("offset", np.int64), ("length", np.int32)):
+                        ("device", np.int64)):
         columns[name] = column(name, dtype)
     # odd ids in the in-memory loader's order: all pids, then tids, then flow ids
     for name in ("pid", "tid", "flow_id"):
@@ -906,7 +935,13 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
     for p in parts:
         preread.update({row0 + row: data for row, data in p.preread.items()})
         row0 += p.count
-    raw_args = OffsetArgs(source, columns["offset"], columns["length"], gzipped, preread)
+    row0 = 0
+    for p in parts:  # each part numbered its blocks' rows from 0
+        p.columns["block"] = [block + (row0, 0, 0) for block in p.columns.get("block", [])]
+        row0 += p.count
+    blocks = column("block", np.int64).reshape(-1, 3)
+    raw_args = OffsetArgs(source, blocks, len(columns["ts"]), int(blocks[-1, 2]) if blocks.size else 0,
+                          gzipped, preread, parts[0].separator)
     trace = Trace(
         source=source,
         names=list(names.ids),
