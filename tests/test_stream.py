@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
+import msgspec
 import numpy as np
 import pytest
 from conftest import fixture
@@ -43,6 +45,15 @@ def assert_same(a, b):
     assert a.size_bytes == b.size_bytes
     for i in range(len(a)):
         assert a.args(i) == b.args(i), i
+    # the bulk read (blocks of events, windows of blocks) gives what each event's own read gives
+    everything = list(range(len(a)))[::-1]
+    bulk = [None if x is None else (x.external_id, bytes(x.dims)) for x in a.decode_args(everything, _Some)]
+    assert bulk == [None if x is None else (x.external_id, bytes(x.dims)) for x in b.decode_args(everything, _Some)]
+
+
+class _Some(msgspec.Struct):
+    external_id: Any = msgspec.field(name="External id", default=None)
+    dims: msgspec.Raw = msgspec.field(name="Input Dims", default=msgspec.Raw(b"null"))
 
 
 @pytest.fixture
@@ -51,6 +62,8 @@ def tiny_blocks(monkeypatch):
     for tiny files."""
     monkeypatch.setattr(stream, "BLOCK_BYTES", 61)
     monkeypatch.setattr(stream, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(stream, "ARGS_BLOCK", 3)  # args read back across many blocks and windows
+    monkeypatch.setattr(stream, "READ_WINDOW", 100)
 
 
 def event(k: int, **extra) -> dict:
