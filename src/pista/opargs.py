@@ -2,8 +2,9 @@
 number`, `Concrete Inputs`), read once per trace and event for every reader: the kernel FLOPs and
 bytes (pista.efficiency) and the rules that look at shapes read many of the same ops.
 
-Each field is kept as its JSON text and decoded once per distinct text: a training trace repeats the
-same few hundred shapes every step, so what is computed from a shape (FLOPs, bytes, a weight test)
+Dims, types and concrete inputs are kept as JSON text and decoded once per distinct text (the sequence
+number, unique per op call, is read as its value): a training trace repeats the same few hundred
+shapes every step, so what is computed from a shape (FLOPs, bytes, a weight test)
 can be memoised on that text too. A field decodes to what a msgspec `Any` field of the same name
 decodes to (None where absent), and an event whose args are missing or not an object gives None,
 as `Trace.decode_args` gives it.
@@ -25,23 +26,21 @@ NULL = msgspec.Raw(b"null")  # an absent field reads as JSON null: None, as an `
 class _Fields(msgspec.Struct, gc=False):
     dims: msgspec.Raw = msgspec.field(name="Input Dims", default=NULL)
     types: msgspec.Raw = msgspec.field(name="Input type", default=NULL)
-    seq: msgspec.Raw = msgspec.field(name="Sequence number", default=NULL)
     concrete: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=NULL)
+    # one number per op call, so nothing to memoise on its text: read as the value straight away
+    seq: Any = msgspec.field(name="Sequence number", default=None)
 
 
-class OpArgs:
-    """One op's recorded fields: `*_text` the JSON text (hashable, for memos), the plain attributes
-    the decoded values (one object per distinct text, shared between events: read-only)."""
+class OpArgs(msgspec.Struct, gc=False):
+    """One op's recorded fields: `*_text` the JSON text (hashable, for memos); `dims`, `types`,
+    `concrete` the decoded values (one object per distinct text, shared between events: read-only);
+    `seq` the sequence number's value. A Struct: built in C, thousands per rule."""
 
-    __slots__ = ("_values", "concrete_text", "dims_text", "seq_text", "types_text")
-
-    def __init__(self, fields: _Fields, values: dict[bytes, Any]) -> None:
-        # copies: the raw slices point into the read buffers, which are let go
-        self.dims_text = bytes(fields.dims)
-        self.types_text = bytes(fields.types)
-        self.seq_text = bytes(fields.seq)
-        self.concrete_text = bytes(fields.concrete)
-        self._values = values
+    dims_text: bytes
+    types_text: bytes
+    concrete_text: bytes
+    seq: Any
+    _values: dict[bytes, Any]  # the store's memo: JSON text -> its value
 
     def _value(self, text: bytes) -> Any:
         values = self._values
@@ -56,10 +55,6 @@ class OpArgs:
     @property
     def types(self) -> Any:
         return self._value(self.types_text)
-
-    @property
-    def seq(self) -> Any:
-        return self._value(self.seq_text)
 
     @property
     def concrete(self) -> Any:
@@ -85,5 +80,8 @@ def op_args(facts: Facts, indices: Sequence[int]) -> list[OpArgs | None]:
     missing = sorted(set(itertools.filterfalse(by_event.__contains__, indices)))
     if missing:
         decoded = facts.trace.decode_args(missing, _Fields)
-        by_event.update(zip(missing, [None if f is None else OpArgs(f, values) for f in decoded], strict=True))
+        # `b"" + raw` copies the text out of the read buffer (let go after the read), quicker than bytes(raw)
+        built = [None if f is None else OpArgs(b"" + f.dims, b"" + f.types, b"" + f.concrete, f.seq, values)
+                 for f in decoded]
+        by_event.update(zip(missing, built, strict=True))
     return list(map(by_event.__getitem__, indices))
