@@ -108,19 +108,14 @@ class TypicalCall:
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     trace = facts.trace
-    kernels = _could_vary(facts, np.flatnonzero(facts.is_device_work & trace.category_mask({"kernel"})))
+    kernels = np.flatnonzero(facts.is_device_work & trace.category_mask({"kernel"}))
+    kernels = kernels[_could_vary(trace.dur[kernels], trace.name[kernels])]
     if kernels.size < KV_MIN_CALLS:
         return []
-    config, dims, inputs, launch = launch_keys(facts, kernels)
-    known = inputs != ""  # calls with no recorded inputs cannot be shown to do the same work
-    kernels, config, dims, inputs, launch = kernels[known], config[known], dims[known], inputs[known], launch[known]
+    kernels, config, config_text, inputs, shown, launch = _launch_keys(facts, kernels)
     # same name, same grid/block, same inputs of the launching op, same launch within it: the same work
-    groups: dict[tuple, int] = {}
-    inverse = np.fromiter((groups.setdefault(key, len(groups)) for key in
-                           zip(trace.name[kernels].tolist(), config.tolist(), inputs.tolist(), launch.tolist(),
-                               strict=True)),
-                          dtype=np.int64, count=kernels.size)
-    counts = np.bincount(inverse, minlength=len(groups))
+    inverse = _group_ids(trace.name[kernels], config, inputs, launch)
+    counts = np.bincount(inverse)
     by_group = np.argsort(inverse, kind="stable")
     bounds = np.concatenate(([0], np.cumsum(counts)))
     found = []
@@ -137,26 +132,43 @@ def check(ctx: Context) -> list[Finding]:
             continue
         if ctx.per_step(excess).share < KV_MIN_STEP_SHARE:
             continue
-        found.append((excess, members, dur, median, p95, top, str(config[rows[0]]), str(dims[rows[0]]),
-                      int(launch[rows[0]])))
+        first = rows[0]
+        found.append((excess, members, dur, median, p95, top, config_text[config[first]],
+                      shown[inputs[first]], int(launch[first])))
     found.sort(key=lambda f: -f[0])
     return [_finding(ctx, *f) for f in found[:KV_MAX_FINDINGS]]
 
 
-def _could_vary(facts: Facts, kernels: np.ndarray) -> np.ndarray:
-    """The kernels whose name group could hold a group that fires, before any args are read: a
-    group's max/median is at most its name's max/min, and its median at most its name's max."""
-    if kernels.size == 0:
-        return kernels
-    names, inverse, counts = np.unique(facts.trace.name[kernels], return_inverse=True, return_counts=True)
-    dur = facts.trace.dur[kernels]
-    longest = np.zeros(names.size, dtype=np.int64)
-    shortest = np.full(names.size, np.iinfo(np.int64).max, dtype=np.int64)
+def _could_vary(dur: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Mask of the calls whose group (any integer key per call) could hold a group that fires, before
+    any args are read: a subgroup's max/median is at most the group's max/min, and its median at most
+    the group's max."""
+    if dur.size == 0:
+        return np.zeros(0, dtype=bool)
+    _, inverse, counts = np.unique(group, return_inverse=True, return_counts=True)
+    longest = np.zeros(counts.size, dtype=np.int64)
+    shortest = np.full(counts.size, np.iinfo(np.int64).max, dtype=np.int64)
     np.maximum.at(longest, inverse, dur)
     np.minimum.at(shortest, inverse, dur)
     possible = ((counts >= KV_MIN_CALLS) & (longest >= KV_MIN_MEDIAN_US * 1000.0)
                 & (longest >= min(KV_P95_RATIO, KV_MAX_RATIO) * shortest))
-    return kernels[possible[inverse]]
+    return possible[inverse]
+
+
+def _group_ids(*columns: np.ndarray) -> np.ndarray:
+    """Per row, the id of its tuple of integer keys: ids numbered in order of first appearance."""
+    order = np.lexsort(columns[::-1])  # stable: each run of equal keys starts at its first row
+    starts = np.zeros(order.size, dtype=bool)
+    starts[:1] = True
+    for column in columns:
+        ordered = column[order]
+        starts[1:] |= ordered[1:] != ordered[:-1]
+    run = np.cumsum(starts) - 1
+    rank = np.empty(run[-1] + 1 if run.size else 0, dtype=np.intp)
+    rank[np.argsort(order[starts], kind="stable")] = np.arange(rank.size, dtype=np.intp)
+    ids = np.empty(order.size, dtype=np.intp)
+    ids[order] = rank[run]
+    return ids
 
 
 def _finding(ctx: Context, excess: float, members: np.ndarray, dur: np.ndarray, median: float, p95: float,
@@ -188,53 +200,74 @@ def _finding(ctx: Context, excess: float, members: np.ndarray, dur: np.ndarray, 
     return Finding(ID, record, impact, ev)
 
 
-def launch_keys(facts: Facts, kernels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """For the kernels (event indices): 'grid x block' from their args; the launching op's
-    'Input Dims' as text; its recorded inputs in full (dims, types, concrete values; '' where the
-    kernel has no op or the op no record); and which launch of that kernel name within its op call
-    each one is. Persistent GEMM kernels launch one CTA per SM whatever the problem size, so
-    grid/block alone do not say 'same work'."""
+def _launch_keys(facts: Facts, kernels: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray,
+                                                              list[str], np.ndarray]:
+    """Of the kernels, those with recorded inputs (calls with none cannot be shown to do the same
+    work) whose group could vary, and their keys: grid/block id and texts, inputs id and the 'Input
+    Dims' texts, launch number within the op call (see the three helpers)."""
+    launch = _launch_numbers(facts, kernels)
+    inputs, shown = _recorded_inputs(facts, kernels)
+    known = inputs >= 0
+    # grid/block only split these groups further: one that cannot vary now cannot after, so the
+    # launch args are read for the calls of the groups that could
+    known[known] = _could_vary(facts.trace.dur[kernels[known]],
+                               _group_ids(facts.trace.name[kernels[known]], inputs[known], launch[known]))
+    kernels, inputs, launch = kernels[known], inputs[known], launch[known]
+    config, config_text = _launch_configs(facts, kernels)
+    return kernels, config, config_text, inputs, shown, launch
+
+
+def _launch_numbers(facts: Facts, kernels: np.ndarray) -> np.ndarray:
+    """For the kernels (event indices): which launch of that kernel name within its op call each
+    one is (a cuDNN helper runs once per tensor); 0 outside any op."""
     trace = facts.trace
-    config = np.full(kernels.size, "", dtype=object)
-    dims = np.full(kernels.size, "", dtype=object)
-    inputs = np.full(kernels.size, "", dtype=object)
-    config_text: dict[tuple[bytes, bytes], str] = {}
-    for i, launch in enumerate(trace.decode_args(kernels, _LaunchArgs)):
-        if launch is None:
-            continue
-        key = (bytes(launch.grid), bytes(launch.block))
-        if key == (b"", b""):
-            continue
-        text = config_text.get(key)
-        if text is None:  # a few distinct configs: format each once
-            text = config_text[key] = f"grid {_raw_dims(key[0])} block {_raw_dims(key[1])}"
-        config[i] = text
     owners = facts.owner[kernels]
-    unique_owners = np.unique(owners[owners >= 0])
-    recorded: dict[int, tuple[str, str]] = {}
-    for o, op in zip(unique_owners.tolist(), trace.decode_args(unique_owners, _OpArgs), strict=True):
-        if op is None or bytes(op.input_dims) == b"":
-            continue  # no record of its inputs
-        shown = _raw_text(op.input_dims)
-        recorded[o] = (shown, "|".join(bytes(r).decode("utf-8", "replace")
-                                       for r in (op.input_dims, op.input_type, op.concrete_inputs)))
-    for i, owner in enumerate(owners.tolist()):
-        if owner in recorded:
-            dims[i], inputs[i] = recorded[owner]
-    # the n-th launch of this kernel name inside its op call (a cuDNN helper runs once per tensor)
-    launch = np.zeros(kernels.size, dtype=np.int64)
-    order = np.lexsort((trace.ts[kernels], trace.name[kernels], owners))
+    names = trace.name[kernels]
+    order = np.lexsort((trace.ts[kernels], names, owners))
     same = np.zeros(order.size, dtype=bool)
-    same[1:] = (owners[order][1:] == owners[order][:-1]) & (trace.name[kernels][order][1:]
-                                                           == trace.name[kernels][order][:-1])
+    same[1:] = (owners[order][1:] == owners[order][:-1]) & (names[order][1:] == names[order][:-1])
     run_start = np.maximum.accumulate(np.where(~same, np.arange(order.size), 0))
+    launch = np.zeros(kernels.size, dtype=np.intp)
     launch[order] = np.arange(order.size) - run_start
     launch[owners < 0] = 0
-    return config, dims, inputs, launch
+    return launch
 
 
-# Typed decodes (trace.decode_args) read only these fields, kept as raw JSON text (hashable, and
-# already the text shown): a generic args() decode of every kernel dominated this rule's time.
+def _recorded_inputs(facts: Facts, kernels: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Per kernel, an id for its launching op's recorded inputs in full (dims, types, concrete values;
+    -1 where the kernel has no op or the op no record), and per id that op's 'Input Dims' as text.
+    Each op's args are read once, however many kernels it launched."""
+    owners = facts.owner[kernels]
+    unique_owners = np.unique(owners[owners >= 0])
+    # key: the three texts joined by NUL, which JSON text never holds (msgspec rejects it even in strings)
+    ids: dict[bytes, int] = {}
+    code = [-1 if op is None or not op.input_dims  # no record of its inputs
+            else ids.setdefault(b"\0".join((op.input_dims, op.input_type, op.concrete_inputs)), len(ids))
+            for op in facts.trace.decode_args(unique_owners, _OpArgs)]
+    code.append(-1)  # the slot of the kernels without an op
+    at = np.where(owners >= 0, np.searchsorted(unique_owners, owners), unique_owners.size)
+    return np.array(code, dtype=np.intp)[at], [_raw_text(key.partition(b"\0")[0]) for key in ids]
+
+
+def _launch_configs(facts: Facts, kernels: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Per kernel, an id for its 'grid x block' text from its args, and the texts ('' where the
+    trace has none). Persistent GEMM kernels launch one CTA per SM whatever the problem size, so
+    grid/block alone do not say 'same work'."""
+    text_id = {"": 0}
+    by_raw = {b"\0": 0}  # grid and block joined by NUL (see _recorded_inputs); neither: no config
+    config = []
+    for launch in facts.trace.decode_args(kernels, _LaunchArgs):
+        key = b"\0" if launch is None else b"\0".join((launch.grid, launch.block))
+        if key not in by_raw:  # a few distinct configs: format each once
+            grid, _, block = key.partition(b"\0")
+            by_raw[key] = text_id.setdefault(f"grid {_raw_dims(grid)} block {_raw_dims(block)}", len(text_id))
+        config.append(by_raw[key])
+    return np.array(config, dtype=np.intp), list(text_id)
+
+
+# Typed decodes (trace.decode_args) read only these fields, kept as raw JSON text (joined into
+# hashable keys, and already the text shown): a generic args() decode of every kernel dominated
+# this rule's time.
 _MISSING = msgspec.Raw(b"")
 
 
@@ -249,8 +282,8 @@ class _OpArgs(msgspec.Struct, gc=False):
     concrete_inputs: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=_MISSING)
 
 
-def _raw_text(raw: msgspec.Raw) -> str:
-    text = bytes(raw).decode("utf-8", "replace")
+def _raw_text(raw: bytes) -> str:
+    text = raw.decode("utf-8", "replace")
     return "" if text in ("", "[]", "null") else text
 
 
