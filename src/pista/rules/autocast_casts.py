@@ -134,24 +134,26 @@ def check(ctx: Context) -> list[Finding]:
     backward = np.where(copy_op >= 0, nearest_ancestor(facts, facts.is_host & name_mask(facts, BACKWARD))[copy_op],
                         -1)
     user = _users(facts, copy_op)
-    # the args of the forward casts' ops first; the backward ones only where forward casts were found
     ahead = (copy_op >= 0) & (user >= 0) & (backward < 0)
-    args = _decode(facts, {*copy_op[ahead].tolist(), *user[ahead].tolist()})
+    if not ahead.any():
+        return []  # no forward cast under an autocast op
+    # the forward and backward casts' ops in one read: a read of scattered args spans most of the file
+    behind = backward >= 0
+    args = _decode(facts, {*copy_op[ahead].tolist(), *user[ahead].tolist(), *copy_op[behind].tolist(),
+                           *backward[behind].tolist()})
     forward, seqs = _forward(args, casts, copy_op, user, backward)
-    if seqs:
-        args.update(_decode(facts, {*copy_op[backward >= 0].tolist(), *backward[backward >= 0].tolist()}))
     grads = _grads(args, casts, copy_op, backward, seqs)
     if not forward:
         return []
     steps = ctx.step_count
-    fwd_ns = float(sum(int(trace.dur[k]) for k in forward))
-    bwd_ns = float(sum(int(trace.dur[k]) for k in grads))
+    fwd_ns = float(_total_ns(trace, forward))
+    bwd_ns = float(_total_ns(trace, grads))
     weight_ns = fwd_ns + bwd_ns
     # the host side: each forward cast's aten::to under the op, each gradient's ToCopyBackward0
     pairs = np.array([(c, u) for c, u, _ in forward.values()], dtype=np.int64).reshape(-1, 2)
     host_ops = set(_cast_calls(facts, pairs[:, 0], pairs[:, 1]).tolist()) | {b for b, _ in grads.values()}
-    host_ns = float(sum(int(trace.dur[o]) for o in host_ops))
     ops = np.fromiter(host_ops, dtype=np.int64, count=len(host_ops))
+    host_ns = float(trace.dur[ops].sum())
     exposed_ns = float((trace.dur[ops] - busy_ns_many(facts, trace.ts[ops], trace.ts[ops] + trace.dur[ops])).sum())
     impact = ctx.per_step(weight_ns + exposed_ns)
     if impact.share < MIN_IMPACT_SHARE:
@@ -203,6 +205,10 @@ def _grads(args: dict[int, OpArgs | None], casts: np.ndarray, copy_op: np.ndarra
         if isinstance(seq, int) and seq in seqs:
             grads[k] = (b, _first_shape(args[c]) or ())
     return grads
+
+
+def _total_ns(trace, kernels: dict[int, Any]) -> int:
+    return int(trace.dur[np.fromiter(kernels, dtype=np.int64, count=len(kernels))].sum())
 
 
 def _cast_calls(facts: Facts, copies: np.ndarray, users: np.ndarray) -> np.ndarray:
