@@ -83,3 +83,12 @@ def test_silent_on_cpu_only_traces(analysis_of):
     # matmul+add and addmm ran within noise of each other)
     for name in ("gpu/cpu_matmul_add", "gpu/cpu_only", "gpu/cpu_transformer", "gpu/cpu_adamw_fused"):
         assert analysis_of(name).finding(RULE) is None
+
+
+def test_silent_where_the_pairs_launched_no_device_work(analysis_of):
+    # gpu/compile_warmup: torch.compile runs aten::matmul then aten::relu on the host while it traces,
+    # and neither launches device work: there is no kernel to fuse
+    name = "gpu/compile_warmup"
+    relus = raw.complete(name, "cpu_op", "aten::relu")
+    assert relus and all(_launched_under(name, r) == [] for r in relus)
+    assert analysis_of(name).finding(RULE) is None

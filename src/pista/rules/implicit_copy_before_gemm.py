@@ -175,8 +175,7 @@ def _pairs(ctx: Context) -> list[tuple[int, int, int, bool]]:
     work = np.flatnonzero(facts.is_device_work)
     if work.size < 2:
         return []
-    names = trace.name_array[trace.name[work]]
-    is_fill = np.array([n.startswith("Memset") or n.startswith("Memcpy DtoD") for n in names], dtype=bool)
+    is_fill = _by_name(trace, work, lambda n: n.startswith(("Memset", "Memcpy DtoD")))
     if not is_fill.any():
         return []
     # next device work on the same stream (pid, tid), by start time
@@ -185,25 +184,33 @@ def _pairs(ctx: Context) -> list[tuple[int, int, int, bool]]:
     same_lane = (trace.pid[w][1:] == trace.pid[w][:-1]) & (trace.tid[w][1:] == trace.tid[w][:-1])
     nxt = np.full(w.size, -1, dtype=np.int64)
     nxt[:-1] = np.where(same_lane, w[1:], -1)
-    fill_sorted = is_fill[order]
+    pos = np.flatnonzero(is_fill[order] & (nxt >= 0))
+    fill, gemm = w[pos], nxt[pos]
+    owner = facts.owner[fill]
+    # not the GEMM op's own preparation: another op's, or an op whose job is to copy or fill
+    own = (owner >= 0) & (owner == facts.owner[gemm])
+    own[own] = ~_by_name(trace, owner[own], lambda n: EXPLICIT_OPS.match(n) is not None)
+    fill, gemm = fill[own], gemm[own]
+    fill_end = trace.ts[fill] + trace.dur[fill]
+    gap = trace.ts[gemm] - fill_end
+    keep = _is_gemm(trace, gemm) & ~(gap.astype(np.float64) / 1000.0 > IMPLICIT_COPY_MAX_GAP_US)
+    fill, gemm, fill_end, gap = fill[keep], gemm[keep], fill_end[keep], gap[keep]
+    launch = facts.launcher[gemm]
+    launched = launch >= 0
+    queued = np.zeros(gemm.size, dtype=bool)
+    queued[launched] = trace.ts[launch[launched]] + trace.dur[launch[launched]] <= fill_end[launched]
+    return list(zip(fill.tolist(), gemm.tolist(), gap.tolist(), queued.tolist(), strict=True))
 
-    is_gemm: dict[str, bool] = {}  # per kernel name: the regex is slow on long template names
-    pairs = []
-    for pos in np.flatnonzero(fill_sorted & (nxt >= 0)).tolist():
-        fill, gemm = int(w[pos]), int(nxt[pos])
-        owner = int(facts.owner[fill])
-        if owner < 0 or owner != int(facts.owner[gemm]) or EXPLICIT_OPS.match(trace.event_name(owner)):
-            continue  # not the GEMM op's own preparation
-        gemm_name = trace.event_name(gemm)
-        if gemm_name not in is_gemm:
-            is_gemm[gemm_name] = trace.event_category(gemm) == "kernel" and bool(GEMM_NAME.search(gemm_name))
-        if not is_gemm[gemm_name]:
-            continue
-        fill_end = int(trace.ts[fill] + trace.dur[fill])
-        gap = int(trace.ts[gemm]) - fill_end
-        if us(gap) > IMPLICIT_COPY_MAX_GAP_US:
-            continue
-        launch = int(facts.launcher[gemm])
-        queued = launch >= 0 and int(trace.ts[launch] + trace.dur[launch]) <= fill_end
-        pairs.append((fill, gemm, gap, queued))
-    return pairs
+
+def _is_gemm(trace, events: np.ndarray) -> np.ndarray:
+    """Per event: a GEMM kernel (by category and name)."""
+    is_gemm = trace.cat[events] == trace.category_id("kernel")
+    is_gemm[is_gemm] = _by_name(trace, events[is_gemm], lambda n: GEMM_NAME.search(n) is not None)
+    return is_gemm
+
+
+def _by_name(trace, events: np.ndarray, test) -> np.ndarray:
+    """test(name) for each of the events, run once per distinct name (the regexes are slow on long
+    template kernel names, which a trace repeats)."""
+    ids, inverse = np.unique(trace.name[events], return_inverse=True)
+    return np.fromiter((test(trace.names[i]) for i in ids.tolist()), dtype=bool, count=ids.size)[inverse]

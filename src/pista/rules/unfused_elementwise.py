@@ -197,22 +197,27 @@ def _ceiling(facts: Facts, candidates: dict[int, _Kernel]) -> tuple[float, str, 
 def _chains(facts: Facts, fast: dict[int, _Kernel]) -> list[list[_Kernel]]:
     """Runs of consecutive device work on one stream, all in `fast`, same numel, same step."""
     out: list[list[_Kernel]] = []
+    if not fast:
+        return out
+    # per fast kernel, an id for its (numel, step): neighbours with the same id chain
+    ids: dict[tuple[int, int], int] = {}
+    steps = facts.event_step
+    kernels = np.fromiter(fast, dtype=np.int64, count=len(fast))
+    same = np.fromiter((ids.setdefault((c.numel, int(steps[k])), len(ids)) for k, c in fast.items()),
+                       dtype=np.int64, count=len(fast))
+    order = np.argsort(kernels)
+    kernels, same = kernels[order], same[order]
     for lane in facts.lanes:
         if lane.kind != "gpu":
             continue
         work = lane.events[facts.is_device_work[lane.events]]
-        run: list[_Kernel] = []
-        for k in work.tolist():
-            c = fast.get(k)
-            if c is not None and run and c.numel == run[-1].numel and \
-                    facts.event_step[k] == facts.event_step[run[-1].index]:
-                run.append(c)
-                continue
-            if len(run) >= MIN_CHAIN:
-                out.append(run)
-            run = [c] if c is not None else []
-        if len(run) >= MIN_CHAIN:
-            out.append(run)
+        at = np.minimum(np.searchsorted(kernels, work), kernels.size - 1)
+        key = np.where(kernels[at] == work, same[at], -1)  # -1: not a fast kernel
+        link = (key[1:] >= 0) & (key[1:] == key[:-1])  # work i and i + 1 chain
+        firsts = np.flatnonzero(link & ~np.concatenate(([False], link[:-1])))
+        lasts = np.flatnonzero(link & ~np.concatenate((link[1:], [False])))
+        for first, last in zip(firsts.tolist(), lasts.tolist(), strict=True):
+            out.append([fast[k] for k in work[first:last + 2].tolist()])
     return out
 
 

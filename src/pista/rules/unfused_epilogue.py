@@ -34,14 +34,16 @@ for an activation, `torch.compile` the block so the elementwise op is fused (or 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import numpy as np
 
-from pista.efficiency import GEMM_OPS, gemm_mnk
+from pista.efficiency import GEMM_OPS, MEMO_SIZE, gemm_mnk
 from pista.findings import Context, Evidence, Finding
 from pista.opargs import OpArgs, op_args
 from pista.rules._common import name_mask, nearest_ancestor, us
@@ -113,7 +115,7 @@ def check(ctx: Context) -> list[Finding]:
         gemms = gemms[facts.event_step[gemms] >= 0]
     if gemms.size == 0:
         return []
-    nxt = _next_sibling(facts, ops)[gemms]
+    nxt = _next_sibling(facts, ops, gemms)
     epilogue_names = BIAS_OPS | ACTIVATION_OPS
     keep = (nxt >= 0)
     keep[keep] = np.isin(trace.name[nxt[keep]], [i for i, n in enumerate(trace.names) if n in epilogue_names])
@@ -148,33 +150,39 @@ def check(ctx: Context) -> list[Finding]:
     return [Finding(ID, record, impact, _evidence(facts, hits))]
 
 
-def _next_sibling(facts: Facts, ops: np.ndarray) -> np.ndarray:
-    """Per op: the next op with the same parent on the same thread, by start time (-1: none)."""
+def _next_sibling(facts: Facts, ops: np.ndarray, of: np.ndarray) -> np.ndarray:
+    """For the ops `of`: the next op of `ops` with the same parent on the same thread, by start time
+    (-1: none). Only the ops under the same parents as `of` are sorted."""
     trace = facts.trace
     idx = np.flatnonzero(ops)
+    idx = idx[np.isin(facts.parent[idx], facts.parent[of])]
     out = np.full(len(trace), -1, dtype=np.int64)
     if idx.size < 2:
-        return out
+        return out[of]
     order = np.lexsort((trace.ts[idx], facts.parent[idx], trace.tid[idx], trace.pid[idx]))
     idx = idx[order]
     same = ((trace.pid[idx[1:]] == trace.pid[idx[:-1]]) & (trace.tid[idx[1:]] == trace.tid[idx[:-1]])
             & (facts.parent[idx[1:]] == facts.parent[idx[:-1]]))
     out[idx[:-1][same]] = idx[1:][same]
-    return out
+    return out[of]
 
 
 def _work_under(facts: Facts, ops: np.ndarray) -> dict[int, list[int]]:
-    """Op -> the device work launched by it or by ops below it."""
+    """Op -> the device work launched by it or by ops below it (in event order)."""
     mask = np.zeros(len(facts.trace), dtype=bool)
     mask[ops] = True
     top = nearest_ancestor(facts, mask)
     work = np.flatnonzero(facts.is_device_work)
     source = np.where(facts.owner[work] >= 0, facts.owner[work], facts.launcher[work])
-    out: dict[int, list[int]] = defaultdict(list)
-    for k, s in zip(work.tolist(), source.tolist(), strict=True):
-        if s >= 0 and top[s] >= 0:
-            out[int(top[s])].append(k)
-    return out
+    work, source = work[source >= 0], source[source >= 0]
+    above = top[source]
+    work, above = work[above >= 0], above[above >= 0]
+    if above.size == 0:
+        return {}
+    order = np.argsort(above, kind="stable")
+    tops, starts = np.unique(above[order], return_index=True)
+    parts = np.split(work[order], starts[1:])
+    return dict(zip(tops.tolist(), (part.tolist() for part in parts), strict=True))
 
 
 def _stream(trace, k: int) -> tuple[int, int]:
@@ -190,10 +198,18 @@ def _shape(value: Any) -> tuple[int, ...] | None:
 def _epilogue(gemm: str, g: OpArgs | None, op: str, e: OpArgs | None) -> tuple[str, tuple[int, ...],
                                                                                tuple[int, ...] | None] | None:
     """(kind, output shape, bias shape) when op works on the GEMM's output, else None."""
-    if g is None or e is None or not isinstance(e.dims, list) or not e.dims:
+    return None if g is None or e is None else _epilogue_of(gemm, g.dims_text, op, e.dims_text)
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _epilogue_of(gemm: str, gemm_dims: bytes, op: str, op_dims: bytes) -> tuple[str, tuple[int, ...],
+                                                                               tuple[int, ...] | None] | None:
+    """_epilogue on the ops' `Input Dims` texts: a trace repeats the same few pairs every step."""
+    g_dims, e_dims = msgspec.json.decode(gemm_dims), msgspec.json.decode(op_dims)
+    if not isinstance(e_dims, list) or not e_dims:
         return None
-    mnk = gemm_mnk(gemm, g.dims)
-    first = _shape(e.dims[0])
+    mnk = gemm_mnk(gemm, g_dims)
+    first = _shape(e_dims[0])
     if mnk is None or not first:
         return None
     batch, m, n, _ = mnk
@@ -201,9 +217,9 @@ def _epilogue(gemm: str, g: OpArgs | None, op: str, e: OpArgs | None) -> tuple[s
         return None
     if op in ACTIVATION_OPS:
         return "activation", first, None
-    if _has_bias(gemm, g.dims):
+    if _has_bias(gemm, g_dims):
         return None  # the GEMM adds its own bias: this add is a residual, not a bias
-    other = _shape(e.dims[1]) if len(e.dims) > 1 else None
+    other = _shape(e_dims[1]) if len(e_dims) > 1 else None
     if not other or other[-1] != n or math.prod(other) != n:
         return None  # a scalar, or a full tensor (a residual: another activation, not a bias)
     return "bias", first, other
