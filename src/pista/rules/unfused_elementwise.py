@@ -115,7 +115,8 @@ def check(ctx: Context) -> list[Finding]:
     if not facts.has_gpu:
         return []
     trace = facts.trace
-    candidates = _candidates(facts)
+    # with a known card the ceiling is the card's: only kernels that could chain need their bytes
+    candidates = _candidates(facts, paired_only=card_of(trace) is not None)
     if not candidates:
         return []
     ceiling, source, card = _ceiling(facts, candidates)
@@ -139,8 +140,10 @@ def check(ctx: Context) -> list[Finding]:
     return [Finding(ID, record, impact, _evidence(facts, chains))]
 
 
-def _candidates(facts: Facts) -> dict[int, _Kernel]:
-    """Elementwise kernels launched by an eager op with a recorded first tensor: their bytes."""
+def _candidates(facts: Facts, paired_only: bool) -> dict[int, _Kernel]:
+    """Elementwise kernels launched by an eager op with a recorded first tensor: their bytes. With
+    `paired_only`, only those next to another such kernel on their stream in the same step (the
+    others cannot chain; reading their ops' args is most of this rule's time)."""
     codes = classify(facts)
     idx = np.flatnonzero((codes == CODE["elementwise"]) & ~pattern_mask(facts, COMPILED_KERNEL)
                          & (facts.owner >= 0))
@@ -150,6 +153,8 @@ def _candidates(facts: Facts) -> dict[int, _Kernel]:
         return {}
     compiled = nearest_ancestor(facts, facts.is_host & pattern_mask(facts, COMPILED_REGION))
     idx = idx[compiled[facts.owner[idx]] < 0]
+    if paired_only:
+        idx = idx[_paired(facts, idx)]
     ops = facts.owner[idx]
     out = {}
     for k, op, a in zip(idx.tolist(), ops.tolist(), op_args(facts, ops.tolist()), strict=True):
@@ -157,6 +162,23 @@ def _candidates(facts: Facts) -> dict[int, _Kernel]:
         if size is not None:
             out[k] = _Kernel(k, op, *size)
     return out
+
+
+def _paired(facts: Facts, idx: np.ndarray) -> np.ndarray:
+    """Mask over idx: the kernels whose previous or next device work on their stream is also in idx,
+    in the same step (what _chains asks of neighbours, short of their sizes)."""
+    chosen = np.zeros(len(facts.trace), dtype=bool)
+    chosen[idx] = True
+    paired = np.zeros(len(facts.trace), dtype=bool)
+    for lane in facts.lanes:
+        if lane.kind != "gpu":
+            continue
+        work = lane.events[facts.is_device_work[lane.events]]
+        before, after = work[:-1], work[1:]
+        pair = chosen[before] & chosen[after] & (facts.event_step[before] == facts.event_step[after])
+        paired[before[pair]] = True
+        paired[after[pair]] = True
+    return paired[idx]
 
 
 def _shape(value: Any) -> tuple[int, ...] | None:
