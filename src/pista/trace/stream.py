@@ -189,8 +189,10 @@ class OffsetArgs:
         if i in self.preread:
             return self.preread[i]
         block = int(np.searchsorted(self.blocks[:, 0], i, side="right")) - 1
-        raws = _RAW_LIST_DECODER.decode(self._read(block, block))
-        return bytes(raws[i - int(self.blocks[block, 0])])
+        data = self._read(block, block)
+        starts, ends = self._events_in(data, block, block)
+        k = i - int(self.blocks[block, 0])
+        return data[int(starts[k]):int(ends[k]) + 1]
 
     def decode_args(self, indices: Any, struct: type) -> list[Any]:
         """Trace.decode_args for a streamed trace: the blocks holding the events, in file order, read
@@ -216,27 +218,27 @@ class OffsetArgs:
     def _decode_window(self, first: int, last: int, rows: np.ndarray, slots: np.ndarray, struct: type,
                        out: list[Any]) -> None:
         data = self._read(first, last)
-        row0 = int(self.blocks[first, 0])
         starts, ends = self._events_in(data, first, last)
+        at = rows - int(self.blocks[first, 0])
         decode = _wrapped_decoder(struct).decode
-        for row, slot in zip((rows - row0).tolist(), slots.tolist(), strict=True):
+        for start, end, slot in zip(starts[at].tolist(), ends[at].tolist(), slots.tolist(), strict=True):
             # each event decoded from its own copy: a Raw field of `struct` holds on to the bytes it
             # was decoded from, which must not be the whole window
             try:
-                out[slot] = decode(data[starts[row]:ends[row] + 1]).args
+                out[slot] = decode(data[start:end + 1]).args
             except (msgspec.DecodeError, msgspec.ValidationError):
                 continue
 
-    def _events_in(self, data: bytes, first: int, last: int) -> tuple[list[int], list[int]]:
+    def _events_in(self, data: bytes, first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
         """First and last byte, in `data`, of each event of blocks first..last: found by Kineto's
-        separator where the file has one (as the read found them), else by msgspec."""
+        separator where the file has one (as the read found them), else by the exact scan."""
         count = (int(self.blocks[last + 1, 0]) if last + 1 < len(self.blocks) else self.count) \
             - int(self.blocks[first, 0])
         found = _separator_offsets(data, 0, self.separator)
         if found is not None and found[0].size == count:
-            return found[0].tolist(), found[1].tolist()
+            return found
         starts, ends, _ = _exact_offsets(memoryview(data)[1:-1], 1)
-        return starts.tolist(), ends.tolist()
+        return starts, ends
 
     def __getitem__(self, i: int) -> Raw | None:
         try:
