@@ -95,14 +95,8 @@ def ancestors_match(facts: Facts, idx: np.ndarray, name_ids: np.ndarray) -> np.n
     return found
 
 
-_device_cache: weakref.WeakKeyDictionary[Facts, np.ndarray] = weakref.WeakKeyDictionary()
-
-
 def device_time_under(facts: Facts) -> np.ndarray:
     """Per host event: ns of device work launched by it or by any op below it (its CUDA total)."""
-    cached = _device_cache.get(facts)
-    if cached is not None:
-        return cached
     n = len(facts.trace)
     total = np.zeros(n, dtype=np.int64)
     owned = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
@@ -112,7 +106,6 @@ def device_time_under(facts: Facts) -> np.ndarray:
     for d in range(int(depth.max()) if host.size else 0, 0, -1):
         level = host[depth == d]
         np.add.at(total, facts.parent[level], total[level])
-    _device_cache[facts] = total
     return total
 
 
@@ -169,9 +162,10 @@ CACHE_LOOKUP = "TorchDynamo Cache Lookup"
 
 _ancestor_cache: weakref.WeakKeyDictionary[Facts, dict[bytes, np.ndarray]] = weakref.WeakKeyDictionary()
 # Answers of nearest_ancestor kept per trace, the most recently asked: rules ask the same few masks
-# one after another; on big_gpt_eager_20steps all 16 distinct answers kept were 144 bytes per event
-# (the trace's own columns are ~80), and recomputing one takes 1-2 ms there.
-ANCESTOR_CACHE_ENTRIES = 4
+# one after another. On big_gpt_eager_20steps, an analysis computes 22 answers with none kept, 17
+# with 2, 15 with 4 (1-2 ms each); each kept is 4 bytes per event (all 16 distinct ones: 144, with
+# the masks as keys, beside the trace's own ~80).
+ANCESTOR_CACHE_ENTRIES = 2
 INDEX = np.int32  # an event's index: traces stay far below 2**31 events
 NO_EVENT = INDEX(-1)
 
