@@ -65,6 +65,7 @@ class _Store:
     def __init__(self) -> None:
         self.by_event: dict[int, OpArgs | None] = {}
         self.values: dict[bytes, Any] = {}  # JSON text -> its value, decoded once
+        self.texts: dict[bytes, bytes] = {}  # JSON text -> the one copy of it events share
 
 
 @per_facts
@@ -80,8 +81,15 @@ def op_args(facts: Facts, indices: Sequence[int]) -> list[OpArgs | None]:
     missing = sorted(set(itertools.filterfalse(by_event.__contains__, indices)))
     if missing:
         decoded = facts.trace.decode_args(missing, _Fields)
-        # `b"" + raw` copies the text out of the read buffer (let go after the read), quicker than bytes(raw)
-        built = [None if f is None else OpArgs(b"" + f.dims, b"" + f.types, b"" + f.concrete, f.seq, values)
+        # one bytes object per distinct text (a trace repeats a few hundred), copied out of the read
+        # buffer, which is let go: on big_gpt_eager_20steps 83 texts for 12,660 ops, 2.3 MB as copies
+        texts = store.texts
+
+        def text(raw: msgspec.Raw) -> bytes:
+            copy = bytes(raw)
+            return texts.setdefault(copy, copy)
+
+        built = [None if f is None else OpArgs(text(f.dims), text(f.types), text(f.concrete), f.seq, values)
                  for f in decoded]
         by_event.update(zip(missing, built, strict=True))
     return list(map(by_event.__getitem__, indices))
