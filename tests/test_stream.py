@@ -110,6 +110,18 @@ def test_tricky_events_read_the_same(tmp_path, tiny_blocks, separator):
         assert_same(in_memory(path), streamed)
 
 
+def test_blocks_past_64_kib_keep_their_events_apart(tmp_path):
+    """An event's start within its block is 2 bytes only while every block fits in 64 KiB: a block
+    holding a 70 KB event keeps 4, and every event's args still read back."""
+    wide = event(4, args={"External id": 4, "Input Dims": [[7] * 23000]})
+    path = write_document(tmp_path / "t.json", TRICKY + [wide] + TRICKY)
+    streamed = stream.load_streamed(path, workers=1)
+    assert streamed.raw_args.within.dtype == np.uint32
+    assert_same(in_memory(path), streamed)
+    assert stream.load_streamed(write_document(tmp_path / "s.json", TRICKY * 2), workers=1).raw_args.within.dtype \
+        == np.uint16
+
+
 def test_uneven_whitespace_and_bare_list(tmp_path, tiny_blocks):
     events = [json.dumps(e) for e in TRICKY * 2]
     text = "[" + "".join(e + ("," + " " * (k % 4) + "\n" * (k % 2) if k < len(events) - 1 else "")

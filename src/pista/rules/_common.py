@@ -224,7 +224,8 @@ def nearest_ancestor(facts: Facts, mask: np.ndarray, inclusive: bool = True) -> 
     if key in cache:
         cache[key] = cache.pop(key)  # most recently used last
         return cache[key]
-    nearest = np.where(mask, np.arange(n, dtype=INDEX), NO_EVENT)  # inclusive answer
+    nearest = np.full(n, NO_EVENT, dtype=INDEX)  # inclusive answer
+    nearest[mask] = np.flatnonzero(mask)
     parent = facts.parent
     for level in _levels(facts):
         sel = level[nearest[level] < 0]
@@ -249,7 +250,7 @@ def _levels(facts: Facts) -> list[np.ndarray]:
     if not depth.size:
         return []
     deepest = int(depth.max())
-    idx = np.flatnonzero((parent >= 0) & (depth >= 1))
+    idx = np.flatnonzero((parent >= 0) & (depth >= 1)).astype(INDEX)
     idx = idx[np.argsort(depth[idx], kind="stable")]
     bounds = np.searchsorted(depth[idx], np.arange(1, deepest + 2))
     return [idx[bounds[k]:bounds[k + 1]] for k in range(deepest)]

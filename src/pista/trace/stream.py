@@ -116,10 +116,11 @@ _EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
 _RAW_LIST_DECODER = msgspec.json.Decoder(list[Raw])
 _ARGS_ONLY_DECODER = msgspec.json.Decoder(_ArgsOnly)
 READ_WINDOW = 1 << 20  # bytes read at a time by OffsetArgs.decode_args
-# Events per block of OffsetArgs: its place is 24 bytes for them all (an offset and a length per
-# event took 12 bytes each: 46 MiB of a 1 GB trace's 4 M events); finding one event decodes its
-# block (~18 KB of big_gpt_eager_20steps).
+# Events per block of OffsetArgs: 24 bytes for the block, 2 per event (an offset and a length per
+# event took 12: 46 MiB of a 1 GB trace's 4 M events). A block of big_gpt_eager_20steps spans ~18 KB.
 ARGS_BLOCK = 64
+# What may follow an event before the next one: JSON whitespace and the comma.
+_SEPARATOR_BYTES = b", \t\r\n"
 
 
 @functools.cache
@@ -145,23 +146,27 @@ _NAME, _CAT, _PH = attrgetter("name"), attrgetter("cat"), attrgetter("ph")
 
 class OffsetArgs:
     """`trace.raw_args` for a streamed trace: event i's `args` as raw JSON, read back from the file.
-    Only every ARGS_BLOCK-th event's place is kept (a block: its first row, first and last byte);
-    an event is found again by decoding its block. A gzipped file is unpacked once, into an
-    unlinked temp file, on the first read."""
+    Events are kept in blocks of ARGS_BLOCK: a block's first row and byte range, and each event's
+    start within its block (2 bytes where every block is under 64 KiB, else 4). An event ends where
+    the next one starts, less the separator (its block's end for the last). A gzipped file is
+    unpacked once, into an unlinked temp file, on the first read."""
 
-    def __init__(self, path: str, blocks: np.ndarray, count: int, events_end: int, gzipped: bool,
-                 preread: dict[int, bytes] | None = None, separator: bytes | None = None) -> None:
+    def __init__(self, path: str, blocks: np.ndarray, within: np.ndarray, gzipped: bool,
+                 preread: dict[int, bytes] | None = None) -> None:
         self.path = path
-        self.separator = separator  # between events, where the file has the same one everywhere
-        self.blocks = blocks  # int64 (n, 3): first row, offset of its "{", offset past the last "}"
-        self.count = count
-        self.events_end = events_end  # offset just past the last event of the array
+        self.blocks = blocks  # int64 (n, 3): first row, offset of its "{", offset past its last "}"
+        self.within = within  # per event: its "{" less its block's
         self.gzipped = gzipped
         self.preread = preread or {}
         self._file: BinaryIO | None = None
 
     def __len__(self) -> int:
-        return self.count
+        return int(self.within.shape[0])
+
+    @property
+    def events_end(self) -> int:
+        """Offset just past the last event of the array (0 without events)."""
+        return int(self.blocks[-1, 2]) if len(self.blocks) else 0
 
     def _handle(self) -> BinaryIO:
         if self._file is None:
@@ -178,67 +183,52 @@ class OffsetArgs:
                 self._file = open(self.path, "rb")  # noqa: SIM115 - kept open for later reads
         return self._file
 
-    def _read(self, first: int, last: int) -> bytes:
-        """Blocks first..last as a JSON list: their events and the commas between them."""
-        start, end = int(self.blocks[first, 1]), int(self.blocks[last, 2])
-        # pread, not mmap: mapped pages would count towards the process's resident memory
-        return b"[" + os.pread(self._handle().fileno(), end - start, start) + b"]"
+    def _spans(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """File offsets of the rows' "{" and of where their next event starts (their block's end for
+        a block's last): the event and, after it, only the separator."""
+        block = np.searchsorted(self.blocks[:, 0], rows, side="right") - 1
+        base = self.blocks[block, 1]
+        start = base + self.within[rows]
+        nxt = np.minimum(rows + 1, len(self) - 1)
+        last = (rows + 1 == len(self)) | (np.searchsorted(self.blocks[:, 0], nxt, side="right") - 1 != block)
+        end = np.where(last, self.blocks[block, 2], base + self.within[nxt])
+        return start, end
 
     def event_bytes(self, i: int) -> bytes:
         i = int(i)
         if i in self.preread:
             return self.preread[i]
-        block = int(np.searchsorted(self.blocks[:, 0], i, side="right")) - 1
-        data = self._read(block, block)
-        starts, ends = self._events_in(data, block, block)
-        k = i - int(self.blocks[block, 0])
-        return data[int(starts[k]):int(ends[k]) + 1]
+        start, end = (int(x[0]) for x in self._spans(np.asarray([i])))
+        # pread, not mmap: mapped pages would count towards the process's resident memory
+        return os.pread(self._handle().fileno(), end - start, start).rstrip(_SEPARATOR_BYTES)
 
     def decode_args(self, indices: Any, struct: type) -> list[Any]:
-        """Trace.decode_args for a streamed trace: the blocks holding the events, in file order, read
-        a window of consecutive blocks (up to READ_WINDOW bytes) at a time, each event decoded
-        into {"args": struct}."""
+        """Trace.decode_args for a streamed trace: events in file order, read in windows of
+        READ_WINDOW bytes, each decoded once into {"args": struct}."""
+        decode = _wrapped_decoder(struct).decode
         idx = np.asarray(indices, dtype=np.int64)
         out: list[Any] = [None] * idx.size
         if idx.size == 0:
             return out
         order = np.argsort(idx, kind="stable")
-        rows = idx[order]
-        block_of = np.searchsorted(self.blocks[:, 0], rows, side="right") - 1
-        needed = np.unique(block_of)
-        # windows: runs of consecutive needed blocks, cut where they pass READ_WINDOW bytes
-        bucket = (self.blocks[needed, 1] - self.blocks[needed[0], 1]) // READ_WINDOW
-        cut = np.flatnonzero((np.diff(needed) != 1) | (np.diff(bucket) != 0)) + 1
-        for window in np.split(needed, cut):
-            first, last = int(window[0]), int(window[-1])
-            lo, hi = np.searchsorted(block_of, [first, last + 1])
-            self._decode_window(first, last, rows[lo:hi], order[lo:hi], struct, out)
+        starts, ends = self._spans(idx[order])
+        handle = self._handle().fileno()
+        slot_of, start_of, end_of = order.tolist(), starts.tolist(), ends.tolist()
+        errors = (msgspec.DecodeError, msgspec.ValidationError)
+        pos = 0
+        while pos < order.size:
+            window_start = start_of[pos]
+            # the events that start inside the window (at least one), read in one call
+            stop = max(pos + 1, int(np.searchsorted(starts, window_start + READ_WINDOW, side="left")))
+            data = os.pread(handle, int(ends[pos:stop].max()) - window_start, window_start)
+            for k in range(pos, stop):
+                raw = data[start_of[k] - window_start:end_of[k] - window_start].rstrip(_SEPARATOR_BYTES)
+                try:
+                    out[slot_of[k]] = decode(raw).args
+                except errors:
+                    continue
+            pos = stop
         return out
-
-    def _decode_window(self, first: int, last: int, rows: np.ndarray, slots: np.ndarray, struct: type,
-                       out: list[Any]) -> None:
-        data = self._read(first, last)
-        starts, ends = self._events_in(data, first, last)
-        at = rows - int(self.blocks[first, 0])
-        decode = _wrapped_decoder(struct).decode
-        for start, end, slot in zip(starts[at].tolist(), ends[at].tolist(), slots.tolist(), strict=True):
-            # each event decoded from its own copy: a Raw field of `struct` holds on to the bytes it
-            # was decoded from, which must not be the whole window
-            try:
-                out[slot] = decode(data[start:end + 1]).args
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                continue
-
-    def _events_in(self, data: bytes, first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
-        """First and last byte, in `data`, of each event of blocks first..last: found by Kineto's
-        separator where the file has one (as the read found them), else by the exact scan."""
-        count = (int(self.blocks[last + 1, 0]) if last + 1 < len(self.blocks) else self.count) \
-            - int(self.blocks[first, 0])
-        found = _separator_offsets(data, 0, self.separator)
-        if found is not None and found[0].size == count:
-            return found
-        starts, ends, _ = _exact_offsets(memoryview(data)[1:-1], 1)
-        return starts, ends
 
     def __getitem__(self, i: int) -> Raw | None:
         try:
@@ -416,6 +406,8 @@ def _decode_run(segment: bytearray, origin: int, starts: np.ndarray, ends: np.nd
     first = np.arange(0, n, ARGS_BLOCK)
     last = np.minimum(first + ARGS_BLOCK, n) - 1
     part.add("block", np.column_stack((first + row0, starts[first], ends[last] + 1)).astype(np.int64))
+    within = starts - np.repeat(starts[first], last - first + 1)
+    part.add("within", within.astype(np.uint32) if within.max() <= np.iinfo(np.uint32).max else within)
     # metadata events name the lanes: keep their few bytes so that needs no trip back to the file
     for row in np.flatnonzero(ph_col == PH_METADATA).tolist():
         part.preread[row0 + row] = bytes(segment[int(starts[row]) - origin : int(ends[row]) - origin + 1])
@@ -906,12 +898,12 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
     def column(name: str, dtype: Any) -> np.ndarray:
         # one concatenation over every block, each block's array let go as soon as it is copied
         arrays = [a for p in parts for a in p.columns.pop(name, [])]
-        joined = np.concatenate(arrays) if arrays else np.empty(0, dtype=dtype)
+        joined = np.concatenate(arrays) if arrays else np.empty(0, dtype=dtype or np.int64)
         del arrays
         _give_back_freed_memory()
         if name in NARROW_COLUMNS and not any(p.odd_ids.get(name) for p in parts):
             return narrow(joined)  # int64 only where some block needed it
-        return joined.astype(dtype, copy=False)
+        return joined if dtype is None else joined.astype(dtype, copy=False)
 
     if len(cats.ids) > load.MAX_CATEGORIES or not sum(p.timed for p in parts):
         raise Unstreamable("too many categories, or no event with a phase and a ts: the in-memory loader "
@@ -947,8 +939,10 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
         p.columns["block"] = [block + (row0, 0, 0) for block in p.columns.get("block", [])]
         row0 += p.count
     blocks = column("block", np.int64).reshape(-1, 3)
-    raw_args = OffsetArgs(source, blocks, len(columns["ts"]), int(blocks[-1, 2]) if blocks.size else 0,
-                          gzipped, preread, parts[0].separator)
+    within = column("within", None)  # uint32, int64 past its range
+    if not blocks.size or (blocks[:, 2] - blocks[:, 1]).max() <= np.iinfo(np.uint16).max:
+        within = within.astype(np.uint16)
+    raw_args = OffsetArgs(source, blocks, within, gzipped, preread)
     trace = Trace(
         source=source,
         names=list(names.ids),
