@@ -124,6 +124,7 @@ def test_ids_past_int32_link_as_narrow_ones_do(load_facts, tmp_path):
     import json
 
     from conftest import fixture
+
     from pista.trace.facts import derive
     from pista.trace.load import load_trace
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pista.trace.model import lane_key
 from pista.trace.facts import Facts, Intervals, merge_intervals
+from pista.trace.model import lane_key
 
 COMM_KERNEL = re.compile(r"^nccl(Dev)?Kernel_")
 HOST_COMM_WORK = re.compile(r"^gloo:")

@@ -43,8 +43,8 @@ import numpy as np
 from pista.findings import Context, Evidence, Finding, top_indices
 from pista.rules import _one_time as one_time
 from pista.rules._common import enclosing_op, evidence, kernel_launches, mark_ancestors, step_at, us
-from pista.trace.model import lane_key
 from pista.trace.facts import STEP_NAME, Intervals
+from pista.trace.model import lane_key
 
 ID = "dead-window"
 
