@@ -265,20 +265,26 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
     n = len(trace)
     parent = np.full(n, -1, dtype=INDEX)
     depth = np.zeros(n, dtype=DEPTH)
-    self_time = np.where(is_host, trace.dur, 0).astype(np.int64)
-    idx = np.flatnonzero(is_host)
+    self_time = np.zeros(n, dtype=np.int64)
+    idx = np.flatnonzero(is_host).astype(INDEX)
     if idx.size == 0:
         return parent, depth, self_time
-    pid, tid = trace.pid.copy(), trace.tid.copy()
+    # the host events only, here and below: full-length copies made the read's peak
+    pid, tid = trace.pid[idx], trace.tid[idx]
     if is_overhead is not None:
-        pid[is_overhead], tid[is_overhead] = main_lane
-    ts, end = trace.ts[idx], trace.ts[idx] + trace.dur[idx]
-    order = np.lexsort((-end, ts, tid[idx], pid[idx]))
-    idx, ts, end = idx[order], ts[order], end[order]
-    lane = lane_key(pid[idx], tid[idx])
+        moved = is_overhead[idx]
+        pid, tid = pid.astype(np.int64), tid.astype(np.int64)  # the main lane's ids may be wider
+        pid[moved], tid[moved] = main_lane
+    ts, dur = trace.ts[idx], trace.dur[idx]
+    end = ts + dur
+    order = np.lexsort((-end, ts, tid, pid))
+    idx, ts, dur, end = idx[order], ts[order], dur[order], end[order]
+    lane = lane_key(pid[order], tid[order])
+    del pid, tid, order
     new_lane = np.empty(idx.size, dtype=bool)
     new_lane[0] = True
     new_lane[1:] = lane[1:] != lane[:-1]
+    del lane
 
     parent_pos, depth_sorted = _nest(ts, end, new_lane)
     has_parent = parent_pos >= 0
@@ -286,10 +292,9 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
     if depth_sorted.max() > np.iinfo(DEPTH).max:
         depth = depth.astype(np.int32)  # a nest deeper than any real trace's, kept exact
     depth[idx] = depth_sorted
-    child_dur = np.zeros(n, dtype=np.int64)
-    children = idx[has_parent]
-    np.add.at(child_dur, parent[children], trace.dur[children])
-    self_time[idx] = trace.dur[idx] - child_dur[idx]
+    child_dur = np.zeros(idx.size, dtype=np.int64)  # by sorted position
+    np.add.at(child_dur, parent_pos[has_parent], dur[has_parent])
+    self_time[idx] = dur - child_dur
     return parent, depth, self_time
 
 
@@ -302,7 +307,7 @@ def _nest(ts: np.ndarray, end: np.ndarray, new_lane: np.ndarray) -> tuple[np.nda
     its predecessor and, while that candidate does not contain it, jump to the candidate's own
     candidate. Everything skipped ends too early, so the first container found is the nearest."""
     n = ts.size
-    candidate = np.arange(-1, n - 1, dtype=np.int64)
+    candidate = np.arange(-1, n - 1, dtype=INDEX)
     candidate[new_lane] = -1
     open_ = np.flatnonzero(candidate >= 0)
     while open_.size:
@@ -357,13 +362,13 @@ def _steps(trace: Trace, is_host: np.ndarray, is_device_work: np.ndarray,
     starts = np.array([s.start for s in steps], dtype=np.int64)
     ends = np.array([s.end for s in steps], dtype=np.int64)
     # device work belongs to the step that launched it
-    when = trace.ts.copy()
-    linked = is_device_work & (launcher >= 0)
-    when[linked] = trace.ts[launcher[linked]]
+    relevant = np.flatnonzero(is_host | is_device_work)
+    when = trace.ts[relevant]
+    source = launcher[relevant]
+    linked = is_device_work[relevant] & (source >= 0)
+    when[linked] = trace.ts[source[linked]]
     pos = np.searchsorted(starts, when, side="right") - 1
-    valid = pos >= 0
-    inside = np.zeros(n, dtype=bool)
-    inside[valid] = when[valid] < ends[pos[valid]]
-    relevant = inside & (is_host | is_device_work)
-    event_step[relevant] = pos[relevant]
+    inside = pos >= 0
+    inside[inside] = when[inside] < ends[pos[inside]]
+    event_step[relevant[inside]] = pos[inside]
     return steps, event_step
