@@ -318,3 +318,19 @@ def _bytes(text: str) -> float:
 def test_values_python_cannot_hold_are_one_line(tmp_path, sql):
     # before: OverflowError from the result's conversion, exit 3 (an 'internal error')
     assert "does not fit Python's types" in _one_line_error(pista(_hostile_trace(tmp_path), sql))
+
+
+def test_column_types_are_the_schemas_whatever_width_the_trace_keeps(load_facts):
+    """The trace keeps ids and event indices as int32 where they fit; the tables still have the
+    types SCHEMA documents."""
+    facts = load_facts(NAME)
+    assert facts.trace.correlation.dtype == np.int32 and facts.parent.dtype == np.int32
+    checked = 0
+    for table, (_, columns) in SCHEMA.items():
+        if not one(facts, f"SELECT count(*) FROM {table}"):
+            continue
+        for column, sql_type, _ in columns:
+            if sql_type in ("BIGINT", "INTEGER"):
+                assert one(facts, f"SELECT typeof({column}) FROM {table} LIMIT 1") == sql_type, (table, column)
+                checked += 1
+    assert checked > 20
