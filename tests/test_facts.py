@@ -145,3 +145,15 @@ def test_ids_past_int32_link_as_narrow_ones_do(load_facts, tmp_path):
     assert (narrow.launcher >= 0).sum() > 100
     for column in ("launcher", "owner", "parent", "depth", "self_time"):
         assert np.array_equal(getattr(narrow, column), getattr(wide, column)), column
+
+
+def test_clip_by_bisection_is_the_clip_of_every_interval():
+    from pista.trace.facts import merge_intervals
+
+    rng = np.random.default_rng(7)
+    start = rng.integers(-1000, 100_000, 3000)
+    iv = merge_intervals(start, start + rng.integers(0, 400, start.size))
+    for lo, hi in [(-5000, -10), (-50, 30), (0, 100_000), (5000, 5001), (7777, 54321), (99_000, 200_000), (10, 5)]:
+        s, e = np.clip(iv.start, lo, hi), np.clip(iv.end, lo, hi)
+        got = iv.clip(lo, hi)
+        assert np.array_equal(got.start, s[e > s]) and np.array_equal(got.end, e[e > s]), (lo, hi)

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from pista.findings import Context, Finding
-from pista.rules._common import COMPILE_EVENT, busy_ns, nearest_ancestor, pattern_mask
+from pista.rules._common import COMPILE_EVENT, busy_ns_many, nearest_ancestor, pattern_mask
+from pista.rules.gpu_idle import subtract
 from pista.trace.facts import Facts, Intervals, merge_intervals
 
 # the names CUPTI gives module/function loads on the overhead lane (seed_mm64_cold, recompile)
@@ -107,15 +108,9 @@ def union(a: Intervals, b: Intervals) -> Intervals:
 
 
 def minus(a: Intervals, taken: Intervals) -> Intervals:
-    """The parts of a not covered by taken."""
-    if a.start.size == 0 or taken.start.size == 0:
-        return a
-    starts, ends = [], []
-    for lo, hi in zip(a.start.tolist(), a.end.tolist(), strict=True):
-        gaps = taken.gaps(lo, hi)
-        starts.append(gaps.start)
-        ends.append(gaps.end)
-    return Intervals(np.concatenate(starts).astype(np.int64), np.concatenate(ends).astype(np.int64))
+    """The parts of a not covered by taken (one sweep over both: a clip of `taken` per interval of
+    `a` grew with the square of the trace, 33 s of a 5 GB copy's analysis)."""
+    return subtract(a, taken)
 
 
 def covered(iv: Intervals, ts: np.ndarray) -> np.ndarray:
@@ -131,7 +126,7 @@ def covered(iv: Intervals, ts: np.ndarray) -> np.ndarray:
 
 def idle_ns(facts: Facts, iv: Intervals) -> int:
     """ns of the intervals during which no device ran work: what host time there delayed."""
-    return sum(hi - lo - busy_ns(facts, lo, hi) for lo, hi in zip(iv.start.tolist(), iv.end.tolist(), strict=True))
+    return int((iv.end - iv.start).sum() - busy_ns_many(facts, iv.start, iv.end).sum())
 
 
 # -- events ------------------------------------------------------------------------------------
