@@ -179,12 +179,12 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     # ProfilerStep#2, #3... are one region for the comparison
     step_ids = [i for i, name in enumerate(trace.names) if STEP_NAME.match(name)]
     names = np.where(np.isin(trace.name, step_ids)[regions], -1, trace.name[regions])
-    profiler = one_time.profiler_mask(facts)
+    profiler_in = one_time.starts_within(facts, one_time.profiler_mask(facts))
     free = has & ~one_time.covered(taken, trace.ts[regions])  # not inside a cold step or a compile
     candidates = []
     for k in np.flatnonzero(free & (gaps >= DEAD_WINDOW_MIN_US * 1000)).tolist():
         start = int(trace.ts[regions[k]])
-        own = int(gaps[k]) - one_time.total_in(facts, profiler, start, start + int(gaps[k]))
+        own = int(gaps[k]) - profiler_in(start, start + int(gaps[k]))
         same = np.flatnonzero(has & (names == names[k]))
         others = gaps[same[same != k]]
         typical = float(np.median(others)) if others.size else None
@@ -244,10 +244,9 @@ def _finding(ctx: Context, region: int, end: int, gap: int, typical: float | Non
     host_op = enclosing_op(facts, end) if int(trace.cat[end]) != trace.category_id("cpu_op") else end
     in_op = trace.event_name(host_op) if host_op >= 0 and host_op != end else None
     profiler_ns = one_time.total_in(facts, one_time.profiler_mask(facts), start, stop)
-    loading = one_time.loading_mask(facts)
-    loading_ns = one_time.total_in(facts, loading, start, stop)
-    loading_ns += sum(one_time.total_in(facts, loading, int(trace.ts[op]), int(trace.ts[op] + trace.dur[op]))
-                      for op in firsts)
+    loading_in = one_time.starts_within(facts, one_time.loading_mask(facts))
+    loading_ns = loading_in(start, stop)
+    loading_ns += sum(loading_in(int(trace.ts[op]), int(trace.ts[op] + trace.dur[op])) for op in firsts)
     after = {op: int(trace.ts[op] + trace.dur[op]) - max(int(trace.ts[op]), stop) for op in firsts}  # past the wait
     by_length = sorted(firsts, key=lambda op: -after[op])
     step = step_at(facts, start)
