@@ -450,10 +450,12 @@ def _same_name_only_children(facts: Facts, parent: np.ndarray, python: np.ndarra
     out = np.zeros(len(facts.trace), dtype=bool)
     if tree.size == 0:
         return out
-    child_count = np.bincount(parent[tree], minlength=len(facts.trace))
     parents = parent[tree]
+    # children per parent, over the parents only (a count per event was a full-length array)
+    having, counts = np.unique(parents, return_counts=True)
+    only_child = counts[np.searchsorted(having, parents)] == 1
     name = facts.trace.name
-    out[tree[(name[parents] == name[tree]) & (child_count[parents] == 1)]] = True
+    out[tree[(name[parents] == name[tree]) & only_child]] = True
     return out
 
 
