@@ -973,7 +973,7 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
 def _malloc_trim() -> Any:
     try:
         return ctypes.CDLL(None).malloc_trim  # glibc's; other C libraries have none
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # TypeError: Windows loads no library by None
         return None
 
 
