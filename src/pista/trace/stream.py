@@ -407,7 +407,7 @@ def _decode_run(segment: bytearray, origin: int, starts: np.ndarray, ends: np.nd
     last = np.minimum(first + ARGS_BLOCK, n) - 1
     part.add("block", np.column_stack((first + row0, starts[first], ends[last] + 1)).astype(np.int64))
     within = starts - np.repeat(starts[first], last - first + 1)
-    part.add("within", within.astype(np.uint32) if within.max() <= np.iinfo(np.uint32).max else within)
+    part.add("within", within.astype(np.uint32) if within.max(initial=0) <= np.iinfo(np.uint32).max else within)
     # metadata events name the lanes: keep their few bytes so that needs no trip back to the file
     for row in np.flatnonzero(ph_col == PH_METADATA).tolist():
         part.preread[row0 + row] = bytes(segment[int(starts[row]) - origin : int(ends[row]) - origin + 1])
