@@ -282,8 +282,8 @@ def _slow_regions(facts: Facts, in_window: np.ndarray, compiling: np.ndarray) ->
     if idx.size == 0:
         return []
     launch = kernel_launches(facts)
-    launches = _sum_under(facts, launch, np.ones(len(trace), dtype=np.int64))
-    compiles = _sum_under(facts, compiling, np.ones(len(trace), dtype=np.int64))
+    launches = _sum_under(facts, launch)
+    compiles = _sum_under(facts, compiling)
     cold = set(_cold_calls(facts, in_window).tolist())
     names, counts = np.unique(trace.name[np.flatnonzero(region)], return_counts=True)
     seen_once = set(names[counts == 1].tolist())
@@ -292,8 +292,9 @@ def _slow_regions(facts: Facts, in_window: np.ndarray, compiling: np.ndarray) ->
     slow = np.zeros(len(trace), dtype=bool)
     slow[idx] = True
     region_of = nearest_ancestor(facts, slow, inclusive=False)[outer]
-    in_gpu_ops = np.bincount(np.maximum(region_of, 0), minlength=len(trace),
-                             weights=np.where(region_of >= 0, own[outer], 0))
+    under = region_of >= 0  # per slow region (idx is sorted), its GPU ops' own time
+    in_gpu_ops = dict(zip(idx.tolist(), np.bincount(np.searchsorted(idx, region_of[under]), minlength=idx.size,
+                                                    weights=own[outer][under]).tolist(), strict=True))
     # launches during the region on any thread: a `backward` region on the main thread launches nothing
     # itself while the autograd thread launches the whole backward (gpu/gpt_bf16_fused, resnet50_bf16)
     when = np.sort(trace.ts[launch])
@@ -315,15 +316,16 @@ def _regions_compiling(facts: Facts, in_window: np.ndarray, compiling: np.ndarra
     first call and its autotuning run around the spans (gpu/recompile: 16.7 ms per step)."""
     trace = facts.trace
     region = facts.is_host & trace.category_mask({"user_annotation"}) & ~pattern_mask(facts, STEP_NAME) & in_window
-    return np.flatnonzero(region & (_sum_under(facts, compiling, np.ones(len(trace), dtype=np.int64)) > 0))
+    return np.flatnonzero(region & (_sum_under(facts, compiling) > 0))
 
 
-def _sum_under(facts: Facts, mask: np.ndarray, values: np.ndarray) -> np.ndarray:
+def _sum_under(facts: Facts, mask: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
     """Per event, the sum of values over the events of mask below it in the op tree (itself not
-    counted)."""
+    counted); without values, their count."""
     out = np.zeros(len(facts.trace), dtype=np.int64)
     idx = np.flatnonzero(mask)
-    up, vals = facts.parent[idx], values[idx]
+    up = facts.parent[idx]
+    vals = np.ones(idx.size, dtype=np.int64) if values is None else values[idx]
     while up.size:
         keep = up >= 0
         up, vals = up[keep], vals[keep]
@@ -423,7 +425,7 @@ def check(ctx: Context) -> list[Finding]:
         return []
     n = ctx.step_count
     trace = facts.trace
-    launches = _sum_under(facts, kernel_launches(facts), np.ones(len(trace), dtype=np.int64))
+    launches = _sum_under(facts, kernel_launches(facts))
     src = np.unique(book.sources["data"])
     idle = covered(claim, trace.ts[src], trace.ts[src] + trace.dur[src])
     regions = []
