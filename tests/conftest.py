@@ -24,6 +24,17 @@ def fixture(name: str) -> Path:
     return path
 
 
+def big_copy(source: str, target: Path, target_bytes: int) -> tuple[int, int]:
+    """A real trace's steps repeated into `target` past `target_bytes` by bench/make_big_trace.py:
+    (copies, bytes written)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_big_trace", FIXTURES.parents[1] / "bench" / "make_big_trace.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write(fixture(source), target, target_bytes)
+
+
 @pytest.fixture(scope="session")
 def load_facts():
     from pista.trace.facts import derive

@@ -6,12 +6,10 @@ args read back from byte offsets are the events' own."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import fixture
+from conftest import big_copy, fixture
 
 from pista.table import build_table
 from pista.trace import load, stream
@@ -23,18 +21,10 @@ SOURCE = "series_mlp_eager"
 TARGET_BYTES = 30 << 20
 
 
-def _generator():
-    path = Path(__file__).parents[1] / "bench" / "make_big_trace.py"
-    spec = importlib.util.spec_from_file_location("make_big_trace", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def big(tmp_path_factory):
     target = tmp_path_factory.mktemp("big") / "big.json"
-    copies, written = _generator().write(fixture(SOURCE), target, TARGET_BYTES)
+    copies, written = big_copy(SOURCE, target, TARGET_BYTES)
     assert written >= TARGET_BYTES and target.stat().st_size == written
     return target, copies
 

@@ -6,7 +6,6 @@ JSON more)."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from conftest import fixture
+from conftest import big_copy
 
 from pista.cli import main
 from pista.findings import analyze
@@ -31,18 +30,10 @@ TARGET_BYTES = 24 << 20  # past load.STREAM_MIN_BYTES (16 MB): read streamed, an
 EXTRA_MEMORY_SHARE = 0.5
 
 
-def _generator():
-    path = Path(__file__).parents[1] / "bench" / "make_big_trace.py"
-    spec = importlib.util.spec_from_file_location("make_big_trace", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def big(tmp_path_factory):
     target = tmp_path_factory.mktemp("verbs") / "big.json"
-    _generator().write(fixture(SOURCE), target, TARGET_BYTES)
+    big_copy(SOURCE, target, TARGET_BYTES)
     assert target.stat().st_size >= load.STREAM_MIN_BYTES
     return target
 
