@@ -10,7 +10,7 @@ import weakref
 import numpy as np
 
 from pista.findings import Evidence
-from pista.trace.facts import Facts, per_facts
+from pista.trace.facts import INDEX, Facts, per_facts
 
 # Runtime/driver calls that put a kernel (or copy/memset) on a stream, by name: is_launch covers every
 # runtime call (cudaMalloc, cudaDeviceGetAttribute...), which are not launches.
@@ -166,7 +166,6 @@ _ancestor_cache: weakref.WeakKeyDictionary[Facts, dict[bytes, np.ndarray]] = wea
 # with 2, 15 with 4 (1-2 ms each); each kept is 4 bytes per event (all 16 distinct ones: 144, with
 # the masks as keys, beside the trace's own ~80).
 ANCESTOR_CACHE_ENTRIES = 2
-INDEX = np.int32  # an event's index: traces stay far below 2**31 events
 NO_EVENT = INDEX(-1)
 
 

@@ -74,9 +74,9 @@ def narrow(column: np.ndarray) -> np.ndarray:
 
 
 def lane_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
-    """One int64 per event, equal for the events of one (pid, tid) lane (only equality matters);
-    int64 whatever the columns' width, so the product cannot wrap."""
-    return pid.astype(np.int64) * 1_000_003 + tid
+    """One int64 per event, equal for the events of one (pid, tid) lane: the pid in the high half, the
+    tid's low 32 bits in the low one; int64 whatever the columns' width, so nothing wraps in int32."""
+    return pid.astype(np.int64) * (1 << 32) + (tid.astype(np.int64) & 0xFFFFFFFF)
 
 
 @dataclass(eq=False)
