@@ -140,8 +140,7 @@ def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack
         rep = parent[dup]
         while duplicate[rep].any():
             rep = np.where(duplicate[rep], parent[rep], rep)
-        if self_cpu_time is facts.self_time:
-            self_cpu_time = self_cpu_time.copy()
+        self_cpu_time = self_cpu_time.copy()  # _tree_without's may be the facts' own
         np.add.at(self_cpu_time, rep, self_cpu_time[dup])
         np.add.at(self_device, rep, self_device[dup])
     else:
@@ -430,7 +429,7 @@ def _tree_without(facts: Facts, python: np.ndarray) -> tuple[np.ndarray, np.ndar
     duration less its nearest other descendants' (gpu/host_sync_item_stack: 4.152 ms as torch prints,
     not the 4.878 ms the frames' own self times add). Without frames: facts' own tree."""
     if not python.any():
-        return facts.parent, facts.self_time  # read-only here: build_table copies it to change it
+        return facts.parent, facts.self_time  # read-only: build_table copies it to change it
     parent = facts.parent.copy()
     hop = (parent >= 0) & python[np.maximum(parent, 0)]
     while hop.any():

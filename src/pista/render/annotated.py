@@ -275,7 +275,7 @@ class NotWhereExpected(Exception):
 
 def events_end(trace: Trace) -> int | None:
     """Offset, in the JSON text, just past the last event of traceEvents, where the streamed reader
-    knows it (the byte range of every event); None for a trace read in memory."""
+    knows it (where its last block of events ends); None for a trace read in memory."""
     end = getattr(trace.raw_args, "events_end", None)
     return end if isinstance(end, int) and end > 0 else None
 

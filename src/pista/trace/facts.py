@@ -273,7 +273,7 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
     idx = np.flatnonzero(is_host).astype(INDEX)
     if idx.size == 0:
         return parent, depth, self_time
-    # the host events only, here and below: full-length copies made the read's peak
+    # the host events only, here and below: full-length copies made derive's peak
     pid, tid = trace.pid[idx], trace.tid[idx]
     if is_overhead is not None:
         moved = is_overhead[idx]

@@ -902,7 +902,7 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
         del arrays
         _give_back_freed_memory()
         if name in NARROW_COLUMNS and not any(p.odd_ids.get(name) for p in parts):
-            return narrow(joined)  # int64 only where some block needed it
+            return joined  # narrowed blocks, joined: int64 only where some block needed it
         return joined if dtype is None else joined.astype(dtype, copy=False)
 
     if len(cats.ids) > load.MAX_CATEGORIES or not sum(p.timed for p in parts):
