@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pista.findings import Context, Finding
-from pista.rules._common import evidence, us
+from pista.rules._common import evidence, pattern_mask, us
 
 ID = "implicit-copy-before-gemm"
 
@@ -56,6 +56,8 @@ EXPLICIT_OPS = re.compile(
     r"^aten::(copy_|_copy_from|_copy_from_and_resize|zero_|fill_|zeros|zeros_like|ones|ones_like|full|full_like"
     r"|new_zeros|new_ones|new_full|clone|contiguous|to|_to_copy|index_put_|masked_fill_|cat|stack)$"
 )
+# The device work a fill is: a memset, or a device-to-device copy.
+FILL_NAME = re.compile(r"^(?:Memset|Memcpy DtoD)")
 # cuBLAS/cuBLASLt/CUTLASS/cuDNN GEMM kernel names as they appear in the fixtures (nvjet_sm90_tst_...,
 # sm80_xmma_gemm_..., sm90_xmma_fprop_implicit_gemm_...)
 GEMM_NAME = re.compile(r"nvjet|gemm|cutlass|xmma|cublas|sm\d+_.*tst|matmul", re.I)
@@ -175,7 +177,7 @@ def _pairs(ctx: Context) -> list[tuple[int, int, int, bool]]:
     work = np.flatnonzero(facts.is_device_work)
     if work.size < 2:
         return []
-    is_fill = _by_name(trace, work, lambda n: n.startswith(("Memset", "Memcpy DtoD")))
+    is_fill = pattern_mask(facts, FILL_NAME)[work]
     if not is_fill.any():
         return []
     # next device work on the same stream (pid, tid), by start time
@@ -189,28 +191,15 @@ def _pairs(ctx: Context) -> list[tuple[int, int, int, bool]]:
     owner = facts.owner[fill]
     # not the GEMM op's own preparation: another op's, or an op whose job is to copy or fill
     own = (owner >= 0) & (owner == facts.owner[gemm])
-    own[own] = ~_by_name(trace, owner[own], lambda n: EXPLICIT_OPS.match(n) is not None)
+    own[own] = ~pattern_mask(facts, EXPLICIT_OPS)[owner[own]]
     fill, gemm = fill[own], gemm[own]
     fill_end = trace.ts[fill] + trace.dur[fill]
     gap = trace.ts[gemm] - fill_end
-    keep = _is_gemm(trace, gemm) & ~(gap.astype(np.float64) / 1000.0 > IMPLICIT_COPY_MAX_GAP_US)
+    is_gemm = (trace.cat[gemm] == trace.category_id("kernel")) & pattern_mask(facts, GEMM_NAME)[gemm]
+    keep = is_gemm & ~(gap.astype(np.float64) / 1000.0 > IMPLICIT_COPY_MAX_GAP_US)
     fill, gemm, fill_end, gap = fill[keep], gemm[keep], fill_end[keep], gap[keep]
     launch = facts.launcher[gemm]
     launched = launch >= 0
     queued = np.zeros(gemm.size, dtype=bool)
     queued[launched] = trace.ts[launch[launched]] + trace.dur[launch[launched]] <= fill_end[launched]
     return list(zip(fill.tolist(), gemm.tolist(), gap.tolist(), queued.tolist(), strict=True))
-
-
-def _is_gemm(trace, events: np.ndarray) -> np.ndarray:
-    """Per event: a GEMM kernel (by category and name)."""
-    is_gemm = trace.cat[events] == trace.category_id("kernel")
-    is_gemm[is_gemm] = _by_name(trace, events[is_gemm], lambda n: GEMM_NAME.search(n) is not None)
-    return is_gemm
-
-
-def _by_name(trace, events: np.ndarray, test) -> np.ndarray:
-    """test(name) for each of the events, run once per distinct name (the regexes are slow on long
-    template kernel names, which a trace repeats)."""
-    ids, inverse = np.unique(trace.name[events], return_inverse=True)
-    return np.fromiter((test(trace.names[i]) for i in ids.tolist()), dtype=bool, count=ids.size)[inverse]

@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,15 +171,19 @@ def _paired(facts: Facts, idx: np.ndarray) -> np.ndarray:
     chosen = np.zeros(len(facts.trace), dtype=bool)
     chosen[idx] = True
     paired = np.zeros(len(facts.trace), dtype=bool)
-    for lane in facts.lanes:
-        if lane.kind != "gpu":
-            continue
-        work = lane.events[facts.is_device_work[lane.events]]
+    for work in _stream_work(facts):
         before, after = work[:-1], work[1:]
         pair = chosen[before] & chosen[after] & (facts.event_step[before] == facts.event_step[after])
         paired[before[pair]] = True
         paired[after[pair]] = True
     return paired[idx]
+
+
+def _stream_work(facts: Facts) -> Iterator[np.ndarray]:
+    """Per GPU stream, its device work in start order."""
+    for lane in facts.lanes:
+        if lane.kind == "gpu":
+            yield lane.events[facts.is_device_work[lane.events]]
 
 
 def _shape(value: Any) -> tuple[int, ...] | None:
@@ -229,10 +234,7 @@ def _chains(facts: Facts, fast: dict[int, _Kernel]) -> list[list[_Kernel]]:
                        dtype=np.int64, count=len(fast))
     order = np.argsort(kernels)
     kernels, same = kernels[order], same[order]
-    for lane in facts.lanes:
-        if lane.kind != "gpu":
-            continue
-        work = lane.events[facts.is_device_work[lane.events]]
+    for work in _stream_work(facts):
         at = np.minimum(np.searchsorted(kernels, work), kernels.size - 1)
         key = np.where(kernels[at] == work, same[at], -1)  # -1: not a fast kernel
         link = (key[1:] >= 0) & (key[1:] == key[:-1])  # work i and i + 1 chain
