@@ -339,10 +339,6 @@ class _Part:
             parts[-JOIN_BLOCKS:] = [np.concatenate(parts[-JOIN_BLOCKS:])]
             self.unjoined[name] = 0
 
-    def column(self, name: str, dtype: Any) -> np.ndarray:
-        parts = self.columns.get(name, [])
-        return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
-
 
 class _Interner:
     def __init__(self) -> None:
