@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 from conftest import FIXTURES
 
@@ -97,17 +98,30 @@ def _fields_shown(finding, lang: str) -> set[str]:
     local = localize_finding(finding, lang)
     base = _texts(local)
     shown = set()
-    for field in dataclasses.fields(finding.record):
-        mark = _marked(getattr(finding.record, field.name))
+    record = finding.record
+    for name in _names(record):
+        mark = _marked(getattr(record, name))
         if mark is None:
             continue
-        other = dataclasses.replace(local, record=dataclasses.replace(finding.record, **{field.name: mark}))
+        other = dataclasses.replace(local, record=_replace(record, **{name: mark}))
         try:
             if _texts(other) != base:
-                shown.add(field.name)
+                shown.add(name)
         except Exception:  # noqa: BLE001 - a cause key that is not one: the text depends on the field
-            shown.add(field.name)
+            shown.add(name)
     return shown
+
+
+def _names(record) -> tuple[str, ...]:
+    if isinstance(record, msgspec.Struct):
+        return record.__struct_fields__
+    return tuple(f.name for f in dataclasses.fields(record))
+
+
+def _replace(record, **changes):
+    if isinstance(record, msgspec.Struct):
+        return msgspec.structs.replace(record, **changes)
+    return dataclasses.replace(record, **changes)
 
 
 def test_spanish_shows_every_field_english_shows(real_findings):

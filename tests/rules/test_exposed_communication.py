@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import msgspec
 import pytest
 from conftest import FIXTURES, H200_TRACES
 
@@ -154,6 +155,6 @@ def test_every_field_renders_in_spanish():
         for part in ("title", "message", "advice", "fix", "basis"):
             assert getattr(es, part) and getattr(es, part) != getattr(finding, part), part
         assert all(e.note and e.note != en.note for e, en in zip(es.evidence, finding.evidence, strict=True))
-    gpu = dataclasses.replace(folded.record, domain="gpu", late_peer=None)
+    gpu = msgspec.structs.replace(folded.record, domain="gpu", late_peer=None)
     es = localize_finding(dataclasses.replace(folded, record=gpu), "es")
     assert "GPU" in es.message and "bucket_cap_mb" in es.advice

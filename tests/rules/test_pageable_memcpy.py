@@ -128,22 +128,22 @@ def test_every_field_renders_in_spanish(analysis_of):
 
 
 def test_advice_follows_the_cause_in_both_languages(analysis_of):
-    import dataclasses
+    import msgspec
 
     from pista.i18n import rule_module
 
     record = analysis_of("gpu/pageable_memcpy").finding("pageable-memcpy").record
     group = next(g for g in record.groups if g.direction == "HtoD")
     causes = {
-        "read-back": dataclasses.replace(group, direction="DtoH"),
-        "loader": dataclasses.replace(group, loader=True, region="data_loading"),
-        "small": dataclasses.replace(group, mib=0.75, copies=3),
+        "read-back": msgspec.structs.replace(group, direction="DtoH"),
+        "loader": msgspec.structs.replace(group, loader=True, region="data_loading"),
+        "small": msgspec.structs.replace(group, mib=0.75, copies=3),
         "large": group,
     }
     words = {"read-back": "copy_(src, non_blocking=True)", "loader": "DataLoader", "small": "device='cuda'",
              "large": "pin_memory()"}
     for cause, g in causes.items():
-        r = dataclasses.replace(record, groups=(g, group))
+        r = msgspec.structs.replace(record, groups=(g, group))
         en, es = rule_module("pageable-memcpy", "en"), rule_module("pageable-memcpy", "es")
         for part in ("message", "advice", "fix", "basis"):
             assert getattr(en, part)(r) != getattr(es, part)(r), (cause, part)

@@ -134,12 +134,12 @@ def test_every_field_renders_in_spanish(analysis_of):
 
 
 def test_a_single_recompile_reads_as_one_time_in_both_languages(analysis_of):
-    import dataclasses
+    import msgspec
 
     from pista.i18n import rule_module
     from pista.rules.recompilation import ONCE
 
-    record = dataclasses.replace(analysis_of("gpu/recompile").finding("recompilation").record, kind=ONCE,
+    record = msgspec.structs.replace(analysis_of("gpu/recompile").finding("recompilation").record, kind=ONCE,
                                  steps_compiling=(2,), shapes=(), near_limit=())
     en, es = rule_module("recompilation", "en"), rule_module("recompilation", "es")
     for part in ("message", "advice", "fix", "basis"):

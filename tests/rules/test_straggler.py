@@ -7,6 +7,7 @@ import shutil
 import statistics
 from collections import defaultdict
 
+import msgspec
 import numpy as np
 import pytest
 from conftest import FIXTURES
@@ -167,7 +168,7 @@ def test_no_severity_on_healthy_jobs(name):
 def test_every_field_renders_in_spanish(job, slow_steps_job):
     late = job("straggler_2").findings[0]
     slow = slow_steps_job.findings[0]
-    no_cause = type(late)(late.rule, type(late.record)(**{**vars(late.record), "extra": None}), late.impact,
+    no_cause = type(late)(late.rule, msgspec.structs.replace(late.record, extra=None), late.impact,
                           late.evidence)
     for finding in (late, slow, no_cause):
         es = localize_finding(finding, "es")

@@ -16,16 +16,14 @@ import importlib
 import pkgutil
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
 
 from pista.errors import UsageError
-from pista.findings import Context, Finding
+from pista.findings import Context, Finding, Record
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(Record):
     id: str
     module: ModuleType
 

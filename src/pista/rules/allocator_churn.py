@@ -34,11 +34,10 @@ against fragmentation; see `torch.cuda.memory_stats()` (`num_alloc_retries`, `nu
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding
+from pista.findings import Context, Evidence, Finding, Record
 from pista.rules._common import name_mask, us
 from pista.trace.facts import Facts
 
@@ -57,8 +56,7 @@ MIN_IMPACT_SHARE = 0.01
 EVIDENCE_EVENTS = 6
 
 
-@dataclass(frozen=True)
-class AllocCall:
+class AllocCall(Record):
     """One runtime call name over the window."""
 
     name: str
@@ -67,8 +65,7 @@ class AllocCall:
     under: tuple[str, ...]  # the ops or regions it ran under, most calls first: aten::empty, step
 
 
-@dataclass(frozen=True)
-class AllocatorChurn:
+class AllocatorChurn(Record):
     steps: int
     steps_with_calls: int
     calls_per_step: float
@@ -79,8 +76,7 @@ class AllocatorChurn:
     step_share_percent: float
 
 
-@dataclass(frozen=True)
-class AllocNote:
+class AllocNote(Record):
     """Note on one allocation or free call."""
 
     under: str

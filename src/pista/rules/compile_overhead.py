@@ -39,11 +39,10 @@ work (compile the whole step, not one small function; bigger batches), so the fi
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Severity
+from pista.findings import Context, Evidence, Finding, Record, Severity
 from pista.rules._common import (
     CACHE_LOOKUP,
     COMPILE_EVENT,
@@ -82,8 +81,7 @@ BACKWARD = "CompiledFunctionBackward"
 PAYLOAD_OPS = re.compile(r"^(aten|prims)::|^triton_")
 
 
-@dataclass(frozen=True)
-class CompileOverhead:
+class CompileOverhead(Record):
     regions: tuple[str, ...]  # 'Torch-Compiled Region: 0/1', 'CompiledFunctionBackward'
     calls: int
     steps: int
@@ -98,8 +96,7 @@ class CompileOverhead:
     step_share_percent: float
 
 
-@dataclass(frozen=True)
-class WrapperCall:
+class WrapperCall(Record):
     """Note on one compiled call."""
 
     host_us: float
@@ -108,8 +105,7 @@ class WrapperCall:
     lookup_us: float | None
 
 
-@dataclass(frozen=True)
-class GuardCheck:
+class GuardCheck(Record):
     """Note on the cache lookup (guard check) before a compiled call."""
 
     lookup_us: float

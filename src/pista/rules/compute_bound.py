@@ -33,13 +33,11 @@ time (elementwise, attention, the optimizer) with the table and Nsight Compute.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from pista import findings
 from pista.efficiency import card_of, gemms, headroom_ns, rate
-from pista.findings import Context, Finding
+from pista.findings import Context, Finding, Record
 from pista.rules._common import evidence, us
 from pista.rules.dominant_event import dominant
 
@@ -55,8 +53,7 @@ MAX_KERNELS = 3  # GEMM kernels named, most headroom first; presentation
 EVIDENCE_EVENTS = 3
 
 
-@dataclass(frozen=True)
-class GemmKernel:
+class GemmKernel(Record):
     """One GEMM kernel name: its calls, time and rate against the card."""
 
     name: str
@@ -69,8 +66,7 @@ class GemmKernel:
     headroom_us: float  # over the window
 
 
-@dataclass(frozen=True)
-class ComputeBound:
+class ComputeBound(Record):
     gpu_busy_percent: float
     self_device_total_us: float
     self_cpu_total_us: float
@@ -82,8 +78,7 @@ class ComputeBound:
     kernels: tuple[GemmKernel, ...]  # most headroom first
 
 
-@dataclass(frozen=True)
-class SlowCall:
+class SlowCall(Record):
     """Note on a GEMM call below the ceiling."""
 
     tflops: float

@@ -35,13 +35,12 @@ measures it on the built-in workloads.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pista.efficiency import gemm_flops
-from pista.findings import Context, Finding, Severity
+from pista.findings import Context, Finding, Record, Severity
 from pista.opargs import op_args
 from pista.rules._common import evidence, pattern_mask, us
 from pista.rules.fp32_gemm import op_dims
@@ -68,8 +67,7 @@ MIN_STEP_SHARE = 0.05
 EVIDENCE_EVENTS = 3
 
 
-@dataclass(frozen=True)
-class CpuFp32Gemm:
+class CpuFp32Gemm(Record):
     ops: tuple[str, ...]  # the fp32 GEMM ops, most CPU time first
     calls: int  # in the window
     gemm_us: float  # per step: their own CPU time
@@ -84,8 +82,7 @@ class CpuFp32Gemm:
     steps: int
 
 
-@dataclass(frozen=True)
-class Fp32Call:
+class Fp32Call(Record):
     """Note on one fp32 GEMM call."""
 
     dims: tuple[tuple[int, ...], ...]

@@ -27,11 +27,9 @@ rank its share and keep the total at the core count.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from pista.findings import Context, Finding
+from pista.findings import Context, Finding, Record
 from pista.rules._common import evidence, us
 from pista.rules.cpu_fp32_gemm import gemm_calls, idle_cores, ops_by_time
 
@@ -41,8 +39,7 @@ MIN_STEP_SHARE = 0.05
 EVIDENCE_EVENTS = 3
 
 
-@dataclass(frozen=True)
-class CpuThreads:
+class CpuThreads(Record):
     threads: int  # torch's intra-op threads
     cores: int  # the cores the process may run on
     ops: tuple[str, ...]  # the GEMM ops, most CPU time first
@@ -52,8 +49,7 @@ class CpuThreads:
     steps: int
 
 
-@dataclass(frozen=True)
-class ThreadBoundCall:
+class ThreadBoundCall(Record):
     """Note on one GEMM call that could split across more threads."""
 
     own_us: float

@@ -36,11 +36,9 @@ the window.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, top_indices
+from pista.findings import Context, Evidence, Finding, Record, top_indices
 from pista.rules import _one_time as one_time
 from pista.rules._common import enclosing_op, evidence, kernel_launches, mark_ancestors, step_at, us
 from pista.trace.facts import STEP_NAME, Intervals
@@ -64,24 +62,21 @@ FILLER_EVENTS = 3  # recorded calls named from inside the window; presentation
 FIRST_CALLS_SHOWN = 4  # later first calls named; presentation
 
 
-@dataclass(frozen=True)
-class Filler:
+class Filler(Record):
     """A recorded call inside the window."""
 
     name: str
     self_us: float
 
 
-@dataclass(frozen=True)
-class FirstCall:
+class FirstCall(Record):
     """An op call in the same region call that loads its kernels (its first call), past the wait."""
 
     name: str
     dur_us: float  # its time after the first launch (all of it for a later op)
 
 
-@dataclass(frozen=True)
-class DeadWindow:
+class DeadWindow(Record):
     region: str
     step: int | None
     steps: int  # ProfilerSteps the window holds (0 without: the impact is per window)
@@ -101,36 +96,31 @@ class DeadWindow:
     cause: str  # profiler | library | first-calls | host (_one_time's causes)
 
 
-@dataclass(frozen=True)
-class WindowNote:
+class WindowNote(Record):
     """Note on the dead window itself."""
 
     region: str
     target: str
 
 
-@dataclass(frozen=True)
-class RegionNote:
+class RegionNote(Record):
     """Note on the region."""
 
 
-@dataclass(frozen=True)
-class TargetNote:
+class TargetNote(Record):
     """Note on the call that ended the wait."""
 
     target: str
     in_op: str | None
 
 
-@dataclass(frozen=True)
-class FillerNote:
+class FillerNote(Record):
     """Note on a recorded call inside the window."""
 
     self_us: float
 
 
-@dataclass(frozen=True)
-class FirstCallNote:
+class FirstCallNote(Record):
     """Note on a later first call in the region call."""
 
     dur_us: float

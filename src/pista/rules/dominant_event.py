@@ -40,13 +40,11 @@ pinned memory without blocking. If the trace is host-bound, fix the host side fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from pista import efficiency
 from pista.efficiency import Rate, card_of, device_name, gemms, headroom_ns, rate
-from pista.findings import Context, Finding, Impact, top_indices
+from pista.findings import Context, Finding, Impact, Record, top_indices
 from pista.rules._common import evidence, us
 
 ID = "dominant-event"
@@ -67,8 +65,7 @@ TILE_MULTIPLE = 16
 EVIDENCE_EVENTS = 3  # instances shown (the longest); presentation, not a threshold
 
 
-@dataclass(frozen=True)
-class DominantEvent:
+class DominantEvent(Record):
     kind: str  # kernel | copy | memset | op
     name: str
     calls: int
@@ -89,15 +86,13 @@ class DominantEvent:
     fp8: bool  # the card has fp8 tensor cores (a lower precision to suggest for bf16/fp16)
 
 
-@dataclass(frozen=True)
-class Instance:
+class Instance(Record):
     """Note on one of the longest calls: its rate where it is a GEMM."""
 
     tflops: float | None
 
 
-@dataclass(frozen=True)
-class Dominant:
+class Dominant(Record):
     """Which events dominate: the kind, the name and the event indices."""
 
     kind: str

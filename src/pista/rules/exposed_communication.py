@@ -35,14 +35,13 @@ is late (see `straggler`), fix that rank first: the wait is its lateness.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
 from pista.distributed.comm import communication
-from pista.findings import Context, Evidence, Finding, Impact
+from pista.findings import Context, Evidence, Finding, Impact, Record
 from pista.rules._common import short_name, us
 
 ID = "exposed-communication"
@@ -57,16 +56,14 @@ MIN_EXPOSED_US = 500.0
 EVIDENCE_EVENTS = 5
 
 
-@dataclass(frozen=True)
-class LatePeer:
+class LatePeer(Record):
     """The part of the exposure that is this rank waiting for a late rank (a folder's analysis)."""
 
     rank: int
     wait_us: float  # per step
 
 
-@dataclass(frozen=True)
-class ExposedCommunication:
+class ExposedCommunication(Record):
     domain: str  # "gpu": NCCL kernels on a stream; "host": gloo's work on its threads
     collective: str  # the communication work that exposes the most time
     collectives: int  # communication work events inside the steps
@@ -83,8 +80,7 @@ class ExposedCommunication:
         return max(0.0, self.exposed_us - (self.late_peer.wait_us if self.late_peer else 0.0))
 
 
-@dataclass(frozen=True)
-class ExposedCall:
+class ExposedCall(Record):
     """Note on one communication event: how much of it ran with no compute beside it."""
 
     exposed_us: float
@@ -123,7 +119,7 @@ def with_late_peer(finding: Finding, peer_rank: int, wait_us: float) -> Finding 
     """The finding re-estimated over a folder, where `wait_us` per step of its exposure is this rank
     waiting for the late `peer_rank` (the straggler's impact): None when what is left is too small."""
     r: ExposedCommunication = finding.record
-    record = dataclasses.replace(r, late_peer=LatePeer(peer_rank, min(max(wait_us, 0.0), r.exposed_us)))
+    record = msgspec.structs.replace(r, late_peer=LatePeer(peer_rank, min(max(wait_us, 0.0), r.exposed_us)))
     own = record.own_exposed_us
     impact = Impact(own, min(1.0, own / max(r.step_us, 1e-9)))
     if not _worth_it(impact):

@@ -36,12 +36,11 @@ GradScaler.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import numpy as np
 
 from pista.efficiency import card_of, compute_major, device_name, gemms
-from pista.findings import Context, Finding
+from pista.findings import Context, Finding, Record
 from pista.rules._common import evidence, kernels, nearest_ancestor, pattern_mask, us
 from pista.trace.facts import Facts
 
@@ -66,8 +65,7 @@ TENSOR_CORE = re.compile(r"tf32|bf16|f16|hmma|_h_", re.I)
 GEMM_OPS = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|_addmm_activation)$")
 
 
-@dataclass(frozen=True)
-class Fp32Gemm:
+class Fp32Gemm(Record):
     kernels: int
     ops: tuple[str, ...]
     gemm_us: float  # over the window
@@ -82,15 +80,13 @@ class Fp32Gemm:
     steps: int
 
 
-@dataclass(frozen=True)
-class SimtKernel:
+class SimtKernel(Record):
     """Note on an fp32 SIMT GEMM kernel."""
 
     tflops: float | None
 
 
-@dataclass(frozen=True)
-class FloatOp:
+class FloatOp(Record):
     """Note on the op that launched it."""
 
     dims: tuple[tuple[int, ...], ...]

@@ -26,12 +26,10 @@ float64 only for the few reductions that need it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from pista.efficiency import card_of, gemms
-from pista.findings import Context, Finding
+from pista.findings import Context, Finding, Record
 from pista.rules._common import evidence, us
 
 ID = "fp64-gemm"
@@ -40,8 +38,7 @@ MIN_STEP_SHARE = 0.01
 EVIDENCE_CALLS = 3
 
 
-@dataclass(frozen=True)
-class Fp64Gemm:
+class Fp64Gemm(Record):
     calls: int
     ops: tuple[str, ...]
     kernel: str  # the costliest fp64 GEMM kernel
@@ -55,8 +52,7 @@ class Fp64Gemm:
     steps: int
 
 
-@dataclass(frozen=True)
-class Fp64Call:
+class Fp64Call(Record):
     """Note on one fp64 GEMM call."""
 
     tflops: float

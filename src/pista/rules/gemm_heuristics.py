@@ -31,12 +31,10 @@ profiling); under torch.compile mark it dynamic; CUDA graphs need static shapes 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import msgspec
 import numpy as np
 
-from pista.findings import Context, Finding
+from pista.findings import Context, Finding, Record
 from pista.rules import _one_time as one_time
 from pista.rules._common import evidence, kernel_launches, launched_by, nearest_ancestor, step_at, us
 from pista.trace.facts import Intervals
@@ -57,8 +55,7 @@ MIN_STEP_SHARE = 0.01
 EVIDENCE_CALLS = 3  # calls shown (the slowest); presentation
 
 
-@dataclass(frozen=True)
-class NewShape:
+class NewShape(Record):
     """One GEMM call on a shape not seen before."""
 
     op: str
@@ -68,8 +65,7 @@ class NewShape:
     step: int | None
 
 
-@dataclass(frozen=True)
-class GemmHeuristics:
+class GemmHeuristics(Record):
     calls: int
     shapes: int
     steps: int  # ProfilerSteps the window holds (0 without: the impact is per window)
@@ -82,16 +78,14 @@ class GemmHeuristics:
     new: tuple[NewShape, ...]  # in time order
 
 
-@dataclass(frozen=True)
-class ShapeNote:
+class ShapeNote(Record):
     """Note on a new-shape GEMM call."""
 
     dims: str
     wait_us: float
 
 
-@dataclass(frozen=True)
-class KernelNote:
+class KernelNote(Record):
     """Note on the kernel it launched."""
 
     dur_us: float

@@ -39,11 +39,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding
+from pista.findings import Context, Evidence, Finding, Record
 from pista.rules._common import (
     COMPILE_EVENT,
     SYNC_NAMES,
@@ -69,8 +68,7 @@ DTOH = re.compile(r"^Memcpy DtoH")
 PAGEABLE = re.compile(r"Pageable")  # a copy to or from pageable memory blocks by itself: pageable-memcpy's
 
 
-@dataclass(frozen=True)
-class SyncingOp:
+class SyncingOp(Record):
     """One op name that synced: how often, through which calls, and what it cost over the window."""
 
     name: str
@@ -82,8 +80,7 @@ class SyncingOp:
     stall_us: float  # blocked plus the GPU idle after, until the next kernel
 
 
-@dataclass(frozen=True)
-class HostSync:
+class HostSync(Record):
     syncs: int
     steps: int
     syncs_per_step: float
@@ -92,8 +89,7 @@ class HostSync:
     ops: tuple[SyncingOp, ...]  # costliest first
 
 
-@dataclass(frozen=True)
-class SyncedVia:
+class SyncedVia(Record):
     """Note on an op call that synced."""
 
     via: str
@@ -101,8 +97,7 @@ class SyncedVia:
     stall_us: float
 
 
-@dataclass(frozen=True)
-class Blocked:
+class Blocked(Record):
     """Note on the runtime call the host blocked in."""
 
     blocked_us: float

@@ -42,11 +42,10 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Finding
+from pista.findings import Context, Finding, Record
 from pista.rules._common import evidence, pattern_mask, us
 
 ID = "implicit-copy-before-gemm"
@@ -74,8 +73,7 @@ EVIDENCE_PAIRS = 3  # memset/GEMM pairs shown; presentation
 MAX_GROUPS = 3  # kinds of pair named, the most frequent first; presentation
 
 
-@dataclass(frozen=True)
-class FillGroup:
+class FillGroup(Record):
     """One kind of pair: the fill, the op that launched it and the GEMM kernel after it."""
 
     fill: str
@@ -85,8 +83,7 @@ class FillGroup:
     steps: tuple[int, ...]
 
 
-@dataclass(frozen=True)
-class ImplicitCopy:
+class ImplicitCopy(Record):
     pairs: int
     queued: int  # pairs whose GEMM was already queued when the fill ran
     groups: tuple[FillGroup, ...]  # the most frequent kinds of pair, MAX_GROUPS at most
@@ -101,23 +98,20 @@ class ImplicitCopy:
     step_share_percent: float  # cost per step over the step (at least the GPU work per step)
 
 
-@dataclass(frozen=True)
-class Fill:
+class Fill(Record):
     """Note on a fill: the op it was launched in."""
 
     op: str
     cost_us: float
 
 
-@dataclass(frozen=True)
-class FillCall:
+class FillCall(Record):
     """Note on the fill's host API call."""
 
     dur_us: float
 
 
-@dataclass(frozen=True)
-class GemmAfter:
+class GemmAfter(Record):
     """Note on the GEMM after it."""
 
     gap_us: float

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding
+from pista.findings import Context, Evidence, Finding, Record
 from pista.rules import gpu_idle
 from pista.rules._common import kernels, nearest_ancestor, pattern_mask, short_name, us
 from pista.trace.facts import Facts, Intervals, per_facts
@@ -65,15 +65,13 @@ EXAMPLES = 3
 COMPILED_CODE = re.compile(r"^Torch-Compiled Region: |^## Call CompiledFxGraph|^CompiledFunction")
 
 
-@dataclass(frozen=True)
-class KernelExample:
+class KernelExample(Record):
     kernel: str  # short name
     count: int  # in the steps
     op: str  # the op that launched its first call ("" if none)
 
 
-@dataclass(frozen=True)
-class LaunchBound:
+class LaunchBound(Record):
     kernels: int
     steps: int
     kernels_per_step: float
@@ -89,24 +87,21 @@ class LaunchBound:
     examples: tuple[KernelExample, ...]
 
 
-@dataclass(frozen=True)
-class TinyKernel:
+class TinyKernel(Record):
     """Note on the first call of a common tiny kernel."""
 
     count: int
     per_step: float
 
 
-@dataclass(frozen=True)
-class ItsLaunch:
+class ItsLaunch(Record):
     """Note on the launch call of that kernel."""
 
     launch_us: float
     kernel_us: float
 
 
-@dataclass(frozen=True)
-class ItsOp:
+class ItsOp(Record):
     """Note on the op that dispatched that kernel."""
 
     op_us: float

@@ -35,11 +35,10 @@ loading to start-up (longer start, more memory) if a first call itself must be f
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Finding
+from pista.findings import Context, Finding, Record
 from pista.rules import _one_time as one_time
 from pista.rules._common import evidence, step_at, us
 from pista.trace.facts import Intervals
@@ -52,8 +51,7 @@ MIN_STEP_SHARE = 0.01
 EVIDENCE_CALLS = 4  # first calls shown (the longest), each with its loads; presentation
 
 
-@dataclass(frozen=True)
-class FirstCall:
+class FirstCall(Record):
     """An op call that loaded its kernels (its first call)."""
 
     op: str
@@ -65,8 +63,7 @@ class FirstCall:
     step: int | None
 
 
-@dataclass(frozen=True)
-class LazyLoading:
+class LazyLoading(Record):
     events: int
     load_us: float  # the load events themselves
     first_calls_us: float  # the op calls holding them (wall)
@@ -76,16 +73,14 @@ class LazyLoading:
     calls: tuple[FirstCall, ...]  # longest first
 
 
-@dataclass(frozen=True)
-class CallNote:
+class CallNote(Record):
     """Note on a first call."""
 
     loads: int
     load_us: float
 
 
-@dataclass(frozen=True)
-class LoadNote:
+class LoadNote(Record):
     """Note on a load event."""
 
     via: str

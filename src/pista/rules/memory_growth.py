@@ -28,12 +28,10 @@ Keep scalars as Python numbers (`loss.item()`, once every N steps) or detach wha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import msgspec
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Impact, Severity
+from pista.findings import Context, Evidence, Finding, Impact, Record, Severity
 from pista.memory import allocated_at_step_ends, timelines
 
 ID = "memory-growth"
@@ -48,8 +46,7 @@ EVIDENCE_OPS = 5
 SEVERITY_EXCEPTION = "a leak costs memory, not time: graded by how soon the device runs out"
 
 
-@dataclass(frozen=True)
-class MemoryGrowth:
+class MemoryGrowth(Record):
     device: str
     steps: int
     first_bytes: int  # allocated at the end of the first profiled step
@@ -60,8 +57,7 @@ class MemoryGrowth:
     top_op: str  # the op that allocated most of what is still held
 
 
-@dataclass(frozen=True)
-class Held:
+class Held(Record):
     """Note on an op whose allocations in the last step are still held at the end of the window."""
 
     bytes: int

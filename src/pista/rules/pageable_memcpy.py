@@ -45,11 +45,10 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding
+from pista.findings import Context, Evidence, Finding, Record
 from pista.rules._common import (
     COMPILE_EVENT,
     SYNC_NAMES,
@@ -81,8 +80,7 @@ STEP_REGION = re.compile(r"^ProfilerStep#")
 LOADER_REGION = re.compile(r"data|load|batch|input|collate|prefetch", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class CopyGroup:
+class CopyGroup(Record):
     """The pageable copies one op issued in one region, in one direction, over the window."""
 
     direction: str  # "HtoD" or "DtoH"
@@ -98,8 +96,7 @@ class CopyGroup:
     pinned_gb_s: float | None  # pinned copies of the same direction in this trace, to compare
 
 
-@dataclass(frozen=True)
-class PageableMemcpy:
+class PageableMemcpy(Record):
     steps: int
     groups: tuple[CopyGroup, ...]  # costliest first
     blocked_us: float  # over the window
@@ -107,8 +104,7 @@ class PageableMemcpy:
     step_share_percent: float
 
 
-@dataclass(frozen=True)
-class PageableCopy:
+class PageableCopy(Record):
     """Note on a copy on the GPU lane."""
 
     mib: float
@@ -116,8 +112,7 @@ class PageableCopy:
     pinned_gb_s: float | None
 
 
-@dataclass(frozen=True)
-class BlockedCopyCall:
+class BlockedCopyCall(Record):
     """Note on the host call that blocked for the copy."""
 
     blocked_us: float

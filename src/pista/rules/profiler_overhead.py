@@ -33,11 +33,10 @@ named ops' CPU totals by that amount.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Finding
+from pista.findings import Context, Finding, Record
 from pista.rules import _one_time as one_time
 from pista.rules._common import evidence, step_at, us
 from pista.trace.facts import Intervals
@@ -50,8 +49,7 @@ MIN_STEP_SHARE = 0.01
 EVIDENCE_EVENTS = 5  # events shown (the longest); presentation
 
 
-@dataclass(frozen=True)
-class InflatedOp:
+class InflatedOp(Record):
     """An op the profiler's events landed in."""
 
     name: str
@@ -60,8 +58,7 @@ class InflatedOp:
     events: int
 
 
-@dataclass(frozen=True)
-class ProfilerOverhead:
+class ProfilerOverhead(Record):
     events: int
     names: tuple[str, ...]  # Activity Buffer Request, Buffer Flush...
     total_us: float
@@ -73,8 +70,7 @@ class ProfilerOverhead:
     outside_us: float  # in no op
 
 
-@dataclass(frozen=True)
-class InsideOp:
+class InsideOp(Record):
     """Note on a profiler event inside an op."""
 
     op: str
@@ -82,8 +78,7 @@ class InsideOp:
     together_percent: float | None  # all the events in that call, where several
 
 
-@dataclass(frozen=True)
-class OutsideOps:
+class OutsideOps(Record):
     """Note on a profiler event in no op."""
 
     dur_us: float

@@ -43,11 +43,10 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import WARNING_SHARE, Context, Evidence, Finding, Severity
+from pista.findings import WARNING_SHARE, Context, Evidence, Finding, Record, Severity
 from pista.rules._common import COMPILE_EVENT, COMPILED_REGION, nearest_ancestor, pattern_mask, us
 from pista.trace.facts import Facts, merge_intervals
 
@@ -77,8 +76,7 @@ ONCE = "once"  # one recompile (a guard failed once), in one step
 NEAR_LIMIT = "near-limit"  # nothing compiles inside the window, but a frame holds many entries
 
 
-@dataclass(frozen=True)
-class FrameCompiles:
+class FrameCompiles(Record):
     """One compiled frame (the F of compile id F/R)."""
 
     frame: int
@@ -87,8 +85,7 @@ class FrameCompiles:
     compiles: int  # compiles of it inside the window
 
 
-@dataclass(frozen=True)
-class Recompilation:
+class Recompilation(Record):
     kind: str  # STEADY, WARMUP, ONCE or NEAR_LIMIT
     compiles: int  # Dynamo compiles inside the window (autotuning runs not counted)
     autotunes: int
@@ -104,8 +101,7 @@ class Recompilation:
     near_limit: tuple[int, ...]  # frames holding at least NEAR_LIMIT_ENTRIES entries
 
 
-@dataclass(frozen=True)
-class CompileSpan:
+class CompileSpan(Record):
     """Note on a compile (or autotuning) span."""
 
     compile_id: str | None
@@ -113,8 +109,7 @@ class CompileSpan:
     autotune: bool
 
 
-@dataclass(frozen=True)
-class RegionCall:
+class RegionCall(Record):
     """Note on a compiled region call: its frame and recompile count."""
 
     frame: int

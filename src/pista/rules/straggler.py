@@ -32,10 +32,9 @@ work off the step, or replace the slow host.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 
-from pista.findings import Context, Finding
+from pista.findings import Context, Finding, Record
 
 ID = "straggler"
 # Lateness is measured against the median of the other ranks, per collective call, then the median
@@ -64,8 +63,7 @@ class Cause(str, Enum):
     SLOW_STEPS = "slow-steps"  # no matched collectives: its steps take longer
 
 
-@dataclass(frozen=True)
-class ExtraWork:
+class ExtraWork(Record):
     """A region (host op or annotation, or device work) the straggler spends more time in per step
     than the other ranks."""
 
@@ -75,8 +73,7 @@ class ExtraWork:
     device: bool  # a kernel, copy or memset
 
 
-@dataclass(frozen=True)
-class Straggler:
+class Straggler(Record):
     rank: int
     world: int
     cause: Cause
@@ -91,16 +88,14 @@ class Straggler:
     extra: ExtraWork | None  # what it does that the others do not, when one region explains it
 
 
-@dataclass(frozen=True)
-class LateCall:
+class LateCall(Record):
     """Note on one of the straggler's collective calls: how late it came, and which of its name."""
 
     late_us: float
     nth: int  # 1-based, among the calls of that name in the step
 
 
-@dataclass(frozen=True)
-class SlowStep:
+class SlowStep(Record):
     """Note on one of the straggler's steps: its duration against the other ranks' median step."""
 
     dur_us: float

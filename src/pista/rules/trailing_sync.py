@@ -34,11 +34,9 @@ instead of sync + wall clock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding
+from pista.findings import Context, Evidence, Finding, Record
 from pista.rules._common import SYNC_NAMES, busy_ns, name_mask, nearest_ancestor, profiler_stop_sync, us
 from pista.trace.facts import Facts
 
@@ -54,8 +52,7 @@ MIN_STEP_SHARE = 0.01
 EVIDENCE_EVENTS = 6
 
 
-@dataclass(frozen=True)
-class TrailingSync:
+class TrailingSync(Record):
     name: str  # the runtime call (cudaDeviceSynchronize)
     region: str | None  # the record_function region around the syncs ('sync'), if any
     syncs: int
@@ -69,8 +66,7 @@ class TrailingSync:
     step_share_percent: float
 
 
-@dataclass(frozen=True)
-class IdleSync:
+class IdleSync(Record):
     """Note on one trailing sync."""
 
     outstanding_us: float
