@@ -273,18 +273,16 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
     idx = np.flatnonzero(is_host).astype(INDEX)
     if idx.size == 0:
         return parent, depth, self_time
-    # the host events only, here and below: full-length copies made derive's peak
-    pid, tid = trace.pid[idx], trace.tid[idx]
+    # the host events only, here and below, and one array per lane, not pid and tid: full-length
+    # copies made derive's peak
+    lane = lane_key(trace.pid[idx], trace.tid[idx])
     if is_overhead is not None:
-        moved = is_overhead[idx]
-        pid, tid = pid.astype(np.int64), tid.astype(np.int64)  # the main lane's ids may be wider
-        pid[moved], tid[moved] = main_lane
-    ts, dur = trace.ts[idx], trace.dur[idx]
-    end = ts + dur
-    order = np.lexsort((-end, ts, tid, pid))
-    idx, ts, dur, end = idx[order], ts[order], dur[order], end[order]
-    lane = lane_key(pid[order], tid[order])
-    del pid, tid, order
+        lane[is_overhead[idx]] = lane_key(np.array(main_lane[0]), np.array(main_lane[1]))
+    ts = trace.ts[idx]
+    end = ts + trace.dur[idx]
+    order = np.lexsort((-end, ts, lane))
+    idx, ts, end, lane = idx[order], ts[order], end[order], lane[order]
+    del order
     new_lane = np.empty(idx.size, dtype=bool)
     new_lane[0] = True
     new_lane[1:] = lane[1:] != lane[:-1]
@@ -296,6 +294,8 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
     if depth_sorted.max() > np.iinfo(DEPTH).max:
         depth = depth.astype(np.int32)  # a nest deeper than any real trace's, kept exact
     depth[idx] = depth_sorted
+    dur = end - ts
+    del ts, end
     child_dur = np.zeros(idx.size, dtype=np.int64)  # by sorted position
     np.add.at(child_dur, parent_pos[has_parent], dur[has_parent])
     self_time[idx] = dur - child_dur
@@ -348,6 +348,10 @@ def _link(keys_from: np.ndarray, from_mask: np.ndarray, keys_to: np.ndarray, to_
     return out
 
 
+# Events per slice when placing events in steps: 40 MiB of temporaries at most.
+STEP_SLICE = 1 << 20
+
+
 def _steps(trace: Trace, is_host: np.ndarray, is_device_work: np.ndarray,
            launcher: np.ndarray) -> tuple[list[Step], np.ndarray]:
     n = len(trace)
@@ -365,14 +369,16 @@ def _steps(trace: Trace, is_host: np.ndarray, is_device_work: np.ndarray,
     ]
     starts = np.array([s.start for s in steps], dtype=np.int64)
     ends = np.array([s.end for s in steps], dtype=np.int64)
-    # device work belongs to the step that launched it
-    relevant = np.flatnonzero(is_host | is_device_work)
-    when = trace.ts[relevant]
-    source = launcher[relevant]
-    linked = is_device_work[relevant] & (source >= 0)
-    when[linked] = trace.ts[source[linked]]
-    pos = np.searchsorted(starts, when, side="right") - 1
-    inside = pos >= 0
-    inside[inside] = when[inside] < ends[pos[inside]]
-    event_step[relevant[inside]] = pos[inside]
+    # device work belongs to the step that launched it; a slice of the trace at a time, so the
+    # temporaries (~40 bytes an event) stay bounded: all at once they were derive's peak
+    for lo in range(0, n, STEP_SLICE):
+        relevant = lo + np.flatnonzero(is_host[lo:lo + STEP_SLICE] | is_device_work[lo:lo + STEP_SLICE])
+        when = trace.ts[relevant]
+        source = launcher[relevant]
+        linked = is_device_work[relevant] & (source >= 0)
+        when[linked] = trace.ts[source[linked]]
+        pos = np.searchsorted(starts, when, side="right") - 1
+        inside = pos >= 0
+        inside[inside] = when[inside] < ends[pos[inside]]
+        event_step[relevant[inside]] = pos[inside]
     return steps, event_step
