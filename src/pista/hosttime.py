@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from pista.rules._common import SYNC_NAMES, name_mask, nearest_ancestor, pattern_mask
+from pista.rules._common import SYNC_NAMES, _levels, name_mask, pattern_mask
 from pista.trace.facts import Facts, merge_intervals
 from pista.trace.model import lane_key
 
@@ -45,15 +45,7 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     host = facts.is_host & (trace.ts >= lo) & (trace.ts < hi)
     if not host.any():
         return {}
-    region = np.full(len(trace), _CODE["other"], dtype=np.int8)
-    done = np.zeros(len(trace), dtype=bool)
-    for name, pattern, category in PATTERNS:
-        marks = facts.is_host & pattern_mask(facts, pattern)
-        if category is not None:
-            marks &= trace.category_mask({category})
-        hit = ~done & (nearest_ancestor(facts, marks) >= 0)
-        region[hit] = _CODE[name]
-        done |= hit
+    region = _regions(facts)
     region[facts.is_host & name_mask(facts, BLOCKING)] = _CODE["waiting"]
     # the launch of a device-to-host copy waits for it (gpu/host_sync_item: 37.6 µs per step of
     # cudaMemcpyAsync under .item(), beside its stream syncs)
@@ -76,6 +68,24 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
         first = int(idx[np.argmax(inverse == k)])
         out[facts.lane_of(first)] = {r: float(sums[k, j]) / steps / 1000.0 for j, r in enumerate(REGIONS)}
     return out
+
+
+def _regions(facts: Facts) -> np.ndarray:
+    """Per event: the region of the first PATTERNS entry on its op-tree path (itself included), else
+    other. One pass down the tree carrying a bit per entry, not a pass per entry."""
+    trace = facts.trace
+    bits = np.zeros(len(trace), dtype=np.uint8)  # room for 8 entries
+    for k, (_, pattern, category) in enumerate(PATTERNS):
+        marks = facts.is_host & pattern_mask(facts, pattern)
+        if category is not None:
+            marks &= trace.category_mask({category})
+        bits[marks] |= np.uint8(1 << k)
+    for level in _levels(facts):  # parents before their children
+        bits[level] |= bits[facts.parent[level]]
+    region = np.full(len(trace), _CODE["other"], dtype=np.int8)
+    for k in reversed(range(len(PATTERNS))):  # the earliest entry wins
+        region[(bits & (1 << k)) != 0] = _CODE[PATTERNS[k][0]]
+    return region
 
 
 def _waiting_for_autograd(facts: Facts, lanes_of: np.ndarray) -> np.ndarray:

@@ -12,7 +12,10 @@ as `Trace.decode_args` gives it.
 
 from __future__ import annotations
 
+import itertools
+from collections import defaultdict
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -20,7 +23,8 @@ import numpy as np
 
 from pista.trace.facts import Facts, per_facts
 
-NULL = msgspec.Raw(b"null")  # an absent field reads as JSON null: None, as an `Any` field's default
+NULL = msgspec.Raw(b"null")
+_TEXTS = attrgetter("dims", "types", "concrete")  # an absent field reads as JSON null: None, as an `Any` field's default
 
 
 class _Fields(msgspec.Struct, gc=False):
@@ -78,29 +82,22 @@ class _Store:
         self.seqs = np.empty(0, dtype=np.int64)
         self.odd_seqs: dict[int, Any] = {}  # event -> a sequence number that is not an int64
         self.texts: list[bytes] = []  # text id -> JSON text, one copy each
-        self.text_ids: dict[bytes, int] = {}
+        self.text_ids: defaultdict[bytes, int] = defaultdict(itertools.count().__next__)
         self.values: dict[bytes, Any] = {}  # JSON text -> its value, decoded once
 
     def add(self, events: list[int], decoded: list[_Fields | None]) -> None:
-        fields = np.fromiter((self._id(x) for f in decoded if f is not None for x in (f.dims, f.types, f.concrete)),
-                             dtype=np.int32)
+        present = [f for f in decoded if f is not None]
+        # a copy of each text (the read buffer they point into is let go), its id through one C lookup
+        texts = list(map(bytes, itertools.chain.from_iterable(map(_TEXTS, present))))
+        fields = np.fromiter(map(self.text_ids.__getitem__, texts), dtype=np.int32, count=len(texts))
+        self.texts = list(self.text_ids)  # ids are handed out in insertion order
         rows = np.full((len(events), 3), NO_ARGS, dtype=np.int32)
-        present = np.asarray([f is not None for f in decoded], dtype=bool)
-        rows[present] = fields.reshape(-1, 3)
-        seqs = np.fromiter((self._seq(e, f) for e, f in zip(events, decoded, strict=True)), dtype=np.int64,
-                           count=len(events))
+        rows[np.fromiter((f is not None for f in decoded), dtype=bool, count=len(decoded))] = fields.reshape(-1, 3)
+        seqs = np.fromiter(map(self._seq, events, decoded), dtype=np.int64, count=len(events))
         order = np.argsort(np.concatenate((self.events, events)), kind="stable")
         self.events = np.concatenate((self.events, events))[order]
         self.fields = np.concatenate((self.fields, rows))[order]
         self.seqs = np.concatenate((self.seqs, seqs))[order]
-
-    def _id(self, raw: msgspec.Raw) -> int:
-        text = bytes(raw)  # a copy: the read buffer it points into is let go
-        found = self.text_ids.get(text)
-        if found is None:
-            found = self.text_ids[text] = len(self.texts)
-            self.texts.append(text)
-        return found
 
     def _seq(self, event: int, fields: _Fields | None) -> int:
         seq = None if fields is None else fields.seq

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pista.rules._common import COMPILE_EVENT, nearest_ancestor, pattern_mask
+from pista.rules._common import COMPILE_EVENT
 from pista.trace.facts import Facts, per_facts
 
 PURPOSES = ("gemm", "conv", "attention", "optimizer", "cast", "elementwise", "reduction", "copy", "memset",
@@ -74,11 +74,9 @@ def classify(facts: Facts) -> np.ndarray:
     source = np.where(facts.owner[kernels] >= 0, facts.owner[kernels], facts.launcher[kernels])
     todo = source >= 0
     code = np.full(kernels.size, -1, dtype=np.int8)
-    host = facts.is_host | facts.is_overhead
     for purpose, pattern in ANCESTRY:
-        near = nearest_ancestor(facts, host & pattern_mask(facts, pattern))
         hit = todo & (code < 0)
-        hit[hit] = near[source[hit]] >= 0
+        hit[hit] = _under(facts, source[hit], _names_matching(trace.names, pattern))
         code[hit] = CODE[purpose]
     kernel_names = trace.name[kernels]
     for purpose, pattern in KERNEL_KIND:
@@ -89,6 +87,28 @@ def classify(facts: Facts) -> np.ndarray:
     out[kernels] = code
     out.setflags(write=False)  # shared by every reader of this trace
     return out
+
+
+def _names_matching(names: list[str], pattern: re.Pattern[str]) -> np.ndarray:
+    """Per interned name: whether the pattern finds it."""
+    table = np.zeros(len(names), dtype=bool)
+    table[[i for i, name in enumerate(names) if pattern.search(name)]] = True
+    return table
+
+
+def _under(facts: Facts, events: np.ndarray, named: np.ndarray) -> np.ndarray:
+    """Per event of `events`: whether it or a host ancestor has a name of `named`. Walks up the op
+    tree from these events only (a few thousand kernels' ops), not over every event of the trace."""
+    trace, parent = facts.trace, facts.parent
+    found = np.zeros(events.size, dtype=bool)
+    at = events.copy()
+    live = np.arange(events.size)
+    while live.size:
+        here = at[live]
+        found[live] = named[trace.name[here]] & (facts.is_host[here] | facts.is_overhead[here])
+        at[live] = parent[here]
+        live = live[~found[live] & (at[live] >= 0)]
+    return found
 
 
 def time_by_purpose(facts: Facts) -> list[PurposeTime]:
