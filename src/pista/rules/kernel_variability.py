@@ -42,7 +42,7 @@ import msgspec
 import numpy as np
 
 from pista.findings import Context, Finding
-from pista.rules._common import evidence, us
+from pista.rules._common import decoded, evidence, us
 from pista.trace.facts import Facts
 
 ID = "kernel-variability"
@@ -243,7 +243,7 @@ def _recorded_inputs(facts: Facts, kernels: np.ndarray) -> tuple[np.ndarray, lis
     ids: dict[bytes, int] = {}
     code = [-1 if op is None or not op.input_dims  # no record of its inputs
             else ids.setdefault(b"\0".join((op.input_dims, op.input_type, op.concrete_inputs)), len(ids))
-            for op in facts.trace.decode_args(unique_owners, _OpArgs)]
+            for op in decoded(facts.trace, unique_owners, _OpArgs)]
     code.append(-1)  # the slot of the kernels without an op
     at = np.where(owners >= 0, np.searchsorted(unique_owners, owners), unique_owners.size)
     return np.array(code, dtype=np.intp)[at], [_raw_text(key.partition(b"\0")[0]) for key in ids]
@@ -256,7 +256,7 @@ def _launch_configs(facts: Facts, kernels: np.ndarray) -> tuple[np.ndarray, list
     text_id = {"": 0}
     by_raw = {b"\0": 0}  # grid and block joined by NUL (see _recorded_inputs); neither: no config
     config = []
-    for launch in facts.trace.decode_args(kernels, _LaunchArgs):
+    for launch in decoded(facts.trace, kernels, _LaunchArgs):
         key = b"\0" if launch is None else b"\0".join((launch.grid, launch.block))
         if key not in by_raw:  # a few distinct configs: format each once
             grid, _, block = key.partition(b"\0")
