@@ -107,17 +107,20 @@ def ancestors_match(facts: Facts, idx: np.ndarray, name_ids: np.ndarray) -> np.n
     return found
 
 
-def device_time_under(facts: Facts) -> np.ndarray:
-    """Per host event: ns of device work launched by it or by any op below it (its CUDA total)."""
-    n = len(facts.trace)
-    total = np.zeros(n, dtype=np.int64)
+def device_time_under(facts: Facts, idx: np.ndarray) -> np.ndarray:
+    """Per host event of idx (sorted): ns of device work launched by it or by any op below it (its
+    CUDA total). Each piece of work climbs from its op to the root: arrays the size of the work,
+    not one int64 per event."""
+    total = np.zeros(idx.size, dtype=np.int64)
     owned = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
-    np.add.at(total, facts.owner[owned], facts.trace.dur[owned])
-    host = np.flatnonzero((facts.is_host | facts.is_overhead) & (facts.parent >= 0))
-    depth = facts.depth[host]
-    for d in range(int(depth.max()) if host.size else 0, 0, -1):
-        level = host[depth == d]
-        np.add.at(total, facts.parent[level], total[level])
+    up, ns = facts.owner[owned], facts.trace.dur[owned]
+    while up.size and idx.size:
+        pos = np.minimum(np.searchsorted(idx, up), idx.size - 1)
+        hit = idx[pos] == up
+        np.add.at(total, pos[hit], ns[hit])
+        up = facts.parent[up]
+        ns = ns[up >= 0]
+        up = up[up >= 0]
     return total
 
 
@@ -235,17 +238,15 @@ def nearest_ancestor(facts: Facts, mask: np.ndarray, inclusive: bool = True) -> 
     if key in cache:
         cache[key] = cache.pop(key)  # most recently used last
         return cache[key]
-    nearest = np.full(n, NO_EVENT, dtype=INDEX)  # inclusive answer
-    nearest[mask] = np.flatnonzero(mask)
+    nearest = np.arange(n, dtype=INDEX)  # inclusive answer
+    nearest[~mask] = NO_EVENT
     parent = facts.parent
     for level in _levels(facts):
         sel = level[nearest[level] < 0]
         nearest[sel] = nearest[parent[sel]]
     if not inclusive:
-        strict = np.full(n, NO_EVENT, dtype=INDEX)
-        has_parent = parent >= 0
-        strict[has_parent] = nearest[parent[has_parent]]
-        nearest = strict
+        nearest = nearest[parent]  # a root reads the last event's answer: set below
+        nearest[parent < 0] = NO_EVENT
     nearest.setflags(write=False)
     cache[key] = nearest
     while len(cache) > ANCESTOR_CACHE_ENTRIES:

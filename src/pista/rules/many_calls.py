@@ -51,7 +51,7 @@ from pista.rules._common import (
     pattern_mask,
     us,
 )
-from pista.trace.facts import Facts, Intervals, per_facts
+from pista.trace.facts import INDEX, Facts, Intervals, per_facts
 
 ID = "many-calls"
 
@@ -152,33 +152,38 @@ def _detect(facts: Facts) -> _Found | None:
     min_idle = MIN_SHARE * step_ns * n_steps
 
     # ops: count an op once where it recurses into itself (aten::to inside aten::to)
-    ops = np.flatnonzero(facts.is_host & trace.category_mask({"cpu_op"}) & in_window)
-    parent_name = np.where(facts.parent[ops] >= 0, trace.name[np.maximum(facts.parent[ops], 0)], -1)
-    ops = ops[parent_name != trace.name[ops]]
-    work = np.flatnonzero(facts.is_device_work & in_window)
-    launch_ns = np.where(facts.launcher[work] >= 0, trace.dur[np.maximum(facts.launcher[work], 0)], 0)
+    ops = np.flatnonzero(facts.is_host & trace.category_mask({"cpu_op"}) & in_window).astype(INDEX)
+    parent = facts.parent[ops]
+    ops = ops[(parent < 0) | (trace.name[parent] != trace.name[ops])]
+    del parent
+    work = np.flatnonzero(facts.is_device_work & in_window).astype(INDEX)
 
-    device = device_time_under(facts)
     candidates = []
-    for kind, idx, cost, gpu in (("op", ops, trace.dur[ops], device[ops]),
-                                 ("kernel", work, trace.dur[work] + launch_ns, trace.dur[work])):
+    for kind, idx in (("op", ops), ("kernel", work)):
         if idx.size == 0:
             continue
-        names, inverse, counts = np.unique(trace.name[idx], return_inverse=True, return_counts=True)
-        totals = np.bincount(inverse, weights=cost.astype(np.float64))
-        gpu_totals = np.bincount(inverse, weights=gpu.astype(np.float64))
+        # per name id (bincount: no sort, and arrays the size of the calls)
+        name = trace.name[idx]
+        counts = np.bincount(name)
+        if kind == "op":
+            totals = np.bincount(name, weights=trace.dur[idx])
+            gpu_totals = np.bincount(name, weights=device_time_under(facts, idx))
+        else:
+            launcher = facts.launcher[idx]
+            totals = np.bincount(name, weights=trace.dur[idx] + np.where(launcher >= 0, trace.dur[launcher], 0))
+            gpu_totals = np.bincount(name, weights=trace.dur[idx])
         keep = (counts >= min_calls) & (totals >= min_cost) & (gpu_totals < MANY_CALLS_MAX_DEVICE_SHARE * totals)
         for k in np.flatnonzero(keep).tolist():
-            members = idx[inverse == k]
-            if kind == "op" and trace.names[int(names[k])] not in CASTS and _nested(facts, members) >= MAX_NESTED:
+            members = idx[name == k]
+            if kind == "op" and trace.names[k] not in CASTS and _nested(facts, members) >= MAX_NESTED:
                 continue  # another op's internals (aten::empty in batch_norm): nothing the user calls in a loop
             # a kernel's host side is its launch calls
             hosts = members if kind == "op" else facts.launcher[members][facts.launcher[members] >= 0]
             idle = gpu_idle.intersect(free, gpu_idle.spans(facts, hosts)).total
             # the optimizer's foreach calls and autocast's casts are unfused-optimizer's and
             # autocast-casts' facts (big_gpt_eager_20steps: its 271 aten::to per step were told twice)
-            if idle >= min_idle and _source(facts, kind, int(names[k]), members) not in OWNED_ELSEWHERE:
-                candidates.append((idle, float(totals[k]), kind, int(names[k]), members, hosts))
+            if idle >= min_idle and _source(facts, kind, k, members) not in OWNED_ELSEWHERE:
+                candidates.append((idle, float(totals[k]), kind, k, members, hosts))
     candidates.sort(key=lambda c: -c[0])
 
     kept: list[tuple[str, int, np.ndarray, np.ndarray, float]] = []
