@@ -49,6 +49,7 @@ from pista.rules._common import (
     COMPILE_EVENT,
     SYNC_NAMES,
     kernel_launches,
+    mark_ancestors,
     memcpys,
     name_mask,
     nearest_ancestor,
@@ -81,6 +82,7 @@ EVIDENCE_GAPS = 3
 TOP_OPS = 3
 ATTRIBUTED_GAPS = 20  # the longest stretches are attributed to host ops; presentation
 TOP_REGIONS = 3
+CHUNK = 1 << 18  # host events whose self time _ops_inside places at a time (memory, not output)
 DTOH = re.compile(r"^Memcpy DtoH")
 
 
@@ -98,10 +100,11 @@ def intersect(a: Intervals, b: Intervals) -> Intervals:
     if a.start.size == 0 or b.start.size == 0:
         return union(np.empty(0), np.empty(0))
     points = np.concatenate((a.start, a.end, b.start, b.end))
-    delta = np.concatenate((np.ones(a.start.size), -np.ones(a.end.size), np.ones(b.start.size),
-                            -np.ones(b.end.size))).astype(np.int8)
+    delta = np.repeat(np.array([1, -1, 1, -1], dtype=np.int8), (a.start.size, a.end.size, b.start.size, b.end.size))
     order = np.lexsort((delta, points))  # at one instant, ends before starts: touching is not overlap
-    points, depth = points[order], np.cumsum(delta[order])
+    points = points[order]
+    depth = np.cumsum(delta[order], dtype=np.int8)  # 0, 1 or 2: each set is disjoint
+    del order
     both = np.flatnonzero(depth[:-1] == 2)
     return union(points[both], points[both + 1])
 
@@ -129,23 +132,23 @@ def covered(iv: Intervals, start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 
 def spans(facts: Facts, idx: np.ndarray) -> Intervals:
-    trace = facts.trace
-    return union(trace.ts[idx], trace.ts[idx] + trace.dur[idx])
+    start = facts.trace.ts[idx]
+    return union(start, start + facts.trace.dur[idx])
 
 
 def outermost_ops(facts: Facts, events: np.ndarray) -> np.ndarray:
     """For each event: the top of the chain of cpu_ops above it (the op the user called), or the
     event itself when no op is above it."""
-    trace = facts.trace
-    cpu_op = facts.is_host & trace.category_mask({"cpu_op"})
+    cpu_op = facts.is_host & facts.trace.category_mask({"cpu_op"})
     out = np.asarray(events, dtype=np.int64).copy()
-    cur = facts.parent[out]
-    while True:
-        live = (cur >= 0) & cpu_op[np.maximum(cur, 0)]
-        if not live.any():
-            return out
-        out[live] = cur[live]
-        cur = np.where(live, facts.parent[np.maximum(cur, 0)], -1)
+    at = np.arange(out.size, dtype=np.int64)  # the events still climbing, and their parents
+    up = facts.parent[out]
+    while at.size:
+        live = (up >= 0) & cpu_op[up]  # a root's -1 reads the last event: masked by up >= 0
+        at, up = at[live], up[live]
+        out[at] = up
+        up = facts.parent[up]
+    return out
 
 
 @dataclass(frozen=True)
@@ -193,23 +196,25 @@ def ledger(facts: Facts) -> Ledger | None:
 
     compiling = facts.is_host & pattern_mask(facts, COMPILE_EVENT) & in_window
     under_compile = nearest_ancestor(facts, facts.is_host & pattern_mask(facts, COMPILE_EVENT)) >= 0
-    overhead = facts.is_overhead & (trace.ts < facts.window[1]) & (trace.ts + trace.dur > facts.window[0])
-    profiler = overhead & name_mask(facts, PROFILER_EVENTS)
-    loading = overhead & ~profiler
+    overhead = np.flatnonzero(facts.is_overhead)
+    start = trace.ts[overhead]
+    overhead = overhead[(start < facts.window[1]) & (start + trace.dur[overhead] > facts.window[0])]
+    is_profiler = name_mask(facts, PROFILER_EVENTS)[overhead]
 
     sync_calls = _sync_calls(facts, in_window & ~under_compile)
+    del under_compile
     sync = _sync_claim(facts, busy, sync_calls)
-    regions = _slow_regions(facts, in_window, compiling)
-    compile_regions = _regions_compiling(facts, in_window, compiling)
     cold = _cold_calls(facts, in_window)
+    regions = _slow_regions(facts, in_window, compiling, cold)
+    compile_regions = _regions_compiling(facts, in_window, compiling)
 
     def by_cause(cause: str) -> list[int]:
         return [r.index for r in regions if r.cause == cause]
 
     sources = {
         "compile": np.r_[np.flatnonzero(compiling), compile_regions].astype(np.int64),
-        "profiler": np.flatnonzero(profiler),
-        "cold": np.r_[np.flatnonzero(loading), cold, by_cause("cold")].astype(np.int64),
+        "profiler": overhead[is_profiler],
+        "cold": np.r_[overhead[~is_profiler], cold, by_cause("cold")].astype(np.int64),
         "data": np.asarray(by_cause("data"), dtype=np.int64),
     }
     raw = {cause: spans(facts, idx) for cause, idx in sources.items()}
@@ -219,13 +224,26 @@ def ledger(facts: Facts) -> Ledger | None:
         claims[cause] = intersect(rest, raw[cause])
         rest = subtract(rest, raw[cause])
     # syncs an op makes mid-step (.item(), .cpu(), nonzero): a CUDA graph of the step cannot hold them
-    under_op = nearest_ancestor(facts, facts.is_host & trace.category_mask({"cpu_op"}), inclusive=False) >= 0
-    op_syncs = np.flatnonzero(sync_calls & name_mask(facts, SYNC_NAMES) & under_op)
+    op_syncs = np.flatnonzero(sync_calls & name_mask(facts, SYNC_NAMES))
+    op_syncs = op_syncs[_under_op(facts, op_syncs)]
     names = trace.name[outermost_ops(facts, op_syncs)]
     sync_op = trace.names[int(np.bincount(names).argmax())] if names.size else ""
     out = Ledger(device, idle, intersect(idle, sync), claims, sources, rest, regions,
                  op_syncs.size / (len(facts.steps) or 1), sync_op)
     return out
+
+
+def _under_op(facts: Facts, idx: np.ndarray) -> np.ndarray:
+    """Per event of idx: whether a cpu_op is above it in the op tree (climbing from idx only)."""
+    cpu_op = facts.is_host & facts.trace.category_mask({"cpu_op"})
+    found = np.zeros(idx.size, dtype=bool)
+    at, up = np.arange(idx.size), facts.parent[idx]
+    while at.size:
+        at, up = at[up >= 0], up[up >= 0]
+        hit = cpu_op[up]
+        found[at[hit]] = True
+        at, up = at[~hit], facts.parent[up[~hit]]
+    return found
 
 
 def _sync_calls(facts: Facts, allowed: np.ndarray) -> np.ndarray:
@@ -268,45 +286,47 @@ def _busy_before(busy: Intervals, x: np.ndarray) -> np.ndarray:
     return np.where(k > 0, cum[last] + inside, 0)
 
 
-def _slow_regions(facts: Facts, in_window: np.ndarray, compiling: np.ndarray) -> list[SlowRegion]:
+def _slow_regions(facts: Facts, in_window: np.ndarray, compiling: np.ndarray, cold_calls: np.ndarray
+                  ) -> list[SlowRegion]:
     """record_function regions (not the steps) that last long and during which (almost) nothing is
     launched on any thread, the profiler's own events inside them not counted, with their cause: compile when compile spans run
-    inside; cold for a first call far slower than the later ones, or a region seen once whose time
+    inside; cold for a first call far slower than the later ones (cold_calls), or a region seen once whose time
     is mostly inside ops that launch GPU work (their first-call set-up); data when most of its time
     is host work that launches nothing (building a batch, I/O, sleeping). A region that recurs and
     spends its time inside GPU ops is per-op overhead, not claimed here."""
     trace = facts.trace
-    region = facts.is_host & trace.category_mask({"user_annotation"}) & ~pattern_mask(facts, STEP_NAME) & in_window
-    own = trace.dur - _sum_under(facts, facts.is_overhead, trace.dur)
-    idx = np.flatnonzero(region & (own >= SLOW_REGION_NS))
+    region = np.flatnonzero(facts.is_host & trace.category_mask({"user_annotation"}) & ~pattern_mask(facts, STEP_NAME)
+                            & in_window)
+    own = trace.dur[region] - _sum_under(facts, facts.is_overhead, region, trace.dur)
+    idx, own = region[own >= SLOW_REGION_NS], own[own >= SLOW_REGION_NS]
     if idx.size == 0:
         return []
     launch = kernel_launches(facts)
-    launches = _sum_under(facts, launch)
-    compiles = _sum_under(facts, compiling)
-    cold = set(_cold_calls(facts, in_window).tolist())
-    names, counts = np.unique(trace.name[np.flatnonzero(region)], return_counts=True)
+    compiles = _above(facts, compiling)
+    cold = set(cold_calls.tolist())
+    names, counts = np.unique(trace.name[region], return_counts=True)
     seen_once = set(names[counts == 1].tolist())
-    gpu_ops = facts.is_host & trace.category_mask({"cpu_op"}) & (launches > 0)
+    gpu_ops = facts.is_host & trace.category_mask({"cpu_op"}) & _above(facts, launch)
     outer = np.flatnonzero(gpu_ops & (nearest_ancestor(facts, gpu_ops, inclusive=False) < 0))
+    del gpu_ops
     slow = np.zeros(len(trace), dtype=bool)
     slow[idx] = True
     region_of = nearest_ancestor(facts, slow, inclusive=False)[outer]
     under = region_of >= 0  # per slow region (idx is sorted), its GPU ops' own time
-    in_gpu_ops = dict(zip(idx.tolist(), np.bincount(np.searchsorted(idx, region_of[under]), minlength=idx.size,
-                                                    weights=own[outer][under]).tolist(), strict=True))
+    outer = outer[under]
+    outer_own = trace.dur[outer] - _sum_under(facts, facts.is_overhead, outer, trace.dur)
+    in_gpu_ops = np.bincount(np.searchsorted(idx, region_of[under]), minlength=idx.size, weights=outer_own).tolist()
     # launches during the region on any thread: a `backward` region on the main thread launches nothing
     # itself while the autograd thread launches the whole backward (gpu/gpt_bf16_fused, resnet50_bf16)
     when = np.sort(trace.ts[launch])
     during = np.searchsorted(when, trace.ts[idx] + trace.dur[idx]) - np.searchsorted(when, trace.ts[idx])
     out = []
-    for i, n in zip(idx.tolist(), during.tolist(), strict=True):
-        if compiles[i] or own[i] < SLOW_REGION_NS_PER_LAUNCH * max(n, 1):
+    for i, mine, n, inside in zip(idx.tolist(), own.tolist(), during.tolist(), in_gpu_ops, strict=True):
+        if compiles[i] or mine < SLOW_REGION_NS_PER_LAUNCH * max(n, 1):
             continue
-        inside = in_gpu_ops[i]
-        if i in cold or (int(trace.name[i]) in seen_once and inside >= 0.5 * own[i]):
+        if i in cold or (int(trace.name[i]) in seen_once and inside >= 0.5 * mine):
             out.append(SlowRegion(i, "cold", n))
-        elif inside < 0.5 * own[i]:
+        elif inside < 0.5 * mine:
             out.append(SlowRegion(i, "data", n))
     return out
 
@@ -316,21 +336,30 @@ def _regions_compiling(facts: Facts, in_window: np.ndarray, compiling: np.ndarra
     first call and its autotuning run around the spans (gpu/recompile: 16.7 ms per step)."""
     trace = facts.trace
     region = facts.is_host & trace.category_mask({"user_annotation"}) & ~pattern_mask(facts, STEP_NAME) & in_window
-    return np.flatnonzero(region & (_sum_under(facts, compiling) > 0))
+    return np.flatnonzero(region & _above(facts, compiling))
 
 
-def _sum_under(facts: Facts, mask: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
-    """Per event, the sum of values over the events of mask below it in the op tree (itself not
-    counted); without values, their count."""
-    out = np.zeros(len(facts.trace), dtype=np.int64)
+def _sum_under(facts: Facts, mask: np.ndarray, at: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
+    """Per event of `at` (sorted), the sum of values over the events of mask below it in the op tree
+    (itself not counted); without values, their count. Arrays the size of mask's events and `at`."""
+    out = np.zeros(at.size, dtype=np.int64)
     idx = np.flatnonzero(mask)
     up = facts.parent[idx]
     vals = np.ones(idx.size, dtype=np.int64) if values is None else values[idx]
-    while up.size:
+    while up.size and at.size:
         keep = up >= 0
         up, vals = up[keep], vals[keep]
-        np.add.at(out, up, vals)
+        pos = np.minimum(np.searchsorted(at, up), at.size - 1)
+        hit = at[pos] == up
+        np.add.at(out, pos[hit], vals[hit])
         up = facts.parent[up]
+    return out
+
+
+def _above(facts: Facts, mask: np.ndarray) -> np.ndarray:
+    """Mask of the events with an event of mask below them in the op tree (itself not counted)."""
+    out = np.zeros(len(facts.trace), dtype=bool)
+    mark_ancestors(facts, np.flatnonzero(mask), out)
     return out
 
 
@@ -343,9 +372,14 @@ def _cold_calls(facts: Facts, in_window: np.ndarray) -> np.ndarray:
     cand = facts.is_host & trace.category_mask({"user_annotation", "cpu_op"}) & ~pattern_mask(facts, STEP_NAME)
     cand &= in_window
     idx = np.flatnonzero(cand)
+    del cand
+    # only a name with a call of COLD_MIN_NS or more can have a cold first call: the rest go first
+    long_names = np.zeros(len(trace.names), dtype=bool)
+    long_names[trace.name[idx[trace.dur[idx] >= COLD_MIN_NS]]] = True
+    idx = idx[long_names[trace.name[idx]]]
     # an op that calls itself (aten::mean inside aten::mean) is one call
-    parent_name = np.where(facts.parent[idx] >= 0, trace.name[np.maximum(facts.parent[idx], 0)], -1)
-    idx = idx[parent_name != trace.name[idx]]
+    parent = facts.parent[idx]
+    idx = idx[(parent < 0) | (trace.name[parent] != trace.name[idx])]
     if idx.size == 0:
         return idx
     idx = idx[np.lexsort((trace.ts[idx], trace.name[idx]))]
@@ -425,8 +459,8 @@ def check(ctx: Context) -> list[Finding]:
         return []
     n = ctx.step_count
     trace = facts.trace
-    launches = _sum_under(facts, kernel_launches(facts))
     src = np.unique(book.sources["data"])
+    launches = _sum_under(facts, kernel_launches(facts), src)  # aligned with src
     idle = covered(claim, trace.ts[src], trace.ts[src] + trace.dur[src])
     regions = []
     for name_id in np.unique(trace.name[src]).tolist():
@@ -434,7 +468,7 @@ def check(ctx: Context) -> list[Finding]:
         if mine.any():
             calls = src[mine]
             regions.append(Region(trace.names[name_id], int(calls.size), us(trace.dur[calls].mean()),
-                                  float(launches[calls].mean()), us(idle[mine].sum()) / n))
+                                  float(launches[mine].mean()), us(idle[mine].sum()) / n))
     regions.sort(key=lambda r: -r.idle_us_per_step)
     longest = np.argsort(claim.start - claim.end, kind="stable")
     ops = _ops_inside(facts, claim)
@@ -447,9 +481,11 @@ def check(ctx: Context) -> list[Finding]:
     evidence = [Evidence.span("GPU idle", lane, int(claim.start[k]), int(claim.end[k]), step_at(facts, int(claim.start[k])),
                               IdleGap(us(claim.end[k] - claim.start[k]))) for k in sorted(longest[:EVIDENCE_GAPS])]
     for r in regions[:2]:
-        calls = src[trace.name[src] == trace.names.index(r.name)]
-        best = int(calls[np.argmax(covered(claim, trace.ts[calls], trace.ts[calls] + trace.dur[calls]))])
-        evidence.append(event_evidence(facts, best, UnderRegion(int(launches[best]), us(
+        at = np.flatnonzero(trace.name[src] == trace.names.index(r.name))
+        calls = src[at]
+        k = int(at[np.argmax(covered(claim, trace.ts[calls], trace.ts[calls] + trace.dur[calls]))])
+        best = int(src[k])
+        evidence.append(event_evidence(facts, best, UnderRegion(int(launches[k]), us(
             covered(claim, trace.ts[[best]], trace.ts[[best]] + trace.dur[[best]])[0]))))
     for _, (v, i) in ops[:TOP_OPS]:
         if all(e.name != trace.event_name(i) for e in evidence):
@@ -466,13 +502,15 @@ def _ops_inside(facts: Facts, claimed: Intervals) -> list[tuple[int, tuple[float
     if idx.size == 0 or claimed.start.size == 0:
         return []
     longest = np.sort(np.argsort(claimed.start - claimed.end, kind="stable")[:ATTRIBUTED_GAPS])
-    overlap = covered(Intervals(claimed.start[longest], claimed.end[longest]), trace.ts[idx],
-                      trace.ts[idx] + trace.dur[idx])
-    inside = overlap * (facts.self_time[idx] / np.maximum(trace.dur[idx], 1))
+    stretches = Intervals(claimed.start[longest], claimed.end[longest])
     totals: dict[int, list] = {}
-    for k, v in zip(idx[inside > 0].tolist(), inside[inside > 0].tolist(), strict=True):
-        entry = totals.setdefault(int(trace.name[k]), [0.0, k, -1.0])
-        entry[0] += v
-        if v > entry[2]:
-            entry[1], entry[2] = k, v
+    for lo in range(0, idx.size, CHUNK):  # a few arrays the size of a chunk, not of the host events
+        part = idx[lo:lo + CHUNK]
+        start, dur = trace.ts[part], trace.dur[part]
+        inside = covered(stretches, start, start + dur) * (facts.self_time[part] / np.maximum(dur, 1))
+        for k, v in zip(part[inside > 0].tolist(), inside[inside > 0].tolist(), strict=True):
+            entry = totals.setdefault(int(trace.name[k]), [0.0, k, -1.0])
+            entry[0] += v
+            if v > entry[2]:
+                entry[1], entry[2] = k, v
     return sorted(((key, (v[0], v[1])) for key, v in totals.items()), key=lambda kv: -kv[1][0])
