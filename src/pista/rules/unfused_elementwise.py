@@ -180,10 +180,19 @@ def _paired(facts: Facts, idx: np.ndarray) -> np.ndarray:
 
 
 def _stream_work(facts: Facts) -> Iterator[np.ndarray]:
-    """Per GPU stream, its device work in start order."""
-    for lane in facts.lanes:
-        if lane.kind == "gpu":
-            yield lane.events[facts.is_device_work[lane.events]]
+    """Per GPU stream, its device work in start order: the device work of facts.lanes' "gpu" lanes,
+    sorted alone (the lanes sort every event: 22 MiB kept on a 1 GB trace, for this rule only)."""
+    trace = facts.trace
+    work = np.flatnonzero(facts.is_device_work)
+    work = work[np.lexsort((trace.ts[work], trace.tid[work], trace.pid[work]))]
+    pid, tid = trace.pid[work], trace.tid[work]
+    bounds = np.flatnonzero((pid[1:] != pid[:-1]) | (tid[1:] != tid[:-1])) + 1
+    overhead = np.flatnonzero(facts.is_overhead)  # a lane with any is the overhead lane
+    not_gpu = set(zip(trace.pid[overhead].tolist(), trace.tid[overhead].tolist(), strict=True))
+    for chunk in np.split(work, bounds) if work.size else []:
+        lane = (int(trace.pid[chunk[0]]), int(trace.tid[chunk[0]]))
+        if lane[0] != -1 and lane not in not_gpu:
+            yield chunk
 
 
 def _shape(value: Any) -> tuple[int, ...] | None:
