@@ -174,8 +174,10 @@ def check(ctx: Context) -> list[Finding]:
         return []
     n = ctx.step_count
     trace = facts.trace
-    ops = np.flatnonzero(facts.is_host & trace.category_mask({"cpu_op"}))
-    outer = np.unique(gpu_idle.outermost_ops(facts, ops)) if ops.size else ops
+    # the outermost ops (gpu_idle.outermost_ops of every op): the ops whose parent is no op
+    ops = facts.is_host & trace.category_mask({"cpu_op"})
+    outer = np.flatnonzero(ops & ~(ops[facts.parent] & (facts.parent >= 0)))  # a root's -1 reads the last
+    del ops
     in_ops = gpu_idle.intersect(rest, gpu_idle.spans(facts, outer))
     compiled = gpu_idle.intersect(rest, gpu_idle.spans(
         facts, np.flatnonzero(facts.is_host & pattern_mask(facts, launch_bound.COMPILED_CODE))))
