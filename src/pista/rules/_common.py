@@ -254,6 +254,20 @@ def nearest_ancestor(facts: Facts, mask: np.ndarray, inclusive: bool = True) -> 
     return nearest
 
 
+def nearest_in(facts: Facts, mask: np.ndarray, idx: np.ndarray, inclusive: bool = True) -> np.ndarray:
+    """nearest_ancestor(facts, mask, inclusive)[idx] for events idx (none -1), climbing from them
+    alone: arrays the size of idx, where nearest_ancestor makes one per event (and caches it)."""
+    out = np.full(idx.size, NO_EVENT, dtype=INDEX)
+    at = np.arange(idx.size, dtype=INDEX)
+    up = np.asarray(idx, dtype=INDEX) if inclusive else facts.parent[idx]
+    while at.size:
+        at, up = at[up >= 0], up[up >= 0]
+        hit = mask[up]
+        out[at[hit]] = up[hit]
+        at, up = at[~hit], facts.parent[up[~hit]]
+    return out
+
+
 @per_facts
 def _levels(facts: Facts) -> list[np.ndarray]:
     """The events with a parent, by tree level (1, 2, ... up to the deepest), for nearest_ancestor:

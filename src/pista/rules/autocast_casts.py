@@ -53,7 +53,7 @@ from pista.efficiency import MEMO_SIZE
 from pista.findings import Context, Evidence, Finding
 from pista.opargs import OpArgs, op_args
 from pista.purpose import CODE, classify
-from pista.rules._common import busy_ns_many, name_mask, nearest_ancestor, us
+from pista.rules._common import busy_ns_many, name_mask, nearest_in, us
 from pista.trace.facts import Facts
 
 ID = "autocast-casts"
@@ -133,9 +133,8 @@ def check(ctx: Context) -> list[Finding]:
     if casts.size == 0:
         return []
     source = np.where(facts.owner[casts] >= 0, facts.owner[casts], facts.launcher[casts])
-    copy_op = np.where(source >= 0, nearest_ancestor(facts, facts.is_host & name_mask(facts, TO_COPY))[source], -1)
-    backward = np.where(copy_op >= 0, nearest_ancestor(facts, facts.is_host & name_mask(facts, BACKWARD))[copy_op],
-                        -1)
+    copy_op = np.where(source >= 0, nearest_in(facts, facts.is_host & name_mask(facts, TO_COPY), source), -1)
+    backward = np.where(copy_op >= 0, nearest_in(facts, facts.is_host & name_mask(facts, BACKWARD), copy_op), -1)
     user = _users(facts, copy_op)
     ahead = (copy_op >= 0) & (user >= 0) & (backward < 0)
     if not ahead.any():
@@ -242,14 +241,14 @@ def _cast_calls(facts: Facts, copies: np.ndarray, users: np.ndarray) -> np.ndarr
 def _users(facts: Facts, copy_op: np.ndarray) -> np.ndarray:
     """Per cast: the op it was cast for (the first ancestor above aten::to/_to_copy) if autocast's."""
     trace = facts.trace
-    wrapper = np.array([n in CAST_WRAPPERS for n in trace.names] + [False], dtype=bool)
-    autocast = np.array([AUTOCAST_OPS.search(n) is not None for n in trace.names] + [False], dtype=bool)
-    name = np.append(trace.name, len(trace.names))  # index -1 (no event) reads the last, a False
-    parent = np.append(facts.parent, -1)
+    wrapper = np.array([n in CAST_WRAPPERS for n in trace.names], dtype=bool)
+    autocast = np.array([AUTOCAST_OPS.search(n) is not None for n in trace.names], dtype=bool)
+    parent = facts.parent
+    # index -1 (no event) reads the last event: masked by j >= 0
     j = np.where(copy_op >= 0, parent[copy_op], -1)
-    while (step := wrapper[name[j]]).any():  # climb the wrappers, all casts at once
+    while (step := (j >= 0) & wrapper[trace.name[j]]).any():  # climb the wrappers, all casts at once
         j[step] = parent[j[step]]
-    return np.where(autocast[name[j]], j, -1)
+    return np.where((j >= 0) & autocast[trace.name[j]], j, -1)
 
 
 def _decode(facts: Facts, ops: set[int]) -> dict[int, OpArgs | None]:
