@@ -107,17 +107,17 @@ def ancestors_match(facts: Facts, idx: np.ndarray, name_ids: np.ndarray) -> np.n
     return found
 
 
-def device_time_under(facts: Facts, idx: np.ndarray) -> np.ndarray:
-    """Per host event of idx (sorted): ns of device work launched by it or by any op below it (its
-    CUDA total). Each piece of work climbs from its op to the root: arrays the size of the work,
-    not one int64 per event."""
-    total = np.zeros(idx.size, dtype=np.int64)
+def device_time_under(facts: Facts, idx: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+    """Per group id (group[k] that of event idx[k], idx sorted): the sum over its host events of the
+    ns of device work launched by each or by any op below it (their CUDA totals). Each piece of work
+    climbs from its op to the root: arrays the size of the work, not one int64 per event."""
+    total = np.zeros(groups, dtype=np.int64)
     owned = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
     up, ns = facts.owner[owned], facts.trace.dur[owned]
     while up.size and idx.size:
         pos = np.minimum(np.searchsorted(idx, up), idx.size - 1)
         hit = idx[pos] == up
-        np.add.at(total, pos[hit], ns[hit])
+        np.add.at(total, group[pos[hit]], ns[hit])
         up = facts.parent[up]
         ns = ns[up >= 0]
         up = up[up >= 0]

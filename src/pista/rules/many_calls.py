@@ -162,16 +162,15 @@ def _detect(facts: Facts) -> _Found | None:
     for kind, idx in (("op", ops), ("kernel", work)):
         if idx.size == 0:
             continue
-        # per name id (bincount: no sort, and arrays the size of the calls)
         name = trace.name[idx]
         counts = np.bincount(name)
         if kind == "op":
-            totals = np.bincount(name, weights=trace.dur[idx])
-            gpu_totals = np.bincount(name, weights=device_time_under(facts, idx))
+            totals = _per_name(name, trace.dur[idx], counts.size)
+            gpu_totals = device_time_under(facts, idx, name, counts.size).astype(np.float64)
         else:
             launcher = facts.launcher[idx]
-            totals = np.bincount(name, weights=trace.dur[idx] + np.where(launcher >= 0, trace.dur[launcher], 0))
-            gpu_totals = np.bincount(name, weights=trace.dur[idx])
+            totals = _per_name(name, trace.dur[idx] + np.where(launcher >= 0, trace.dur[launcher], 0), counts.size)
+            gpu_totals = _per_name(name, trace.dur[idx], counts.size)
         keep = (counts >= min_calls) & (totals >= min_cost) & (gpu_totals < MANY_CALLS_MAX_DEVICE_SHARE * totals)
         for k in np.flatnonzero(keep).tolist():
             members = idx[name == k]
@@ -242,6 +241,14 @@ def check(ctx: Context) -> list[Finding]:
     record = ManyCalls(steps=n, has_steps=bool(facts.steps), step_us=us(ctx.step_ns), has_gpu=facts.has_gpu, idle_us_per_step=impact.us,
                        calls=tuple(rows[k] for k in order))
     return [Finding(ID, record, impact, [e for k in order for e in shown[k][1]])]
+
+
+def _per_name(name: np.ndarray, ns: np.ndarray, size: int) -> np.ndarray:
+    """Per name id, the sum of the calls' ns, as floats: summed in int64 (exact, as bincount's float
+    sums of ns are), with no float copy of one value per call."""
+    out = np.zeros(size, dtype=np.int64)
+    np.add.at(out, name, ns)
+    return out.astype(np.float64)
 
 
 def _nested(facts: Facts, members: np.ndarray) -> float:
