@@ -52,13 +52,13 @@ from pista.rules._common import (
     mark_ancestors,
     memcpys,
     name_mask,
-    nearest_ancestor,
+    nearest_in,
     pattern_mask,
     step_at,
     us,
 )
 from pista.rules._common import evidence as event_evidence
-from pista.trace.facts import STEP_NAME, Facts, Intervals, merge_intervals, per_facts
+from pista.trace.facts import INDEX, STEP_NAME, Facts, Intervals, merge_intervals, per_facts
 
 ID = "gpu-idle"
 # A region launches "almost nothing" when it lasts at least this long (ns) and at least this long
@@ -82,7 +82,7 @@ EVIDENCE_GAPS = 3
 TOP_OPS = 3
 ATTRIBUTED_GAPS = 20  # the longest stretches are attributed to host ops; presentation
 TOP_REGIONS = 3
-CHUNK = 1 << 18  # host events whose self time _ops_inside places at a time (memory, not output)
+CHUNK = 1 << 18  # spans covered() and _ops_inside measure at a time (memory, not output)
 DTOH = re.compile(r"^Memcpy DtoH")
 
 
@@ -92,6 +92,8 @@ def union(start: np.ndarray, end: np.ndarray) -> Intervals:
     start = np.asarray(start, dtype=np.int64)
     end = np.asarray(end, dtype=np.int64)
     keep = end > start
+    if keep.all():  # the usual case: no copies
+        return merge_intervals(start, end)
     return merge_intervals(start[keep], end[keep])
 
 
@@ -128,7 +130,11 @@ def covered(iv: Intervals, start: np.ndarray, end: np.ndarray) -> np.ndarray:
         inside = np.clip(t - iv.start[kk], 0, iv.end[kk] - iv.start[kk])
         return np.where(k >= 0, cum[kk] + inside, 0)
 
-    return upto(np.asarray(end, dtype=np.int64)) - upto(np.asarray(start, dtype=np.int64))
+    start, end = np.asarray(start, dtype=np.int64), np.asarray(end, dtype=np.int64)
+    if start.size <= CHUNK:
+        return upto(end) - upto(start)
+    # CHUNK spans at a time: upto's few temporaries per span, for a chunk, not for all (a million ops)
+    return np.concatenate([upto(end[lo:lo + CHUNK]) - upto(start[lo:lo + CHUNK]) for lo in range(0, start.size, CHUNK)])
 
 
 def spans(facts: Facts, idx: np.ndarray) -> Intervals:
@@ -192,17 +198,20 @@ def ledger(facts: Facts) -> Ledger | None:
     windows = [(s.start, s.end) for s in facts.steps] or [facts.window]
     pieces = [busy.gaps(a, b) for a, b in windows]
     idle = union(np.concatenate([p.start for p in pieces]), np.concatenate([p.end for p in pieces]))
+    del pieces
     in_window = facts.event_step >= 0 if facts.steps else np.ones(len(trace), dtype=bool)
 
-    compiling = facts.is_host & pattern_mask(facts, COMPILE_EVENT) & in_window
-    under_compile = nearest_ancestor(facts, facts.is_host & pattern_mask(facts, COMPILE_EVENT)) >= 0
+    compile_ops = facts.is_host & pattern_mask(facts, COMPILE_EVENT)
+    compiling = compile_ops & in_window
     overhead = np.flatnonzero(facts.is_overhead)
     start = trace.ts[overhead]
     overhead = overhead[(start < facts.window[1]) & (start + trace.dur[overhead] > facts.window[0])]
     is_profiler = name_mask(facts, PROFILER_EVENTS)[overhead]
 
-    sync_calls = _sync_calls(facts, in_window & ~under_compile)
-    del under_compile
+    sync_calls = _sync_calls(facts, in_window)
+    calls = np.flatnonzero(sync_calls)
+    sync_calls[calls[nearest_in(facts, compile_ops, calls) >= 0]] = False  # compiling's: recompilation's
+    del compile_ops
     sync = _sync_claim(facts, busy, sync_calls)
     cold = _cold_calls(facts, in_window)
     regions = _slow_regions(facts, in_window, compiling, cold)
@@ -237,7 +246,7 @@ def _under_op(facts: Facts, idx: np.ndarray) -> np.ndarray:
     """Per event of idx: whether a cpu_op is above it in the op tree (climbing from idx only)."""
     cpu_op = facts.is_host & facts.trace.category_mask({"cpu_op"})
     found = np.zeros(idx.size, dtype=bool)
-    at, up = np.arange(idx.size), facts.parent[idx]
+    at, up = np.arange(idx.size, dtype=INDEX), facts.parent[idx]
     while at.size:
         at, up = at[up >= 0], up[up >= 0]
         hit = cpu_op[up]
@@ -307,11 +316,12 @@ def _slow_regions(facts: Facts, in_window: np.ndarray, compiling: np.ndarray, co
     names, counts = np.unique(trace.name[region], return_counts=True)
     seen_once = set(names[counts == 1].tolist())
     gpu_ops = facts.is_host & trace.category_mask({"cpu_op"}) & _above(facts, launch)
-    outer = np.flatnonzero(gpu_ops & (nearest_ancestor(facts, gpu_ops, inclusive=False) < 0))
+    outer = np.flatnonzero(gpu_ops)
     del gpu_ops
+    outer = outer[~_under_op(facts, outer)]  # an op above a GPU op is one too
     slow = np.zeros(len(trace), dtype=bool)
     slow[idx] = True
-    region_of = nearest_ancestor(facts, slow, inclusive=False)[outer]
+    region_of = nearest_in(facts, slow, outer, inclusive=False)
     under = region_of >= 0  # per slow region (idx is sorted), its GPU ops' own time
     outer = outer[under]
     outer_own = trace.dur[outer] - _sum_under(facts, facts.is_overhead, outer, trace.dur)
