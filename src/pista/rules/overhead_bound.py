@@ -178,10 +178,11 @@ def check(ctx: Context) -> list[Finding]:
     ops = facts.is_host & trace.category_mask({"cpu_op"})
     outer = np.flatnonzero(ops & ~(ops[facts.parent] & (facts.parent >= 0)))  # a root's -1 reads the last
     del ops
-    in_ops = gpu_idle.intersect(rest, gpu_idle.spans(facts, outer))
+    idle = gpu_idle.covered(rest, trace.ts[outer], trace.ts[outer] + trace.dur[outer])  # per outermost op
+    in_ops = gpu_idle.intersect(rest, gpu_idle.spans(facts, outer[idle > 0]))  # the others add nothing
     compiled = gpu_idle.intersect(rest, gpu_idle.spans(
         facts, np.flatnonzero(facts.is_host & pattern_mask(facts, launch_bound.COMPILED_CODE))))
-    top, evidence = _top_ops(facts, rest, outer, n)
+    top, evidence = _top_ops(facts, outer, idle, n)
     optimizer, optimizer_ns = _unfused_optimizer(facts, rest)
     between = gpu_idle.subtract(rest, in_ops)
     if between.start.size:
@@ -213,14 +214,13 @@ def check(ctx: Context) -> list[Finding]:
     return [Finding(ID, record, impact, evidence)]
 
 
-def _top_ops(facts: Facts, rest: Intervals, outer: np.ndarray, n: int) -> tuple[tuple[IdleUnderOp, ...],
-                                                                               list[Evidence]]:
-    """The op names the GPU idled under the most (their outermost calls), and the call of each
-    with the most idle under it."""
+def _top_ops(facts: Facts, outer: np.ndarray, idle: np.ndarray, n: int) -> tuple[tuple[IdleUnderOp, ...],
+                                                                                 list[Evidence]]:
+    """The op names the GPU idled under the most (their outermost calls, with the idle under each),
+    and the call of each with the most idle under it."""
     trace = facts.trace
     if outer.size == 0:
         return (), []
-    idle = gpu_idle.covered(rest, trace.ts[outer], trace.ts[outer] + trace.dur[outer])
     names, inverse = np.unique(trace.name[outer], return_inverse=True)
     totals = np.bincount(inverse, weights=idle.astype(np.float64))
     counts = np.bincount(inverse)
