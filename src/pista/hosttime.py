@@ -34,6 +34,8 @@ DTOH = re.compile(r"^Memcpy DtoH")
 AUTOGRAD = re.compile(r"^autograd::engine::evaluate_function")
 # Blocking runtime calls beyond the syncs: a synchronous copy waits for the device.
 BLOCKING = SYNC_NAMES | {"cudaMemcpy", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2"}
+# Host events per slice when measuring their overlap with the autograd engine: bounds the temporaries.
+SLICE = 1 << 18
 # Threads with less than this share of the host's self time are left out.
 MIN_THREAD_SHARE = 0.01
 
@@ -42,8 +44,10 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     """{thread lane: {region: µs per step}} inside the window, busiest thread first."""
     trace = facts.trace
     lo, hi = facts.window
-    host = facts.is_host & (trace.ts >= lo) & (trace.ts < hi)
-    if not host.any():
+    # the host events only, here and below: full-length lanes and sums were the summary's peak
+    hosts = np.flatnonzero(facts.is_host)
+    in_window = (trace.ts[hosts] >= lo) & (trace.ts[hosts] < hi)
+    if not in_window.any():
         return {}
     region = _regions(facts)
     region[facts.is_host & name_mask(facts, BLOCKING)] = _CODE["waiting"]
@@ -51,14 +55,21 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     # cudaMemcpyAsync under .item(), beside its stream syncs)
     dtoh = facts.is_device_work & trace.category_mask({"gpu_memcpy"}) & pattern_mask(facts, DTOH) & (facts.launcher >= 0)
     region[facts.launcher[dtoh]] = _CODE["waiting"]
-    idx = np.flatnonzero(host)
-    lanes_of = lane_key(trace.pid, trace.tid)
-    lanes, inverse = np.unique(lanes_of[idx], return_inverse=True)
-    asleep = _waiting_for_autograd(facts, lanes_of)[idx]
+    lane = lane_key(trace.pid[hosts], trace.tid[hosts])
+    asleep = _waiting_for_autograd(facts, hosts, lane)[in_window]
+    idx, lane = hosts[in_window], lane[in_window]
+    del hosts, in_window
+    lanes = np.unique(lane)
+    inverse = np.searchsorted(lanes, lane).astype(np.int32)
+    del lane
+    width = len(REGIONS)
+    # ns, integers in float64: exact, whatever the order of the adds
+    sums = np.bincount(inverse * width + _CODE["waiting"], weights=asleep, minlength=lanes.size * width)
     self_ns = facts.self_time[idx].astype(np.float64)
-    sums = np.zeros((lanes.size, len(REGIONS)))
-    np.add.at(sums, (inverse, region[idx].astype(np.int64)), self_ns - asleep)
-    np.add.at(sums, (inverse, np.full(idx.size, _CODE["waiting"])), asleep)
+    self_ns -= asleep
+    del asleep
+    sums += np.bincount(inverse * width + region[idx], weights=self_ns, minlength=lanes.size * width)
+    sums = sums.reshape(lanes.size, width)
     steps = len(facts.steps) or 1
     total = float(sums.sum()) or 1.0
     out = {}
@@ -88,15 +99,16 @@ def _regions(facts: Facts) -> np.ndarray:
     return region
 
 
-def _waiting_for_autograd(facts: Facts, lanes_of: np.ndarray) -> np.ndarray:
-    """Per event: ns of its self time on another thread while the autograd engine works (the caller
-    asleep in backward(); big_gpt_eager_20steps: 37 ms per step of `train_step`'s self time)."""
+def _waiting_for_autograd(facts: Facts, hosts: np.ndarray, lane: np.ndarray) -> np.ndarray:
+    """Per host event (`hosts`, their lanes `lane`): ns of its self time on another thread while the
+    autograd engine works (the caller asleep in backward(); big_gpt_eager_20steps: 37 ms per step of
+    `train_step`'s self time)."""
     trace = facts.trace
-    out = np.zeros(len(trace), dtype=np.float64)
-    engine = facts.is_host & pattern_mask(facts, AUTOGRAD)
+    out = np.zeros(hosts.size, dtype=np.float64)
+    engine = pattern_mask(facts, AUTOGRAD)[hosts]
     if not engine.any():
         return out
-    busy = merge_intervals(trace.ts[engine], trace.ts[engine] + trace.dur[engine])
+    busy = merge_intervals(trace.ts[hosts[engine]], trace.ts[hosts[engine]] + trace.dur[hosts[engine]])
     cum = np.concatenate(([0], np.cumsum(busy.end - busy.start)))
 
     def covered(x: np.ndarray) -> np.ndarray:
@@ -105,13 +117,25 @@ def _waiting_for_autograd(facts: Facts, lanes_of: np.ndarray) -> np.ndarray:
         inside = np.maximum(0, np.minimum(x, busy.end[np.maximum(k - 1, 0)]) - busy.start[np.maximum(k - 1, 0)])
         return cum[np.maximum(k - 1, 0)] + np.where(k > 0, inside, 0)
 
-    others = facts.is_host & ~np.isin(lanes_of, np.unique(lanes_of[engine]))
-    idx = np.flatnonzero(others)
-    overlap = (covered(trace.ts[idx] + trace.dur[idx]) - covered(trace.ts[idx])).astype(np.float64)
-    total = np.zeros(len(trace), dtype=np.float64)
-    total[idx] = overlap
-    children = np.zeros(len(trace), dtype=np.float64)
-    with_parent = idx[facts.parent[idx] >= 0]
-    np.add.at(children, facts.parent[with_parent], total[with_parent])
-    out[idx] = np.clip(total[idx] - children[idx], 0.0, facts.self_time[idx])
+    others = np.flatnonzero(~np.isin(lane, np.unique(lane[engine])))  # the other threads' events
+    if others.size == 0:
+        return out
+    # what the clip below gives one that overlaps nothing: 0, or its self time where that is negative
+    # (python_function frames that overlap without nesting); such events add nothing to a parent's
+    out[others] = np.minimum(facts.self_time[hosts[others]], 0)
+    found = []  # the ones that overlap the engine's work, a slice at a time
+    for lo in range(0, others.size, SLICE):
+        events = hosts[others[lo:lo + SLICE]]
+        overlap = covered(trace.ts[events] + trace.dur[events]) - covered(trace.ts[events])
+        found.append((others[lo:lo + SLICE][overlap > 0], overlap[overlap > 0]))
+    pos = np.concatenate([p for p, _ in found])
+    overlap = np.concatenate([o for _, o in found]).astype(np.float64)
+    events = hosts[pos]
+    # what their children overlap, summed on the parents that are host events too
+    parent = facts.parent[events]
+    child = np.flatnonzero(parent >= 0)
+    at = np.minimum(np.searchsorted(hosts, parent[child]), hosts.size - 1)
+    is_host = hosts[at] == parent[child]
+    children = np.bincount(at[is_host], weights=overlap[child[is_host]], minlength=hosts.size)
+    out[pos] = np.clip(overlap - children[pos], 0.0, facts.self_time[events])
     return out
