@@ -43,14 +43,13 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 import numpy as np
 
 from pista.efficiency import MEMO_SIZE
-from pista.findings import Context, Evidence, Finding
+from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import OpArgs, op_args
 from pista.purpose import CODE, classify
 from pista.rules._common import busy_ns_many, name_mask, nearest_in, us
@@ -76,15 +75,13 @@ TOP_SHAPES = 4
 CAST_CHUNK = 1 << 14
 
 
-@dataclass(frozen=True)
-class CastShape:
+class CastShape(Record):
     shape: tuple[int, ...]
     per_step: float  # weight casts of this shape per step, forward and backward
     us: float  # per step
 
 
-@dataclass(frozen=True)
-class AutocastCasts:
+class AutocastCasts(Record):
     steps: int
     weights: int  # forward weight casts per step (one per weight or bias)
     casts_per_step: float  # weight casts per step, forward and backward
@@ -104,8 +101,7 @@ class AutocastCasts:
     step_share_percent: float
 
 
-@dataclass(frozen=True)
-class WeightCast:
+class WeightCast(Record):
     """Note on a forward weight cast op."""
 
     op: str
@@ -113,8 +109,7 @@ class WeightCast:
     kernel_us: float
 
 
-@dataclass(frozen=True)
-class GradCast:
+class GradCast(Record):
     """Note on the backward cast of a weight's gradient."""
 
     shape: tuple[int, ...]

@@ -33,11 +33,9 @@ Run a few iterations before profiling, or let the profiler skip them:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from pista.findings import Context, Finding
+from pista.findings import Context, Finding, Record
 from pista.rules import _one_time as one_time
 from pista.rules._common import evidence, us
 from pista.trace.facts import STEP_NAME, Facts, Intervals
@@ -57,8 +55,7 @@ MIN_STEP_SHARE = 0.01
 TOP_OPS = 3  # ops named in the record (most excess self time); presentation
 
 
-@dataclass(frozen=True)
-class SlowOp:
+class SlowOp(Record):
     """A host event name whose self time in the first step exceeds its usual."""
 
     name: str
@@ -66,8 +63,7 @@ class SlowOp:
     typical_us: float  # the median of its self time in the other steps
 
 
-@dataclass(frozen=True)
-class ColdStart:
+class ColdStart(Record):
     kind: str  # "step" | "region" (no steps: the first call of a repeated top-level region)
     name: str  # ProfilerStep#0, or the region's name
     step: int | None
@@ -89,8 +85,7 @@ class ColdStart:
     cause: str  # profiler | library | first-calls | host (_one_time's causes)
 
 
-@dataclass(frozen=True)
-class FirstNote:
+class FirstNote(Record):
     """Note on the cold step (or call)."""
 
     ratio: float
@@ -98,23 +93,20 @@ class FirstNote:
     others: int
 
 
-@dataclass(frozen=True)
-class OpNote:
+class OpNote(Record):
     """Note on the biggest call of a slow op inside it."""
 
     self_us: float
     typical_us: float
 
 
-@dataclass(frozen=True)
-class ProfilerNote:
+class ProfilerNote(Record):
     """Note on a profiler event inside it."""
 
     dur_us: float
 
 
-@dataclass(frozen=True)
-class SteadyNote:
+class SteadyNote(Record):
     """Note on a steady step, for comparison."""
 
     dur_us: float

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding
+from pista.findings import Context, Evidence, Finding, Record
 from pista.rules._common import (
     COMPILE_EVENT,
     SYNC_NAMES,
@@ -157,8 +157,7 @@ def outermost_ops(facts: Facts, events: np.ndarray) -> np.ndarray:
     return out
 
 
-@dataclass(frozen=True)
-class SlowRegion:
+class SlowRegion(Record):
     index: int  # the region's (or first call's) event
     cause: str  # data | cold | compile
     launches: int
@@ -413,8 +412,7 @@ def _cold_calls(facts: Facts, in_window: np.ndarray) -> np.ndarray:
 
 # -- the rule -------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Region:
+class Region(Record):
     """A region that launches (almost) nothing, and the GPU idle under its calls."""
 
     name: str
@@ -424,8 +422,7 @@ class Region:
     idle_us_per_step: float
 
 
-@dataclass(frozen=True)
-class GpuIdle:
+class GpuIdle(Record):
     steps: int
     has_steps: bool
     step_us: float  # the median step (the window without steps)
@@ -436,23 +433,20 @@ class GpuIdle:
     longest_gap_us: float
 
 
-@dataclass(frozen=True)
-class IdleGap:
+class IdleGap(Record):
     """Note on a stretch of GPU idle under a region."""
 
     idle_us: float
 
 
-@dataclass(frozen=True)
-class UnderRegion:
+class UnderRegion(Record):
     """Note on the call of a region the GPU idled under."""
 
     launches: int
     idle_us: float
 
 
-@dataclass(frozen=True)
-class SelfTime:
+class SelfTime(Record):
     """Note on a host op with self time inside the idle."""
 
     self_us: float

@@ -36,12 +36,10 @@ benchmarks, and compare step medians rather than means.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import msgspec
 import numpy as np
 
-from pista.findings import Context, Finding
+from pista.findings import Context, Finding, Record
 from pista.rules._common import decoded, evidence, us
 from pista.trace.facts import Facts
 
@@ -69,8 +67,7 @@ KV_MAX_SAMPLES = 2000  # durations kept in the record for the report's plot
 EVIDENCE_SLOW = 3  # slowest calls shown, plus one typical call; presentation
 
 
-@dataclass(frozen=True)
-class KernelVariability:
+class KernelVariability(Record):
     name: str
     launch_config: str  # "grid [32768,1,1] block [128,1,1]" ('' where the trace has none)
     input_dims: str  # the launching op's Input Dims, as recorded
@@ -91,15 +88,13 @@ class KernelVariability:
     durations_us: tuple[float, ...]  # the first KV_MAX_SAMPLES calls, for the report's plot
 
 
-@dataclass(frozen=True)
-class SlowCall:
+class SlowCall(Record):
     """Note on one of the slowest calls."""
 
     over_median: float
 
 
-@dataclass(frozen=True)
-class TypicalCall:
+class TypicalCall(Record):
     """Note on the call nearest the median."""
 
     median_us: float

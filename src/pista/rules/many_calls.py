@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Finding
+from pista.findings import Context, Finding, Record
 from pista.rules import gpu_idle, launch_bound
 from pista.rules._common import (
     COMPILE_EVENT,
@@ -85,8 +85,7 @@ OPTIMIZER = re.compile(r"^Optimizer\.step#")
 CASTS = frozenset({"aten::to", "aten::_to_copy", "autograd::engine::evaluate_function: ToCopyBackward0"})
 
 
-@dataclass(frozen=True)
-class RepeatedCall:
+class RepeatedCall(Record):
     kind: str  # op | kernel
     name: str
     source: str  # loop | optimizer | cast | compiled
@@ -97,8 +96,7 @@ class RepeatedCall:
     idle_us_per_step: float  # GPU idle while the host is inside them (its share of the impact)
 
 
-@dataclass(frozen=True)
-class ManyCalls:
+class ManyCalls(Record):
     steps: int
     has_steps: bool
     step_us: float  # the median step (the window without steps)
@@ -107,8 +105,7 @@ class ManyCalls:
     calls: tuple[RepeatedCall, ...]  # largest idle first
 
 
-@dataclass(frozen=True)
-class OneOfMany:
+class OneOfMany(Record):
     """Note on one call of a repeated op."""
 
     calls_per_step: float

@@ -52,12 +52,11 @@ be checked against an unprofiled timing of the step.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import numpy as np
 
 from pista import findings
-from pista.findings import Context, Evidence, Finding
+from pista.findings import Context, Evidence, Finding, Record
 from pista.rules import gpu_idle, launch_bound, many_calls
 from pista.rules._common import nearest_ancestor, pattern_mask, step_at, us
 from pista.trace.facts import Facts, Intervals
@@ -87,15 +86,13 @@ FUSED_OP = re.compile(r"^aten::_fused_")
 MIN_FOREACH_PASSES = 2
 
 
-@dataclass(frozen=True)
-class IdleUnderOp:
+class IdleUnderOp(Record):
     name: str
     calls_per_step: float
     idle_us_per_step: float
 
 
-@dataclass(frozen=True)
-class Elsewhere:
+class Elsewhere(Record):
     """GPU idle per step claimed by other findings, left out of this one's impact."""
 
     sync_us: float  # host-sync / trailing-sync / pageable-memcpy
@@ -109,8 +106,7 @@ class Elsewhere:
     others: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class OverheadBound:
+class OverheadBound(Record):
     cpu_to_device_ratio: float | None  # None: no measurable GPU time
     ratio_threshold: float
     gpu_busy_percent: float
@@ -137,16 +133,14 @@ class OverheadBound:
     unprofiled_us_per_step: float  # the per-op idle left if the profiler inflated host time 1.5x
 
 
-@dataclass(frozen=True)
-class GpuWaitedUnder:
+class GpuWaitedUnder(Record):
     """Note on the call of an op the GPU idled under the most."""
 
     idle_us: float
     idle_us_per_step: float
 
 
-@dataclass(frozen=True)
-class BetweenOps:
+class BetweenOps(Record):
     """Note on the longest per-op idle with the host in no op."""
 
     idle_us: float

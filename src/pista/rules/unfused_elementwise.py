@@ -34,14 +34,13 @@ import functools
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 import numpy as np
 
 from pista.efficiency import MEMO_SIZE, PRACTICAL_SHARE_HBM, card_of
-from pista.findings import Context, Evidence, Finding
+from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import op_args
 from pista.purpose import CODE, classify
 from pista.rules._common import COMPILED_REGION, nearest_ancestor, pattern_mask, us
@@ -64,8 +63,7 @@ ITEM_BYTES = {"float": 4, "double": 8, "c10::BFloat16": 2, "c10::Half": 2, "int"
               "signed char": 1, "unsigned char": 1, "short int": 2, "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1}
 
 
-@dataclass(frozen=True)
-class Chain:
+class Chain(Record):
     """One chain occurrence's ops and costs, summed over the window for chains of the same ops."""
 
     ops: tuple[str, ...]  # launching ops, in order: aten::mul, aten::add, aten::clamp_min, ...
@@ -77,8 +75,7 @@ class Chain:
     saving_us: float  # per step: (N-1)/N of us
 
 
-@dataclass(frozen=True)
-class UnfusedElementwise:
+class UnfusedElementwise(Record):
     steps: int
     chains: tuple[Chain, ...]  # most saving first
     kernels_per_step: float
@@ -91,8 +88,7 @@ class UnfusedElementwise:
     step_share_percent: float
 
 
-@dataclass(frozen=True)
-class ChainKernel:
+class ChainKernel(Record):
     """Note on one kernel of a chain."""
 
     op: str
@@ -101,8 +97,7 @@ class ChainKernel:
     tbps: float
 
 
-@dataclass(frozen=True)
-class _Kernel:
+class _Kernel(Record):
     index: int
     op: int
     numel: int

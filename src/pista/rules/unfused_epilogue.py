@@ -37,14 +37,13 @@ from __future__ import annotations
 import functools
 import math
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 import numpy as np
 
 from pista.efficiency import GEMM_OPS, MEMO_SIZE, gemm_mnk
-from pista.findings import Context, Evidence, Finding
+from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import OpArgs, op_args
 from pista.rules._common import name_mask, nearest_ancestor, us
 from pista.trace.facts import Facts
@@ -61,8 +60,7 @@ MIN_IMPACT_SHARE = 0.01
 EVIDENCE_PAIRS = 3
 
 
-@dataclass(frozen=True)
-class EpiloguePair:
+class EpiloguePair(Record):
     """One GEMM op followed by one elementwise op, all their calls with the same shapes."""
 
     gemm: str  # aten::matmul
@@ -76,8 +74,7 @@ class EpiloguePair:
     gemm_us: float  # per step
 
 
-@dataclass(frozen=True)
-class UnfusedEpilogue:
+class UnfusedEpilogue(Record):
     steps: int
     pairs: tuple[EpiloguePair, ...]  # most elementwise time first
     elementwise_us: float  # per step
@@ -85,15 +82,13 @@ class UnfusedEpilogue:
     step_share_percent: float
 
 
-@dataclass(frozen=True)
-class GemmCall:
+class GemmCall(Record):
     """Note on the GEMM op of a pair."""
 
     kernel_us: float
 
 
-@dataclass(frozen=True)
-class EpilogueCall:
+class EpilogueCall(Record):
     """Note on the elementwise op after it."""
 
     kind: str

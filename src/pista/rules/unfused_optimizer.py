@@ -53,11 +53,10 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding
+from pista.findings import Context, Evidence, Finding, Record
 from pista.purpose import CODE, classify
 from pista.rules._common import busy_ns, nearest_ancestor, pattern_mask, us
 from pista.trace.facts import Facts
@@ -92,8 +91,7 @@ EVIDENCE_STEPS = 3
 EVIDENCE_KERNELS = 2
 
 
-@dataclass(frozen=True)
-class UnfusedOptimizer:
+class UnfusedOptimizer(Record):
     optimizer: str  # the class in the event's name: AdamW
     event: str  # Optimizer.step#AdamW.step
     mode: str  # "foreach" | "per-parameter"
@@ -118,8 +116,7 @@ class UnfusedOptimizer:
     ops_per_step: float = 0.0  # cpu: the aten ops the step dispatched
 
 
-@dataclass(frozen=True)
-class StepCall:
+class StepCall(Record):
     """Note on one Optimizer.step call."""
 
     host_us: float
@@ -128,16 +125,14 @@ class StepCall:
     kernels: int
 
 
-@dataclass(frozen=True)
-class CpuStepCall:
+class CpuStepCall(Record):
     """Note on one Optimizer.step call of a CPU-only trace."""
 
     host_us: float
     ops: int
 
 
-@dataclass(frozen=True)
-class OptimizerKernel:
+class OptimizerKernel(Record):
     """Note on one of the optimizer's kernels."""
 
     op: str
