@@ -49,7 +49,9 @@ def _read(source: str) -> tuple[Trace, bytes | None]:
     bytes where they had to be read whole anyway (standard input)."""
     from pista.cli.common import STDIN, read_stdin
     from pista.trace.load import decode_trace, load_trace
+    from pista.trace.stream import map_big_arrays
 
+    map_big_arrays()
     if source == STDIN:
         data, notices = read_stdin()
         return decode_trace(data, source, notices), data

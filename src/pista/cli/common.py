@@ -13,6 +13,7 @@ from pathlib import Path
 from pista.errors import UsageError
 from pista.trace.facts import Facts, derive
 from pista.trace.load import load_trace
+from pista.trace.stream import map_big_arrays
 
 STDIN = "-"
 
@@ -28,6 +29,7 @@ def apply_peaks(path: str | None) -> None:
 def open_trace(path: str, quiet: bool = False) -> Facts:
     """Load and derive; notices (skipped events, salvage) go to stderr, one line each. `-` reads the
     trace from standard input (plain or gzipped)."""
+    map_big_arrays()  # the command line's process is pista's own: after a capture, if any
     if path == STDIN:
         return _from_stdin(quiet)
     trace = load_trace(path)
