@@ -110,6 +110,10 @@ class Table:
         }
 
 
+# Rows summed per slice when totalling a column: bounds the copies (~24 bytes a row).
+TOTAL_SLICE = 1 << 20
+
+
 def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack_n: int = 0) -> Table:
     """The table; grouped as `key_averages(group_by_input_shape=..., group_by_stack_n=...)` groups it:
     one row per name, input shapes and first N Python frames."""
@@ -178,14 +182,14 @@ def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack
 
         def total(values: np.ndarray, sel: np.ndarray = sel, inverse: np.ndarray = inverse,
                   size: int = name_of.size) -> np.ndarray:
-            return np.bincount(inverse, weights=values[sel], minlength=size) / 1000.0
+            return _sums(values, sel, inverse, size) / 1000.0
 
         if kind == 1:
             self_cpu = total(self_cpu_time)
             cpu_total = total(dur)
             dev_self = total(self_device)
             dev_total = total(device_total)
-            memory = [np.bincount(inverse, weights=m[sel], minlength=name_of.size).astype(np.int64) for m in mem]
+            memory = [_sums(m, sel, inverse, name_of.size).astype(np.int64) for m in mem]
         else:
             self_cpu = cpu_total = np.zeros(name_of.size)
             dev_self = dev_total = total(dur)
@@ -205,6 +209,17 @@ def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack
 
     self_device_total = float(dur[facts.is_device_work].sum()) / 1000.0
     return Table(rows, self_cpu_total, self_device_total, has_memory=bool(memory_rows(facts)["idx"].size))
+
+
+def _sums(values: np.ndarray, sel: np.ndarray, inverse: np.ndarray, size: int) -> np.ndarray:
+    """values[sel] summed per group (`inverse`), a slice of the rows at a time: their copies were the
+    table's peak. ns and bytes are integers in float64, so the sums are exact in any order."""
+    if values.strides == (0,) and values.size:  # one value broadcast (no memory events: zeros)
+        return float(values[0]) * np.bincount(inverse, minlength=size)
+    out = np.zeros(size)
+    for lo in range(0, sel.size, TOTAL_SLICE):
+        out += np.bincount(inverse[lo:lo + TOTAL_SLICE], weights=values[sel[lo:lo + TOTAL_SLICE]], minlength=size)
+    return out
 
 
 def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
