@@ -267,12 +267,9 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
     """Nest host events per thread the way torch's key_averages does: a child starts before its
     parent ends and ends no later; ties go to the longer event as the parent."""
     n = len(trace)
-    parent = np.full(n, -1, dtype=INDEX)
-    depth = np.zeros(n, dtype=DEPTH)
-    self_time = np.zeros(n, dtype=np.int64)
     idx = np.flatnonzero(is_host).astype(INDEX)
     if idx.size == 0:
-        return parent, depth, self_time
+        return np.full(n, -1, dtype=INDEX), np.zeros(n, dtype=DEPTH), np.zeros(n, dtype=np.int64)
     # the host events only, here and below, and one array per lane, not pid and tid: full-length
     # copies made derive's peak
     lane = lane_key(trace.pid[idx], trace.tid[idx])
@@ -289,15 +286,20 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
     del lane
 
     parent_pos, depth_sorted = _nest(ts, end, new_lane)
+    del new_lane
+    # the full-length answers only now, past the nesting's peak
     has_parent = parent_pos >= 0
+    parent = np.full(n, -1, dtype=INDEX)
     parent[idx[has_parent]] = idx[parent_pos[has_parent]]
-    if depth_sorted.max() > np.iinfo(DEPTH).max:
-        depth = depth.astype(np.int32)  # a nest deeper than any real trace's, kept exact
+    # int32 for a nest deeper than any real trace's, kept exact
+    depth = np.zeros(n, dtype=DEPTH if depth_sorted.max() <= np.iinfo(DEPTH).max else np.int32)
     depth[idx] = depth_sorted
+    del depth_sorted
     dur = end - ts
     del ts, end
     child_dur = np.zeros(idx.size, dtype=np.int64)  # by sorted position
     np.add.at(child_dur, parent_pos[has_parent], dur[has_parent])
+    self_time = np.zeros(n, dtype=np.int64)
     self_time[idx] = dur - child_dur
     return parent, depth, self_time
 
@@ -334,13 +336,14 @@ def _link(keys_from: np.ndarray, from_mask: np.ndarray, keys_to: np.ndarray, to_
     """For each event in from_mask, the first event in to_mask with the same key (-1 if none)."""
     n = keys_from.shape[0]
     out = np.full(n, -1, dtype=INDEX)
-    targets = np.flatnonzero(to_mask & (keys_to != NO_ID))
+    targets = np.flatnonzero(to_mask & (keys_to != NO_ID)).astype(INDEX)
     sources = np.flatnonzero(from_mask & (keys_from != NO_ID))
     if targets.size == 0 or sources.size == 0:
         return out
     target_keys = keys_to[targets]
     order = np.argsort(target_keys, kind="stable")
     sorted_keys, sorted_targets = target_keys[order], targets[order]
+    del target_keys, targets, order  # a 1 GB trace's 2 M ops: derive's peak
     pos = np.searchsorted(sorted_keys, keys_from[sources])
     pos_clipped = np.minimum(pos, sorted_keys.size - 1)
     hit = sorted_keys[pos_clipped] == keys_from[sources]
