@@ -147,6 +147,25 @@ def test_ids_past_int32_link_as_narrow_ones_do(load_facts, tmp_path):
         assert np.array_equal(getattr(narrow, column), getattr(wide, column)), column
 
 
+def test_threads_whose_ids_share_their_low_32_bits_nest_apart(tmp_path):
+    """Two threads of one process, tids 7 and 7 + 2**32: an op on the second, inside the first's
+    span, is no child of the first's op (each thread nests on its own, as torch does)."""
+    import json
+
+    from pista.trace.facts import derive
+    from pista.trace.load import load_trace
+
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::outer", "pid": 1, "tid": 7, "ts": 0, "dur": 100},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::elsewhere", "pid": 1, "tid": 7 + 2**32, "ts": 10,
+               "dur": 20},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::inner", "pid": 1, "tid": 7, "ts": 40, "dur": 30}]
+    path = tmp_path / "wide_tids.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    facts = derive(load_trace(path))
+    assert facts.parent.tolist() == [-1, -1, 0]
+    assert facts.self_time.tolist() == [70_000, 20_000, 30_000]
+
+
 def test_clip_by_bisection_is_the_clip_of_every_interval():
     from pista.trace.facts import merge_intervals
 

@@ -44,7 +44,7 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     """{thread lane: {region: µs per step}} inside the window, busiest thread first."""
     trace = facts.trace
     lo, hi = facts.window
-    # the host events only, here and below: full-length lanes and sums were the summary's peak
+    # the host events only, here and below: full-length lanes and sums would be the summary's peak
     hosts = np.flatnonzero(facts.is_host)
     in_window = (trace.ts[hosts] >= lo) & (trace.ts[hosts] < hi)
     if not in_window.any():

@@ -23,8 +23,8 @@ import numpy as np
 
 from pista.trace.facts import Facts, per_facts
 
-NULL = msgspec.Raw(b"null")
-_TEXTS = attrgetter("dims", "types", "concrete")  # an absent field reads as JSON null: None, as an `Any` field's default
+NULL = msgspec.Raw(b"null")  # an absent field reads as JSON null: None, as an `Any` field's default
+_TEXTS = attrgetter("dims", "types", "concrete")
 
 
 class _Fields(msgspec.Struct, gc=False):
@@ -90,7 +90,7 @@ class _Store:
         # a copy of each text (the read buffer they point into is let go), its id through one C lookup
         texts = list(map(bytes, itertools.chain.from_iterable(map(_TEXTS, present))))
         fields = np.fromiter(map(self.text_ids.__getitem__, texts), dtype=np.int32, count=len(texts))
-        self.texts = list(self.text_ids)  # ids are handed out in insertion order
+        self.texts.extend(itertools.islice(self.text_ids, len(self.texts), None))  # ids in insertion order
         rows = np.full((len(events), 3), NO_ARGS, dtype=np.int32)
         rows[np.fromiter((f is not None for f in decoded), dtype=bool, count=len(decoded))] = fields.reshape(-1, 3)
         seqs = np.fromiter(map(self._seq, events, decoded), dtype=np.int64, count=len(events))

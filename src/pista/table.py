@@ -134,7 +134,7 @@ def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack
     for d in range(int(host_depth.max()) if host.size else 0, 0, -1):
         level = host[(host_depth == d) & (parent[host] >= 0)]
         np.add.at(device_total, parent[level], device_total[level])
-    del host, host_depth, owned  # a 1 GB trace's 2.5 M host events: let go before the grouping's peak
+    del host, host_depth, owned  # one int64 per host event: let go before the grouping
 
     self_cpu_total = float(self_cpu_time[(facts.is_host | facts.is_overhead) & ~python].sum()) / 1000.0
     duplicate = _same_name_only_children(facts, parent, python)
@@ -212,8 +212,8 @@ def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack
 
 
 def _sums(values: np.ndarray, sel: np.ndarray, inverse: np.ndarray, size: int) -> np.ndarray:
-    """values[sel] summed per group (`inverse`), a slice of the rows at a time: their copies were the
-    table's peak. ns and bytes are integers in float64, so the sums are exact in any order."""
+    """values[sel] summed per group (`inverse`), a slice of the rows at a time, so their copies stay
+    bounded. ns and bytes are integers in float64, so the sums are exact in any order."""
     if values.strides == (0,) and values.size:  # one value broadcast (no memory events: zeros)
         return float(values[0]) * np.bincount(inverse, minlength=size)
     out = np.zeros(size)
@@ -478,8 +478,8 @@ def _same_name_only_children(facts: Facts, parent: np.ndarray, python: np.ndarra
     if tree.size == 0:
         return out
     parents = parent[tree]
-    # parents with more than one child, from the sorted parents (np.unique's copies and a count per
-    # event were ~80 MiB of a 1 GB trace)
+    # parents with more than one child, from one sort of the parents: no count per event, none of
+    # np.unique's copies
     ordered = np.sort(parents)
     many = np.zeros(len(facts.trace), dtype=bool)
     many[ordered[1:][ordered[1:] == ordered[:-1]]] = True

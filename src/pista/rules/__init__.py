@@ -3,8 +3,8 @@
 - `ID`: the stable id (`pista explain ID`);
 - a module docstring with the sections What / Why / Example / Fix (shown by `pista explain`);
 - its thresholds as UPPER_CASE module constants, each with a comment saying where it came from;
-- a frozen dataclass, the record of what it found (JSON's `metrics`), and the typed notes of its
-  evidence; its text (title, message, advice, top fix, impact basis) lives in `pista.i18n.en` and
+- a `pista.findings.Record`, the record of what it found (JSON's `metrics`), and the typed notes of
+  its evidence; its text (title, message, advice, top fix, impact basis) lives in `pista.i18n.en` and
   `pista.i18n.es`, rendered from those fields;
 - `check(ctx: Context) -> list[Finding]`: detection only, each finding with its impact (what fixing
   it saves per step); severity follows from the impact.

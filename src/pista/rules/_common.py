@@ -270,8 +270,9 @@ def nearest_in(facts: Facts, mask: np.ndarray, idx: np.ndarray, inclusive: bool 
 
 @per_facts
 def _levels(facts: Facts) -> list[np.ndarray]:
-    """The events with a parent, by tree level (1, 2, ... up to the deepest), for nearest_ancestor:
-    each of its passes then reads one level's events, not every event."""
+    """The events with a parent, by tree level (1, 2, ... up to the deepest), for what passes down
+    the tree (nearest_ancestor, host time's regions): each pass reads one level's events, not every
+    event."""
     depth, parent = facts.depth, facts.parent
     if not depth.size:
         return []

@@ -23,7 +23,6 @@ from pista.trace.model import (
     OVERHEAD_CATEGORIES,
     PH_COMPLETE,
     Trace,
-    lane_key,
 )
 
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
@@ -270,20 +269,21 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
     idx = np.flatnonzero(is_host).astype(INDEX)
     if idx.size == 0:
         return np.full(n, -1, dtype=INDEX), np.zeros(n, dtype=DEPTH), np.zeros(n, dtype=np.int64)
-    # the host events only, here and below, and one array per lane, not pid and tid: full-length
-    # copies made derive's peak
-    lane = lane_key(trace.pid[idx], trace.tid[idx])
-    if is_overhead is not None:
-        lane[is_overhead[idx]] = lane_key(np.array(main_lane[0]), np.array(main_lane[1]))
+    # the host events only, here and below: full-length copies would make derive's peak
+    pid, tid = trace.pid[idx], trace.tid[idx]
+    if is_overhead is not None and is_overhead[idx].any():
+        moved = is_overhead[idx]
+        pid, tid = pid.astype(np.int64), tid.astype(np.int64)  # the main lane's ids may be wider
+        pid[moved], tid[moved] = main_lane
     ts = trace.ts[idx]
     end = ts + trace.dur[idx]
-    order = np.lexsort((-end, ts, lane))
-    idx, ts, end, lane = idx[order], ts[order], end[order], lane[order]
+    order = np.lexsort((-end, ts, tid, pid))
+    idx, ts, end, pid, tid = idx[order], ts[order], end[order], pid[order], tid[order]
     del order
     new_lane = np.empty(idx.size, dtype=bool)
     new_lane[0] = True
-    new_lane[1:] = lane[1:] != lane[:-1]
-    del lane
+    new_lane[1:] = (pid[1:] != pid[:-1]) | (tid[1:] != tid[:-1])
+    del pid, tid
 
     parent_pos, depth_sorted = _nest(ts, end, new_lane)
     del new_lane
@@ -343,7 +343,7 @@ def _link(keys_from: np.ndarray, from_mask: np.ndarray, keys_to: np.ndarray, to_
     target_keys = keys_to[targets]
     order = np.argsort(target_keys, kind="stable")
     sorted_keys, sorted_targets = target_keys[order], targets[order]
-    del target_keys, targets, order  # a 1 GB trace's 2 M ops: derive's peak
+    del target_keys, targets, order  # one per target (every op): let go before the lookups
     pos = np.searchsorted(sorted_keys, keys_from[sources])
     pos_clipped = np.minimum(pos, sorted_keys.size - 1)
     hit = sorted_keys[pos_clipped] == keys_from[sources]
@@ -373,7 +373,7 @@ def _steps(trace: Trace, is_host: np.ndarray, is_device_work: np.ndarray,
     starts = np.array([s.start for s in steps], dtype=np.int64)
     ends = np.array([s.end for s in steps], dtype=np.int64)
     # device work belongs to the step that launched it; a slice of the trace at a time, so the
-    # temporaries (~40 bytes an event) stay bounded: all at once they were derive's peak
+    # temporaries (~40 bytes an event) stay bounded
     for lo in range(0, n, STEP_SLICE):
         relevant = lo + np.flatnonzero(is_host[lo:lo + STEP_SLICE] | is_device_work[lo:lo + STEP_SLICE])
         when = trace.ts[relevant]
