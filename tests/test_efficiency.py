@@ -232,3 +232,31 @@ def test_a_peaks_file_replaces_the_table_for_one_command(tmp_path, capsys):
     bad.write_text('{"tflops": 3}')
     assert main(["analyze", str(fixture("seed_mm4096_warm")), "--peaks", str(bad)]) == 2
     assert "not a peaks file" in capsys.readouterr().err
+
+
+def test_a_tie_between_dtypes_rates_at_the_first_one_whatever_the_hash_seed(tmp_path):
+    """Two of the warm 4096 GEMM's calls in fp16 and bf16, the third without types: the group's dtype
+    is a tie, settled by the first call's, not by the order of a set of strings (which moves with
+    PYTHONHASHSEED, so two runs on one trace could rate the same kernel against two peaks)."""
+    import gzip
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import fixture
+
+    doc = json.loads(gzip.decompress(fixture("seed_mm4096_warm").read_bytes()))
+    mm = [e for e in doc["traceEvents"] if e.get("name") == "aten::mm"]
+    mm[0]["args"]["Input type"] = ["c10::Half", "c10::Half"]
+    del mm[2]["args"]["Input type"]
+    path = tmp_path / "tie.json"
+    path.write_text(json.dumps(doc))
+
+    def gemm_dtype(seed: int) -> str:
+        out = subprocess.run([sys.executable, "-m", "pista", "analyze", str(path), "--format", "json"],
+                             capture_output=True, text=True, check=True,
+                             env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+        return next(k["dtype"] for k in json.loads(out)["kernels"] if k["purpose"] == "gemm")
+
+    assert {gemm_dtype(seed) for seed in range(6)} == {"fp16"}

@@ -386,7 +386,8 @@ def rate(facts: Facts, kernels: np.ndarray, card: Card | None = None) -> Rate:
     rated_ns = float(sum(int(trace.dur[g.kernel]) for g in rated))
     tflops = flops / rated_ns / 1e3 if rated and rated_ns > 0 else None
     dtypes = [g.dtype for g in rated if g.dtype]
-    dtype = max(set(dtypes), key=dtypes.count) if dtypes else None
+    # the most common; a tie goes to the first call's (a set's order moves with the hash seed)
+    dtype = max(dict.fromkeys(dtypes), key=dtypes.count) if dtypes else None
     peak = card.peak(dtype) if card else None
     ceiling = card.ceiling(dtype) if card else None
     return Rate(
