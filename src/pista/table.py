@@ -118,40 +118,13 @@ def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack
     """The table; grouped as `key_averages(group_by_input_shape=..., group_by_stack_n=...)` groups it:
     one row per name, input shapes and first N Python frames."""
     trace = facts.trace
-    n = len(trace)
-    dur = trace.dur
-
-    # device time per host event: its own kernels, then summed up the tree, deepest first
-    self_device = np.zeros(n, dtype=np.int64)
-    owned = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
-    np.add.at(self_device, facts.owner[owned], dur[owned])
-    _add_overhead_device_time(facts, owned, self_device)
     python = trace.category_mask({"python_function"})
     parent, self_cpu_time = _tree_without(facts, python)
-    device_total = self_device.copy()
-    host = np.flatnonzero((facts.is_host | facts.is_overhead) & ~python)
-    host_depth = facts.depth[host]
-    for d in range(int(host_depth.max()) if host.size else 0, 0, -1):
-        level = host[(host_depth == d) & (parent[host] >= 0)]
-        np.add.at(device_total, parent[level], device_total[level])
-    del host, host_depth, owned  # one int64 per host event: let go before the grouping
-
+    self_device, device_total = _device_times(facts, python, parent)
     self_cpu_total = float(self_cpu_time[(facts.is_host | facts.is_overhead) & ~python].sum()) / 1000.0
-    duplicate = _same_name_only_children(facts, parent, python)
-    if duplicate.any():
-        # torch drops a node that is its same-named parent's only child; the parent inherits
-        # its self time and kernels, so counts and totals are not doubled
-        dup = np.flatnonzero(duplicate)
-        rep = parent[dup]
-        while duplicate[rep].any():
-            rep = np.where(duplicate[rep], parent[rep], rep)
-        self_cpu_time = self_cpu_time.copy()  # _tree_without's may be the facts' own
-        np.add.at(self_cpu_time, rep, self_cpu_time[dup])
-        np.add.at(self_device, rep, self_device[dup])
-    else:
-        dup = rep = np.empty(0, dtype=np.int64)
+    duplicate, dup, rep, self_cpu_time = _merge_only_children(facts, parent, python, self_cpu_time, self_device)
 
-    row_kind = np.zeros(n, dtype=np.int8)  # 0: not a row, 1: CPU row, 2: device row
+    row_kind = np.zeros(len(trace), dtype=np.int8)  # 0: not a row, 1: CPU row, 2: device row
     row_kind[(facts.is_host | facts.is_overhead) & ~python] = 1
     row_kind[duplicate] = 0
     row_kind[facts.is_device_work | facts.is_device_annotation] = 2
@@ -165,50 +138,76 @@ def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack
         sel = np.flatnonzero(row_kind == kind)
         if sel.size == 0:
             continue
-        columns = [display[trace.name[sel]]]
-        columns += [shapes[0][sel]] if shapes is not None else []
-        columns += [frames[:, sel].T] if frames is not None else []
-        if len(columns) > 1:
-            keys = np.column_stack(columns)
-            uniq, inverse = np.unique(keys, return_inverse=True, axis=0)
-            inverse = inverse.reshape(-1)
-        else:
-            uniq, inverse = _groups(columns[0])
-        del columns
+        uniq, inverse = _group(display[trace.name[sel]], shapes[0][sel] if shapes is not None else None,
+                               frames[:, sel].T if frames is not None else None)
         name_of = uniq[:, 0] if uniq.ndim > 1 else uniq
-        calls = np.bincount(inverse, minlength=name_of.size)
-        first_ts = np.full(name_of.size, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(first_ts, inverse, trace.ts[sel])
-
-        def total(values: np.ndarray, sel: np.ndarray = sel, inverse: np.ndarray = inverse,
-                  size: int = name_of.size) -> np.ndarray:
-            return _sums(values, sel, inverse, size) / 1000.0
-
-        if kind == 1:
-            self_cpu = total(self_cpu_time)
-            cpu_total = total(dur)
-            dev_self = total(self_device)
-            dev_total = total(device_total)
-            memory = [_sums(m, sel, inverse, name_of.size).astype(np.int64) for m in mem]
-        else:
-            self_cpu = cpu_total = np.zeros(name_of.size)
-            dev_self = dev_total = total(dur)
-            memory = [np.zeros(name_of.size, dtype=np.int64)] * 4
-        names = [display_names[i] for i in name_of]
         size = name_of.size
+        if kind == 1:
+            times = [_sums(v, sel, inverse, size) / 1000.0 for v in (self_cpu_time, trace.dur, self_device, device_total)]
+            memory = [_sums(m, sel, inverse, size).astype(np.int64) for m in mem]
+        else:
+            device = _sums(trace.dur, sel, inverse, size) / 1000.0
+            times, memory = [np.zeros(size), np.zeros(size), device, device], [np.zeros(size, dtype=np.int64)] * 4
+        calls = np.bincount(inverse, minlength=size)
+        first_ts = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first_ts, inverse, trace.ts[sel])
         shape_text = [shapes[1][i] for i in uniq[:, 1]] if shapes is not None else [""] * size
         stack = [tuple(frame_names[f] for f in uniq[k, -group_by_stack_n:] if f >= 0) if frames is not None else ()
                  for k in range(size)]
         rows.extend(
-            Row(names[k], device_type, int(calls[k]), int(first_ts[k]), float(self_cpu[k]), float(cpu_total[k]),
-                float(dev_self[k]), float(dev_total[k]), *(int(m[k]) for m in memory),
-                input_shapes=shape_text[k], stack=stack[k])
+            Row(display_names[name_of[k]], device_type, int(calls[k]), int(first_ts[k]), *(float(t[k]) for t in times),
+                *(int(m[k]) for m in memory), input_shapes=shape_text[k], stack=stack[k])
             for k in range(size)
         )
     rows.extend(_unclaimed_memory_rows(facts, row_kind == 1))
 
-    self_device_total = float(dur[facts.is_device_work].sum()) / 1000.0
+    self_device_total = float(trace.dur[facts.is_device_work].sum()) / 1000.0
     return Table(rows, self_cpu_total, self_device_total, has_memory=bool(memory_rows(facts)["idx"].size))
+
+
+def _device_times(facts: Facts, python: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per host event, device time: its own kernels' (self), and summed up the tree, deepest first."""
+    dur = facts.trace.dur
+    self_device = np.zeros(len(dur), dtype=np.int64)
+    owned = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
+    np.add.at(self_device, facts.owner[owned], dur[owned])
+    _add_overhead_device_time(facts, owned, self_device)
+    del owned
+    device_total = self_device.copy()
+    host = np.flatnonzero((facts.is_host | facts.is_overhead) & ~python)
+    host_depth = facts.depth[host]
+    for d in range(int(host_depth.max()) if host.size else 0, 0, -1):
+        level = host[(host_depth == d) & (parent[host] >= 0)]
+        np.add.at(device_total, parent[level], device_total[level])
+    return self_device, device_total
+
+
+def _merge_only_children(facts: Facts, parent: np.ndarray, python: np.ndarray, self_cpu_time: np.ndarray,
+                         self_device: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """torch drops a node that is its same-named parent's only child; the parent inherits its self
+    time and kernels, so counts and totals are not doubled. (dropped mask, the dropped, the parent
+    each goes to, self CPU time with theirs moved); self_device is changed in place."""
+    duplicate = _same_name_only_children(facts, parent, python)
+    if not duplicate.any():
+        return duplicate, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), self_cpu_time
+    dup = np.flatnonzero(duplicate)
+    rep = parent[dup]
+    while duplicate[rep].any():
+        rep = np.where(duplicate[rep], parent[rep], rep)
+    self_cpu_time = self_cpu_time.copy()  # _tree_without's may be the facts' own
+    np.add.at(self_cpu_time, rep, self_cpu_time[dup])
+    np.add.at(self_device, rep, self_device[dup])
+    return duplicate, dup, rep, self_cpu_time
+
+
+def _group(names: np.ndarray, shapes: np.ndarray | None, frames: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Rows' groups: (unique keys, each row's group). By name alone through a lookup table; with
+    shapes or frames, by the key's columns."""
+    if shapes is None and frames is None:
+        return _groups(names)
+    columns = [names] + ([shapes] if shapes is not None else []) + ([frames] if frames is not None else [])
+    uniq, inverse = np.unique(np.column_stack(columns), return_inverse=True, axis=0)
+    return uniq, inverse.reshape(-1)
 
 
 def _sums(values: np.ndarray, sel: np.ndarray, inverse: np.ndarray, size: int) -> np.ndarray:
