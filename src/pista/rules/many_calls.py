@@ -131,32 +131,44 @@ def _windows(facts: Facts) -> Intervals:
 
 @per_facts
 def _detect(facts: Facts) -> _Found | None:
-    trace = facts.trace
     n_steps = len(facts.steps) or 1
     step_ns = float(np.median([s.dur for s in facts.steps])) if facts.steps else float(facts.window[1] - facts.window[0])
     if step_ns <= 0:
         return None
-    in_window = facts.event_step >= 0 if facts.steps else np.ones(len(trace), dtype=bool)
-    # compiling is recompilation's: its thousands of PythonDispatchMode calls are not a loop
-    in_window &= nearest_ancestor(facts, facts.is_host & pattern_mask(facts, COMPILE_EVENT)) < 0
     book = gpu_idle.ledger(facts)
     if book is not None:
         free = gpu_idle.subtract(book.per_op, launch_bound.claimed_idle(facts))
     else:
         free = _windows(facts)  # no GPU: the host time is the step
-    min_calls = MANY_CALLS_PER_STEP * n_steps
-    min_cost = MANY_CALLS_MIN_STEP_SHARE * step_ns * n_steps
-    min_idle = MIN_SHARE * step_ns * n_steps
+    thresholds = (MANY_CALLS_PER_STEP * n_steps, MANY_CALLS_MIN_STEP_SHARE * step_ns * n_steps,
+                  MIN_SHARE * step_ns * n_steps)
+    kept = _first_of_each(facts, _candidates(facts, free, *thresholds))
+    if not kept:
+        return None
+    claim = gpu_idle.intersect(free, gpu_idle.spans(facts, np.concatenate([h for _, _, _, h, _ in kept])))
+    return _Found(kept, claim)
 
-    # ops: count an op once where it recurses into itself (aten::to inside aten::to)
+
+def _calls(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
+    """The steps' op calls (an op that recurses into itself once: aten::to inside aten::to) and
+    device work, out of compiling (recompilation's: its thousands of PythonDispatchMode calls are
+    not a loop)."""
+    trace = facts.trace
+    in_window = facts.event_step >= 0 if facts.steps else np.ones(len(trace), dtype=bool)
+    in_window &= nearest_ancestor(facts, facts.is_host & pattern_mask(facts, COMPILE_EVENT)) < 0
     ops = np.flatnonzero(facts.is_host & trace.category_mask({"cpu_op"}) & in_window).astype(INDEX)
     parent = facts.parent[ops]
     ops = ops[(parent < 0) | (trace.name[parent] != trace.name[ops])]
-    del parent
-    work = np.flatnonzero(facts.is_device_work & in_window).astype(INDEX)
+    return ops, np.flatnonzero(facts.is_device_work & in_window).astype(INDEX)
 
+
+def _candidates(facts: Facts, free: Intervals, min_calls: float, min_cost: float,
+                min_idle: float) -> list[tuple[float, float, str, int, np.ndarray, np.ndarray]]:
+    """(idle, time, kind, name id, calls, their host side) of each op or kernel name called often
+    enough, costing enough, mostly on the host, with enough per-op idle under it; most idle first."""
+    trace = facts.trace
     candidates = []
-    for kind, idx in (("op", ops), ("kernel", work)):
+    for kind, idx in zip(("op", "kernel"), _calls(facts), strict=True):
         if idx.size == 0:
             continue
         name = trace.name[idx]
@@ -181,14 +193,20 @@ def _detect(facts: Facts) -> _Found | None:
             if idle >= min_idle and _source(facts, kind, k, members) not in OWNED_ELSEWHERE:
                 candidates.append((idle, float(totals[k]), kind, k, members, hosts))
     candidates.sort(key=lambda c: -c[0])
+    return candidates
 
+
+def _first_of_each(facts: Facts, candidates: list[tuple[float, float, str, int, np.ndarray, np.ndarray]]
+                   ) -> list[tuple[str, int, np.ndarray, np.ndarray, float]]:
+    """Up to MAX_OPS candidates, leaving out a kernel of a reported op, or an op mostly called from
+    inside one: they say the same thing again."""
+    trace = facts.trace
     kept: list[tuple[str, int, np.ndarray, np.ndarray, float]] = []
     reported: list[int] = []
     covered = np.zeros(len(trace), dtype=bool)  # reported ops' calls and everything above them
     for _, total, kind, name_id, members, hosts in candidates:
         if len(kept) >= MAX_OPS:
             break
-        # a kernel of a reported op, or an op mostly called from inside one, says the same thing again
         if reported:
             ids = np.asarray(reported, dtype=trace.name.dtype)
             if kind == "op":
@@ -205,10 +223,7 @@ def _detect(facts: Facts) -> _Found | None:
             covered[members] = True
             mark_ancestors(facts, members, covered)
         kept.append((kind, name_id, members, hosts, total))
-    if not kept:
-        return None
-    claim = gpu_idle.intersect(free, gpu_idle.spans(facts, np.concatenate([h for _, _, _, h, _ in kept])))
-    return _Found(kept, claim)
+    return kept
 
 
 OWNED_ELSEWHERE = ("cast", "optimizer")
