@@ -134,21 +134,7 @@ def check(ctx: Context) -> list[Finding]:
     ahead = (copy_op >= 0) & (user >= 0) & (backward < 0)
     if not ahead.any():
         return []  # no forward cast under an autocast op
-    forward: dict[int, tuple[int, int, tuple[int, ...]]] = {}
-    seqs: set[int] = set()
-    for part in _chunks(casts.size):
-        # the forward and backward casts' ops in one read: a read of scattered args spans most of the file
-        ahead, behind = (copy_op[part] >= 0) & (user[part] >= 0) & (backward[part] < 0), backward[part] >= 0
-        args = _decode(facts, {*copy_op[part][ahead].tolist(), *user[part][ahead].tolist(),
-                               *copy_op[part][behind].tolist(), *backward[part][behind].tolist()})
-        found, found_seqs = _forward(args, casts[part], copy_op[part], user[part], backward[part])
-        forward.update(found)
-        seqs |= found_seqs
-    grads: dict[int, tuple[int, tuple[int, ...]]] = {}
-    for part in _chunks(casts.size):  # every forward cast's sequence number known; their args read above
-        behind = backward[part] >= 0
-        args = _decode(facts, {*copy_op[part][behind].tolist(), *backward[part][behind].tolist()})
-        grads.update(_grads(args, casts[part], copy_op[part], backward[part], seqs))
+    forward, grads = _weight_casts(facts, casts, copy_op, user, backward)
     if not forward:
         return []
     steps = ctx.step_count
@@ -178,6 +164,28 @@ def check(ctx: Context) -> list[Finding]:
         ops=tuple(sorted({trace.event_name(u) for _, u, _ in forward.values()})),
         shapes=_shapes(trace, forward, grads, steps), step_share_percent=100.0 * impact.share)
     return [Finding(ID, record, impact, _evidence(facts, forward, grads))]
+
+
+def _weight_casts(facts: Facts, casts: np.ndarray, copy_op: np.ndarray, user: np.ndarray, backward: np.ndarray
+                  ) -> tuple[dict[int, tuple[int, int, tuple[int, ...]]], dict[int, tuple[int, tuple[int, ...]]]]:
+    """The forward casts of weights and their gradients' casts, CAST_CHUNK casts at a time (what is
+    read of their ops' args is held one chunk at a time)."""
+    forward: dict[int, tuple[int, int, tuple[int, ...]]] = {}
+    seqs: set[int] = set()
+    for part in _chunks(casts.size):
+        # the forward and backward casts' ops in one read: a read of scattered args spans most of the file
+        ahead, behind = (copy_op[part] >= 0) & (user[part] >= 0) & (backward[part] < 0), backward[part] >= 0
+        args = _decode(facts, {*copy_op[part][ahead].tolist(), *user[part][ahead].tolist(),
+                               *copy_op[part][behind].tolist(), *backward[part][behind].tolist()})
+        found, found_seqs = _forward(args, casts[part], copy_op[part], user[part], backward[part])
+        forward.update(found)
+        seqs |= found_seqs
+    grads: dict[int, tuple[int, tuple[int, ...]]] = {}
+    for part in _chunks(casts.size):  # every forward cast's sequence number known; their args read above
+        behind = backward[part] >= 0
+        args = _decode(facts, {*copy_op[part][behind].tolist(), *backward[part][behind].tolist()})
+        grads.update(_grads(args, casts[part], copy_op[part], backward[part], seqs))
+    return forward, grads
 
 
 def _chunks(n: int) -> list[slice]:
