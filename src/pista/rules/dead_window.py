@@ -145,15 +145,18 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     tgt = np.flatnonzero(targets)
     if tgt.size == 0:
         return [], one_time.EMPTY
-    lane = lane_key(trace.pid, trace.tid)
-    tgt = tgt[np.lexsort((trace.ts[tgt], lane[tgt]))]
-    tgt_key, tgt_ts = lane[tgt], trace.ts[tgt]
+    # lanes of the targets and regions only, not one int64 per event of the trace
+    tgt_key = lane_key(trace.pid[tgt], trace.tid[tgt])
+    order = np.lexsort((trace.ts[tgt], tgt_key))
+    tgt, tgt_key = tgt[order], tgt_key[order]
+    tgt_ts = trace.ts[tgt]
+    region_key = lane_key(trace.pid[regions], trace.tid[regions])
 
     # first target on the region's own thread at or after its start, if inside the region
     gaps = np.full(regions.size, -1, dtype=np.int64)
     ends = np.full(regions.size, -1, dtype=np.int64)
-    for key in np.unique(lane[regions]).tolist():
-        sel = np.flatnonzero(lane[regions] == key)
+    for key in np.unique(region_key).tolist():
+        sel = np.flatnonzero(region_key == key)
         lo, hi = np.searchsorted(tgt_key, key, "left"), np.searchsorted(tgt_key, key, "right")
         if lo == hi:
             continue

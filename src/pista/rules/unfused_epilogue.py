@@ -151,15 +151,17 @@ def _next_sibling(facts: Facts, ops: np.ndarray, of: np.ndarray) -> np.ndarray:
     trace = facts.trace
     idx = np.flatnonzero(ops)
     idx = idx[np.isin(facts.parent[idx], facts.parent[of])]
-    out = np.full(len(trace), -1, dtype=np.int64)
     if idx.size < 2:
-        return out[of]
+        return np.full(len(of), -1, dtype=np.int64)
     order = np.lexsort((trace.ts[idx], facts.parent[idx], trace.tid[idx], trace.pid[idx]))
     idx = idx[order]
     same = ((trace.pid[idx[1:]] == trace.pid[idx[:-1]]) & (trace.tid[idx[1:]] == trace.tid[idx[:-1]])
             & (facts.parent[idx[1:]] == facts.parent[idx[:-1]]))
-    out[idx[:-1][same]] = idx[1:][same]
-    return out[of]
+    following = np.full(idx.size, -1, dtype=np.int64)  # by position in idx, not one per event
+    following[:-1][same] = idx[1:][same]
+    by_event = np.argsort(idx)
+    at = by_event[np.minimum(np.searchsorted(idx, of, sorter=by_event), idx.size - 1)]
+    return np.where(idx[at] == of, following[at], -1)
 
 
 def _work_under(facts: Facts, ops: np.ndarray) -> dict[int, list[int]]:
