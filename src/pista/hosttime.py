@@ -109,13 +109,6 @@ def _waiting_for_autograd(facts: Facts, hosts: np.ndarray, lane: np.ndarray) -> 
     if not engine.any():
         return out
     busy = merge_intervals(trace.ts[hosts[engine]], trace.ts[hosts[engine]] + trace.dur[hosts[engine]])
-    cum = np.concatenate(([0], np.cumsum(busy.end - busy.start)))
-
-    def covered(x: np.ndarray) -> np.ndarray:
-        """Engine-busy ns before time x."""
-        k = np.searchsorted(busy.start, x, side="right")
-        inside = np.maximum(0, np.minimum(x, busy.end[np.maximum(k - 1, 0)]) - busy.start[np.maximum(k - 1, 0)])
-        return cum[np.maximum(k - 1, 0)] + np.where(k > 0, inside, 0)
 
     others = np.flatnonzero(~np.isin(lane, np.unique(lane[engine])))  # the other threads' events
     if others.size == 0:
@@ -126,7 +119,7 @@ def _waiting_for_autograd(facts: Facts, hosts: np.ndarray, lane: np.ndarray) -> 
     found = []  # the ones that overlap the engine's work, a slice at a time
     for lo in range(0, others.size, SLICE):
         events = hosts[others[lo:lo + SLICE]]
-        overlap = covered(trace.ts[events] + trace.dur[events]) - covered(trace.ts[events])
+        overlap = busy.covered(trace.ts[events], trace.ts[events] + trace.dur[events])
         found.append((others[lo:lo + SLICE][overlap > 0], overlap[overlap > 0]))
     pos = np.concatenate([p for p, _ in found])
     overlap = np.concatenate([o for _, o in found]).astype(np.float64)

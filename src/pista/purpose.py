@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pista.rules._common import COMPILE_EVENT
+from pista.rules._common import COMPILE_EVENT, nearest_in, pattern_mask
 from pista.trace.facts import Facts, per_facts
 
 PURPOSES = ("gemm", "conv", "attention", "optimizer", "cast", "elementwise", "reduction", "copy", "memset",
@@ -74,9 +74,11 @@ def classify(facts: Facts) -> np.ndarray:
     source = np.where(facts.owner[kernels] >= 0, facts.owner[kernels], facts.launcher[kernels])
     todo = source >= 0
     code = np.full(kernels.size, -1, dtype=np.int8)
+    host = facts.is_host | facts.is_overhead
     for purpose, pattern in ANCESTRY:
         hit = todo & (code < 0)
-        hit[hit] = _under(facts, source[hit], _names_matching(trace.names, pattern))
+        # climbing from the kernels' ops only, not an answer for every event of the trace
+        hit[hit] = nearest_in(facts, host & pattern_mask(facts, pattern), source[hit]) >= 0
         code[hit] = CODE[purpose]
     kernel_names = trace.name[kernels]
     for purpose, pattern in KERNEL_KIND:
@@ -87,28 +89,6 @@ def classify(facts: Facts) -> np.ndarray:
     out[kernels] = code
     out.setflags(write=False)  # shared by every reader of this trace
     return out
-
-
-def _names_matching(names: list[str], pattern: re.Pattern[str]) -> np.ndarray:
-    """Per interned name: whether the pattern finds it."""
-    table = np.zeros(len(names), dtype=bool)
-    table[[i for i, name in enumerate(names) if pattern.search(name)]] = True
-    return table
-
-
-def _under(facts: Facts, events: np.ndarray, named: np.ndarray) -> np.ndarray:
-    """Per event of `events`: whether it or a host ancestor has a name of `named`. Walks up the op
-    tree from these events only (a few thousand kernels' ops), not over every event of the trace."""
-    trace, parent = facts.trace, facts.parent
-    found = np.zeros(events.size, dtype=bool)
-    at = events.copy()
-    live = np.arange(events.size)
-    while live.size:
-        here = at[live]
-        found[live] = named[trace.name[here]] & (facts.is_host[here] | facts.is_overhead[here])
-        at[live] = parent[here]
-        live = live[~found[live] & (at[live] >= 0)]
-    return found
 
 
 def time_by_purpose(facts: Facts) -> list[PurposeTime]:

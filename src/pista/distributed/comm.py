@@ -142,7 +142,7 @@ def communication(facts: Facts) -> CommStats:
     for selector, compute in domains:
         sel = np.flatnonzero(selector & in_steps)
         start, end = trace.ts[sel], trace.ts[sel] + trace.dur[sel]
-        exposed_each[sel] = (end - start) - (_covered_before(compute, end) - _covered_before(compute, start))
+        exposed_each[sel] = (end - start) - compute.covered(start, end)
     for s in range(len(facts.steps)):
         step = facts.steps[s]
         comm = exposed = 0
@@ -200,17 +200,6 @@ def _subtract(a: Intervals, b: Intervals) -> Intervals:
     inside_h = _contains(holes, mids)
     keep = inside_a & inside_h & (points[1:] > points[:-1])
     return merge_intervals(points[:-1][keep], points[1:][keep])
-
-
-def _covered_before(iv: Intervals, x: np.ndarray) -> np.ndarray:
-    """Per point x: the length of iv before x (ns)."""
-    if iv.start.size == 0:
-        return np.zeros(x.shape, dtype=np.int64)
-    done = np.concatenate(([0], np.cumsum(iv.end - iv.start)))  # length of the first j intervals
-    j = np.searchsorted(iv.start, x, side="right")  # intervals starting at or before x
-    last = np.maximum(j - 1, 0)
-    partial = np.where(j > 0, np.minimum(x, iv.end[last]) - iv.start[last], 0)
-    return np.where(j > 0, done[last] + partial, 0)
 
 
 def _contains(iv: Intervals, x: np.ndarray) -> np.ndarray:

@@ -291,20 +291,9 @@ def busy_ns(facts: Facts, lo: int, hi: int) -> int:
 def busy_ns_many(facts: Facts, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """busy_ns for many spans at once: per span, the busiest device's busy time in [lo, hi)
     (a cumulative sum and two searches per device, not a clip per span)."""
-    lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
-    out = np.zeros(lo.shape, dtype=np.int64)
+    out = np.zeros(np.shape(lo), dtype=np.int64)
     for iv in facts.gpu_busy.values():
-        if iv.start.size == 0:
-            continue
-        cum = np.concatenate(([0], np.cumsum(iv.end - iv.start)))
-
-        def before(x: np.ndarray, iv=iv, cum=cum) -> np.ndarray:
-            k = np.searchsorted(iv.start, x, side="right")
-            last = np.maximum(k - 1, 0)
-            inside = np.clip(np.minimum(x, iv.end[last]) - iv.start[last], 0, None)
-            return np.where(k > 0, cum[last] + inside, 0)
-
-        out = np.maximum(out, before(hi) - before(lo))
+        out = np.maximum(out, iv.covered(lo, hi))
     return out
 
 

@@ -58,7 +58,7 @@ from pista.rules._common import (
     us,
 )
 from pista.rules._common import evidence as event_evidence
-from pista.trace.facts import INDEX, STEP_NAME, Facts, Intervals, merge_intervals, per_facts
+from pista.trace.facts import STEP_NAME, Facts, Intervals, merge_intervals, per_facts
 
 ID = "gpu-idle"
 # A region launches "almost nothing" when it lasts at least this long (ns) and at least this long
@@ -82,7 +82,7 @@ EVIDENCE_GAPS = 3
 TOP_OPS = 3
 ATTRIBUTED_GAPS = 20  # the longest stretches are attributed to host ops; presentation
 TOP_REGIONS = 3
-CHUNK = 1 << 18  # spans covered() and _ops_inside measure at a time (memory, not output)
+CHUNK = 1 << 18  # ops _ops_inside measures at a time (memory, not output)
 DTOH = re.compile(r"^Memcpy DtoH")
 
 
@@ -116,25 +116,6 @@ def subtract(a: Intervals, b: Intervals) -> Intervals:
         return a
     lo, hi = int(min(a.start[0], b.start[0])), int(max(a.end[-1], b.end[-1]))
     return intersect(a, b.gaps(lo, hi))
-
-
-def covered(iv: Intervals, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Per [start, end) span: ns of it inside the intervals (vectorised over the spans)."""
-    if iv.start.size == 0:
-        return np.zeros(np.shape(start), dtype=np.int64)
-    cum = np.concatenate(([0], np.cumsum(iv.end - iv.start)))
-
-    def upto(t: np.ndarray) -> np.ndarray:
-        k = np.searchsorted(iv.start, t, side="right") - 1
-        kk = np.maximum(k, 0)
-        inside = np.clip(t - iv.start[kk], 0, iv.end[kk] - iv.start[kk])
-        return np.where(k >= 0, cum[kk] + inside, 0)
-
-    start, end = np.asarray(start, dtype=np.int64), np.asarray(end, dtype=np.int64)
-    if start.size <= CHUNK:
-        return upto(end) - upto(start)
-    # CHUNK spans at a time: upto's few temporaries per span, for a chunk, not for all (a million ops)
-    return np.concatenate([upto(end[lo:lo + CHUNK]) - upto(start[lo:lo + CHUNK]) for lo in range(0, start.size, CHUNK)])
 
 
 def spans(facts: Facts, idx: np.ndarray) -> Intervals:
@@ -244,14 +225,7 @@ def ledger(facts: Facts) -> Ledger | None:
 def _under_op(facts: Facts, idx: np.ndarray) -> np.ndarray:
     """Per event of idx: whether a cpu_op is above it in the op tree (climbing from idx only)."""
     cpu_op = facts.is_host & facts.trace.category_mask({"cpu_op"})
-    found = np.zeros(idx.size, dtype=bool)
-    at, up = np.arange(idx.size, dtype=INDEX), facts.parent[idx]
-    while at.size:
-        at, up = at[up >= 0], up[up >= 0]
-        hit = cpu_op[up]
-        found[at[hit]] = True
-        at, up = at[~hit], facts.parent[up[~hit]]
-    return found
+    return nearest_in(facts, cpu_op, idx, inclusive=False) >= 0
 
 
 def _sync_calls(facts: Facts, allowed: np.ndarray) -> np.ndarray:
@@ -273,7 +247,7 @@ def _sync_claim(facts: Facts, busy: Intervals, calls: np.ndarray) -> Intervals:
     if idx.size == 0:
         return union(np.empty(0), np.empty(0))
     start, end = trace.ts[idx], trace.ts[idx] + trace.dur[idx]
-    waited = _busy_before(busy, end) - _busy_before(busy, start)
+    waited = busy.covered(start, end)
     pos = np.searchsorted(busy.start, end)
     nxt = np.where(pos < busy.start.size, busy.start[np.minimum(pos, busy.start.size - 1)], facts.window[1])
     if facts.steps:
@@ -281,17 +255,6 @@ def _sync_claim(facts: Facts, busy: Intervals, calls: np.ndarray) -> Intervals:
     else:
         stop = np.full(idx.size, facts.window[1])
     return union(end, np.maximum(end, np.minimum(np.minimum(nxt, stop), end + waited)))
-
-
-def _busy_before(busy: Intervals, x: np.ndarray) -> np.ndarray:
-    """Per time in x: ns of busy time before it."""
-    if busy.start.size == 0:
-        return np.zeros(x.shape, dtype=np.int64)
-    cum = np.concatenate(([0], np.cumsum(busy.end - busy.start)))
-    k = np.searchsorted(busy.start, x, side="right")
-    last = np.maximum(k - 1, 0)
-    inside = np.clip(np.minimum(x, busy.end[last]) - busy.start[last], 0, None)
-    return np.where(k > 0, cum[last] + inside, 0)
 
 
 def _slow_regions(facts: Facts, in_window: np.ndarray, compiling: np.ndarray, cold_calls: np.ndarray
@@ -465,7 +428,7 @@ def check(ctx: Context) -> list[Finding]:
     trace = facts.trace
     src = np.unique(book.sources["data"])
     launches = _sum_under(facts, kernel_launches(facts), src)  # aligned with src
-    idle = covered(claim, trace.ts[src], trace.ts[src] + trace.dur[src])
+    idle = claim.covered(trace.ts[src], trace.ts[src] + trace.dur[src])
     regions = []
     for name_id in np.unique(trace.name[src]).tolist():
         mine = (trace.name[src] == name_id) & (idle > 0)
@@ -487,10 +450,10 @@ def check(ctx: Context) -> list[Finding]:
     for r in regions[:2]:
         at = np.flatnonzero(trace.name[src] == trace.names.index(r.name))
         calls = src[at]
-        k = int(at[np.argmax(covered(claim, trace.ts[calls], trace.ts[calls] + trace.dur[calls]))])
+        k = int(at[np.argmax(claim.covered(trace.ts[calls], trace.ts[calls] + trace.dur[calls]))])
         best = int(src[k])
         evidence.append(event_evidence(facts, best, UnderRegion(int(launches[k]), us(
-            covered(claim, trace.ts[[best]], trace.ts[[best]] + trace.dur[[best]])[0]))))
+            claim.covered(trace.ts[[best]], trace.ts[[best]] + trace.dur[[best]])[0]))))
     for _, (v, i) in ops[:TOP_OPS]:
         if all(e.name != trace.event_name(i) for e in evidence):
             evidence.append(event_evidence(facts, i, SelfTime(us(v))))
@@ -511,7 +474,7 @@ def _ops_inside(facts: Facts, claimed: Intervals) -> list[tuple[int, tuple[float
     for lo in range(0, idx.size, CHUNK):  # a few arrays the size of a chunk, not of the host events
         part = idx[lo:lo + CHUNK]
         start, dur = trace.ts[part], trace.dur[part]
-        inside = covered(stretches, start, start + dur) * (facts.self_time[part] / np.maximum(dur, 1))
+        inside = stretches.covered(start, start + dur) * (facts.self_time[part] / np.maximum(dur, 1))
         for k, v in zip(part[inside > 0].tolist(), inside[inside > 0].tolist(), strict=True):
             entry = totals.setdefault(int(trace.name[k]), [0.0, k, -1.0])
             entry[0] += v

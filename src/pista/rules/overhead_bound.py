@@ -172,7 +172,7 @@ def check(ctx: Context) -> list[Finding]:
     ops = facts.is_host & trace.category_mask({"cpu_op"})
     outer = np.flatnonzero(ops & ~(ops[facts.parent] & (facts.parent >= 0)))  # a root's -1 reads the last
     del ops
-    idle = gpu_idle.covered(rest, trace.ts[outer], trace.ts[outer] + trace.dur[outer])  # per outermost op
+    idle = rest.covered(trace.ts[outer], trace.ts[outer] + trace.dur[outer])  # per outermost op
     in_ops = gpu_idle.intersect(rest, gpu_idle.spans(facts, outer[idle > 0]))  # the others add nothing
     compiled = gpu_idle.intersect(rest, gpu_idle.spans(
         facts, np.flatnonzero(facts.is_host & pattern_mask(facts, launch_bound.COMPILED_CODE))))
@@ -248,7 +248,7 @@ def _unfused_optimizer(facts: Facts, rest: Intervals) -> tuple[str, int]:
     unfused = np.setdiff1d(foreach, fused)
     if unfused.size == 0:
         return "", 0
-    idle = gpu_idle.covered(rest, trace.ts[unfused], trace.ts[unfused] + trace.dur[unfused])
+    idle = rest.covered(trace.ts[unfused], trace.ts[unfused] + trace.dur[unfused])
     names = trace.name[unfused]
     totals = {int(k): int(idle[names == k].sum()) for k in np.unique(names)}
     best = max(totals, key=lambda k: totals[k])

@@ -56,6 +56,10 @@ class Step:
         return self.end - self.start
 
 
+# Spans Intervals.covered measures at a time: a few int64 temporaries each, whatever the count.
+COVERED_SLICE = 1 << 18
+
+
 @dataclass(frozen=True)
 class Intervals:
     """Sorted, disjoint [start, end) intervals in ns."""
@@ -76,6 +80,26 @@ class Intervals:
         e = np.clip(self.end[first:last], lo, hi)
         keep = e > s
         return Intervals(s[keep], e[keep])
+
+    def before(self, t: np.ndarray) -> np.ndarray:
+        """Per time in t: ns of these intervals before it."""
+        t = np.asarray(t, dtype=np.int64)
+        if self.start.size == 0:
+            return np.zeros(t.shape, dtype=np.int64)
+        done = np.concatenate(([0], np.cumsum(self.end - self.start)))  # ns of the first k intervals
+        k = np.searchsorted(self.start, t, side="right") - 1  # the last one starting at or before t
+        kk = np.maximum(k, 0)
+        inside = np.clip(t - self.start[kk], 0, self.end[kk] - self.start[kk])
+        return np.where(k >= 0, done[kk] + inside, 0)
+
+    def covered(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """Per [start, end) span: ns of it inside these intervals; COVERED_SLICE spans at a time, so
+        the temporaries stay bounded for a million ops."""
+        start, end = np.asarray(start, dtype=np.int64), np.asarray(end, dtype=np.int64)
+        if start.size <= COVERED_SLICE:
+            return self.before(end) - self.before(start)
+        return np.concatenate([self.before(end[lo:lo + COVERED_SLICE]) - self.before(start[lo:lo + COVERED_SLICE])
+                               for lo in range(0, start.size, COVERED_SLICE)])
 
     def gaps(self, lo: int, hi: int) -> Intervals:
         """The complement inside [lo, hi)."""
