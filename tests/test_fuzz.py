@@ -158,7 +158,7 @@ def check_load(data: bytes):
     for column in ("ph", "cat", "name", "pid", "tid", "ts", "dur", "external_id", "correlation", "stream",
                    "device", "flow_id"):
         assert getattr(trace, column).shape == (n,), column
-    assert len(trace.raw_args) == n
+    assert len(trace.raw_args) == trace.event_count  # by file row, the flow events' too
     assert (trace.dur >= 0).all()
     assert (np.abs(trace.ts) <= MAX_TIME_US * 1000).all()
     assert all("\n" not in notice for notice in trace.notices)

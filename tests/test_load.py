@@ -26,7 +26,7 @@ def small_trace() -> dict:
 def test_columns_of_a_real_trace():
     trace = load_trace(fixture("seed_mm64_warm"))
     doc = small_trace()
-    assert len(trace) == len(doc["traceEvents"])
+    assert trace.event_count == len(doc["traceEvents"])
     first = doc["traceEvents"][0]
     assert trace.event_name(0) == first["name"]
     assert trace.ts[0] == round(first["ts"] * 1000)
@@ -38,6 +38,12 @@ def test_columns_of_a_real_trace():
     assert trace.device_properties[0]["name"] == "NVIDIA H200"
     assert trace.base_time_ns == doc["baseTimeNanoseconds"]
     assert trace.string_ids["Spans"] < 0  # string pids get ids of their own
+    # the flow events are out of the columns; each row still knows its place in the file
+    events, rows = doc["traceEvents"], trace.file_rows().tolist()
+    assert all(trace.event_name(i) == events[r]["name"] and trace.ts[i] == round(events[r].get("ts", 0) * 1000)
+               for i, r in enumerate(rows))
+    assert sorted(rows + trace.flows["row"].tolist()) == list(range(len(events)))
+    assert {events[r]["ph"] for r in trace.flows["row"].tolist()} == {"s", "f"}
     assert trace.args(0)["External id"] == first["args"]["External id"]
 
 
@@ -57,7 +63,7 @@ def test_unknown_category_missing_args_extra_fields_still_load(tmp_path):
             e.pop("args", None)
     doc["someNewTopLevelKey"] = {"x": 1}
     trace = load_trace(write(tmp_path, doc))
-    assert len(trace) == len(events)
+    assert trace.event_count == len(events)
     assert "brand_new_category" in trace.categories
     facts = derive(trace)
     assert facts.has_gpu
@@ -85,8 +91,9 @@ def test_a_bare_event_list_is_a_trace(tmp_path):
 
 def test_flow_events_and_overhead_lane():
     trace = load_trace(fixture("seed_mm64_cold"))
-    flows = trace.category_mask({"ac2g"})
-    assert flows.any() and (trace.flow_id[flows] >= 0).all()
+    flows = trace.flows  # out of the columns, which hold no ac2g event
+    assert flows["row"].size and (flows["flow_id"] >= 0).all() and not trace.category_mask({"ac2g"}).any()
+    assert {trace.categories[c] for c in flows["cat"].tolist()} == {"ac2g"}
     facts = derive(trace)
     kinds = {lane.kind for lane in facts.lanes}
     assert {"cpu", "gpu", "overhead"} <= kinds

@@ -37,7 +37,8 @@ def one(facts, sql):
 def test_row_counts_follow_the_trace(load_facts):
     facts = load_facts(NAME)
     trace = facts.trace
-    assert one(facts, "SELECT count(*) FROM events") == len(trace)
+    assert one(facts, "SELECT count(*) FROM events") == trace.event_count
+    assert one(facts, "SELECT count(*) FROM events WHERE ph IN ('s', 'f')") == trace.flow_count > 0
     assert one(facts, "SELECT count(*) FROM kernels") == int(facts.is_device_work.sum())
     assert one(facts, "SELECT count(*) FROM ops") == int(facts.is_host.sum())
     step_events = sum(1 for i in range(len(trace)) if re.fullmatch(r"ProfilerStep#\d+", trace.event_name(i)))
@@ -57,12 +58,14 @@ def test_kernels_link_to_their_ops_and_launches(load_facts):
     facts = load_facts(NAME)
     columns, rows = query(facts, "SELECT idx, op, launcher, launch_ts_ns, queued_ns, ts_ns FROM kernels")
     assert rows
+    at = {row: i for i, row in enumerate(facts.trace.file_rows().tolist())}  # idx is the file's row
     for idx, op, launcher, launch_ts, queued, ts in rows:
-        assert (op if op is not None else -1) == facts.owner[idx]
-        assert (launcher if launcher is not None else -1) == facts.launcher[idx]
+        assert (at[op] if op is not None else -1) == facts.owner[at[idx]]
+        assert (at[launcher] if launcher is not None else -1) == facts.launcher[at[idx]]
         assert queued == ts - launch_ts
         if launcher is not None:
-            assert launch_ts == facts.trace.ts[launcher] and facts.trace.event_name(launcher).startswith("cu")
+            launch = at[launcher]
+            assert launch_ts == facts.trace.ts[launch] and facts.trace.event_name(launch).startswith("cu")
 
 
 def test_events_view_keeps_the_columns(load_facts):
@@ -70,11 +73,17 @@ def test_events_view_keeps_the_columns(load_facts):
     trace = facts.trace
     _, rows = query(facts, "SELECT idx, name, cat, ts_ns, dur_ns, external_id FROM events ORDER BY idx")
     idx = np.array([r[0] for r in rows])
-    assert np.array_equal(idx, np.arange(len(trace)))
+    assert np.array_equal(idx, np.arange(trace.event_count))
+    file_rows = trace.file_rows()
     for i in (0, len(trace) // 3, len(trace) - 1):
-        _, name, cat, ts, dur, ext = rows[i]
+        _, name, cat, ts, dur, ext = rows[file_rows[i]]
         assert (name, cat, ts, dur) == (trace.event_name(i), trace.event_category(i), trace.ts[i], trace.dur[i])
         assert (ext if ext is not None else -1) == trace.external_id[i]
+    flows = trace.flows  # the flow events, kept beside the columns, are rows of events too
+    for k in (0, flows["row"].size - 1):
+        _, name, cat, ts, dur, ext = rows[flows["row"][k]]
+        assert (name, cat, ts, ext) == (trace.names[flows["name"][k]], trace.categories[flows["cat"][k]],
+                                        flows["ts"][k], None)
 
 
 def test_findings_are_analyze_s(load_facts, analysis_of):
@@ -139,7 +148,7 @@ def test_sql_reaches_no_files(tmp_path, load_facts):
     assert victim.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["victim.json.gz"]
     # the lock leaves pista's own tables (numpy-backed) and views as queryable as before
-    assert one(facts, "SELECT count(*) FROM events") == len(facts.trace)
+    assert one(facts, "SELECT count(*) FROM events") == facts.trace.event_count
     assert one(facts, "SELECT count(*) FROM findings f JOIN evidence e USING (finding)") > 0
 
 

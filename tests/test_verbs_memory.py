@@ -26,8 +26,11 @@ from pista.trace.load import load_trace, read_bytes
 SOURCE = "series_mlp_eager"
 TARGET_BYTES = 24 << 20  # past load.STREAM_MIN_BYTES (16 MB): read streamed, annotated streamed
 # What a verb may take beyond analyze's peak, as a share of the JSON's size: the in-memory annotate
-# took 3x more (the text, its copy, the gzip), a diff holding both traces 1x more; streamed, ~0.
+# took 3x more (the text, its copy, the gzip), streamed ~0; the old diff 1.3x more, now the second
+# trace's columns, facts and findings (~0.5x). Either within 1.5x analyze's peak (the issue "Scale").
 EXTRA_MEMORY_SHARE = 0.5
+EXTRA_DIFF_SHARE = 0.75
+VERB_OVER_ANALYZE = 1.5
 
 
 @pytest.fixture(scope="module")
@@ -105,5 +108,6 @@ def test_annotate_and_diff_take_about_the_memory_of_analyze(big, tmp_path):
     annotate_mb = _peak_mb("annotate", str(big), "-o", str(tmp_path / "a.json.gz"))
     diff_mb = _peak_mb("diff", str(big), str(big))
     assert annotate_mb < analyze_mb + EXTRA_MEMORY_SHARE * size_mb, (annotate_mb, analyze_mb)
-    assert diff_mb < analyze_mb + EXTRA_MEMORY_SHARE * size_mb, (diff_mb, analyze_mb)
+    assert diff_mb < analyze_mb + EXTRA_DIFF_SHARE * size_mb, (diff_mb, analyze_mb)
+    assert max(annotate_mb, diff_mb) < VERB_OVER_ANALYZE * analyze_mb, (annotate_mb, diff_mb, analyze_mb)
     assert msgspec.json.decode(gzip.decompress((tmp_path / "a.json.gz").read_bytes()))["traceEvents"]

@@ -358,7 +358,7 @@ def summarize(facts: Facts, table: Table) -> Summary:
         steps=len(facts.steps),
         step_numbers=[s.number for s in facts.steps],
         devices=names,
-        events=len(facts.trace),
+        events=facts.trace.event_count,
         gpu_time_by_purpose={p: by_purpose.get(p, 0.0) for p in PURPOSES} if facts.has_gpu else {},
         host_time_by_region=host_time(facts),
         memory=memory_summary(facts),

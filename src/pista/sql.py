@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 # Table -> (what a row is, [(column, type, meaning)]). `pista sql TRACE --schema` prints this.
 SCHEMA: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
-    "events": ("every event in the file, in file order", [
+    "events": ("every event in the file (idx: its place there)", [
         ("idx", "BIGINT", "row number in the file's traceEvents (evidence and other tables point here)"),
         ("ph", "VARCHAR", "phase: X complete, i instant, s/f flow start/end, M metadata, C counter"),
         ("cat", "VARCHAR", "category: cpu_op, kernel, cuda_runtime, gpu_memcpy, user_annotation, ..."),
@@ -167,26 +167,30 @@ def connect(facts: Facts, with_findings: bool = False) -> Any:
     kind[facts.is_device_annotation] = 3
     kind[facts.is_overhead] = 4
     step_numbers = np.array([_step_number(s.number) for s in facts.steps] + [-1], dtype=np.int64)
-    con.register("_columns", {
-        "idx": np.arange(n, dtype=np.int64),
+    rows = trace.file_rows()
+    columns = {
+        "idx": rows,
         "ph_code": trace.ph, "cat_id": trace.cat, "name_id": trace.name, "kind_id": kind,
         "pid": trace.pid, "tid": trace.tid, "ts_ns": trace.ts, "dur_ns": trace.dur,
         "external_id": trace.external_id, "correlation": trace.correlation, "stream": trace.stream,
-        "device": trace.device, "flow_id": trace.flow_id, "parent": facts.parent, "depth": facts.depth,
-        "self_ns": facts.self_time, "step": step_numbers[facts.event_step],
-        "owner": facts.owner, "launcher": facts.launcher,
-    })
+        "device": trace.device, "flow_id": np.ascontiguousarray(trace.flow_id), "parent": _to_file(facts.parent, rows),
+        "depth": facts.depth, "self_ns": facts.self_time, "step": step_numbers[facts.event_step],
+        "owner": _to_file(facts.owner, rows), "launcher": _to_file(facts.launcher, rows),
+    }
+    con.register("_rows", columns)
+    con.register("_flow_rows", _flow_columns(trace, columns))
     con.register("_names", {"name_id": np.arange(len(trace.names), dtype=np.int32),
                             "name": np.asarray(trace.names, dtype=object)})
     con.register("_cats", {"cat_id": np.arange(len(trace.categories), dtype=np.int16),
                            "cat": np.asarray(trace.categories, dtype=object)})
     con.register("_kinds", {"kind_id": np.arange(len(_KINDS), dtype=np.int8),
                             "kind": np.asarray(_KINDS, dtype=object)})
-    codes = np.unique(trace.ph)
+    codes = np.unique(np.concatenate((trace.ph, trace.flows.get("ph", trace.ph[:0]))))
     con.register("_phases", {"ph_code": codes, "ph": np.asarray([chr(c) for c in codes.tolist()], dtype=object)})
     # the trace keeps ids and indices as int32 where they fit; the tables say BIGINT whatever the trace
     wide = ", ".join([f"{c}::BIGINT AS {c}" for c in (*NARROW_COLUMNS, "parent", "owner", "launcher")]
                      + ["depth::INTEGER AS depth"])
+    con.execute("CREATE VIEW _columns AS SELECT * FROM _rows UNION ALL SELECT * FROM _flow_rows")
     con.execute(f"CREATE VIEW _events AS SELECT * REPLACE ({wide}) FROM _columns")
     con.execute("""
         CREATE VIEW events AS
@@ -214,7 +218,7 @@ def connect(facts: Facts, with_findings: bool = False) -> Any:
     """)
     con.register("_steps", {
         "step": np.array([_step_number(s.number) for s in facts.steps], dtype=np.int64),
-        "idx": np.array([s.index for s in facts.steps], dtype=np.int64),
+        "idx": trace.file_rows([s.index for s in facts.steps]),
         "start_ns": np.array([s.start for s in facts.steps], dtype=np.int64),
         "end_ns": np.array([s.end for s in facts.steps], dtype=np.int64),
         "dur_ns": np.array([s.dur for s in facts.steps], dtype=np.int64),
@@ -240,6 +244,26 @@ def connect(facts: Facts, with_findings: bool = False) -> Any:
     return con
 
 
+def _to_file(index: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Row numbers of the trace's columns (-1: none) as file rows (sql's idx)."""
+    return np.where(index >= 0, rows[index], -1) if rows.size else index
+
+
+def _flow_columns(trace: Any, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The flow events' rows of `events`, in `columns`' order: their own columns, none of the op
+    tree's facts (as for any event outside it)."""
+    flows = trace.flows
+    if not flows:
+        return {name: column[:0] for name, column in columns.items()}
+    n = trace.flow_count
+    own = {"idx": flows["row"], "ph_code": flows["ph"], "cat_id": flows["cat"], "name_id": flows["name"],
+           "pid": flows["pid"], "tid": flows["tid"], "ts_ns": flows["ts"], "dur_ns": flows["dur"],
+           **{c: flows[c] for c in NARROW_COLUMNS[2:]}}
+    outside = {"kind_id": 0, "depth": 0, "self_ns": 0}  # anything else: -1, no parent, step, owner...
+    return {name: np.ascontiguousarray(own[name]) if name in own
+            else np.full(n, outside.get(name, -1), dtype=columns[name].dtype) for name in columns}
+
+
 def _register_memory(con: Any, facts: Facts) -> None:
     from pista.memory import memory_rows
 
@@ -249,6 +273,7 @@ def _register_memory(con: Any, facts: Facts) -> None:
     numbers = np.array([_step_number(s.number) for s in facts.steps] + [-1], dtype=np.int64)
     k = np.searchsorted(starts, rows["ts_ns"], side="right") - 1
     inside = (k >= 0) & (rows["ts_ns"] < ends[np.maximum(k, 0)]) if starts.size else np.zeros(k.size, dtype=bool)
+    rows["idx"] = facts.trace.file_rows(rows["idx"])
     con.register("_memory", dict(rows, step=numbers[np.where(inside, k, -1)]))
     con.execute("CREATE VIEW memory AS SELECT idx, ts_ns, device, bytes, allocated_bytes, reserved_bytes, "
                 "NULLIF(step, -1) AS step FROM _memory")

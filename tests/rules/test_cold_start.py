@@ -84,8 +84,8 @@ def _without_steps(trace):
     keep = np.array([not STEP_NAME.match(n) for n in trace.name_array[trace.name]], dtype=bool)
     columns = {f.name: getattr(trace, f.name)[keep] for f in dataclasses.fields(trace)
                if isinstance(getattr(trace, f.name), np.ndarray)}
-    raw_args = [a for a, k in zip(trace.raw_args, keep.tolist(), strict=True) if k]
-    return dataclasses.replace(trace, raw_args=raw_args, **columns)
+    raw_args = [trace.raw(i) for i in np.flatnonzero(keep).tolist()]  # raw_args go by file row
+    return dataclasses.replace(trace, raw_args=raw_args, flows={}, **columns)
 
 
 def test_fires_on_repeated_regions_without_steps(load_facts):
@@ -135,8 +135,8 @@ def _host_only(trace):
     keep = ~trace.category_mask(DEVICE_CATEGORIES | {"ac2g"})
     columns = {f.name: getattr(trace, f.name)[keep] for f in dataclasses.fields(trace)
                if isinstance(getattr(trace, f.name), np.ndarray)}
-    raw_args = [a for a, k in zip(trace.raw_args, keep.tolist(), strict=True) if k]
-    return dataclasses.replace(trace, raw_args=raw_args, **columns)
+    raw_args = [trace.raw(i) for i in np.flatnonzero(keep).tolist()]  # raw_args go by file row
+    return dataclasses.replace(trace, raw_args=raw_args, flows={}, **columns)
 
 
 def test_host_only_copy_of_the_cold_trace(load_facts):

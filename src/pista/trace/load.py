@@ -31,7 +31,7 @@ import numpy as np
 from msgspec import Raw, Struct, field
 
 from pista.errors import BadTrace, PistaError
-from pista.trace.model import CATEGORY_ALIASES, NO_ID, PH_METADATA, Trace
+from pista.trace.model import CATEGORY_ALIASES, NO_ID, PH_METADATA, Trace, split_flows
 
 GZIP_MAGIC = b"\x1f\x8b"
 INT64_MAX = 2**63 - 1
@@ -961,27 +961,13 @@ def _columns(events: list[_Event], names: dict[str, int], name_col: np.ndarray, 
     foreign = foreign_device_notice(list(cats), cat_col)
     if foreign:
         notices.append(foreign)
-    trace = Trace(
-        source=source,
-        names=list(names),
-        categories=list(cats),
-        ph=ph_col,
-        cat=cat_col,
-        name=name_col,
-        pid=pid_col,
-        tid=tid_col,
-        ts=ts_ns,
-        dur=dur_ns,
-        external_id=ids[0],
-        correlation=ids[1],
-        stream=ids[2],
-        device=ids[3],
-        flow_id=flow_col,
-        raw_args=raw_args,
-        metadata=meta,
-        string_ids=string_ids,
-        notices=notices,
-    )
+    columns = {"ph": ph_col, "cat": cat_col, "name": name_col, "pid": pid_col, "tid": tid_col, "ts": ts_ns,
+               "dur": dur_ns, "external_id": ids[0], "correlation": ids[1], "stream": ids[2], "device": ids[3],
+               "flow_id": flow_col}
+    del ph_col, cat_col, name_col, pid_col, tid_col, ts_ns, dur_ns, ids, flow_col
+    flows = split_flows(columns)
+    trace = Trace(source=source, names=list(names), categories=list(cats), **columns, raw_args=raw_args,
+                  metadata=meta, string_ids=string_ids, notices=notices, flows=flows)
     _read_lane_names(trace)
     return trace
 
@@ -1048,7 +1034,7 @@ def _read_lane_names(trace: Trace) -> None:
         kind = trace.names[int(trace.name[i])]
         if kind not in ("process_name", "thread_name"):
             continue
-        raw = trace.raw_args[i]
+        raw = trace.raw(i)
         try:
             label = msgspec.json.decode(raw, type=_NameArgs).name if raw is not None else ""
         except _EVENT_ERRORS:

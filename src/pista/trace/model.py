@@ -59,6 +59,12 @@ PH_FLOW_END = ord("f")
 PH_METADATA = ord("M")
 PH_COUNTER = ord("C")
 
+# The per-event columns, in the order the loaders build them.
+COLUMNS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "external_id", "correlation", "stream", "device",
+           "flow_id")
+# args ids a flow event never carries in Kineto's traces: kept for the flows only where one does.
+_ARG_IDS = ("external_id", "correlation", "stream", "device")
+
 
 # Id columns kept as int32 when every value fits (pids, tids, stream and device numbers, and the ids
 # Kineto counts up from 1 do, on every fixture): 28 of the 79 bytes a row took as int64.
@@ -71,6 +77,33 @@ def narrow(column: np.ndarray) -> np.ndarray:
     if column.dtype != np.int64 or (column.size and (column.min() < _INT32.min or column.max() > _INT32.max)):
         return column
     return column.astype(np.int32)
+
+
+def split_flows(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Take the flow events (ph s and f) out of `columns`, in place, one column at a time, and return
+    them: the same columns for those rows, and "row", their rows among all. No rule reads them (29%
+    of big_gpt_eager_20steps' rows; only `pista sql` shows them), so the analysis never holds them."""
+    ph = columns["ph"]
+    is_flow = (ph == PH_FLOW_START) | (ph == PH_FLOW_END)
+    flows = {}
+    if is_flow.any():
+        keep = ~is_flow
+        flows["row"] = np.flatnonzero(is_flow)
+        for name in COLUMNS:
+            column = columns.pop(name)
+            flows[name] = _unless_none(column[is_flow]) if name in _ARG_IDS else column[is_flow]
+            columns[name] = column[keep]
+            del column
+    # only flow events carry a flow id: with them out, the column is -1 throughout
+    columns["flow_id"] = _unless_none(columns["flow_id"])
+    return flows
+
+
+def _unless_none(column: np.ndarray) -> np.ndarray:
+    """The column, or a view of one NO_ID taking no memory when it holds nothing else."""
+    if (column != NO_ID).any():
+        return column
+    return np.broadcast_to(np.asarray(NO_ID, dtype=np.int32), column.shape)
 
 
 def lane_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
@@ -106,13 +139,47 @@ class Trace:
     string_ids: dict[str, int] = field(default_factory=dict)  # "Spans" -> -1000, ...
     notices: list[str] = field(default_factory=list)
     size_bytes: int = 0
+    # the flow events, out of the columns (split_flows): column -> array, and "row", their rows in
+    # the file. Row i of the columns is the file's row `file_rows(i)`; `raw_args` goes by file row.
+    flows: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not self.flows:  # the loaders split them while they hold the columns; a Trace built by hand
+            columns = {name: getattr(self, name) for name in COLUMNS}
+            self.flows = split_flows(columns)
+            for name, column in columns.items():
+                setattr(self, name, column)
         for column in NARROW_COLUMNS:
             setattr(self, column, narrow(getattr(self, column)))
 
     def __len__(self) -> int:
         return int(self.ts.shape[0])
+
+    @property
+    def event_count(self) -> int:
+        """Events in the file's list, the flow events included."""
+        return len(self) + self.flow_count
+
+    @property
+    def flow_count(self) -> int:
+        return int(self.flows["row"].size) if self.flows else 0
+
+    @cached_property
+    def _flows_before(self) -> np.ndarray:
+        """For each flow event, how many of the columns' rows come before it in the file."""
+        rows = self.flows["row"]
+        return rows - np.arange(rows.size, dtype=rows.dtype)
+
+    def file_rows(self, indices: Any = None) -> np.ndarray:
+        """The file rows (int64) of the columns' rows `indices` (every row when None)."""
+        idx = np.arange(len(self), dtype=np.int64) if indices is None else np.asarray(indices, dtype=np.int64)
+        if not self.flows:
+            return idx
+        return idx + np.searchsorted(self._flows_before, idx, side="right")
+
+    def raw(self, i: int) -> Any:
+        """Row i's `args` as raw JSON (msgspec.Raw), or None."""
+        return self.raw_args[int(self.file_rows([i])[0]) if self.flows else i]
 
     # -- lookups ---------------------------------------------------------------------------
     def category_id(self, category: str) -> int:
@@ -138,7 +205,7 @@ class Trace:
 
     def args(self, i: int) -> dict[str, Any]:
         """The event's full `args` object, decoded now (most analysis never needs it)."""
-        raw = self.raw_args[i]
+        raw = self.raw(i)
         if raw is None:
             return {}
         try:
@@ -150,6 +217,8 @@ class Trace:
     def decode_args(self, indices: Sequence[int], struct: type[S]) -> list[S | None]:
         """Events' args decoded straight into `struct` (a msgspec Struct naming only the fields wanted):
         the fast way to read a field or two of thousands of events. None where absent or mistyped."""
+        if self.flows:
+            indices = self.file_rows(indices).tolist()
         bulk = getattr(self.raw_args, "decode_args", None)
         if bulk is not None:  # a streamed trace reads its args back from the file in big windows
             return bulk(indices, struct)
@@ -196,9 +265,15 @@ class Trace:
     @cached_property
     def start_ns(self) -> int:
         mask = self.ph != PH_METADATA
-        return int(self.ts[mask].min()) if mask.any() else 0
+        starts = [int(self.ts[mask].min())] if mask.any() else []
+        if self.flows:
+            starts.append(int(self.flows["ts"].min()))
+        return min(starts, default=0)
 
     @cached_property
     def end_ns(self) -> int:
         mask = self.ph != PH_METADATA
-        return int((self.ts[mask] + self.dur[mask]).max()) if mask.any() else 0
+        ends = [int((self.ts[mask] + self.dur[mask]).max())] if mask.any() else []
+        if self.flows:
+            ends.append(int((self.flows["ts"] + self.flows["dur"]).max()))
+        return max(ends, default=0)

@@ -33,7 +33,7 @@ from msgspec import Raw, Struct
 
 from pista import forked
 from pista.trace import load
-from pista.trace.model import CATEGORY_ALIASES, NARROW_COLUMNS, NO_ID, PH_METADATA, Trace, narrow
+from pista.trace.model import CATEGORY_ALIASES, NARROW_COLUMNS, NO_ID, PH_METADATA, Trace, narrow, split_flows
 
 GZIP_MAGIC = b"\x1f\x8b"
 INT64_MAX = 2**63 - 1
@@ -942,26 +942,18 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
     if not blocks.size or (blocks[:, 2] - blocks[:, 1]).max() <= np.iinfo(np.uint16).max:
         within = within.astype(np.uint16)
     raw_args = OffsetArgs(source, blocks, within, gzipped, preread)
+    flows = split_flows(columns)
+    _give_back_freed_memory()
     trace = Trace(
         source=source,
         names=list(names.ids),
         categories=list(cats.ids),
-        ph=columns["ph"],
-        cat=columns["cat"],
-        name=columns["name"],
-        pid=columns["pid"],
-        tid=columns["tid"],
-        ts=columns["ts"],
-        dur=columns["dur"],
-        external_id=columns["external_id"],
-        correlation=columns["correlation"],
-        stream=columns["stream"],
-        device=columns["device"],
-        flow_id=columns["flow_id"],
+        **columns,
         raw_args=raw_args,  # type: ignore[arg-type]
         metadata=meta,
         string_ids=string_ids,
         notices=[foreign] if foreign else [],
+        flows=flows,
     )
     trace.size_bytes = size
     load._read_lane_names(trace)
