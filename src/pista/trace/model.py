@@ -88,22 +88,25 @@ def split_flows(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     flows = {}
     if is_flow.any():
         keep = ~is_flow
-        flows["row"] = np.flatnonzero(is_flow)
+        flows["row"] = narrow(np.flatnonzero(is_flow))
         for name in COLUMNS:
             column = columns.pop(name)
-            flows[name] = _unless_none(column[is_flow]) if name in _ARG_IDS else column[is_flow]
+            taken = column[is_flow]
+            # Kineto's flow events carry no args and no dur: those columns take no memory there
+            flows[name] = (_unless(NO_ID, taken) if name in _ARG_IDS else _unless(0, taken) if name == "dur"
+                           else narrow(taken) if name in NARROW_COLUMNS else taken)
             columns[name] = column[keep]
             del column
     # only flow events carry a flow id: with them out, the column is -1 throughout
-    columns["flow_id"] = _unless_none(columns["flow_id"])
+    columns["flow_id"] = _unless(NO_ID, columns["flow_id"])
     return flows
 
 
-def _unless_none(column: np.ndarray) -> np.ndarray:
-    """The column, or a view of one NO_ID taking no memory when it holds nothing else."""
-    if (column != NO_ID).any():
+def _unless(value: int, column: np.ndarray) -> np.ndarray:
+    """The column, or a read-only view of `value` taking no memory when it holds nothing else."""
+    if (column != value).any():
         return column
-    return np.broadcast_to(np.asarray(NO_ID, dtype=np.int32), column.shape)
+    return np.broadcast_to(np.asarray(value, dtype=np.int32 if value == NO_ID else column.dtype), column.shape)
 
 
 def lane_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
@@ -168,7 +171,7 @@ class Trace:
     def _flows_before(self) -> np.ndarray:
         """For each flow event, how many of the columns' rows come before it in the file."""
         rows = self.flows["row"]
-        return rows - np.arange(rows.size, dtype=rows.dtype)
+        return rows - np.arange(rows.size, dtype=rows.dtype)  # int32 where the rows are
 
     def file_rows(self, indices: Any = None) -> np.ndarray:
         """The file rows (int64) of the columns' rows `indices` (every row when None)."""
