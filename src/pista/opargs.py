@@ -84,6 +84,14 @@ class _Store:
         self.texts: list[bytes] = []  # text id -> JSON text, one copy each
         self.text_ids: defaultdict[bytes, int] = defaultdict(itertools.count().__next__)
         self.values: dict[bytes, Any] = {}  # JSON text -> its value, decoded once
+        self.launchers_read = False  # the ops that launched device work, all read in one go
+
+    def known(self, idx: np.ndarray) -> np.ndarray:
+        """Per event of idx: read already?"""
+        if not self.events.size:
+            return np.zeros(idx.size, dtype=bool)
+        pos = np.minimum(np.searchsorted(self.events, idx), self.events.size - 1)
+        return self.events[pos] == idx
 
     def add(self, events: list[int], decoded: list[_Fields | None]) -> None:
         present = [f for f in decoded if f is not None]
@@ -114,18 +122,30 @@ def _store(facts: Facts) -> _Store:
     return _Store()
 
 
+def _launching_ops(facts: Facts) -> np.ndarray:
+    """The host ops that own device work (sorted event indices)."""
+    return np.unique(facts.owner[facts.is_device_work & (facts.owner >= 0)]).astype(np.int64)
+
+
 def op_args(facts: Facts, indices: Sequence[int]) -> list[OpArgs | None]:
     """The recorded fields of these events (Python ints: `array.tolist()`; None where an event has
-    no args object); each event's args are read from the trace once, whoever asks first."""
+    no args object); each event's args are read from the trace once, whoever asks first.
+
+    The ops that launched device work are what most readers ask for (FLOPs, bytes, variability,
+    shapes), a few at a time: the first request for one reads them all, in one pass over the file
+    (a streamed trace's args are read back from it: big_gpt_eager_20steps took five passes)."""
     store = _store(facts)
     idx = np.asarray(indices, dtype=np.int64)
-    pos = np.searchsorted(store.events, idx)
-    known = (pos < store.events.size) & (store.events[np.minimum(pos, store.events.size - 1)] == idx) \
-        if store.events.size else np.zeros(idx.size, dtype=bool)
+    known = store.known(idx)
     if not known.all():
-        missing = np.unique(idx[~known]).tolist()
-        store.add(missing, facts.trace.decode_args(missing, _Fields))
-        pos = np.searchsorted(store.events, idx)
+        missing = np.unique(idx[~known])
+        if not store.launchers_read:
+            launchers = _launching_ops(facts)
+            if np.isin(missing, launchers).any():
+                missing = np.union1d(missing, launchers[~store.known(launchers)])
+                store.launchers_read = True
+        store.add(missing.tolist(), facts.trace.decode_args(missing.tolist(), _Fields))
+    pos = np.searchsorted(store.events, idx)
     texts, values, odd = store.texts, store.values, store.odd_seqs
     out: list[OpArgs | None] = []
     for event, (dims, types, concrete), seq in zip(idx.tolist(), store.fields[pos].tolist(),

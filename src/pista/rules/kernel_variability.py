@@ -40,6 +40,7 @@ import msgspec
 import numpy as np
 
 from pista.findings import Context, Finding, Record
+from pista.opargs import op_args
 from pista.rules._common import decoded, evidence, us
 from pista.trace.facts import Facts
 
@@ -236,9 +237,9 @@ def _recorded_inputs(facts: Facts, kernels: np.ndarray) -> tuple[np.ndarray, lis
     unique_owners = np.unique(owners[owners >= 0])
     # key: the three texts joined by NUL, which JSON text never holds (msgspec rejects it even in strings)
     ids: dict[bytes, int] = {}
-    code = [-1 if op is None or not op.input_dims  # no record of its inputs
-            else ids.setdefault(b"\0".join((op.input_dims, op.input_type, op.concrete_inputs)), len(ids))
-            for op in decoded(facts.trace, unique_owners, _OpArgs)]
+    code = [-1 if op is None or op.dims_text == b"null"  # no record of its inputs (absent reads as null)
+            else ids.setdefault(b"\0".join((op.dims_text, op.types_text, op.concrete_text)), len(ids))
+            for op in op_args(facts, unique_owners.tolist())]
     code.append(-1)  # the slot of the kernels without an op
     at = np.where(owners >= 0, np.searchsorted(unique_owners, owners), unique_owners.size)
     return np.array(code, dtype=np.intp)[at], [_raw_text(key.partition(b"\0")[0]) for key in ids]
@@ -269,12 +270,6 @@ _MISSING = msgspec.Raw(b"")
 class _LaunchArgs(msgspec.Struct, gc=False):
     grid: msgspec.Raw = _MISSING
     block: msgspec.Raw = _MISSING
-
-
-class _OpArgs(msgspec.Struct, gc=False):
-    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_MISSING)
-    input_type: msgspec.Raw = msgspec.field(name="Input type", default=_MISSING)
-    concrete_inputs: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=_MISSING)
 
 
 def _raw_text(raw: bytes) -> str:
