@@ -168,6 +168,8 @@ def connect(facts: Facts, with_findings: bool = False) -> Any:
     kind[facts.is_overhead] = 4
     step_numbers = np.array([_step_number(s.number) for s in facts.steps] + [-1], dtype=np.int64)
     rows = trace.file_rows()
+    if rows.size and rows[-1] <= np.iinfo(np.int32).max:
+        rows = rows.astype(np.int32)  # and so parent, owner, launcher: BIGINT in the views
     columns = {
         "idx": rows,
         "ph_code": trace.ph, "cat_id": trace.cat, "name_id": trace.name, "kind_id": kind,
@@ -188,17 +190,19 @@ def connect(facts: Facts, with_findings: bool = False) -> Any:
     codes = np.unique(np.concatenate((trace.ph, trace.flows.get("ph", trace.ph[:0]))))
     con.register("_phases", {"ph_code": codes, "ph": np.asarray([chr(c) for c in codes.tolist()], dtype=object)})
     # the trace keeps ids and indices as int32 where they fit; the tables say BIGINT whatever the trace
-    wide = ", ".join([f"{c}::BIGINT AS {c}" for c in (*NARROW_COLUMNS, "parent", "owner", "launcher")]
+    wide = ", ".join([f"{c}::BIGINT AS {c}" for c in ("idx", *NARROW_COLUMNS, "parent", "owner", "launcher")]
                      + ["depth::INTEGER AS depth"])
-    con.execute("CREATE VIEW _columns AS SELECT * FROM _rows UNION ALL SELECT * FROM _flow_rows")
-    con.execute(f"CREATE VIEW _events AS SELECT * REPLACE ({wide}) FROM _columns")
+    # kernels and ops read the trace's rows alone; events adds the flow events (never a kernel or op)
+    con.execute(f"CREATE VIEW _events AS SELECT * REPLACE ({wide}) FROM _rows")
+    con.execute(f"CREATE VIEW _flow_events AS SELECT * REPLACE ({wide}) FROM _flow_rows")
     con.execute("""
         CREATE VIEW events AS
         SELECT e.idx, p.ph, c.cat, n.name, k.kind, e.pid, e.tid, e.ts_ns, e.dur_ns, e.ts_ns + e.dur_ns AS end_ns,
                NULLIF(e.external_id, -1) AS external_id, NULLIF(e.correlation, -1) AS correlation,
                NULLIF(e.stream, -1) AS stream, NULLIF(e.device, -1) AS device, NULLIF(e.flow_id, -1) AS flow_id,
                NULLIF(e.parent, -1) AS parent, e.depth, e.self_ns, NULLIF(e.step, -1) AS step
-        FROM _events e JOIN _names n USING (name_id) JOIN _cats c USING (cat_id)
+        FROM (SELECT * FROM _events UNION ALL SELECT * FROM _flow_events) e
+             JOIN _names n USING (name_id) JOIN _cats c USING (cat_id)
              JOIN _kinds k USING (kind_id) JOIN _phases p USING (ph_code);
         CREATE VIEW kernels AS
         SELECT e.idx, c.cat, n.name, e.pid AS device, e.tid AS stream, e.ts_ns, e.dur_ns, e.ts_ns + e.dur_ns AS end_ns,
