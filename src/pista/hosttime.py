@@ -10,12 +10,13 @@ a backward region while an autograd thread does the work (the caller sleeps in `
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import numpy as np
 
 from pista.rules._common import SYNC_NAMES, _levels, name_mask, pattern_mask
 from pista.trace.facts import Facts, merge_intervals
-from pista.trace.model import lane_key
+from pista.trace.model import Trace, lane_key
 
 REGIONS = ("forward", "backward", "optimizer", "data", "other", "waiting")
 _CODE = {r: i for i, r in enumerate(REGIONS)}
@@ -44,10 +45,9 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     """{thread lane: {region: µs per step}} inside the window, busiest thread first."""
     trace = facts.trace
     lo, hi = facts.window
-    # the host events only, here and below: full-length lanes and sums would be the summary's peak
-    hosts = np.flatnonzero(facts.is_host)
-    in_window = (trace.ts[hosts] >= lo) & (trace.ts[hosts] < hi)
-    if not in_window.any():
+    # SLICE rows at a time: full-length lanes and sums were the summary's peak
+    lanes = np.unique(np.concatenate([np.unique(_lane(trace, idx)) for idx in _in_window(facts, lo, hi)]))
+    if not lanes.size:
         return {}
     region = _regions(facts)
     region[facts.is_host & name_mask(facts, BLOCKING)] = _CODE["waiting"]
@@ -55,20 +55,23 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     # cudaMemcpyAsync under .item(), beside its stream syncs)
     dtoh = facts.is_device_work & trace.category_mask({"gpu_memcpy"}) & pattern_mask(facts, DTOH) & (facts.launcher >= 0)
     region[facts.launcher[dtoh]] = _CODE["waiting"]
-    lane = lane_key(trace.pid[hosts], trace.tid[hosts])
-    asleep = _waiting_for_autograd(facts, hosts, lane)[in_window]
-    idx, lane = hosts[in_window], lane[in_window]
-    del hosts, in_window
-    lanes = np.unique(lane)
-    inverse = np.searchsorted(lanes, lane).astype(np.int32)
-    del lane
     width = len(REGIONS)
     # ns, integers in float64: exact, whatever the order of the adds
-    sums = np.bincount(inverse * width + _CODE["waiting"], weights=asleep, minlength=lanes.size * width)
-    self_ns = facts.self_time[idx].astype(np.float64)
-    self_ns -= asleep
-    del asleep
-    sums += np.bincount(inverse * width + region[idx], weights=self_ns, minlength=lanes.size * width)
+    sums = np.zeros(lanes.size * width)
+    first = np.full(lanes.size, -1, dtype=np.int64)  # each lane's first event in the window
+    for idx in _in_window(facts, lo, hi):
+        inverse = np.searchsorted(lanes, _lane(trace, idx))
+        sums += np.bincount(inverse * width + region[idx], weights=facts.self_time[idx], minlength=sums.size)
+        seen, at = np.unique(inverse, return_index=True)
+        new = first[seen] < 0
+        first[seen[new]] = idx[at[new]]
+    # a thread's self time while it sleeps in backward() moves from its region to waiting
+    events, asleep = _waiting_for_autograd(facts)
+    inside = (trace.ts[events] >= lo) & (trace.ts[events] < hi)
+    events, asleep = events[inside], asleep[inside]
+    inverse = np.searchsorted(lanes, _lane(trace, events))
+    sums += np.bincount(inverse * width + _CODE["waiting"], weights=asleep, minlength=sums.size)
+    sums -= np.bincount(inverse * width + region[events], weights=asleep, minlength=sums.size)
     sums = sums.reshape(lanes.size, width)
     steps = len(facts.steps) or 1
     total = float(sums.sum()) or 1.0
@@ -76,9 +79,20 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     for k in np.argsort(-sums.sum(axis=1)).tolist():
         if sums[k].sum() < MIN_THREAD_SHARE * total:
             continue
-        first = int(idx[np.argmax(inverse == k)])
-        out[facts.lane_of(first)] = {r: float(sums[k, j]) / steps / 1000.0 for j, r in enumerate(REGIONS)}
+        out[facts.lane_of(int(first[k]))] = {r: float(sums[k, j]) / steps / 1000.0 for j, r in enumerate(REGIONS)}
     return out
+
+
+def _in_window(facts: Facts, lo: int, hi: int) -> Iterator[np.ndarray]:
+    """The host events that start in [lo, hi), SLICE rows of the trace at a time."""
+    ts = facts.trace.ts
+    for start in range(0, len(facts.trace), SLICE):
+        rows = slice(start, start + SLICE)
+        yield start + np.flatnonzero(facts.is_host[rows] & (ts[rows] >= lo) & (ts[rows] < hi))
+
+
+def _lane(trace: Trace, idx: np.ndarray) -> np.ndarray:
+    return lane_key(trace.pid[idx], trace.tid[idx])
 
 
 def _regions(facts: Facts) -> np.ndarray:
@@ -99,36 +113,34 @@ def _regions(facts: Facts) -> np.ndarray:
     return region
 
 
-def _waiting_for_autograd(facts: Facts, hosts: np.ndarray, lane: np.ndarray) -> np.ndarray:
-    """Per host event (`hosts`, their lanes `lane`): ns of its self time on another thread while the
-    autograd engine works (the caller asleep in backward(); big_gpt_eager_20steps: 37 ms per step of
-    `train_step`'s self time)."""
+def _waiting_for_autograd(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
+    """Host events' ns of self time on another thread while the autograd engine works (the caller
+    asleep in backward(); big_gpt_eager_20steps: 37 ms per step of `train_step`'s self time), as
+    (events, ns) where there is any."""
     trace = facts.trace
-    out = np.zeros(hosts.size, dtype=np.float64)
-    engine = pattern_mask(facts, AUTOGRAD)[hosts]
-    if not engine.any():
-        return out
-    busy = merge_intervals(trace.ts[hosts[engine]], trace.ts[hosts[engine]] + trace.dur[hosts[engine]])
-
-    others = np.flatnonzero(~np.isin(lane, np.unique(lane[engine])))  # the other threads' events
-    if others.size == 0:
-        return out
-    # what the clip below gives one that overlaps nothing: 0, or its self time where that is negative
-    # (python_function frames that overlap without nesting); such events add nothing to a parent's
-    out[others] = np.minimum(facts.self_time[hosts[others]], 0)
-    found = []  # the ones that overlap the engine's work, a slice at a time
-    for lo in range(0, others.size, SLICE):
-        events = hosts[others[lo:lo + SLICE]]
+    none = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64))
+    engine = np.flatnonzero(facts.is_host & pattern_mask(facts, AUTOGRAD))
+    if not engine.size:
+        return none
+    busy = merge_intervals(trace.ts[engine], trace.ts[engine] + trace.dur[engine])
+    engine_lanes = np.unique(_lane(trace, engine))
+    found = []  # the other threads' events that overlap it or have a negative self time, by slices
+    for start in range(0, len(trace), SLICE):
+        events = start + np.flatnonzero(facts.is_host[start:start + SLICE])
+        events = events[~np.isin(_lane(trace, events), engine_lanes)]
         overlap = busy.covered(trace.ts[events], trace.ts[events] + trace.dur[events])
-        found.append((others[lo:lo + SLICE][overlap > 0], overlap[overlap > 0]))
-    pos = np.concatenate([p for p, _ in found])
+        hit = (overlap > 0) | (facts.self_time[events] < 0)
+        found.append((events[hit], overlap[hit]))
+    events = np.concatenate([e for e, _ in found])
     overlap = np.concatenate([o for _, o in found]).astype(np.float64)
-    events = hosts[pos]
-    # what their children overlap, summed on the parents that are host events too
+    # what their children overlap, summed on the parents among them
     parent = facts.parent[events]
     child = np.flatnonzero(parent >= 0)
-    at = np.minimum(np.searchsorted(hosts, parent[child]), hosts.size - 1)
-    is_host = hosts[at] == parent[child]
-    children = np.bincount(at[is_host], weights=overlap[child[is_host]], minlength=hosts.size)
-    out[pos] = np.clip(overlap - children[pos], 0.0, facts.self_time[events])
-    return out
+    at = np.minimum(np.searchsorted(events, parent[child]), max(events.size - 1, 0))
+    is_found = events[at] == parent[child]
+    children = np.bincount(at[is_found], weights=overlap[child[is_found]], minlength=events.size)
+    self_ns = facts.self_time[events]
+    # one that overlaps nothing gives 0, or its self time where that is negative (python_function
+    # frames that overlap without nesting); such events add nothing to a parent's
+    asleep = np.where(overlap > 0, np.clip(overlap - children, 0.0, self_ns), np.minimum(self_ns, 0))
+    return events, asleep

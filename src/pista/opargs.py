@@ -144,7 +144,8 @@ def op_args(facts: Facts, indices: Sequence[int]) -> list[OpArgs | None]:
             if np.isin(missing, launchers).any():
                 missing = np.union1d(missing, launchers[~store.known(launchers)])
                 store.launchers_read = True
-        store.add(missing.tolist(), facts.trace.decode_args(missing.tolist(), _Fields))
+        for events, fields in facts.trace.args_chunks(missing.tolist(), _Fields):
+            store.add(events, fields)
     pos = np.searchsorted(store.events, idx)
     texts, values, odd = store.texts, store.values, store.odd_seqs
     out: list[OpArgs | None] = []

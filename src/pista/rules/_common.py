@@ -6,8 +6,6 @@ import dataclasses
 import hashlib
 import re
 import weakref
-from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
@@ -21,10 +19,6 @@ LAUNCH_NAMES = frozenset({
     "cudaMemcpyAsync", "cudaMemsetAsync", "cudaMemcpy", "cudaMemset", "cudaMemcpy2DAsync", "cudaGraphLaunch",
 })
 
-# Events whose args one decode_args call reads: each decoded field points into its event's bytes, so
-# a call keeps every one of its events' text alive until the caller lets its answers go (~200 bytes
-# an event on big_gpt_eager_20steps: a 1 GB copy's 300 k kernels held ~100 MiB in one call).
-DECODE_CHUNK = 1 << 14
 
 
 def us(ns: float) -> float:
@@ -51,12 +45,6 @@ def evidence(facts: Facts, i: int, detail: object = None) -> Evidence:
     if ev.step is None and facts.steps:
         ev = dataclasses.replace(ev, step=step_at(facts, int(facts.trace.ts[i])))
     return ev
-
-
-def decoded(trace: Any, idx: np.ndarray, struct: type) -> Iterator[Any]:
-    """trace.decode_args of the events idx, in order, read DECODE_CHUNK events at a time."""
-    for lo in range(0, len(idx), DECODE_CHUNK):
-        yield from trace.decode_args(idx[lo:lo + DECODE_CHUNK], struct)
 
 
 def outermost_aten(facts: Facts, i: int) -> int:

@@ -36,12 +36,14 @@ benchmarks, and compare step medians rather than means.
 
 from __future__ import annotations
 
+import itertools
+
 import msgspec
 import numpy as np
 
 from pista.findings import Context, Finding, Record
 from pista.opargs import op_args
-from pista.rules._common import decoded, evidence, us
+from pista.rules._common import evidence, us
 from pista.trace.facts import Facts
 
 ID = "kernel-variability"
@@ -252,7 +254,7 @@ def _launch_configs(facts: Facts, kernels: np.ndarray) -> tuple[np.ndarray, list
     text_id = {"": 0}
     by_raw = {b"\0": 0}  # grid and block joined by NUL (see _recorded_inputs); neither: no config
     config = []
-    for launch in decoded(facts.trace, kernels, _LaunchArgs):
+    for launch in itertools.chain.from_iterable(args for _, args in facts.trace.args_chunks(kernels, _LaunchArgs)):
         key = b"\0" if launch is None else b"\0".join((launch.grid, launch.block))
         if key not in by_raw:  # a few distinct configs: format each once
             grid, _, block = key.partition(b"\0")
