@@ -152,9 +152,10 @@ def _duckdb() -> Any:
     return duckdb
 
 
-def connect(facts: Facts, with_findings: bool = False) -> Any:
+def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) -> Any:
     """A DuckDB connection with the trace's tables registered (numpy columns, not copied), locked
-    so that it reaches nothing else (see _LOCKDOWN)."""
+    so that it reaches nothing else (see _LOCKDOWN). Without `with_flows`, `events` leaves out the
+    flow events, whose columns are copied for DuckDB (kept apart in the trace, see Trace.flows)."""
     duckdb = _duckdb()
     trace = facts.trace
     n = len(trace)
@@ -180,7 +181,7 @@ def connect(facts: Facts, with_findings: bool = False) -> Any:
         "owner": _to_file(facts.owner, rows), "launcher": _to_file(facts.launcher, rows),
     }
     con.register("_rows", columns)
-    con.register("_flow_rows", _flow_columns(trace, columns))
+    con.register("_flow_rows", _flow_columns(trace, columns, with_flows))
     con.register("_names", {"name_id": np.arange(len(trace.names), dtype=np.int32),
                             "name": np.asarray(trace.names, dtype=object)})
     con.register("_cats", {"cat_id": np.arange(len(trace.categories), dtype=np.int16),
@@ -253,11 +254,11 @@ def _to_file(index: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return np.where(index >= 0, rows[index], -1) if rows.size else index
 
 
-def _flow_columns(trace: Any, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The flow events' rows of `events`, in `columns`' order: their own columns, none of the op
-    tree's facts (as for any event outside it)."""
+def _flow_columns(trace: Any, columns: dict[str, np.ndarray], wanted: bool) -> dict[str, np.ndarray]:
+    """The flow events' rows of `events` (none unless `wanted`), in `columns`' order: their own
+    columns, none of the op tree's facts (as for any event outside it)."""
     flows = trace.flows
-    if not flows:
+    if not (flows and wanted):
         return {name: column[:0] for name, column in columns.items()}
     n = trace.flow_count
     own = {"idx": flows["row"], "ph_code": flows["ph"], "cat_id": flows["cat"], "name_id": flows["name"],
@@ -332,6 +333,7 @@ def _register_findings(con: Any, facts: Facts, table: Table) -> None:
 
 _LOCKED_NOTE = "pista sql only queries the trace's tables: no files, extensions or settings"
 _NEEDS_FINDINGS = re.compile(r"\b(findings|evidence)\b", re.IGNORECASE)
+_NEEDS_FLOWS = re.compile(r"\bevents\b", re.IGNORECASE)
 # How long one query may run (`pista sql --timeout` overrides): DuckDB scans a 64 MB trace's
 # million events in milliseconds, so a query still running after a minute is a runaway
 # (`FROM range(1e15)`, a cross join of events with itself), not a slow answer.
@@ -357,7 +359,7 @@ def query(facts: Facts, sql: str,
     """Run one SQL statement over the trace's tables: (column names, rows). `timeout` in seconds
     (None: no limit); a query past it, or interrupted, is stopped."""
     duckdb = _duckdb()
-    con = connect(facts, with_findings=bool(_NEEDS_FINDINGS.search(sql)))
+    con = connect(facts, with_findings=bool(_NEEDS_FINDINGS.search(sql)), with_flows=bool(_NEEDS_FLOWS.search(sql)))
     try:
         return _run_stoppable(con, sql, timeout)
     except duckdb.OutOfMemoryException:

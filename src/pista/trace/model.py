@@ -121,7 +121,8 @@ def lane_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
 
 @dataclass(eq=False)
 class Trace:
-    """A loaded trace. Row i of every column is event i, in file order."""
+    """A loaded trace. The columns' rows are the file's events in file order, less the flow events
+    (ph s/f), kept apart in `flows`; `file_rows` gives a row's place in the file."""
 
     source: str
     names: list[str]
