@@ -35,6 +35,11 @@ def assert_same(a, b):
         x, y = getattr(a, column), getattr(b, column)
         assert x.dtype == y.dtype, column
         assert np.array_equal(x, y), column
+    assert a.flows.keys() == b.flows.keys()  # the flow events, out of the columns, the same in both
+    for column, x in a.flows.items():
+        y = b.flows[column]
+        assert x.dtype == y.dtype and np.array_equal(x, y), column
+    assert np.array_equal(a.file_rows(), b.file_rows())
     assert a.names == b.names
     assert a.categories == b.categories
     assert a.metadata == b.metadata
