@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -88,12 +88,19 @@ class _Store:
 
     def known(self, idx: np.ndarray) -> np.ndarray:
         """Per event of idx: read already?"""
-        if not self.events.size:
-            return np.zeros(idx.size, dtype=bool)
-        pos = np.minimum(np.searchsorted(self.events, idx), self.events.size - 1)
-        return self.events[pos] == idx
+        return _sorted_in(idx, self.events)
 
-    def add(self, events: list[int], decoded: list[_Fields | None]) -> None:
+    def add(self, chunks: Iterable[tuple[list[int], list[_Fields | None]]]) -> None:
+        """Keep what was read, chunk by chunk (each one's decoded fields let go once kept), sorted
+        into the store once at the end."""
+        parts = [self._rows(events, decoded) for events, decoded in chunks]
+        order = np.argsort(np.concatenate([self.events, *(p[0] for p in parts)]), kind="stable")
+        self.events = np.concatenate([self.events, *(p[0] for p in parts)])[order]
+        self.fields = np.concatenate([self.fields, *(p[1] for p in parts)])[order]
+        self.seqs = np.concatenate([self.seqs, *(p[2] for p in parts)])[order]
+
+    def _rows(self, events: list[int], decoded: list[_Fields | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The events' text ids (dims, types, concrete) and sequence numbers."""
         present = [f for f in decoded if f is not None]
         # a copy of each text (the read buffer they point into is let go), its id through one C lookup
         texts = list(map(bytes, itertools.chain.from_iterable(map(_TEXTS, present))))
@@ -102,10 +109,7 @@ class _Store:
         rows = np.full((len(events), 3), NO_ARGS, dtype=np.int32)
         rows[np.fromiter((f is not None for f in decoded), dtype=bool, count=len(decoded))] = fields.reshape(-1, 3)
         seqs = np.fromiter(map(self._seq, events, decoded), dtype=np.int64, count=len(events))
-        order = np.argsort(np.concatenate((self.events, events)), kind="stable")
-        self.events = np.concatenate((self.events, events))[order]
-        self.fields = np.concatenate((self.fields, rows))[order]
-        self.seqs = np.concatenate((self.seqs, seqs))[order]
+        return np.asarray(events, dtype=np.int64), rows, seqs
 
     def _seq(self, event: int, fields: _Fields | None) -> int:
         seq = None if fields is None else fields.seq
@@ -122,9 +126,17 @@ def _store(facts: Facts) -> _Store:
     return _Store()
 
 
+@per_facts
 def _launching_ops(facts: Facts) -> np.ndarray:
     """The host ops that own device work (sorted event indices)."""
     return np.unique(facts.owner[facts.is_device_work & (facts.owner >= 0)]).astype(np.int64)
+
+
+def _sorted_in(idx: np.ndarray, sorted_events: np.ndarray) -> np.ndarray:
+    """Per event of idx: is it in sorted_events? (a bisection each, no sort)"""
+    if not sorted_events.size:
+        return np.zeros(idx.size, dtype=bool)
+    return sorted_events[np.minimum(np.searchsorted(sorted_events, idx), sorted_events.size - 1)] == idx
 
 
 def op_args(facts: Facts, indices: Sequence[int]) -> list[OpArgs | None]:
@@ -141,11 +153,10 @@ def op_args(facts: Facts, indices: Sequence[int]) -> list[OpArgs | None]:
         missing = np.unique(idx[~known])
         if not store.launchers_read:
             launchers = _launching_ops(facts)
-            if np.isin(missing, launchers).any():
+            if _sorted_in(missing, launchers).any():
                 missing = np.union1d(missing, launchers[~store.known(launchers)])
                 store.launchers_read = True
-        for events, fields in facts.trace.args_chunks(missing.tolist(), _Fields):
-            store.add(events, fields)
+        store.add(facts.trace.args_chunks(missing.tolist(), _Fields))
     pos = np.searchsorted(store.events, idx)
     texts, values, odd = store.texts, store.values, store.odd_seqs
     out: list[OpArgs | None] = []
