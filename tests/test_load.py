@@ -5,12 +5,13 @@ from __future__ import annotations
 import gzip
 import json
 
+import msgspec
 import numpy as np
 from conftest import fixture
 
 from pista.trace.facts import derive
 from pista.trace.load import load_trace
-from pista.trace.model import PH_COMPLETE
+from pista.trace.model import PH_COMPLETE, PH_FLOW_END, PH_FLOW_START, Trace
 
 
 def write(tmp_path, doc, name="t.json"):
@@ -155,3 +156,23 @@ def test_epoch_times_keep_self_times_and_nesting(tmp_path):
     assert min(r.self_cpu_us for r in shifted.rows) >= 0
     rows = {(r.name, r.device_type): (r.calls, round(r.self_cpu_us, 3)) for r in shifted.rows}
     assert rows == {(r.name, r.device_type): (r.calls, round(r.self_cpu_us, 3)) for r in original.rows}
+
+
+def test_a_trace_built_by_hand_keeps_its_flow_events_apart():
+    """Flow events (ph s/f) leave the columns whoever builds the Trace; each row keeps its place in
+    the file, which its args go by."""
+    phases = [PH_COMPLETE, PH_FLOW_START, PH_COMPLETE, PH_FLOW_END, PH_COMPLETE]
+    n = len(phases)
+    ints = np.arange(n, dtype=np.int64)
+    trace = Trace(source="t", names=["a", "b", "c", "d", "e"], categories=["cpu_op"],
+                  ph=np.array(phases, dtype=np.uint8), cat=np.zeros(n, np.int16), name=ints.astype(np.int32),
+                  pid=np.ones(n, np.int64), tid=np.ones(n, np.int64), ts=ints * 1000, dur=np.full(n, 500),
+                  external_id=np.full(n, -1), correlation=np.full(n, -1), stream=np.full(n, -1),
+                  device=np.full(n, -1), flow_id=np.array([-1, 7, -1, 7, -1]),
+                  raw_args=[msgspec.Raw(b'{"k": %d}' % k) for k in range(n)])
+    assert len(trace) == 3 and trace.event_count == n and trace.flow_count == 2
+    assert trace.file_rows().tolist() == [0, 2, 4] and trace.flows["row"].tolist() == [1, 3]
+    assert [trace.event_name(i) for i in range(3)] == ["a", "c", "e"]
+    assert [trace.args(i)["k"] for i in range(3)] == [0, 2, 4]
+    assert trace.flows["flow_id"].tolist() == [7, 7] and (trace.flow_id == -1).all()
+    assert (trace.start_ns, trace.end_ns) == (0, 4500)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import msgspec
+from conftest import fixture
 
 from pista.opargs import op_args
 from pista.trace.facts import derive
@@ -43,3 +44,23 @@ def test_fields_read_back_as_a_plain_decode_gives_them(tmp_path):
         assert a.concrete == fields.get("Concrete Inputs")
         assert msgspec.json.decode(a.dims_text) == fields.get("Input Dims")
     assert got[1].dims_text is got[3].dims_text is got[5].dims_text  # one copy of a repeated text
+
+
+def test_the_ops_that_launched_kernels_are_read_in_one_pass(monkeypatch):
+    """The first request for one launching op reads them all (one pass over a streamed file); later
+    requests for any of them read nothing, and what they get is what a plain decode gives."""
+    facts = derive(load_trace(fixture("series_linear_train")))  # its own: nothing read yet
+    trace = facts.trace
+    launchers = sorted({int(o) for o in facts.owner[facts.is_device_work].tolist() if o >= 0})
+    assert len(launchers) > 10
+    reads = []
+    real = type(trace).decode_args
+    monkeypatch.setattr(type(trace), "decode_args", lambda self, idx, struct: reads.append(len(idx))
+                        or real(self, idx, struct))
+    op_args(facts, launchers[:1])
+    assert reads == [len(launchers)]
+    later = op_args(facts, launchers[::-1])
+    assert reads == [len(launchers)]  # nothing more read
+    for i, a in zip(launchers[::-1], later, strict=True):
+        plain = trace.args(i)
+        assert a is not None and a.dims == plain.get("Input Dims") and a.types == plain.get("Input type")
