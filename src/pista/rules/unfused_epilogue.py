@@ -45,7 +45,7 @@ import numpy as np
 from pista.efficiency import GEMM_OPS, MEMO_SIZE, gemm_mnk
 from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import OpArgs, op_args
-from pista.rules._common import name_mask, nearest_ancestor, us
+from pista.rules._common import name_mask, nearest_in, us
 from pista.trace.facts import Facts
 
 ID = "unfused-epilogue"
@@ -104,8 +104,8 @@ def check(ctx: Context) -> list[Finding]:
     ops = facts.is_host & trace.category_mask({"cpu_op"})
     is_gemm = ops & name_mask(facts, GEMM_OPS)
     # the outermost GEMM op of a call (aten::matmul, not the aten::mm inside it)
-    gemm_above = nearest_ancestor(facts, is_gemm, inclusive=False)
-    gemms = np.flatnonzero(is_gemm & (gemm_above < 0))
+    gemms = np.flatnonzero(is_gemm)
+    gemms = gemms[nearest_in(facts, is_gemm, gemms, inclusive=False) < 0]
     if facts.steps:
         gemms = gemms[facts.event_step[gemms] >= 0]
     if gemms.size == 0:
@@ -168,11 +168,10 @@ def _work_under(facts: Facts, ops: np.ndarray) -> dict[int, list[int]]:
     """Op -> the device work launched by it or by ops below it (in event order)."""
     mask = np.zeros(len(facts.trace), dtype=bool)
     mask[ops] = True
-    top = nearest_ancestor(facts, mask)
     work = np.flatnonzero(facts.is_device_work)
     source = np.where(facts.owner[work] >= 0, facts.owner[work], facts.launcher[work])
     work, source = work[source >= 0], source[source >= 0]
-    above = top[source]
+    above = nearest_in(facts, mask, source)
     work, above = work[above >= 0], above[above >= 0]
     if above.size == 0:
         return {}
