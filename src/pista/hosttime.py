@@ -16,7 +16,6 @@ import numpy as np
 
 from pista.rules._common import SYNC_NAMES, _levels, name_mask, pattern_mask
 from pista.trace.facts import Facts, merge_intervals
-from pista.trace.model import Trace, lane_key
 
 REGIONS = ("forward", "backward", "optimizer", "data", "other", "waiting")
 _CODE = {r: i for i, r in enumerate(REGIONS)}
@@ -46,7 +45,7 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     trace = facts.trace
     lo, hi = facts.window
     # SLICE rows at a time: full-length lanes and sums were the summary's peak
-    lanes = np.unique(np.concatenate([np.unique(_lane(trace, idx)) for idx in _in_window(facts, lo, hi)]))
+    lanes = np.unique(np.concatenate([np.unique(trace.lane_keys(idx)) for idx in _in_window(facts, lo, hi)]))
     if not lanes.size:
         return {}
     region = _regions(facts)
@@ -60,7 +59,7 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     sums = np.zeros(lanes.size * width)
     first = np.full(lanes.size, -1, dtype=np.int64)  # each lane's first event in the window
     for idx in _in_window(facts, lo, hi):
-        inverse = np.searchsorted(lanes, _lane(trace, idx))
+        inverse = np.searchsorted(lanes, trace.lane_keys(idx))
         sums += np.bincount(inverse * width + region[idx], weights=facts.self_time[idx], minlength=sums.size)
         seen, at = np.unique(inverse, return_index=True)
         new = first[seen] < 0
@@ -69,7 +68,7 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     events, asleep = _waiting_for_autograd(facts)
     inside = (trace.ts[events] >= lo) & (trace.ts[events] < hi)
     events, asleep = events[inside], asleep[inside]
-    inverse = np.searchsorted(lanes, _lane(trace, events))
+    inverse = np.searchsorted(lanes, trace.lane_keys(events))
     sums += np.bincount(inverse * width + _CODE["waiting"], weights=asleep, minlength=sums.size)
     sums -= np.bincount(inverse * width + region[events], weights=asleep, minlength=sums.size)
     sums = sums.reshape(lanes.size, width)
@@ -89,10 +88,6 @@ def _in_window(facts: Facts, lo: int, hi: int) -> Iterator[np.ndarray]:
     for start in range(0, len(facts.trace), SLICE):
         rows = slice(start, start + SLICE)
         yield start + np.flatnonzero(facts.is_host[rows] & (ts[rows] >= lo) & (ts[rows] < hi))
-
-
-def _lane(trace: Trace, idx: np.ndarray) -> np.ndarray:
-    return lane_key(trace.pid[idx], trace.tid[idx])
 
 
 def _regions(facts: Facts) -> np.ndarray:
@@ -123,11 +118,11 @@ def _waiting_for_autograd(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
     if not engine.size:
         return none
     busy = merge_intervals(trace.ts[engine], trace.ts[engine] + trace.dur[engine])
-    engine_lanes = np.unique(_lane(trace, engine))
+    engine_lanes = np.unique(trace.lane_keys(engine))
     found = []  # the other threads' events that overlap it or have a negative self time, by slices
     for start in range(0, len(trace), SLICE):
         events = start + np.flatnonzero(facts.is_host[start:start + SLICE])
-        events = events[~np.isin(_lane(trace, events), engine_lanes)]
+        events = events[~np.isin(trace.lane_keys(events), engine_lanes)]
         overlap = busy.covered(trace.ts[events], trace.ts[events] + trace.dur[events])
         hit = (overlap > 0) | (facts.self_time[events] < 0)
         found.append((events[hit], overlap[hit]))

@@ -94,8 +94,9 @@ class _Store:
         """Keep what was read, chunk by chunk (each one's decoded fields let go once kept), sorted
         into the store once at the end."""
         parts = [self._rows(events, decoded) for events, decoded in chunks]
-        order = np.argsort(np.concatenate([self.events, *(p[0] for p in parts)]), kind="stable")
-        self.events = np.concatenate([self.events, *(p[0] for p in parts)])[order]
+        events = np.concatenate([self.events, *(p[0] for p in parts)])
+        order = np.argsort(events, kind="stable")
+        self.events = events[order]
         self.fields = np.concatenate([self.fields, *(p[1] for p in parts)])[order]
         self.seqs = np.concatenate([self.seqs, *(p[2] for p in parts)])[order]
 

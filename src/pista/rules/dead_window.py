@@ -42,7 +42,6 @@ from pista.findings import Context, Evidence, Finding, Record, top_indices
 from pista.rules import _one_time as one_time
 from pista.rules._common import enclosing_op, evidence, kernel_launches, mark_ancestors, step_at, us
 from pista.trace.facts import STEP_NAME, Intervals
-from pista.trace.model import lane_key
 
 ID = "dead-window"
 
@@ -146,11 +145,11 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     if tgt.size == 0:
         return [], one_time.EMPTY
     # lanes of the targets and regions only, not one int64 per event of the trace
-    tgt_key = lane_key(trace.pid[tgt], trace.tid[tgt])
+    tgt_key = trace.lane_keys(tgt)
     order = np.lexsort((trace.ts[tgt], tgt_key))
     tgt, tgt_key = tgt[order], tgt_key[order]
     tgt_ts = trace.ts[tgt]
-    region_key = lane_key(trace.pid[regions], trace.tid[regions])
+    region_key = trace.lane_keys(regions)
 
     # first target on the region's own thread at or after its start, if inside the region
     gaps = np.full(regions.size, -1, dtype=np.int64)

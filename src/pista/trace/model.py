@@ -110,6 +110,7 @@ def _unless(value: int, column: np.ndarray) -> np.ndarray:
     """The column, or a read-only view of `value` taking no memory when it holds nothing else."""
     if (column != value).any():
         return column
+    # an id -1 as int32, the width narrow() gives it, so that narrowing the view leaves it one
     return np.broadcast_to(np.asarray(value, dtype=np.int32 if value == NO_ID else column.dtype), column.shape)
 
 
@@ -149,10 +150,11 @@ class Trace:
     size_bytes: int = 0
     # the flow events, out of the columns (split_flows): column -> array, and "row", their rows in
     # the file. Row i of the columns is the file's row `file_rows(i)`; `raw_args` goes by file row.
-    flows: dict[str, np.ndarray] = field(default_factory=dict)
+    # None until split: the loaders split while they hold the columns, a Trace built by hand here.
+    flows: dict[str, np.ndarray] | None = None
 
     def __post_init__(self) -> None:
-        if not self.flows:  # the loaders split them while they hold the columns; a Trace built by hand
+        if self.flows is None:
             columns = {name: getattr(self, name) for name in COLUMNS}
             self.flows = split_flows(columns)
             for name, column in columns.items():
@@ -245,6 +247,10 @@ class Trace:
         for lo in range(0, len(indices), DECODE_CHUNK):
             chunk = indices[lo:lo + DECODE_CHUNK]
             yield chunk, self.decode_args(chunk, struct)
+
+    def lane_keys(self, idx: Any) -> np.ndarray:
+        """lane_key of the events idx."""
+        return lane_key(self.pid[idx], self.tid[idx])
 
     def lane_label(self, pid: int, tid: int) -> str:
         """A readable lane name: 'thread 457 (python3)', 'GPU 0 stream 7', 'profiler overhead'."""
