@@ -381,7 +381,7 @@ def test_the_progress_bar_starts_no_thread(tmp_path, tiny_blocks, monkeypatch):
 _FREED_5_MIB = """
 import sys
 import numpy as np
-from pista.trace.stream import map_big_arrays
+from pista.allocator import map_big_arrays
 def resident():
     return int(open("/proc/self/statm").read().split()[1]) * 4096
 np.ones(20 << 20, dtype=np.uint8)  # freed at once: glibc raises its own bound to 20 MiB

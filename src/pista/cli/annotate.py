@@ -47,9 +47,9 @@ def run(args: argparse.Namespace) -> int:
 def _read(source: str) -> tuple[Trace, bytes | None]:
     """The trace as `pista analyze` reads it (streamed when big), with its notices; and the JSON
     bytes where they had to be read whole anyway (standard input)."""
+    from pista.allocator import map_big_arrays
     from pista.cli.common import STDIN, read_stdin
     from pista.trace.load import decode_trace, load_trace
-    from pista.trace.stream import map_big_arrays
 
     map_big_arrays()
     if source == STDIN:

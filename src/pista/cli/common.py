@@ -10,10 +10,10 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from pista.allocator import map_big_arrays
 from pista.errors import UsageError
 from pista.trace.facts import Facts, derive
 from pista.trace.load import load_trace
-from pista.trace.stream import map_big_arrays
 
 STDIN = "-"
 

@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import re
 import weakref
+from typing import Any
 
 import numpy as np
 
@@ -163,11 +164,11 @@ COMPILE_EVENT = re.compile(
 COMPILED_REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)")
 CACHE_LOOKUP = "TorchDynamo Cache Lookup"
 
-_ancestor_cache: weakref.WeakKeyDictionary[Facts, dict[bytes, np.ndarray]] = weakref.WeakKeyDictionary()
+_ancestor_cache: weakref.WeakKeyDictionary[Facts, dict[bytes, Any]] = weakref.WeakKeyDictionary()
 # Answers of nearest_ancestor kept per trace, the most recently asked: rules ask the same few masks
 # one after another. On big_gpt_eager_20steps, an analysis computes 22 answers with none kept, 17
-# with 2, 15 with 4 (1-2 ms each); each kept is 4 bytes per event (all 16 distinct ones: 144, with
-# the masks as keys, beside the trace's own ~80).
+# with 2, 15 with 4 (1-2 ms each); each kept is at most 4 bytes per event, 8 per event with an
+# ancestor where those are few (_packed: 22 -> ~3 MiB for the two kept at the end on a 1 GB copy).
 ANCESTOR_CACHE_ENTRIES = 2
 NO_EVENT = INDEX(-1)
 
@@ -225,7 +226,7 @@ def nearest_ancestor(facts: Facts, mask: np.ndarray, inclusive: bool = True) -> 
     cache = _ancestor_cache.setdefault(facts, {})
     if key in cache:
         cache[key] = cache.pop(key)  # most recently used last
-        return cache[key]
+        return _unpacked(cache[key], n)
     nearest = np.arange(n, dtype=INDEX)  # inclusive answer
     nearest[~mask] = NO_EVENT
     parent = facts.parent
@@ -236,9 +237,26 @@ def nearest_ancestor(facts: Facts, mask: np.ndarray, inclusive: bool = True) -> 
         nearest = nearest[parent]  # a root reads the last event's answer: set below
         nearest[parent < 0] = NO_EVENT
     nearest.setflags(write=False)
-    cache[key] = nearest
+    cache[key] = _packed(nearest)
     while len(cache) > ANCESTOR_CACHE_ENTRIES:
         del cache[next(iter(cache))]
+    return nearest
+
+
+def _packed(nearest: np.ndarray) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """An answer as kept: (events with an ancestor, their ancestors) where fewer than half the events
+    have one (an optimizer's or a compile region's: a few percent), else the answer itself."""
+    hit = np.flatnonzero(nearest >= 0).astype(INDEX)
+    return (hit, nearest[hit]) if 2 * hit.size < nearest.size else nearest
+
+
+def _unpacked(kept: np.ndarray | tuple[np.ndarray, np.ndarray], n: int) -> np.ndarray:
+    if isinstance(kept, np.ndarray):
+        return kept
+    hit, ancestor = kept
+    nearest = np.full(n, NO_EVENT, dtype=INDEX)
+    nearest[hit] = ancestor
+    nearest.setflags(write=False)
     return nearest
 
 

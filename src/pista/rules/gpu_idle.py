@@ -98,17 +98,27 @@ def union(start: np.ndarray, end: np.ndarray) -> Intervals:
 
 
 def intersect(a: Intervals, b: Intervals) -> Intervals:
-    """The ns in both of two sets of sorted, disjoint intervals."""
+    """The ns in both of two sets of sorted, disjoint intervals. Each interval of a meets a run of
+    b's, found by bisection (touching is not overlap): arrays the size of the answer, where a sort of
+    every end point of both took ~50 MiB under overhead-bound on a 1 GB trace."""
     if a.start.size == 0 or b.start.size == 0:
         return union(np.empty(0), np.empty(0))
-    points = np.concatenate((a.start, a.end, b.start, b.end))
-    delta = np.repeat(np.array([1, -1, 1, -1], dtype=np.int8), (a.start.size, a.end.size, b.start.size, b.end.size))
-    order = np.lexsort((delta, points))  # at one instant, ends before starts: touching is not overlap
-    points = points[order]
-    depth = np.cumsum(delta[order], dtype=np.int8)  # 0, 1 or 2: each set is disjoint
-    del order
-    both = np.flatnonzero(depth[:-1] == 2)
-    return union(points[both], points[both + 1])
+    first = np.searchsorted(b.end, a.start, side="right")  # the first of b ending after a starts
+    count = np.searchsorted(b.start, a.end, side="left") - first  # those starting before it ends
+    np.maximum(count, 0, out=count)
+    total = int(count.sum())
+    if total == 0:
+        return union(np.empty(0), np.empty(0))
+    of_a = np.repeat(np.arange(a.start.size), count)
+    # the b of each piece: its run's first, plus its place in the run
+    of_b = np.arange(total) - np.repeat(np.cumsum(count) - count - first, count)
+    del first, count
+    start = a.start[of_a]
+    np.maximum(start, b.start[of_b], out=start)
+    end = a.end[of_a]
+    del of_a
+    np.minimum(end, b.end[of_b], out=end)
+    return union(start, end)
 
 
 def subtract(a: Intervals, b: Intervals) -> Intervals:
@@ -120,7 +130,9 @@ def subtract(a: Intervals, b: Intervals) -> Intervals:
 
 def spans(facts: Facts, idx: np.ndarray) -> Intervals:
     start = facts.trace.ts[idx]
-    return union(start, start + facts.trace.dur[idx])
+    end = facts.trace.dur[idx].astype(np.int64)
+    end += start
+    return union(start, end)
 
 
 def outermost_ops(facts: Facts, events: np.ndarray) -> np.ndarray:

@@ -113,16 +113,22 @@ class Intervals:
 def merge_intervals(start: np.ndarray, end: np.ndarray) -> Intervals:
     if start.size == 0:
         return Intervals(np.empty(0, np.int64), np.empty(0, np.int64))
+    # each temporary let go as soon as it is used, the running end computed in place: overhead-bound
+    # merges a million ops' spans on a 1 GB trace, where each full-length copy is 8 MiB
     order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
-    running_end = np.maximum.accumulate(e)
+    s = start[order]
+    running_end = end[order]
+    del order
+    np.maximum.accumulate(running_end, out=running_end)
     new_block = np.empty(s.size, dtype=bool)
     new_block[0] = True
-    new_block[1:] = s[1:] > running_end[:-1]
+    np.greater(s[1:], running_end[:-1], out=new_block[1:])
     starts = s[new_block]
+    del s
     # a block ends where the running end stands at its last interval (times may be negative)
-    last_of_block = np.flatnonzero(np.append(new_block[1:], True))
-    return Intervals(starts, running_end[last_of_block].astype(np.int64, copy=False))
+    new_block[:-1] = new_block[1:]
+    new_block[-1] = True
+    return Intervals(starts, running_end[new_block].astype(np.int64, copy=False))
 
 
 @dataclass(eq=False)

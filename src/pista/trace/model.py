@@ -19,7 +19,7 @@ S = TypeVar("S")
 # Events whose args one decode_args call reads in args_chunks: each decoded field points into its
 # event's bytes, so a call keeps every one of its events' text alive until its answers go (~200
 # bytes an event on big_gpt_eager_20steps: the ops of a 1 GB copy held ~250 MiB in one call).
-DECODE_CHUNK = 1 << 14
+DECODE_CHUNK = 1 << 12
 
 
 @cache

@@ -13,7 +13,6 @@ return None, and the in-memory loader, with its lenient paths and salvage, takes
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import gzip
 import itertools
@@ -32,6 +31,7 @@ import numpy as np
 from msgspec import Raw, Struct
 
 from pista import forked
+from pista.allocator import give_back_freed_memory
 from pista.trace import load
 from pista.trace.model import CATEGORY_ALIASES, NARROW_COLUMNS, NO_ID, PH_METADATA, Trace, narrow, split_flows
 
@@ -793,7 +793,7 @@ def _load(source: str, workers: int | None) -> Trace:
     size = end_offset + 1 + len(tail)
     trace = _assemble(source, parts, names, cats, meta, gzipped, size)
     del parts
-    _give_back_freed_memory()
+    give_back_freed_memory()
     return trace
 
 
@@ -899,7 +899,7 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
         arrays = [a for p in parts for a in p.columns.pop(name, [])]
         joined = np.concatenate(arrays) if arrays else np.empty(0, dtype=dtype or np.int64)
         del arrays
-        _give_back_freed_memory()
+        give_back_freed_memory()
         if name in NARROW_COLUMNS and not any(p.odd_ids.get(name) for p in parts):
             return joined  # narrowed blocks, joined: int64 only where some block needed it
         return joined if dtype is None else joined.astype(dtype, copy=False)
@@ -943,7 +943,7 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
         within = within.astype(np.uint16)
     raw_args = OffsetArgs(source, blocks, within, gzipped, preread)
     flows = split_flows(columns)
-    _give_back_freed_memory()
+    give_back_freed_memory()
     trace = Trace(
         source=source,
         names=list(names.ids),
@@ -958,45 +958,6 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
     trace.size_bytes = size
     load._read_lane_names(trace)
     return trace
-
-
-@functools.cache
-def _malloc_trim() -> Any:
-    try:
-        return ctypes.CDLL(None).malloc_trim  # glibc's; other C libraries have none
-    except (OSError, AttributeError, TypeError):  # TypeError: Windows loads no library by None
-        return None
-
-
-# glibc's mallopt options: the size from which an allocation gets its own mapping, handed back to
-# the system when freed, and how much free memory the heap's top may keep. Left alone, glibc raises
-# the first to the biggest block freed so far (up to 32 MiB): a big trace's full-length arrays then
-# come from the heap, where the pages of the freed ones stay resident. 4 MiB maps the arrays of a
-# trace past ~500 k events and none of a smaller one's; the heap's top keeps twice that, as glibc
-# would. 1 GB copy of big_gpt_eager_20steps, tree PSS: 664 MiB left alone, 626 with these (bench.py,
-# 2026-12-04); the 64 MB trace's time unchanged.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-MMAP_THRESHOLD_BYTES = 4 << 20
-
-
-def map_big_arrays() -> None:
-    """Give every allocation of MMAP_THRESHOLD_BYTES or more its own mapping, for the rest of the
-    process. For the command line only: in a user's process (pista.profile) the allocator is theirs."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt  # glibc's; other C libraries have none
-    except (OSError, AttributeError, TypeError):  # TypeError: Windows loads no library by None
-        return
-    mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
-    mallopt(_M_TRIM_THRESHOLD, 2 * MMAP_THRESHOLD_BYTES)
-
-
-def _give_back_freed_memory() -> None:
-    """Hand the pages of freed block arrays back to the system now: they lie between live
-    allocations, where glibc keeps them (on a 1 GB trace: 200 MiB, as much as the trace's columns),
-    and the next column's array, bigger than any of those holes, cannot reuse them."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
 
 
 def _numeric(value: Any, string_ids: dict[str, int], is_flow: bool) -> int:
