@@ -6,7 +6,6 @@ import dataclasses
 import hashlib
 import re
 import weakref
-from typing import Any
 
 import numpy as np
 
@@ -164,12 +163,16 @@ COMPILE_EVENT = re.compile(
 COMPILED_REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)")
 CACHE_LOOKUP = "TorchDynamo Cache Lookup"
 
-_ancestor_cache: weakref.WeakKeyDictionary[Facts, dict[bytes, Any]] = weakref.WeakKeyDictionary()
+_ancestor_cache: weakref.WeakKeyDictionary[Facts, dict[bytes, tuple[np.ndarray, np.ndarray]]] = (
+    weakref.WeakKeyDictionary())
 # Answers of nearest_ancestor kept per trace, the most recently asked: rules ask the same few masks
 # one after another. On big_gpt_eager_20steps, an analysis computes 22 answers with none kept, 17
-# with 2, 15 with 4 (1-2 ms each); each kept is at most 4 bytes per event, 8 per event with an
-# ancestor where those are few (_packed: 22 -> ~3 MiB for the two kept at the end on a 1 GB copy).
+# with 2, 15 with 4 (1-2 ms each). Kept as (events with an ancestor, their ancestors), and only
+# where at most 1 event in ANCESTOR_KEPT_SHARE has one (an optimizer's, a compile region's): an
+# answer most events have (under some cpu_op) is 4 bytes an event, and kept from host-sync to
+# trailing-sync it sat under every rule between (11 MiB of a 1 GB trace's peak).
 ANCESTOR_CACHE_ENTRIES = 2
+ANCESTOR_KEPT_SHARE = 4
 NO_EVENT = INDEX(-1)
 
 
@@ -237,22 +240,15 @@ def nearest_ancestor(facts: Facts, mask: np.ndarray, inclusive: bool = True) -> 
         nearest = nearest[parent]  # a root reads the last event's answer: set below
         nearest[parent < 0] = NO_EVENT
     nearest.setflags(write=False)
-    cache[key] = _packed(nearest)
-    while len(cache) > ANCESTOR_CACHE_ENTRIES:
-        del cache[next(iter(cache))]
+    if np.count_nonzero(nearest >= 0) <= n // ANCESTOR_KEPT_SHARE:
+        hit = np.flatnonzero(nearest >= 0).astype(INDEX)
+        cache[key] = (hit, nearest[hit])
+        while len(cache) > ANCESTOR_CACHE_ENTRIES:
+            del cache[next(iter(cache))]
     return nearest
 
 
-def _packed(nearest: np.ndarray) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-    """An answer as kept: (events with an ancestor, their ancestors) where fewer than half the events
-    have one (an optimizer's or a compile region's: a few percent), else the answer itself."""
-    hit = np.flatnonzero(nearest >= 0).astype(INDEX)
-    return (hit, nearest[hit]) if 2 * hit.size < nearest.size else nearest
-
-
-def _unpacked(kept: np.ndarray | tuple[np.ndarray, np.ndarray], n: int) -> np.ndarray:
-    if isinstance(kept, np.ndarray):
-        return kept
+def _unpacked(kept: tuple[np.ndarray, np.ndarray], n: int) -> np.ndarray:
     hit, ancestor = kept
     nearest = np.full(n, NO_EVENT, dtype=INDEX)
     nearest[hit] = ancestor
