@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -176,3 +178,79 @@ def test_clip_by_bisection_is_the_clip_of_every_interval():
         s, e = np.clip(iv.start, lo, hi), np.clip(iv.end, lo, hi)
         got = iv.clip(lo, hi)
         assert np.array_equal(got.start, s[e > s]) and np.array_equal(got.end, e[e > s]), (lo, hi)
+
+
+@pytest.mark.parametrize("name", ["big_gpt_eager_20steps", "gpu/adamw_foreach", "gpu/capture_mm4096_compile"])
+def test_interval_algebra_on_a_real_trace_is_the_step_by_step_one(name):
+    """Intersect (by bisection) and subtract of the GPU's busy time and the host ops' spans, against
+    a walk over the two lists written out in Python (tests/raw.py); pieces that touch are one."""
+    import raw
+    from conftest import fixture
+
+    from pista.rules import gpu_idle
+    from pista.trace.facts import derive
+    from pista.trace.load import load_trace
+
+    facts = derive(load_trace(fixture(name)))
+    trace = facts.trace
+    busy = max(facts.gpu_busy.values(), key=lambda b: b.total)
+    ops = np.flatnonzero(facts.is_host & trace.category_mask({"cpu_op"}))
+    spans = gpu_idle.spans(facts, ops)
+    expected_spans = raw.merge(zip(trace.ts[ops].tolist(), (trace.ts[ops] + trace.dur[ops]).tolist(), strict=True))
+    assert list(zip(spans.start.tolist(), spans.end.tolist(), strict=True)) == expected_spans
+    listed = list(zip(busy.start.tolist(), busy.end.tolist(), strict=True))
+    both = gpu_idle.intersect(spans, busy)
+    assert list(zip(both.start.tolist(), both.end.tolist(), strict=True)) == raw.merge(raw.intersect(expected_spans, listed))
+    assert both.total > 0
+    rest = gpu_idle.subtract(spans, busy)
+    assert list(zip(rest.start.tolist(), rest.end.tolist(), strict=True)) == raw.merge(raw.subtract(expected_spans, listed))
+
+
+def test_a_kept_ancestor_answer_reads_back_as_computed():
+    """nearest_ancestor keeps an answer only where few events have an ancestor, packed: asked again,
+    it reads back the same answer as a climb up the parents gives; an answer most events have is not
+    kept (the cache holds no array as long as the trace)."""
+    from conftest import fixture
+
+    from pista.rules import _common
+    from pista.trace.facts import derive
+    from pista.trace.load import load_trace
+
+    facts = derive(load_trace(fixture("gpu/adamw_foreach")))
+    trace = facts.trace
+    steps = facts.is_host & _common.pattern_mask(facts, re.compile(r"^Optimizer\.step"))
+    ops = trace.category_mask({"cpu_op"})
+
+    def climbed(mask: np.ndarray, i: int, inclusive: bool) -> int:
+        k = i if inclusive else int(facts.parent[i])
+        while k >= 0 and not mask[k]:
+            k = int(facts.parent[k])
+        return k
+
+    for mask, inclusive, kept in ((steps, True, True), (ops, False, False)):
+        first = _common.nearest_ancestor(facts, mask, inclusive)
+        again = _common.nearest_ancestor(facts, mask, inclusive)
+        assert np.array_equal(first, again)
+        for i in np.linspace(0, len(trace) - 1, 400).astype(int).tolist():
+            assert int(again[i]) == climbed(mask, i, inclusive)
+        entries = _common._ancestor_cache.get(facts, {}).values()
+        assert all(len(hit) <= len(trace) // _common.ANCESTOR_KEPT_SHARE for hit, _ in entries)
+        assert (int((first >= 0).sum()) <= len(trace) // _common.ANCESTOR_KEPT_SHARE) == kept
+    assert (again >= 0).any() and (first >= 0).any()
+
+
+def test_phases_hand_freed_memory_back_only_in_pistas_own_process_on_a_big_trace(monkeypatch):
+    """After map_big_arrays (the command line), a phase's end trims the heap once the trace has
+    TRIM_MIN_ROWS rows; in a user's process, or on a smaller trace, it does nothing."""
+    from pista import allocator
+
+    trims = []
+    monkeypatch.setattr(allocator, "give_back_freed_memory", lambda: trims.append(1))
+    monkeypatch.setattr(allocator, "_tuned", False)
+    allocator.phase_done(allocator.TRIM_MIN_ROWS * 4)
+    assert trims == []
+    monkeypatch.setattr(allocator, "_tuned", True)
+    allocator.phase_done(allocator.TRIM_MIN_ROWS - 1)
+    assert trims == []
+    allocator.phase_done(allocator.TRIM_MIN_ROWS)
+    assert trims == [1]

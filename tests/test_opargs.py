@@ -64,3 +64,23 @@ def test_the_ops_that_launched_kernels_are_read_in_one_pass(monkeypatch):
     for i, a in zip(launchers[::-1], later, strict=True):
         plain = trace.args(i)
         assert a is not None and a.dims == plain.get("Input Dims") and a.types == plain.get("Input type")
+
+
+def test_text_ids_name_the_texts_op_args_reads():
+    """opargs.text_ids: per event the ids of the texts op_args gives (NO_ARGS where it gives None),
+    equal ids for equal texts, on every event of a real trace."""
+    import numpy as np
+
+    from pista.opargs import NO_ARGS, text_ids
+
+    facts = derive(load_trace(fixture("gpu/capture_transformer")))
+    events = np.arange(len(facts.trace)).tolist()  # ops, kernels, and events with no args object
+    ids, texts = text_ids(facts, events)
+    read = op_args(facts, events)
+    assert ids.shape == (len(events), 3) and any(a is None for a in read) and any(a is not None for a in read)
+    for row, a in zip(ids.tolist(), read, strict=True):
+        if a is None:
+            assert row[0] == NO_ARGS
+        else:
+            assert [texts[k] for k in row] == [a.dims_text, a.types_text, a.concrete_text]
+    assert len(set(texts)) == len(texts)  # one id per text
