@@ -176,3 +176,23 @@ def test_a_trace_built_by_hand_keeps_its_flow_events_apart():
     assert [trace.args(i)["k"] for i in range(3)] == [0, 2, 4]
     assert trace.flows["flow_id"].tolist() == [7, 7] and (trace.flow_id == -1).all()
     assert (trace.start_ns, trace.end_ns) == (0, 4500)
+
+
+def test_the_command_line_keeps_the_flow_columns_only_for_sql():
+    """open_trace lets the flow events' columns go (no rule reads them) but keeps their places and
+    the span they reach; `pista sql`, which shows them, asks for them."""
+    from pista.cli.common import open_trace
+
+    path = fixture("seed_mm64_cold")
+    with gzip.open(path, "rt") as handle:
+        raw = json.load(handle)["traceEvents"]
+    flows = [e for e in raw if e.get("ph") in ("s", "f")]
+    timed = [e for e in raw if e.get("ph") != "M" and "ts" in e]
+    assert flows
+    lean = open_trace(str(path), quiet=True).trace
+    full = open_trace(str(path), quiet=True, flow_columns=True).trace
+    assert set(lean.flows) == {"row"} and len(full.flows) > 1
+    assert lean.event_count == full.event_count == len(raw) and lean.flow_count == len(flows)
+    assert lean.start_ns == full.start_ns == round(min(e["ts"] for e in timed) * 1000)
+    assert lean.end_ns == full.end_ns
+    assert np.array_equal(lean.file_rows(), full.file_rows())

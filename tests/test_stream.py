@@ -418,3 +418,14 @@ def test_the_command_line_hands_big_arrays_back(tmp_path):
 
     assert given_back("mapped") >= 5 << 20
     assert given_back("heap") < 1 << 20
+
+
+def test_a_flow_event_carrying_ids_reads_the_same_both_ways(tmp_path, tiny_blocks):
+    """A flow event with an External id and a correlation (a damaged file can merge one into the
+    runtime call before it): both readers keep its ids, in columns of the same width."""
+    carrying = {"ph": "f", "id": 5, "pid": 7, "tid": 8, "ts": 1004.0, "cat": "ac2g", "name": "ac2g", "bp": "e",
+                "args": {"External id": 4, "correlation": 1137}}
+    path = write_document(tmp_path / "t.json", TRICKY + [carrying] + TRICKY)
+    streamed = stream.load_streamed(path, workers=2)
+    assert streamed.flows["external_id"].tolist() == [-1, 4, -1] and streamed.flows["correlation"].tolist()[1] == 1137
+    assert_same(in_memory(path), streamed)

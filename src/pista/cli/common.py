@@ -14,6 +14,7 @@ from pista.allocator import map_big_arrays
 from pista.errors import UsageError
 from pista.trace.facts import Facts, derive
 from pista.trace.load import load_trace
+from pista.trace.model import Trace
 
 STDIN = "-"
 
@@ -26,15 +27,19 @@ def apply_peaks(path: str | None) -> None:
         efficiency.use_peaks(efficiency.load_peaks(path))
 
 
-def open_trace(path: str, quiet: bool = False) -> Facts:
+def open_trace(path: str, quiet: bool = False, flow_columns: bool = False) -> Facts:
     """Load and derive; notices (skipped events, salvage) go to stderr, one line each. `-` reads the
-    trace from standard input (plain or gzipped)."""
+    trace from standard input (plain or gzipped). The flow events' columns are kept only where
+    asked (`pista sql`: the one verb that shows them)."""
     map_big_arrays()  # the command line's process is pista's own: after a capture, if any
     if path == STDIN:
-        return _from_stdin(quiet)
-    trace = load_trace(path)
-    if not quiet:
-        print_notices(path, trace.notices)
+        trace = _from_stdin(quiet)
+    else:
+        trace = load_trace(path)
+        if not quiet:
+            print_notices(path, trace.notices)
+    if not flow_columns:
+        trace.drop_flow_columns()
     return derive(trace)
 
 
@@ -67,7 +72,7 @@ def read_stdin() -> tuple[bytes, list[str]]:
         return read_bytes(_stdin_file(folder))
 
 
-def _from_stdin(quiet: bool) -> Facts:
+def _from_stdin(quiet: bool) -> Trace:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="pista-stdin-") as folder:
@@ -75,7 +80,7 @@ def _from_stdin(quiet: bool) -> Facts:
     trace.source = "<stdin>"
     if not quiet:
         print_notices("<stdin>", trace.notices)
-    return derive(trace)
+    return trace
 
 
 def default_output(trace: str, suffix: str) -> Path:

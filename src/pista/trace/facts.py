@@ -306,14 +306,20 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
         pid, tid = pid.astype(np.int64), tid.astype(np.int64)  # the main lane's ids may be wider
         pid[moved], tid[moved] = main_lane
     ts = trace.ts[idx]
-    end = ts + trace.dur[idx]
-    order = np.lexsort((-end, ts, tid, pid))
-    idx, ts, end, pid, tid = idx[order], ts[order], end[order], pid[order], tid[order]
-    del order
+    # longest first among equal starts: by duration, the ends made after the sort
+    order = np.lexsort((-trace.dur[idx], ts, tid, pid))
+    # one column at a time, each let go as its sorted copy is made: all at once held both sets
+    # (~70 MiB of a 1 GB trace's derive, its peak)
+    pid = pid[order]
+    tid = tid[order]
     new_lane = np.empty(idx.size, dtype=bool)
     new_lane[0] = True
     new_lane[1:] = (pid[1:] != pid[:-1]) | (tid[1:] != tid[:-1])
     del pid, tid
+    idx = idx[order]
+    ts = ts[order]
+    del order
+    end = ts + trace.dur[idx]
 
     parent_pos, depth_sorted = _nest(ts, end, new_lane)
     del new_lane
@@ -345,7 +351,7 @@ def _nest(ts: np.ndarray, end: np.ndarray, new_lane: np.ndarray) -> tuple[np.nda
     n = ts.size
     candidate = np.arange(-1, n - 1, dtype=INDEX)
     candidate[new_lane] = -1
-    open_ = np.flatnonzero(candidate >= 0)
+    open_ = np.flatnonzero(candidate >= 0).astype(INDEX)
     while open_.size:
         c = candidate[open_]
         contains = (end[c] >= end[open_]) & (end[c] > ts[open_])
@@ -354,7 +360,7 @@ def _nest(ts: np.ndarray, end: np.ndarray, new_lane: np.ndarray) -> tuple[np.nda
         open_ = open_[candidate[open_] >= 0]
     depth = np.zeros(n, dtype=np.int32)
     ancestor = candidate.copy()
-    below = np.flatnonzero(ancestor >= 0)
+    below = np.flatnonzero(ancestor >= 0).astype(INDEX)
     while below.size:
         depth[below] += 1
         ancestor[below] = candidate[ancestor[below]]
