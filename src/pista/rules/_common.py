@@ -260,6 +260,8 @@ def nearest_in(facts: Facts, mask: np.ndarray, idx: np.ndarray, inclusive: bool 
     """nearest_ancestor(facts, mask, inclusive)[idx] for events idx (none -1), climbing from them
     alone: arrays the size of idx, where nearest_ancestor makes one per event (and caches it)."""
     out = np.full(idx.size, NO_EVENT, dtype=INDEX)
+    if not mask.any():
+        return out
     at = np.arange(idx.size, dtype=INDEX)
     up = np.asarray(idx, dtype=INDEX) if inclusive else facts.parent[idx]
     while at.size:

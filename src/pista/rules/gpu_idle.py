@@ -58,7 +58,7 @@ from pista.rules._common import (
     us,
 )
 from pista.rules._common import evidence as event_evidence
-from pista.trace.facts import STEP_NAME, Facts, Intervals, merge_intervals, per_facts
+from pista.trace.facts import INDEX, STEP_NAME, Facts, Intervals, merge_intervals, per_facts
 
 ID = "gpu-idle"
 # A region launches "almost nothing" when it lasts at least this long (ns) and at least this long
@@ -140,7 +140,7 @@ def outermost_ops(facts: Facts, events: np.ndarray) -> np.ndarray:
     event itself when no op is above it."""
     cpu_op = facts.is_host & facts.trace.category_mask({"cpu_op"})
     out = np.asarray(events, dtype=np.int64).copy()
-    at = np.arange(out.size, dtype=np.int64)  # the events still climbing, and their parents
+    at = np.arange(out.size, dtype=INDEX)  # the events still climbing, and their parents
     up = facts.parent[out]
     while at.size:
         live = (up >= 0) & cpu_op[up]  # a root's -1 reads the last event: masked by up >= 0
@@ -355,12 +355,13 @@ def _cold_calls(facts: Facts, in_window: np.ndarray) -> np.ndarray:
     trace = facts.trace
     cand = facts.is_host & trace.category_mask({"user_annotation", "cpu_op"}) & ~pattern_mask(facts, STEP_NAME)
     cand &= in_window
-    idx = np.flatnonzero(cand)
-    del cand
-    # only a name with a call of COLD_MIN_NS or more can have a cold first call: the rest go first
+    # only a name with a call of COLD_MIN_NS or more can have a cold first call: the rest go first,
+    # by masks over the events (a byte each), not index arrays of every candidate (8 bytes each)
     long_names = np.zeros(len(trace.names), dtype=bool)
-    long_names[trace.name[idx[trace.dur[idx] >= COLD_MIN_NS]]] = True
-    idx = idx[long_names[trace.name[idx]]]
+    long_names[trace.name[cand & (trace.dur >= COLD_MIN_NS)]] = True
+    cand &= long_names[trace.name]
+    idx = np.flatnonzero(cand).astype(INDEX)
+    del cand
     # an op that calls itself (aten::mean inside aten::mean) is one call
     parent = facts.parent[idx]
     idx = idx[(parent < 0) | (trace.name[parent] != trace.name[idx])]

@@ -47,7 +47,7 @@ from pista.rules._common import (
     device_time_under,
     evidence,
     mark_ancestors,
-    nearest_ancestor,
+    nearest_in,
     pattern_mask,
     us,
 )
@@ -155,11 +155,16 @@ def _calls(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
     not a loop)."""
     trace = facts.trace
     in_window = facts.event_step >= 0 if facts.steps else np.ones(len(trace), dtype=bool)
-    in_window &= nearest_ancestor(facts, facts.is_host & pattern_mask(facts, COMPILE_EVENT)) < 0
+    compiling = facts.is_host & pattern_mask(facts, COMPILE_EVENT)
+    # climbing from the calls alone (arrays their size), not a nearest-ancestor answer per event:
+    # this rule's peak was the analysis' on a 5 GB trace
     ops = np.flatnonzero(facts.is_host & trace.category_mask({"cpu_op"}) & in_window).astype(INDEX)
+    ops = ops[nearest_in(facts, compiling, ops) < 0]
     parent = facts.parent[ops]
     ops = ops[(parent < 0) | (trace.name[parent] != trace.name[ops])]
-    return ops, np.flatnonzero(facts.is_device_work & in_window).astype(INDEX)
+    del parent
+    work = np.flatnonzero(facts.is_device_work & in_window).astype(INDEX)
+    return ops, work[nearest_in(facts, compiling, work) < 0]
 
 
 def _candidates(facts: Facts, free: Intervals, min_calls: float, min_cost: float,
@@ -276,9 +281,9 @@ def _source(facts: Facts, kind: str, name_id: int, members: np.ndarray) -> str:
     hosts = members if kind == "op" else facts.launcher[members][facts.launcher[members] >= 0]
     if hosts.size == 0:
         return "loop"
-    if (nearest_ancestor(facts, pattern_mask(facts, launch_bound.COMPILED_CODE))[hosts] >= 0).mean() >= 0.5:
+    if (nearest_in(facts, pattern_mask(facts, launch_bound.COMPILED_CODE), hosts) >= 0).mean() >= 0.5:
         return "compiled"
-    if (nearest_ancestor(facts, facts.is_host & pattern_mask(facts, OPTIMIZER))[hosts] >= 0).mean() >= 0.5:
+    if (nearest_in(facts, facts.is_host & pattern_mask(facts, OPTIMIZER), hosts) >= 0).mean() >= 0.5:
         return "optimizer"
     if kind == "op" and trace.names[name_id] in CASTS:
         return "cast"
