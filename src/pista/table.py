@@ -120,9 +120,9 @@ def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack
     trace = facts.trace
     python = trace.category_mask({"python_function"})
     parent, self_cpu_time = _tree_without(facts, python)
-    self_device, device_total = _device_times(facts, python, parent)
+    device = _self_device_times(facts)
     self_cpu_total = float(self_cpu_time[(facts.is_host | facts.is_overhead) & ~python].sum()) / 1000.0
-    duplicate, dup, rep = _merge_only_children(facts, parent, python, self_device)
+    duplicate, dup, rep = _merge_only_children(facts, parent, python)
 
     row_kind = np.zeros(len(trace), dtype=np.int8)  # 0: not a row, 1: CPU row, 2: device row
     row_kind[(facts.is_host | facts.is_overhead) & ~python] = 1
@@ -143,11 +143,15 @@ def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack
         name_of = uniq[:, 0] if uniq.ndim > 1 else uniq
         size = name_of.size
         if kind == 1:
+            # the dropped same-name children's self times go to the rows of the parents they went to
+            moved = inverse[np.searchsorted(sel, rep)]
             self_cpu = _sums(self_cpu_time, sel, inverse, size)
-            # the self time of the dropped same-name children, on the rows of the parents they went to
-            self_cpu += np.bincount(inverse[np.searchsorted(sel, rep)], weights=self_cpu_time[dup], minlength=size)
-            times = [self_cpu / 1000.0] + [_sums(v, sel, inverse, size) / 1000.0 for v in (trace.dur, self_device,
-                                                                                         device_total)]
+            self_cpu += np.bincount(moved, weights=self_cpu_time[dup], minlength=size)
+            self_device = _sums(device, sel, inverse, size)
+            self_device += np.bincount(moved, weights=device[dup], minlength=size)
+            _add_up_the_tree(facts, python, parent, device)  # each event's device time now with its children's
+            times = [self_cpu / 1000.0, _sums(trace.dur, sel, inverse, size) / 1000.0, self_device / 1000.0,
+                     _sums(device, sel, inverse, size) / 1000.0]
             memory = [_sums(m, sel, inverse, size).astype(np.int64) for m in mem]
         else:
             device = _sums(trace.dur, sel, inverse, size) / 1000.0
@@ -169,29 +173,34 @@ def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack
     return Table(rows, self_cpu_total, self_device_total, has_memory=bool(memory_rows(facts)["idx"].size))
 
 
-def _device_times(facts: Facts, python: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per host event, device time: its own kernels' (self), and summed up the tree, deepest first."""
+def _self_device_times(facts: Facts) -> np.ndarray:
+    """Per host event, the device time of its own kernels (and what torch charges to a profiler
+    overhead activity). One array, summed up the tree in place once the self times are read: two
+    were 44 MiB of a 1 GB trace's table."""
     dur = facts.trace.dur
-    self_device = np.zeros(len(dur), dtype=np.int64)
+    device = np.zeros(len(dur), dtype=np.int64)
     owned = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
-    np.add.at(self_device, facts.owner[owned], dur[owned])
-    _add_overhead_device_time(facts, owned, self_device)
-    del owned
-    device_total = self_device.copy()
-    host = np.flatnonzero((facts.is_host | facts.is_overhead) & ~python)
+    np.add.at(device, facts.owner[owned], dur[owned])
+    _add_overhead_device_time(facts, owned, device)
+    return device
+
+
+def _add_up_the_tree(facts: Facts, python: np.ndarray, parent: np.ndarray, device: np.ndarray) -> None:
+    """Each host event's device time plus its descendants', in place, deepest first."""
+    host = np.flatnonzero((facts.is_host | facts.is_overhead) & ~python).astype(INDEX)
+    host = host[parent[host] >= 0]  # the events with a parent to add to
     host_depth = facts.depth[host]
     for d in range(int(host_depth.max()) if host.size else 0, 0, -1):
-        level = host[(host_depth == d) & (parent[host] >= 0)]
-        np.add.at(device_total, parent[level], device_total[level])
-    return self_device, device_total
+        level = host[host_depth == d]
+        np.add.at(device, parent[level], device[level])
 
 
-def _merge_only_children(facts: Facts, parent: np.ndarray, python: np.ndarray,
-                         self_device: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _merge_only_children(facts: Facts, parent: np.ndarray, python: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """torch drops a node that is its same-named parent's only child; the parent inherits its self
-    time and kernels, so counts and totals are not doubled. (dropped mask, the dropped, the parent
-    each goes to); self_device is changed in place, the self time is added where it is summed (a
-    copy of every event's was 22 MiB of a 1 GB trace's table)."""
+    times and kernels, so counts and totals are not doubled. (dropped mask, the dropped, the parent
+    each goes to): their self times are added where the rows are summed (copies of every event's
+    were 22 MiB each of a 1 GB trace's table)."""
     duplicate = _same_name_only_children(facts, parent, python)
     if not duplicate.any():
         return duplicate, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
@@ -199,7 +208,6 @@ def _merge_only_children(facts: Facts, parent: np.ndarray, python: np.ndarray,
     rep = parent[dup]
     while duplicate[rep].any():
         rep = np.where(duplicate[rep], parent[rep], rep)
-    np.add.at(self_device, rep, self_device[dup])
     return duplicate, dup, rep
 
 

@@ -271,8 +271,7 @@ def _per_name(name: np.ndarray, ns: np.ndarray, size: int) -> np.ndarray:
 def _nested(facts: Facts, members: np.ndarray) -> float:
     """The share of the calls whose parent is another op."""
     parent = facts.parent[members]
-    cpu_op = facts.trace.category_mask({"cpu_op"})
-    return float(((parent >= 0) & cpu_op[np.maximum(parent, 0)]).mean())
+    return float(((parent >= 0) & facts.trace.category_mask({"cpu_op"}, np.maximum(parent, 0))).mean())
 
 
 def _source(facts: Facts, kind: str, name_id: int, members: np.ndarray) -> str:

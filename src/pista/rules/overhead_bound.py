@@ -271,11 +271,19 @@ def _other_claims(facts: Facts) -> dict[str, Intervals]:
     return out
 
 
+OPTIONS_SLICE = 1 << 16  # events looked at a time for the first ops (memory, not output)
+
+
 def _profiler_options(facts: Facts) -> tuple[bool, bool]:
     """Whether the trace was recorded with record_shapes (ops carry Input Dims) and with_stack
     (python_function events)."""
     trace = facts.trace
-    ops = np.flatnonzero(facts.is_host & trace.category_mask({"cpu_op"}))[:20]
-    shapes = any("Input Dims" in trace.args(int(i)) for i in ops)
-    stack = bool(trace.category_mask({"python_function"}).any())
+    ops: list[int] = []  # the first 20 ops, looked for a slice of the trace at a time
+    for lo in range(0, len(trace), OPTIONS_SLICE):
+        part = slice(lo, lo + OPTIONS_SLICE)
+        ops += (lo + np.flatnonzero(facts.is_host[part] & trace.category_mask({"cpu_op"}, part)))[:20 - len(ops)].tolist()
+        if len(ops) == 20:
+            break
+    shapes = any("Input Dims" in trace.args(i) for i in ops)
+    stack = "python_function" in trace.categories and bool(trace.category_mask({"python_function"}).any())
     return shapes, stack
