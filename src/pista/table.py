@@ -19,7 +19,7 @@ import numpy as np
 from pista.memory import CPU_MEMORY_TYPES, DEVICE_MEMORY_TYPES, MEMORY_EVENT, memory_rows
 from pista.opargs import op_args
 from pista.render.controls import sanitize
-from pista.trace.facts import INDEX, STEP_NAME, Facts
+from pista.trace.facts import STEP_NAME, Facts, indices
 from pista.trace.model import NO_ID
 
 NAME_WIDTH = 55
@@ -135,7 +135,7 @@ def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack
     frames, frame_names = _stacks(facts, python, group_by_stack_n) if group_by_stack_n > 0 else (None, [])
     rows = []
     for kind, device_type in ((1, "CPU"), (2, "CUDA")):
-        sel = np.flatnonzero(row_kind == kind).astype(INDEX)
+        sel = indices(row_kind == kind)
         if sel.size == 0:
             continue
         uniq, inverse = _group(display[trace.name[sel]], shapes[0][sel] if shapes is not None else None,
@@ -187,7 +187,7 @@ def _self_device_times(facts: Facts) -> np.ndarray:
 
 def _add_up_the_tree(facts: Facts, python: np.ndarray, parent: np.ndarray, device: np.ndarray) -> None:
     """Each host event's device time plus its descendants', in place, deepest first."""
-    host = np.flatnonzero((facts.is_host | facts.is_overhead) & ~python).astype(INDEX)
+    host = indices((facts.is_host | facts.is_overhead) & ~python)
     host = host[parent[host] >= 0]  # the events with a parent to add to
     host_depth = facts.depth[host]
     for d in range(int(host_depth.max()) if host.size else 0, 0, -1):

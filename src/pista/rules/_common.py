@@ -10,7 +10,7 @@ import weakref
 import numpy as np
 
 from pista.findings import Evidence
-from pista.trace.facts import INDEX, Facts, per_facts
+from pista.trace.facts import INDEX, Facts, indices, per_facts
 
 # Runtime/driver calls that put a kernel (or copy/memset) on a stream, by name: is_launch covers every
 # runtime call (cudaMalloc, cudaDeviceGetAttribute...), which are not launches.
@@ -241,7 +241,7 @@ def nearest_ancestor(facts: Facts, mask: np.ndarray, inclusive: bool = True) -> 
         nearest[parent < 0] = NO_EVENT
     nearest.setflags(write=False)
     if np.count_nonzero(nearest >= 0) <= n // ANCESTOR_KEPT_SHARE:
-        hit = np.flatnonzero(nearest >= 0).astype(INDEX)
+        hit = indices(nearest >= 0)
         cache[key] = (hit, nearest[hit])
         while len(cache) > ANCESTOR_CACHE_ENTRIES:
             del cache[next(iter(cache))]
@@ -264,11 +264,15 @@ def nearest_in(facts: Facts, mask: np.ndarray, idx: np.ndarray, inclusive: bool 
         return out
     at = np.arange(idx.size, dtype=INDEX)
     up = np.asarray(idx, dtype=INDEX) if inclusive else facts.parent[idx]
-    while at.size:
-        at, up = at[up >= 0], up[up >= 0]
+    while at.size:  # one array at a time, each let go as its successor is made
+        climbing = up >= 0
+        at = at[climbing]
+        up = up[climbing]
         hit = mask[up]
         out[at[hit]] = up[hit]
-        at, up = at[~hit], facts.parent[up[~hit]]
+        hit = ~hit
+        at = at[hit]
+        up = facts.parent[up[hit]]
     return out
 
 
@@ -281,7 +285,7 @@ def _levels(facts: Facts) -> list[np.ndarray]:
     if not depth.size:
         return []
     deepest = int(depth.max())
-    idx = np.flatnonzero((parent >= 0) & (depth >= 1)).astype(INDEX)
+    idx = indices((parent >= 0) & (depth >= 1))
     idx = idx[np.argsort(depth[idx], kind="stable")]
     bounds = np.searchsorted(depth[idx], np.arange(1, deepest + 2))
     return [idx[bounds[k]:bounds[k + 1]] for k in range(deepest)]

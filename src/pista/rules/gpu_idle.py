@@ -58,7 +58,7 @@ from pista.rules._common import (
     us,
 )
 from pista.rules._common import evidence as event_evidence
-from pista.trace.facts import INDEX, STEP_NAME, Facts, Intervals, merge_intervals, per_facts
+from pista.trace.facts import INDEX, STEP_NAME, Facts, Intervals, indices, merge_intervals, per_facts
 
 ID = "gpu-idle"
 # A region launches "almost nothing" when it lasts at least this long (ns) and at least this long
@@ -290,7 +290,7 @@ def _slow_regions(facts: Facts, in_window: np.ndarray, compiling: np.ndarray, co
     names, counts = np.unique(trace.name[region], return_counts=True)
     seen_once = set(names[counts == 1].tolist())
     gpu_ops = facts.is_host & trace.category_mask({"cpu_op"}) & _above(facts, launch)
-    outer = np.flatnonzero(gpu_ops)
+    outer = indices(gpu_ops)
     del gpu_ops
     outer = outer[~_under_op(facts, outer)]  # an op above a GPU op is one too
     slow = np.zeros(len(trace), dtype=bool)
@@ -360,7 +360,7 @@ def _cold_calls(facts: Facts, in_window: np.ndarray) -> np.ndarray:
     long_names = np.zeros(len(trace.names), dtype=bool)
     long_names[trace.name[cand & (trace.dur >= COLD_MIN_NS)]] = True
     cand &= long_names[trace.name]
-    idx = np.flatnonzero(cand).astype(INDEX)
+    idx = indices(cand)
     del cand
     # an op that calls itself (aten::mean inside aten::mean) is one call
     parent = facts.parent[idx]

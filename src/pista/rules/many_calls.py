@@ -51,9 +51,10 @@ from pista.rules._common import (
     pattern_mask,
     us,
 )
-from pista.trace.facts import INDEX, Facts, Intervals, per_facts
+from pista.trace.facts import Facts, Intervals, indices, per_facts
 
 ID = "many-calls"
+PER_NAME_SLICE = 1 << 18  # calls looked at a time (memory, not output)
 
 # Calls per step. launch_bound calls aten::add/aten::mul 100 times a step, big_gpt_eager_20steps
 # aten::to 271 times; the busiest name in series_mlp_eager is aten::empty_strided at 52 a step,
@@ -158,12 +159,15 @@ def _calls(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
     compiling = facts.is_host & pattern_mask(facts, COMPILE_EVENT)
     # climbing from the calls alone (arrays their size), not a nearest-ancestor answer per event:
     # this rule's peak was the analysis' on a 5 GB trace
-    ops = np.flatnonzero(facts.is_host & trace.category_mask({"cpu_op"}) & in_window).astype(INDEX)
+    ops = indices(facts.is_host & trace.category_mask({"cpu_op"}) & in_window)
     ops = ops[nearest_in(facts, compiling, ops) < 0]
-    parent = facts.parent[ops]
-    ops = ops[(parent < 0) | (trace.name[parent] != trace.name[ops])]
-    del parent
-    work = np.flatnonzero(facts.is_device_work & in_window).astype(INDEX)
+    first = np.empty(ops.size, dtype=bool)  # not inside a call of its own name; a slice at a time
+    for lo in range(0, ops.size, PER_NAME_SLICE):
+        part = ops[lo:lo + PER_NAME_SLICE]
+        parent = facts.parent[part]
+        first[lo:lo + PER_NAME_SLICE] = (parent < 0) | (trace.name[parent] != trace.name[part])
+    ops = ops[first]
+    work = indices(facts.is_device_work & in_window)
     return ops, work[nearest_in(facts, compiling, work) < 0]
 
 
@@ -179,7 +183,7 @@ def _candidates(facts: Facts, free: Intervals, min_calls: float, min_cost: float
         name = trace.name[idx]
         counts = np.bincount(name)
         if kind == "op":
-            totals = _per_name(name, trace.dur[idx], counts.size)
+            totals = _per_name(name, trace.dur, counts.size, idx)
             gpu_totals = device_time_under(facts, idx, name, counts.size).astype(np.float64)
         else:
             launcher = facts.launcher[idx]
@@ -260,11 +264,16 @@ def check(ctx: Context) -> list[Finding]:
     return [Finding(ID, record, impact, [e for k in order for e in shown[k][1]])]
 
 
-def _per_name(name: np.ndarray, ns: np.ndarray, size: int) -> np.ndarray:
-    """Per name id, the sum of the calls' ns, as floats: summed in int64 (exact, as bincount's float
-    sums of ns are), with no float copy of one value per call."""
+def _per_name(name: np.ndarray, ns: np.ndarray, size: int, idx: np.ndarray | None = None) -> np.ndarray:
+    """Per name id, the sum of the calls' ns (of ns[idx] where idx is given, a slice of the calls at a
+    time: no int64 copy per call), as floats: summed in int64 (exact, as bincount's float sums of ns
+    are), with no float copy of one value per call."""
     out = np.zeros(size, dtype=np.int64)
-    np.add.at(out, name, ns)
+    if idx is None:
+        np.add.at(out, name, ns)
+    else:
+        for lo in range(0, idx.size, PER_NAME_SLICE):
+            np.add.at(out, name[lo:lo + PER_NAME_SLICE], ns[idx[lo:lo + PER_NAME_SLICE]])
     return out.astype(np.float64)
 
 

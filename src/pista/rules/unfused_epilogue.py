@@ -46,7 +46,7 @@ from pista.efficiency import GEMM_OPS, MEMO_SIZE, gemm_mnk
 from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import OpArgs, op_args
 from pista.rules._common import name_mask, nearest_in, us
-from pista.trace.facts import INDEX, Facts
+from pista.trace.facts import INDEX, Facts, indices
 
 ID = "unfused-epilogue"
 BIAS_OPS = frozenset({"aten::add", "aten::add_"})
@@ -153,8 +153,8 @@ def _next_sibling(facts: Facts, ops: np.ndarray, of: np.ndarray) -> np.ndarray:
     trace, parent = facts.trace, facts.parent
     wanted = np.zeros(len(trace) + 1, dtype=bool)  # by parent, shifted so a root's -1 is slot 0
     wanted[parent[of] + 1] = True
-    idx = np.flatnonzero(ops)
-    idx = idx[wanted[parent[idx] + 1]].astype(INDEX)
+    idx = indices(ops)
+    idx = idx[wanted[parent[idx] + 1]]
     del wanted
     if idx.size < 2:
         return np.full(len(of), -1, dtype=np.int64)

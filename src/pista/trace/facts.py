@@ -110,6 +110,22 @@ class Intervals:
         return Intervals(starts[keep], ends[keep])
 
 
+# Events per slice when indices() lists a mask's events (memory, not output).
+INDICES_SLICE = 1 << 20
+
+
+def indices(mask: np.ndarray) -> np.ndarray:
+    """np.flatnonzero(mask) as INDEX, a slice of the mask at a time: flatnonzero's int64 answer, half
+    of it wasted, was a rule's peak on a big trace (1.4 M ops of a 1 GB one: 11 MiB)."""
+    out = np.empty(int(np.count_nonzero(mask)), dtype=INDEX)
+    at = 0
+    for lo in range(0, mask.size, INDICES_SLICE):
+        part = np.flatnonzero(mask[lo:lo + INDICES_SLICE])
+        out[at:at + part.size] = part + lo
+        at += part.size
+    return out
+
+
 def merge_intervals(start: np.ndarray, end: np.ndarray) -> Intervals:
     if start.size == 0:
         return Intervals(np.empty(0, np.int64), np.empty(0, np.int64))
@@ -296,7 +312,7 @@ def _op_tree(trace: Trace, is_host: np.ndarray, main_lane: tuple[int, int] = (-1
     """Nest host events per thread the way torch's key_averages does: a child starts before its
     parent ends and ends no later; ties go to the longer event as the parent."""
     n = len(trace)
-    idx = np.flatnonzero(is_host).astype(INDEX)
+    idx = indices(is_host)
     if idx.size == 0:
         return np.full(n, -1, dtype=INDEX), np.zeros(n, dtype=DEPTH), np.zeros(n, dtype=np.int64)
     # the host events only, here and below: full-length copies would make derive's peak
@@ -351,7 +367,7 @@ def _nest(ts: np.ndarray, end: np.ndarray, new_lane: np.ndarray) -> tuple[np.nda
     n = ts.size
     candidate = np.arange(-1, n - 1, dtype=INDEX)
     candidate[new_lane] = -1
-    open_ = np.flatnonzero(candidate >= 0).astype(INDEX)
+    open_ = indices(candidate >= 0)
     while open_.size:
         c = candidate[open_]
         contains = (end[c] >= end[open_]) & (end[c] > ts[open_])
@@ -360,7 +376,7 @@ def _nest(ts: np.ndarray, end: np.ndarray, new_lane: np.ndarray) -> tuple[np.nda
         open_ = open_[candidate[open_] >= 0]
     depth = np.zeros(n, dtype=np.int32)
     ancestor = candidate.copy()
-    below = np.flatnonzero(ancestor >= 0).astype(INDEX)
+    below = indices(ancestor >= 0)
     while below.size:
         depth[below] += 1
         ancestor[below] = candidate[ancestor[below]]
@@ -372,7 +388,7 @@ def _link(keys_from: np.ndarray, from_mask: np.ndarray, keys_to: np.ndarray, to_
     """For each event in from_mask, the first event in to_mask with the same key (-1 if none)."""
     n = keys_from.shape[0]
     out = np.full(n, -1, dtype=INDEX)
-    targets = np.flatnonzero(to_mask & (keys_to != NO_ID)).astype(INDEX)
+    targets = indices(to_mask & (keys_to != NO_ID))
     sources = np.flatnonzero(from_mask & (keys_from != NO_ID))
     if targets.size == 0 or sources.size == 0:
         return out
