@@ -254,3 +254,19 @@ def test_phases_hand_freed_memory_back_only_in_pistas_own_process_on_a_big_trace
     assert trims == []
     allocator.phase_done(allocator.TRIM_MIN_ROWS)
     assert trims == [1]
+
+
+def test_indices_list_a_masks_events_across_slices(monkeypatch):
+    """facts.indices: the events of a real trace's masks, in order, as int32, whatever the slice."""
+    from conftest import fixture
+
+    from pista.trace import facts as facts_module
+    from pista.trace.facts import derive
+    from pista.trace.load import load_trace
+
+    facts = derive(load_trace(fixture("gpu/capture_transformer")))
+    for size in (7, 1000, 1 << 20):
+        monkeypatch.setattr(facts_module, "INDICES_SLICE", size)
+        for mask in (facts.is_host, facts.is_device_work, facts.parent >= 0, np.zeros(len(facts.trace), bool)):
+            got = facts_module.indices(mask)
+            assert got.dtype == np.int32 and got.tolist() == np.flatnonzero(mask).tolist()
