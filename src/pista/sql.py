@@ -354,12 +354,18 @@ def memory_limit() -> str:
     return f"{max(1, int(ram * MEMORY_SHARE) >> 20)}MiB"
 
 
+def shows_flows(sql: str) -> bool:
+    """Whether the query may read the flow events (it names `events`): the command line keeps their
+    columns only then (34 MiB of a 1 GB trace)."""
+    return bool(_NEEDS_FLOWS.search(sql))
+
+
 def query(facts: Facts, sql: str,
           timeout: float | None = QUERY_TIMEOUT_S) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run one SQL statement over the trace's tables: (column names, rows). `timeout` in seconds
     (None: no limit); a query past it, or interrupted, is stopped."""
     duckdb = _duckdb()
-    con = connect(facts, with_findings=bool(_NEEDS_FINDINGS.search(sql)), with_flows=bool(_NEEDS_FLOWS.search(sql)))
+    con = connect(facts, with_findings=bool(_NEEDS_FINDINGS.search(sql)), with_flows=shows_flows(sql))
     try:
         return _run_stoppable(con, sql, timeout)
     except duckdb.OutOfMemoryException:

@@ -46,12 +46,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.query:
         raise UsageError("pista sql: give a query, e.g. \"SELECT count(*) FROM kernels\" (or --schema)")
     from pista.cli.common import open_trace
-    from pista.sql import QUERY_TIMEOUT_S, query
+    from pista.sql import QUERY_TIMEOUT_S, query, shows_flows
 
     timeout = QUERY_TIMEOUT_S if args.timeout is None else args.timeout
     if not timeout >= 0 or math.isinf(timeout):  # NaN fails `>= 0` too
         raise UsageError(f"--timeout {args.timeout:g}: give the seconds a query may run (0: no limit)")
-    columns, rows = query(open_trace(args.trace, flow_columns=True), args.query, timeout=timeout or None)
+    facts = open_trace(args.trace, flow_columns=shows_flows(args.query))
+    columns, rows = query(facts, args.query, timeout=timeout or None)
     if args.format == "csv":
         write_csv(sys.stdout, columns, rows)
     elif args.format == "json":
