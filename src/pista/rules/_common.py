@@ -112,6 +112,23 @@ def device_time_under(facts: Facts, idx: np.ndarray, group: np.ndarray, groups: 
     return total
 
 
+# Calls looked at a time by first_calls (memory, not output).
+FIRST_CALLS_SLICE = 1 << 18
+
+
+def first_calls(facts: Facts, idx: np.ndarray) -> np.ndarray:
+    """The events of idx that are not directly inside an event of their own name (an op that calls
+    itself, aten::to inside aten::to, is one call), a slice at a time: bounded temporaries for the
+    million ops of a big trace."""
+    trace = facts.trace
+    first = np.empty(idx.size, dtype=bool)
+    for lo in range(0, idx.size, FIRST_CALLS_SLICE):
+        part = idx[lo:lo + FIRST_CALLS_SLICE]
+        parent = facts.parent[part]
+        first[lo:lo + FIRST_CALLS_SLICE] = (parent < 0) | (trace.name[parent] != trace.name[part])
+    return idx[first]
+
+
 def mark_ancestors(facts: Facts, idx: np.ndarray, mask: np.ndarray) -> None:
     """Set mask for every ancestor of the events idx (in place)."""
     up = facts.parent[idx]

@@ -48,6 +48,7 @@ from pista.findings import Context, Evidence, Finding, Record
 from pista.rules._common import (
     COMPILE_EVENT,
     SYNC_NAMES,
+    first_calls,
     kernel_launches,
     mark_ancestors,
     memcpys,
@@ -362,9 +363,7 @@ def _cold_calls(facts: Facts, in_window: np.ndarray) -> np.ndarray:
     cand &= long_names[trace.name]
     idx = indices(cand)
     del cand
-    # an op that calls itself (aten::mean inside aten::mean) is one call
-    parent = facts.parent[idx]
-    idx = idx[(parent < 0) | (trace.name[parent] != trace.name[idx])]
+    idx = first_calls(facts, idx)  # aten::mean inside aten::mean is one call
     if idx.size == 0:
         return idx
     idx = idx[np.lexsort((trace.ts[idx], trace.name[idx]))]

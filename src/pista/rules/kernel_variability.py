@@ -242,12 +242,13 @@ def _recorded_inputs(facts: Facts, kernels: np.ndarray) -> tuple[np.ndarray, lis
     no_record = np.array([t == b"null" for t in texts] + [True])  # absent reads as null; the last: NO_ARGS
     recorded = np.flatnonzero(~no_record[fields[:, 0]])
     keys, first, group = np.unique(fields[recorded], axis=0, return_index=True, return_inverse=True)
+    in_order = np.argsort(first, kind="stable")  # the records by their first op
     rank = np.empty(first.size, dtype=np.intp)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    rank[in_order] = np.arange(first.size)
     code = np.full(unique_owners.size + 1, -1, dtype=np.intp)  # the last: the kernels without an op
     code[recorded] = rank[group.reshape(-1)]
     at = np.where(owners >= 0, np.searchsorted(unique_owners, owners), unique_owners.size)
-    shown = [_raw_text(texts[dims]) for dims in keys[np.argsort(first, kind="stable"), 0].tolist()]
+    shown = [_raw_text(texts[dims]) for dims in keys[in_order, 0].tolist()]
     return code[at], shown
 
 

@@ -46,6 +46,7 @@ from pista.rules._common import (
     ancestors_match,
     device_time_under,
     evidence,
+    first_calls,
     mark_ancestors,
     nearest_in,
     pattern_mask,
@@ -54,7 +55,7 @@ from pista.rules._common import (
 from pista.trace.facts import Facts, Intervals, indices, per_facts
 
 ID = "many-calls"
-PER_NAME_SLICE = 1 << 18  # calls looked at a time (memory, not output)
+PER_NAME_SLICE = 1 << 18  # calls summed at a time (memory, not output)
 
 # Calls per step. launch_bound calls aten::add/aten::mul 100 times a step, big_gpt_eager_20steps
 # aten::to 271 times; the busiest name in series_mlp_eager is aten::empty_strided at 52 a step,
@@ -160,13 +161,7 @@ def _calls(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
     # climbing from the calls alone (arrays their size), not a nearest-ancestor answer per event:
     # this rule's peak was the analysis' on a 5 GB trace
     ops = indices(facts.is_host & trace.category_mask({"cpu_op"}) & in_window)
-    ops = ops[nearest_in(facts, compiling, ops) < 0]
-    first = np.empty(ops.size, dtype=bool)  # not inside a call of its own name; a slice at a time
-    for lo in range(0, ops.size, PER_NAME_SLICE):
-        part = ops[lo:lo + PER_NAME_SLICE]
-        parent = facts.parent[part]
-        first[lo:lo + PER_NAME_SLICE] = (parent < 0) | (trace.name[parent] != trace.name[part])
-    ops = ops[first]
+    ops = first_calls(facts, ops[nearest_in(facts, compiling, ops) < 0])
     work = indices(facts.is_device_work & in_window)
     return ops, work[nearest_in(facts, compiling, work) < 0]
 
