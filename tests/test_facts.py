@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -18,6 +19,21 @@ def test_op_tree_self_times(load_facts):
     kids = facts.children(matmul)
     assert facts.self_time[matmul] == trace.dur[matmul] - trace.dur[kids].sum()
     assert facts.depth[mm] == facts.depth[matmul] + 1
+    assert facts.self_time.dtype == np.int32  # every self time fits
+
+
+def test_a_self_time_past_int32_keeps_its_value():
+    """Self times are int32 where all fit; one longer than 2**31 ns (2.1 s) keeps the column int64."""
+    from pista.trace.facts import derive
+    from pista.trace.load import decode_trace
+
+    def op(name, ts_us, dur_us):
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts_us, "dur": dur_us}
+
+    events = [op("outer", 0, 5_000_000), op("inner", 1_000_000, 500_000)]
+    facts = derive(decode_trace(json.dumps({"traceEvents": events}).encode()))
+    assert facts.self_time.dtype == np.int64
+    assert facts.self_time.tolist() == [4_500_000_000, 500_000_000]
 
 
 def test_steps(load_facts):

@@ -178,9 +178,11 @@ def test_a_trace_built_by_hand_keeps_its_flow_events_apart():
     assert (trace.start_ns, trace.end_ns) == (0, 4500)
 
 
-def test_the_command_line_keeps_the_flow_columns_only_for_sql():
+def test_the_command_line_keeps_the_columns_only_sql_shows_only_for_sql():
     """open_trace lets the flow events' columns go (no rule reads them) but keeps their places and
-    the span they reach; `pista sql`, which shows them, asks for them."""
+    the span they reach, and lets go of the args stream and device ids and, once derived, the
+    correlation ids; `pista sql` keeps the correlation ids for its views, and everything for a
+    query of `events`."""
     from pista.cli.common import open_trace
 
     path = fixture("seed_mm64_cold")
@@ -189,9 +191,17 @@ def test_the_command_line_keeps_the_flow_columns_only_for_sql():
     flows = [e for e in raw if e.get("ph") in ("s", "f")]
     timed = [e for e in raw if e.get("ph") != "M" and "ts" in e]
     assert flows
-    lean = open_trace(str(path), quiet=True).trace
-    full = open_trace(str(path), quiet=True, flow_columns=True).trace
+    lean_facts = open_trace(str(path), quiet=True)
+    lean = lean_facts.trace
+    views = open_trace(str(path), quiet=True, sql=True).trace
+    full_facts = open_trace(str(path), quiet=True, sql=True, events_view=True)
+    full = full_facts.trace
     assert set(lean.flows) == {"row"} and len(full.flows) > 1
+    assert lean.stream is lean.device is lean.correlation is None
+    assert views.stream is views.device is None and np.array_equal(views.correlation, full.correlation)
+    assert {e["args"]["stream"] for e in raw if "stream" in e.get("args", {})} <= set(full.stream.tolist())
+    # the links derive made from the correlation ids are the same without them
+    assert np.array_equal(lean_facts.launcher, full_facts.launcher)
     assert lean.event_count == full.event_count == len(raw) and lean.flow_count == len(flows)
     assert lean.start_ns == full.start_ns == round(min(e["ts"] for e in timed) * 1000)
     assert lean.end_ns == full.end_ns

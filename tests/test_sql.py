@@ -210,13 +210,13 @@ def test_memory_events_have_byte_columns():
     name = "gpu/memory_leak"
     events = [e for e in raw.events(name) if e.get("name") == "[memory]"]
     cuda = [e["args"] for e in events if e["args"].get("Device Type") == 1]
-    columns, rows = query(open_trace(str(fixture(name))),
+    columns, rows = query(open_trace(str(fixture(name)), sql=True),
                           "SELECT count(*), sum(bytes), max(allocated_bytes), max(reserved_bytes) FROM memory "
                           "WHERE device = 'cuda:0'")
     assert rows[0] == (len(cuda), sum(a["Bytes"] for a in cuda), max(a["Total Allocated"] for a in cuda),
                        max(a["Total Reserved"] for a in cuda))
     # without profile_memory the table is there, empty
-    assert query(open_trace(str(fixture("gpu/host_sync_item"))), "SELECT count(*) FROM memory")[1] == [(0,)]
+    assert query(open_trace(str(fixture("gpu/host_sync_item")), sql=True), "SELECT count(*) FROM memory")[1] == [(0,)]
 
 
 # -- hostile queries and hostile names ----------------------------------------------------------

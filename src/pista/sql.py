@@ -152,10 +152,25 @@ def _duckdb() -> Any:
     return duckdb
 
 
+# Every event, the flow events too, with every id the trace records.
+_EVENTS_VIEW = """
+    CREATE VIEW events AS
+    SELECT e.idx, p.ph, c.cat, n.name, k.kind, e.pid, e.tid, e.ts_ns, e.dur_ns, e.ts_ns + e.dur_ns AS end_ns,
+           NULLIF(e.external_id, -1) AS external_id, NULLIF(e.correlation, -1) AS correlation,
+           NULLIF(e.stream, -1) AS stream, NULLIF(e.device, -1) AS device, NULLIF(e.flow_id, -1) AS flow_id,
+           NULLIF(e.parent, -1) AS parent, e.depth, e.self_ns, NULLIF(e.step, -1) AS step
+    FROM (SELECT * FROM _events UNION ALL SELECT * FROM _flow_events) e
+         JOIN _names n USING (name_id) JOIN _cats c USING (cat_id)
+         JOIN _kinds k USING (kind_id) JOIN _phases p USING (ph_code)
+"""
+
+
 def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) -> Any:
     """A DuckDB connection with the trace's tables registered (numpy columns, not copied), locked
-    so that it reaches nothing else (see _LOCKDOWN). Without `with_flows`, `events` leaves out the
-    flow events, whose columns are copied for DuckDB (kept apart in the trace, see Trace.flows)."""
+    so that it reaches nothing else (see _LOCKDOWN). Without `with_flows` there is no `events`: the
+    one table that shows the flow events (their columns copied for DuckDB, kept apart in the trace,
+    see Trace.flows) and the args stream and device ids, which the command line keeps only for a
+    query that names it (open_trace)."""
     duckdb = _duckdb()
     trace = facts.trace
     n = len(trace)
@@ -175,13 +190,15 @@ def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) 
         "idx": rows,
         "ph_code": trace.ph, "cat_id": trace.cat, "name_id": trace.name, "kind_id": kind,
         "pid": trace.pid, "tid": trace.tid, "ts_ns": trace.ts, "dur_ns": trace.dur,
-        "external_id": trace.external_id, "correlation": trace.correlation, "stream": trace.stream,
-        "device": trace.device, "flow_id": np.ascontiguousarray(trace.flow_id), "parent": _to_file(facts.parent, rows),
+        "external_id": trace.external_id, "correlation": trace.correlation, "parent": _to_file(facts.parent, rows),
         "depth": facts.depth, "self_ns": facts.self_time, "step": step_numbers[facts.event_step],
         "owner": _to_file(facts.owner, rows), "launcher": _to_file(facts.launcher, rows),
     }
+    if with_flows:  # what only `events` shows
+        columns |= {"stream": trace.stream, "device": trace.device, "flow_id": np.ascontiguousarray(trace.flow_id)}
     con.register("_rows", columns)
-    con.register("_flow_rows", _flow_columns(trace, columns, with_flows))
+    if with_flows:
+        con.register("_flow_rows", _flow_columns(trace, columns))
     con.register("_names", {"name_id": np.arange(len(trace.names), dtype=np.int32),
                             "name": np.asarray(trace.names, dtype=object)})
     con.register("_cats", {"cat_id": np.arange(len(trace.categories), dtype=np.int16),
@@ -191,20 +208,14 @@ def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) 
     codes = np.unique(np.concatenate((trace.ph, trace.flows.get("ph", trace.ph[:0]))))
     con.register("_phases", {"ph_code": codes, "ph": np.asarray([chr(c) for c in codes.tolist()], dtype=object)})
     # the trace keeps ids and indices as int32 where they fit; the tables say BIGINT whatever the trace
-    wide = ", ".join([f"{c}::BIGINT AS {c}" for c in ("idx", *NARROW_COLUMNS, "parent", "owner", "launcher")]
-                     + ["depth::INTEGER AS depth"])
+    wide = ", ".join([f"{c}::BIGINT AS {c}" for c in ("idx", *NARROW_COLUMNS, "parent", "owner", "launcher")
+                      if c in columns] + ["depth::INTEGER AS depth", "self_ns::BIGINT AS self_ns"])
     # kernels and ops read the trace's rows alone; events adds the flow events (never a kernel or op)
     con.execute(f"CREATE VIEW _events AS SELECT * REPLACE ({wide}) FROM _rows")
-    con.execute(f"CREATE VIEW _flow_events AS SELECT * REPLACE ({wide}) FROM _flow_rows")
+    if with_flows:
+        con.execute(f"CREATE VIEW _flow_events AS SELECT * REPLACE ({wide}) FROM _flow_rows")
+        con.execute(_EVENTS_VIEW)
     con.execute("""
-        CREATE VIEW events AS
-        SELECT e.idx, p.ph, c.cat, n.name, k.kind, e.pid, e.tid, e.ts_ns, e.dur_ns, e.ts_ns + e.dur_ns AS end_ns,
-               NULLIF(e.external_id, -1) AS external_id, NULLIF(e.correlation, -1) AS correlation,
-               NULLIF(e.stream, -1) AS stream, NULLIF(e.device, -1) AS device, NULLIF(e.flow_id, -1) AS flow_id,
-               NULLIF(e.parent, -1) AS parent, e.depth, e.self_ns, NULLIF(e.step, -1) AS step
-        FROM (SELECT * FROM _events UNION ALL SELECT * FROM _flow_events) e
-             JOIN _names n USING (name_id) JOIN _cats c USING (cat_id)
-             JOIN _kinds k USING (kind_id) JOIN _phases p USING (ph_code);
         CREATE VIEW kernels AS
         SELECT e.idx, c.cat, n.name, e.pid AS device, e.tid AS stream, e.ts_ns, e.dur_ns, e.ts_ns + e.dur_ns AS end_ns,
                NULLIF(e.correlation, -1) AS correlation, NULLIF(e.external_id, -1) AS external_id,
@@ -254,11 +265,11 @@ def _to_file(index: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return np.where(index >= 0, rows[index], -1) if rows.size else index
 
 
-def _flow_columns(trace: Any, columns: dict[str, np.ndarray], wanted: bool) -> dict[str, np.ndarray]:
-    """The flow events' rows of `events` (none unless `wanted`), in `columns`' order: their own
-    columns, none of the op tree's facts (as for any event outside it)."""
+def _flow_columns(trace: Any, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The flow events' rows of `events`, in `columns`' order: their own columns, none of the op
+    tree's facts (as for any event outside it)."""
     flows = trace.flows
-    if not (flows and wanted):
+    if not flows:
         return {name: column[:0] for name, column in columns.items()}
     n = trace.flow_count
     own = {"idx": flows["row"], "ph_code": flows["ph"], "cat_id": flows["cat"], "name_id": flows["name"],

@@ -27,10 +27,11 @@ def apply_peaks(path: str | None) -> None:
         efficiency.use_peaks(efficiency.load_peaks(path))
 
 
-def open_trace(path: str, quiet: bool = False, flow_columns: bool = False) -> Facts:
+def open_trace(path: str, quiet: bool = False, sql: bool = False, events_view: bool = False) -> Facts:
     """Load and derive; notices (skipped events, salvage) go to stderr, one line each. `-` reads the
-    trace from standard input (plain or gzipped). The flow events' columns are kept only where
-    asked (`pista sql`: the one verb that shows them)."""
+    trace from standard input (plain or gzipped). Columns no rule reads are let go: the correlation
+    ids once derived unless for `sql`'s views, the flow events' columns and the args stream and
+    device ids unless for its `events_view` (a query that names it)."""
     map_big_arrays()  # the command line's process is pista's own: after a capture, if any
     if path == STDIN:
         trace = _from_stdin(quiet)
@@ -38,9 +39,12 @@ def open_trace(path: str, quiet: bool = False, flow_columns: bool = False) -> Fa
         trace = load_trace(path)
         if not quiet:
             print_notices(path, trace.notices)
-    if not flow_columns:
+    if not events_view:
         trace.drop_flow_columns()
-    return derive(trace)
+    facts = derive(trace)
+    if not sql:
+        trace.drop_link_ids()
+    return facts
 
 
 def print_notices(source: str, notices: list[str]) -> None:

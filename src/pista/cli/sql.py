@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     timeout = QUERY_TIMEOUT_S if args.timeout is None else args.timeout
     if not timeout >= 0 or math.isinf(timeout):  # NaN fails `>= 0` too
         raise UsageError(f"--timeout {args.timeout:g}: give the seconds a query may run (0: no limit)")
-    facts = open_trace(args.trace, flow_columns=shows_flows(args.query))
+    facts = open_trace(args.trace, sql=True, events_view=shows_flows(args.query))
     columns, rows = query(facts, args.query, timeout=timeout or None)
     if args.format == "csv":
         write_csv(sys.stdout, columns, rows)

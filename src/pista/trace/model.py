@@ -76,11 +76,17 @@ NARROW_COLUMNS = ("pid", "tid", "external_id", "correlation", "stream", "device"
 _INT32 = np.iinfo(np.int32)
 
 
+def narrow_dtype(column: np.ndarray) -> np.dtype:
+    """int32 when the int64 column's values fit, else the column's own dtype."""
+    if column.dtype != np.int64 or (column.size and (column.min() < _INT32.min or column.max() > _INT32.max)):
+        return column.dtype
+    return np.dtype(np.int32)
+
+
 def narrow(column: np.ndarray) -> np.ndarray:
     """The int64 column as int32 when its values fit (the same numbers, half the memory)."""
-    if column.dtype != np.int64 or (column.size and (column.min() < _INT32.min or column.max() > _INT32.max)):
-        return column
-    return column.astype(np.int32)
+    dtype = narrow_dtype(column)
+    return column if dtype == column.dtype else column.astype(dtype)
 
 
 def split_flows(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -137,9 +143,9 @@ class Trace:
     ts: np.ndarray  # int64 ns
     dur: np.ndarray  # int64 ns (0 where absent)
     external_id: np.ndarray  # args["External id"], int32 or int64 like every NARROW_COLUMNS one
-    correlation: np.ndarray  # args["correlation"]
-    stream: np.ndarray  # args["stream"]
-    device: np.ndarray  # args["device"]
+    correlation: np.ndarray  # args["correlation"] (None once drop_link_ids let it go)
+    stream: np.ndarray  # args["stream"] (None once drop_flow_columns let it go)
+    device: np.ndarray  # args["device"] (likewise)
     flow_id: np.ndarray  # `id` of flow events
     raw_args: list[Any]  # msgspec.Raw or None, decoded on demand by `args(i)`; for big files a
     # sequence reading them back from the file (pista.trace.stream.OffsetArgs)
@@ -182,12 +188,21 @@ class Trace:
         return rows - np.arange(rows.size, dtype=rows.dtype)  # int32 where the rows are
 
     def drop_flow_columns(self) -> None:
-        """Let go of the flow events' columns, keeping their places in the file (the file's numbering,
-        the event count) and the span they reach: no rule reads them, only `pista sql` shows them
-        (30 MiB of a 1 GB copy of big_gpt_eager_20steps)."""
+        """Let go of what only `pista sql`'s events view shows: the flow events' columns (keeping their
+        places in the file, the file's numbering and the event count, and the span they reach) and
+        the args stream and device ids, which no rule reads (a kernel's device and stream are its lane,
+        pid and tid): 30 and 22 MiB of a 1 GB copy of big_gpt_eager_20steps. Those columns are None
+        after, so a reader that asks for one anyway fails loudly."""
         if self.flows and len(self.flows) > 1:
             _ = self.start_ns, self.end_ns  # the flows count towards the span: measured while they are here
             self.flows = {"row": self.flows["row"]}
+        self.stream = self.device = None  # type: ignore[assignment]
+
+    def drop_link_ids(self) -> None:
+        """Let go of the correlation ids once derive has linked every kernel to its launch
+        (facts.launcher): only `pista sql`'s views show them after that (11 MiB of a 1 GB copy of
+        big_gpt_eager_20steps). None after, like the columns drop_flow_columns lets go."""
+        self.correlation = None  # type: ignore[assignment]
 
     def file_rows(self, indices: Any = None) -> np.ndarray:
         """The file rows (int64) of the columns' rows `indices` (every row when None)."""
