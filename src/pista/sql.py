@@ -18,7 +18,7 @@ import numpy as np
 
 from pista.errors import UsageError
 from pista.trace.facts import Facts
-from pista.trace.model import NARROW_COLUMNS
+from pista.trace.model import NARROW_COLUMNS, narrow
 
 if TYPE_CHECKING:
     from pista.table import Table
@@ -125,6 +125,7 @@ SCHEMA: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
 }
 
 _KINDS = ("other", "host", "device", "device_annotation", "overhead")
+KIND_DEVICE = _KINDS.index("device")
 _INT64_MAX = int(np.iinfo(np.int64).max)
 
 
@@ -179,24 +180,26 @@ def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) 
     con = duckdb.connect(config={"temp_directory": "", "memory_limit": memory_limit()})
     kind = np.zeros(n, dtype=np.int8)
     kind[facts.is_host] = 1
-    kind[facts.is_device_work] = 2
+    kind[facts.is_device_work] = KIND_DEVICE
     kind[facts.is_device_annotation] = 3
     kind[facts.is_overhead] = 4
-    step_numbers = np.array([_step_number(s.number) for s in facts.steps] + [-1], dtype=np.int64)
+    # int32 where every number fits (and so each event's step): BIGINT in the views
+    step_numbers = narrow(np.array([_step_number(s.number) for s in facts.steps] + [-1], dtype=np.int64))
     rows = trace.file_rows()
     if rows.size and rows[-1] <= np.iinfo(np.int32).max:
         rows = rows.astype(np.int32)  # and so parent, owner, launcher: BIGINT in the views
+    step = step_numbers[facts.event_step]
     columns = {
         "idx": rows,
         "ph_code": trace.ph, "cat_id": trace.cat, "name_id": trace.name, "kind_id": kind,
         "pid": trace.pid, "tid": trace.tid, "ts_ns": trace.ts, "dur_ns": trace.dur,
         "external_id": trace.external_id, "correlation": trace.correlation, "parent": _to_file(facts.parent, rows),
-        "depth": facts.depth, "self_ns": facts.self_time, "step": step_numbers[facts.event_step],
-        "owner": _to_file(facts.owner, rows), "launcher": _to_file(facts.launcher, rows),
+        "depth": facts.depth, "self_ns": facts.self_time, "step": step,
     }
     if with_flows:  # what only `events` shows
         columns |= {"stream": trace.stream, "device": trace.device, "flow_id": np.ascontiguousarray(trace.flow_id)}
     con.register("_rows", columns)
+    con.register("_kernel_rows", _kernel_columns(facts, np.flatnonzero(kind == KIND_DEVICE), rows, step))
     if with_flows:
         con.register("_flow_rows", _flow_columns(trace, columns))
     con.register("_names", {"name_id": np.arange(len(trace.names), dtype=np.int32),
@@ -208,8 +211,8 @@ def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) 
     codes = np.unique(np.concatenate((trace.ph, trace.flows.get("ph", trace.ph[:0]))))
     con.register("_phases", {"ph_code": codes, "ph": np.asarray([chr(c) for c in codes.tolist()], dtype=object)})
     # the trace keeps ids and indices as int32 where they fit; the tables say BIGINT whatever the trace
-    wide = ", ".join([f"{c}::BIGINT AS {c}" for c in ("idx", *NARROW_COLUMNS, "parent", "owner", "launcher")
-                      if c in columns] + ["depth::INTEGER AS depth", "self_ns::BIGINT AS self_ns"])
+    wide = ", ".join([f"{c}::BIGINT AS {c}" for c in ("idx", *NARROW_COLUMNS, "parent", "self_ns", "step")
+                      if c in columns] + ["depth::INTEGER AS depth"])
     # kernels and ops read the trace's rows alone; events adds the flow events (never a kernel or op)
     con.execute(f"CREATE VIEW _events AS SELECT * REPLACE ({wide}) FROM _rows")
     if with_flows:
@@ -217,15 +220,13 @@ def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) 
         con.execute(_EVENTS_VIEW)
     con.execute("""
         CREATE VIEW kernels AS
-        SELECT e.idx, c.cat, n.name, e.pid AS device, e.tid AS stream, e.ts_ns, e.dur_ns, e.ts_ns + e.dur_ns AS end_ns,
-               NULLIF(e.correlation, -1) AS correlation, NULLIF(e.external_id, -1) AS external_id,
-               NULLIF(e.owner, -1) AS op, opn.name AS op_name, NULLIF(e.launcher, -1) AS launcher,
-               COALESCE(l.ts_ns, e.ts_ns) AS launch_ts_ns, e.ts_ns - COALESCE(l.ts_ns, e.ts_ns) AS queued_ns,
-               NULLIF(e.step, -1) AS step
-        FROM _events e JOIN _names n USING (name_id) JOIN _cats c USING (cat_id)
-             LEFT JOIN _events o ON o.idx = e.owner LEFT JOIN _names opn ON opn.name_id = o.name_id
-             LEFT JOIN _events l ON l.idx = e.launcher
-        WHERE e.kind_id = 2;
+        SELECT e.idx::BIGINT AS idx, c.cat, n.name, e.pid::BIGINT AS device, e.tid::BIGINT AS stream, e.ts_ns,
+               e.dur_ns, e.ts_ns + e.dur_ns AS end_ns, NULLIF(e.correlation, -1)::BIGINT AS correlation,
+               NULLIF(e.external_id, -1)::BIGINT AS external_id, NULLIF(e.op, -1)::BIGINT AS op,
+               opn.name AS op_name, NULLIF(e.launcher, -1)::BIGINT AS launcher, e.launch_ts_ns,
+               e.ts_ns - e.launch_ts_ns AS queued_ns, NULLIF(e.step, -1)::BIGINT AS step
+        FROM _kernel_rows e JOIN _names n USING (name_id) JOIN _cats c USING (cat_id)
+             LEFT JOIN _names opn ON opn.name_id = e.op_name_id;
         CREATE VIEW ops AS
         SELECT e.idx, c.cat, n.name, e.pid, e.tid, e.ts_ns, e.dur_ns, e.self_ns, NULLIF(e.parent, -1) AS parent,
                e.depth, NULLIF(e.external_id, -1) AS external_id, NULLIF(e.step, -1) AS step
@@ -258,6 +259,20 @@ def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) 
         _register_findings(con, facts, table)
     _lock(con)
     return con
+
+
+def _kernel_columns(facts: Facts, k: np.ndarray, rows: np.ndarray, step: np.ndarray) -> dict[str, np.ndarray]:
+    """The rows of `kernels` (the events k), their op's name and launch time looked up here: a join
+    of every event with itself (twice) took DuckDB more memory than the whole trace."""
+    trace = facts.trace
+    owner, launcher = facts.owner[k], facts.launcher[k]
+    return {
+        "idx": rows[k], "cat_id": trace.cat[k], "name_id": trace.name[k], "pid": trace.pid[k], "tid": trace.tid[k],
+        "ts_ns": trace.ts[k], "dur_ns": trace.dur[k], "correlation": trace.correlation[k],
+        "external_id": trace.external_id[k], "op": _to_file(owner, rows),
+        "op_name_id": np.where(owner >= 0, trace.name[owner], -1), "launcher": _to_file(launcher, rows),
+        "launch_ts_ns": np.where(launcher >= 0, trace.ts[launcher], trace.ts[k]), "step": step[k],
+    }
 
 
 def _to_file(index: np.ndarray, rows: np.ndarray) -> np.ndarray:
