@@ -196,7 +196,7 @@ def test_the_command_line_keeps_the_columns_only_sql_shows_only_for_sql():
     views = open_trace(str(path), quiet=True, sql=True).trace
     full_facts = open_trace(str(path), quiet=True, sql=True, events_view=True)
     full = full_facts.trace
-    assert set(lean.flows) == {"row"} and len(full.flows) > 1
+    assert set(lean.flows) == {"before"} and len(full.flows) > 1
     assert lean.stream is lean.device is lean.correlation is None
     assert views.stream is views.device is None and np.array_equal(views.correlation, full.correlation)
     assert {e["args"]["stream"] for e in raw if "stream" in e.get("args", {})} <= set(full.stream.tolist())

@@ -156,7 +156,8 @@ class Trace:
     notices: list[str] = field(default_factory=list)
     size_bytes: int = 0
     # the flow events, out of the columns (split_flows): column -> array, and "row", their rows in
-    # the file. Row i of the columns is the file's row `file_rows(i)`; `raw_args` goes by file row.
+    # the file (drop_flow_columns keeps only "before": per flow event, the columns' rows before it).
+    # Row i of the columns is the file's row `file_rows(i)`; `raw_args` goes by file row.
     # None until split: the loaders split while they hold the columns, a Trace built by hand here.
     flows: dict[str, np.ndarray] | None = None
 
@@ -179,11 +180,13 @@ class Trace:
 
     @property
     def flow_count(self) -> int:
-        return int(self.flows["row"].size) if self.flows else 0
+        return int(self._flows_before.size) if self.flows else 0
 
     @cached_property
     def _flows_before(self) -> np.ndarray:
         """For each flow event, how many of the columns' rows come before it in the file."""
+        if "before" in self.flows:  # all drop_flow_columns keeps
+            return self.flows["before"]
         rows = self.flows["row"]
         return rows - np.arange(rows.size, dtype=rows.dtype)  # int32 where the rows are
 
@@ -193,9 +196,10 @@ class Trace:
         the args stream and device ids, which no rule reads (a kernel's device and stream are its lane,
         pid and tid): 30 and 22 MiB of a 1 GB copy of big_gpt_eager_20steps. Those columns are None
         after, so a reader that asks for one anyway fails loudly."""
-        if self.flows and len(self.flows) > 1:
+        if self.flows and "before" not in self.flows:
             _ = self.start_ns, self.end_ns  # the flows count towards the span: measured while they are here
-            self.flows = {"row": self.flows["row"]}
+            before = self._flows_before  # file_rows' form of their places, the one array kept
+            self.flows = {"before": before}
         self.stream = self.device = None  # type: ignore[assignment]
 
     def drop_link_ids(self) -> None:
