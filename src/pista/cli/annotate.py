@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     trace, data = _read(args.trace)
     print_notices(args.trace, trace.notices)
     end = None if data is not None else annotated.events_end(trace)
-    trace.drop_flow_columns()  # the copy is of the file's own bytes: no rule reads the flow events
+    trace.drop_events_view_columns()  # the copy is of the file's own bytes: no rule reads the flow events
     analysis = localize(analyze(derive(trace)), lang)
     del trace  # the analysis keeps what it needs
     out = Path(args.output) if args.output else default_output(args.trace, ".pista.json.gz")

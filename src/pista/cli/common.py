@@ -40,7 +40,7 @@ def open_trace(path: str, quiet: bool = False, sql: bool = False, events_view: b
         if not quiet:
             print_notices(path, trace.notices)
     if not events_view:
-        trace.drop_flow_columns()
+        trace.drop_events_view_columns()
     facts = derive(trace)
     if not sql:
         trace.drop_link_ids()

@@ -144,7 +144,7 @@ class Trace:
     dur: np.ndarray  # int64 ns (0 where absent)
     external_id: np.ndarray  # args["External id"], int32 or int64 like every NARROW_COLUMNS one
     correlation: np.ndarray  # args["correlation"] (None once drop_link_ids let it go)
-    stream: np.ndarray  # args["stream"] (None once drop_flow_columns let it go)
+    stream: np.ndarray  # args["stream"] (None once drop_events_view_columns let it go)
     device: np.ndarray  # args["device"] (likewise)
     flow_id: np.ndarray  # `id` of flow events
     raw_args: list[Any]  # msgspec.Raw or None, decoded on demand by `args(i)`; for big files a
@@ -156,7 +156,7 @@ class Trace:
     notices: list[str] = field(default_factory=list)
     size_bytes: int = 0
     # the flow events, out of the columns (split_flows): column -> array, and "row", their rows in
-    # the file (drop_flow_columns keeps only "before": per flow event, the columns' rows before it).
+    # the file (drop_events_view_columns keeps only "before": per flow event, the columns' rows before it).
     # Row i of the columns is the file's row `file_rows(i)`; `raw_args` goes by file row.
     # None until split: the loaders split while they hold the columns, a Trace built by hand here.
     flows: dict[str, np.ndarray] | None = None
@@ -185,12 +185,12 @@ class Trace:
     @cached_property
     def _flows_before(self) -> np.ndarray:
         """For each flow event, how many of the columns' rows come before it in the file."""
-        if "before" in self.flows:  # all drop_flow_columns keeps
+        if "before" in self.flows:  # all drop_events_view_columns keeps
             return self.flows["before"]
         rows = self.flows["row"]
         return rows - np.arange(rows.size, dtype=rows.dtype)  # int32 where the rows are
 
-    def drop_flow_columns(self) -> None:
+    def drop_events_view_columns(self) -> None:
         """Let go of what only `pista sql`'s events view shows: the flow events' columns (keeping their
         places in the file, the file's numbering and the event count, and the span they reach) and
         the args stream and device ids, which no rule reads (a kernel's device and stream are its lane,
@@ -205,7 +205,7 @@ class Trace:
     def drop_link_ids(self) -> None:
         """Let go of the correlation ids once derive has linked every kernel to its launch
         (facts.launcher): only `pista sql`'s views show them after that (11 MiB of a 1 GB copy of
-        big_gpt_eager_20steps). None after, like the columns drop_flow_columns lets go."""
+        big_gpt_eager_20steps). None after, like the columns drop_events_view_columns lets go."""
         self.correlation = None  # type: ignore[assignment]
 
     def file_rows(self, indices: Any = None) -> np.ndarray:
