@@ -56,16 +56,19 @@ def test_device_time_matches_torch(load_facts):
 
 def test_kernels_link_to_their_ops_and_launches(load_facts):
     facts = load_facts(NAME)
-    columns, rows = query(facts, "SELECT idx, op, launcher, launch_ts_ns, queued_ns, ts_ns FROM kernels")
+    columns, rows = query(facts, "SELECT idx, op, op_name, launcher, launch_ts_ns, queued_ns, ts_ns FROM kernels")
     assert rows
     at = {row: i for i, row in enumerate(facts.trace.file_rows().tolist())}  # idx is the file's row
-    for idx, op, launcher, launch_ts, queued, ts in rows:
+    for idx, op, op_name, launcher, launch_ts, queued, ts in rows:
         assert (at[op] if op is not None else -1) == facts.owner[at[idx]]
+        assert op_name == (facts.trace.event_name(at[op]) if op is not None else None)
         assert (at[launcher] if launcher is not None else -1) == facts.launcher[at[idx]]
         assert queued == ts - launch_ts
         if launcher is not None:
             launch = at[launcher]
             assert launch_ts == facts.trace.ts[launch] and facts.trace.event_name(launch).startswith("cu")
+        else:
+            assert launch_ts == ts  # unlinked: its own start
 
 
 def test_events_view_keeps_the_columns(load_facts):
