@@ -125,7 +125,7 @@ SCHEMA: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
 }
 
 _KINDS = ("other", "host", "device", "device_annotation", "overhead")
-KIND_DEVICE = _KINDS.index("device")
+KIND = {name: code for code, name in enumerate(_KINDS)}
 _INT64_MAX = int(np.iinfo(np.int64).max)
 
 
@@ -179,10 +179,10 @@ def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) 
     # `.tmp` under the current folder, is also a folder the locked connection may still write to)
     con = duckdb.connect(config={"temp_directory": "", "memory_limit": memory_limit()})
     kind = np.zeros(n, dtype=np.int8)
-    kind[facts.is_host] = 1
-    kind[facts.is_device_work] = KIND_DEVICE
-    kind[facts.is_device_annotation] = 3
-    kind[facts.is_overhead] = 4
+    kind[facts.is_host] = KIND["host"]
+    kind[facts.is_device_work] = KIND["device"]
+    kind[facts.is_device_annotation] = KIND["device_annotation"]
+    kind[facts.is_overhead] = KIND["overhead"]
     # int32 where every number fits (and so each event's step): BIGINT in the views
     step_numbers = narrow(np.array([_step_number(s.number) for s in facts.steps] + [-1], dtype=np.int64))
     rows = trace.file_rows()
@@ -198,10 +198,9 @@ def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) 
     }
     if with_flows:  # what only `events` shows
         columns |= {"stream": trace.stream, "device": trace.device, "flow_id": np.ascontiguousarray(trace.flow_id)}
-    con.register("_rows", columns)
-    con.register("_kernel_rows", _kernel_columns(facts, np.flatnonzero(kind == KIND_DEVICE), rows, step))
-    if with_flows:
         con.register("_flow_rows", _flow_columns(trace, columns))
+    con.register("_rows", columns)
+    con.register("_kernel_rows", _kernel_columns(facts, np.flatnonzero(kind == KIND["device"]), rows, step))
     con.register("_names", {"name_id": np.arange(len(trace.names), dtype=np.int32),
                             "name": np.asarray(trace.names, dtype=object)})
     con.register("_cats", {"cat_id": np.arange(len(trace.categories), dtype=np.int16),

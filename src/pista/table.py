@@ -154,8 +154,8 @@ def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack
                      _sums(device, sel, inverse, size) / 1000.0]
             memory = [_sums(m, sel, inverse, size).astype(np.int64) for m in mem]
         else:
-            device = _sums(trace.dur, sel, inverse, size) / 1000.0
-            times, memory = [np.zeros(size), np.zeros(size), device, device], [np.zeros(size, dtype=np.int64)] * 4
+            device_us = _sums(trace.dur, sel, inverse, size) / 1000.0
+            times, memory = [np.zeros(size), np.zeros(size), device_us, device_us], [np.zeros(size, dtype=np.int64)] * 4
         calls = np.bincount(inverse, minlength=size)
         first_ts = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
         np.minimum.at(first_ts, inverse, trace.ts[sel])

@@ -272,17 +272,19 @@ def _other_claims(facts: Facts) -> dict[str, Intervals]:
 
 
 OPTIONS_SLICE = 1 << 16  # events looked at a time for the first ops (memory, not output)
+OPTIONS_OPS = 20  # the first ops whose args tell whether shapes were recorded
 
 
 def _profiler_options(facts: Facts) -> tuple[bool, bool]:
     """Whether the trace was recorded with record_shapes (ops carry Input Dims) and with_stack
     (python_function events)."""
     trace = facts.trace
-    ops: list[int] = []  # the first 20 ops, looked for a slice of the trace at a time
+    ops: list[int] = []  # the first ops, looked for a slice of the trace at a time
     for lo in range(0, len(trace), OPTIONS_SLICE):
         part = slice(lo, lo + OPTIONS_SLICE)
-        ops += (lo + np.flatnonzero(facts.is_host[part] & trace.category_mask({"cpu_op"}, part)))[:20 - len(ops)].tolist()
-        if len(ops) == 20:
+        found = lo + np.flatnonzero(facts.is_host[part] & trace.category_mask({"cpu_op"}, part))
+        ops += found[:OPTIONS_OPS - len(ops)].tolist()
+        if len(ops) == OPTIONS_OPS:
             break
     shapes = any("Input Dims" in trace.args(i) for i in ops)
     stack = "python_function" in trace.categories and bool(trace.category_mask({"python_function"}).any())
