@@ -429,3 +429,49 @@ def test_a_flow_event_carrying_ids_reads_the_same_both_ways(tmp_path, tiny_block
     streamed = stream.load_streamed(path, workers=2)
     assert streamed.flows["external_id"].tolist() == [-1, 4, -1] and streamed.flows["correlation"].tolist()[1] == 1137
     assert_same(in_memory(path), streamed)
+
+
+def _rules_read_matches(full, lean):
+    """A read for the rules alone: every column the same but the events view's, which are a constant
+    NO_ID taking no memory, in the columns and in the flows."""
+    assert len(full) == len(lean)
+    for column in COLUMNS:
+        x, y = getattr(full, column), getattr(lean, column)
+        if column in stream.EVENTS_VIEW_ONLY:
+            assert y.strides == (0,) and y.shape == x.shape and (y == -1).all(), column
+            assert y.base is not None and y.base.size == 1, column  # a view of one value, not an array of -1
+            continue
+        assert x.dtype == y.dtype and np.array_equal(x, y), column
+    for column, x in full.flows.items():
+        y = lean.flows[column]
+        assert y.shape == x.shape, column
+        assert np.array_equal(x, y) or (column in stream.EVENTS_VIEW_ONLY and (y == -1).all()), column
+    assert full.names == lean.names and full.notices == lean.notices and full.thread_names == lean.thread_names
+    # flow ids are numbered after every pid and tid: leaving them unread renumbers no lane
+    assert {k: v for k, v in full.string_ids.items() if k in lean.string_ids} == lean.string_ids
+
+
+def test_a_read_for_the_rules_leaves_out_only_the_events_view_columns(tmp_path, tiny_blocks):
+    odd = [{"ph": "s", "id": "77777777777777777777777", "pid": 7, "tid": 8, "ts": 1003.0, "cat": "ac2g",
+            "name": "ac2g"}, {"ph": "f", "id": "a string", "pid": 7, "tid": 8, "ts": 1004.0, "cat": "ac2g",
+                              "name": "ac2g", "bp": "e"}]
+    path = write_document(tmp_path / "t.json", TRICKY + odd + TRICKY)
+    for workers in (1, 2):
+        full = stream.load_streamed(path, workers=workers)
+        assert full.flow_id.strides != (0,) or not (full.flow_id != -1).any()
+        _rules_read_matches(full, stream.load_streamed(path, workers=workers, events_view=False))
+    real = fixture("seed_mm64_cold")
+    _rules_read_matches(stream.load_streamed(real), stream.load_streamed(real, events_view=False))
+
+
+@pytest.mark.parametrize("field", ["stream", "device"])
+def test_an_args_id_past_int64_goes_to_the_in_memory_loader_even_unread(tmp_path, always_stream, field):
+    """The in-memory loader notes such an id and drops it: a read that leaves the column out still
+    sends the file there, so its notice is the same whichever verb reads it."""
+    kernel = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1003.0, "dur": 2.0,
+              "args": {"External id": 2, "correlation": 99, field: 2**63}}
+    path = write_document(tmp_path / "big_id.json", TRICKY + [kernel])
+    assert stream.load_streamed(path, events_view=False) is None
+    lean, full = load.load_trace(path, events_view=False), load.load_trace(path)
+    assert lean.notices == full.notices and any("overflow int64" in n for n in full.notices)
+    assert_same(full, lean)

@@ -36,7 +36,7 @@ def open_trace(path: str, quiet: bool = False, sql: bool = False, events_view: b
     if path == STDIN:
         trace = _from_stdin(quiet)
     else:
-        trace = load_trace(path)
+        trace = load_trace(path, events_view=events_view)
         if not quiet:
             print_notices(path, trace.notices)
     if not events_view:

@@ -271,9 +271,10 @@ def _gunzip_prefix(data: bytes, cap: int) -> bytes:
 STREAM_MIN_BYTES = 16 << 20
 
 
-def load_trace(path: str | os.PathLike[str]) -> Trace:
-    """Load a torch.profiler / Kineto chrome trace, plain or gzipped."""
-    trace, tried = _load_streamed(path)
+def load_trace(path: str | os.PathLike[str], events_view: bool = True) -> Trace:
+    """Load a torch.profiler / Kineto chrome trace, plain or gzipped. Without `events_view` a big
+    file's read may leave out the columns only `pista sql`'s events view shows (stream.EVENTS_VIEW_ONLY)."""
+    trace, tried = _load_streamed(path, events_view)
     if _streamed_will_do(trace):
         return trace  # type: ignore[return-value]
     try:
@@ -282,7 +283,7 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
     except Oversize:
         # a gzip stream whose trailer understates it (several members, or a bomb): big, so streamed,
         # which counts what it unpacks
-        trace = _stream(path)
+        trace = _stream(path, events_view)
         if _streamed_will_do(trace):
             return trace  # type: ignore[return-value]
         data, notices = read_bytes(path)
@@ -294,7 +295,7 @@ def _streamed_will_do(trace: Trace | None) -> bool:
     return trace is not None and not (trace.ts.size and int(np.abs(trace.ts).max()) >= EXACT_FROM_US * 1000)
 
 
-def _load_streamed(path: str | os.PathLike[str]) -> tuple[Trace | None, bool]:
+def _load_streamed(path: str | os.PathLike[str], events_view: bool) -> tuple[Trace | None, bool]:
     """The streamed reader for a big regular file, and whether it was tried; None (read it whole)
     for anything else."""
     try:
@@ -307,14 +308,14 @@ def _load_streamed(path: str | os.PathLike[str]) -> tuple[Trace | None, bool]:
             return None, False
     except (OSError, EOFError, zlib.error):
         return None, False  # read_bytes words the error
-    return _stream(path), True
+    return _stream(path, events_view), True
 
 
-def _stream(path: str | os.PathLike[str]) -> Trace | None:
+def _stream(path: str | os.PathLike[str], events_view: bool) -> Trace | None:
     from pista.trace import stream
 
     try:
-        return stream.load_streamed(path)
+        return stream.load_streamed(path, events_view=events_view)
     except (OSError, EOFError, zlib.error):
         return None  # a damaged gzip stream: read_bytes salvages what it can
 

@@ -101,6 +101,10 @@ def split_flows(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         flows["row"] = narrow(np.flatnonzero(is_flow))
         for name in COLUMNS:
             column = columns.pop(name)
+            if column.strides == (0,):  # one value throughout (a column the read left out): views of it
+                flows[name] = np.broadcast_to(column[:1], flows["row"].shape)
+                columns[name] = np.broadcast_to(column[:1], (column.size - flows["row"].size,))
+                continue
             taken = column[is_flow]
             # Kineto's flow events carry no args and no dur: those columns take no memory there
             taken = _unless(NO_ID, taken) if name in _ARG_IDS else _unless(0, taken) if name == "dur" else taken
