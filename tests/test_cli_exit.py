@@ -43,3 +43,31 @@ def test_output_that_cannot_be_written_is_one_line_and_exit_2(limit):
     assert proc.returncode == 2
     assert len(lines) == 1 and lines[0].startswith("pista: error: ")
     assert lines[0].endswith("No space left on device")
+
+
+def _verb_parsers(parser):
+    action = next(a for a in parser._actions if a.dest == "verb")
+    return action.choices
+
+
+def test_a_command_builds_its_verb_alone_and_parses_as_the_whole_parser_would():
+    from pista.cli import VERBS, build_parser
+
+    whole = _verb_parsers(build_parser([]))
+    assert len(whole) > 1
+    for verb in whole:
+        alone = _verb_parsers(build_parser([verb, "trace.json"]))
+        assert list(alone) == [verb]
+        assert alone[verb].format_help() == whole[verb].format_help()
+    # anything else before the verb, or no known verb: the whole parser, for its errors and suggestions
+    for argv in (["--", "analyze"], ["analyz"], ["--help"], []):
+        assert len(_verb_parsers(build_parser(argv))) == len(VERBS)
+    assert list(_verb_parsers(build_parser(["--version", "table"]))) == ["table"]
+
+
+def test_a_wrong_verb_is_still_told_every_verb(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["analyz", "t.json"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "did you mean analyze?" in err and "'sql'" in err  # the usage error lists every verb
