@@ -24,7 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO
+from typing import Annotated, Any, BinaryIO, NamedTuple
 
 import msgspec
 import numpy as np
@@ -135,25 +135,39 @@ def _wrapped_decoder(struct: type) -> msgspec.json.Decoder:
     wrapper = msgspec.defstruct("ArgsOf" + struct.__name__, [("args", struct | None, None)], gc=False)
     return msgspec.json.Decoder(wrapper)
 
-_NUMBERS = attrgetter("ts", "dur", "pid", "tid", "id", "args.external_id", "args.correlation", "args.stream",
-                      "args.device", "args.external_id_old")
-_NUMBERS_DTYPE = np.dtype([("ts", np.float64), ("dur", np.float64), ("pid", np.int64), ("tid", np.int64),
-                           ("flow_id", np.int64), ("external_id", np.int64), ("correlation", np.int64),
-                           ("stream", np.int64), ("device", np.int64), ("external_id_old", np.int64)])
-_ID_NUMBERS = attrgetter("args.external_id", "args.correlation", "args.stream", "args.device",
-                         "args.external_id_old")
-_ID_DTYPE = np.dtype([("external_id", np.int64), ("correlation", np.int64), ("stream", np.int64),
-                      ("device", np.int64), ("external_id_old", np.int64)])
-_PID, _TID, _FLOW, _TS, _DUR = (attrgetter(k) for k in ("pid", "tid", "id", "ts", "dur"))
-# What a read for the rules alone takes (`events_view` off): no flow id, args stream or device, whose
-# columns only `pista sql`'s events view shows (a third less time turning events into numbers).
-_RULE_NUMBERS = attrgetter("ts", "dur", "pid", "tid", "args.external_id", "args.correlation", "args.external_id_old")
-_RULE_NUMBERS_DTYPE = np.dtype([("ts", np.float64), ("dur", np.float64), ("pid", np.int64), ("tid", np.int64),
-                                ("external_id", np.int64), ("correlation", np.int64), ("external_id_old", np.int64)])
-_RULE_ID_NUMBERS = attrgetter("args.external_id", "args.correlation", "args.external_id_old")
-_RULE_ID_DTYPE = np.dtype([("external_id", np.int64), ("correlation", np.int64), ("external_id_old", np.int64)])
-# the columns such a read leaves out (a constant NO_ID view in their place)
+
+_TS, _DUR = attrgetter("ts"), attrgetter("dur")
+
+
+class _Reading(NamedTuple):
+    """What a read turns events into: the numbers at once (one attrgetter, one structured array), or
+    where an id is odd (a string, a null, past int64) the args ids at once and the `odd` ones apart;
+    `args_ids` are the args columns kept as they are."""
+
+    numbers: attrgetter
+    dtype: np.dtype
+    id_numbers: attrgetter
+    id_dtype: np.dtype
+    odd: tuple[tuple[str, attrgetter], ...]
+    args_ids: tuple[str, ...]
+
+
+def _reading(ids: tuple[str, ...], args_ids: tuple[str, ...]) -> _Reading:
+    """`ids`: the event's own id columns (pid, tid, and the flow id's column, flow_id, if read)."""
+    fields = {"pid": "pid", "tid": "tid", "flow_id": "id"}
+    args = (*args_ids, "external_id", "external_id_old")  # the old spelling merged into external_id
+    numbers = ("ts", "dur", *(fields[c] for c in ids), *(f"args.{a}" for a in args))
+    dtype = np.dtype([("ts", np.float64), ("dur", np.float64), *((c, np.int64) for c in (*ids, *args))])
+    return _Reading(attrgetter(*numbers), dtype, attrgetter(*(f"args.{a}" for a in args)),
+                    np.dtype([(a, np.int64) for a in args]), tuple((c, attrgetter(fields[c])) for c in ids),
+                    args_ids)
+
+
+_FULL_READING = _reading(("pid", "tid", "flow_id"), ("correlation", "stream", "device"))
+# the columns a read for the rules alone leaves out (a constant NO_ID view in their place): only
+# `pista sql`'s events view shows them (a third less time turning events into numbers)
 EVENTS_VIEW_ONLY = ("flow_id", "stream", "device")
+_RULES_READING = _reading(("pid", "tid"), ("correlation",))
 _NAME_CAT_PH = attrgetter("name", "cat", "ph")
 
 
@@ -375,21 +389,18 @@ def _decode_run(segment: bytearray, origin: int, starts: np.ndarray, ends: np.nd
     if n != starts.size:
         raise _CountMismatch("event count differs from the scan")
     row0 = part.count
-    full = part.events_view
-    odd_columns = ("pid", "tid", "flow_id") if full else ("pid", "tid")
+    reading = _FULL_READING if part.events_view else _RULES_READING
     try:
-        numbers = np.fromiter(map(_NUMBERS if full else _RULE_NUMBERS, events),
-                              dtype=_NUMBERS_DTYPE if full else _RULE_NUMBERS_DTYPE, count=n)
-        if n and min(int(numbers[column].min()) for column in odd_columns) == INT64_MIN:
+        numbers = np.fromiter(map(reading.numbers, events), dtype=reading.dtype, count=n)
+        if n and min(int(numbers[column].min()) for column, _ in reading.odd) == INT64_MIN:
             raise OverflowError
-        for column in odd_columns:
+        for column, _ in reading.odd:
             part.add(column, numbers[column].copy())
         ts_us, dur_us = numbers["ts"], numbers["dur"]
     except (ValueError, TypeError, OverflowError):
         # a string or null pid/tid/id, or an id past int64, somewhere in this run
-        numbers = np.fromiter(map(_ID_NUMBERS if full else _RULE_ID_NUMBERS, events),
-                              dtype=_ID_DTYPE if full else _RULE_ID_DTYPE, count=n)
-        for column, getter in (("pid", _PID), ("tid", _TID), ("flow_id", _FLOW))[:len(odd_columns)]:
+        numbers = np.fromiter(map(reading.id_numbers, events), dtype=reading.id_dtype, count=n)
+        for column, getter in reading.odd:
             part.add(column, _int_column(tuple(map(getter, events)), row0, part.odd_ids.setdefault(column, [])))
         ts_us = np.fromiter(map(_TS, events), dtype=np.float64, count=n)
         dur_us = np.fromiter(map(_DUR, events), dtype=np.float64, count=n)
@@ -403,7 +414,7 @@ def _decode_run(segment: bytearray, origin: int, starts: np.ndarray, ends: np.nd
     old_style = (external_id == NO_ID) & (numbers["external_id_old"] != NO_ID)
     external_id[old_style] = numbers["external_id_old"][old_style]
     part.add("external_id", external_id)
-    for column in ("correlation", "stream", "device") if full else ("correlation",):
+    for column in reading.args_ids:
         part.add(column, numbers[column].copy())
     del numbers
     ph_col = _string_columns(events, part, names, cats)
