@@ -66,6 +66,23 @@ def test_counts_the_weights_of_the_gpt(analysis_of):
     assert r.other_cast_us > 0 and abs(r.cast_us - r.weight_us - r.other_cast_us) < 0.01
 
 
+def test_an_addmm_s_input_is_no_weight(analysis_of):
+    # gpu/gpt2_conv1d: transformers' GPT-2 (6 blocks, d=768, vocab 50257, batch 8 x 512 tokens), whose
+    # Conv1D layers are addmm(bias, x, w): x, the activation, is the second argument, not a weight
+    name = "gpu/gpt2_conv1d"
+    r = analysis_of(name).finding(RULE).record
+    d, vocab, blocks = 768, 50257, 6
+    params = {(d, 3 * d), (3 * d,), (d, d), (d,), (d, 4 * d), (4 * d,), (4 * d, d), (vocab, d)}
+    assert {s.shape for s in r.shapes} <= params
+    tokens = 8 * 512
+    addmm_inputs = {tuple(e["args"]["Input Dims"][1]) for e in raw.complete(name, "cpu_op", "aten::addmm")}
+    assert addmm_inputs and all(shape[0] == tokens for shape in addmm_inputs)
+    assert not addmm_inputs & {s.shape for s in r.shapes}
+    # each block's 4 Conv1D weights and biases, its 2 LayerNorms' are not GEMM arguments; the head's weight
+    assert r.weights == blocks * 4 * 2 + 1
+    assert set(r.ops) == {"aten::addmm", "aten::linear"}
+
+
 def test_impact_is_the_weight_casts_kernel_and_exposed_host_time(analysis_of):
     name = "gpu/gpt_autocast"
     finding = analysis_of(name).finding(RULE)

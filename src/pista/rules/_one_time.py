@@ -1,9 +1,9 @@
 """One-time costs inside the profiled window, and which rule owns which time: not a rule.
 
-Five rules report one-time costs, and on a cold trace they see the same time (seed_mm64_cold's
-step 0 holds a dead window, the profiler's buffer request, module loads and occupancy queries; the
-old rules gave five findings, each "warm up before profiling"). Here each span of host time belongs
-to one rule, the first in this order that claims it:
+Six rules report set-up costs, one-time or once per new shape, and on a cold trace they see the
+same time (seed_mm64_cold's step 0 holds a dead window, the profiler's buffer request, module loads
+and occupancy queries; the old rules gave five findings, each "warm up before profiling"). Here
+each span of host time belongs to one rule, the first in this order that claims it:
 
 1. cold-start: the first step (or the first call of a repeated region), when it is cold on its own
    account (the profiler's events not counted): all of it.
@@ -11,7 +11,8 @@ to one rule, the first in this order that claims it:
    their kernels) later in the same call: all of it.
 3. profiler-overhead: the profiler's own events (Activity Buffer Request, Buffer Flush) elsewhere.
 4. gemm-heuristics: GEMM calls on new shapes, from the op's start to its launch, elsewhere.
-5. lazy-loading: op calls that load their CUDA kernels (first calls), elsewhere.
+5. cudnn-setup: cuDNN calls that set up their shape (a plan, a graph, benchmarking), elsewhere.
+6. lazy-loading: op calls that load their CUDA kernels (first calls), elsewhere.
 
 Compile spans (Dynamo, Inductor, autotuning) belong to recompilation and are claimed by none of
 them. A rule's impact is the time its spans hold the GPU idle, less what earlier rules claimed:
@@ -42,7 +43,7 @@ GEMM_OPS = frozenset({
     "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_scaled_mm", "aten::_addmm_activation",
     "aten::addmv", "aten::mv", "aten::matmul", "aten::linear",
 })
-ORDER = ("cold-start", "dead-window", "profiler-overhead", "gemm-heuristics", "lazy-loading")
+ORDER = ("cold-start", "dead-window", "profiler-overhead", "gemm-heuristics", "cudnn-setup", "lazy-loading")
 
 # the causes a cold step or region call is put down to, for the advice
 PROFILER = "profiler"  # the profiler's own buffer requests are the largest part
@@ -57,12 +58,12 @@ _cache: weakref.WeakKeyDictionary[Facts, tuple[dict[str, list[Finding]], Interva
 
 
 def findings(ctx: Context, rule_id: str) -> list[Finding]:
-    """The findings of one of the five rules, each having claimed its spans in ORDER."""
+    """The findings of one of the six rules, each having claimed its spans in ORDER."""
     return _done(ctx)[0][rule_id]
 
 
 def claimed(ctx: Context) -> Intervals:
-    """The host time the five rules' findings own (one-time set-up), compile spans left out: for
+    """The host time the six rules' findings own (one-time set-up), compile spans left out: for
     other rules that must not count it again as steady-state time."""
     return _done(ctx)[1]
 
@@ -76,12 +77,19 @@ def _done(ctx: Context) -> tuple[dict[str, list[Finding]], Intervals]:
 
 
 def _run(ctx: Context) -> tuple[dict[str, list[Finding]], Intervals]:
-    from pista.rules import cold_start, dead_window, gemm_heuristics, lazy_loading, profiler_overhead
+    from pista.rules import (
+        cold_start,
+        cudnn_setup,
+        dead_window,
+        gemm_heuristics,
+        lazy_loading,
+        profiler_overhead,
+    )
 
     detectors: dict[str, Detector] = {
         "cold-start": cold_start.detect, "dead-window": dead_window.detect,
         "profiler-overhead": profiler_overhead.detect, "gemm-heuristics": gemm_heuristics.detect,
-        "lazy-loading": lazy_loading.detect,
+        "cudnn-setup": cudnn_setup.detect, "lazy-loading": lazy_loading.detect,
     }
     taken = compile_spans(ctx.facts)
     owned = EMPTY

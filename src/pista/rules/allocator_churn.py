@@ -23,7 +23,8 @@ starts (within the step), the calls' intervals merged: the host time the calls c
 work hides, plus the idle they leave behind. An upper bound (the op after a call still takes its
 own dispatch time). gpu/allocator_churn 296 µs per step (49.9%, critical). Calls in a single step
 (seed_mm64_cold's first cuBLAS workspace, gpu/gemm_new_shapes' one new size) are one-time
-growth, not churn: cold-start's. New in issue 15.
+growth, not churn: cold-start's. Calls inside a cuDNN call that sets up a new shape (its
+workspaces; gpu/multiscale_benchmark's algorithm search) are cudnn-setup's.
 
 Fix:
 Remove `torch.cuda.empty_cache()` from the loop (call it, if at all, between phases); keep shapes
@@ -38,7 +39,8 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
-from pista.rules._common import name_mask, us
+from pista.rules import cudnn_setup
+from pista.rules._common import name_mask, nearest_ancestor, us
 from pista.trace.facts import Facts
 
 ID = "allocator-churn"
@@ -90,6 +92,7 @@ def check(ctx: Context) -> list[Finding]:
         return []
     trace = facts.trace
     calls = np.flatnonzero(facts.is_host & name_mask(facts, ALLOC_CALLS | FREE_CALLS) & (facts.event_step >= 0))
+    calls = calls[~_in_cudnn_setup(facts, calls)]
     if calls.size == 0:
         return []
     steps_with = {int(s) for s in facts.event_step[calls].tolist()}
@@ -106,6 +109,15 @@ def check(ctx: Context) -> list[Finding]:
         host_us=us(trace.dur[calls].sum()) / steps, idle_us=us(idle_ns) / steps, calls=_by_name(facts, calls, steps),
         frees_outside_ops=any(_under_op(facts, c) < 0 for c in frees), step_share_percent=100.0 * impact.share)
     return [Finding(ID, record, impact, _evidence(facts, calls))]
+
+
+def _in_cudnn_setup(facts: Facts, calls: np.ndarray) -> np.ndarray:
+    """Per call: inside a cuDNN call that sets up a new shape (its workspaces: cudnn-setup's time)."""
+    setup = np.zeros(len(facts.trace), dtype=bool)
+    setup[cudnn_setup.slow_calls(facts)[0]] = True
+    if not setup.any():
+        return np.zeros(calls.size, dtype=bool)
+    return nearest_ancestor(facts, setup, inclusive=False)[calls] >= 0
 
 
 def _idle_after(facts: Facts, calls: np.ndarray) -> float:

@@ -63,6 +63,10 @@ BACKWARD = frozenset({"ToCopyBackward0"})
 # the op (gpu/gpt_autocast: aten::linear > aten::to > aten::_to_copy).
 AUTOCAST_OPS = re.compile(r"^aten::(linear|matmul|mm|addmm|bmm|baddbmm|addbmm|conv\d?d|convolution|_convolution"
                           r"|conv_transpose\dd|prelu|_scaled_mm)$")
+# The input (activation) among an op's arguments, where it is not the first: addmm(bias, input,
+# weight) and its batched kin (transformers' GPT-2 Conv1D is an addmm: gpu/gpt2_conv1d's 4096x768
+# and 4096x3072 activation casts are not weights).
+INPUT_ARG = {"aten::addmm": 1, "aten::baddbmm": 1, "aten::addbmm": 1}
 # torch's ScalarType codes, as `Concrete Inputs` records the dtype argument of aten::_to_copy.
 SCALAR_TYPES = {"5": "c10::Half", "6": "float", "7": "double", "15": "c10::BFloat16"}
 # Below this share of the step the casts are noise (REVIEW.md); gpu/gpt_bf16_fused (bf16 weights)
@@ -172,12 +176,13 @@ def _weight_casts(facts: Facts, casts: np.ndarray, copy_op: np.ndarray, user: np
     read of their ops' args is held one chunk at a time)."""
     forward: dict[int, tuple[int, int, tuple[int, ...]]] = {}
     seqs: set[int] = set()
+    inputs = _input_args(facts, user)
     for part in _chunks(casts.size):
         # the forward and backward casts' ops in one read: a read of scattered args spans most of the file
         ahead, behind = (copy_op[part] >= 0) & (user[part] >= 0) & (backward[part] < 0), backward[part] >= 0
         args = _decode(facts, {*copy_op[part][ahead].tolist(), *user[part][ahead].tolist(),
                                *copy_op[part][behind].tolist(), *backward[part][behind].tolist()})
-        found, found_seqs = _forward(args, casts[part], copy_op[part], user[part], backward[part])
+        found, found_seqs = _forward(args, casts[part], copy_op[part], user[part], backward[part], inputs[part])
         forward.update(found)
         seqs |= found_seqs
     grads: dict[int, tuple[int, tuple[int, ...]]] = {}
@@ -192,16 +197,24 @@ def _chunks(n: int) -> list[slice]:
     return [slice(lo, lo + CAST_CHUNK) for lo in range(0, n, CAST_CHUNK)]
 
 
+def _input_args(facts: Facts, user: np.ndarray) -> np.ndarray:
+    """Per cast: where its op takes its input among its arguments (INPUT_ARG; 0 without an op)."""
+    trace = facts.trace
+    table = np.array([INPUT_ARG.get(name, 0) for name in trace.names], dtype=np.int8)
+    return np.where(user >= 0, table[trace.name[user]], 0)
+
+
 def _forward(args: dict[int, OpArgs | None], casts: np.ndarray, copy_op: np.ndarray, user: np.ndarray,
-             backward: np.ndarray) -> tuple[dict[int, tuple[int, int, tuple[int, ...]]], set[int]]:
+             backward: np.ndarray, inputs: np.ndarray) -> tuple[dict[int, tuple[int, int, tuple[int, ...]]], set[int]]:
     """kernel -> (copy op, user op, shape) of the forward casts of an op's weight or bias, and their
     copy ops' autograd sequence numbers."""
     ahead = (copy_op >= 0) & (user >= 0) & (backward < 0)
     forward: dict[int, tuple[int, int, tuple[int, ...]]] = {}
     seqs = set()
-    for k, c, u in zip(casts[ahead].tolist(), copy_op[ahead].tolist(), user[ahead].tolist(), strict=True):
+    for k, c, u, i in zip(casts[ahead].tolist(), copy_op[ahead].tolist(), user[ahead].tolist(),
+                          inputs[ahead].tolist(), strict=True):
         shape = _first_shape(args[c])
-        if shape and _is_weight(args[u], shape):
+        if shape and _is_weight(args[u], shape, i):
             forward[k] = (c, u, shape)
             seq = args[c].seq if args[c] is not None else None
             if isinstance(seq, int):
@@ -275,17 +288,17 @@ def _first_shape_of(dims_text: bytes) -> tuple[int, ...] | None:
     return _shape(dims[0]) if isinstance(dims, list) and dims else None
 
 
-def _is_weight(a: OpArgs | None, shape: tuple[int, ...]) -> bool:
-    """The cast tensor is one of the op's arguments after the first (weight, bias), not its input."""
-    return a is not None and _is_weight_of(a.dims_text, shape)
+def _is_weight(a: OpArgs | None, shape: tuple[int, ...], input_arg: int) -> bool:
+    """The cast tensor is one of the op's other arguments (weight, bias), not its input."""
+    return a is not None and _is_weight_of(a.dims_text, shape, input_arg)
 
 
 @functools.lru_cache(maxsize=MEMO_SIZE)
-def _is_weight_of(dims_text: bytes, shape: tuple[int, ...]) -> bool:
+def _is_weight_of(dims_text: bytes, shape: tuple[int, ...], input_arg: int) -> bool:
     dims = msgspec.json.decode(dims_text)
     if not isinstance(dims, list):
         return False
-    return any(_shape(d) == shape for d in dims[1:])
+    return any(_shape(d) == shape for k, d in enumerate(dims) if k != input_arg)
 
 
 def _dtypes(facts: Facts, copies: list[int]) -> tuple[str, str]:

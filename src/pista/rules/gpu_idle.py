@@ -161,15 +161,15 @@ class SlowRegion(Record):
 class Ledger:
     """GPU idle inside the steps (the window without steps) on the busiest device, and who claims
     each ns of it, in this order: the syncs (host-sync, trailing-sync, pageable-memcpy), compiling
-    (recompilation), the profiler's buffer requests (profiler-overhead), one-time set-up in a first
-    call (cold-start, dead-window, lazy-loading), regions that launch almost nothing ("data": this
-    rule's). `per_op` is what is left, the idle while the host dispatches ops: launch-bound,
+    (recompilation), the profiler's buffer requests (profiler-overhead), cuDNN setting up new shapes
+    (cudnn-setup), one-time set-up in a first call (cold-start, dead-window, lazy-loading), regions
+    that launch almost nothing ("data": this rule's). `per_op` is what is left, the idle while the host dispatches ops: launch-bound,
     many-calls and overhead-bound share it out, in that order."""
 
     device: int
     idle: Intervals
     sync: Intervals
-    claims: dict[str, Intervals]  # compile, profiler, cold, data
+    claims: dict[str, Intervals]  # compile, profiler, setup, cold, data
     sources: dict[str, np.ndarray]  # per cause: the events whose spans make its claim
     per_op: Intervals
     regions: list[SlowRegion]
@@ -213,16 +213,19 @@ def ledger(facts: Facts) -> Ledger | None:
     def by_cause(cause: str) -> list[int]:
         return [r.index for r in regions if r.cause == cause]
 
+    from pista.rules.cudnn_setup import slow_calls  # a rule above this one: imported when asked
+
     sources = {
         "compile": np.r_[np.flatnonzero(compiling), compile_regions].astype(np.int64),
         "profiler": overhead[is_profiler],
+        "setup": slow_calls(facts)[0],
         "cold": np.r_[overhead[~is_profiler], cold, by_cause("cold")].astype(np.int64),
         "data": np.asarray(by_cause("data"), dtype=np.int64),
     }
     raw = {cause: spans(facts, idx) for cause, idx in sources.items()}
     rest = subtract(idle, sync)
     claims: dict[str, Intervals] = {}
-    for cause in ("compile", "profiler", "cold", "data"):  # the most specific first
+    for cause in ("compile", "profiler", "setup", "cold", "data"):  # the most specific first
         claims[cause] = intersect(rest, raw[cause])
         rest = subtract(rest, raw[cause])
     # syncs an op makes mid-step (.item(), .cpu(), nonzero): a CUDA graph of the step cannot hold them

@@ -100,6 +100,7 @@ class Elsewhere(Record):
     cold_us: float
     compile_us: float
     profiler_us: float
+    setup_us: float  # cudnn-setup
     launch_us: float  # launch-bound
     calls_us: float  # many-calls
     others_us: float  # rules that declare the idle they claim (`claimed_idle`), below
@@ -199,7 +200,8 @@ def check(ctx: Context) -> list[Finding]:
         elsewhere=Elsewhere(
             sync_us=us(book.sync.total) / n, data_us=us(book.total("data")) / n,
             cold_us=us(book.total("cold")) / n, compile_us=us(book.total("compile")) / n,
-            profiler_us=us(book.total("profiler")) / n, launch_us=us(launch.total) / n,
+            profiler_us=us(book.total("profiler")) / n, setup_us=us(book.total("setup")) / n,
+            launch_us=us(launch.total) / n,
             calls_us=us(calls.total) / n, others_us=us(sum(others.values())) / n, others=tuple(others)),
         between_ops_us_per_step=us(between.total) / n, compiled_us_per_step=us(compiled.total) / n,
         top_ops=top, syncs_per_step=book.syncs_per_step, sync_op=book.sync_op, optimizer_step=optimizer,

@@ -13,6 +13,7 @@ ELSEWHERE = {
     "cold_us": "in one-time set-up (cold-start, dead-window, lazy-loading)",
     "compile_us": "while compiling (recompilation)",
     "profiler_us": "in the profiler's buffer requests (profiler-overhead)",
+    "setup_us": "while cuDNN sets up new shapes (cudnn-setup)",
     "launch_us": "before tiny kernels (launch-bound)",
     "calls_us": "under very repeated calls (many-calls)",
 }

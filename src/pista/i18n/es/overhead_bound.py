@@ -13,6 +13,7 @@ ELSEWHERE = {
     "cold_us": "en preparación de una sola vez (cold-start, dead-window, lazy-loading)",
     "compile_us": "mientras se compila (recompilation)",
     "profiler_us": "en las peticiones de búfer del profiler (profiler-overhead)",
+    "setup_us": "mientras cuDNN prepara formas nuevas (cudnn-setup)",
     "launch_us": "antes de kernels diminutos (launch-bound)",
     "calls_us": "bajo llamadas muy repetidas (many-calls)",
 }

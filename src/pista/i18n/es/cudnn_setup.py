@@ -1,0 +1,110 @@
+"""cudnn-setup en español."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import t
+from pista.rules.cudnn_setup import CallNote, CudnnSetup
+
+TITLE = "cuDNN prepara cada forma nueva en el host mientras la GPU espera"
+
+_WHAT = {
+    "attention": "la atención de cuDNN construye y compila un grafo para cada longitud de secuencia nueva (una caché "
+                 "KV que crece un token por paso le da una nueva en cada paso)",
+    "conv": "cuDNN construye un plan de ejecución para cada forma de convolución nueva",
+    "rnn": "cuDNN prepara su RNN para cada forma nueva",
+}
+
+
+def _steps(r: CudnnSetup) -> str:
+    if not r.in_steps:
+        return "la ventana"
+    return f"el paso {r.in_steps[0]}" if len(r.in_steps) == 1 else "los pasos " + ", ".join(map(str, r.in_steps))
+
+
+def message(r: CudnnSetup) -> str:
+    usual = f", frente a {t(r.typical_us)} en sus otras llamadas" if r.typical_us is not None else ""
+    text = (f"{r.calls} llamadas de {', '.join(r.ops)} en {_steps(r)} dejan la GPU ociosa {t(r.per_call_us)} cada "
+            f"una (mediana){usual}: {t(r.idle_us / max(r.steps, 1))} por paso.")
+    if r.new_shapes is not None:
+        text += f" {r.new_shapes} de ellas tenían una forma de entrada no vista antes en la traza."
+    if r.benchmark:
+        text += (f" Lanzan {r.launches_per_call:.0f} kernels cada una y sincronizan {r.syncs} veces: "
+                 "cudnn.benchmark está cronometrando cada algoritmo para cada forma nueva.")
+    else:
+        text += f" {_WHAT[r.kind][0].upper()}{_WHAT[r.kind][1:]}."
+    return text
+
+
+def advice(r: CudnnSetup) -> str:
+    if r.benchmark:
+        return ("Pon torch.backends.cudnn.benchmark = False mientras las formas de entrada sigan cambiando (solo "
+                "compensa con formas que se repiten), o fíjalas: agrupa los tamaños en unos pocos y calienta cada "
+                "uno antes de perfilar.")
+    if r.kind == "attention":
+        return ("Fija scaled_dot_product_attention a los kernels flash o memory-efficient, que no necesitan un grafo "
+                "por forma: envuelve la llamada al modelo en torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION, "
+                "SDPBackend.EFFICIENT_ATTENTION]); o fija la longitud (una caché "
+                "KV estática, cache_implementation='static' de transformers, o relleno a unas pocas longitudes).")
+    return ("Limita las formas de entrada a unos pocos tamaños (agrúpalas o rellénalas) y calienta cada una antes de "
+            "perfilar: cada forma nueva cuesta un plan de cuDNN nuevo, en el host, con la GPU ociosa.")
+
+
+def fix(r: CudnnSetup) -> str:
+    op = r.slowest[0].op if r.slowest else r.ops[0]
+    per_step = t(r.idle_us / max(r.steps, 1))
+    if r.benchmark:
+        return (f"{op} ejecuta la búsqueda de algoritmos de cudnn.benchmark para cada forma nueva, {per_step} por "
+                "paso: pon torch.backends.cudnn.benchmark = False o fija las formas.")
+    if r.kind == "attention":
+        return (f"{op} construye un grafo de cuDNN para cada longitud de secuencia nueva, {per_step} por paso: fija "
+                "SDPA a flash/efficient (torch.nn.attention.sdpa_kernel) o usa una caché KV estática.")
+    return f"{op} construye un plan de cuDNN para cada forma nueva, {per_step} por paso: agrupa los tamaños en unos pocos."
+
+
+def basis(r: CudnnSetup) -> str:
+    usual = (", menos la ociosidad de esas ops en sus otras llamadas" if r.typical_us is not None
+             else ", una cota superior (ninguna otra llamada de esas ops con la que comparar)")
+    per = "por paso" if r.steps else "en la ventana"
+    return f"la GPU ociosa dentro de las llamadas de cuDNN que preparan una forma ({t(r.idle_us)}){usual}, {per}"
+
+
+NOTES = {
+    CallNote: lambda n: (f"{t(n.idle_us)} de GPU ociosa en esta llamada, {n.launches} kernel(s) lanzados"
+                         + (f"; entrada {n.dims}" if n.dims else "")),
+}
+
+DOCS = """Qué:
+Llamadas de cuDNN (convoluciones y su backward, el backend cuDNN de scaled_dot_product_attention, las
+RNN de cuDNN) que retienen el host mucho más que un lanzamiento, paso tras paso, con la GPU ociosa:
+cuDNN prepara en el host cada forma de problema nueva. Sin `cudnn.benchmark` construye un plan de
+ejecución (para la atención, un grafo entero, compilado para esa longitud de secuencia); con él,
+cronometra cada algoritmo en la GPU, sincronizando entre ellos. Las formas de entrada registradas
+dicen qué llamadas tenían una forma no vista antes en la traza.
+
+Por qué:
+La preparación se guarda por forma, así que las formas fijas la pagan una vez; las formas que cambian
+en cada paso la pagan en cada paso. Una caché KV que crece un token por paso de decodificación da a la
+atención una longitud nueva en cada paso; el entrenamiento multiescala o un último lote más pequeño da
+tamaños nuevos a las convoluciones.
+
+Ejemplo:
+`gpu/kv_decode` (GPT-2 124M, fp16, lote 1, decodificación voraz con caché KV, H200, torch 2.11): la
+primera aten::_cudnn_attention_forward de cada token pasa ~70 ms en el host construyendo un grafo de
+cuDNN para la longitud nueva, el 76% del paso de 93 ms. Sin profiler: 70.3 ms por token, 8.2 ms con
+SDPA fijado a los kernels flash/efficient, 7.7 ms con longitudes ya vistas.
+`gpu/multiscale_benchmark` (ResNet-18, bf16, un tamaño de entrada nuevo en cada paso,
+`cudnn.benchmark=True`): pasos de 2.4-3.5 s cronometrando algoritmos; `gpu/multiscale_plain` (lo mismo
+sin benchmark): ~1.5 ms de construcción de plan en cada convolución, pasos de 84-105 ms.
+
+Impacto:
+La GPU ociosa dentro de esas llamadas, menos la ociosidad de las otras llamadas de esas ops (si las
+hay; si no, una cota superior), por paso. Las llamadas dentro de un paso frío, una ventana muerta, la
+compilación o GEMMs con formas nuevas pertenecen a esos hallazgos; una sola llamada es una primera
+llamada (de lazy-loading).
+
+Solución:
+Atención: fija SDPA a los kernels flash o memory-efficient
+(`torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION])`) o fija
+la longitud (una caché KV estática, relleno a unas pocas longitudes). Convoluciones: limita los tamaños
+de entrada a unos pocos grupos, calentados antes de perfilar; con `cudnn.benchmark` activado y tamaños
+que no paran de cambiar, desactívalo."""

@@ -1,0 +1,226 @@
+"""What:
+cuDNN calls (convolutions and their backward, scaled_dot_product_attention's cuDNN backend, cuDNN
+RNNs) that hold the host for far longer than a launch, step after step, with the GPU idle: cuDNN
+sets up each new problem shape on the host. Without `cudnn.benchmark` it builds an execution plan
+(for attention, a whole graph, compiled for that sequence length); with it, it times every
+algorithm on the GPU, synchronizing between them. Recorded input shapes show which calls had a
+shape not seen earlier in the trace.
+
+Why:
+The setup is cached per shape, so fixed shapes pay it once; shapes that change every step pay it
+every step. A KV cache that grows by a token per decoding step gives attention a new sequence
+length every step; multi-scale training or a last, smaller batch gives convolutions new sizes.
+
+Example:
+`gpu/kv_decode` (GPT-2 124M, fp16, batch 1, greedy decoding with a KV cache, H200, torch 2.11):
+each token's first aten::_cudnn_attention_forward spends ~70 ms on the host building a cuDNN
+graph for the new length, 76% of the 93 ms step. Unprofiled: 70.3 ms per token, 8.2 ms with SDPA
+pinned to the flash/efficient kernels, 7.7 ms on lengths already seen. `gpu/multiscale_benchmark`
+(ResNet-18, bf16, a new input size every step, `cudnn.benchmark=True`): 2.4-3.5 s steps of
+algorithm timing; `gpu/multiscale_plain` (the same without benchmark): ~1.5 ms of plan building in
+every convolution call, 84-105 ms steps.
+
+Impact:
+The GPU idle inside those calls, less what the same ops' other calls hold it idle (where they
+have any; else an upper bound), per step. Calls inside a cold step, a dead window, compile spans or
+new-shape GEMMs belong to those rules; one call alone is a first call (lazy-loading's).
+
+Fix:
+Attention: pin SDPA to the flash or memory-efficient kernels
+(`torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION])`) or
+keep the length fixed (a static KV cache, padding to a few lengths). Convolutions: keep input sizes
+to a few buckets, warmed up before profiling; with `cudnn.benchmark` on and sizes that keep
+changing, turn it off.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+import numpy as np
+
+from pista.findings import Context, Finding, Record
+from pista.rules import _one_time as one_time
+from pista.rules._common import (
+    busy_ns_many,
+    evidence,
+    kernel_launches,
+    nearest_ancestor,
+    pattern_mask,
+    step_at,
+    us,
+)
+from pista.trace.facts import Facts, Intervals, per_facts
+
+ID = "cudnn-setup"
+
+# The ops cuDNN sets up inside (torch 2.x names): convolutions, SDPA's cuDNN attention, RNNs.
+CUDNN_OPS = re.compile(r"^aten::(_?cudnn_\w+|_scaled_dot_product_cudnn_attention\w*)$")
+# The convolutions' backward has no cuDNN name of its own; it is cuDNN's where the forward is.
+CONV_BACKWARD = re.compile(r"^aten::convolution_backward$")
+# A call must hold the GPU idle this long: gpu/kv_decode's slow attention calls ~70 ms,
+# gpu/multiscale_plain's convolutions 1-6 ms; a launch-only call takes 20-250 µs in every warm
+# fixture (gpu/resnet50_bf16's cudnn_convolution ~40 µs).
+SETUP_MIN_US = 500.0
+# The setup must recur: slow calls in at least this many steps (one is a first call).
+MIN_STEPS = 2
+# Under 1% of the median step it is noise (REVIEW.md).
+MIN_STEP_SHARE = 0.01
+# Slow calls that launch this many kernels each, and synchronize, are cudnn.benchmark timing
+# algorithms (gpu/multiscale_benchmark: dozens per call; a plan build launches its one kernel).
+BENCHMARK_MIN_LAUNCHES = 4.0
+SYNC_NAMES = frozenset({"cudaDeviceSynchronize", "cudaEventSynchronize", "cudaStreamSynchronize"})
+EVIDENCE_CALLS = 3  # the slowest calls shown; presentation
+
+
+class SetupCall(Record):
+    """One cuDNN call that set up its shape."""
+
+    op: str
+    dims: str  # its Input Dims, as recorded ("" without record_shapes)
+    idle_us: float  # GPU idle inside the call
+    step: int | None
+
+
+class CudnnSetup(Record):
+    calls: int
+    ops: tuple[str, ...]
+    kind: str  # attention | conv | rnn
+    benchmark: bool  # the calls time algorithms (cudnn.benchmark)
+    launches_per_call: float
+    syncs: int
+    steps: int  # ProfilerSteps the window holds
+    in_steps: tuple[int, ...]
+    idle_us: float  # GPU idle in those calls, less the ops' usual: the impact's total
+    per_call_us: float  # median GPU idle in one slow call
+    typical_us: float | None  # median GPU idle in the same ops' other calls, where there are some
+    new_shapes: int | None  # slow calls on an input shape not seen earlier (None: shapes not recorded)
+    slowest: tuple[SetupCall, ...]
+
+
+class CallNote(Record):
+    """Note on a slow call."""
+
+    dims: str
+    idle_us: float
+    launches: int
+
+
+class _Dims(msgspec.Struct):
+    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=msgspec.Raw(b""))
+
+
+def check(ctx: Context) -> list[Finding]:
+    return one_time.findings(ctx, ID)
+
+
+@per_facts
+def slow_calls(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
+    """The outermost cuDNN op calls that hold the GPU idle SETUP_MIN_US or more, in time order,
+    and the ns of idle in each: also what the GPU-idle ledger gives this rule before anyone else."""
+    trace = facts.trace
+    none = np.empty(0, np.int64)
+    if not facts.has_gpu:
+        return none, none
+    ops = facts.is_host & pattern_mask(facts, CUDNN_OPS)
+    if not ops.any():
+        return none, none
+    ops |= facts.is_host & pattern_mask(facts, CONV_BACKWARD)
+    ops &= facts.event_step >= 0 if facts.steps else np.ones(len(trace), dtype=bool)
+    idx = np.flatnonzero(ops & (trace.dur >= SETUP_MIN_US * 1000))
+    idx = idx[nearest_ancestor(facts, ops, inclusive=False)[idx] < 0]  # attention's forward under SDPA's
+    idle = trace.dur[idx] - busy_ns_many(facts, trace.ts[idx], trace.ts[idx] + trace.dur[idx])
+    keep = idle >= SETUP_MIN_US * 1000
+    idx, idle = idx[keep], idle[keep]
+    order = np.argsort(trace.ts[idx], kind="stable")
+    return idx[order].astype(np.int64), idle[order].astype(np.int64)
+
+
+def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
+    facts = ctx.facts
+    trace = facts.trace
+    idx, idle = slow_calls(facts)
+    free = ~one_time.covered(taken, trace.ts[idx])
+    idx, idle = idx[free], idle[free]
+    steps = {step_at(facts, int(t)) for t in trace.ts[idx].tolist()} - {None}
+    if idx.size < 2 or (facts.steps and len(steps) < MIN_STEPS):
+        return [], one_time.EMPTY
+    claim = one_time.spans(trace.ts[idx], trace.ts[idx] + trace.dur[idx])
+    typical = _typical_idle(facts, idx)
+    total = max(0.0, one_time.idle_ns(facts, one_time.minus(claim, taken)) - (typical or 0.0) * idx.size)
+    impact = ctx.per_step(total)
+    if impact.share < MIN_STEP_SHARE:
+        return [], one_time.EMPTY
+
+    names = sorted({trace.event_name(i) for i in idx.tolist()})
+    dims = _dims(facts, idx)
+    launches, syncs = _launches_and_syncs(facts, idx)
+    benchmark = bool(syncs.sum()) and float(launches.mean()) >= BENCHMARK_MIN_LAUNCHES
+    kind = "attention" if any("attention" in n for n in names) else "rnn" if any("rnn" in n for n in names) else "conv"
+    slowest = np.argsort(-idle, kind="stable")[:EVIDENCE_CALLS]
+    rows = tuple(SetupCall(trace.event_name(int(idx[k])), dims[k], us(idle[k]), step_at(facts, int(trace.ts[idx[k]])))
+                 for k in slowest.tolist())
+    record = CudnnSetup(
+        calls=int(idx.size), ops=tuple(names), kind=kind, benchmark=benchmark,
+        launches_per_call=float(launches.mean()), syncs=int(syncs.sum()), steps=len(facts.steps),
+        in_steps=tuple(sorted(steps)), idle_us=us(total), per_call_us=us(float(np.median(idle))),
+        typical_us=None if typical is None else typical / 1000.0, new_shapes=_new_shapes(facts, idx, dims),
+        slowest=rows)
+    ev = [evidence(facts, int(idx[k]), CallNote(dims[k], us(idle[k]), int(launches[k]))) for k in sorted(slowest.tolist())]
+    return [Finding(ID, record, impact, ev)], claim
+
+
+def _typical_idle(facts: Facts, idx: np.ndarray) -> float | None:
+    """Median GPU idle (ns) in the other calls of the slow calls' ops, where there are some."""
+    trace = facts.trace
+    same = np.flatnonzero(facts.is_host & np.isin(trace.name, np.unique(trace.name[idx])))
+    same = same[~np.isin(same, idx)]
+    if same.size == 0:
+        return None
+    return float(np.median(trace.dur[same] - busy_ns_many(facts, trace.ts[same], trace.ts[same] + trace.dur[same])))
+
+
+def _dims(facts: Facts, idx: np.ndarray) -> list[str]:
+    decoded = facts.trace.decode_args(idx.tolist(), _Dims)
+    return [bytes(d.input_dims).decode("utf-8", "replace") if d is not None else "" for d in decoded]
+
+
+def _new_shapes(facts: Facts, idx: np.ndarray, dims: list[str]) -> int | None:
+    """How many slow calls had an input shape their op had not had earlier in the trace."""
+    if not any(dims):
+        return None
+    trace = facts.trace
+    calls = np.flatnonzero(facts.is_host & np.isin(trace.name, np.unique(trace.name[idx]))
+                           & (trace.ts <= int(trace.ts[idx].max())))
+    calls = calls[np.argsort(trace.ts[calls], kind="stable")]
+    slow = dict(zip(idx.tolist(), dims, strict=True))
+    others = calls[~np.isin(calls, idx)]
+    shape = dict(zip(others.tolist(), _dims(facts, others), strict=True)) | slow
+    seen: set[tuple[int, str]] = set()
+    new = 0
+    for i in calls.tolist():
+        key = (int(trace.name[i]), shape[i])
+        new += i in slow and key not in seen
+        seen.add(key)
+    return new
+
+
+def _launches_and_syncs(facts: Facts, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per call: the kernels launched under it, and the synchronize calls under it."""
+    trace = facts.trace
+    syncs = facts.is_host & np.isin(trace.name, [i for i, n in enumerate(trace.names) if n in SYNC_NAMES])
+    out = []
+    for mask in (kernel_launches(facts), syncs):
+        at = np.flatnonzero(mask)
+        owner = nearest_ancestor(facts, _marked(len(trace), idx), inclusive=False)[at]
+        counts = np.zeros(len(trace), dtype=np.int64)
+        np.add.at(counts, owner[owner >= 0], 1)
+        out.append(counts[idx])
+    return out[0], out[1]
+
+
+def _marked(n: int, idx: np.ndarray) -> np.ndarray:
+    mask = np.zeros(n, dtype=bool)
+    mask[idx] = True
+    return mask
