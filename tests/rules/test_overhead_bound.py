@@ -133,6 +133,23 @@ def test_compiled_code_is_not_told_to_compile(analysis_of):
         assert "torch.compile the step" not in finding.advice + finding.fix, name
 
 
+def test_a_step_partly_compiled_is_told_to_compile_the_rest(analysis_of):
+    # gpu/compile_float_arg: a torch.compile'd MLP; the loss (pow, mean), the backward's eager ops and the
+    # optimizer run outside the compiled region, which holds under half of the idle
+    import raw
+
+    name = "gpu/compile_float_arg"
+    regions = [e for e in raw.complete(name) if str(e["name"]).startswith("Torch-Compiled Region")]
+    eager_loss = [e for e in raw.complete(name, "cpu_op", "aten::pow")
+                  if raw.steps(name) and not any(raw.inside(c, e) for c in regions)]
+    assert regions and eager_loss
+    finding = analysis_of(name).finding("overhead-bound")
+    r = finding.record
+    assert 0 < r.compiled_us_per_step < 0.5 * r.per_op_us_per_step
+    assert "compile the rest" in finding.advice and "fuse them with torch.compile" not in finding.advice
+    assert "compile the whole step" in finding.fix
+
+
 def test_eager_loops_get_compile_or_graphs(analysis_of):
     for name in ("seed_mm64_warm", "series_mlp_eager"):
         finding = analysis_of(name).finding("overhead-bound")

@@ -43,6 +43,8 @@ def _top(r: OverheadBound) -> str:
 def _where(r: OverheadBound) -> str:
     if r.compiled_us_per_step >= 0.5 * r.per_op_us_per_step:
         return "compiled"
+    if r.compiled_us_per_step > 0:  # some of the step runs compiled: "try torch.compile" would mislead
+        return "partly compiled"
     if r.between_ops_us_per_step >= 0.5 * r.per_op_us_per_step:
         return "python"
     return "dispatch"
@@ -86,6 +88,10 @@ ADVICE = {
     "compiled": ("The host time is in code that is already compiled: another torch.compile will not help. Replay "
                  "it as a CUDA graph (torch.compile(mode='reduce-overhead')) or give each call more work (a bigger "
                  "batch) so its fixed cost is shared."),
+    "partly compiled": ("Part of the step already runs compiled: compile the rest with it (the loss, the backward's "
+                        "eager ops, the optimizer step) so one graph holds the step, then replay it as a CUDA graph "
+                        "(torch.compile(mode='reduce-overhead')); another torch.compile of the compiled part will not "
+                        "help."),
     "python": ("Most of it is Python between ops: torch.compile the step (it traces the Python away and fuses the "
                "ops) or capture the step as a CUDA graph (torch.cuda.CUDAGraph, "
                "torch.compile(mode='reduce-overhead'))."),
@@ -131,6 +137,8 @@ def fix(r: OverheadBound) -> str:
         return f"{head}: remove the {r.syncs_per_step:.0f} {r.sync_op} sync(s) per step, then capture the step as a CUDA graph"
     if _where(r) == "compiled":
         return f"{head} in compiled code: use torch.compile(mode='reduce-overhead') (CUDA graphs) or a bigger batch"
+    if _where(r) == "partly compiled":
+        return f"{head}, partly outside the compiled code: compile the whole step, then replay it as a CUDA graph"
     return f"{head}: torch.compile the step or capture it as a CUDA graph"
 
 

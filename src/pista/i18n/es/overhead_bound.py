@@ -43,6 +43,8 @@ def _top(r: OverheadBound) -> str:
 def _where(r: OverheadBound) -> str:
     if r.compiled_us_per_step >= 0.5 * r.per_op_us_per_step:
         return "compiled"
+    if r.compiled_us_per_step > 0:  # some of the step runs compiled: "try torch.compile" would mislead
+        return "partly compiled"
     if r.between_ops_us_per_step >= 0.5 * r.per_op_us_per_step:
         return "python"
     return "dispatch"
@@ -87,6 +89,10 @@ ADVICE = {
     "compiled": ("El tiempo del host está en código ya compilado: otro torch.compile no ayudará. Reprodúcelo como "
                  "CUDA graph (torch.compile(mode='reduce-overhead')) o da más trabajo a cada llamada (un lote mayor) "
                  "para repartir su coste fijo."),
+    "partly compiled": ("Parte del paso ya se ejecuta compilada: compila el resto con ella (la pérdida, las "
+                        "operaciones eager del backward, el paso del optimizador) para que un solo grafo contenga el "
+                        "paso, y reprodúcelo como CUDA graph (torch.compile(mode='reduce-overhead')); otro "
+                        "torch.compile de la parte compilada no ayudará."),
     "python": ("La mayor parte es Python entre operaciones: aplica torch.compile al paso (elimina ese Python al "
                "trazarlo y fusiona las operaciones) o captura el paso como CUDA graph (torch.cuda.CUDAGraph, "
                "torch.compile(mode='reduce-overhead'))."),
@@ -134,6 +140,8 @@ def fix(r: OverheadBound) -> str:
                 "CUDA graph")
     if _where(r) == "compiled":
         return f"{head} en código compilado: usa torch.compile(mode='reduce-overhead') (CUDA graphs) o un lote mayor"
+    if _where(r) == "partly compiled":
+        return f"{head}, en parte fuera del código compilado: compila el paso entero y reprodúcelo como CUDA graph"
     return f"{head}: aplica torch.compile al paso o captúralo como CUDA graph"
 
 
