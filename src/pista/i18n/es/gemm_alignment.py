@@ -1,0 +1,86 @@
+"""gemm-alignment en español."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import t
+from pista.rules.gemm_alignment import CallNote, GemmAlignment, Misaligned
+
+TITLE = "GEMMs con dimensiones que no son múltiplo de 8 usan kernels lentos de reserva"
+
+
+def _group(m: Misaligned) -> str:
+    b, mm, n, k = m.mnk
+    batch = f"{b}x " if b > 1 else ""
+    return (f"{m.op} {batch}{mm}x{k} por {k}x{n} {m.dtype} {m.calls}x: {t(m.us_per_step)} por paso a "
+            f"{m.tflops:.0f} TFLOP/s ({m.kernel})")
+
+
+def _dims(r: GemmAlignment) -> str:
+    return ", ".join(str(d) for d in r.odd[:3])
+
+
+def _padded(d: int) -> int:
+    return -(-d // 64) * 64
+
+
+def message(r: GemmAlignment) -> str:
+    groups = "; ".join(_group(m) for m in r.groups[:3])
+    return (f"{r.calls} llamadas GEMM sobre una dimensión que no es múltiplo de 8 ({_dims(r)}) tardan "
+            f"{t(r.kernel_us)} por paso, el {r.gpu_share_percent:.0f}% del tiempo de GPU, cuando los GEMMs alineados "
+            f"de esta traza con el mismo tipo van a {r.reference_tflops:.0f} TFLOP/s: {groups}.")
+
+
+def advice(r: GemmAlignment) -> str:
+    d = r.odd[0]
+    return (f"Rellena {d} hasta {_padded(d)} (un múltiplo de 64): para un vocabulario, crea el embedding y la capa "
+            "de salida con el tamaño rellenado (los logits extra nunca son objetivo); tamaños ocultos y de "
+            "feed-forward en múltiplos de 64, tokens por lote en múltiplos de 8. cuBLAS elige entonces sus kernels "
+            "alineados de tensor cores.")
+
+
+def fix(r: GemmAlignment) -> str:
+    d = r.odd[0]
+    return (f"los GEMMs sobre la dimensión {d} van a una fracción del ritmo de la tarjeta, {t(r.kernel_us)} por "
+            f"paso: rellénala hasta {_padded(d)} (un múltiplo de 64).")
+
+
+def basis(r: GemmAlignment) -> str:
+    per = "por paso" if r.steps > 1 else "en la ventana"
+    return (f"el tiempo de kernel de los GEMMs desalineados menos sus FLOPs al ritmo de {r.reference_tflops:.0f} "
+            f"TFLOP/s de los GEMMs alineados, {per} (tiempo de GPU: acorta el paso solo donde la GPU es el límite)")
+
+
+NOTES = {
+    CallNote: lambda n: f"{n.tflops:.0f} TFLOP/s, frente a {n.reference_tflops:.0f} de los GEMMs alineados",
+}
+
+DOCS = """Qué:
+GEMMs de tensor cores (bf16, fp16, fp8, tf32) con una dimensión que no es múltiplo de 16 bytes de su
+tipo (8 elementos bf16/fp16, 16 fp8, 4 tf32) que van muy por debajo de los otros GEMMs de la traza con
+ese tipo: cuBLAS no puede usar sus kernels alineados para esa matriz y recurre a otros más lentos (en
+Hopper, kernels `cutlass_75_..._align1` de la época Turing). Los FLOPs salen de las formas registradas
+de las ops que los lanzan (record_shapes).
+
+Por qué:
+Un vocabulario de 50257 (el de GPT-2) o cualquier tamaño oculto impar desalinea todos los GEMMs que lo
+tocan, hacia delante y hacia atrás: la cabeza del modelo de lenguaje, a menudo el mayor GEMM del modelo,
+va entonces a una fracción del ritmo de la tarjeta. Rellenar la dimensión hasta un múltiplo de 64
+cuesta unas pocas filas sin usar.
+
+Ejemplo:
+`gpu/gpt2_conv1d` (GPT-2 de transformers, 6 bloques, d=768, vocabulario 50257, autocast bf16, lote
+8 x 512, H200): los tres GEMMs de la cabeza (4096x768 por 768x50257 hacia delante, y los dos de atrás)
+usan kernels `cutlass_75_tensorop_bf16_s1688gemm` a 94-145 TFLOP/s cuando los GEMMs alineados del
+modelo llegan a 400-720: 7.9 ms por paso, el 36% del tiempo de GPU. Sin profiler, con AdamW fusionado:
+22.08 ms por paso con vocabulario 50257, 20.61 ms con 50304.
+
+Impacto:
+Por paso, el tiempo de kernel de las llamadas desalineadas menos sus FLOPs al ritmo ponderado por tiempo
+de los GEMMs alineados de la traza con el mismo tipo: el tiempo de GPU que devolvería el relleno, una
+cota superior del ahorro del paso (ahorra tiempo real solo donde la GPU es el límite). Sin GEMMs
+alineados de ese tipo con los que comparar, o por debajo del 1% del paso, la regla calla.
+
+Solución:
+Rellena la dimensión hasta un múltiplo de 64: `vocab_size=50304` (los logits extra nunca son objetivo;
+recórtalos o déjalos), tamaños ocultos y de feed-forward en múltiplos de 64, lote x secuencia en
+múltiplos de 8."""

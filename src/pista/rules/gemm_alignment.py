@@ -1,0 +1,158 @@
+"""What:
+Tensor-core GEMMs (bf16, fp16, fp8, tf32) with a dimension that is not a multiple of 16 bytes of
+its dtype (8 bf16/fp16 elements, 16 fp8, 4 tf32) that run far below the trace's other GEMMs of
+that dtype: cuBLAS cannot use its aligned kernels for such a matrix and falls back to slower ones
+(on Hopper, Turing-era `cutlass_75_..._align1` kernels). The FLOPs come from the launching ops'
+recorded shapes (record_shapes).
+
+Why:
+A vocabulary of 50257 (GPT-2's) or any odd hidden size makes every GEMM that touches it, forward
+and backward, misaligned: the language-model head, often the biggest GEMM of the model, then runs
+at a fraction of the card's rate. Padding the dimension to a multiple of 64 costs a few unused rows.
+
+Example:
+`gpu/gpt2_conv1d` (transformers' GPT-2, 6 blocks, d=768, vocab 50257, bf16 autocast, batch 8 x 512,
+H200): the head's three GEMMs (4096x768 by 768x50257 forward, and the two backward) run on
+`cutlass_75_tensorop_bf16_s1688gemm` kernels at 94-145 TFLOP/s where the model's aligned GEMMs reach
+400-720: 7.9 ms per step, 36% of the GPU time. Unprofiled, with fused AdamW: 22.08 ms per step
+at vocab 50257, 20.61 ms at 50304.
+
+Impact:
+Per step, the misaligned calls' kernel time less their FLOPs at the time-weighted rate of the
+trace's aligned GEMMs of the same dtype: the GPU time padding would give back, an upper bound on
+the step's saving (it saves wall time only where the GPU is the limit). Without aligned GEMMs of
+that dtype to compare with, or under 1% of the step, the rule is silent.
+
+Fix:
+Pad the dimension to a multiple of 64: `vocab_size=50304` (the extra logits are never targets; slice
+them off or leave them), hidden and feed-forward sizes in multiples of 64, batch x sequence in
+multiples of 8.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from pista.efficiency import Gemm, gemms
+from pista.findings import Context, Finding, Record
+from pista.rules._common import evidence, short_name, us
+
+ID = "gemm-alignment"
+
+# Elements per 16 bytes, the alignment cuBLAS's tensor-core kernels need, per dtype.
+ALIGN = {"bf16": 8, "fp16": 8, "fp8": 16, "tf32": 4}
+# A misaligned call counts when it runs below this share of the aligned GEMMs' rate: gpu/gpt2_conv1d's
+# head at 0.15-0.23 of it; aligned GEMMs of one model spread 0.6-1.2 around their mean (the same trace:
+# 396-718 TFLOP/s).
+SLOW_SHARE = 0.5
+# The aligned GEMMs of the dtype must take this share of the misaligned ones' time to be a reference.
+MIN_REFERENCE_SHARE = 0.05
+MIN_STEP_SHARE = 0.01  # REVIEW.md: under 1% of the step is noise
+EVIDENCE_CALLS = 3
+
+
+class Misaligned(Record):
+    """The misaligned calls of one op on one shape."""
+
+    op: str
+    dtype: str
+    mnk: tuple[int, int, int, int]  # batch, M, N, K
+    odd: tuple[int, ...]  # its dimensions that are not multiples of the alignment
+    calls: int
+    us_per_step: float
+    tflops: float
+    kernel: str
+
+
+class GemmAlignment(Record):
+    steps: int
+    calls: int
+    kernel_us: float  # per step, the misaligned calls
+    saved_us: float  # per step: the impact
+    reference_tflops: float  # the aligned GEMMs' rate (the dtype of the biggest group)
+    gpu_share_percent: float  # of the GPU time in the window
+    odd: tuple[int, ...]  # every misaligned dimension, most time first
+    groups: tuple[Misaligned, ...]  # most time first
+
+
+class CallNote(Record):
+    """Note on a misaligned call's kernel."""
+
+    tflops: float
+    reference_tflops: float
+
+
+def check(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    if not facts.has_gpu:
+        return []
+    trace = facts.trace
+    calls = [g for g in gemms(facts).values() if g.dtype in ALIGN and g.flops > 0]
+    if not calls:
+        return []
+    dur = {g.kernel: float(trace.dur[g.kernel]) for g in calls}
+    odd = [g for g in calls if _odd(g)]
+    if not odd:
+        return []
+    reference = _reference_rates(calls, dur)
+    slow = [g for g in odd if g.dtype in reference and g.tflops(dur[g.kernel]) < SLOW_SHARE * reference[g.dtype]]
+    if not slow:
+        return []
+    saved_ns = sum(dur[g.kernel] - g.flops / reference[g.dtype] / 1e3 for g in slow)
+    impact = ctx.per_step(saved_ns)
+    if impact.share < MIN_STEP_SHARE:
+        return []
+    steps = ctx.step_count
+    groups = _groups(facts, slow, dur, steps)
+    lo, hi = facts.window
+    device_ns = float(trace.dur[facts.is_device_work & (trace.ts >= lo) & (trace.ts < hi)].sum()) or 1.0
+    kernel_ns = sum(dur[g.kernel] for g in slow)
+    dims: dict[int, float] = defaultdict(float)
+    for g in slow:
+        for d in _odd(g):
+            dims[d] += dur[g.kernel]
+    record = GemmAlignment(
+        steps=steps, calls=len(slow), kernel_us=us(kernel_ns) / steps, saved_us=impact.us,
+        reference_tflops=reference[groups[0].dtype], gpu_share_percent=100.0 * kernel_ns / device_ns,
+        odd=tuple(sorted(dims, key=lambda d: -dims[d])), groups=tuple(groups))
+    slowest = sorted(slow, key=lambda g: -dur[g.kernel])[:EVIDENCE_CALLS]
+    ev = [evidence(facts, g.kernel, CallNote(g.tflops(dur[g.kernel]), reference[g.dtype]))
+          for g in sorted(slowest, key=lambda g: int(trace.ts[g.kernel]))]
+    return [Finding(ID, record, impact, ev)]
+
+
+def _odd(g: Gemm) -> tuple[int, ...]:
+    align = ALIGN[g.dtype or ""]
+    return tuple(sorted({d for d in g.mnk[1:] if d % align}))
+
+
+def _reference_rates(calls: list[Gemm], dur: dict[int, float]) -> dict[str, float]:
+    """Per dtype, the aligned GEMMs' time-weighted rate (FLOP per ns / 1e3: TFLOP/s), where they take
+    MIN_REFERENCE_SHARE of the misaligned ones' time."""
+    flops: dict[str, float] = defaultdict(float)
+    time: dict[str, float] = defaultdict(float)
+    odd_time: dict[str, float] = defaultdict(float)
+    for g in calls:
+        if _odd(g):
+            odd_time[g.dtype or ""] += dur[g.kernel]
+        else:
+            flops[g.dtype or ""] += g.flops
+            time[g.dtype or ""] += dur[g.kernel]
+    return {d: flops[d] / time[d] / 1e3 for d in time
+            if time[d] > 0 and time[d] >= MIN_REFERENCE_SHARE * odd_time.get(d, 0.0)}
+
+
+def _groups(facts, slow: list[Gemm], dur: dict[int, float], steps: int) -> list[Misaligned]:
+    trace = facts.trace
+    by: dict[tuple[str, str, tuple[int, int, int, int]], list[Gemm]] = defaultdict(list)
+    for g in slow:
+        by[(trace.event_name(g.op), g.dtype or "", g.mnk)].append(g)
+    out = []
+    for (op, dtype, mnk), members in by.items():
+        ns = sum(dur[g.kernel] for g in members)
+        flops = sum(g.flops for g in members)
+        longest = max(members, key=lambda g: dur[g.kernel])
+        out.append(Misaligned(op, dtype, mnk, _odd(members[0]), len(members), us(ns) / steps,
+                              flops / max(ns, 1.0) / 1e3, short_name(trace.event_name(longest.kernel))))
+    return sorted(out, key=lambda m: -m.us_per_step)
+
