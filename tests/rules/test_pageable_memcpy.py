@@ -49,6 +49,20 @@ def test_fires_on_the_data_loader_s_batch_copy(analysis_of):
     assert finding.severity.value == "info"
 
 
+def test_a_batch_from_torch_s_dataloader_is_told_to_pin_there(analysis_of):
+    # gpu/resnet_loader: `x, y = x.cuda(), y.cuda()` after each DataLoader batch, outside any region
+    import raw
+
+    name = "gpu/resnet_loader"
+    assert any(str(e["name"]).startswith("enumerate(DataLoader)#") for e in raw.complete(name))
+    pageable = [k for k in raw.complete(name, "gpu_memcpy") if "Pageable" in k["name"] and "HtoD" in k["name"]]
+    assert pageable
+    finding = analysis_of(name).finding("pageable-memcpy")
+    group = finding.record.groups[0]
+    assert group.region is None and group.loader and group.direction == "HtoD"
+    assert "DataLoader with pin_memory=True" in finding.advice and "outside the loop" not in finding.advice
+
+
 def test_a_small_copy_behind_queued_kernels_costs_the_idle_it_leaves(analysis_of):
     # gpu/pageable_behind_kernels: a 256 KiB pageable copy after 24 queued 4096² GEMMs; its op
     # blocks the host ~3.5 ms per step (the stream sync waits for the GEMMs), but the GPU computes

@@ -78,6 +78,9 @@ STEP_REGION = re.compile(r"^ProfilerStep#")
 # A region that loads input: the record_function names of hand-written loaders (gpu/gpu_idle_dataloader's
 # `data_loading`) and the DataLoader iterator's own (`enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`).
 LOADER_REGION = re.compile(r"data|load|batch|input|collate|prefetch", re.IGNORECASE)
+# torch's DataLoader iterator: where it feeds the steps, a host-to-device copy after it is the batch's
+# (gpu/resnet_loader: `x.cuda()` right after `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`)
+DATALOADER = re.compile(r"^enumerate\(DataLoader\)#")
 
 
 class CopyGroup(Record):
@@ -86,7 +89,7 @@ class CopyGroup(Record):
     direction: str  # "HtoD" or "DtoH"
     op: str  # the outermost op that issued them (aten::to), or the runtime call without an op
     region: str | None  # the record_function region around the op ('data_loading')
-    loader: bool  # that region loads input (its name says data/load/batch...)
+    loader: bool  # that region loads input (its name says data/load/batch...), or a DataLoader feeds the steps
     copies: int
     mib: float
     device_us: float  # the copies on the GPU
@@ -202,7 +205,9 @@ def _groups(facts: Facts, calls: dict[int, list[int]], blocked: dict[int, int], 
             a["dev"] += int(trace.dur[mine].sum())
             a["blocked"] += blocked[op] * share
             a["saved"] += saved[op] * share
-    out = [CopyGroup(direction=d, op=op, region=region, loader=bool(region and LOADER_REGION.search(region)),
+    fed = bool(pattern_mask(facts, DATALOADER).any())
+    out = [CopyGroup(direction=d, op=op, region=region,
+                     loader=bool(region and LOADER_REGION.search(region)) or (fed and d == "HtoD"),
                      copies=int(a["copies"]), mib=a["bytes"] / 2**20, device_us=us(a["dev"]),
                      gb_s=a["bytes"] / a["dev"] if a["dev"] else 0.0, blocked_us=us(a["blocked"]),
                      saved_us=us(a["saved"]), pinned_gb_s=pinned.get(d))
