@@ -48,6 +48,8 @@ SLOW_SHARE = 0.5
 # The aligned GEMMs of the dtype must take this share of the misaligned ones' time to be a reference.
 MIN_REFERENCE_SHARE = 0.05
 MIN_STEP_SHARE = 0.01  # REVIEW.md: under 1% of the step is noise
+# What to pad to: a multiple of 64 elements lets cuBLAS pick its widest tiles (nanoGPT's 50257 -> 50304).
+PAD_TO = 64
 EVIDENCE_CALLS = 3
 
 
@@ -72,6 +74,7 @@ class GemmAlignment(Record):
     reference_tflops: float  # the aligned GEMMs' rate (the dtype of the biggest group)
     gpu_share_percent: float  # of the GPU time in the window
     odd: tuple[int, ...]  # every misaligned dimension, most time first
+    pad_to: int  # the first of them rounded up to a multiple of PAD_TO
     groups: tuple[Misaligned, ...]  # most time first
 
 
@@ -102,23 +105,29 @@ def check(ctx: Context) -> list[Finding]:
     impact = ctx.per_step(saved_ns)
     if impact.share < MIN_STEP_SHARE:
         return []
-    steps = ctx.step_count
-    groups = _groups(facts, slow, dur, steps)
-    lo, hi = facts.window
-    device_ns = float(trace.dur[facts.is_device_work & (trace.ts >= lo) & (trace.ts < hi)].sum()) or 1.0
-    kernel_ns = sum(dur[g.kernel] for g in slow)
-    dims: dict[int, float] = defaultdict(float)
-    for g in slow:
-        for d in _odd(g):
-            dims[d] += dur[g.kernel]
-    record = GemmAlignment(
-        steps=steps, calls=len(slow), kernel_us=us(kernel_ns) / steps, saved_us=impact.us,
-        reference_tflops=reference[groups[0].dtype], gpu_share_percent=100.0 * kernel_ns / device_ns,
-        odd=tuple(sorted(dims, key=lambda d: -dims[d])), groups=tuple(groups))
+    record = _record(facts, slow, dur, reference, ctx.step_count, impact.us)
     slowest = sorted(slow, key=lambda g: -dur[g.kernel])[:EVIDENCE_CALLS]
     ev = [evidence(facts, g.kernel, CallNote(g.tflops(dur[g.kernel]), reference[g.dtype]))
           for g in sorted(slowest, key=lambda g: int(trace.ts[g.kernel]))]
     return [Finding(ID, record, impact, ev)]
+
+
+def _record(facts, slow: list[Gemm], dur: dict[int, float], reference: dict[str, float], steps: int,
+            saved_us: float) -> GemmAlignment:
+    trace = facts.trace
+    groups = _groups(facts, slow, dur, steps)
+    lo, hi = facts.window
+    device_ns = float(trace.dur[facts.is_device_work & (trace.ts >= lo) & (trace.ts < hi)].sum()) or 1.0
+    kernel_ns = sum(dur[g.kernel] for g in slow)
+    dims: dict[int, float] = defaultdict(float)  # each misaligned dimension's kernel time
+    for g in slow:
+        for d in _odd(g):
+            dims[d] += dur[g.kernel]
+    odd = tuple(sorted(dims, key=lambda d: -dims[d]))
+    return GemmAlignment(
+        steps=steps, calls=len(slow), kernel_us=us(kernel_ns) / steps, saved_us=saved_us,
+        reference_tflops=reference[groups[0].dtype], gpu_share_percent=100.0 * kernel_ns / device_ns,
+        odd=odd, pad_to=-(-odd[0] // PAD_TO) * PAD_TO, groups=tuple(groups))
 
 
 def _odd(g: Gemm) -> tuple[int, ...]:

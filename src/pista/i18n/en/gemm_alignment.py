@@ -19,10 +19,6 @@ def _dims(r: GemmAlignment) -> str:
     return ", ".join(str(d) for d in r.odd[:3])
 
 
-def _padded(d: int) -> int:
-    return -(-d // 64) * 64
-
-
 def message(r: GemmAlignment) -> str:
     groups = "; ".join(_group(m) for m in r.groups[:3])
     return (f"{r.calls} GEMM calls on a dimension that is not a multiple of 8 ({_dims(r)}) take {t(r.kernel_us)} per "
@@ -32,7 +28,7 @@ def message(r: GemmAlignment) -> str:
 
 def advice(r: GemmAlignment) -> str:
     d = r.odd[0]
-    return (f"Pad {d} to {_padded(d)} (a multiple of 64): for a vocabulary, build the embedding and the output "
+    return (f"Pad {d} to {r.pad_to} (a multiple of 64): for a vocabulary, build the embedding and the output "
             "layer with the padded size (the extra logits are never targets); hidden and feed-forward sizes in "
             "multiples of 64, tokens per batch in multiples of 8. cuBLAS then picks its aligned tensor-core kernels.")
 
@@ -40,7 +36,7 @@ def advice(r: GemmAlignment) -> str:
 def fix(r: GemmAlignment) -> str:
     d = r.odd[0]
     return (f"GEMMs on the dimension {d} run at a fraction of the card's rate, {t(r.kernel_us)} per step: pad it "
-            f"to {_padded(d)} (a multiple of 64).")
+            f"to {r.pad_to} (a multiple of 64).")
 
 
 def basis(r: GemmAlignment) -> str:

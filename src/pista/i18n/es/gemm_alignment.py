@@ -19,10 +19,6 @@ def _dims(r: GemmAlignment) -> str:
     return ", ".join(str(d) for d in r.odd[:3])
 
 
-def _padded(d: int) -> int:
-    return -(-d // 64) * 64
-
-
 def message(r: GemmAlignment) -> str:
     groups = "; ".join(_group(m) for m in r.groups[:3])
     return (f"{r.calls} llamadas GEMM sobre una dimensión que no es múltiplo de 8 ({_dims(r)}) tardan "
@@ -32,7 +28,7 @@ def message(r: GemmAlignment) -> str:
 
 def advice(r: GemmAlignment) -> str:
     d = r.odd[0]
-    return (f"Rellena {d} hasta {_padded(d)} (un múltiplo de 64): para un vocabulario, crea el embedding y la capa "
+    return (f"Rellena {d} hasta {r.pad_to} (un múltiplo de 64): para un vocabulario, crea el embedding y la capa "
             "de salida con el tamaño rellenado (los logits extra nunca son objetivo); tamaños ocultos y de "
             "feed-forward en múltiplos de 64, tokens por lote en múltiplos de 8. cuBLAS elige entonces sus kernels "
             "alineados de tensor cores.")
@@ -41,7 +37,7 @@ def advice(r: GemmAlignment) -> str:
 def fix(r: GemmAlignment) -> str:
     d = r.odd[0]
     return (f"los GEMMs sobre la dimensión {d} van a una fracción del ritmo de la tarjeta, {t(r.kernel_us)} por "
-            f"paso: rellénala hasta {_padded(d)} (un múltiplo de 64).")
+            f"paso: rellénala hasta {r.pad_to} (un múltiplo de 64).")
 
 
 def basis(r: GemmAlignment) -> str:
