@@ -83,6 +83,12 @@ def test_fires_on_an_eager_transformer_with_small_kernels(analysis_of):
     assert finding.impact.share >= 0.05
 
 
+def test_inference_is_not_told_about_optimizers(analysis_of):
+    # gpu/kv_flash: batch-1 decoding, no optimizer; an optimizer's tiny kernels are unfused-optimizer's to name
+    finding = analysis_of("gpu/kv_flash").finding("launch-bound")
+    assert finding.impact.share > 0.5 and "optimizer" not in finding.advice + finding.fix
+
+
 def test_silent_when_kernels_do_real_work(analysis_of):
     # ~100 kernels per step too, but GEMMs of a few µs and more (median 6-18 µs)
     for name in ("series_mlp_eager", "series_mlp_compile", "big_gpt_eager_20steps"):

@@ -31,7 +31,7 @@ def advice(r: LaunchBound) -> str:
                 "(torch.compile(mode='reduce-overhead')) so their launches cost one graph launch, or give each "
                 "kernel more work (a bigger batch).")
     return (f"Fuse the small ops ({_ops(r)}): torch.compile fuses elementwise chains into one kernel; turn a Python "
-            "loop over slices into tensor ops on the whole batch; use foreach/fused optimizers; or capture the step "
+            "loop over slices into tensor ops on the whole batch; or capture the step "
             "as a CUDA graph (torch.compile(mode='reduce-overhead')) so the launches cost one graph launch.")
 
 

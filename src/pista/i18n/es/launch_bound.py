@@ -32,8 +32,8 @@ def advice(r: LaunchBound) -> str:
                 "(torch.compile(mode='reduce-overhead')) para que sus lanzamientos cuesten uno solo, o da más "
                 "trabajo a cada kernel (un lote mayor).")
     return (f"Fusiona las operaciones pequeñas ({_ops(r)}): torch.compile fusiona cadenas elementales en un solo "
-            "kernel; convierte el bucle de Python sobre trozos en operaciones de tensores sobre el lote entero; usa "
-            "optimizadores foreach/fusionados; o captura el paso como CUDA graph "
+            "kernel; convierte el bucle de Python sobre trozos en operaciones de tensores sobre el lote entero; o "
+            "captura el paso como CUDA graph "
             "(torch.compile(mode='reduce-overhead')) para que los lanzamientos cuesten uno solo.")
 
 
