@@ -42,7 +42,8 @@ def fix(r: GemmAlignment) -> str:
 def basis(r: GemmAlignment) -> str:
     per = "per step" if r.steps > 1 else "over the window"
     return (f"the misaligned GEMMs' kernel time less their FLOPs at the aligned GEMMs' {r.reference_tflops:.0f} "
-            f"TFLOP/s, {per} (GPU time: it shortens the step only where the GPU is the limit)")
+            f"TFLOP/s ({t(r.gpu_saved_us)} of GPU time {per}), times the {r.busy_percent:.0f}% of the window the GPU "
+            "is busy: GPU time saved shortens the step only where the GPU is the limit")
 
 
 NOTES = {

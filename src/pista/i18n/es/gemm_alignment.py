@@ -43,7 +43,9 @@ def fix(r: GemmAlignment) -> str:
 def basis(r: GemmAlignment) -> str:
     per = "por paso" if r.steps > 1 else "en la ventana"
     return (f"el tiempo de kernel de los GEMMs desalineados menos sus FLOPs al ritmo de {r.reference_tflops:.0f} "
-            f"TFLOP/s de los GEMMs alineados, {per} (tiempo de GPU: acorta el paso solo donde la GPU es el límite)")
+            f"TFLOP/s de los GEMMs alineados ({t(r.gpu_saved_us)} de tiempo de GPU {per}), por el "
+            f"{r.busy_percent:.0f}% de la ventana en que la GPU está ocupada: el tiempo de GPU ahorrado acorta el "
+            "paso solo donde la GPU es el límite")
 
 
 NOTES = {
@@ -72,8 +74,11 @@ modelo llegan a 400-720: 7.9 ms por paso, el 36% del tiempo de GPU. Sin profiler
 
 Impacto:
 Por paso, el tiempo de kernel de las llamadas desalineadas menos sus FLOPs al ritmo ponderado por tiempo
-de los GEMMs alineados de la traza con el mismo tipo: el tiempo de GPU que devolvería el relleno, una
-cota superior del ahorro del paso (ahorra tiempo real solo donde la GPU es el límite). Sin GEMMs
+de los GEMMs alineados de la traza con el mismo tipo (el tiempo de GPU que devolvería el relleno),
+por la fracción de la ventana en que la GPU está ocupada: el tiempo de GPU ahorrado acorta el paso
+solo donde la GPU es el límite, y un paso limitado por el host oculta la mayor parte.
+gpu/gpt2_conv1d: 6.4 ms de GPU por paso, 30% ocupada (perfilado con pilas), 1.9 ms; medido sin
+profiler, el relleno ahorró 1.07-1.47 ms (el paso pasó a estar limitado por el host). Sin GEMMs
 alineados de ese tipo con los que comparar, o por debajo del 1% del paso, la regla calla.
 
 Solución:
