@@ -118,7 +118,8 @@ def check(ctx: Context) -> list[Finding]:
 @per_facts
 def slow_calls(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
     """The outermost cuDNN op calls that hold the GPU idle SETUP_MIN_US or more, in time order,
-    and the ns of idle in each: also what the GPU-idle ledger gives this rule before anyone else."""
+    and the ns of idle in each, where they recur (in MIN_STEPS steps; one call is a first call):
+    also what the GPU-idle ledger gives this rule before anyone else."""
     trace = facts.trace
     none = np.empty(0, np.int64)
     if not facts.has_gpu:
@@ -133,8 +134,17 @@ def slow_calls(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
     idle = trace.dur[idx] - busy_ns_many(facts, trace.ts[idx], trace.ts[idx] + trace.dur[idx])
     keep = idle >= SETUP_MIN_US * 1000
     idx, idle = idx[keep], idle[keep]
+    if not _recurs(facts, idx):
+        return none, none
     order = np.argsort(trace.ts[idx], kind="stable")
     return idx[order].astype(np.int64), idle[order].astype(np.int64)
+
+
+def _recurs(facts: Facts, idx: np.ndarray) -> bool:
+    if idx.size < 2:
+        return False
+    steps = {step_at(facts, int(t)) for t in facts.trace.ts[idx].tolist()} - {None}
+    return not facts.steps or len(steps) >= MIN_STEPS
 
 
 def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
@@ -143,9 +153,9 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     idx, idle = slow_calls(facts)
     free = ~one_time.covered(taken, trace.ts[idx])
     idx, idle = idx[free], idle[free]
-    steps = {step_at(facts, int(t)) for t in trace.ts[idx].tolist()} - {None}
-    if idx.size < 2 or (facts.steps and len(steps) < MIN_STEPS):
+    if not _recurs(facts, idx):  # what is left outside cold steps, dead windows and compiling
         return [], one_time.EMPTY
+    steps = {step_at(facts, int(t)) for t in trace.ts[idx].tolist()} - {None}
     claim = one_time.spans(trace.ts[idx], trace.ts[idx] + trace.dur[idx])
     typical = _typical_idle(facts, idx)
     total = max(0.0, one_time.idle_ns(facts, one_time.minus(claim, taken)) - (typical or 0.0) * idx.size)
