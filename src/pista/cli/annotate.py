@@ -56,7 +56,7 @@ def _read(source: str) -> tuple[Trace, bytes | None]:
     if source == STDIN:
         data, notices = read_stdin()
         return decode_trace(data, source, notices), data
-    return load_trace(source), None
+    return load_trace(source, events_view=False), None  # run() lets those columns go: not read at all
 
 
 def _write(args: argparse.Namespace, out: Path, analysis: Analysis, data: bytes | None, end: int | None,

@@ -34,7 +34,7 @@ def open_trace(path: str, quiet: bool = False, sql: bool = False, events_view: b
     device ids unless for its `events_view` (a query that names it)."""
     map_big_arrays()  # the command line's process is pista's own: after a capture, if any
     if path == STDIN:
-        trace = _from_stdin(quiet)
+        trace = _from_stdin(quiet, events_view)
     else:
         trace = load_trace(path, events_view=events_view)
         if not quiet:
@@ -76,11 +76,11 @@ def read_stdin() -> tuple[bytes, list[str]]:
         return read_bytes(_stdin_file(folder))
 
 
-def _from_stdin(quiet: bool) -> Trace:
+def _from_stdin(quiet: bool, events_view: bool) -> Trace:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="pista-stdin-") as folder:
-        trace = load_trace(_stdin_file(folder))
+        trace = load_trace(_stdin_file(folder), events_view=events_view)
     trace.source = "<stdin>"
     if not quiet:
         print_notices("<stdin>", trace.notices)

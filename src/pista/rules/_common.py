@@ -322,6 +322,19 @@ def busy_ns_many(facts: Facts, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return out
 
 
+def idle_ns_in(facts: Facts, idx: np.ndarray) -> np.ndarray:
+    """Per event of idx: the ns of its span during which the busiest device ran nothing."""
+    trace = facts.trace
+    return trace.dur[idx] - busy_ns_many(facts, trace.ts[idx], trace.ts[idx] + trace.dur[idx])
+
+
+def device_ns_in_window(facts: Facts) -> float:
+    """The device work's time starting inside the window (1 where there is none: a share's divisor)."""
+    trace = facts.trace
+    lo, hi = facts.window
+    return float(trace.dur[facts.is_device_work & (trace.ts >= lo) & (trace.ts < hi)].sum()) or 1.0
+
+
 
 
 def profiler_stop_sync(facts: Facts) -> int:

@@ -40,7 +40,7 @@ import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
 from pista.rules import cudnn_setup
-from pista.rules._common import name_mask, nearest_ancestor, us
+from pista.rules._common import name_mask, us
 from pista.trace.facts import Facts
 
 ID = "allocator-churn"
@@ -113,11 +113,7 @@ def check(ctx: Context) -> list[Finding]:
 
 def _in_cudnn_setup(facts: Facts, calls: np.ndarray) -> np.ndarray:
     """Per call: inside a cuDNN call that sets up a new shape (its workspaces: cudnn-setup's time)."""
-    setup = np.zeros(len(facts.trace), dtype=bool)
-    setup[cudnn_setup.slow_calls(facts)[0]] = True
-    if not setup.any():
-        return np.zeros(calls.size, dtype=bool)
-    return nearest_ancestor(facts, setup, inclusive=False)[calls] >= 0
+    return cudnn_setup.inside(facts, cudnn_setup.slow_calls(facts)[0], calls) >= 0
 
 
 def _idle_after(facts: Facts, calls: np.ndarray) -> float:

@@ -52,7 +52,7 @@ from pista.efficiency import MEMO_SIZE
 from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import OpArgs, op_args
 from pista.purpose import CODE, classify
-from pista.rules._common import busy_ns_many, name_mask, nearest_in, us
+from pista.rules._common import device_ns_in_window, idle_ns_in, name_mask, nearest_in, us
 from pista.trace.facts import Facts
 
 ID = "autocast-casts"
@@ -150,13 +150,12 @@ def check(ctx: Context) -> list[Finding]:
     host_ops = set(_cast_calls(facts, pairs[:, 0], pairs[:, 1]).tolist()) | {b for b, _ in grads.values()}
     ops = np.fromiter(host_ops, dtype=np.int64, count=len(host_ops))
     host_ns = float(trace.dur[ops].sum())
-    exposed_ns = float((trace.dur[ops] - busy_ns_many(facts, trace.ts[ops], trace.ts[ops] + trace.dur[ops])).sum())
+    exposed_ns = float(idle_ns_in(facts, ops).sum())
     impact = ctx.per_step(weight_ns + exposed_ns)
     if impact.share < MIN_IMPACT_SHARE:
         return []
     cast_ns = float(trace.dur[casts].sum())
-    lo, hi = facts.window
-    device_ns = float(trace.dur[facts.is_device_work & (trace.ts >= lo) & (trace.ts < hi)].sum()) or 1.0
+    device_ns = device_ns_in_window(facts)
     src, dst = _dtypes(facts, [c for c, _, _ in forward.values()])
     record = AutocastCasts(
         steps=steps, weights=round(len(forward) / steps), casts_per_step=(len(forward) + len(grads)) / steps,

@@ -43,10 +43,12 @@ import numpy as np
 from pista.findings import Context, Finding, Record
 from pista.rules import _one_time as one_time
 from pista.rules._common import (
-    busy_ns_many,
+    SYNC_NAMES,
     evidence,
+    idle_ns_in,
     kernel_launches,
-    nearest_ancestor,
+    name_mask,
+    nearest_in,
     pattern_mask,
     step_at,
     us,
@@ -70,7 +72,6 @@ MIN_STEP_SHARE = 0.01
 # Slow calls that launch this many kernels each, and synchronize, are cudnn.benchmark timing
 # algorithms (gpu/multiscale_benchmark: dozens per call; a plan build launches its one kernel).
 BENCHMARK_MIN_LAUNCHES = 4.0
-SYNC_NAMES = frozenset({"cudaDeviceSynchronize", "cudaEventSynchronize", "cudaStreamSynchronize"})
 EVIDENCE_CALLS = 3  # the slowest calls shown; presentation
 
 
@@ -128,23 +129,25 @@ def slow_calls(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
     if not ops.any():
         return none, none
     ops |= facts.is_host & pattern_mask(facts, CONV_BACKWARD)
-    ops &= facts.event_step >= 0 if facts.steps else np.ones(len(trace), dtype=bool)
+    if facts.steps:
+        ops &= facts.event_step >= 0
     idx = np.flatnonzero(ops & (trace.dur >= SETUP_MIN_US * 1000))
-    idx = idx[nearest_ancestor(facts, ops, inclusive=False)[idx] < 0]  # attention's forward under SDPA's
-    idle = trace.dur[idx] - busy_ns_many(facts, trace.ts[idx], trace.ts[idx] + trace.dur[idx])
+    idx = idx[nearest_in(facts, ops, idx, inclusive=False) < 0]  # attention's forward under SDPA's
+    idle = idle_ns_in(facts, idx)
     keep = idle >= SETUP_MIN_US * 1000
     idx, idle = idx[keep], idle[keep]
-    if not _recurs(facts, idx):
+    if _recurring_steps(facts, idx) is None:
         return none, none
     order = np.argsort(trace.ts[idx], kind="stable")
     return idx[order].astype(np.int64), idle[order].astype(np.int64)
 
 
-def _recurs(facts: Facts, idx: np.ndarray) -> bool:
+def _recurring_steps(facts: Facts, idx: np.ndarray) -> tuple[int, ...] | None:
+    """The steps the calls fall in, sorted; None unless they recur (two calls, in MIN_STEPS steps)."""
     if idx.size < 2:
-        return False
+        return None
     steps = {step_at(facts, int(t)) for t in facts.trace.ts[idx].tolist()} - {None}
-    return not facts.steps or len(steps) >= MIN_STEPS
+    return tuple(sorted(steps)) if not facts.steps or len(steps) >= MIN_STEPS else None
 
 
 def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
@@ -153,9 +156,9 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     idx, idle = slow_calls(facts)
     free = ~one_time.covered(taken, trace.ts[idx])
     idx, idle = idx[free], idle[free]
-    if not _recurs(facts, idx):  # what is left outside cold steps, dead windows and compiling
+    steps = _recurring_steps(facts, idx)  # what is left outside cold steps, dead windows and compiling
+    if steps is None:
         return [], one_time.EMPTY
-    steps = {step_at(facts, int(t)) for t in trace.ts[idx].tolist()} - {None}
     claim = one_time.spans(trace.ts[idx], trace.ts[idx] + trace.dur[idx])
     typical = _typical_idle(facts, idx)
     total = max(0.0, one_time.idle_ns(facts, one_time.minus(claim, taken)) - (typical or 0.0) * idx.size)
@@ -174,7 +177,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     record = CudnnSetup(
         calls=int(idx.size), ops=tuple(names), kind=kind, benchmark=benchmark,
         launches_per_call=float(launches.mean()), syncs=int(syncs.sum()), steps=len(facts.steps),
-        in_steps=tuple(sorted(steps)), idle_us=us(total), per_call_us=us(float(np.median(idle))),
+        in_steps=steps, idle_us=us(total), per_call_us=us(float(np.median(idle))),
         typical_us=None if typical is None else typical / 1000.0, new_shapes=_new_shapes(facts, idx, dims),
         slowest=rows)
     ev = [evidence(facts, int(idx[k]), CallNote(dims[k], us(idle[k]), int(launches[k]))) for k in sorted(slowest.tolist())]
@@ -188,7 +191,7 @@ def _typical_idle(facts: Facts, idx: np.ndarray) -> float | None:
     same = same[~np.isin(same, idx)]
     if same.size == 0:
         return None
-    return float(np.median(trace.dur[same] - busy_ns_many(facts, trace.ts[same], trace.ts[same] + trace.dur[same])))
+    return float(np.median(idle_ns_in(facts, same)))
 
 
 def _dims(facts: Facts, idx: np.ndarray) -> list[str]:
@@ -218,19 +221,18 @@ def _new_shapes(facts: Facts, idx: np.ndarray, dims: list[str]) -> int | None:
 
 def _launches_and_syncs(facts: Facts, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per call: the kernels launched under it, and the synchronize calls under it."""
-    trace = facts.trace
-    syncs = facts.is_host & np.isin(trace.name, [i for i, n in enumerate(trace.names) if n in SYNC_NAMES])
-    out = []
-    for mask in (kernel_launches(facts), syncs):
-        at = np.flatnonzero(mask)
-        owner = nearest_ancestor(facts, _marked(len(trace), idx), inclusive=False)[at]
-        counts = np.zeros(len(trace), dtype=np.int64)
-        np.add.at(counts, owner[owner >= 0], 1)
-        out.append(counts[idx])
-    return out[0], out[1]
+    order = np.argsort(idx)
+    counts = []
+    for mask in (kernel_launches(facts), facts.is_host & name_mask(facts, SYNC_NAMES)):
+        call = inside(facts, idx, np.flatnonzero(mask))
+        per_call = np.zeros(idx.size, dtype=np.int64)
+        per_call[order] = np.bincount(np.searchsorted(idx[order], call[call >= 0]), minlength=idx.size)
+        counts.append(per_call)
+    return counts[0], counts[1]
 
 
-def _marked(n: int, idx: np.ndarray) -> np.ndarray:
-    mask = np.zeros(n, dtype=bool)
-    mask[idx] = True
-    return mask
+def inside(facts: Facts, calls: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Per event of `at`: the call of `calls` above it in the op tree (-1: none)."""
+    mask = np.zeros(len(facts.trace), dtype=bool)
+    mask[calls] = True
+    return nearest_in(facts, mask, at, inclusive=False)

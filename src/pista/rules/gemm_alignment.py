@@ -37,7 +37,7 @@ from collections import defaultdict
 
 from pista.efficiency import Gemm, gemms
 from pista.findings import Context, Finding, Record
-from pista.rules._common import evidence, short_name, us
+from pista.rules._common import device_ns_in_window, evidence, short_name, us
 
 ID = "gemm-alignment"
 
@@ -72,7 +72,6 @@ class GemmAlignment(Record):
     steps: int
     calls: int
     kernel_us: float  # per step, the misaligned calls
-    saved_us: float  # per step: the impact
     gpu_saved_us: float  # per step: the GPU time padding gives back
     busy_percent: float  # the window's GPU busy share, which scales it to the impact
     reference_tflops: float  # the aligned GEMMs' rate (the dtype of the biggest group)
@@ -110,7 +109,7 @@ def check(ctx: Context) -> list[Finding]:
     impact = ctx.per_step(gpu_ns * busy)
     if impact.share < MIN_STEP_SHARE:
         return []
-    record = _record(facts, slow, dur, reference, ctx.step_count, (impact.us, us(gpu_ns) / ctx.step_count, busy))
+    record = _record(facts, slow, dur, reference, ctx.step_count, us(gpu_ns) / ctx.step_count, busy)
     slowest = sorted(slow, key=lambda g: -dur[g.kernel])[:EVIDENCE_CALLS]
     ev = [evidence(facts, g.kernel, CallNote(g.tflops(dur[g.kernel]), reference[g.dtype]))
           for g in sorted(slowest, key=lambda g: int(trace.ts[g.kernel]))]
@@ -118,12 +117,8 @@ def check(ctx: Context) -> list[Finding]:
 
 
 def _record(facts, slow: list[Gemm], dur: dict[int, float], reference: dict[str, float], steps: int,
-            saved: tuple[float, float, float]) -> GemmAlignment:
-    """`saved`: the impact's µs per step, the GPU's µs per step, and the busy share between them."""
-    trace = facts.trace
+            gpu_saved_us: float, busy: float) -> GemmAlignment:
     groups = _groups(facts, slow, dur, steps)
-    lo, hi = facts.window
-    device_ns = float(trace.dur[facts.is_device_work & (trace.ts >= lo) & (trace.ts < hi)].sum()) or 1.0
     kernel_ns = sum(dur[g.kernel] for g in slow)
     dims: dict[int, float] = defaultdict(float)  # each misaligned dimension's kernel time
     for g in slow:
@@ -131,9 +126,9 @@ def _record(facts, slow: list[Gemm], dur: dict[int, float], reference: dict[str,
             dims[d] += dur[g.kernel]
     odd = tuple(sorted(dims, key=lambda d: -dims[d]))
     return GemmAlignment(
-        steps=steps, calls=len(slow), kernel_us=us(kernel_ns) / steps, saved_us=saved[0], gpu_saved_us=saved[1],
-        busy_percent=100.0 * saved[2],
-        reference_tflops=reference[groups[0].dtype], gpu_share_percent=100.0 * kernel_ns / device_ns,
+        steps=steps, calls=len(slow), kernel_us=us(kernel_ns) / steps, gpu_saved_us=gpu_saved_us,
+        busy_percent=100.0 * busy, reference_tflops=reference[groups[0].dtype],
+        gpu_share_percent=100.0 * kernel_ns / device_ns_in_window(facts),
         odd=odd, pad_to=-(-odd[0] // PAD_TO) * PAD_TO, groups=tuple(groups))
 
 

@@ -163,8 +163,8 @@ class Ledger:
     each ns of it, in this order: the syncs (host-sync, trailing-sync, pageable-memcpy), compiling
     (recompilation), the profiler's buffer requests (profiler-overhead), cuDNN setting up new shapes
     (cudnn-setup), one-time set-up in a first call (cold-start, dead-window, lazy-loading), regions
-    that launch almost nothing ("data": this rule's). `per_op` is what is left, the idle while the host dispatches ops: launch-bound,
-    many-calls and overhead-bound share it out, in that order."""
+    that launch almost nothing ("data": this rule's). `per_op` is what is left, the idle while the
+    host dispatches ops: launch-bound, many-calls and overhead-bound share it out, in that order."""
 
     device: int
     idle: Intervals

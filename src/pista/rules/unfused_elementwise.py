@@ -43,7 +43,7 @@ from pista.efficiency import MEMO_SIZE, PRACTICAL_SHARE_HBM, card_of
 from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import op_args
 from pista.purpose import CODE, classify
-from pista.rules._common import COMPILED_REGION, nearest_ancestor, pattern_mask, us
+from pista.rules._common import COMPILED_REGION, device_ns_in_window, nearest_ancestor, pattern_mask, us
 from pista.trace.facts import Facts
 
 ID = "unfused-elementwise"
@@ -127,8 +127,7 @@ def check(ctx: Context) -> list[Finding]:
     impact = ctx.per_step(saving_ns)
     if impact.share < MIN_IMPACT_SHARE:
         return []
-    lo, hi = facts.window
-    device_ns = float(trace.dur[facts.is_device_work & (trace.ts >= lo) & (trace.ts < hi)].sum()) or 1.0
+    device_ns = device_ns_in_window(facts)
     record = UnfusedElementwise(
         steps=steps, chains=_summaries(facts, chains, steps), kernels_per_step=sum(len(ch) for ch in chains) / steps,
         chain_us=us(chain_ns) / steps, saving_us=us(saving_ns) / steps, ceiling_tbps=ceiling, ceiling_source=source,
