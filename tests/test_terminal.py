@@ -11,6 +11,7 @@ import subprocess
 import sys
 import termios
 
+import pytest
 from conftest import fixture
 
 PISTA = [sys.executable, "-m", "pista"]
@@ -88,6 +89,24 @@ def test_a_trace_from_stdin_and_outputs_in_the_current_folder(tmp_path):
     subprocess.run([*PISTA, "annotate", "-"], input=data, cwd=tmp_path, capture_output=True, timeout=120,
                    check=True)
     assert (tmp_path / "stdin.pista.json.gz").exists()
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_a_big_trace_from_stdin_reads_as_the_file_does(gzipped):
+    # big enough for the streamed reader, which reads ops' args back from its file: standard input's
+    # copy is deleted once read ("No such file or directory" before)
+    import gzip
+
+    path = fixture("big_gpt_eager_20steps")
+    data = path.read_bytes()
+    piped = subprocess.run([*PISTA, "analyze", "-", "--format", "json"], input=data if gzipped else gzip.decompress(data),
+                           capture_output=True, timeout=300)
+    assert piped.returncode == 0, piped.stderr
+    direct = subprocess.run([*PISTA, "analyze", str(path), "--format", "json"], capture_output=True, timeout=300,
+                            check=True)
+    a, b = json.loads(piped.stdout), json.loads(direct.stdout)
+    assert a.pop("source") == "<stdin>" and b.pop("source") == str(path)
+    assert a == b and a["findings"]
 
 
 def test_sql_schema_needs_no_trace_and_csv_starts_with_the_header():

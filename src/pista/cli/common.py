@@ -81,6 +81,9 @@ def _from_stdin(quiet: bool, events_view: bool) -> Trace:
 
     with tempfile.TemporaryDirectory(prefix="pista-stdin-") as folder:
         trace = load_trace(_stdin_file(folder), events_view=events_view)
+        hold = getattr(trace.raw_args, "hold", None)  # a big trace's args are read back from the copy
+        if hold is not None:
+            hold()
     trace.source = "<stdin>"
     if not quiet:
         print_notices("<stdin>", trace.notices)

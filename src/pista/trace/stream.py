@@ -198,6 +198,11 @@ class OffsetArgs:
         """Offset just past the last event of the array (0 without events)."""
         return int(self.blocks[-1, 2]) if len(self.blocks) else 0
 
+    def hold(self) -> None:
+        """Open the file now: the reads back then need it no longer by name (a copy that is about to be
+        deleted, standard input's). A gzipped one is unpacked now, as the first read would."""
+        self._handle()
+
     def _handle(self) -> BinaryIO:
         if self._file is None:
             if self.gzipped:
