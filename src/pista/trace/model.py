@@ -121,8 +121,13 @@ def _unless(value: int, column: np.ndarray) -> np.ndarray:
     """The column, or a read-only view of `value` taking no memory when it holds nothing else."""
     if (column != value).any():
         return column
-    # an id -1 as int32, the width narrow() gives it, so that narrowing the view leaves it one
-    return np.broadcast_to(np.asarray(value, dtype=np.int32 if value == NO_ID else column.dtype), column.shape)
+    return no_ids(column.size) if value == NO_ID else np.broadcast_to(np.asarray(value, column.dtype), column.shape)
+
+
+def no_ids(n: int) -> np.ndarray:
+    """A read-only column of n NO_IDs taking no memory: int32, the width narrow() gives it, so that
+    narrowing the view leaves it one."""
+    return np.broadcast_to(np.asarray(NO_ID, dtype=np.int32), (n,))
 
 
 def lane_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:

@@ -33,7 +33,16 @@ from msgspec import Raw, Struct
 from pista import forked
 from pista.allocator import give_back_freed_memory
 from pista.trace import load
-from pista.trace.model import CATEGORY_ALIASES, NARROW_COLUMNS, NO_ID, PH_METADATA, Trace, narrow, split_flows
+from pista.trace.model import (
+    CATEGORY_ALIASES,
+    NARROW_COLUMNS,
+    NO_ID,
+    PH_METADATA,
+    Trace,
+    narrow,
+    no_ids,
+    split_flows,
+)
 
 GZIP_MAGIC = b"\x1f\x8b"
 INT64_MAX = 2**63 - 1
@@ -954,7 +963,7 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
         columns[name] = column(name, dtype)
     if not parts[0].events_view:
         for name in EVENTS_VIEW_ONLY:
-            columns[name] = np.broadcast_to(np.int32(NO_ID), columns["ts"].shape)
+            columns[name] = no_ids(columns["ts"].size)
     # odd ids in the in-memory loader's order: all pids, then tids, then flow ids
     for name in ("pid", "tid", "flow_id"):
         row0 = 0
