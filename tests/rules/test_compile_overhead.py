@@ -145,3 +145,18 @@ def test_every_field_renders_in_spanish(analysis_of):
         for part in ("title", "message", "advice", "fix", "basis"):
             assert getattr(spanish, part) != getattr(english, part), part
         assert all(e.note and e.note != n.note for e, n in zip(spanish.evidence, english.evidence, strict=True))
+
+
+def test_overhead_bound_leaves_the_wrapper_s_idle_to_it(analysis_of):
+    # gpu/compile_float_arg: a compiled MLP in an eager loop; the wrapper's idle was counted twice
+    # (overhead-bound 93.7% and compile-overhead 25.6% of one step)
+    import raw
+
+    name = "gpu/compile_float_arg"
+    analysis = analysis_of(name)
+    mine, overhead = analysis.finding("compile-overhead"), analysis.finding("overhead-bound")
+    idle = raw.total(raw.idle_in_steps(name)) / len(raw.steps(name))
+    assert overhead.impact.us + mine.impact.us <= 1.02 * idle
+    assert overhead.record.elsewhere.others == ("compile-overhead",)
+    assert overhead.record.elsewhere.others_us == pytest.approx(mine.impact.us, rel=0.2)
+    assert "compile-overhead" in overhead.message

@@ -91,3 +91,19 @@ def test_spanish_renders_every_field(analysis_of):
         assert getattr(es, part) and getattr(es, part) != getattr(finding, part), part
     assert all(e.note != en.note for e, en in zip(es.evidence, finding.evidence, strict=True))
     assert "Impacto:" in rule_docs(ID, "es")
+
+
+def test_fires_without_record_shapes_on_the_kernels_names(analysis_of):
+    # a compiled MLP profiled without record_shapes: inductor's extern mm/addmm run cuBLAS ffma and
+    # CUTLASS simt sgemm kernels, and their ops carry no `Input type`
+    name = "gpu/compile_float_arg"
+    finding = analysis_of(name).finding(ID)
+    assert finding is not None
+    simt = [float(k["dur"]) for k in raw.complete(name, "kernel") if "_ffma_" in k["name"] or "simt_sgemm" in k["name"]]
+    assert finding.record.kernels == len(simt) == 24
+    # no shapes, so no FLOPs: each call saves its time times 1 - fp32/tf32 ceilings (50.9 and 355.2
+    # TFLOP/s measured on the H200), inside the profiled steps
+    per_step = sum(simt) * (1 - 50.9 / 355.2) / len(raw.steps(name))
+    assert finding.impact.us == pytest.approx(per_step, rel=1e-3)
+    assert finding.record.tflops is None and finding.record.shape is None
+    assert any("record_shapes=False" in e.note for e in finding.evidence)

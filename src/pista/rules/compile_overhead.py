@@ -39,10 +39,12 @@ work (compile the whole step, not one small function; bigger batches), so the fi
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Record, Severity
+from pista.findings import Context, Evidence, Finding, Record, Severity, step_ns
+from pista.rules import gpu_idle
 from pista.rules._common import (
     CACHE_LOOKUP,
     COMPILE_EVENT,
@@ -52,7 +54,7 @@ from pista.rules._common import (
     pattern_mask,
     us,
 )
-from pista.trace.facts import Facts
+from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "compile-overhead"
 # The wrapper's exposed host time (the GPU idle meanwhile) must be at least this share of the median
@@ -111,14 +113,68 @@ class GuardCheck(Record):
     lookup_us: float
 
 
+@dataclass(eq=False)
+class _Found:
+    calls: np.ndarray  # the compiled calls in the steps (not compiling)
+    lookups: list[int]  # each one's cache lookup, -1 for none
+    host_ns: np.ndarray  # per call: the wrapper's host time
+    exposed_ns: np.ndarray  # per call: of it, with the GPU idle
+    launched_ns: np.ndarray  # per call: the device time launched from inside it
+    per_step_ns: float  # the median step's exposed wrapper time (the impact)
+    spans: Intervals  # every call's wrapper spans: the idle under them is this rule's
+
+
+def claimed_idle(facts: Facts) -> Intervals:
+    """The idle this rule claims (empty where it does not fire): overhead-bound leaves it out."""
+    found = _detect(facts)
+    if found is None or found.per_step_ns < MIN_STEP_SHARE * step_ns(facts):
+        return gpu_idle.union(np.empty(0), np.empty(0))
+    return found.spans
+
+
 def check(ctx: Context) -> list[Finding]:
-    facts = ctx.facts
-    if not facts.has_gpu:
+    found = _detect(ctx.facts)
+    if found is None:
         return []
+    impact = ctx.step_impact(found.per_step_ns)
+    if impact.share < MIN_STEP_SHARE:
+        return []
+    facts, trace, calls = ctx.facts, ctx.facts.trace, found.calls
+    host_ns, exposed_ns, launched = found.host_ns, found.exposed_ns, found.launched_ns
+    host_per_call = float(host_ns.sum()) / calls.size
+    gpu_per_call = float(launched.sum()) / calls.size
+    may_explain = gpu_per_call >= PROFILER_MAY_EXPLAIN_RATIO * host_per_call
+    names = tuple(sorted({trace.event_name(int(i)) for i in calls}))
+    record = CompileOverhead(
+        regions=names, calls=int(calls.size), steps=ctx.step_count, wrapper_us=us(host_ns.sum()),
+        exposed_us=us(exposed_ns.sum()), exposed_per_step_us=us(found.per_step_ns),
+        wrapper_us_per_call=us(host_per_call), gpu_us_per_call=us(gpu_per_call), backward=BACKWARD in names,
+        wrapper_dominates=host_per_call >= WRAPPER_DOMINATES_RATIO * gpu_per_call, profiler_may_explain=may_explain,
+        step_share_percent=100.0 * impact.share)
+    # the exposure may be the profiler's own cost (see PROFILER_MAY_EXPLAIN_RATIO): info, the condition stated
+    severity = Severity.INFO if may_explain else None
+
+    evidence = []
+    for k in np.argsort(-exposed_ns, kind="stable").tolist():
+        if len(evidence) >= EVIDENCE_EVENTS:
+            break
+        i, j = int(calls[k]), found.lookups[k]
+        lookup = us(trace.dur[j]) if j >= 0 else None
+        evidence.append(Evidence.of(facts, i, WrapperCall(us(host_ns[k]), us(exposed_ns[k]), us(launched[k]),
+                                                          lookup)))
+        if j >= 0 and len(evidence) < EVIDENCE_EVENTS:
+            evidence.append(Evidence.of(facts, j, GuardCheck(us(trace.dur[j]))))
+    return [Finding(ID, record, impact, evidence, severity)]
+
+
+@per_facts
+def _detect(facts: Facts) -> _Found | None:
+    if not facts.has_gpu:
+        return None
     trace = facts.trace
     regions = facts.is_host & pattern_mask(facts, COMPILED_WRAPPERS)
     if not regions.any():
-        return []
+        return None
     compiling = facts.is_host & pattern_mask(facts, COMPILE_EVENT)
     region_of = nearest_ancestor(facts, regions)
     # first calls that compile or autotune inside the region are recompilation's business
@@ -136,47 +192,22 @@ def check(ctx: Context) -> list[Finding]:
     if facts.steps:
         calls = calls[facts.event_step[calls] >= 0]
     if calls.size == 0:
-        return []
+        return None
     lookups = _lookups_before(facts, calls, compiled_inside)
     payload_of: dict[int, list[int]] = {}
     for j in top.tolist():
         payload_of.setdefault(int(owner[j]), []).append(j)
     host_ns, exposed_ns = np.zeros(calls.size), np.zeros(calls.size)
     busy = [_Busy(iv.start, iv.end) for iv in facts.gpu_busy.values()]
+    every: list[tuple[int, int]] = []
     for k, i in enumerate(calls.tolist()):
         spans = _wrapper_spans(facts, i, payload_of.get(i, []), lookups[k])
+        every += spans
         host_ns[k] = sum(b - a for a, b in spans)
         exposed_ns[k] = sum((b - a) - max((d.within(a, b) for d in busy), default=0) for a, b in spans)
-    per_step = _median_step(facts, calls, exposed_ns)
-    impact = ctx.step_impact(per_step)
-    if impact.share < MIN_STEP_SHARE:
-        return []
-
-    launched = gpu_ns[calls]
-    host_per_call = float(host_ns.sum()) / calls.size
-    gpu_per_call = float(launched.sum()) / calls.size
-    may_explain = gpu_per_call >= PROFILER_MAY_EXPLAIN_RATIO * host_per_call
-    names = tuple(sorted({trace.event_name(int(i)) for i in calls}))
-    record = CompileOverhead(
-        regions=names, calls=int(calls.size), steps=ctx.step_count, wrapper_us=us(host_ns.sum()),
-        exposed_us=us(exposed_ns.sum()), exposed_per_step_us=us(per_step), wrapper_us_per_call=us(host_per_call),
-        gpu_us_per_call=us(gpu_per_call), backward=BACKWARD in names,
-        wrapper_dominates=host_per_call >= WRAPPER_DOMINATES_RATIO * gpu_per_call, profiler_may_explain=may_explain,
-        step_share_percent=100.0 * impact.share)
-    # the exposure may be the profiler's own cost (see PROFILER_MAY_EXPLAIN_RATIO): info, the condition stated
-    severity = Severity.INFO if may_explain else None
-
-    evidence = []
-    for k in np.argsort(-exposed_ns, kind="stable").tolist():
-        if len(evidence) >= EVIDENCE_EVENTS:
-            break
-        i, j = int(calls[k]), lookups[k]
-        lookup = us(trace.dur[j]) if j >= 0 else None
-        evidence.append(Evidence.of(facts, i, WrapperCall(us(host_ns[k]), us(exposed_ns[k]), us(launched[k]),
-                                                          lookup)))
-        if j >= 0 and len(evidence) < EVIDENCE_EVENTS:
-            evidence.append(Evidence.of(facts, j, GuardCheck(us(trace.dur[j]))))
-    return [Finding(ID, record, impact, evidence, severity)]
+    pairs = np.array(every, dtype=np.int64).reshape(-1, 2)
+    return _Found(calls, lookups, host_ns, exposed_ns, gpu_ns[calls], _median_step(facts, calls, exposed_ns),
+                  gpu_idle.union(pairs[:, 0], pairs[:, 1]))
 
 
 class _Busy:

@@ -57,7 +57,7 @@ import numpy as np
 
 from pista import findings
 from pista.findings import Context, Evidence, Finding, Record
-from pista.rules import gpu_idle, launch_bound, many_calls
+from pista.rules import compile_overhead, gpu_idle, launch_bound, many_calls
 from pista.rules._common import nearest_ancestor, pattern_mask, step_at, us
 from pista.trace.facts import Facts, Intervals
 
@@ -132,6 +132,7 @@ class OverheadBound(Record):
     record_shapes: bool
     with_stack: bool
     unprofiled_us_per_step: float  # the per-op idle left if the profiler inflated host time 1.5x
+    where: str  # compiled | partly compiled | python | dispatch: where the host spends it
 
 
 class GpuWaitedUnder(Record):
@@ -206,8 +207,21 @@ def check(ctx: Context) -> list[Finding]:
         between_ops_us_per_step=us(between.total) / n, compiled_us_per_step=us(compiled.total) / n,
         top_ops=top, syncs_per_step=book.syncs_per_step, sync_op=book.sync_op, optimizer_step=optimizer,
         optimizer_us_per_step=us(optimizer_ns) / n, near_threshold=bool(near),
-        record_shapes=shapes, with_stack=stack, unprofiled_us_per_step=unprofiled)
+        record_shapes=shapes, with_stack=stack, unprofiled_us_per_step=unprofiled,
+        where=_where(compiled.total, others.get(compile_overhead.ID, 0), between.total, rest.total))
     return [Finding(ID, record, impact, evidence)]
+
+
+def _where(compiled: int, wrapper: int, between: int, per_op: int) -> str:
+    """Where the host spends the per-op idle: compiled code (with the torch.compile wrapper's idle,
+    compile-overhead's, on either side), part of it, Python between ops, or the ops' dispatch."""
+    if compiled + wrapper >= 0.5 * (per_op + wrapper):
+        return "compiled"
+    if compiled + wrapper > 0:  # some of the step runs compiled: "try torch.compile" would mislead
+        return "partly compiled"
+    if between >= 0.5 * per_op:
+        return "python"
+    return "dispatch"
 
 
 def _top_ops(facts: Facts, outer: np.ndarray, idle: np.ndarray, n: int) -> tuple[tuple[IdleUnderOp, ...],

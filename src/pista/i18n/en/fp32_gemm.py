@@ -57,5 +57,6 @@ def basis(r: Fp32Gemm) -> str:
 
 NOTES = {
     SimtKernel: lambda n: "fp32 SIMT GEMM kernel" + (f", {n.tflops:.1f} TFLOP/s" if n.tflops else ""),
-    FloatOp: lambda n: f"Input type float, dims {[list(d) for d in n.dims]}",
+    FloatOp: lambda n: (f"Input type float, dims {[list(d) for d in n.dims]}" if n.dims
+                        else "its input types were not recorded (record_shapes=False)"),
 }

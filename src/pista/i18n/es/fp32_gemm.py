@@ -59,7 +59,8 @@ def basis(r: Fp32Gemm) -> str:
 
 NOTES = {
     SimtKernel: lambda n: "kernel GEMM fp32 SIMT" + (f", {n.tflops:.1f} TFLOP/s" if n.tflops else ""),
-    FloatOp: lambda n: f"Input type float, dimensiones {[list(d) for d in n.dims]}",
+    FloatOp: lambda n: (f"Input type float, dimensiones {[list(d) for d in n.dims]}" if n.dims
+                        else "sin tipos de entrada registrados (record_shapes=False)"),
 }
 
 DOCS = """Qué:

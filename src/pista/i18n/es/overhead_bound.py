@@ -41,13 +41,7 @@ def _top(r: OverheadBound) -> str:
 
 
 def _where(r: OverheadBound) -> str:
-    if r.compiled_us_per_step >= 0.5 * r.per_op_us_per_step:
-        return "compiled"
-    if r.compiled_us_per_step > 0:  # some of the step runs compiled: "try torch.compile" would mislead
-        return "partly compiled"
-    if r.between_ops_us_per_step >= 0.5 * r.per_op_us_per_step:
-        return "python"
-    return "dispatch"
+    return r.where
 
 
 def _profiler(r: OverheadBound) -> str:
