@@ -24,16 +24,21 @@ runs): 3.16-3.63 ms foreach and 3.03-3.21 ms fused, `opt.step()` on the host 0.7
 0.32-0.36 ms.
 
 Impact:
-Per step, from the pair above: fused takes 0.356 of foreach's GPU time (S, the time saved, is the
-rest) and 0.351 of its host time (H). After each `Optimizer.step` the next device work starts at N,
-once the optimizer's last kernel has ended (E) and its own launch has been queued (Q); fused, it
-could start at max(E - S, Q - H): the impact is N minus that, at most S + H. So the GPU saving
-counts only where the GPU is the bottleneck and the host saving only where the host is. The
-last call, with no work after it in the window, counts the mean of the others. series_mlp_eager
-750 µs (10.8%; re-measured unprofiled, 0.13-0.42 ms of a ~3.2 ms step), gpu/adamw_foreach 482 µs
-(13.8%, the GPU-bound case: S), gpu/gpt_autocast 1.80 ms (7.2%). Summing S and the exposed host
-time instead gave 998 µs, 675 µs and 2.79 ms, more than the measurement allows. Plain SGD (one
-`_foreach_add_`, a single pass) is not reported: fusing it saves no pass. New in issue 15.
+Per step, from the pair above: fused takes 0.356 of foreach's GPU time G (S, the time saved, is the
+rest) and 0.351 of its host time (H saved). After each `Optimizer.step` the next device work starts
+at N, once the optimizer's last kernel has ended and its own launch has been queued (Q). Fused, one
+kernel of G - S runs from when the GPU is done with the work queued before the step's first kernel
+(P) or from the shorter call's end (its launch), whichever is later; the next work starts at
+max(that end, Q - H), and the impact is N minus that, at most S + H. So the GPU saving counts where
+the GPU is the bottleneck and the host's where the GPU waits for the step's launches. The last call,
+with no work after it in the window, counts the mean of the others. The profiled twins check it:
+from Optimizer.step's start to the step's end, gpu/adamw_foreach takes 490 µs more than
+gpu/adamw_fused (predicted 500), gpu/adamw_foreach_bf16 442 µs more than its fused twin (513).
+gpu/gpt2_conv1d (host-bound, the GPU idle 4.9 of the span's 6.7 ms while 40 kernels are launched
+one by one) 4.16 ms (5.6%; the "E - S" end this rule used before gave 1.74 ms, where an expert
+measured fused 23% faster unprofiled); series_mlp_eager 947 µs (13.7%; re-measured unprofiled,
+0.13-0.42 ms of a ~3.2 ms step: the profiler doubles its host time), gpu/gpt_autocast 2.59 ms
+(10.3%). Plain SGD (one `_foreach_add_`, a single pass) is not reported: fusing it saves no pass.
 
 On a CPU-only trace the step is the host's alone: the impact is Optimizer.step's span times
 (1 - fused/unfused). The profiled twins gpu/cpu_adamw_loop and gpu/cpu_adamw_fused (AdamW over 4.2 M
@@ -287,20 +292,24 @@ def _finding(ctx: Context, name: str, group: list[int], work: dict[int, np.ndarr
 
 def _saving(facts: Facts, calls: list[int], work: dict[int, np.ndarray], exposed: dict[int, int]) -> float:
     """ns saved over the window: per call, how much earlier the first device work launched after it
-    could start if its kernels took FUSED_GPU_RATIO of their time and its host span FUSED_HOST_RATIO.
-    That work starts at N, when both the optimizer's last kernel (ending at E) and its own launch
-    (queued at Q) allow it; fused, at max(E - S, Q - H). A call with no work after it in the window
-    counts the mean of the others, or, with none, S plus the host time with the GPU idle times
-    (1 - FUSED_HOST_RATIO)."""
+    could start if its kernels took FUSED_GPU_RATIO of their time (G: G_f, S saved) and its host span
+    FUSED_HOST_RATIO (H saved). That work starts at N, once the optimizer's last kernel has ended and
+    its own launch (queued at Q) allows it. Fused, the optimizer's kernel runs G_f from when the GPU
+    is done with the work queued before the step's first kernel (P) or from the shorter call's end
+    (its launch), whichever is later; the next work starts at max(that end, Q - H). A call with no
+    work after it in the window counts the mean of the others, or, with none, S plus the host time
+    with the GPU idle times (1 - FUSED_HOST_RATIO)."""
     trace = facts.trace
     linked = np.flatnonzero(facts.is_device_work & (facts.launcher >= 0))
     launch_ts = trace.ts[facts.launcher[linked]]
     order = np.argsort(launch_ts, kind="stable")
     linked, launch_ts = linked[order], launch_ts[order]
+    ready = _ready(facts)
     known, unknown = [], []
     for c in calls:
         ks = work.get(c, np.empty(0, np.int64))
-        s = float(trace.dur[ks].sum()) * (1.0 - FUSED_GPU_RATIO)
+        gpu = float(trace.dur[ks].sum())
+        s = gpu * (1.0 - FUSED_GPU_RATIO)
         h = float(trace.dur[c]) * (1.0 - FUSED_HOST_RATIO)
         pos = int(np.searchsorted(launch_ts, int(trace.ts[c] + trace.dur[c])))
         if ks.size == 0 or pos >= linked.size:
@@ -310,12 +319,28 @@ def _saving(facts: Facts, calls: list[int], work: dict[int, np.ndarray], exposed
         start = float(trace.ts[k])
         call = int(facts.launcher[k])
         queued = min(start, float(trace.ts[call] + trace.dur[call]))
-        end = float((trace.ts[ks] + trace.dur[ks]).max())
-        fused_start = max(end - s, queued - h)
+        # gpt2_conv1d: the GPU idles 4.9 of the step's 6.7 ms waiting for its 40 launches, so fused
+        # ends its kernel ~4 ms earlier, not S; gpu/adamw_foreach: a backlog, so about S earlier
+        fused_end = max(ready(int(trace.ts[ks].min())), float(trace.ts[c] + trace.dur[c]) - h) + gpu - s
+        fused_start = max(fused_end, queued - h)
         known.append(min(max(start - fused_start, 0.0), s + h))
     if known:
         return float(sum(known)) + len(unknown) * float(np.mean(known))
     return float(sum(unknown))
+
+
+def _ready(facts: Facts):
+    """t -> when the devices finish the work that started before t (the latest end among it)."""
+    trace = facts.trace
+    idx = np.flatnonzero(facts.is_device_work)
+    idx = idx[np.argsort(trace.ts[idx], kind="stable")]
+    ends = np.maximum.accumulate(trace.ts[idx] + trace.dur[idx]) if idx.size else np.empty(0, np.int64)
+    starts = trace.ts[idx]
+
+    def at(t: int) -> float:
+        pos = int(np.searchsorted(starts, t, side="left"))
+        return float(ends[pos - 1]) if pos else float("-inf")
+    return at
 
 
 def _mode(facts: Facts, kernels: np.ndarray, calls: int) -> tuple[str, float] | None:

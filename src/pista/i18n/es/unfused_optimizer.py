@@ -108,17 +108,23 @@ parámetros fp32 bajo autocast, 40 pasos, dos ejecuciones): 3.16-3.63 ms con for
 fusionado, `opt.step()` en el host 0.70-0.77 ms y 0.32-0.36 ms.
 
 Impacto:
-Por paso, a partir de ese par: la versión fusionada tarda 0.356 del tiempo de GPU de foreach (S,
-lo ahorrado, es el resto) y 0.351 de su tiempo de host (H). Tras cada `Optimizer.step` el siguiente
-trabajo de GPU empieza en N, cuando ha terminado el último kernel del optimizador (E) y su propio
-lanzamiento está en cola (Q); fusionado, podría empezar en max(E - S, Q - H): el impacto es N menos
-eso, como mucho S + H. Así el ahorro de GPU solo cuenta donde la GPU es el cuello de botella y el
-de host solo donde lo es el host. La última llamada, sin trabajo detrás en la ventana, cuenta la
-media de las demás. series_mlp_eager 750 µs (10.8%; medido de nuevo sin profiler, 0.13-0.42 ms de
-un paso de ~3.2 ms), gpu/adamw_foreach 482 µs (13.8%, el caso limitado por la GPU: S),
-gpu/gpt_autocast 1.80 ms (7.2%). Sumar S y el tiempo de host expuesto daba 998 µs, 675 µs y
-2.79 ms, más de lo que permite la medida. Un SGD sin momento (un solo `_foreach_add_`, una pasada)
-no se señala: fusionarlo no ahorra pasadas. Nueva en el issue 15.
+Por paso, a partir de ese par: la versión fusionada tarda 0.356 del tiempo de GPU G de foreach (S,
+lo ahorrado, es el resto) y 0.351 de su tiempo de host (H ahorrado). Tras cada `Optimizer.step` el
+siguiente trabajo de GPU empieza en N, cuando ha terminado el último kernel del optimizador y su
+propio lanzamiento está en cola (Q). Fusionado, un kernel de G - S corre desde que la GPU termina el
+trabajo encolado antes del primer kernel del paso (P) o desde el final de la llamada más corta (su
+lanzamiento), lo que llegue después; el siguiente trabajo empieza en max(ese final, Q - H), y el
+impacto es N menos eso, como mucho S + H. Así el ahorro de GPU cuenta donde la GPU es el cuello de
+botella y el de host donde la GPU espera los lanzamientos del paso. La última llamada, sin trabajo
+detrás en la ventana, cuenta la media de las demás. Los gemelos con profiler lo comprueban: desde el
+inicio de Optimizer.step hasta el final del paso, gpu/adamw_foreach tarda 490 µs más que
+gpu/adamw_fused (previsto 500) y gpu/adamw_foreach_bf16 442 µs más que su gemelo fusionado (513).
+gpu/gpt2_conv1d (limitado por el host: la GPU ociosa 4.9 de los 6.7 ms de la llamada mientras se
+lanzan 40 kernels uno a uno) 4.16 ms (5.6%; el final "E - S" que usaba antes daba 1.74 ms, donde un
+experto midió fused un 23% más rápido sin profiler); series_mlp_eager 947 µs (13.7%; medido de nuevo
+sin profiler, 0.13-0.42 ms de un paso de ~3.2 ms: el profiler duplica su tiempo de host),
+gpu/gpt_autocast 2.59 ms (10.3%). Un SGD sin momento (un solo `_foreach_add_`, una pasada) no se
+señala: fusionarlo no ahorra pasadas.
 
 Solución:
 `torch.optim.AdamW(params, fused=True)` (Adam, AdamW y SGD la tienen en CUDA); para otros
