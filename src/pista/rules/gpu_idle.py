@@ -81,7 +81,6 @@ PROFILER_EVENTS = frozenset({"Activity Buffer Request", "Buffer Flush"})
 MIN_SHARE = 0.01
 EVIDENCE_GAPS = 3
 TOP_OPS = 3
-ATTRIBUTED_GAPS = 20  # the longest stretches are attributed to host ops; presentation
 TOP_REGIONS = 3
 CHUNK = 1 << 18  # ops _ops_inside measures at a time (memory, not output)
 DTOH = re.compile(r"^Memcpy DtoH")
@@ -407,7 +406,7 @@ class GpuIdle(Record):
     idle_us_per_step: float  # all GPU idle in the steps
     claimed_us_per_step: float  # under the regions (the impact)
     regions: tuple[Region, ...]  # most idle first
-    ops_self_us: tuple[tuple[str, float], ...]  # host ops with the most self time inside that idle
+    ops_self_us: tuple[tuple[str, float], ...]  # host ops with the most self time in that idle, per step
     longest_gap_us: float
 
 
@@ -457,7 +456,7 @@ def check(ctx: Context) -> list[Finding]:
     record = GpuIdle(steps=n, has_steps=bool(facts.steps), step_us=us(ctx.step_ns),
                      idle_us_per_step=us(book.idle.total) / n, claimed_us_per_step=impact.us,
                      regions=tuple(regions[:TOP_REGIONS]),
-                     ops_self_us=tuple((trace.names[k], us(v)) for k, (v, _) in ops[:TOP_OPS]),
+                     ops_self_us=tuple((trace.names[k], us(v) / n) for k, (v, _) in ops[:TOP_OPS]),
                      longest_gap_us=us(claim.end[longest[0]] - claim.start[longest[0]]))
     lane = f"GPU {book.device}"
     evidence = [Evidence.span("GPU idle", lane, int(claim.start[k]), int(claim.end[k]), step_at(facts, int(claim.start[k])),
@@ -471,25 +470,23 @@ def check(ctx: Context) -> list[Finding]:
             claim.covered(trace.ts[[best]], trace.ts[[best]] + trace.dur[[best]])[0]))))
     for _, (v, i) in ops[:TOP_OPS]:
         if all(e.name != trace.event_name(i) for e in evidence):
-            evidence.append(event_evidence(facts, i, SelfTime(us(v))))
+            evidence.append(event_evidence(facts, i, SelfTime(us(v) / n)))
     return [Finding(ID, record, impact, evidence)]
 
 
 def _ops_inside(facts: Facts, claimed: Intervals) -> list[tuple[int, tuple[float, int]]]:
-    """Per host event name (ops and runtime calls, not regions): self time falling inside the
-    longest claimed stretches (self time spread evenly over the event), and its event with most."""
+    """Per host event name (ops and runtime calls, not regions): self time falling inside the claimed
+    idle (self time spread evenly over the event), and its event with most."""
     trace = facts.trace
     host = (facts.is_host | facts.is_overhead) & ~trace.category_mask({"user_annotation"})
     idx = np.flatnonzero(host & (facts.self_time > 0))
     if idx.size == 0 or claimed.start.size == 0:
         return []
-    longest = np.sort(np.argsort(claimed.start - claimed.end, kind="stable")[:ATTRIBUTED_GAPS])
-    stretches = Intervals(claimed.start[longest], claimed.end[longest])
     totals: dict[int, list] = {}
     for lo in range(0, idx.size, CHUNK):  # a few arrays the size of a chunk, not of the host events
         part = idx[lo:lo + CHUNK]
         start, dur = trace.ts[part], trace.dur[part]
-        inside = stretches.covered(start, start + dur) * (facts.self_time[part] / np.maximum(dur, 1))
+        inside = claimed.covered(start, start + dur) * (facts.self_time[part] / np.maximum(dur, 1))
         for k, v in zip(part[inside > 0].tolist(), inside[inside > 0].tolist(), strict=True):
             entry = totals.setdefault(int(trace.name[k]), [0.0, k, -1.0])
             entry[0] += v

@@ -34,7 +34,7 @@ def message(r: GpuIdle) -> str:
             "host is doing something other than feeding the GPU: " + "; ".join(_region(g, r) for g in r.regions)
             + f". The longest stretch lasts {t(r.longest_gap_us)}")
     if r.ops_self_us:
-        text += "; most host self time in it: " + ", ".join(f"{n} {t(v)}" for n, v in r.ops_self_us)
+        text += "; per step, most host self time in this idle: " + ", ".join(f"{n} {t(v)}" for n, v in r.ops_self_us)
     return text + "."
 
 
@@ -59,5 +59,5 @@ def basis(r: GpuIdle) -> str:
 NOTES = {
     IdleGap: lambda n: f"GPU idle for {t(n.idle_us)} under a region that launches almost nothing",
     UnderRegion: lambda n: f"{t(n.idle_us)} of GPU idle under this call, {n.launches} launch(es) in it",
-    SelfTime: lambda n: f"{t(n.self_us)} of host self time inside the idle",
+    SelfTime: lambda n: f"{t(n.self_us)} per step of this op's host self time inside the idle",
 }

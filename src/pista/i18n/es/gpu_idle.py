@@ -35,7 +35,7 @@ def message(r: GpuIdle) -> str:
             "hace otra cosa que alimentar a la GPU: " + "; ".join(_region(g, r) for g in r.regions)
             + f". El tramo más largo dura {t(r.longest_gap_us)}")
     if r.ops_self_us:
-        text += ("; la mayor parte del tiempo propio del host en él: "
+        text += ("; por paso, la mayor parte del tiempo propio del host en esta inactividad: "
                  + ", ".join(f"{n} {t(v)}" for n, v in r.ops_self_us))
     return text + "."
 
@@ -61,7 +61,7 @@ def basis(r: GpuIdle) -> str:
 NOTES = {
     IdleGap: lambda n: f"GPU inactiva durante {t(n.idle_us)} bajo una región que casi no lanza nada",
     UnderRegion: lambda n: f"{t(n.idle_us)} de GPU inactiva bajo esta llamada, {n.launches} lanzamiento(s) en ella",
-    SelfTime: lambda n: f"{t(n.self_us)} de tiempo propio del host dentro de la inactividad",
+    SelfTime: lambda n: f"{t(n.self_us)} por paso de tiempo propio del host de esta op dentro de la inactividad",
 }
 
 DOCS = """Qué:
