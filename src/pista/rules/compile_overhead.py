@@ -62,8 +62,8 @@ ID = "compile-overhead"
 # (capture_mm4096_compile: 0 in its median step, the wrapper hides behind the previous GEMM).
 MIN_STEP_SHARE = 0.01
 # GPU work launched per call at or above this share of the wrapper's host time per call: the
-# profiler may be what exposes the wrapper. record_shapes/with_stack inflate host time 30-50% on
-# these workloads, and seed_mm4096_compile's 368 µs profiled step (203 µs of wrapper for 176 µs of
+# profiler may be what exposes the wrapper. The profiler about doubles host time on op-dense loops
+# (overhead_bound.PROFILER_HOST_INFLATION), and seed_mm4096_compile's 368 µs profiled step (203 µs of wrapper for 176 µs of
 # GEMM, 0.87) is 182 µs unprofiled, GPU-bound (REVIEW.md); capture_mm4096_compile_sync 1.7. The
 # tiny-call traces are far below: seed_mm64_compile 0.01, series_mlp_compile 0.13,
 # capture_mlp_compile 0.28, seed_mm4096_compile_cold 0.46. Such a finding is info, the condition stated.

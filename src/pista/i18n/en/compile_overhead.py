@@ -18,8 +18,8 @@ def message(r: CompileOverhead) -> str:
             f"{t(r.gpu_us_per_call)} of GPU work launched per call. {t(r.exposed_us)} of it ran with the GPU idle: "
             f"{t(r.exposed_per_step_us)} in the median step, {r.step_share_percent:.1f}% of the step time.")
     if r.profiler_may_explain:
-        text += (" The GPU work per call nearly covers the wrapper: without the profiler (record_shapes and "
-                 "with_stack inflate host time 30-50%) the host may run ahead and hide it; time the step "
+        text += (" The GPU work per call nearly covers the wrapper: without the profiler (which about doubles "
+                 "the host time of op-dense loops) the host may run ahead and hide it; time the step "
                  "unprofiled before acting.")
     return text
 

@@ -19,9 +19,9 @@ def message(r: CompileOverhead) -> str:
             f"tiempo corre con la GPU inactiva: {t(r.exposed_per_step_us)} en el paso mediano, el "
             f"{r.step_share_percent:.1f}% del tiempo del paso.")
     if r.profiler_may_explain:
-        text += (" El trabajo de GPU por llamada casi cubre el envoltorio: sin el profiler (record_shapes y "
-                 "with_stack inflan el tiempo de host un 30-50%) el host podría adelantarse y ocultarlo; mide el "
-                 "paso sin perfilar antes de actuar.")
+        text += (" El trabajo de GPU por llamada casi cubre el envoltorio: sin el profiler (que casi duplica "
+                 "el tiempo de host de bucles densos en operaciones) el host podría adelantarse y ocultarlo; mide "
+                 "el paso sin perfilar antes de actuar.")
     return text
 
 
