@@ -88,3 +88,16 @@ def test_a_pageable_read_back_is_pageable_memcpy_s(analysis_of):
     a = analysis_of("gpu/pageable_memcpy")
     assert a.finding("host-sync") is None
     assert {g.direction for g in a.finding("pageable-memcpy").record.groups} == {"HtoD", "DtoH"}
+
+
+def test_cudnn_benchmark_s_own_timing_syncs_are_cudnn_setup_s(analysis_of):
+    # gpu/multiscale_benchmark: cudnn.benchmark times its candidate algorithms for every new input size,
+    # with syncs inside aten::cudnn_convolution; those are the set-up cudnn-setup reports, not the user's
+    import raw
+
+    name = "gpu/multiscale_benchmark"
+    syncs = [e for e in raw.in_steps(name, raw.complete(name)) if str(e["name"]).endswith("Synchronize")]
+    convs = raw.complete(name, "cpu_op", "aten::cudnn_convolution")
+    assert sum(1 for s in syncs if any(raw.inside(c, s) for c in convs)) > 1000
+    analysis = analysis_of(name)
+    assert analysis.finding("host-sync") is None and analysis.finding("cudnn-setup") is not None

@@ -43,6 +43,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
+from pista.rules import cudnn_setup
 from pista.rules._common import (
     COMPILE_EVENT,
     SYNC_NAMES,
@@ -131,10 +132,15 @@ def check(ctx: Context) -> list[Finding]:
 
 
 def _sync_calls(facts: Facts) -> np.ndarray:
-    """Sync runtime calls inside the steps, not while compiling (recompilation's)."""
+    """Sync runtime calls inside the steps, not while compiling (recompilation's) nor under cuDNN
+    setting up a new shape (cudnn-setup's: cudnn.benchmark times its candidates with syncs)."""
     syncs = facts.is_host & name_mask(facts, SYNC_NAMES) & ~_compiling(facts)
     if facts.steps:
         syncs &= facts.event_step >= 0
+    setup = cudnn_setup.slow_calls(facts)[0]
+    if setup.size:
+        idx = np.flatnonzero(syncs)
+        syncs[idx[cudnn_setup.inside(facts, setup, idx) >= 0]] = False
     return syncs
 
 
