@@ -62,3 +62,14 @@ def test_every_device_us_has_one_purpose(analysis_of):
 
 def test_cpu_only_has_no_gpu_purposes(analysis_of):
     assert analysis_of("gpu/cpu_only").summary.gpu_time_by_purpose == {}
+
+
+def test_cudnn_batch_norm_is_a_reduction_not_other(analysis_of):
+    # gpu/resnet_loader: fp32 ResNet-50 training; cuDNN's batch-norm kernels (bn_fw_tr_1C11_*, bn_bw_1C11_*)
+    # compute per-channel statistics: a reduction, as layer norm is
+    name = "gpu/resnet_loader"
+    by = analysis_of(name).summary.gpu_time_by_purpose
+    bn = [k for k in raw.in_steps(name, raw.complete(name, "kernel")) if "::bn_fw" in k["name"] or "::bn_bw" in k["name"]]
+    bn_us = sum(float(k["dur"]) for k in bn) / len(raw.steps(name))
+    assert bn_us > 0.2 * sum(by.values())  # a fifth of the GPU time
+    assert by["reduction"] >= bn_us and by["other"] < 0.05 * sum(by.values())

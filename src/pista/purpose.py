@@ -44,7 +44,7 @@ KERNEL_KIND = (
     ("attention", re.compile(r"flash|fmha|attention", re.I)),
     ("conv", re.compile(r"conv|cudnn.*(fprop|dgrad|wgrad)|implicit_gemm", re.I)),
     ("gemm", re.compile(r"gemm|nvjet|cutlass|xmma|cublas|^Kernel2$|wgmma|_mma_", re.I)),
-    ("reduction", re.compile(r"reduce|norm|softmax|triton_(red|per)_|cross_entropy|nll_loss|argmax|topk|sort|pool"
+    ("reduction", re.compile(r"reduce|norm|bn_fw|bn_bw|softmax|triton_(red|per)_|cross_entropy|nll_loss|argmax|topk|sort|pool"
                              r"|GammaBeta|grad_weight", re.I)),
     ("elementwise", re.compile(r"elementwise|triton_poi_|copy_kernel|fill_kernel|index|gather|scatter|cat_|CatArray"
                                r"|multi_tensor_apply|foreach|where|clamp|dropout", re.I)),
