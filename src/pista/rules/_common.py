@@ -141,7 +141,7 @@ def mark_ancestors(facts: Facts, idx: np.ndarray, mask: np.ndarray) -> None:
 
 def short_name(name: str, limit: int = 80) -> str:
     """A kernel name without 'void ', its template arguments and parameter list, for sentences."""
-    text = name.removeprefix("void ")
+    text = name.removeprefix("void ").replace("(anonymous namespace)::", "")
     for mark in ("<", "("):
         cut = text.find(mark)
         if cut > 0:

@@ -1,0 +1,130 @@
+"""What:
+A convolutional network that runs in PyTorch's default NCHW memory layout on a GPU whose tensor-core
+convolutions want NHWC: cuDNN converts each convolution's input and output (`nchwToNhwcKernel`,
+`nhwcToNchwKernel`), and the layers around the convolutions take their NCHW kernels, several times
+slower than their channels_last ones: batch norm (`batch_norm_collect_statistics_kernel`,
+`batch_norm_backward_kernel`, cuDNN's `bn_fw_tr_1C11_kernel_NCHW`...), pooling (`max_pool_*_nchw`)
+and depthwise convolutions (`conv_depthwise2d_*`, PyTorch's own NCHW kernels).
+
+Why:
+Tensor cores read the channels of a pixel together; an NCHW tensor has them a plane apart, so cuDNN
+transposes around every convolution, forward and backward, and the normalization kernels stride
+across planes. `model.to(memory_format=torch.channels_last)` and the same for the input keep the
+activations NHWC from end to end: the transposes go, and the per-channel kernels read contiguously.
+
+Example:
+The H200 twins gpu/layout_r50_nchw_bf16 and gpu/layout_r50_cl_bf16 (torchvision ResNet-50 training,
+batch 64 at 224², bf16 autocast, synthetic data on the GPU): NCHW spends 3.3 ms per step in cuDNN's
+transposes and 14.4 ms in batch-norm kernels, channels_last none and 6.4 ms; the GPU time per step
+falls from 27.5 to 15.2 ms. Unprofiled (median of 30 steps): 31.5 -> 24.8 ms in bf16, 33.0 -> 26.2 ms
+in fp32; MobileNetV3-Large (batch 128) 52.1 -> 33.4 ms in bf16, its depthwise convolutions and batch
+norm 42.7 ms of GPU time per step in NCHW (gpu/layout_mb_nchw_bf16) against about 10 ms.
+
+Impact:
+Per step: the transposes' time, plus each NCHW-path kernel's time times what channels_last does
+not keep of it (the twins: batch norm keeps 0.44 of its time, depthwise convolutions 0.30, pooling
+0.86), times the share of the window the GPU is busy (GPU time saved shortens a host-bound step
+only in part). gpu/layout_r50_nchw_bf16: 11.5 ms of GPU time (the twins differ by 12.3), 57% busy
+(profiled with record_shapes), 6.6 ms of the 49.5 ms profiled step (13%; unprofiled the step saves
+6.7 ms, 21%); gpu/layout_r50_nchw_fp32: 9.6 ms, 81% busy, 7.7 ms of 36.7 (21%; unprofiled the fp32
+step saves 6.8 ms, 21%); gpu/layout_mb_nchw_bf16 26.4 ms of GPU time (the twins differ by 33.6), 87%
+busy, 23.1 ms of the 52.4 ms step (44%; unprofiled 18.7 ms, 36%). A channels_last model fed an NCHW input converts once
+per step (gpu/multiscale_plain: 20 µs): under 1% of the step the rule is silent.
+
+Fix:
+`model = model.to(memory_format=torch.channels_last)` once, and
+`x = x.to(memory_format=torch.channels_last)` for each batch (or in the DataLoader's collate);
+under torch.compile the same. Layers that do not support channels_last fall back to NCHW by
+themselves, so the change is safe to try.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from pista.findings import Context, Finding, Record
+from pista.purpose import CODE, classify
+from pista.rules._common import device_ns_in_window, evidence, kernels, pattern_mask, short_name, us
+
+ID = "channels-last"
+# The NCHW path's kernels, by kind, and the share of their time channels_last keeps, from the H200
+# twins (bf16, the same model and batch both ways): cuDNN's transposes vanish; ResNet-50's batch norm
+# 14447 -> 6379 µs per step (0.44; MobileNetV3's 0.21: the smaller saving is taken); MobileNetV3's
+# depthwise convolutions 13130 µs against 3867 µs for every convolution in channels_last (0.30 at
+# most); ResNet-50's max pooling 780 -> 671 µs (0.86).
+KINDS = (
+    ("transpose", re.compile(r"nchwToNhwcKernel|nhwcToNchwKernel"), 0.0),
+    ("batch norm", re.compile(r"^(void )?at::native::batch_norm_(backward|collect_statistics|transform_input)_kernel<"
+                              r"|bn_fw_tr_1C11_kernel_NCHW|bn_bw_1C11_(kernel_new|singleread)|bn_fw_tr_1C11_singleread"),
+     0.44),
+    ("depthwise conv", re.compile(r"conv_depthwise2d_(forward|backward|grad_weight)_kernel"), 0.30),
+    ("pooling", re.compile(r"pool\w*_nchw"), 0.86),
+)
+# Convolutions must be at least this share of the GPU time: batch norm over (N, C) in an MLP runs the
+# same kernels, and channels_last is for 4-D activations.
+MIN_CONV_SHARE = 0.05
+MIN_STEP_SHARE = 0.01  # REVIEW.md: under 1% of the step is noise
+EVIDENCE_KINDS = 3
+
+
+class NchwKernels(Record):
+    """The NCHW path's kernels of one kind."""
+
+    kind: str  # transpose | batch norm | depthwise conv | pooling
+    per_step: float  # calls
+    us_per_step: float
+    keep: float  # the share of their time channels_last keeps (the twins')
+    kernel: str  # the longest one's short name
+
+
+class ChannelsLast(Record):
+    steps: int
+    kernel_us: float  # per step, every NCHW-path kernel
+    gpu_share_percent: float  # of the GPU time in the window
+    conv_share_percent: float  # the convolutions' share of the GPU time
+    gpu_saved_us: float  # per step, what channels_last would not spend
+    busy_percent: float  # the window's GPU busy share, which scales it to the impact
+    kinds: tuple[NchwKernels, ...]  # most time first
+
+
+class NchwNote(Record):
+    """Note on one NCHW-path kernel."""
+
+    kind: str
+
+
+def check(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    if not facts.has_gpu:
+        return []
+    trace = facts.trace
+    # the kernels the steps launched (their GPU tail included), or the window's without steps
+    in_window = kernels(facts) & ((facts.event_step >= 0) if facts.steps else
+                                  (trace.ts >= facts.window[0]) & (trace.ts < facts.window[1]))
+    device_ns = device_ns_in_window(facts)
+    conv_ns = float(trace.dur[in_window & (classify(facts) == CODE["conv"])].sum())
+    if conv_ns < MIN_CONV_SHARE * device_ns:
+        return []
+    found = [(kind, np.flatnonzero(in_window & pattern_mask(facts, pattern)), keep) for kind, pattern, keep in KINDS]
+    found = [(kind, idx, keep) for kind, idx, keep in found if idx.size]
+    if not any(kind == "transpose" for kind, _, _ in found):
+        return []  # no conversion around the convolutions: NHWC already, or no cuDNN convolution
+    steps = ctx.step_count
+    saved = sum(float(trace.dur[idx].sum()) * (1.0 - keep) for _, idx, keep in found)
+    busy = min(1.0, ctx.summary.gpu_busy_share or 1.0)
+    impact = ctx.per_step(saved * busy)
+    if impact.share < MIN_STEP_SHARE:
+        return []
+    groups = sorted((NchwKernels(kind, idx.size / steps, us(trace.dur[idx].sum()) / steps, keep,
+                                 short_name(trace.event_name(int(idx[np.argmax(trace.dur[idx])]))))
+                     for kind, idx, keep in found), key=lambda g: -g.us_per_step)
+    total = sum(float(trace.dur[idx].sum()) for _, idx, _ in found)
+    record = ChannelsLast(
+        steps=steps, kernel_us=us(total) / steps, gpu_share_percent=100.0 * total / device_ns,
+        conv_share_percent=100.0 * conv_ns / device_ns, gpu_saved_us=us(saved) / steps, busy_percent=100.0 * busy,
+        kinds=tuple(groups))
+    by_time = sorted(found, key=lambda f: -float(trace.dur[f[1]].sum()))[:EVIDENCE_KINDS]
+    ev = [evidence(facts, int(idx[np.argmax(trace.dur[idx])]), NchwNote(kind)) for kind, idx, _ in by_time]
+    return [Finding(ID, record, impact, sorted(ev, key=lambda e: e.ts_us))]
