@@ -17,7 +17,7 @@ import numpy as np
 
 from pista.allocator import phase_done
 from pista.table import Table, build_table
-from pista.trace.facts import Facts, derive
+from pista.trace.facts import Facts, derive, per_facts
 from pista.trace.model import Trace
 
 # Verdict thresholds, from the H200 fixtures: warm 64x64 matmul_add spends 43x more host time than
@@ -363,7 +363,7 @@ def summarize(facts: Facts, table: Table) -> Summary:
         gpu_time_by_purpose={p: by_purpose.get(p, 0.0) for p in PURPOSES} if facts.has_gpu else {},
         host_time_by_region=host_time(facts),
         memory=memory_summary(facts),
-        step_us=step_ns(facts) / 1000.0,
+        step_us=steps_of(facts).ns / 1000.0,
     )
 
 
@@ -382,7 +382,7 @@ class Context:
     @property
     def step_count(self) -> int:
         """Steps the window holds (1 without steps: the window is the unit)."""
-        return len(self.facts.steps) or 1
+        return steps_of(self.facts).count
 
     @property
     def step_ns(self) -> float:
@@ -390,12 +390,35 @@ class Context:
 
     def per_step(self, total_ns: float) -> Impact:
         """The impact of saving total_ns over the whole window: per step, and its share of the step."""
-        us = max(float(total_ns), 0.0) / self.step_count / 1000.0
-        return Impact(us, min(1.0, us * 1000.0 / max(self.step_ns, 1.0)))
+        return steps_of(self.facts).per_step(total_ns)
 
     def step_impact(self, per_step_ns: float) -> Impact:
         """The impact of saving per_step_ns in every step."""
-        return self.per_step(per_step_ns * self.step_count)
+        return steps_of(self.facts).step_impact(per_step_ns)
+
+
+@dataclass(frozen=True)
+class Steps:
+    """What impacts are shared out by: the steps in the window (1 without steps) and the median
+    step's ns (step_ns). A rule whose idle overhead-bound leaves out (`claimed_idle(facts)`) decides
+    whether it fires from these, without a Context."""
+
+    count: int
+    ns: float
+
+    def per_step(self, total_ns: float) -> Impact:
+        """The impact of saving total_ns over the whole window: per step, and its share of the step."""
+        us = max(float(total_ns), 0.0) / self.count / 1000.0
+        return Impact(us, min(1.0, us * 1000.0 / max(self.ns, 1.0)))
+
+    def step_impact(self, per_step_ns: float) -> Impact:
+        """The impact of saving per_step_ns in every step."""
+        return self.per_step(per_step_ns * self.count)
+
+
+@per_facts
+def steps_of(facts: Facts) -> Steps:
+    return Steps(len(facts.steps) or 1, step_ns(facts))
 
 
 def analyze(source: Any, rules: list[str] | None = None, table: Table | None = None) -> Analysis:

@@ -49,11 +49,12 @@ import msgspec
 import numpy as np
 
 from pista.efficiency import MEMO_SIZE
-from pista.findings import Context, Evidence, Finding, Record
+from pista.findings import Context, Evidence, Finding, Record, steps_of
 from pista.opargs import OpArgs, op_args
 from pista.purpose import CODE, classify
+from pista.rules import gpu_idle
 from pista.rules._common import device_ns_in_window, idle_ns_in, name_mask, nearest_in, us
-from pista.trace.facts import Facts
+from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "autocast-casts"
 TO_COPY = frozenset({"aten::_to_copy"})
@@ -120,28 +121,42 @@ class GradCast(Record):
     kernel_us: float
 
 
+def claimed_idle(facts: Facts) -> Intervals:
+    """The GPU idle under the host's weight casts (empty where the rule does not fire): overhead-bound
+    leaves it out."""
+    found = _found(facts)
+    return gpu_idle.idle_under(facts, found[1] if found else np.empty(0, np.int64))
+
+
 def check(ctx: Context) -> list[Finding]:
-    facts = ctx.facts
+    found = _found(ctx.facts)
+    return [found[0]] if found else []
+
+
+@per_facts
+def _found(facts: Facts) -> tuple[Finding, np.ndarray] | None:
+    """The finding and the host's cast calls it counts (their idle is its)."""
     if not facts.has_gpu:
-        return []
+        return None
     trace = facts.trace
     codes = classify(facts)
     casts = np.flatnonzero(codes == CODE["cast"])
     if facts.steps:
         casts = casts[facts.event_step[casts] >= 0]
     if casts.size == 0:
-        return []
+        return None
     source = np.where(facts.owner[casts] >= 0, facts.owner[casts], facts.launcher[casts])
     copy_op = np.where(source >= 0, nearest_in(facts, facts.is_host & name_mask(facts, TO_COPY), source), -1)
     backward = np.where(copy_op >= 0, nearest_in(facts, facts.is_host & name_mask(facts, BACKWARD), copy_op), -1)
     user = _users(facts, copy_op)
     ahead = (copy_op >= 0) & (user >= 0) & (backward < 0)
     if not ahead.any():
-        return []  # no forward cast under an autocast op
+        return None  # no forward cast under an autocast op
     forward, grads = _weight_casts(facts, casts, copy_op, user, backward)
     if not forward:
-        return []
-    steps = ctx.step_count
+        return None
+    scale = steps_of(facts)
+    steps = scale.count
     fwd_ns = float(_total_ns(trace, forward))
     bwd_ns = float(_total_ns(trace, grads))
     weight_ns = fwd_ns + bwd_ns
@@ -151,9 +166,9 @@ def check(ctx: Context) -> list[Finding]:
     ops = np.fromiter(host_ops, dtype=np.int64, count=len(host_ops))
     host_ns = float(trace.dur[ops].sum())
     exposed_ns = float(idle_ns_in(facts, ops).sum())
-    impact = ctx.per_step(weight_ns + exposed_ns)
+    impact = scale.per_step(weight_ns + exposed_ns)
     if impact.share < MIN_IMPACT_SHARE:
-        return []
+        return None
     cast_ns = float(trace.dur[casts].sum())
     device_ns = device_ns_in_window(facts)
     src, dst = _dtypes(facts, [c for c, _, _ in forward.values()])
@@ -166,7 +181,7 @@ def check(ctx: Context) -> list[Finding]:
         source_dtype=src, target_dtype=dst,
         ops=tuple(sorted({trace.event_name(u) for _, u, _ in forward.values()})),
         shapes=_shapes(trace, forward, grads, steps), step_share_percent=100.0 * impact.share)
-    return [Finding(ID, record, impact, _evidence(facts, forward, grads))]
+    return Finding(ID, record, impact, _evidence(facts, forward, grads)), ops
 
 
 def _weight_casts(facts: Facts, casts: np.ndarray, copy_op: np.ndarray, user: np.ndarray, backward: np.ndarray

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Record, Severity, step_ns
+from pista.findings import Context, Evidence, Finding, Record, Severity, steps_of
 from pista.rules import gpu_idle
 from pista.rules._common import (
     CACHE_LOOKUP,
@@ -127,7 +127,7 @@ class _Found:
 def claimed_idle(facts: Facts) -> Intervals:
     """The idle this rule claims (empty where it does not fire): overhead-bound leaves it out."""
     found = _detect(facts)
-    if found is None or found.per_step_ns < MIN_STEP_SHARE * step_ns(facts):
+    if found is None or found.per_step_ns < MIN_STEP_SHARE * steps_of(facts).ns:
         return gpu_idle.union(np.empty(0), np.empty(0))
     return found.spans
 

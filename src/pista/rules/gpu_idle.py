@@ -135,6 +135,14 @@ def spans(facts: Facts, idx: np.ndarray) -> Intervals:
     return union(start, end)
 
 
+def idle_under(facts: Facts, idx: np.ndarray) -> Intervals:
+    """The ledger's GPU idle (in the steps, on the busiest device) under these events' spans."""
+    book = ledger(facts)
+    if book is None or idx.size == 0:
+        return union(np.empty(0), np.empty(0))
+    return intersect(book.idle, spans(facts, idx))
+
+
 def outermost_ops(facts: Facts, events: np.ndarray) -> np.ndarray:
     """For each event: the top of the chain of cpu_ops above it (the op the user called), or the
     event itself when no op is above it."""

@@ -42,9 +42,8 @@ Fitted to where the idle is: Python between eager ops and their dispatch -> torc
 ops, cuts dispatch) or a CUDA graph of the whole step (`torch.compile(mode="reduce-overhead")`,
 `torch.cuda.CUDAGraph`); code that is already compiled -> the CUDA graph, or more work per call
 (a bigger batch), never another torch.compile; syncs inside the step -> remove them first (see
-host-sync), since a graph cannot capture across a `.item()`; a foreach optimizer step under the
-idle -> `fused=True` first (series_mlp_eager: 0.8 ms of the per-op idle per step is under
-`Optimizer.step#AdamW.step`; see unfused-optimizer). The profiler itself inflates host
+host-sync), since a graph cannot capture across a `.item()`; the idle under a foreach optimizer
+step is unfused-optimizer's (`fused=True`), listed with the other findings' claims. The profiler itself inflates host
 time, about 2x on op-dense loops (gpu/host_sync_item: 1003 µs a step profiled, 1138 with
 record_shapes, 505 unprofiled; gpt2_conv1d, with_stack and record_shapes, 74.9 ms profiled against
 ~29 ms unprofiled), so the message says what would stay idle with half the host time gone, and a
@@ -53,14 +52,12 @@ verdict near its threshold should be checked against an unprofiled timing of the
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from pista import findings
 from pista.findings import Context, Evidence, Finding, Record
 from pista.rules import compile_overhead, gpu_idle, launch_bound, many_calls
-from pista.rules._common import nearest_ancestor, pattern_mask, step_at, us
+from pista.rules._common import pattern_mask, step_at, us
 from pista.trace.facts import Facts, Intervals
 
 ID = "overhead-bound"
@@ -81,12 +78,6 @@ PROFILER_HOST_INFLATION = 2.0
 # Below this share of the step the per-op idle is noise (REVIEW.md: under ~1% is worth nothing).
 MIN_SHARE = 0.01
 TOP_OPS = 3
-# An optimizer step that runs foreach ops and no fused one: fused=True removes most of its dispatch
-# (series_mlp_eager: 0.8 ms of per-op idle per step under Optimizer.step#AdamW.step).
-OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
-FOREACH_OP = re.compile(r"^aten::_foreach_")
-FUSED_OP = re.compile(r"^aten::_fused_")
-MIN_FOREACH_PASSES = 2
 
 
 class IdleUnderOp(Record):
@@ -129,8 +120,6 @@ class OverheadBound(Record):
     top_ops: tuple[IdleUnderOp, ...]
     syncs_per_step: float  # sync calls under ops inside the steps (host-sync's, pageable-memcpy's)
     sync_op: str  # the op that makes most of them
-    optimizer_step: str  # an unfused (foreach) Optimizer.step the GPU waits under ("" for none)
-    optimizer_us_per_step: float  # of the impact: under that step
     near_threshold: bool
     record_shapes: bool
     with_stack: bool
@@ -182,7 +171,6 @@ def check(ctx: Context) -> list[Finding]:
     compiled = gpu_idle.intersect(rest, gpu_idle.spans(
         facts, np.flatnonzero(facts.is_host & pattern_mask(facts, launch_bound.COMPILED_CODE))))
     top, evidence = _top_ops(facts, outer, idle, n)
-    optimizer, optimizer_ns = _unfused_optimizer(facts, rest)
     between = gpu_idle.subtract(rest, in_ops)
     if between.start.size:
         k = int(np.argmax(between.end - between.start))
@@ -208,8 +196,7 @@ def check(ctx: Context) -> list[Finding]:
             launch_us=us(launch.total) / n,
             calls_us=us(calls.total) / n, others_us=us(sum(others.values())) / n, others=tuple(others)),
         between_ops_us_per_step=us(between.total) / n, compiled_us_per_step=us(compiled.total) / n,
-        top_ops=top, syncs_per_step=book.syncs_per_step, sync_op=book.sync_op, optimizer_step=optimizer,
-        optimizer_us_per_step=us(optimizer_ns) / n, near_threshold=bool(near),
+        top_ops=top, syncs_per_step=book.syncs_per_step, sync_op=book.sync_op, near_threshold=bool(near),
         record_shapes=shapes, with_stack=stack, unprofiled_us_per_step=unprofiled,
         where=_where(compiled.total, others.get(compile_overhead.ID, 0), between.total, rest.total))
     return [Finding(ID, record, impact, evidence)]
@@ -246,32 +233,6 @@ def _top_ops(facts: Facts, outer: np.ndarray, idle: np.ndarray, n: int) -> tuple
         rows.append(IdleUnderOp(trace.names[int(names[k])], counts[k] / n, us(totals[k]) / n))
         evidence.append(Evidence.of(facts, best, GpuWaitedUnder(us(idle[members].max()), us(totals[k]) / n)))
     return tuple(rows), evidence
-
-
-def _unfused_optimizer(facts: Facts, rest: Intervals) -> tuple[str, int]:
-    """The foreach (unfused) Optimizer.step with the most per-op idle under it, and that idle: the
-    cheapest part of the overhead to remove (`fused=True`, see unfused-optimizer)."""
-    trace = facts.trace
-    steps = np.flatnonzero(facts.is_host & pattern_mask(facts, OPTIMIZER_STEP))
-    if steps.size == 0:
-        return "", 0
-    ops = facts.is_host & trace.category_mask({"cpu_op"})
-    step_of = nearest_ancestor(facts, facts.is_host & pattern_mask(facts, OPTIMIZER_STEP))
-    each = ops & pattern_mask(facts, FOREACH_OP) & (step_of >= 0)
-    # several foreach passes (AdamW: mul, lerp, addcmul, sqrt...): plain SGD's one _foreach_add_ is a
-    # single pass already (series_linear_train), as unfused-optimizer also holds
-    pairs = np.unique(np.stack([step_of[each], trace.name[each]]), axis=1)
-    calls, passes = np.unique(pairs[0], return_counts=True)
-    foreach = calls[passes >= MIN_FOREACH_PASSES]
-    fused = np.unique(step_of[ops & pattern_mask(facts, FUSED_OP) & (step_of >= 0)])
-    unfused = np.setdiff1d(foreach, fused)
-    if unfused.size == 0:
-        return "", 0
-    idle = rest.covered(trace.ts[unfused], trace.ts[unfused] + trace.dur[unfused])
-    names = trace.name[unfused]
-    totals = {int(k): int(idle[names == k].sum()) for k in np.unique(names)}
-    best = max(totals, key=lambda k: totals[k])
-    return trace.names[best], totals[best]
 
 
 def _other_claims(facts: Facts) -> dict[str, Intervals]:

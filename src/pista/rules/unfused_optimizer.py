@@ -61,10 +61,11 @@ from collections import defaultdict
 
 import numpy as np
 
-from pista.findings import Context, Evidence, Finding, Record
+from pista.findings import Context, Evidence, Finding, Record, steps_of
 from pista.purpose import CODE, classify
+from pista.rules import gpu_idle
 from pista.rules._common import busy_ns, nearest_ancestor, pattern_mask, us
-from pista.trace.facts import Facts
+from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "unfused-optimizer"
 STEP_EVENT = re.compile(r"^Optimizer\.step#(\w+)\.step$")
@@ -143,8 +144,20 @@ class OptimizerKernel(Record):
     op: str
 
 
+def claimed_idle(facts: Facts) -> Intervals:
+    """The GPU idle under the Optimizer.step calls this rule reports (empty where it does not fire):
+    overhead-bound leaves it out."""
+    calls = [c for _, group in _found(facts) for c in group]
+    return gpu_idle.idle_under(facts, np.asarray(calls, dtype=np.int64))
+
+
 def check(ctx: Context) -> list[Finding]:
-    facts = ctx.facts
+    return [finding for finding, _ in _found(ctx.facts)]
+
+
+@per_facts
+def _found(facts: Facts) -> list[tuple[Finding, list[int]]]:
+    """Each finding, with the Optimizer.step calls it is about."""
     trace = facts.trace
     step_mask = facts.is_host & pattern_mask(facts, STEP_EVENT)
     calls = np.flatnonzero(step_mask)
@@ -152,18 +165,16 @@ def check(ctx: Context) -> list[Finding]:
         calls = calls[facts.event_step[calls] >= 0]
     if calls.size == 0:
         return []
+    groups = _by_name(facts, calls)
     if not facts.has_gpu:
-        return [f for f in (_cpu_finding(ctx, name, group) for name, group in _by_name(facts, calls).items()) if f]
-    work = _optimizer_work(facts, step_mask)
-    lo, hi = facts.window
-    in_window = facts.is_device_work & (trace.ts >= lo) & (trace.ts < hi)
-    device_ns = float(trace.dur[in_window].sum()) or 1.0
-    out = []
-    for name, group in _by_name(facts, calls).items():
-        finding = _finding(ctx, name, group, work, device_ns)
-        if finding is not None:
-            out.append(finding)
-    return out
+        found = [(_cpu_finding(facts, name, group), group) for name, group in groups.items()]
+    else:
+        work = _optimizer_work(facts, step_mask)
+        lo, hi = facts.window
+        in_window = facts.is_device_work & (trace.ts >= lo) & (trace.ts < hi)
+        device_ns = float(trace.dur[in_window].sum()) or 1.0
+        found = [(_finding(facts, name, group, work, device_ns), group) for name, group in groups.items()]
+    return [(finding, group) for finding, group in found if finding is not None]
 
 
 def _by_name(facts: Facts, calls: np.ndarray) -> dict[str, list[int]]:
@@ -173,10 +184,10 @@ def _by_name(facts: Facts, calls: np.ndarray) -> dict[str, list[int]]:
     return by_name
 
 
-def _cpu_finding(ctx: Context, name: str, group: list[int]) -> Finding | None:
+def _cpu_finding(facts: Facts, name: str, group: list[int]) -> Finding | None:
     """A CPU-only trace: the step's own host time, by the aten ops it dispatched."""
-    facts = ctx.facts
     trace = facts.trace
+    scale = steps_of(facts)
     if any(FUSED_OP.search(o) for o in _ops_under(facts, group)):
         return None
     ops = _top_ops_under(facts, group)
@@ -190,12 +201,12 @@ def _cpu_finding(ctx: Context, name: str, group: list[int]) -> Finding | None:
             return None
     if passes < MIN_PASSES:
         return None
-    steps = ctx.step_count
+    steps = scale.count
     host_ns = float(trace.dur[group].sum())
-    if host_ns / steps / max(ctx.step_ns, 1.0) < MIN_HOST_SHARE:
+    if host_ns / steps / max(scale.ns, 1.0) < MIN_HOST_SHARE:
         return None
     ratio = FUSED_CPU_RATIO[mode]
-    impact = ctx.per_step(host_ns * (1.0 - ratio))
+    impact = scale.per_step(host_ns * (1.0 - ratio))
     if impact.share < MIN_IMPACT_SHARE:
         return None
     optimizer = STEP_EVENT.match(name).group(1)  # type: ignore[union-attr]
@@ -250,10 +261,10 @@ def _optimizer_work(facts: Facts, step_mask: np.ndarray) -> dict[int, np.ndarray
     return {c: np.asarray(ks, dtype=np.int64) for c, ks in out.items()}
 
 
-def _finding(ctx: Context, name: str, group: list[int], work: dict[int, np.ndarray],
+def _finding(facts: Facts, name: str, group: list[int], work: dict[int, np.ndarray],
              device_ns: float) -> Finding | None:
-    facts = ctx.facts
     trace = facts.trace
+    scale = steps_of(facts)
     ops = _ops_under(facts, group)
     if any(FUSED_OP.search(o) for o in ops):
         return None  # fused already (its step counters still go through one _foreach_add_)
@@ -269,14 +280,14 @@ def _finding(ctx: Context, name: str, group: list[int], work: dict[int, np.ndarr
     exposed = {c: int(trace.dur[c]) - busy_ns(facts, int(trace.ts[c]), int(trace.ts[c] + trace.dur[c]))
                for c in group}
     exposed_ns = float(sum(exposed.values()))
-    steps = ctx.step_count
+    steps = scale.count
     gpu_share = gpu_ns / device_ns
-    host_share = host_ns / steps / max(ctx.step_ns, 1.0)
+    host_share = host_ns / steps / max(scale.ns, 1.0)
     if gpu_share < MIN_GPU_SHARE and host_share < MIN_HOST_SHARE:
         return None
     gpu_saving = gpu_ns * (1.0 - FUSED_GPU_RATIO)
     host_saving = host_ns * (1.0 - FUSED_HOST_RATIO)
-    impact = ctx.per_step(_saving(facts, group, work, exposed))
+    impact = scale.per_step(_saving(facts, group, work, exposed))
     if impact.share < MIN_IMPACT_SHARE:
         return None
     optimizer = STEP_EVENT.match(name).group(1)  # type: ignore[union-attr]

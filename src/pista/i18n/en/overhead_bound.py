@@ -98,15 +98,8 @@ def _syncs_first(r: OverheadBound) -> bool:
     return r.syncs_per_step >= 1.0
 
 
-def _optimizer_first(r: OverheadBound) -> bool:
-    return bool(r.optimizer_step) and r.optimizer_us_per_step >= 0.05 * r.step_us
-
-
 def advice(r: OverheadBound) -> str:
     text = ""
-    if _optimizer_first(r):
-        text = (f"Start with the optimizer: {r.optimizer_step} runs foreach ops, {t(r.optimizer_us_per_step)} of "
-                "this idle per step; fused=True (see unfused-optimizer) removes most of its dispatch. ")
     if _syncs_first(r):
         text += (f"First remove the {r.syncs_per_step:.0f} sync(s) per step inside ops (see host-sync, "
                 "pageable-memcpy): a CUDA graph cannot "
@@ -122,10 +115,6 @@ def fix(r: OverheadBound) -> str:
     top = r.top_ops[0].name if r.top_ops else "the ops"
     head = (f"the GPU waits {t(r.per_op_us_per_step)} per step ({_share(r, r.per_op_us_per_step)}) while the host "
             f"dispatches ops ({top})")
-    if _optimizer_first(r):
-        graph = ("torch.compile(mode='reduce-overhead') (CUDA graphs)" if _where(r) == "compiled"
-                 else "capture the step as a CUDA graph")
-        return f"{head}: pass fused=True to the optimizer first ({r.optimizer_step}), then {graph}"
     if _syncs_first(r):
         return f"{head}: remove the {r.syncs_per_step:.0f} {r.sync_op} sync(s) per step, then capture the step as a CUDA graph"
     if _where(r) == "compiled":

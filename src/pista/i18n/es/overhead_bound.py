@@ -99,16 +99,8 @@ def _syncs_first(r: OverheadBound) -> bool:
     return r.syncs_per_step >= 1.0
 
 
-def _optimizer_first(r: OverheadBound) -> bool:
-    return bool(r.optimizer_step) and r.optimizer_us_per_step >= 0.05 * r.step_us
-
-
 def advice(r: OverheadBound) -> str:
     text = ""
-    if _optimizer_first(r):
-        text = (f"Empieza por el optimizador: {r.optimizer_step} ejecuta operaciones foreach, "
-                f"{t(r.optimizer_us_per_step)} de esta inactividad por paso; fused=True (ver unfused-optimizer) "
-                "elimina la mayor parte de su despacho. ")
     if _syncs_first(r):
         text += (f"Quita primero las {r.syncs_per_step:.0f} sincronizaciones por paso dentro de operaciones (ver "
                 "host-sync, pageable-memcpy): un CUDA graph no "
@@ -124,10 +116,6 @@ def fix(r: OverheadBound) -> str:
     top = r.top_ops[0].name if r.top_ops else "las operaciones"
     head = (f"la GPU espera {t(r.per_op_us_per_step)} por paso ({_share(r, r.per_op_us_per_step)}) mientras el host "
             f"despacha operaciones ({top})")
-    if _optimizer_first(r):
-        graph = ("usa torch.compile(mode='reduce-overhead') (CUDA graphs)" if _where(r) == "compiled"
-                 else "captura el paso como CUDA graph")
-        return f"{head}: pasa primero fused=True al optimizador ({r.optimizer_step}) y luego {graph}"
     if _syncs_first(r):
         return (f"{head}: quita las {r.syncs_per_step:.0f} sincronizaciones por paso de {r.sync_op} y luego captura el paso como "
                 "CUDA graph")
@@ -196,9 +184,8 @@ Según dónde esté la inactividad: Python entre operaciones eager y su despacho
 (fusiona y recorta el despacho) o un CUDA graph del paso entero (`torch.compile(mode="reduce-overhead")`,
 `torch.cuda.CUDAGraph`); código ya compilado -> el CUDA graph, o más trabajo por llamada (un lote
 mayor), nunca otro torch.compile; sincronizaciones dentro del paso -> quítalas primero (ver host-sync),
-porque un graph no puede capturar un `.item()`; un paso del optimizador foreach bajo la inactividad ->
-primero `fused=True` (series_mlp_eager: 0.8 ms por paso de la inactividad por operación están bajo
-`Optimizer.step#AdamW.step`; ver unfused-optimizer). El propio profiler infla el tiempo del host,
+porque un graph no puede capturar un `.item()`; la inactividad bajo un paso del optimizador foreach
+es de unfused-optimizer (`fused=True`), listada con lo que reclaman otros hallazgos. El propio profiler infla el tiempo del host,
 unas 2x en bucles densos en operaciones (gpu/host_sync_item: 1003 µs por paso con profiler, 1138 con
 record_shapes, 505 sin profiler; gpt2_conv1d, con with_stack y record_shapes, 74.9 ms con profiler
 frente a ~29 ms sin él), así que el mensaje dice qué seguiría inactivo sin la mitad del tiempo de
