@@ -73,3 +73,13 @@ def test_cudnn_batch_norm_is_a_reduction_not_other(analysis_of):
     bn_us = sum(float(k["dur"]) for k in bn) / len(raw.steps(name))
     assert bn_us > 0.2 * sum(by.values())  # a fifth of the GPU time
     assert by["reduction"] >= bn_us and by["other"] < 0.05 * sum(by.values())
+
+
+def test_inductor_s_lone_casts_are_casts(analysis_of):
+    # series_mlp_compile: torch.compile'd bf16-autocast MLP; triton_poi_fused__to_copy_N kernels cast
+    # the fp32 weights to bf16 and the gradients back (an expert review: 128.6 µs of each step)
+    name = "series_mlp_compile"
+    by = analysis_of(name).summary.gpu_time_by_purpose
+    casts = [k for k in raw.in_steps(name, raw.complete(name, "kernel"))
+             if k["name"].startswith("triton_poi_fused__to_copy_")]
+    assert by["cast"] >= sum(float(k["dur"]) for k in casts) / len(raw.steps(name)) > 0
