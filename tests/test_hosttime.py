@@ -48,3 +48,14 @@ def test_every_self_us_is_counted_once(analysis_of):
         total = float(facts.self_time[host].sum()) / 1000 / max(len(facts.steps), 1)
         shown = sum(sum(r.values()) for r in a.summary.host_time_by_region.values())
         assert 0.99 * total <= shown <= total * 1.000001
+
+
+def test_a_compiled_module_s_call_is_forward(analysis_of):
+    # series_mlp_compile: the compiled MLP's Torch-Compiled Region spans (its forward) counted as forward,
+    # less the time the main thread waits in them (an expert review found forward at 0 ms)
+    name = "series_mlp_compile"
+    host = analysis_of(name).summary.host_time_by_region
+    main = next(lane for lane in host if "python3" in lane)
+    regions = raw.in_steps(name, [e for e in raw.complete(name) if str(e["name"]).startswith("Torch-Compiled Region")])
+    per_step = _union([(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in regions]) / len(raw.steps(name))
+    assert 0.8 * per_step <= host[main]["forward"] <= per_step
