@@ -160,3 +160,10 @@ def test_overhead_bound_leaves_the_wrapper_s_idle_to_it(analysis_of):
     assert overhead.record.elsewhere.others == ("compile-overhead",)
     assert overhead.record.elsewhere.others_us == pytest.approx(mine.impact.us, rel=0.2)
     assert "compile-overhead" in overhead.message
+
+
+def test_the_per_call_mean_over_two_regions_names_both(analysis_of):
+    # gpu/compile_float_arg: the mean over the compiled forward and backward calls is not the backward's
+    finding = analysis_of("gpu/compile_float_arg").finding("compile-overhead")
+    assert len(finding.record.regions) == 2
+    assert finding.fix.startswith("Each compiled call (CompiledFunctionBackward, Torch-Compiled Region: 0/1) spends")

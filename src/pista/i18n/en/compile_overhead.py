@@ -43,7 +43,8 @@ def advice(r: CompileOverhead) -> str:
 
 
 def fix(r: CompileOverhead) -> str:
-    return (f"{r.regions[0]} spends {t(r.wrapper_us_per_call)} per call in the compile wrapper for "
+    who = r.regions[0] if len(r.regions) == 1 else f"Each compiled call ({_regions(r)})"
+    return (f"{who} spends {t(r.wrapper_us_per_call)} per call in the compile wrapper for "
             f"{t(r.gpu_us_per_call)} of GPU work, {t(r.exposed_per_step_us)} per step with the GPU idle: "
             f"{_change(r)}" + (" (if it persists unprofiled)." if r.profiler_may_explain else "."))
 

@@ -45,7 +45,8 @@ def advice(r: CompileOverhead) -> str:
 
 
 def fix(r: CompileOverhead) -> str:
-    return (f"{r.regions[0]} pasa {t(r.wrapper_us_per_call)} por llamada en el envoltorio de compilación para "
+    who = r.regions[0] if len(r.regions) == 1 else f"Cada llamada compilada ({_regions(r)})"
+    return (f"{who} pasa {t(r.wrapper_us_per_call)} por llamada en el envoltorio de compilación para "
             f"{t(r.gpu_us_per_call)} de trabajo de GPU, {t(r.exposed_per_step_us)} por paso con la GPU inactiva: "
             f"{_change(r)}" + (" (si persiste sin perfilar)." if r.profiler_may_explain else "."))
 
