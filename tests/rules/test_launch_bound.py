@@ -78,9 +78,19 @@ def test_the_same_idle_is_not_restated(analysis_of):
 
 
 def test_fires_on_an_eager_transformer_with_small_kernels(analysis_of):
-    finding = analysis_of("gpu/capture_transformer").finding("launch-bound")
+    import raw
+
+    name = "gpu/capture_transformer"
+    finding = analysis_of(name).finding("launch-bound")
     assert finding is not None and finding.record.median_kernel_us <= 5.0
     assert finding.impact.share >= 0.05
+    # it says how many of the step's kernels are tiny (an expert review read "267 tiny kernels" as every
+    # kernel, GEMMs and optimizer included)
+    launched = {c["args"]["correlation"] for c in raw.in_steps(name, raw.complete(name))
+                if c.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in c.get("args", {})}
+    tiny = [k for k in raw.complete(name, "kernel") if k["args"].get("correlation") in launched and float(k["dur"]) <= 5.0]
+    assert finding.record.tiny_per_step == pytest.approx(len(tiny) / len(raw.steps(name)))
+    assert f"for the {len(tiny) / 3:.0f} of them that run 5.000 µs or less" in finding.message
 
 
 def test_inference_is_not_told_about_optimizers(analysis_of):

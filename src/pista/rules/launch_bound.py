@@ -81,6 +81,8 @@ class LaunchBound(Record):
     kernel_us_per_step: float
     launch_us_per_step: float
     idle_us_per_step: float  # GPU idle just before the tiny kernels (the impact)
+    tiny_per_step: float  # the kernels that count as tiny: MAX_MEDIAN_KERNEL_US or shorter
+    tiny_max_us: float
     has_steps: bool
     step_us: float  # the median step (the window without steps)
     compiled: bool  # most tiny kernels come from compiled code: the fix is a CUDA graph
@@ -193,7 +195,8 @@ def check(ctx: Context) -> list[Finding]:
         median_op_us=us(np.median(trace.dur[owners[has_owner]])) if has_owner.any() else None,
         kernel_us_per_step=us(trace.dur[idx].sum()) / n,
         launch_us_per_step=us(trace.dur[np.unique(launchers[linked])].sum()) / n,
-        idle_us_per_step=impact.us, has_steps=bool(facts.steps), step_us=us(ctx.step_ns),
+        idle_us_per_step=impact.us, tiny_per_step=tiny.size / n, tiny_max_us=MAX_MEDIAN_KERNEL_US,
+        has_steps=bool(facts.steps), step_us=us(ctx.step_ns),
         compiled=bool(in_compiled.mean() >= 0.5) if in_compiled.size else False,
         examples=tuple(examples))
     return [Finding(ID, record, impact, evidence)]

@@ -21,7 +21,8 @@ def message(r: LaunchBound) -> str:
     return (f"{r.kernels} kernels in {r.steps} step(s) ({r.kernels_per_step:.0f} per step), median "
             f"{t(r.median_kernel_us)} each, while the median launch call takes {t(r.median_launch_us)}{op}; per "
             f"step {t(r.kernel_us_per_step)} of kernels for {t(r.launch_us_per_step)} of launch calls. The GPU "
-            f"waits {t(r.idle_us_per_step)} per step ({share} of the {t(r.step_us)} {step}) for these kernels to be launched"
+            f"waits {t(r.idle_us_per_step)} per step ({share} of the {t(r.step_us)} {step}) for the {r.tiny_per_step:.0f} "
+            f"of them that run {t(r.tiny_max_us)} or less to be launched"
             + (" from compiled code" if r.compiled else "") + f". Most launched: {examples}.")
 
 

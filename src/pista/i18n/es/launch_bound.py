@@ -22,7 +22,8 @@ def message(r: LaunchBound) -> str:
             f"{t(r.median_kernel_us)} cada uno, mientras la llamada de lanzamiento mediana tarda "
             f"{t(r.median_launch_us)}{op}; por paso, {t(r.kernel_us_per_step)} de kernels para "
             f"{t(r.launch_us_per_step)} de llamadas de lanzamiento. La GPU espera {t(r.idle_us_per_step)} por paso "
-            f"(el {share} de {step} de {t(r.step_us)}) a que se lancen estos kernels"
+            f"(el {share} de {step} de {t(r.step_us)}) a que se lancen los {r.tiny_per_step:.0f} que duran "
+            f"{t(r.tiny_max_us)} o menos"
             + (" desde código compilado" if r.compiled else "") + f". Los más lanzados: {examples}.")
 
 
