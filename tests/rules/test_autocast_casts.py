@@ -99,7 +99,8 @@ def test_impact_is_the_weight_casts_kernel_and_exposed_host_time(analysis_of):
     assert abs(finding.impact.us - per_step) <= 0.01 * per_step
     assert abs(finding.impact.share - per_step / raw.step_us(name)) <= 0.002
     assert finding.severity.value == "warning"  # 9.1% of a host-bound 25 ms step, most of it dispatch
-    assert "upper bound" in finding.basis
+    # not an upper bound: REVIEW.md's GPT saved 3.0 ms a step with bf16 parameters, its casts 0.85 ms
+    assert "the casts alone" in finding.basis and "upper bound" not in finding.basis
 
 
 def test_silent_with_bf16_weights_or_without_autocast(analysis_of):

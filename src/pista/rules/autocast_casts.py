@@ -25,8 +25,9 @@ fp32 parameters under autocast, 2.24-2.34 ms with bf16 parameters and no autocas
 Impact:
 Per step: the weight casts' kernel time, forward and backward, plus the host time of their cast
 ops (`aten::to` under the op, `ToCopyBackward0`) during which the GPU is idle: with bf16 weights
-none of them is dispatched. An upper bound (a bf16 copy of an fp32 master still costs one write
-per step, and kernel time saves wall time only where the GPU is the limit). gpu/gpt_autocast
+none of them is dispatched. The casts alone, not an upper bound: bf16 parameters also make the
+fp32 ops around them cheaper (a bf16 copy of an fp32 master still costs one write per step, and
+kernel time saves wall time only where the GPU is the limit). gpu/gpt_autocast
 2.28 ms (527 µs of kernels + 1.75 ms of exposed host, 9.1%), big_gpt_eager_20steps 6.34 ms
 (12.0%), series_mlp_eager 1.16 ms (16.8%): host-bound traces, where the dispatch is most of the
 saving. Counting the kernels alone made all three info; GPT n=6 measured unprofiled saves 3.0 ms
