@@ -396,6 +396,12 @@ class Context:
         """The impact of saving per_step_ns in every step."""
         return steps_of(self.facts).step_impact(per_step_ns)
 
+    @property
+    def busy_share(self) -> float:
+        """The window's GPU busy share: GPU time saved shortens a step only where the GPU is the
+        limit, and a host-bound step hides most of it (gpu/gpt2_conv1d, the layout twins)."""
+        return min(1.0, self.summary.gpu_busy_share or 1.0)
+
 
 @dataclass(frozen=True)
 class Steps:

@@ -113,7 +113,7 @@ def check(ctx: Context) -> list[Finding]:
         return []  # no conversion around the convolutions: NHWC already, or no cuDNN convolution
     steps = ctx.step_count
     saved = sum(float(trace.dur[idx].sum()) * (1.0 - keep) for _, idx, keep in found)
-    busy = min(1.0, ctx.summary.gpu_busy_share or 1.0)
+    busy = ctx.busy_share
     impact = ctx.per_step(saved * busy)
     if impact.share < MIN_STEP_SHARE:
         return []

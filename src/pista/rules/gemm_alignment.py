@@ -105,7 +105,7 @@ def check(ctx: Context) -> list[Finding]:
     if not slow:
         return []
     gpu_ns = sum(dur[g.kernel] - g.flops / reference[g.dtype] / 1e3 for g in slow)
-    busy = min(1.0, ctx.summary.gpu_busy_share or 1.0)
+    busy = ctx.busy_share
     impact = ctx.per_step(gpu_ns * busy)
     if impact.share < MIN_STEP_SHARE:
         return []
