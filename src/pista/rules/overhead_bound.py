@@ -71,9 +71,9 @@ NEAR_RATIO = 1.6
 NEAR_BUSY = 0.75
 # How much the profiler inflates host time on op-dense loops, whatever its options: gpu/host_sync_item's
 # loop takes 1003 µs per step profiled, 1138 µs with record_shapes, 505 µs unprofiled (2.0x, 2.25x);
-# gpt2_conv1d (with_stack, record_shapes) 74.9 ms profiled, ~29 ms unprofiled (2.6x). REVIEW.md's
-# 30-50% is what record_shapes/with_stack add on top. Per-op idle that half the host time would
-# close could be the profiler's own.
+# gpt2_conv1d (with_stack, record_shapes) 74.9 ms profiled, ~29 ms unprofiled (2.6x; fused AdamW's
+# 22.08 ms measured unprofiled, an expert's foreach 23% slower). REVIEW.md's "30-50%" undercounts it on
+# these loops. Per-op idle that half the host time would close could be the profiler's own.
 PROFILER_HOST_INFLATION = 2.0
 # Below this share of the step the per-op idle is noise (REVIEW.md: under ~1% is worth nothing).
 MIN_SHARE = 0.01
