@@ -78,6 +78,16 @@ EVIDENCE_EVENTS = 6
 
 # The backward of a compiled graph runs in this autograd node, outside any Torch-Compiled Region.
 COMPILED_WRAPPERS = re.compile(COMPILED_REGION.pattern + r"|^CompiledFunctionBackward$")
+# Not the step's eager work: the compiled backward's node, gradient accumulation, the guard check (this
+# rule's wrapper time).
+NOT_EAGER_WORK = re.compile(r"^autograd::engine::evaluate_function: (CompiledFunctionBackward|torch::autograd::"
+                            r"AccumulateGrad)|^TorchDynamo Cache Lookup$")
+AUTOGRAD_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
+OPTIMIZER_STEP = re.compile(r"^Optimizer\.(step|zero_grad)#")
+EAGER_OPS = 3  # the eager ops around the compiled calls named in the advice
+# ... where the GPU idles under them at least this share of the step (capture_mlp_compile 7.5%,
+# series_mlp_compile 8.9%, compile_float_arg 15.8%)
+EAGER_MIN_SHARE = 0.02
 BACKWARD = "CompiledFunctionBackward"
 # What a region does on behalf of the graph itself: ops, generated triton launchers, runtime calls.
 PAYLOAD_OPS = re.compile(r"^(aten|prims)::|^triton_")
@@ -96,6 +106,8 @@ class CompileOverhead(Record):
     wrapper_dominates: bool  # wrapper host time per call >= WRAPPER_DOMINATES_RATIO x GPU work: too little work
     profiler_may_explain: bool  # enough GPU work per call that the host may outrun it unprofiled
     step_share_percent: float
+    eager_ops: tuple[str, ...]  # the step's eager ops outside the compiled calls, most GPU idle under them
+    eager_idle_us: float  # per step, the GPU idle under them
 
 
 class WrapperCall(Record):
@@ -150,7 +162,7 @@ def check(ctx: Context) -> list[Finding]:
         exposed_us=us(exposed_ns.sum()), exposed_per_step_us=us(found.per_step_ns),
         wrapper_us_per_call=us(host_per_call), gpu_us_per_call=us(gpu_per_call), backward=BACKWARD in names,
         wrapper_dominates=host_per_call >= WRAPPER_DOMINATES_RATIO * gpu_per_call, profiler_may_explain=may_explain,
-        step_share_percent=100.0 * impact.share)
+        step_share_percent=100.0 * impact.share, **_eager_around(facts, ctx.step_count))
     # the exposure may be the profiler's own cost (see PROFILER_MAY_EXPLAIN_RATIO): info, the condition stated
     severity = Severity.INFO if may_explain else None
 
@@ -244,6 +256,28 @@ def _wrapper_spans(facts: Facts, call: int, payload: list[int], lookup: int) -> 
     if lookup >= 0:
         spans.append((int(trace.ts[lookup]), int(trace.ts[lookup] + trace.dur[lookup])))
     return spans
+
+
+def _eager_around(facts: Facts, steps: int) -> dict:
+    """The step's outermost eager ops (and autograd nodes) outside the compiled calls and the optimizer
+    step, with the GPU idle under them: what compiling the whole step would take in (capture_mlp_compile:
+    the loss, mse_loss and MseLossBackward0, about 360 µs of idle a step)."""
+    trace = facts.trace
+    ops = facts.is_host & (trace.category_mask({"cpu_op"}) | pattern_mask(facts, AUTOGRAD_NODE))
+    if facts.steps:
+        ops &= facts.event_step >= 0
+    outer = ops & ~(ops[facts.parent] & (facts.parent >= 0))  # a root's -1 reads the last event
+    skip = facts.is_host & (pattern_mask(facts, COMPILED_WRAPPERS) | pattern_mask(facts, OPTIMIZER_STEP))
+    idx = np.flatnonzero(outer & (nearest_ancestor(facts, skip) < 0) & ~pattern_mask(facts, NOT_EAGER_WORK))
+    idle = gpu_idle.idle_under(facts, idx)
+    under = idle.covered(trace.ts[idx], trace.ts[idx] + trace.dur[idx]) if idx.size else np.zeros(0)
+    names = trace.name[idx]
+    totals = np.bincount(names, weights=under.astype(np.float64), minlength=len(trace.names)) if idx.size else \
+        np.zeros(0)
+    top = [k for k in np.argsort(-totals, kind="stable")[:EAGER_OPS].tolist() if totals[k] > 0]
+    if idle.total < EAGER_MIN_SHARE * steps_of(facts).ns * steps:
+        top = []  # nothing worth compiling with them: seed_mm64_compile's loop calls the function alone
+    return {"eager_ops": tuple(trace.names[k] for k in top), "eager_idle_us": us(idle.total) / steps}
 
 
 def _median_step(facts: Facts, calls: np.ndarray, exposed_ns: np.ndarray) -> float:

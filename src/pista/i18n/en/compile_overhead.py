@@ -24,8 +24,15 @@ def message(r: CompileOverhead) -> str:
     return text
 
 
+def _eager(r: CompileOverhead) -> str:
+    return ", ".join(n.removeprefix("autograd::engine::evaluate_function: ") for n in r.eager_ops)
+
+
 def _change(r: CompileOverhead) -> str:
     graphs = "torch.compile(mode='reduce-overhead') to replay the launches as a CUDA graph without the wrapper's Python"
+    if r.eager_ops:
+        return (f"compile what the step runs eagerly around the compiled calls with them ({_eager(r)}: "
+                f"{t(r.eager_idle_us)} of GPU idle per step under them), so one graph holds the step, and use {graphs}")
     if r.wrapper_dominates:
         return (f"give each compiled call more work (compile the whole step rather than small functions, bigger "
                 f"batches) and use {graphs}")

@@ -25,9 +25,17 @@ def message(r: CompileOverhead) -> str:
     return text
 
 
+def _eager(r: CompileOverhead) -> str:
+    return ", ".join(n.removeprefix("autograd::engine::evaluate_function: ") for n in r.eager_ops)
+
+
 def _change(r: CompileOverhead) -> str:
     graphs = ("torch.compile(mode='reduce-overhead') para reproducir los lanzamientos como CUDA graph sin el Python "
               "del envoltorio")
+    if r.eager_ops:
+        return (f"compila con las llamadas compiladas lo que el paso ejecuta en eager a su alrededor ({_eager(r)}: "
+                f"{t(r.eager_idle_us)} de GPU inactiva por paso bajo ellas), para que un solo grafo contenga el paso, "
+                f"y usa {graphs}")
     if r.wrapper_dominates:
         return (f"da más trabajo a cada llamada compilada (compila el paso entero en lugar de funciones pequeñas, "
                 f"lotes más grandes) y usa {graphs}")
