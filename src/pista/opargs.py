@@ -182,3 +182,33 @@ def _stored(facts: Facts, indices: Sequence[int]) -> tuple[_Store, np.ndarray, n
                 store.launchers_read = True
         store.add(facts.trace.args_chunks(missing.tolist(), _Fields))
     return store, idx, np.searchsorted(store.events, idx)
+
+
+# A launching op's shape counts as new where its (name, Input Dims) is seen in one step only; the
+# steps' shapes change where this share of their launching ops is new (gpu/kv_flash: 15%, a KV cache
+# grown by aten::cat and the attention over it every token; every training fixture with shapes: 0).
+CHANGING_SHAPES_SHARE = 0.05
+
+
+@per_facts
+def changing_shapes(facts: Facts) -> tuple[float, str, float]:
+    """Whether the steps' ops run on new shapes step after step (recorded with record_shapes, two steps
+    or more): the share of the steps' launching ops whose name and Input Dims occur in one step only,
+    the op name with most of them, and its calls per step. A CUDA graph replays one set of shapes."""
+    if len(facts.steps) < 2:
+        return 0.0, "", 0.0
+    ops = _launching_ops(facts)
+    ops = ops[facts.event_step[ops] >= 0]
+    if ops.size == 0:
+        return 0.0, "", 0.0
+    dims = text_ids(facts, ops.tolist())[0][:, 0].astype(np.int64)
+    names = facts.trace.name[ops].astype(np.int64)
+    keys = np.unique(np.stack([names, dims, facts.event_step[ops].astype(np.int64)]), axis=1)  # per step once
+    pairs, steps_seen = np.unique(keys[:2], axis=1, return_counts=True)
+    once = pairs[:, steps_seen == 1]
+    if once.shape[1] == 0:
+        return 0.0, "", 0.0
+    new = np.isin(names * (1 << 32) + dims, once[0] * (1 << 32) + once[1])
+    counts = np.bincount(names[new])
+    top = int(np.argmax(counts))
+    return float(new.mean()), facts.trace.names[top], float(counts[top] / len(facts.steps))

@@ -130,3 +130,26 @@ def test_every_field_in_spanish(analysis_of):
     assert all(e.note for e in es.evidence)
     assert [e.note for e in es.evidence] != [e.note for e in en.evidence]
     assert "kernels diminutos" in es.fix
+
+
+def test_a_cuda_graph_is_told_to_wait_for_static_shapes_where_they_change(analysis_of):
+    # gpu/kv_flash: GPT-2 decoding with transformers' dynamic KV cache: every token the cache's aten::cat
+    # (24 a token: K and V of 12 layers) and the attention run on a new length (an expert review: graphs
+    # need a static cache first)
+    import raw
+
+    name = "gpu/kv_flash"
+    cats = raw.in_steps(name, raw.complete(name, "cpu_op", "aten::cat"))
+    by_step = {}
+    for s in raw.steps(name):
+        lo, hi = float(s["ts"]), float(s["ts"]) + float(s["dur"])
+        by_step[s["name"]] = {str(c["args"]["Input Dims"]) for c in cats if lo <= float(c["ts"]) < hi}
+    shapes = list(by_step.values())
+    assert all(not (a & b) for i, a in enumerate(shapes) for b in shapes[i + 1:])  # no shape seen twice
+    finding = analysis_of(name).finding("launch-bound")
+    r = finding.record
+    assert r.new_shape_op == "aten::cat" and r.new_shape_calls_per_step == len(cats) / len(raw.steps(name)) == 24
+    assert "static" in finding.fix and "a preallocated static cache" in finding.advice
+    # a training loop's shapes repeat: no such condition
+    assert analysis_of("gpu/launch_bound").finding("launch-bound").record.new_shape_op == ""
+    assert analysis_of("gpu/capture_transformer").finding("launch-bound").record.new_shape_op == ""

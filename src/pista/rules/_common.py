@@ -350,3 +350,14 @@ def profiler_stop_sync(facts: Facts) -> int:
     if facts.steps and trace.ts[last] < facts.steps[-1].end:
         return -1
     return last
+
+
+def new_shapes(facts: Facts) -> dict:
+    """The record fields of the CUDA-graph advice's condition (launch-bound, overhead-bound): the ops
+    that run on new shapes step after step, where they pass opargs.CHANGING_SHAPES_SHARE."""
+    from pista.opargs import CHANGING_SHAPES_SHARE, changing_shapes
+
+    share, op, calls = changing_shapes(facts)
+    if share < CHANGING_SHAPES_SHARE:
+        return {"new_shapes_percent": 100.0 * share, "new_shape_op": "", "new_shape_calls_per_step": 0.0}
+    return {"new_shapes_percent": 100.0 * share, "new_shape_op": op, "new_shape_calls_per_step": calls}

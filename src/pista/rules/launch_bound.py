@@ -44,7 +44,7 @@ import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
 from pista.rules import gpu_idle
-from pista.rules._common import kernels, nearest_ancestor, pattern_mask, short_name, us
+from pista.rules._common import kernels, nearest_ancestor, new_shapes, pattern_mask, short_name, us
 from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "launch-bound"
@@ -87,6 +87,9 @@ class LaunchBound(Record):
     step_us: float  # the median step (the window without steps)
     compiled: bool  # most tiny kernels come from compiled code: the fix is a CUDA graph
     examples: tuple[KernelExample, ...]
+    new_shapes_percent: float  # of the steps' launching ops, those on a shape seen in one step only
+    new_shape_op: str  # the op with most of them ("" under opargs.CHANGING_SHAPES_SHARE: shapes repeat)
+    new_shape_calls_per_step: float
 
 
 class TinyKernel(Record):
@@ -198,5 +201,5 @@ def check(ctx: Context) -> list[Finding]:
         idle_us_per_step=impact.us, tiny_per_step=tiny.size / n, tiny_max_us=MAX_MEDIAN_KERNEL_US,
         has_steps=bool(facts.steps), step_us=us(ctx.step_ns),
         compiled=bool(in_compiled.mean() >= 0.5) if in_compiled.size else False,
-        examples=tuple(examples))
+        examples=tuple(examples), **new_shapes(facts))
     return [Finding(ID, record, impact, evidence)]

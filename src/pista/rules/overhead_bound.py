@@ -57,7 +57,7 @@ import numpy as np
 from pista import findings
 from pista.findings import Context, Evidence, Finding, Record
 from pista.rules import compile_overhead, gpu_idle, launch_bound, many_calls
-from pista.rules._common import pattern_mask, step_at, us
+from pista.rules._common import new_shapes, pattern_mask, step_at, us
 from pista.trace.facts import Facts, Intervals
 
 ID = "overhead-bound"
@@ -125,6 +125,9 @@ class OverheadBound(Record):
     with_stack: bool
     unprofiled_us_per_step: float  # the per-op idle left if the profiler inflated host time 2x
     where: str  # compiled | partly compiled | python | dispatch: where the host spends it
+    new_shapes_percent: float  # of the steps' launching ops, those on a shape seen in one step only
+    new_shape_op: str  # the op with most of them ("" under opargs.CHANGING_SHAPES_SHARE: shapes repeat)
+    new_shape_calls_per_step: float
 
 
 class GpuWaitedUnder(Record):
@@ -198,7 +201,8 @@ def check(ctx: Context) -> list[Finding]:
         between_ops_us_per_step=us(between.total) / n, compiled_us_per_step=us(compiled.total) / n,
         top_ops=top, syncs_per_step=book.syncs_per_step, sync_op=book.sync_op, near_threshold=bool(near),
         record_shapes=shapes, with_stack=stack, unprofiled_us_per_step=unprofiled,
-        where=_where(compiled.total, others.get(compile_overhead.ID, 0), between.total, rest.total))
+        where=_where(compiled.total, others.get(compile_overhead.ID, 0), between.total, rest.total),
+        **new_shapes(facts))
     return [Finding(ID, record, impact, evidence)]
 
 

@@ -26,22 +26,35 @@ def message(r: LaunchBound) -> str:
             + (" from compiled code" if r.compiled else "") + f". Most launched: {examples}.")
 
 
+def static_first(r) -> str:
+    """The CUDA graph's condition, where the steps' shapes change (launch-bound, overhead-bound)."""
+    if not r.new_shape_op:
+        return ""
+    return (f" The shapes change every step ({r.new_shape_op}: {r.new_shape_calls_per_step:.0f} calls per step on a "
+            "shape no other step has, a KV cache grown by concatenation for one): a CUDA graph replays fixed shapes, "
+            "so make them static first (a preallocated static cache, padded or bucketed lengths), or "
+            "torch.compile recompiles and records a graph per shape.")
+
+
 def advice(r: LaunchBound) -> str:
     if r.compiled:
         return ("These tiny kernels come from code that is already compiled: capture the step as a CUDA graph "
                 "(torch.compile(mode='reduce-overhead')) so their launches cost one graph launch, or give each "
-                "kernel more work (a bigger batch).")
+                "kernel more work (a bigger batch)." + static_first(r))
     return (f"Fuse the small ops ({_ops(r)}): torch.compile fuses elementwise chains into one kernel; turn a Python "
             "loop over slices into tensor ops on the whole batch; or capture the step "
-            "as a CUDA graph (torch.compile(mode='reduce-overhead')) so the launches cost one graph launch.")
+            "as a CUDA graph (torch.compile(mode='reduce-overhead')) so the launches cost one graph launch."
+            + static_first(r))
 
 
 def fix(r: LaunchBound) -> str:
-    head = (f"{r.kernels_per_step:.0f} tiny kernels per step ({_ops(r)}) of {t(r.median_kernel_us)} each wait on "
-            f"{t(r.median_launch_us)} launches, {t(r.idle_us_per_step)} of GPU idle per step")
+    head = (f"{r.tiny_per_step:.0f} tiny kernels per step ({_ops(r)}) wait for the host to dispatch and launch "
+            f"them, {t(r.idle_us_per_step)} of GPU idle per step")
     if r.compiled:
         return f"{head}: capture the compiled step as a CUDA graph (mode='reduce-overhead')"
-    return f"{head}: fuse them with torch.compile or capture the step as a CUDA graph"
+    graph = (f"a CUDA graph once its shapes are static ({r.new_shape_op} changes shape every step)"
+             if r.new_shape_op else "a CUDA graph")
+    return f"{head}: fuse them with torch.compile or capture the step as {graph}"
 
 
 def basis(r: LaunchBound) -> str:

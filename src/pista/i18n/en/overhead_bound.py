@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fmt import pct, t
+from pista.i18n.en.launch_bound import static_first
 from pista.rules.overhead_bound import BetweenOps, GpuWaitedUnder, OverheadBound
 
 TITLE = "Host overhead bound: the GPU waits while the host dispatches ops"
@@ -105,7 +106,7 @@ def advice(r: OverheadBound) -> str:
                 "pageable-memcpy): a CUDA graph cannot "
                 "capture a sync (.item(), .cpu(), torch.cuda.synchronize()) and torch.compile breaks its graph at "
                 "one. ")
-    text += ADVICE[_where(r)]
+    text += ADVICE[_where(r)] + static_first(r)
     if r.near_threshold or r.record_shapes or r.with_stack:
         text += " Before acting, time the step without the profiler: it inflates exactly this host time."
     return text

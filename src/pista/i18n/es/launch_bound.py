@@ -27,23 +27,35 @@ def message(r: LaunchBound) -> str:
             + (" desde código compilado" if r.compiled else "") + f". Los más lanzados: {examples}.")
 
 
+def static_first(r) -> str:
+    """La condición del CUDA graph, donde las formas del paso cambian (launch-bound, overhead-bound)."""
+    if not r.new_shape_op:
+        return ""
+    return (f" Las formas cambian en cada paso ({r.new_shape_op}: {r.new_shape_calls_per_step:.0f} llamadas por paso "
+            "con una forma que ningún otro paso tiene, como una caché KV que crece por concatenación): un CUDA graph "
+            "reproduce formas fijas, así que hazlas estáticas primero (una caché estática preasignada, longitudes "
+            "rellenadas o por tramos), o torch.compile recompila y graba un grafo por forma.")
+
+
 def advice(r: LaunchBound) -> str:
     if r.compiled:
         return ("Estos kernels diminutos vienen de código ya compilado: captura el paso como CUDA graph "
                 "(torch.compile(mode='reduce-overhead')) para que sus lanzamientos cuesten uno solo, o da más "
-                "trabajo a cada kernel (un lote mayor).")
+                "trabajo a cada kernel (un lote mayor)." + static_first(r))
     return (f"Fusiona las operaciones pequeñas ({_ops(r)}): torch.compile fusiona cadenas elementales en un solo "
             "kernel; convierte el bucle de Python sobre trozos en operaciones de tensores sobre el lote entero; o "
             "captura el paso como CUDA graph "
-            "(torch.compile(mode='reduce-overhead')) para que los lanzamientos cuesten uno solo.")
+            "(torch.compile(mode='reduce-overhead')) para que los lanzamientos cuesten uno solo." + static_first(r))
 
 
 def fix(r: LaunchBound) -> str:
-    head = (f"{r.kernels_per_step:.0f} kernels diminutos por paso ({_ops(r)}) de {t(r.median_kernel_us)} cada uno "
-            f"esperan a lanzamientos de {t(r.median_launch_us)}, {t(r.idle_us_per_step)} de GPU inactiva por paso")
+    head = (f"{r.tiny_per_step:.0f} kernels diminutos por paso ({_ops(r)}) esperan a que el host los despache y "
+            f"lance, {t(r.idle_us_per_step)} de GPU inactiva por paso")
     if r.compiled:
         return f"{head}: captura el paso compilado como CUDA graph (mode='reduce-overhead')"
-    return f"{head}: fusiónalos con torch.compile o captura el paso como CUDA graph"
+    graph = (f"CUDA graph cuando sus formas sean estáticas ({r.new_shape_op} cambia de forma en cada paso)"
+             if r.new_shape_op else "CUDA graph")
+    return f"{head}: fusiónalos con torch.compile o captura el paso como {graph}"
 
 
 def basis(r: LaunchBound) -> str:

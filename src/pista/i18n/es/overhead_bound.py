@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fmt import pct, t
+from pista.i18n.es.launch_bound import static_first
 from pista.rules.overhead_bound import BetweenOps, GpuWaitedUnder, OverheadBound
 
 TITLE = "Limitado por la sobrecarga del host: la GPU espera mientras el host despacha operaciones"
@@ -106,7 +107,7 @@ def advice(r: OverheadBound) -> str:
                 "host-sync, pageable-memcpy): un CUDA graph no "
                 "puede capturar una sincronización (.item(), .cpu(), torch.cuda.synchronize()) y torch.compile corta "
                 "su grafo en ellas. ")
-    text += ADVICE[_where(r)]
+    text += ADVICE[_where(r)] + static_first(r)
     if r.near_threshold or r.record_shapes or r.with_stack:
         text += " Antes de actuar, mide el paso sin el profiler: infla justo este tiempo del host."
     return text
