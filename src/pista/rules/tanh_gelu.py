@@ -1,0 +1,153 @@
+"""What:
+The tanh approximation of GELU written out in eager ops, as transformers' `NewGELUActivation`
+(`activation_function="gelu_new"`: GPT-2, GPT-J, CodeGen, Phi...) and nanoGPT's old `new_gelu` do:
+`0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3)))` dispatches eight ops (`aten::mul`,
+`aten::pow`, `aten::mul`, `aten::add`, `aten::mul`, `aten::tanh`, `aten::add`, `aten::mul`), eight
+kernels, for every MLP block of every step.
+
+Why:
+Each op is a host dispatch and a kernel launch, and each kernel one more pass over the activation;
+under autocast `pow` and `tanh` run in fp32, so the chain also casts. `F.gelu(x, approximate="tanh")`
+computes the same function in one kernel. Where the host is the limit (decoding, small batches) the
+eight dispatches are what the GPU waits for.
+
+Example:
+gpu/kv_flash (GPT-2 124M, batch-1 decoding, H200): 12 chains a token, 96 of its 248 kernels; the GPU
+idles 2.1 ms of the 17.2 ms token under their ops. gpu/gpt2_conv1d (training, bf16 autocast):
+6 chains a step in fp32.
+
+Impact:
+Per step, the GPU idle under the chains' ops (the host dispatching them while the GPU waits) times
+(1 - 1/8): one op instead of eight. The GPU time of the chains' kernels is not counted here (where it
+matters, unfused-elementwise reports the chain's passes over memory). gpu/kv_flash 1.8 ms a token
+(10.6%); gpu/gpt2_conv1d's six chains hold the GPU idle under 1% of its step: silent. overhead-bound and launch-bound leave this idle to this rule (`claimed_idle`). Under 1% of the
+step the rule is silent.
+
+Fix:
+`torch.nn.functional.gelu(x, approximate="tanh")` in place of the formula; in transformers, load the
+model with `activation_function="gelu_pytorch_tanh"` (`AutoConfig.from_pretrained(...,
+activation_function="gelu_pytorch_tanh")`), the same function in one kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pista.findings import Context, Finding, Record, steps_of
+from pista.rules import gpu_idle
+from pista.rules._common import evidence, name_mask, nearest_in, us
+from pista.trace.facts import Facts, Intervals, per_facts
+
+ID = "tanh-gelu"
+# The formula's ops around its tanh: HF's NewGELUActivation gives mul, pow, mul, add, mul | tanh | add,
+# mul (gpu/kv_flash, gpu/gpt2_conv1d); a chain is a tanh with a pow among the BEFORE ops ahead of it and
+# nothing but these ops in the BEFORE ahead and AFTER behind it, on its thread, outside any other op.
+CHAIN_OPS = frozenset({"aten::mul", "aten::pow", "aten::add", "aten::tanh"})
+BEFORE = 5
+AFTER = 2
+MIN_STEP_SHARE = 0.01  # REVIEW.md: under 1% of the step is noise
+EVIDENCE_CHAINS = 2
+
+
+class TanhGelu(Record):
+    steps: int
+    chains_per_step: float
+    ops_per_chain: int  # BEFORE + 1 + AFTER
+    idle_us_per_step: float  # the GPU idle under the chains' ops
+    kernel_us_per_step: float  # their kernels' GPU time (not in the impact)
+    fp32: bool  # the chain's ops ran in fp32 (autocast casts pow and tanh to fp32)
+
+
+class ChainOp(Record):
+    """Note on an op of one chain."""
+
+    position: int  # 1..ops_per_chain
+    of: int
+
+
+def claimed_idle(facts: Facts) -> Intervals:
+    """The GPU idle under the chains' ops (empty where the rule does not fire): overhead-bound and
+    launch-bound leave it out."""
+    found = _found(facts)
+    return found.idle if found is not None else gpu_idle.union(np.empty(0), np.empty(0))
+
+
+def check(ctx: Context) -> list[Finding]:
+    found = _found(ctx.facts)
+    if found is None:
+        return []
+    facts, trace = ctx.facts, ctx.facts.trace
+    steps = ctx.step_count
+    impact = ctx.per_step(_saving(found.idle))
+    kernels = facts.is_device_work & (facts.owner >= 0)
+    mine = np.zeros(len(trace), dtype=bool)
+    mine[found.ops] = True
+    launched = np.flatnonzero(kernels)
+    launched = launched[mine[facts.owner[launched]]]
+    record = TanhGelu(
+        steps=steps, chains_per_step=found.chains / steps, ops_per_chain=BEFORE + 1 + AFTER,
+        idle_us_per_step=us(found.idle.total) / steps, kernel_us_per_step=us(trace.dur[launched].sum()) / steps,
+        fp32=_fp32(facts, found.ops))
+    ev = []
+    for chain in range(min(EVIDENCE_CHAINS, found.chains)):
+        first = found.ops[chain * (BEFORE + 1 + AFTER)]
+        tanh = found.ops[chain * (BEFORE + 1 + AFTER) + BEFORE]
+        ev += [evidence(facts, int(first), ChainOp(1, BEFORE + 1 + AFTER)),
+               evidence(facts, int(tanh), ChainOp(BEFORE + 1, BEFORE + 1 + AFTER))]
+    return [Finding(ID, record, impact, ev)]
+
+
+def _saving(idle: Intervals) -> float:
+    """ns saved over the window: the idle under the chains' ops, less the one op that stays."""
+    return idle.total * (1.0 - 1.0 / (BEFORE + 1 + AFTER))
+
+
+@dataclass(eq=False)
+class _Found:
+    ops: np.ndarray  # each chain's ops in order, chain after chain
+    chains: int
+    idle: Intervals  # the GPU idle under them
+
+
+@per_facts
+def _found(facts: Facts) -> _Found | None:
+    """The chains in the steps, where their idle is worth MIN_STEP_SHARE of the step."""
+    if not facts.has_gpu:
+        return None
+    trace = facts.trace
+    ops = facts.is_host & trace.category_mask({"cpu_op"})
+    if facts.steps:
+        ops &= facts.event_step >= 0
+    tanh = np.flatnonzero(ops & name_mask(facts, {"aten::tanh"}))
+    if tanh.size == 0:
+        return None
+    outer = np.flatnonzero(ops)
+    outer = outer[nearest_in(facts, ops, outer, inclusive=False) < 0]  # ops under no other op
+    outer = outer[np.lexsort((trace.ts[outer], trace.lane_keys(outer)))]  # by thread, then time
+    lane = trace.lane_keys(outer)
+    in_chain = name_mask(facts, CHAIN_OPS)[outer]
+    is_pow = name_mask(facts, {"aten::pow"})[outer]
+    chains = []
+    for k in np.flatnonzero(name_mask(facts, {"aten::tanh"})[outer]).tolist():
+        lo, hi = k - BEFORE, k + AFTER + 1
+        if lo < 0 or hi > outer.size or lane[lo] != lane[hi - 1]:
+            continue
+        if in_chain[lo:hi].all() and is_pow[lo:k].any():
+            chains.append(outer[lo:hi])
+    if not chains:
+        return None
+    members = np.concatenate(chains)
+    idle = gpu_idle.idle_under(facts, members)
+    scale = steps_of(facts)
+    if scale.per_step(_saving(idle)).share < MIN_STEP_SHARE:
+        return None
+    return _Found(members, len(chains), idle)
+
+
+def _fp32(facts: Facts, ops: np.ndarray) -> bool:
+    """Whether the chains ran in fp32: the first tanh's recorded input type (False without shapes)."""
+    tanh = ops[BEFORE]
+    types = facts.trace.args(int(tanh)).get("Input type")
+    return isinstance(types, list) and bool(types) and str(types[0]) == "float"
