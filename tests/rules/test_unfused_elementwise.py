@@ -77,3 +77,21 @@ def test_spanish(analysis_of):
 
     finding = localize_finding(analysis_of("gpu/elementwise_chain").finding(RULE), "es")
     assert "torch.compile" in finding.fix and "medido en la H200 SXM" in finding.message
+
+
+def test_gelu_s_tanh_formula_gets_its_one_line_fix(analysis_of):
+    # gpu/gpt2_conv1d: transformers' gelu_new under autocast runs as fp32 mul/pow/tanh passes, forward and
+    # backward; F.gelu(approximate='tanh') is the fix, not "torch.compile the module"
+    import raw
+
+    from rules.test_tanh_gelu import _chains
+
+    name = "gpu/gpt2_conv1d"
+    finding = analysis_of(name).finding("unfused-elementwise")
+    launched = {e["args"]["External id"] for c in _chains(name) for e in c}
+    forward = sum(float(k["dur"]) for k in raw.complete(name, "kernel")
+                  if k["args"].get("External id") in launched) / len(raw.steps(name))
+    assert forward > 0
+    assert finding.record.tanh_gelu_percent >= 20.0
+    assert "approximate='tanh'" in finding.advice and "gelu_pytorch_tanh" in finding.advice
+    assert analysis_of("gpu/elementwise_chain").finding("unfused-elementwise").record.tanh_gelu_percent == 0

@@ -116,13 +116,27 @@ def _found(facts: Facts) -> _Found | None:
     """The chains in the steps, where their idle is worth MIN_STEP_SHARE of the step."""
     if not facts.has_gpu:
         return None
+    members = chain_ops(facts)
+    if members.size == 0:
+        return None
+    idle = gpu_idle.idle_under(facts, members)
+    if steps_of(facts).per_step(_saving(idle)).share < MIN_STEP_SHARE:
+        return None
+    return _Found(members, members.size // (BEFORE + 1 + AFTER), idle)
+
+
+@per_facts
+def chain_ops(facts: Facts) -> np.ndarray:
+    """The ops of every tanh-GELU chain in the steps, chain after chain (BEFORE + 1 + AFTER each),
+    whatever they cost: unfused-elementwise names the formula where its kernels are a chain's."""
+    none = np.empty(0, dtype=np.int64)
     trace = facts.trace
     ops = facts.is_host & trace.category_mask({"cpu_op"})
     if facts.steps:
         ops &= facts.event_step >= 0
     tanh = np.flatnonzero(ops & name_mask(facts, {"aten::tanh"}))
     if tanh.size == 0:
-        return None
+        return none
     outer = np.flatnonzero(ops)
     outer = outer[nearest_in(facts, ops, outer, inclusive=False) < 0]  # ops under no other op
     outer = outer[np.lexsort((trace.ts[outer], trace.lane_keys(outer)))]  # by thread, then time
@@ -136,14 +150,7 @@ def _found(facts: Facts) -> _Found | None:
             continue
         if in_chain[lo:hi].all() and is_pow[lo:k].any():
             chains.append(outer[lo:hi])
-    if not chains:
-        return None
-    members = np.concatenate(chains)
-    idle = gpu_idle.idle_under(facts, members)
-    scale = steps_of(facts)
-    if scale.per_step(_saving(idle)).share < MIN_STEP_SHARE:
-        return None
-    return _Found(members, len(chains), idle)
+    return np.concatenate(chains).astype(np.int64) if chains else none
 
 
 def _fp32(facts: Facts, ops: np.ndarray) -> bool:

@@ -43,6 +43,7 @@ from pista.efficiency import MEMO_SIZE, PRACTICAL_SHARE_HBM, card_of
 from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import op_args
 from pista.purpose import CODE, classify
+from pista.rules import tanh_gelu
 from pista.rules._common import COMPILED_REGION, device_ns_in_window, nearest_ancestor, pattern_mask, us
 from pista.trace.facts import Facts
 
@@ -58,6 +59,10 @@ MIN_BANDWIDTH_SHARE = 0.6
 # Below this share of the step the saving is noise (REVIEW.md).
 MIN_IMPACT_SHARE = 0.01
 EVIDENCE_CHAINS = 2
+# The backward of GELU's tanh formula: its pow and tanh nodes (a tanh or cube elsewhere in a model is rare).
+GELU_BACKWARD = re.compile(r"^autograd::engine::evaluate_function: (Tanh|Pow)Backward0")
+# ... named in the advice where it is at least this share of the chains' time (gpu/gpt2_conv1d: 52%)
+GELU_SHARE = 20.0
 # Element sizes of the dtypes `Input type` names.
 ITEM_BYTES = {"float": 4, "double": 8, "c10::BFloat16": 2, "c10::Half": 2, "int": 4, "long int": 8, "bool": 1,
               "signed char": 1, "unsigned char": 1, "short int": 2, "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1}
@@ -86,6 +91,7 @@ class UnfusedElementwise(Record):
     card: str
     gpu_share_percent: float  # chain time of the device time
     step_share_percent: float
+    tanh_gelu_percent: float  # of the chains' time, the kernels of GELU's tanh formula written out (tanh-gelu)
 
 
 class ChainKernel(Record):
@@ -131,8 +137,20 @@ def check(ctx: Context) -> list[Finding]:
     record = UnfusedElementwise(
         steps=steps, chains=_summaries(facts, chains, steps), kernels_per_step=sum(len(ch) for ch in chains) / steps,
         chain_us=us(chain_ns) / steps, saving_us=us(saving_ns) / steps, ceiling_tbps=ceiling, ceiling_source=source,
-        card=card, gpu_share_percent=100.0 * chain_ns / device_ns, step_share_percent=100.0 * impact.share)
+        card=card, gpu_share_percent=100.0 * chain_ns / device_ns, step_share_percent=100.0 * impact.share,
+        tanh_gelu_percent=100.0 * _gelu_ns(facts, chains) / chain_ns)
     return [Finding(ID, record, impact, _evidence(facts, chains))]
+
+
+def _gelu_ns(facts: Facts, chains: list[list[_Kernel]]) -> float:
+    """The chains' kernel time launched by the ops of a tanh-GELU written out, forward, or by their
+    autograd nodes' backward (gpu/gpt2_conv1d: transformers' gelu_new in fp32)."""
+    trace = facts.trace
+    gelu = np.zeros(len(trace), dtype=bool)
+    gelu[tanh_gelu.chain_ops(facts)] = True
+    in_backward = nearest_ancestor(facts, facts.is_host & pattern_mask(facts, GELU_BACKWARD)) >= 0
+    return float(sum(int(trace.dur[c.index]) for ch in chains for c in ch
+                     if c.op >= 0 and (gelu[c.op] or in_backward[c.op])))
 
 
 def _candidates(facts: Facts, paired_only: bool) -> dict[int, _Kernel]:

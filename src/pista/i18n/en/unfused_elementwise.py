@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fmt import t
-from pista.rules.unfused_elementwise import Chain, ChainKernel, UnfusedElementwise
+from pista.rules.unfused_elementwise import GELU_SHARE, Chain, ChainKernel, UnfusedElementwise
 
 TITLE = "Chains of memory-bound elementwise kernels, each a full pass over memory"
 
@@ -30,9 +30,17 @@ def message(r: UnfusedElementwise) -> str:
             f"{t(r.saving_us)}, {r.step_share_percent:.1f}% of the step.")
 
 
+def _gelu(r: UnfusedElementwise) -> str:
+    if r.tanh_gelu_percent < GELU_SHARE:
+        return ""
+    return (f"{r.tanh_gelu_percent:.0f}% of this is GELU's tanh formula written out (aten::pow, aten::tanh...): "
+            "F.gelu(x, approximate='tanh') is one kernel forward and one backward (transformers: "
+            "activation_function='gelu_pytorch_tanh'). ")
+
+
 def advice(r: UnfusedElementwise) -> str:
     c = r.chains[0]
-    return (f"Fuse the chain ({' > '.join(c.ops)}): torch.compile the function or module that runs it, so Inductor "
+    return _gelu(r) + (f"Fuse the chain ({' > '.join(c.ops)}): torch.compile the function or module that runs it, so Inductor "
             "emits one kernel that reads the inputs once and writes the result once; in-place variants do not help "
             "(each is still a pass). Without compile, a hand-written Triton kernel does the same.")
 

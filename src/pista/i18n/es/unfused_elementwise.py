@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fmt import t
-from pista.rules.unfused_elementwise import Chain, ChainKernel, UnfusedElementwise
+from pista.rules.unfused_elementwise import GELU_SHARE, Chain, ChainKernel, UnfusedElementwise
 
 TITLE = "Cadenas de kernels elemento a elemento limitados por memoria, cada uno una pasada completa"
 
@@ -30,9 +30,17 @@ def message(r: UnfusedElementwise) -> str:
             f"por cadena ahorraría unos {t(r.saving_us)}, el {r.step_share_percent:.1f}% del paso.")
 
 
+def _gelu(r: UnfusedElementwise) -> str:
+    if r.tanh_gelu_percent < GELU_SHARE:
+        return ""
+    return (f"El {r.tanh_gelu_percent:.0f}% es la fórmula tanh de GELU escrita a mano (aten::pow, aten::tanh...): "
+            "F.gelu(x, approximate='tanh') es un kernel hacia delante y uno hacia atrás (transformers: "
+            "activation_function='gelu_pytorch_tanh'). ")
+
+
 def advice(r: UnfusedElementwise) -> str:
     c = r.chains[0]
-    return (f"Fusiona la cadena ({' > '.join(c.ops)}): compila con torch.compile la función o el módulo que la "
+    return _gelu(r) + (f"Fusiona la cadena ({' > '.join(c.ops)}): compila con torch.compile la función o el módulo que la "
             "ejecuta, para que Inductor genere un kernel que lea las entradas una vez y escriba el resultado una "
             "vez; las variantes in-place no ayudan (cada una sigue siendo una pasada). Sin compilar, un kernel "
             "Triton escrito a mano hace lo mismo.")
