@@ -203,12 +203,13 @@ def changing_shapes(facts: Facts) -> tuple[float, str, float]:
         return 0.0, "", 0.0
     dims = text_ids(facts, ops.tolist())[0][:, 0].astype(np.int64)
     names = facts.trace.name[ops].astype(np.int64)
-    keys = np.unique(np.stack([names, dims, facts.event_step[ops].astype(np.int64)]), axis=1)  # per step once
-    pairs, steps_seen = np.unique(keys[:2], axis=1, return_counts=True)
-    once = pairs[:, steps_seen == 1]
-    if once.shape[1] == 0:
+    key = names * (int(dims.max()) + 2) + dims + 1  # one int per (name, dims); NO_ARGS is -1
+    steps = len(facts.steps)
+    seen = np.unique(key * steps + facts.event_step[ops])  # each (name, dims) once per step it is in
+    keys, in_steps = np.unique(seen // steps, return_counts=True)
+    new = np.isin(key, keys[in_steps == 1])
+    if not new.any():
         return 0.0, "", 0.0
-    new = np.isin(names * (1 << 32) + dims, once[0] * (1 << 32) + once[1])
     counts = np.bincount(names[new])
     top = int(np.argmax(counts))
     return float(new.mean()), facts.trace.names[top], float(counts[top] / len(facts.steps))
