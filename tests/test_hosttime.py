@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import raw
 
 
@@ -80,3 +81,15 @@ def test_the_host_time_before_the_backward_is_forward(analysis_of):
         main = next(lane for lane in host if "python3" in lane)
         span = _before_backward(name)
         assert 0.6 * span <= host[main]["forward"] <= span, name
+
+
+def test_inference_ops_are_forward_and_python_between_them_other(analysis_of):
+    # gpu/kv_flash: batch-1 decoding, no backward; an expert review found "other 100%" where 6.2 ms of the
+    # 17.2 ms token is Python between ops (decode_token's own self time)
+    name = "gpu/kv_flash"
+    host = analysis_of(name).summary.host_time_by_region
+    (lane, times), = host.items()
+    tokens = raw.in_steps(name, raw.complete(name, "user_annotation", "decode_token"))
+    python = sum(raw.self_us(name, e) for e in tokens) / len(raw.steps(name))
+    assert times["other"] == pytest.approx(python, rel=0.15)
+    assert times["forward"] > times["other"] and times["backward"] == 0
