@@ -188,14 +188,17 @@ def _stored(facts: Facts, indices: Sequence[int]) -> tuple[_Store, np.ndarray, n
 # steps' shapes change where this share of their launching ops is new (gpu/kv_flash: 15%, a KV cache
 # grown by aten::cat and the attention over it every token; every training fixture with shapes: 0).
 CHANGING_SHAPES_SHARE = 0.05
+# ... judged over this many steps at least: in fewer, a few shapes taken in turn look new in each step
+# (gpu/recompile_limit: 3 steps on 3 shapes, all compiled before the window; gpu/kv_flash has 10).
+CHANGING_SHAPES_MIN_STEPS = 5
 
 
 @per_facts
 def changing_shapes(facts: Facts) -> tuple[float, str, float]:
-    """Whether the steps' ops run on new shapes step after step (recorded with record_shapes, two steps
-    or more): the share of the steps' launching ops whose name and Input Dims occur in one step only,
+    """Whether the steps' ops run on new shapes step after step (recorded with record_shapes, over
+    CHANGING_SHAPES_MIN_STEPS steps or more): the share of the steps' launching ops whose name and Input Dims occur in one step only,
     the op name with most of them, and its calls per step. A CUDA graph replays one set of shapes."""
-    if len(facts.steps) < 2:
+    if len(facts.steps) < CHANGING_SHAPES_MIN_STEPS:
         return 0.0, "", 0.0
     ops = _launching_ops(facts)
     ops = ops[facts.event_step[ops] >= 0]

@@ -31,9 +31,9 @@ def static_first(r) -> str:
     if not r.new_shape_op:
         return ""
     return (f" The shapes change every step ({r.new_shape_op}: {r.new_shape_calls_per_step:.0f} calls per step on a "
-            "shape no other step has, a KV cache grown by concatenation for one): a CUDA graph replays fixed shapes, "
-            "so make them static first (a preallocated static cache, padded or bucketed lengths), or "
-            "torch.compile recompiles and records a graph per shape.")
+            "shape no other step in the window has): a CUDA graph replays fixed shapes, so make them static first "
+            "(a preallocated static KV cache where a sequence grows, padded or bucketed lengths), or torch.compile "
+            "recompiles and records a graph per shape.")
 
 
 def advice(r: LaunchBound) -> str:

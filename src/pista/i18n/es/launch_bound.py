@@ -32,8 +32,8 @@ def static_first(r) -> str:
     if not r.new_shape_op:
         return ""
     return (f" Las formas cambian en cada paso ({r.new_shape_op}: {r.new_shape_calls_per_step:.0f} llamadas por paso "
-            "con una forma que ningún otro paso tiene, como una caché KV que crece por concatenación): un CUDA graph "
-            "reproduce formas fijas, así que hazlas estáticas primero (una caché estática preasignada, longitudes "
+            "con una forma que ningún otro paso de la ventana tiene): un CUDA graph reproduce formas fijas, así que "
+            "hazlas estáticas primero (una caché KV estática preasignada donde una secuencia crece, longitudes "
             "rellenadas o por tramos), o torch.compile recompila y graba un grafo por forma.")
 
 
