@@ -149,7 +149,7 @@ def test_a_cuda_graph_is_told_to_wait_for_static_shapes_where_they_change(analys
     finding = analysis_of(name).finding("launch-bound")
     r = finding.record
     assert r.new_shape_op == "aten::cat" and r.new_shape_calls_per_step == len(cats) / len(raw.steps(name)) == 24
-    assert "static" in finding.fix and "a preallocated static cache" in finding.advice
+    assert "static" in finding.fix and "a preallocated static KV cache" in finding.advice
     # a training loop's shapes repeat: no such condition
     assert analysis_of("gpu/launch_bound").finding("launch-bound").record.new_shape_op == ""
     assert analysis_of("gpu/capture_transformer").finding("launch-bound").record.new_shape_op == ""
