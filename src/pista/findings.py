@@ -334,9 +334,9 @@ class Analysis:
 def summarize(facts: Facts, table: Table) -> Summary:
     lo, hi = facts.window
     window = max(hi - lo, 1)
-    busy = max((b.clip(lo, hi).total for b in facts.gpu_busy.values()), default=0)
     compute = max((b.clip(lo, hi).total for b in facts.kernel_busy.values()), default=0)
     cpu, dev = table.self_cpu_total_us, table.self_device_total_us
+    busy = max((b.clip(lo, hi).total for b in facts.gpu_busy.values()), default=0)
     share = busy / window if facts.has_gpu else None
     compute_share = compute / window if facts.has_gpu else None
     if not facts.has_gpu:
@@ -407,7 +407,7 @@ class Context:
     def busy_share(self) -> float:
         """The window's GPU busy share: GPU time saved shortens a step only where the GPU is the
         limit, and a host-bound step hides most of it (gpu/gpt2_conv1d, the layout twins)."""
-        return min(1.0, self.summary.gpu_busy_share or 1.0)
+        return steps_of(self.facts).busy
 
 
 @dataclass(frozen=True)
@@ -418,6 +418,7 @@ class Steps:
 
     count: int
     ns: float
+    busy: float  # the window's GPU busy share (1 without a GPU): see Context.busy_share
 
     def per_step(self, total_ns: float) -> Impact:
         """The impact of saving total_ns over the whole window: per step, and its share of the step."""
@@ -431,7 +432,9 @@ class Steps:
 
 @per_facts
 def steps_of(facts: Facts) -> Steps:
-    return Steps(len(facts.steps) or 1, step_ns(facts))
+    lo, hi = facts.window
+    busy = max((b.clip(lo, hi).total for b in facts.gpu_busy.values()), default=0) / max(hi - lo, 1)
+    return Steps(len(facts.steps) or 1, step_ns(facts), busy if facts.has_gpu and busy > 0 else 1.0)
 
 
 def analyze(source: Any, rules: list[str] | None = None, table: Table | None = None) -> Analysis:

@@ -52,8 +52,8 @@ def fix(r: AutocastCasts) -> str:
 
 
 def basis(r: AutocastCasts) -> str:
-    return ("the weight casts' kernel time per step, forward and backward, plus the host time of their cast ops "
-            "with the GPU idle; the casts alone: bf16 parameters also make the fp32 ops around them cheaper (the GPT "
+    return ("the weight casts' kernel time per step, forward and backward, times the GPU's busy share (a host-bound "
+            "step hides the rest), plus the host time of their cast ops with the GPU idle; the casts alone: bf16 parameters also make the fp32 ops around them cheaper (the GPT "
             "of REVIEW.md: 11.8 -> 8.8 ms a step unprofiled, its casts 1.95 -> 1.10 ms)")
 
 

@@ -52,7 +52,8 @@ def fix(r: AutocastCasts) -> str:
 
 
 def basis(r: AutocastCasts) -> str:
-    return ("tiempo de kernel de las conversiones de pesos por paso, forward y backward, más el tiempo de host de sus "
+    return ("tiempo de kernel de las conversiones de pesos por paso, forward y backward, por la fracción ocupada de la "
+            "GPU (un paso limitado por el host oculta el resto), más el tiempo de host de sus "
             "operaciones de conversión con la GPU inactiva; solo las conversiones: con parámetros bf16 también se "
             "abaratan las operaciones fp32 de alrededor (el GPT de REVIEW.md: 11.8 -> 8.8 ms por paso sin profiler, "
             "sus conversiones 1.95 -> 1.10 ms)")
@@ -91,13 +92,16 @@ series_mlp_eager y AdamW fusionado: 3.03-3.21 ms por paso con parámetros fp32 b
 2.24-2.34 ms con parámetros bf16 y sin autocast.
 
 Impacto:
-Por paso: el tiempo de kernel de las conversiones de pesos, forward y backward, más el tiempo de
-host de sus operaciones (`aten::to` bajo la operación, `ToCopyBackward0`) durante el que la GPU
+Por paso: el tiempo de kernel de las conversiones de pesos, forward y backward, por la fracción de
+la ventana en que la GPU está ocupada (un paso limitado por el host oculta el resto: en run_mlp_stack
+la reproducción de un experto sin las conversiones ahorró ~750 µs donde el tiempo de kernel entero
+daba 811), más el tiempo de host de sus operaciones (`aten::to` bajo la operación, `ToCopyBackward0`) durante el que la GPU
 está inactiva: con los pesos en bf16 no se despacha ninguna. Solo las conversiones, no una cota
 superior: con parámetros bf16 también se abaratan las operaciones fp32 de alrededor (una copia bf16
 de un maestro fp32 aún cuesta una escritura por paso, y el tiempo de kernel solo ahorra tiempo real donde
-la GPU es el límite). gpu/gpt_autocast 2.28 ms (527 µs de kernels + 1.75 ms de host expuesto, el
-9.1%), big_gpt_eager_20steps 6.34 ms (12.0%), series_mlp_eager 1.16 ms (16.8%): trazas limitadas
+la GPU es el límite). gpu/gpt_autocast 2.04 ms (527 µs de kernels al 56% ocupada + 1.75 ms de host
+expuesto, el 8.1%), big_gpt_eager_20steps 5.84 ms (11.1%), series_mlp_eager 1.02 ms (14.8%),
+run_mlp_stack 686 µs (14.9%): trazas limitadas
 por el host, donde lo que más ahorra es el despacho. Antes solo se contaban los kernels (info en las
 tres); el GPT n=6 medido sin profiler ahorra 3.0 ms por paso con pesos bf16, mucho más que sus
 0.85 ms de kernels de conversión. Nueva en el issue 15.
