@@ -43,7 +43,7 @@ from pista.efficiency import MEMO_SIZE, PRACTICAL_SHARE_HBM, card_of
 from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import op_args
 from pista.purpose import CODE, classify
-from pista.rules import tanh_gelu
+from pista.rules import manual_attention, tanh_gelu
 from pista.rules._common import COMPILED_REGION, device_ns_in_window, nearest_ancestor, pattern_mask, us
 from pista.trace.facts import Facts
 
@@ -124,7 +124,9 @@ def check(ctx: Context) -> list[Finding]:
     ceiling, source, card = _ceiling(facts, candidates)
     floor = MIN_BANDWIDTH_SHARE * ceiling * 1e3  # bytes per ns
     fast = {k: c for k, c in candidates.items() if c.bytes / max(int(trace.dur[k]), 1) >= floor}
-    chains = [ch for ch in _chains(facts, fast) if len(ch) >= MIN_CHAIN]
+    # a written-out attention's passes over its scores are manual-attention's (the fused kernel is the fix)
+    scores = set(manual_attention.score_kernels(facts).tolist())
+    chains = [ch for ch in _chains(facts, fast) if len(ch) >= MIN_CHAIN and not any(c.index in scores for c in ch)]
     if not chains:
         return []
     steps = ctx.step_count
