@@ -43,8 +43,8 @@ def advice(r: UnfusedOptimizer) -> str:
                 "operación.")
     if r.fusable:
         return (f"Crea el optimizador con fused=True (torch.optim.{r.optimizer}(params, ..., fused=True)): un solo "
-                "kernel actualiza todos los parámetros en una pasada por memoria, y el host despacha una operación "
-                "en lugar de una docena de operaciones foreach más la contabilidad por parámetro de los contadores "
+                "kernel actualiza todos los parámetros en una pasada por memoria (junto a una pequeña suma a los "
+                "contadores de pasos), y el host despacha dos operaciones en lugar de una docena de operaciones foreach más la contabilidad por parámetro de los contadores "
                 "de pasos.")
     return (f"{r.optimizer} no tiene implementación fusionada: compila su paso (opt.step = torch.compile(opt.step)) "
             "para que las operaciones foreach se conviertan en pocos kernels fusionados, o pasa a Adam/AdamW/SGD "
