@@ -361,3 +361,23 @@ def new_shapes(facts: Facts) -> dict:
     if share < CHANGING_SHAPES_SHARE:
         return {"new_shapes_percent": 100.0 * share, "new_shape_op": "", "new_shape_calls_per_step": 0.0}
     return {"new_shapes_percent": 100.0 * share, "new_shape_op": op, "new_shape_calls_per_step": calls}
+
+
+def step_ops(facts: Facts) -> np.ndarray:
+    """The host's cpu_ops inside the steps (the window's without steps), as a mask."""
+    ops = facts.is_host & facts.trace.category_mask({"cpu_op"})
+    if facts.steps:
+        ops &= facts.event_step >= 0
+    return ops
+
+
+@per_facts
+def outer_ops(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
+    """The steps' cpu_ops under no other op (what the user's code called), by thread then time, and
+    each one's lane key: the sequences tanh-gelu and manual-attention look for."""
+    trace = facts.trace
+    ops = step_ops(facts)
+    outer = np.flatnonzero(ops)
+    outer = outer[nearest_in(facts, ops, outer, inclusive=False) < 0]
+    outer = outer[np.lexsort((trace.ts[outer], trace.lane_keys(outer)))]
+    return outer, trace.lane_keys(outer)

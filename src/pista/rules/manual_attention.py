@@ -43,7 +43,7 @@ import numpy as np
 
 from pista.findings import Context, Finding, Record, steps_of
 from pista.opargs import op_args
-from pista.rules._common import evidence, name_mask, nearest_in, pattern_mask, us
+from pista.rules._common import evidence, name_mask, nearest_in, outer_ops, pattern_mask, step_ops, us
 from pista.trace.facts import Facts, per_facts
 
 ID = "manual-attention"
@@ -143,16 +143,9 @@ def check(ctx: Context) -> list[Finding]:
 
 def _attentions(facts: Facts) -> tuple[np.ndarray, list[np.ndarray]] | None:
     """The steps' attention softmaxes, and each one's ops between its matmuls, in time order."""
-    trace = facts.trace
-    ops = facts.is_host & trace.category_mask({"cpu_op"})
-    if facts.steps:
-        ops &= facts.event_step >= 0
-    if not (ops & name_mask(facts, SOFTMAX)).any():
+    if not (step_ops(facts) & name_mask(facts, SOFTMAX)).any():
         return None
-    outer = np.flatnonzero(ops)
-    outer = outer[nearest_in(facts, ops, outer, inclusive=False) < 0]  # ops under no other op
-    outer = outer[np.lexsort((trace.ts[outer], trace.lane_keys(outer)))]  # by thread, then time
-    lane = trace.lane_keys(outer)
+    outer, lane = outer_ops(facts)
     matmul = name_mask(facts, MATMULS)[outer]
     softmaxes, between = [], []
     for k in np.flatnonzero(name_mask(facts, SOFTMAX)[outer]).tolist():

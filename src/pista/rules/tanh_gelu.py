@@ -38,7 +38,7 @@ import numpy as np
 
 from pista.findings import Context, Finding, Record, steps_of
 from pista.rules import gpu_idle
-from pista.rules._common import evidence, name_mask, nearest_in, us
+from pista.rules._common import evidence, name_mask, outer_ops, step_ops, us
 from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "tanh-gelu"
@@ -131,17 +131,9 @@ def chain_ops(facts: Facts) -> np.ndarray:
     """The ops of every tanh-GELU chain in the steps, chain after chain (BEFORE + 1 + AFTER each),
     whatever they cost: unfused-elementwise names the formula where its kernels are a chain's."""
     none = np.empty(0, dtype=np.int64)
-    trace = facts.trace
-    ops = facts.is_host & trace.category_mask({"cpu_op"})
-    if facts.steps:
-        ops &= facts.event_step >= 0
-    tanh = np.flatnonzero(ops & name_mask(facts, {"aten::tanh"}))
-    if tanh.size == 0:
+    if not (step_ops(facts) & name_mask(facts, {"aten::tanh"})).any():
         return none
-    outer = np.flatnonzero(ops)
-    outer = outer[nearest_in(facts, ops, outer, inclusive=False) < 0]  # ops under no other op
-    outer = outer[np.lexsort((trace.ts[outer], trace.lane_keys(outer)))]  # by thread, then time
-    lane = trace.lane_keys(outer)
+    outer, lane = outer_ops(facts)
     in_chain = name_mask(facts, CHAIN_OPS)[outer]
     is_pow = name_mask(facts, {"aten::pow"})[outer]
     chains = []
