@@ -52,6 +52,8 @@ verdict near its threshold should be checked against an unprofiled timing of the
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from pista import findings
@@ -75,6 +77,7 @@ NEAR_BUSY = 0.75
 # 22.08 ms measured unprofiled, an expert's foreach 23% slower). REVIEW.md's "30-50%" undercounts it on
 # these loops. Per-op idle that half the host time would close could be the profiler's own.
 PROFILER_HOST_INFLATION = 2.0
+AUTOGRAD_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
 # Below this share of the step the per-op idle is noise (REVIEW.md: under ~1% is worth nothing).
 MIN_SHARE = 0.01
 TOP_OPS = 3
@@ -116,6 +119,7 @@ class OverheadBound(Record):
     per_op_us_per_step: float  # the impact
     elsewhere: Elsewhere
     between_ops_us_per_step: float  # of the impact: the host in no op (Python between ops)
+    engine_us_per_step: float  # of that: around the backward, before its first autograd node or after its last
     compiled_us_per_step: float  # of the impact: the host inside compiled code
     top_ops: tuple[IdleUnderOp, ...]
     syncs_per_step: float  # sync calls under ops inside the steps (host-sync's, pageable-memcpy's)
@@ -175,6 +179,7 @@ def check(ctx: Context) -> list[Finding]:
         facts, np.flatnonzero(facts.is_host & pattern_mask(facts, launch_bound.COMPILED_CODE))))
     top, evidence = _top_ops(facts, outer, idle, n)
     between = gpu_idle.subtract(rest, in_ops)
+    engine = gpu_idle.intersect(between, _engine_gaps(facts, outer))
     if between.start.size:
         k = int(np.argmax(between.end - between.start))
         a, b = int(between.start[k]), int(between.end[k])
@@ -198,12 +203,40 @@ def check(ctx: Context) -> list[Finding]:
             profiler_us=us(book.total("profiler")) / n, setup_us=us(book.total("setup")) / n,
             launch_us=us(launch.total) / n,
             calls_us=us(calls.total) / n, others_us=us(sum(others.values())) / n, others=tuple(others)),
-        between_ops_us_per_step=us(between.total) / n, compiled_us_per_step=us(compiled.total) / n,
+        between_ops_us_per_step=us(between.total) / n, engine_us_per_step=us(engine.total) / n, compiled_us_per_step=us(compiled.total) / n,
         top_ops=top, syncs_per_step=book.syncs_per_step, sync_op=book.sync_op, near_threshold=bool(near),
         record_shapes=shapes, with_stack=stack, unprofiled_us_per_step=unprofiled,
         where=_where(compiled.total, others.get(compile_overhead.ID, 0), between.total, rest.total),
         **new_shapes(facts))
     return [Finding(ID, record, impact, evidence)]
+
+
+def _engine_gaps(facts: Facts, outer: np.ndarray) -> Intervals:
+    """Per step, the stretches around its backward where no op runs on any thread: from the last op
+    before the first autograd node to that node, and from the last node to the next op (the main
+    thread in backward() while the engine's thread starts or finishes; run_mlp_stack 190-270 µs a step,
+    as an expert measured)."""
+    trace = facts.trace
+    nodes = facts.is_host & pattern_mask(facts, AUTOGRAD_NODE)
+    idx = np.flatnonzero(nodes & (facts.event_step >= 0)) if facts.steps else np.flatnonzero(nodes)
+    others = outer[~nodes[outer]]
+    if idx.size == 0 or others.size == 0:
+        return gpu_idle.union(np.empty(0), np.empty(0))
+    step = facts.event_step[idx] if facts.steps else np.zeros(idx.size, dtype=np.int64)
+    n = int(step.max()) + 1
+    first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    last = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(first, step, trace.ts[idx])
+    np.maximum.at(last, step, trace.ts[idx] + trace.dur[idx])
+    ran = first <= last
+    first, last = first[ran], last[ran]
+    ends = np.sort(trace.ts[others] + trace.dur[others])
+    starts = np.sort(trace.ts[others])
+    before = np.searchsorted(ends, first, side="right") - 1  # the last op to end before the first node
+    after = np.searchsorted(starts, last, side="left")  # the first op to start after the last node
+    lo = np.concatenate([np.where(before >= 0, ends[np.maximum(before, 0)], first), last])
+    hi = np.concatenate([first, np.where(after < starts.size, starts[np.minimum(after, starts.size - 1)], last)])
+    return gpu_idle.union(lo, hi)
 
 
 def _unprofiled(per_op_us: float, step_us: float, busy: float) -> float:

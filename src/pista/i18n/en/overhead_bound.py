@@ -63,7 +63,9 @@ def message(r: OverheadBound) -> str:
             "dispatches ops")
     parts = []
     if r.between_ops_us_per_step > 0:
-        parts.append(f"{t(r.between_ops_us_per_step)} with the host in no op (Python between ops)")
+        engine = (f"; {t(r.engine_us_per_step)} of it around the backward, while the autograd engine starts or "
+                  "finishes, which the profiler inflates" if r.engine_us_per_step >= 0.01 * r.step_us else "")
+        parts.append(f"{t(r.between_ops_us_per_step)} with the host in no op (Python between ops{engine})")
     if r.compiled_us_per_step > 0:
         parts.append(f"{t(r.compiled_us_per_step)} inside compiled code")
     text += (": " + ", ".join(parts) if parts else "") + "."

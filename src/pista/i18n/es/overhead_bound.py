@@ -64,7 +64,10 @@ def message(r: OverheadBound) -> str:
             "despacha operaciones")
     parts = []
     if r.between_ops_us_per_step > 0:
-        parts.append(f"{t(r.between_ops_us_per_step)} con el host fuera de toda operación (Python entre operaciones)")
+        engine = (f"; {t(r.engine_us_per_step)} de ello alrededor del backward, mientras el motor de autograd arranca o "
+                  "termina, lo que el profiler infla" if r.engine_us_per_step >= 0.01 * r.step_us else "")
+        parts.append(f"{t(r.between_ops_us_per_step)} con el host fuera de toda operación (Python entre operaciones"
+                     f"{engine})")
     if r.compiled_us_per_step > 0:
         parts.append(f"{t(r.compiled_us_per_step)} dentro de código compilado")
     text += (": " + ", ".join(parts) if parts else "") + "."
