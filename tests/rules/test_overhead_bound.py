@@ -245,17 +245,18 @@ def test_the_autograd_engine_s_start_and_finish_are_told_apart(analysis_of):
     # gpu/gpu_grouped: an expert found ~350 µs of its "Python between ops" to be the main thread in
     # backward() before the engine's first node and after its last (135 and 267 µs in step 4)
     import raw
+
     from rules.test_tanh_gelu import _outer_ops
 
     name = "gpu/gpu_grouped"
     r = analysis_of(name).finding("overhead-bound").record
     ops = _outer_ops(name)
     node = [str(e["name"]).startswith("autograd::engine::evaluate_function") for e in ops]
-    others = [e for e, is_node in zip(ops, node) if not is_node]
+    others = [e for e, is_node in zip(ops, node, strict=True) if not is_node]
     windows = []
     for s in raw.steps(name):
         lo, hi = float(s["ts"]), float(s["ts"]) + float(s["dur"])
-        mine = [e for e, is_node in zip(ops, node) if is_node and lo <= float(e["ts"]) < hi]
+        mine = [e for e, is_node in zip(ops, node, strict=True) if is_node and lo <= float(e["ts"]) < hi]
         first = min(float(e["ts"]) for e in mine)
         last = max(float(e["ts"]) + float(e["dur"]) for e in mine)
         before = max(float(e["ts"]) + float(e["dur"]) for e in others if float(e["ts"]) + float(e["dur"]) <= first)
