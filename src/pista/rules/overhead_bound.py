@@ -145,6 +145,7 @@ class BetweenOps(Record):
     """Note on the longest per-op idle with the host in no op."""
 
     idle_us: float
+    engine: bool = False  # most of it around the backward, the autograd engine starting or finishing
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -184,8 +185,9 @@ def check(ctx: Context) -> list[Finding]:
         k = int(np.argmax(between.end - between.start))
         a, b = int(between.start[k]), int(between.end[k])
         if b - a > 0:
+            near = bool(engine.covered(np.array([a]), np.array([b]))[0] * 2 >= b - a)
             evidence.append(Evidence.span("GPU idle", f"GPU {book.device}", a, b, step_at(facts, a),
-                                          BetweenOps(us(b - a))))
+                                          BetweenOps(us(b - a), near)))
     ratio = s.self_cpu_total_us / s.self_device_total_us if s.self_device_total_us else None
     busy = s.gpu_busy_share or 0.0
     near = (ratio is not None and ratio < NEAR_RATIO * OVERHEAD_RATIO) or busy > NEAR_BUSY * OVERHEAD_MAX_GPU_BUSY

@@ -136,5 +136,6 @@ def basis(r: OverheadBound) -> str:
 NOTES = {
     GpuWaitedUnder: lambda n: (f"GPU idle {t(n.idle_us)} under this call; {t(n.idle_us_per_step)} per step under all "
                                "calls of this op"),
-    BetweenOps: lambda n: f"GPU idle {t(n.idle_us)} with the host in no op (Python between ops)",
+    BetweenOps: lambda n: f"GPU idle {t(n.idle_us)} with the host in no op (" + (
+        "around the backward, the autograd engine starting or finishing)" if n.engine else "Python between ops)"),
 }

@@ -139,7 +139,9 @@ def basis(r: OverheadBound) -> str:
 NOTES = {
     GpuWaitedUnder: lambda n: (f"GPU inactiva {t(n.idle_us)} bajo esta llamada; {t(n.idle_us_per_step)} por paso bajo "
                                "todas las llamadas de esta operación"),
-    BetweenOps: lambda n: f"GPU inactiva {t(n.idle_us)} con el host fuera de toda operación (Python entre operaciones)",
+    BetweenOps: lambda n: f"GPU inactiva {t(n.idle_us)} con el host fuera de toda operación (" + (
+        "alrededor del backward, el motor de autograd arrancando o terminando)" if n.engine
+        else "Python entre operaciones)"),
 }
 
 DOCS = """Qué:
