@@ -68,6 +68,13 @@ def enclosing_op(facts: Facts, i: int) -> int:
     return j
 
 
+def index_mask(facts: Facts, idx) -> np.ndarray:
+    """A mask of the trace's events, true at idx."""
+    mask = np.zeros(len(facts.trace), dtype=bool)
+    mask[idx] = True
+    return mask
+
+
 def kernel_launches(facts: Facts) -> np.ndarray:
     """Mask of host runtime calls that launched device work (via the correlation link)."""
     mask = np.zeros(len(facts.trace), dtype=bool)
@@ -178,6 +185,8 @@ COMPILE_EVENT = re.compile(
     r"|\(dynamo_timed\)$|(?m:^(?>[^\n]*?_data: )[^\n]*compile_id=)"
 )
 COMPILED_REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)")
+# The autograd engine's node events (the backward's work, on its own thread).
+AUTOGRAD_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
 CACHE_LOOKUP = "TorchDynamo Cache Lookup"
 
 _ancestor_cache: weakref.WeakKeyDictionary[Facts, dict[bytes, tuple[np.ndarray, np.ndarray]]] = (

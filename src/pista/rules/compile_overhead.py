@@ -46,6 +46,7 @@ import numpy as np
 from pista.findings import Context, Evidence, Finding, Record, Severity, steps_of
 from pista.rules import gpu_idle
 from pista.rules._common import (
+    AUTOGRAD_NODE,
     CACHE_LOOKUP,
     COMPILE_EVENT,
     COMPILED_REGION,
@@ -82,7 +83,6 @@ COMPILED_WRAPPERS = re.compile(COMPILED_REGION.pattern + r"|^CompiledFunctionBac
 # rule's wrapper time).
 NOT_EAGER_WORK = re.compile(r"^autograd::engine::evaluate_function: (CompiledFunctionBackward|torch::autograd::"
                             r"AccumulateGrad)|^TorchDynamo Cache Lookup$")
-AUTOGRAD_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.(step|zero_grad)#")
 EAGER_OPS = 3  # the eager ops around the compiled calls named in the advice
 # ... where the GPU idles under them at least this share of the step (capture_mlp_compile 7.5%,

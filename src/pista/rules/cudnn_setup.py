@@ -46,6 +46,7 @@ from pista.rules._common import (
     SYNC_NAMES,
     evidence,
     idle_ns_in,
+    index_mask,
     kernel_launches,
     name_mask,
     nearest_in,
@@ -233,6 +234,4 @@ def _launches_and_syncs(facts: Facts, idx: np.ndarray) -> tuple[np.ndarray, np.n
 
 def inside(facts: Facts, calls: np.ndarray, at: np.ndarray) -> np.ndarray:
     """Per event of `at`: the call of `calls` above it in the op tree (-1: none)."""
-    mask = np.zeros(len(facts.trace), dtype=bool)
-    mask[calls] = True
-    return nearest_in(facts, mask, at, inclusive=False)
+    return nearest_in(facts, index_mask(facts, calls), at, inclusive=False)

@@ -36,14 +36,23 @@ is_causal=True)` in place of the written-out attention (nanoGPT: `flash=True`); 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from pista.findings import Context, Finding, Record, steps_of
 from pista.opargs import op_args
-from pista.rules._common import evidence, name_mask, nearest_in, outer_ops, pattern_mask, step_ops, us
+from pista.rules._common import (
+    AUTOGRAD_NODE,
+    evidence,
+    index_mask,
+    name_mask,
+    nearest_in,
+    outer_ops,
+    pattern_mask,
+    step_ops,
+    us,
+)
 from pista.trace.facts import Facts, per_facts
 
 ID = "manual-attention"
@@ -58,7 +67,6 @@ AFTER = 3
 # With shapes recorded, the softmax's input is a score tensor: 4-D (batch, heads, queries, keys) or 3-D
 # (batch x heads, queries, keys), with more than one query (a decoding step's one-row scores are cheap).
 SCORE_DIMS = (3, 4)
-AUTOGRAD_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
 MIN_STEP_SHARE = 0.01  # REVIEW.md: under 1% of the step is noise
 EVIDENCE_KERNELS = 2
 
@@ -106,8 +114,8 @@ def _found(facts: Facts) -> _Found | None:
     between = np.unique(np.concatenate(chains))
     trace = facts.trace
     work = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
-    forward = work[nearest_in(facts, _mask(facts, between), facts.owner[work]) >= 0]
-    backward = work[nearest_in(facts, _mask(facts, _backward_nodes(facts, between)), facts.owner[work]) >= 0]
+    forward = work[nearest_in(facts, index_mask(facts, between), facts.owner[work]) >= 0]
+    backward = work[nearest_in(facts, index_mask(facts, _backward_nodes(facts, between)), facts.owner[work]) >= 0]
     scale = steps_of(facts)
     if scale.per_step(_saved(trace, forward, backward) * scale.busy).share < MIN_STEP_SHARE:
         return None
@@ -175,16 +183,10 @@ def _score_shape(facts: Facts, softmax: int) -> tuple[int, ...] | None:
     return None
 
 
-def _mask(facts: Facts, idx: np.ndarray) -> np.ndarray:
-    mask = np.zeros(len(facts.trace), dtype=bool)
-    mask[idx] = True
-    return mask
-
-
 def _backward_nodes(facts: Facts, between: np.ndarray) -> np.ndarray:
     """The autograd nodes whose sequence number is one of these ops' or their inner ops'."""
     ops = np.flatnonzero(facts.is_host & facts.trace.category_mask({"cpu_op"}))
-    inner = ops[nearest_in(facts, _mask(facts, between), ops) >= 0]
+    inner = ops[nearest_in(facts, index_mask(facts, between), ops) >= 0]
     seqs = {a.seq for a in op_args(facts, inner.tolist()) if a is not None and isinstance(a.seq, int)}
     nodes = np.flatnonzero(facts.is_host & pattern_mask(facts, AUTOGRAD_NODE))
     if facts.steps:

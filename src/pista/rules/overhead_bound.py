@@ -52,14 +52,12 @@ verdict near its threshold should be checked against an unprofiled timing of the
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from pista import findings
 from pista.findings import Context, Evidence, Finding, Record
 from pista.rules import compile_overhead, gpu_idle, launch_bound, many_calls
-from pista.rules._common import new_shapes, pattern_mask, step_at, us
+from pista.rules._common import AUTOGRAD_NODE, new_shapes, pattern_mask, step_at, us
 from pista.trace.facts import Facts, Intervals
 
 ID = "overhead-bound"
@@ -77,7 +75,6 @@ NEAR_BUSY = 0.75
 # 22.08 ms measured unprofiled, an expert's foreach 23% slower). REVIEW.md's "30-50%" undercounts it on
 # these loops. Per-op idle that half the host time would close could be the profiler's own.
 PROFILER_HOST_INFLATION = 2.0
-AUTOGRAD_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
 # Below this share of the step the per-op idle is noise (REVIEW.md: under ~1% is worth nothing).
 MIN_SHARE = 0.01
 TOP_OPS = 3

@@ -38,7 +38,7 @@ import numpy as np
 
 from pista.findings import Context, Finding, Record, steps_of
 from pista.rules import gpu_idle
-from pista.rules._common import evidence, name_mask, outer_ops, step_ops, us
+from pista.rules._common import evidence, index_mask, name_mask, outer_ops, step_ops, us
 from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "tanh-gelu"
@@ -82,11 +82,8 @@ def check(ctx: Context) -> list[Finding]:
     facts, trace = ctx.facts, ctx.facts.trace
     steps = ctx.step_count
     impact = ctx.per_step(_saving(found.idle))
-    kernels = facts.is_device_work & (facts.owner >= 0)
-    mine = np.zeros(len(trace), dtype=bool)
-    mine[found.ops] = True
-    launched = np.flatnonzero(kernels)
-    launched = launched[mine[facts.owner[launched]]]
+    launched = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
+    launched = launched[index_mask(facts, found.ops)[facts.owner[launched]]]
     record = TanhGelu(
         steps=steps, chains_per_step=found.chains / steps, ops_per_chain=BEFORE + 1 + AFTER,
         idle_us_per_step=us(found.idle.total) / steps, kernel_us_per_step=us(trace.dur[launched].sum()) / steps,

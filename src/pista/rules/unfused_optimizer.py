@@ -64,7 +64,7 @@ import numpy as np
 from pista.findings import Context, Evidence, Finding, Record, steps_of
 from pista.purpose import CODE, classify
 from pista.rules import gpu_idle
-from pista.rules._common import busy_ns, nearest_ancestor, pattern_mask, us
+from pista.rules._common import busy_ns, index_mask, nearest_ancestor, pattern_mask, us
 from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "unfused-optimizer"
@@ -220,7 +220,7 @@ def _cpu_finding(facts: Facts, name: str, group: list[int]) -> Finding | None:
         gpu_saving_us=0.0, host_saving_us=impact.us, saving_us=impact.us, fused_gpu_ratio=0.0,
         fused_host_ratio=ratio, step_share_percent=100.0 * impact.share, device="cpu",
         ops_per_step=len(names) / steps)
-    call_of = nearest_ancestor(facts, _mask(facts, group))
+    call_of = nearest_ancestor(facts, index_mask(facts, group))
     counts: dict[int, int] = defaultdict(int)
     for o in ops:
         counts[int(call_of[o])] += 1
@@ -229,18 +229,12 @@ def _cpu_finding(facts: Facts, name: str, group: list[int]) -> Finding | None:
     return Finding(ID, record, impact, ev)
 
 
-def _mask(facts: Facts, idx: list[int]) -> np.ndarray:
-    mask = np.zeros(len(facts.trace), dtype=bool)
-    mask[idx] = True
-    return mask
-
-
 def _top_ops_under(facts: Facts, calls: list[int]) -> list[int]:
     """The aten ops right under these calls: below them, with no other aten op in between."""
     trace = facts.trace
     aten = trace.category_mask({"cpu_op"}) & np.array([n.startswith("aten::") for n in trace.names],
                                                       dtype=bool)[trace.name]
-    under = nearest_ancestor(facts, _mask(facts, calls), inclusive=False)
+    under = nearest_ancestor(facts, index_mask(facts, calls), inclusive=False)
     above = nearest_ancestor(facts, aten, inclusive=False)
     inner = (under >= 0) & aten & ((above < 0) | (facts.depth[np.maximum(above, 0)] < facts.depth[np.maximum(under, 0)]))
     return np.flatnonzero(inner).tolist()
@@ -381,7 +375,7 @@ def _foreach_above(facts: Facts, k: int) -> int:
 def _ops_under(facts: Facts, calls: list[int]) -> set[str]:
     """Names of the ops below these calls (any depth)."""
     trace = facts.trace
-    under = nearest_ancestor(facts, _mask(facts, calls), inclusive=False)
+    under = nearest_ancestor(facts, index_mask(facts, calls), inclusive=False)
     idx = np.flatnonzero((under >= 0) & trace.category_mask({"cpu_op"}))
     return {trace.names[int(n)] for n in np.unique(trace.name[idx])}
 
