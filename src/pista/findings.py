@@ -334,9 +334,9 @@ class Analysis:
 def summarize(facts: Facts, table: Table) -> Summary:
     lo, hi = facts.window
     window = max(hi - lo, 1)
+    busy = _busy_ns(facts)
     compute = max((b.clip(lo, hi).total for b in facts.kernel_busy.values()), default=0)
     cpu, dev = table.self_cpu_total_us, table.self_device_total_us
-    busy = max((b.clip(lo, hi).total for b in facts.gpu_busy.values()), default=0)
     share = busy / window if facts.has_gpu else None
     compute_share = compute / window if facts.has_gpu else None
     if not facts.has_gpu:
@@ -433,8 +433,14 @@ class Steps:
 @per_facts
 def steps_of(facts: Facts) -> Steps:
     lo, hi = facts.window
-    busy = max((b.clip(lo, hi).total for b in facts.gpu_busy.values()), default=0) / max(hi - lo, 1)
+    busy = _busy_ns(facts) / max(hi - lo, 1)
     return Steps(len(facts.steps) or 1, step_ns(facts), busy if facts.has_gpu and busy > 0 else 1.0)
+
+
+def _busy_ns(facts: Facts) -> int:
+    """The busiest device's busy ns inside the window."""
+    lo, hi = facts.window
+    return max((b.clip(lo, hi).total for b in facts.gpu_busy.values()), default=0)
 
 
 def analyze(source: Any, rules: list[str] | None = None, table: Table | None = None) -> Analysis:

@@ -196,8 +196,9 @@ CHANGING_SHAPES_MIN_STEPS = 5
 @per_facts
 def changing_shapes(facts: Facts) -> tuple[float, str, float]:
     """Whether the steps' ops run on new shapes step after step (recorded with record_shapes, over
-    CHANGING_SHAPES_MIN_STEPS steps or more): the share of the steps' launching ops whose name and Input Dims occur in one step only,
-    the op name with most of them, and its calls per step. A CUDA graph replays one set of shapes."""
+    CHANGING_SHAPES_MIN_STEPS steps or more): the share of the steps' launching ops whose name and
+    Input Dims occur in one step only, the op name with most of them, and its calls per step. A CUDA
+    graph replays one set of shapes."""
     if len(facts.steps) < CHANGING_SHAPES_MIN_STEPS:
         return 0.0, "", 0.0
     ops = _launching_ops(facts)

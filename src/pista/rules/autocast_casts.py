@@ -27,11 +27,11 @@ Per step: the weight casts' kernel time, forward and backward, times the GPU's b
 window (a host-bound step hides the rest: run_mlp_stack, an expert's replay without the casts saved
 ~750 µs where the full kernel time said 811), plus the host time of their cast ops (`aten::to` under
 the op, `ToCopyBackward0`) during which the GPU is idle: with bf16 weights none of them is
-dispatched. The casts alone, not an upper bound: bf16 parameters also make the
-fp32 ops around them cheaper (a bf16 copy of an fp32 master still costs one write per step, and
-kernel time saves wall time only where the GPU is the limit). gpu/gpt_autocast
-2.04 ms (527 µs of kernels at 56% busy + 1.75 ms of exposed host, 8.1%), big_gpt_eager_20steps
-5.84 ms (11.1%), series_mlp_eager 1.02 ms (14.8%), run_mlp_stack 686 µs (14.9%): host-bound traces, where the dispatch is most of the
+dispatched. The casts alone, not an upper bound: bf16 parameters also make the fp32 ops around them
+cheaper (a bf16 copy of an fp32 master still costs one write per step, and kernel time saves wall
+time only where the GPU is the limit). gpu/gpt_autocast 2.04 ms (527 µs of kernels at 56% busy +
+1.75 ms of exposed host, 8.1%), big_gpt_eager_20steps 5.84 ms (11.1%), series_mlp_eager 1.02 ms
+(14.8%), run_mlp_stack 686 µs (14.9%): host-bound traces, where the dispatch is most of the
 saving. Counting the kernels alone made all three info; GPT n=6 measured unprofiled saves 3.0 ms
 per step with bf16 weights, far more than its 0.85 ms of cast kernels. New in issue 15.
 

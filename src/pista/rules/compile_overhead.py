@@ -64,8 +64,8 @@ ID = "compile-overhead"
 MIN_STEP_SHARE = 0.01
 # GPU work launched per call at or above this share of the wrapper's host time per call: the
 # profiler may be what exposes the wrapper. The profiler about doubles host time on op-dense loops
-# (overhead_bound.PROFILER_HOST_INFLATION), and seed_mm4096_compile's 368 µs profiled step (203 µs of wrapper for 176 µs of
-# GEMM, 0.87) is 182 µs unprofiled, GPU-bound (REVIEW.md); capture_mm4096_compile_sync 1.7. The
+# (overhead_bound.PROFILER_HOST_INFLATION), and seed_mm4096_compile's 368 µs profiled step (203 µs
+# of wrapper for 176 µs of GEMM, 0.87) is 182 µs unprofiled, GPU-bound (REVIEW.md); capture_mm4096_compile_sync 1.7. The
 # tiny-call traces are far below: seed_mm64_compile 0.01, series_mlp_compile 0.13,
 # capture_mlp_compile 0.28, seed_mm4096_compile_cold 0.46. Such a finding is info, the condition stated.
 PROFILER_MAY_EXPLAIN_RATIO = 0.5

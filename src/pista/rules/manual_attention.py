@@ -95,6 +95,7 @@ class _Found:
     chains: list[np.ndarray]  # per attention, its ops between the matmuls
     forward: np.ndarray  # the kernels they launched
     backward: np.ndarray  # their backward nodes' kernels
+    saved_ns: float  # both kernels' time
 
 
 def score_kernels(facts: Facts) -> np.ndarray:
@@ -116,14 +117,11 @@ def _found(facts: Facts) -> _Found | None:
     work = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
     forward = work[nearest_in(facts, index_mask(facts, between), facts.owner[work]) >= 0]
     backward = work[nearest_in(facts, index_mask(facts, _backward_nodes(facts, between)), facts.owner[work]) >= 0]
+    saved = float(trace.dur[forward].sum() + trace.dur[backward].sum())
     scale = steps_of(facts)
-    if scale.per_step(_saved(trace, forward, backward) * scale.busy).share < MIN_STEP_SHARE:
+    if scale.per_step(saved * scale.busy).share < MIN_STEP_SHARE:
         return None
-    return _Found(softmaxes, chains, forward, backward)
-
-
-def _saved(trace, forward: np.ndarray, backward: np.ndarray) -> float:
-    return float(trace.dur[forward].sum() + trace.dur[backward].sum())
+    return _Found(softmaxes, chains, forward, backward, saved)
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -131,8 +129,8 @@ def check(ctx: Context) -> list[Finding]:
     if found is None:
         return []
     facts, trace = ctx.facts, ctx.facts.trace
-    softmaxes, chains, forward, backward = found.softmaxes, found.chains, found.forward, found.backward
-    saved = _saved(trace, forward, backward)
+    softmaxes, chains, forward, backward, saved = (found.softmaxes, found.chains, found.forward, found.backward,
+                                                   found.saved_ns)
     busy = ctx.busy_share
     impact = ctx.per_step(saved * busy)
     steps = ctx.step_count
@@ -169,11 +167,8 @@ def _attentions(facts: Facts) -> tuple[np.ndarray, list[np.ndarray]] | None:
 
 def _scores(facts: Facts, softmax: int) -> bool:
     """Whether the softmax's input is a score tensor (anything, without recorded shapes)."""
-    dims = facts.trace.args(softmax).get("Input Dims")
-    if not isinstance(dims, list) or not dims or not isinstance(dims[0], list):
-        return True
-    shape = dims[0]
-    return len(shape) in SCORE_DIMS and shape[-2] > 1
+    shape = _score_shape(facts, softmax)
+    return shape is None or (len(shape) in SCORE_DIMS and shape[-2] > 1)
 
 
 def _score_shape(facts: Facts, softmax: int) -> tuple[int, ...] | None:

@@ -43,8 +43,8 @@ ops, cuts dispatch) or a CUDA graph of the whole step (`torch.compile(mode="redu
 `torch.cuda.CUDAGraph`); code that is already compiled -> the CUDA graph, or more work per call
 (a bigger batch), never another torch.compile; syncs inside the step -> remove them first (see
 host-sync), since a graph cannot capture across a `.item()`; the idle under a foreach optimizer
-step is unfused-optimizer's (`fused=True`), listed with the other findings' claims. The profiler itself inflates host
-time, about 2x on op-dense loops (gpu/host_sync_item: 1003 µs a step profiled, 1138 with
+step is unfused-optimizer's (`fused=True`), listed with the other findings' claims. The profiler
+itself inflates host time, about 2x on op-dense loops (gpu/host_sync_item: 1003 µs a step profiled, 1138 with
 record_shapes, 505 unprofiled; gpt2_conv1d, with_stack and record_shapes, 74.9 ms profiled against
 ~29 ms unprofiled), so the message says what would stay idle with half the host time gone, and a
 verdict near its threshold should be checked against an unprofiled timing of the step.
@@ -182,9 +182,9 @@ def check(ctx: Context) -> list[Finding]:
         k = int(np.argmax(between.end - between.start))
         a, b = int(between.start[k]), int(between.end[k])
         if b - a > 0:
-            near = bool(engine.covered(np.array([a]), np.array([b]))[0] * 2 >= b - a)
+            in_engine = bool(engine.covered(np.array([a]), np.array([b]))[0] * 2 >= b - a)
             evidence.append(Evidence.span("GPU idle", f"GPU {book.device}", a, b, step_at(facts, a),
-                                          BetweenOps(us(b - a), near)))
+                                          BetweenOps(us(b - a), in_engine)))
     ratio = s.self_cpu_total_us / s.self_device_total_us if s.self_device_total_us else None
     busy = s.gpu_busy_share or 0.0
     near = (ratio is not None and ratio < NEAR_RATIO * OVERHEAD_RATIO) or busy > NEAR_BUSY * OVERHEAD_MAX_GPU_BUSY
@@ -202,7 +202,8 @@ def check(ctx: Context) -> list[Finding]:
             profiler_us=us(book.total("profiler")) / n, setup_us=us(book.total("setup")) / n,
             launch_us=us(launch.total) / n,
             calls_us=us(calls.total) / n, others_us=us(sum(others.values())) / n, others=tuple(others)),
-        between_ops_us_per_step=us(between.total) / n, engine_us_per_step=us(engine.total) / n, compiled_us_per_step=us(compiled.total) / n,
+        between_ops_us_per_step=us(between.total) / n, engine_us_per_step=us(engine.total) / n,
+        compiled_us_per_step=us(compiled.total) / n,
         top_ops=top, syncs_per_step=book.syncs_per_step, sync_op=book.sync_op, near_threshold=bool(near),
         record_shapes=shapes, with_stack=stack, unprofiled_us_per_step=unprofiled,
         where=_where(compiled.total, others.get(compile_overhead.ID, 0), between.total, rest.total),
