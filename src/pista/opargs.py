@@ -168,6 +168,13 @@ def text_ids(facts: Facts, indices: Sequence[int]) -> tuple[np.ndarray, list[byt
     return store.fields[pos], store.texts
 
 
+def sequence_numbers(facts: Facts, indices: Sequence[int]) -> np.ndarray:
+    """Per event: its Sequence number as int64, SEQ_NONE where it has none (SEQ_ODD where it is not an
+    int64): for readers that count the autograd nodes of many ops, with no object per op."""
+    store, _, pos = _stored(facts, indices)
+    return store.seqs[pos]
+
+
 def _stored(facts: Facts, indices: Sequence[int]) -> tuple[_Store, np.ndarray, np.ndarray]:
     """The store, with these events read into it; the events, and their places in it."""
     store = _store(facts)

@@ -167,6 +167,13 @@ def steps_text(steps: list[int]) -> str:
     return f"steps {steps[0]}-{steps[-1]} ({len(steps)} steps)"
 
 # Runtime/driver calls that block the host until device work has finished.
+# How much the profiler inflates host time on op-dense loops, whatever its options: gpu/host_sync_item's
+# loop takes 1003 µs per step profiled, 1138 µs with record_shapes, 505 µs unprofiled (2.0x, 2.25x);
+# gpt2_conv1d (with_stack, record_shapes) 74.9 ms profiled, ~29 ms unprofiled (2.6x; fused AdamW's
+# 22.08 ms measured unprofiled, an expert's foreach 23% slower). REVIEW.md's "30-50%" undercounts it on
+# these loops. Per-op idle that half the host time would close could be the profiler's own.
+PROFILER_HOST_INFLATION = 2.0
+
 SYNC_NAMES = frozenset({
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
     "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
@@ -187,6 +194,7 @@ COMPILE_EVENT = re.compile(
 COMPILED_REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)")
 # The autograd engine's node events (the backward's work, on its own thread).
 AUTOGRAD_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
+OPTIMIZER_STEP = re.compile(r"^Optimizer\.(step|zero_grad)#")
 CACHE_LOOKUP = "TorchDynamo Cache Lookup"
 
 _ancestor_cache: weakref.WeakKeyDictionary[Facts, dict[bytes, tuple[np.ndarray, np.ndarray]]] = (
@@ -390,3 +398,15 @@ def outer_ops(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
     outer = outer[nearest_in(facts, ops, outer, inclusive=False) < 0]
     outer = outer[np.lexsort((trace.ts[outer], trace.lane_keys(outer)))]
     return outer, trace.lane_keys(outer)
+
+
+@per_facts
+def inference_steps(facts: Facts) -> list[int]:
+    """The steps (indices into facts.steps) that run no autograd node and no optimizer step; without
+    steps, [-1] (the window as one) where it runs none. What inference-grad-mode and
+    inference-train-mode read: a training trace's steps all run a backward."""
+    backward = facts.is_host & (pattern_mask(facts, AUTOGRAD_NODE) | pattern_mask(facts, OPTIMIZER_STEP))
+    if not facts.steps:
+        return [] if backward.any() else [-1]
+    trained = set(np.unique(facts.event_step[backward]).tolist())
+    return [k for k in range(len(facts.steps)) if k not in trained]

@@ -39,7 +39,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
-from pista.rules import cudnn_setup
+from pista.rules import cudnn_setup, inference_grad_mode
 from pista.rules._common import name_mask, us
 from pista.trace.facts import Facts
 
@@ -75,6 +75,7 @@ class AllocatorChurn(Record):
     idle_us: float  # per step: GPU idle from the calls until work resumes (the impact)
     calls: tuple[AllocCall, ...]  # most host time first
     frees_outside_ops: bool  # cudaFree called by no aten op: torch.cuda.empty_cache() in the loop
+    grad_mode: bool  # inference in grad mode (inference-grad-mode): each step's graph kept alive grows memory
     step_share_percent: float
 
 
@@ -107,7 +108,8 @@ def check(ctx: Context) -> list[Finding]:
     record = AllocatorChurn(
         steps=steps, steps_with_calls=len(steps_with), calls_per_step=calls.size / steps,
         host_us=us(trace.dur[calls].sum()) / steps, idle_us=us(idle_ns) / steps, calls=_by_name(facts, calls, steps),
-        frees_outside_ops=any(_under_op(facts, c) < 0 for c in frees), step_share_percent=100.0 * impact.share)
+        frees_outside_ops=any(_under_op(facts, c) < 0 for c in frees), grad_mode=inference_grad_mode.fires(facts),
+        step_share_percent=100.0 * impact.share)
     return [Finding(ID, record, impact, _evidence(facts, calls))]
 
 

@@ -50,6 +50,7 @@ from pista.rules._common import (
     CACHE_LOOKUP,
     COMPILE_EVENT,
     COMPILED_REGION,
+    OPTIMIZER_STEP,
     name_mask,
     nearest_ancestor,
     pattern_mask,
@@ -64,7 +65,7 @@ ID = "compile-overhead"
 MIN_STEP_SHARE = 0.01
 # GPU work launched per call at or above this share of the wrapper's host time per call: the
 # profiler may be what exposes the wrapper. The profiler about doubles host time on op-dense loops
-# (overhead_bound.PROFILER_HOST_INFLATION), and seed_mm4096_compile's 368 µs profiled step (203 µs
+# (_common.PROFILER_HOST_INFLATION), and seed_mm4096_compile's 368 µs profiled step (203 µs
 # of wrapper for 176 µs of GEMM, 0.87) is 182 µs unprofiled, GPU-bound (REVIEW.md); capture_mm4096_compile_sync 1.7. The
 # tiny-call traces are far below: seed_mm64_compile 0.01, series_mlp_compile 0.13,
 # capture_mlp_compile 0.28, seed_mm4096_compile_cold 0.46. Such a finding is info, the condition stated.
@@ -83,7 +84,6 @@ COMPILED_WRAPPERS = re.compile(COMPILED_REGION.pattern + r"|^CompiledFunctionBac
 # rule's wrapper time).
 NOT_EAGER_WORK = re.compile(r"^autograd::engine::evaluate_function: (CompiledFunctionBackward|torch::autograd::"
                             r"AccumulateGrad)|^TorchDynamo Cache Lookup$")
-OPTIMIZER_STEP = re.compile(r"^Optimizer\.(step|zero_grad)#")
 EAGER_OPS = 3  # the eager ops around the compiled calls named in the advice
 # ... where the GPU idles under them at least this share of the step (capture_mlp_compile 7.5%,
 # series_mlp_compile 8.9%, compile_float_arg 15.8%)

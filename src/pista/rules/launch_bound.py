@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
-from pista.rules import gpu_idle, tanh_gelu
+from pista.rules import gpu_idle, inference_grad_mode, inference_train_mode, tanh_gelu
 from pista.rules._common import kernels, nearest_ancestor, new_shapes, pattern_mask, short_name, us
 from pista.trace.facts import Facts, Intervals, per_facts
 
@@ -147,10 +147,17 @@ def _detect(facts: Facts) -> _Found | None:
         return None
     tiny = idx[(trace.dur[idx] <= MAX_MEDIAN_KERNEL_US * 1000) & (facts.launcher[idx] >= 0)]
     tiny = tiny[np.argsort(trace.ts[tiny], kind="stable")]
-    # a tanh-GELU written out is tanh-gelu's: one op for eight is the fix, not a graph
-    free = gpu_idle.subtract(book.per_op, tanh_gelu.claimed_idle(facts))
+    free = gpu_idle.subtract(book.per_op, specific_claims(facts))
     claim = gpu_idle.intersect(free, waits_before(facts, book.device, tiny))
     return _Found(idx, tiny, claim)
+
+
+def specific_claims(facts: Facts) -> Intervals:
+    """The per-op idle that rules with a one-line fix claim before launch-bound and many-calls: a
+    tanh-GELU written out (one op for eight, not a graph), inference in grad mode (inference_mode) or
+    in train mode (eval)."""
+    claims = [rule.claimed_idle(facts) for rule in (tanh_gelu, inference_grad_mode, inference_train_mode)]
+    return gpu_idle.union(np.concatenate([c.start for c in claims]), np.concatenate([c.end for c in claims]))
 
 
 def waits_before(facts: Facts, device: int, work: np.ndarray) -> Intervals:

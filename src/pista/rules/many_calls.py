@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pista.findings import Context, Finding, Record
-from pista.rules import gpu_idle, launch_bound, tanh_gelu
+from pista.rules import gpu_idle, launch_bound
 from pista.rules._common import (
     COMPILE_EVENT,
     ancestors_match,
@@ -140,7 +140,7 @@ def _detect(facts: Facts) -> _Found | None:
     book = gpu_idle.ledger(facts)
     if book is not None:
         free = gpu_idle.subtract(gpu_idle.subtract(book.per_op, launch_bound.claimed_idle(facts)),
-                                 tanh_gelu.claimed_idle(facts))
+                                 launch_bound.specific_claims(facts))
     else:
         free = _windows(facts)  # no GPU: the host time is the step
     thresholds = (MANY_CALLS_PER_STEP * n_steps, MANY_CALLS_MIN_STEP_SHARE * step_ns * n_steps,

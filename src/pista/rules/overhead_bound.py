@@ -57,7 +57,7 @@ import numpy as np
 from pista import findings
 from pista.findings import Context, Evidence, Finding, Record
 from pista.rules import compile_overhead, gpu_idle, launch_bound, many_calls
-from pista.rules._common import AUTOGRAD_NODE, new_shapes, pattern_mask, step_at, us
+from pista.rules._common import AUTOGRAD_NODE, PROFILER_HOST_INFLATION, new_shapes, pattern_mask, step_at, us
 from pista.trace.facts import Facts, Intervals
 
 ID = "overhead-bound"
@@ -69,12 +69,6 @@ OVERHEAD_MAX_GPU_BUSY = findings.OVERHEAD_MAX_GPU_BUSY
 # 34% busy) and series_linear_train (4.0x, 33%) are near; seed_mm64_warm (43x, 2%) is not.
 NEAR_RATIO = 1.6
 NEAR_BUSY = 0.75
-# How much the profiler inflates host time on op-dense loops, whatever its options: gpu/host_sync_item's
-# loop takes 1003 µs per step profiled, 1138 µs with record_shapes, 505 µs unprofiled (2.0x, 2.25x);
-# gpt2_conv1d (with_stack, record_shapes) 74.9 ms profiled, ~29 ms unprofiled (2.6x; fused AdamW's
-# 22.08 ms measured unprofiled, an expert's foreach 23% slower). REVIEW.md's "30-50%" undercounts it on
-# these loops. Per-op idle that half the host time would close could be the profiler's own.
-PROFILER_HOST_INFLATION = 2.0
 # Below this share of the step the per-op idle is noise (REVIEW.md: under ~1% is worth nothing).
 MIN_SHARE = 0.01
 TOP_OPS = 3

@@ -21,6 +21,10 @@ def message(r: AllocatorChurn) -> str:
 
 def advice(r: AllocatorChurn) -> str:
     text = ""
+    if r.grad_mode:
+        text = ("Inference runs in grad mode (inference-grad-mode): each step's outputs, and a KV cache, keep its "
+                "autograd graph and saved tensors alive, so memory grows and the allocator asks CUDA for more; "
+                "torch.inference_mode() removes the cause. ")
     if r.frees_outside_ops:
         text = ("cudaFree runs outside any op, which is torch.cuda.empty_cache() (or a cache flush) inside the loop: "
                 "remove it, or call it between phases only, so the next step reuses the cached blocks. ")
@@ -31,7 +35,8 @@ def advice(r: AllocatorChurn) -> str:
 
 def fix(r: AllocatorChurn) -> str:
     names = "/".join(a.name for a in r.calls)
-    change = ("remove torch.cuda.empty_cache() from the loop" if r.frees_outside_ops
+    change = ("run the inference under torch.inference_mode() (grad mode keeps each step's graph alive)"
+              if r.grad_mode else "remove torch.cuda.empty_cache() from the loop" if r.frees_outside_ops
               else "keep shapes static or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so the cache hits")
     return f"{names} run {r.calls_per_step:.0f}x per step, {t(r.idle_us)} of GPU idle per step: {change}"
 

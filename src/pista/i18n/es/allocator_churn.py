@@ -21,6 +21,10 @@ def message(r: AllocatorChurn) -> str:
 
 def advice(r: AllocatorChurn) -> str:
     text = ""
+    if r.grad_mode:
+        text = ("La inferencia corre en modo grad (inference-grad-mode): las salidas de cada paso, y una caché KV, "
+                "mantienen vivos su grafo de autograd y sus tensores guardados, así que la memoria crece y el "
+                "asignador pide más a CUDA; torch.inference_mode() quita la causa. ")
     if r.frees_outside_ops:
         text = ("cudaFree se llama fuera de cualquier operación, es decir torch.cuda.empty_cache() (o un vaciado de "
                 "la caché) dentro del bucle: quítalo, o llámalo solo entre fases, para que el siguiente paso reutilice "
@@ -33,7 +37,8 @@ def advice(r: AllocatorChurn) -> str:
 
 def fix(r: AllocatorChurn) -> str:
     names = "/".join(a.name for a in r.calls)
-    change = ("quita torch.cuda.empty_cache() del bucle" if r.frees_outside_ops
+    change = ("ejecuta la inferencia dentro de torch.inference_mode() (el modo grad mantiene vivo el grafo de cada "
+              "paso)" if r.grad_mode else "quita torch.cuda.empty_cache() del bucle" if r.frees_outside_ops
               else "mantén formas estáticas o usa PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True para que la caché "
                    "acierte")
     return f"{names} se llaman {r.calls_per_step:.0f} veces por paso, {t(r.idle_us)} de GPU inactiva por paso: {change}"

@@ -1,0 +1,92 @@
+"""inference-grad-mode en español."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import t
+from pista.rules.inference_grad_mode import BuildsNodes, InferenceGradMode, NodeOp
+
+TITLE = "La inferencia corre en modo grad: cada operación construye un nodo de autograd"
+
+
+def _top(top: tuple[BuildsNodes, ...]) -> str:
+    return ", ".join(f"{b.name} {b.per_step:.0f}" for b in top)
+
+
+def message(r: InferenceGradMode) -> str:
+    cap = (f", como mucho la inactividad de la GPU en esos pasos ({t(r.idle_us_per_step)})" if r.capped else "")
+    lead = ("Ningún paso ejecuta backward" if r.steps == r.of_steps
+            else f"{r.steps} de los {r.of_steps} pasos no ejecutan backward")
+    return (f"{lead}, y aun así sus operaciones registran nodos de autograd: {r.nodes_per_step:.0f} por paso "
+            f"({_top(r.top)}), así que el bucle corre fuera de torch.inference_mode() y torch.no_grad(). Cada nodo es "
+            f"trabajo del host dentro de su operación, unos {t(r.nodes_per_step * r.node_us * r.inflation)} por paso "
+            f"tal como se perfiló{cap}; y el forward guarda cada activación que salva para un backward que nunca corre"
+            f"{_cache(r)}. En la H200, sin profiler, inference_mode llevó la "
+            "decodificación de GPT-2 de 6.21 a 4.94 ms por token y ResNet-50 con lote 32 de 5.20 a 4.22 ms por paso "
+            "(19-20%), y la memoria máxima de ResNet-50 de 1434 a 267 MiB.")
+
+
+def _cache(r: InferenceGradMode) -> str:
+    if not r.growing_op:
+        return ""
+    return (f" (la entrada de {r.growing_op} crece paso a paso: una caché que se conserva entre pasos arrastra el "
+            "grafo de cada paso anterior)")
+
+
+def advice(r: InferenceGradMode) -> str:
+    return ("Ejecuta el bucle dentro de un bloque torch.inference_mode() alrededor de las llamadas al modelo "
+            "(torch.no_grad() si sus tensores deben encontrarse luego con autograd), además de model.eval(); "
+            "generate() de transformers ya lo hace, un bucle de decodificación escrito a mano no.")
+
+
+def fix(r: InferenceGradMode) -> str:
+    return (f"la inferencia corre en modo grad ({r.nodes_per_step:.0f} nodos de autograd por paso): envuélvela en "
+            "torch.inference_mode().")
+
+
+def basis(r: InferenceGradMode) -> str:
+    cap = ", como mucho la inactividad de la GPU en esos pasos" if r.capped else ""
+    return (f"los nodos de autograd por paso por {r.node_us:.2f} µs cada uno (sin profiler, la mediana de los "
+            f"gemelos en la H200: 2.75-8.2 µs) por {r.inflation:.0f} por la inflación del tiempo de host del profiler"
+            f"{cap}; la memoria no cuenta")
+
+
+NOTES = {
+    NodeOp: lambda n: f"construye un nodo de autograd (Sequence number {n.seq})",
+}
+
+DOCS = """Qué:
+Inferencia con el modo grad activo: pasos que no ejecutan backward (ningún nodo del motor de
+autograd, ningún paso del optimizador) mientras sus operaciones registran nodos de autograd, porque
+el bucle no está bajo `torch.inference_mode()` ni `torch.no_grad()`. Torch registra el `Sequence
+number` de cada operación solo en modo grad, y el número avanza uno por cada nodo que construye el
+forward, así que los números distintos de un paso cuentan sus nodos.
+
+Por qué:
+Cada nodo es trabajo del host dentro de la operación (la función de backward, sus aristas, los
+tensores que guarda), y el forward conserva cada activación que guarda para un backward que nunca
+corre, hasta que su salida se libera: más tiempo por llamada donde el host es el límite
+(decodificación, lotes pequeños) y más memoria con cualquier tamaño. `model.eval()` no lo desactiva;
+`generate()` de transformers sí, un bucle escrito a mano no.
+
+Ejemplo:
+gpu/gpt2_flash_grad (GPT-2 124M, decodificación con lote 1, H200): 443 nodos por token; la caché KV
+arrastra la historia de autograd de cada token anterior, así que la memoria crece token a token
+(allocator-churn). Sin profiler,
+en un mismo proceso (gpu/grad_time.py), torch.inference_mode() llevó el token de 6.21 a 4.94 ms, y la
+inferencia de ResNet-50 bf16 de 5.20 a 4.22 ms (lote 32) y de 7.67 a 6.29 ms (lote 8), su memoria
+máxima de 1434 a 267 MiB y de 426 a 130 MiB.
+
+Impacto:
+Por paso, los nodos por GRAD_NODE_US (la mediana del ahorro por nodo de los gemelos: GPT-2 2.75 µs,
+ResNet-50 5.7 y 8.2) por la inflación del tiempo de host del profiler
+(PROFILER_HOST_INFLATION, 2, como la toma overhead-bound), como mucho la inactividad de la GPU por
+operación del paso (lo que retiene el despacho del host) donde hubo GPU. gpu/gpt2_flash_grad 5.1 ms
+de un token de 18.6 ms; gpu/resnet50_grad 2.0 ms de un paso de 22.4 ms (los gemelos perfilados
+difieren unos 9 ms, parte por la máquina de cada proceso; sin profiler cada uno ahorró un 19-20%). La memoria no entra en el
+impacto (una traza sin eventos de memoria no la muestra). overhead-bound, launch-bound y many-calls
+le dejan esta inactividad (`claimed_idle`). Por debajo del 1% del paso la regla calla, y donde
+ninguna operación construye un nodo (un bucle sobre tensores que no necesitan grad) no se activa.
+
+Solución:
+Ejecuta el bucle con `with torch.inference_mode():` (o `torch.no_grad()` si sus tensores deben
+encontrarse luego con autograd), alrededor de las llamadas al modelo, además de `model.eval()`."""

@@ -1,0 +1,88 @@
+"""inference-train-mode en español."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import t
+from pista.rules.inference_train_mode import InferenceTrainMode, TrainingOp
+
+SEVERITY_EXCEPTION = ("al menos un aviso: dropout y batch norm en modo entrenamiento hacen incorrectas las salidas "
+                      "de la inferencia")
+TITLE = "La inferencia corre con el modelo en train(): dropout y batch norm actúan como al entrenar"
+
+
+def _what(r: InferenceTrainMode) -> str:
+    parts = []
+    if r.dropouts_per_step:
+        parts.append(f"{r.dropouts_per_step:.0f} dropouts por paso siguen descartando (sus salidas son aleatorias)")
+    if r.batch_norms_per_step:
+        parts.append(f"{r.batch_norms_per_step:.0f} batch norms por paso normalizan con las estadísticas del propio "
+                     "lote y sobrescriben su media y varianza acumuladas")
+    return " y ".join(parts)
+
+
+def message(r: InferenceTrainMode) -> str:
+    lead = ("Ningún paso ejecuta backward" if r.steps == r.of_steps
+            else f"{r.steps} de los {r.of_steps} pasos no ejecutan backward")
+    return (f"{lead}, y aun así el modelo está en modo entrenamiento: {_what(r)}. Las salidas son incorrectas, no "
+            f"solo más lentas. Los kernels propios del entrenamiento ocupan {t(r.kernel_us_per_step)} de GPU por paso"
+            f"{_idle(r)}.")
+
+
+def _idle(r: InferenceTrainMode) -> str:
+    return (f", y la GPU está inactiva {t(r.idle_us_per_step)} por paso mientras se despachan los dropouts"
+            if r.idle_us_per_step else "")
+
+
+def advice(r: InferenceTrainMode) -> str:
+    return ("Llama a model.eval() antes del bucle de inferencia (y a model.train() antes de volver a entrenar); "
+            "torch.inference_mode() y torch.no_grad() no desactivan dropout ni batch norm.")
+
+
+def fix(r: InferenceTrainMode) -> str:
+    return ("el modelo hace inferencia en modo train() (dropout, estadísticas de batch norm): llama antes a "
+            "model.eval().")
+
+
+def basis(r: InferenceTrainMode) -> str:
+    return (f"el tiempo de GPU de los kernels que solo corren en modo entrenamiento (los de dropout, las estadísticas "
+            f"de batch norm), por el {100 * r.busy_share:.0f}% de la ventana en que la GPU está ocupada, más la "
+            "inactividad de la GPU bajo los dropouts mientras se despachan; al menos un aviso, porque las salidas son "
+            "incorrectas")
+
+
+NOTES = {
+    TrainingOp: lambda n: ("dropout que descarta (modo train)" if n.kind == "dropout"
+                           else "batch norm en modo entrenamiento"),
+}
+
+DOCS = """Qué:
+Inferencia con el modelo en modo entrenamiento (`model.train()`, el modo por defecto al construirlo, o
+tras un bucle de entrenamiento sin `model.eval()`): en pasos que no ejecutan backward, dropout sigue
+descartando (`aten::dropout` llama a `aten::native_dropout`, sus kernels corren) y batch norm
+normaliza con las estadísticas del propio lote y actualiza las acumuladas (`aten::batch_norm` con
+training=True, sus kernels de estadísticas corren).
+
+Por qué:
+Las salidas son incorrectas, no solo más lentas: dropout las vuelve aleatorias, y batch norm hace que
+la salida de cada muestra dependa del resto de su lote mientras sobrescribe la media y la varianza
+acumuladas que aprendió el modelo. `torch.inference_mode()` y `torch.no_grad()` no lo cambian; solo
+`model.eval()`. Los kernels propios del entrenamiento cuestan además tiempo de GPU.
+
+Ejemplo:
+gpu/resnet50_train (ResNet-50 bf16, lote 32, bajo torch.inference_mode(), H200): 53 batch norms por
+paso en modo entrenamiento, sus kernels de estadísticas 1.7 ms de GPU por paso (el gemelo en eval
+gpu/resnet50_nograd no ejecuta ninguno). gpu/gpt2_decode_train (decodificación de GPT-2): 25 dropouts
+por token.
+
+Impacto:
+El tiempo de GPU de los kernels que solo corren en modo entrenamiento (los de los dropouts activos, las
+estadísticas de batch norm y la actualización de las acumuladas), por la fracción ocupada de la GPU,
+más la inactividad de la GPU por operación bajo los dropouts que descartan (su despacho, donde el host
+es el límite; overhead-bound, launch-bound y many-calls se la dejan a esta regla, `claimed_idle`): una
+cota inferior (el kernel de entrenamiento de batch norm de cuDNN hace ambas cosas en uno, y no
+cuenta). Las salidas incorrectas son la razón de que sea al menos un aviso, cueste lo que cueste
+(SEVERITY_EXCEPTION).
+
+Solución:
+Llama a `model.eval()` antes del bucle de inferencia (y a `model.train()` de nuevo antes de volver a
+entrenar)."""

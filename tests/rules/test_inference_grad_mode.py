@@ -1,0 +1,86 @@
+"""inference-grad-mode: inference loops run without torch.inference_mode()/no_grad() (grad_mode.py)."""
+
+from __future__ import annotations
+
+import pytest
+import raw
+
+from pista.i18n import localize_finding
+
+RULE = "inference-grad-mode"
+NODE_US, INFLATION = 5.7, 2.0  # the rule's measured cost per node and the profiler's inflation
+
+
+def _nodes_per_step(name: str) -> float:
+    """Per step: the distinct Sequence numbers of the cpu_ops starting in it, less one (the number
+    moves on once per node built), averaged."""
+    ops = raw.complete(name, "cpu_op")
+    counts = []
+    for s in raw.steps(name):
+        lo, hi = float(s["ts"]), float(s["ts"]) + float(s["dur"])
+        seqs = {e["args"]["Sequence number"] for e in ops
+                if lo <= float(e["ts"]) < hi and "Sequence number" in e.get("args", {})}
+        counts.append(max(0, len(seqs) - 1))
+    return sum(counts) / len(counts)
+
+
+def test_fires_on_gpt2_decoding_in_grad_mode(analysis_of):
+    name = "gpu/gpt2_flash_grad"
+    finding = analysis_of(name).finding(RULE)
+    assert finding is not None
+    nodes = _nodes_per_step(name)
+    assert nodes > 400  # twelve blocks of views, matmuls, adds
+    assert finding.record.nodes_per_step == pytest.approx(nodes)
+    assert finding.record.steps == finding.record.of_steps == len(raw.steps(name))
+    assert not finding.record.capped
+    assert finding.impact.us == pytest.approx(nodes * NODE_US * INFLATION, rel=1e-6)
+    assert finding.impact.share == pytest.approx(finding.impact.us / raw.median_step_us(name), rel=0.01)
+    assert finding.severity.value == "critical"  # a quarter of the profiled token (unprofiled: 20% measured)
+    assert "torch.inference_mode()" in finding.fix
+    assert [e.name for e in finding.evidence][:1] == ["aten::view"]  # the op that builds most nodes
+
+
+def test_counts_resnet_nodes(analysis_of):
+    name = "gpu/resnet50_grad"
+    finding = analysis_of(name).finding(RULE)
+    nodes = _nodes_per_step(name)
+    assert finding.record.nodes_per_step == pytest.approx(nodes)
+    assert finding.impact.us == pytest.approx(nodes * NODE_US * INFLATION, rel=1e-6)
+    assert finding.severity.value == "warning"
+
+
+@pytest.mark.parametrize("name", ["gpu/gpt2_flash_nograd", "gpu/resnet50_nograd", "gpu/kv_flash"])
+def test_silent_under_inference_mode_or_no_grad(analysis_of, name):
+    assert analysis_of(name).finding(RULE) is None
+
+
+@pytest.mark.parametrize("name", ["big_gpt_eager_20steps", "series_mlp_eager", "gpu/attn_manual", "gpu/cpu_transformer"])
+def test_silent_on_training(analysis_of, name):
+    assert analysis_of(name).finding(RULE) is None
+
+
+def test_silent_where_no_op_builds_a_node(analysis_of):
+    # matmul + add on tensors that need no grad: the ops carry a Sequence number, one and the same
+    name = "seed_mm64_warm"
+    assert _nodes_per_step(name) == 0
+    assert any("Sequence number" in e.get("args", {}) for e in raw.complete(name, "cpu_op"))
+    assert analysis_of(name).finding(RULE) is None
+
+
+def test_the_per_op_rules_leave_its_idle(analysis_of):
+    from pista.rules import gpu_idle, inference_grad_mode, launch_bound, many_calls
+
+    analysis = analysis_of("gpu/gpt2_flash_grad")
+    facts = analysis.facts
+    grad = inference_grad_mode.claimed_idle(facts)
+    assert grad.total == pytest.approx(analysis.finding(RULE).impact.us * 1000 * len(facts.steps), rel=0.001)
+    assert gpu_idle.intersect(launch_bound.claimed_idle(facts), grad).total == 0
+    assert gpu_idle.intersect(many_calls.claimed_idle(facts), grad).total == 0
+    assert sum(f.impact.share for f in analysis.findings) <= 1.0
+    overhead = analysis.finding("overhead-bound")
+    assert overhead is not None and RULE in overhead.message
+
+
+def test_spanish(analysis_of):
+    finding = localize_finding(analysis_of("gpu/gpt2_flash_grad").finding(RULE), "es")
+    assert "torch.inference_mode()" in finding.fix and "nodos de autograd" in finding.message

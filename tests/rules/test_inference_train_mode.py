@@ -1,0 +1,82 @@
+"""inference-train-mode: inference with the model left in train() (grad_mode.py's `train` twins)."""
+
+from __future__ import annotations
+
+import bisect
+
+import pytest
+import raw
+
+from pista.i18n import localize_finding
+
+RULE = "inference-train-mode"
+
+
+def _training_norms(name: str) -> list[dict]:
+    return [e for e in raw.in_steps(name, raw.complete(name, "cpu_op", "aten::batch_norm"))
+            if e["args"]["Concrete Inputs"][5] == "True"]
+
+
+def _kernel_us_under(name: str, outer: list[dict], leave_out: str) -> float:
+    """The GPU time of the kernels whose op (by External id) lies inside one of `outer`, on its thread."""
+    ops = {e["args"]["External id"]: e for e in raw.complete(name, "cpu_op") if "External id" in e.get("args", {})}
+    spans = sorted((float(o["ts"]), float(o["ts"]) + float(o["dur"]), o["tid"]) for o in outer)
+    starts = [s[0] for s in spans]
+    total = 0.0
+    for k in raw.complete(name, "kernel"):
+        op = ops.get(k.get("args", {}).get("External id"))
+        if op is None or leave_out in k["name"]:
+            continue
+        j = bisect.bisect_right(starts, float(op["ts"])) - 1
+        if j >= 0 and spans[j][2] == op["tid"] and float(op["ts"]) + float(op["dur"]) <= spans[j][1]:
+            total += float(k["dur"])
+    return total
+
+
+def test_batch_norm_in_training_mode_during_inference(analysis_of):
+    name = "gpu/resnet50_train"
+    finding = analysis_of(name).finding(RULE)
+    assert finding is not None
+    steps = len(raw.steps(name))
+    norms = _training_norms(name)
+    assert finding.record.batch_norms_per_step == len(norms) / steps == 53  # every BatchNorm2d of ResNet-50
+    assert finding.record.dropouts_per_step == 0
+    kernel_us = _kernel_us_under(name, norms, "batch_norm_transform_input") / steps
+    assert finding.record.kernel_us_per_step == pytest.approx(kernel_us, rel=0.001)
+    assert finding.impact.us == pytest.approx(kernel_us * finding.record.busy_share, rel=0.01)
+    assert finding.severity.value == "warning"
+    assert "model.eval()" in finding.fix
+
+
+def test_dropout_that_drops_during_decoding(analysis_of):
+    name = "gpu/gpt2_decode_train"
+    finding = analysis_of(name).finding(RULE)
+    ops = raw.in_steps(name, raw.complete(name, "cpu_op"))
+    dropping = [d for d in ops if d["name"] == "aten::dropout"
+                and any(o["name"] == "aten::native_dropout" and raw.inside(d, o) for o in ops)]
+    assert finding.record.dropouts_per_step == len(dropping) / len(raw.steps(name)) == 25  # 12 blocks x 2 + embeddings
+    assert finding.record.idle_us_per_step > 0
+    # a few kernels' GPU time: the dispatch idle makes the impact, and the wrong outputs the severity
+    assert finding.severity.value == "warning"
+
+
+@pytest.mark.parametrize("name", ["gpu/resnet50_nograd", "gpu/gpt2_flash_nograd", "gpu/kv_flash", "gpu/resnet50_grad",
+                                  "gpu/layout_r50_nchw_bf16", "gpu/attn_manual", "big_gpt_eager_20steps"])
+def test_silent_in_eval_and_in_training(analysis_of, name):
+    # eval twins, and training (dropout and batch norm in training mode are right there)
+    assert analysis_of(name).finding(RULE) is None
+
+
+def test_the_per_op_rules_leave_the_dropouts_idle(analysis_of):
+    from pista.rules import gpu_idle, inference_train_mode, launch_bound
+
+    analysis = analysis_of("gpu/gpt2_decode_train")
+    claim = inference_train_mode.claimed_idle(analysis.facts)
+    assert claim.total > 0
+    assert gpu_idle.intersect(launch_bound.claimed_idle(analysis.facts), claim).total == 0
+    assert sum(f.impact.share for f in analysis.findings) <= 1.0
+
+
+def test_spanish(analysis_of):
+    finding = localize_finding(analysis_of("gpu/resnet50_train").finding(RULE), "es")
+    assert "model.eval()" in finding.fix and "estadísticas" in finding.message
