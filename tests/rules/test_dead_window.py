@@ -119,6 +119,9 @@ def test_fires_on_a_branch_first_run_inside_a_later_step(load_facts):
     assert finding.impact.us == pytest.approx(per_step, rel=0.01)
     assert finding.impact.share == pytest.approx(min(1.0, per_step / raw.step_us(name)), abs=0.01)
     assert "spread over 3 steps" in finding.basis and "eval_metrics" in finding.fix
+    # the window starts at ProfilerStep#2: the schedule's warm-up ran already, so only "run it once" helps
+    assert int(raw.steps(name)[0]["name"].split("#")[1]) > 0
+    assert r.warmed_up and "schedule(" not in finding.fix and "schedule(" not in finding.advice
     # the ops' lazy loads are this finding's, not lazy-loading's
     assert [f.rule for f in _findings(load_facts, name, ONE_TIME_RULES)] == [ID]
 

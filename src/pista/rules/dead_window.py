@@ -93,6 +93,9 @@ class DeadWindow(Record):
     first_calls_us: float  # the time they add after the wait
     idle_us: float  # GPU idle in the wait and the first calls, less the typical wait: the impact's total
     cause: str  # profiler | library | first-calls | host (_one_time's causes)
+    # the window starts past step 0 (the schedule skipped steps): their warm-up did not run this
+    # region (gpu/eval_first_call: a branch first run in step 3 of schedule(wait=1, warmup=1, active=3))
+    warmed_up: bool
 
 
 class WindowNote(Record):
@@ -245,6 +248,7 @@ def _finding(ctx: Context, region: int, end: int, gap: int, typical: float | Non
     cause_op = one_time.outermost_op(facts, end) if in_op is not None else -1
     record = DeadWindow(
         region=trace.event_name(region), step=step, steps=len(facts.steps), target=target_kind,
+        warmed_up=bool(facts.steps) and facts.steps[0].number > 0,
         first_target=trace.event_name(end), in_op=in_op, gap_us=us(gap),
         typical_gap_us=None if typical is None else typical / 1000.0, recorded_us=us(recorded),
         untraced_us=us(max(gap - recorded, 0)), profiler_us=us(profiler_ns), loading_us=us(loading_ns),

@@ -21,6 +21,11 @@ def _schedule(r: DeadWindow) -> str:
     return f"torch.profiler.schedule(wait=1, warmup=1, active={r.steps or 'N'})"
 
 
+def _or_schedule(r: DeadWindow) -> str:
+    """The schedule as the other way out, unless the trace's schedule already warmed up."""
+    return " (the schedule's warm-up steps did not run it)" if r.warmed_up else f", or profile with {_schedule(r)}"
+
+
 def message(r: DeadWindow) -> str:
     in_op = f" inside {r.in_op}" if r.in_op else ""
     compare = (f", {r.gap_us / max(r.typical_gap_us, 1e-3):.0f}x the {t(r.typical_gap_us)} its other calls take"
@@ -46,13 +51,13 @@ def advice(r: DeadWindow) -> str:
                 f"{_schedule(r)} so they fall in the warm-up steps.")
     if r.cause == LIBRARY:
         return (f"{r.in_op}'s first call sets up cuBLAS (handle, workspace, kernel choice) and loads its kernels: run "
-                f"'{r.region}' once before profiling, or profile with {_schedule(r)}.")
+                f"'{r.region}' once before profiling{_or_schedule(r)}.")
     if r.cause == HOST:
         return (f"'{r.region}' runs its own code for long before its first op the first time (imports, caches, data "
-                f"loader start-up): warm it up before profiling, or profile with {_schedule(r)}.")
+                f"loader start-up): warm it up before profiling{_or_schedule(r)}.")
     if r.cause == FIRST_CALLS:
         return (f"'{r.region}' runs its ops for the first time in the process (CUDA loads their kernels lazily): run "
-                f"it once (every branch and shape) before profiling, or profile with {_schedule(r)}; "
+                f"it once (every branch and shape) before profiling{_or_schedule(r)}; "
                 "CUDA_MODULE_LOADING=EAGER moves the loading to start-up.")
     raise KeyError(r.cause)
 
@@ -61,7 +66,7 @@ def fix(r: DeadWindow) -> str:
     more = f", and its first calls add {t(r.first_calls_us)}" if r.first_calls else ""
     in_op = f" in {r.in_op}" if r.in_op else ""
     return (f"'{r.region}'{_where(r)} waits {t(r.gap_us)} before its first {_target(r.target)}{more} (one-time "
-            f"set-up{in_op}): run it once before profiling, or profile with {_schedule(r)}.")
+            f"set-up{in_op}): run it once before profiling{_or_schedule(r)}.")
 
 
 def basis(r: DeadWindow) -> str:

@@ -21,6 +21,11 @@ def _schedule(r: DeadWindow) -> str:
     return f"torch.profiler.schedule(wait=1, warmup=1, active={r.steps or 'N'})"
 
 
+def _or_schedule(r: DeadWindow) -> str:
+    """The schedule as the other way out, unless the trace's schedule already warmed up."""
+    return " (los pasos de calentamiento del schedule no la ejecutaron)" if r.warmed_up else f", o perfila con {_schedule(r)}"
+
+
 def message(r: DeadWindow) -> str:
     in_op = f" dentro de {r.in_op}" if r.in_op else ""
     compare = (f", {r.gap_us / max(r.typical_gap_us, 1e-3):.0f} veces los {t(r.typical_gap_us)} de sus otras llamadas"
@@ -46,14 +51,14 @@ def advice(r: DeadWindow) -> str:
                 f"{_schedule(r)} para que caigan en los pasos de calentamiento.")
     if r.cause == LIBRARY:
         return (f"La primera llamada a {r.in_op} prepara cuBLAS (handle, workspace, elección de kernel) y carga sus "
-                f"kernels: ejecuta '{r.region}' una vez antes de perfilar, o perfila con {_schedule(r)}.")
+                f"kernels: ejecuta '{r.region}' una vez antes de perfilar{_or_schedule(r)}.")
     if r.cause == HOST:
         return (f"'{r.region}' ejecuta mucho código propio antes de su primer op la primera vez (imports, cachés, "
-                f"arranque del DataLoader): caliéntala antes de perfilar, o perfila con {_schedule(r)}.")
+                f"arranque del DataLoader): caliéntala antes de perfilar{_or_schedule(r)}.")
     if r.cause == FIRST_CALLS:
         return (f"'{r.region}' ejecuta sus ops por primera vez en el proceso (CUDA carga sus kernels de forma "
-                f"perezosa): ejecútala una vez (cada rama y cada forma) antes de perfilar, o perfila con "
-                f"{_schedule(r)}; CUDA_MODULE_LOADING=EAGER adelanta la carga al arranque.")
+                f"perezosa): ejecútala una vez (cada rama y cada forma) antes de perfilar{_or_schedule(r)}; "
+                "CUDA_MODULE_LOADING=EAGER adelanta la carga al arranque.")
     raise KeyError(r.cause)
 
 
@@ -61,7 +66,7 @@ def fix(r: DeadWindow) -> str:
     more = f", y sus primeras llamadas añaden {t(r.first_calls_us)}" if r.first_calls else ""
     in_op = f" en {r.in_op}" if r.in_op else ""
     return (f"'{r.region}'{_where(r)} espera {t(r.gap_us)} hasta su primer {_target(r.target)}{more} (preparación "
-            f"única{in_op}): ejecútala una vez antes de perfilar, o perfila con {_schedule(r)}.")
+            f"única{in_op}): ejecútala una vez antes de perfilar{_or_schedule(r)}.")
 
 
 def basis(r: DeadWindow) -> str:
