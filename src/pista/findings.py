@@ -67,6 +67,9 @@ UMBRELLA_RULES = frozenset({"overhead-bound"})
 # second fixes; series_mlp_eager's (16.8/59.6) and gpu/adamw_foreach_bf16's fused=True (14.1/64.2,
 # REVIEW.md's 6.1 -> 3.4 ms) stay first.
 UMBRELLA_YIELD = 0.2
+# Findings that say the program's results are wrong, not only slow: they come first, whatever they save
+# (gpu/resnet50_train: batch norm on batch statistics in inference; an expert fixes that before speed).
+WRONG_RESULTS_RULES = frozenset({"inference-train-mode"})
 
 
 SEVERITY_ORDER = ("info", "warning", "critical")
@@ -304,8 +307,12 @@ class Analysis:
 
     @property
     def top_fix(self) -> Finding | None:
-        """The finding to start with: the specific one that saves most, if it saves enough to be worth
-        it, else the umbrella one (see UMBRELLA_RULES)."""
+        """The finding to start with: one that makes the results wrong (WRONG_RESULTS_RULES), else the
+        specific one that saves most, if it saves enough to be worth it, else the umbrella one (see
+        UMBRELLA_RULES)."""
+        wrong = next((f for f in self.findings if f.rule in WRONG_RESULTS_RULES), None)
+        if wrong is not None:
+            return wrong
         worth = [f for f in self.findings if f.impact.share >= TOP_FIX_MIN_SHARE]
         umbrella = max((f.impact.share for f in worth if f.rule in UMBRELLA_RULES), default=0.0)
         specific = (f for f in worth if f.rule not in UMBRELLA_RULES and f.impact.share >= UMBRELLA_YIELD * umbrella)

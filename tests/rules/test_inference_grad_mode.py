@@ -84,3 +84,15 @@ def test_the_per_op_rules_leave_its_idle(analysis_of):
 def test_spanish(analysis_of):
     finding = localize_finding(analysis_of("gpu/gpt2_flash_grad").finding(RULE), "es")
     assert "torch.inference_mode()" in finding.fix and "nodos de autograd" in finding.message
+
+
+def test_says_memory_grows_only_where_steps_call_cudamalloc(analysis_of):
+    def malloc_steps(name):
+        calls = [float(e["ts"]) for e in raw.complete(name, "cuda_runtime", "cudaMalloc")]
+        return sum(any(float(s["ts"]) <= t < float(s["ts"]) + float(s["dur"]) for t in calls) for s in raw.steps(name))
+
+    decode, resnet = analysis_of("gpu/gpt2_flash_grad").finding(RULE), analysis_of("gpu/resnet50_grad").finding(RULE)
+    assert decode.record.malloc_steps == malloc_steps("gpu/gpt2_flash_grad") == 7  # the KV cache keeps each graph
+    assert malloc_steps("gpu/gpt2_flash_nograd") == 0
+    assert "memory grows" in decode.message and "aten::cat" in decode.message
+    assert resnet.record.malloc_steps == 0 and "memory grows" not in resnet.message

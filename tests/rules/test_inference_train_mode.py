@@ -43,9 +43,30 @@ def test_batch_norm_in_training_mode_during_inference(analysis_of):
     assert finding.record.dropouts_per_step == 0
     kernel_us = _kernel_us_under(name, norms, "batch_norm_transform_input") / steps
     assert finding.record.kernel_us_per_step == pytest.approx(kernel_us, rel=0.001)
-    assert finding.impact.us == pytest.approx(kernel_us * finding.record.busy_share, rel=0.01)
+    # BatchNorm's num_batches_tracked += 1 before each: aten::add_ on 0-d long tensors, none in eval
+    counters = [e for e in raw.in_steps(name, raw.complete(name, "cpu_op", "aten::add_"))
+                if all(d == [] for d in e["args"]["Input Dims"]) and e["args"]["Input type"][0] == "long int"]
+    assert finding.record.counter_updates_per_step == len(counters) / steps == 53
+    assert finding.impact.us == pytest.approx(kernel_us * finding.record.busy_share + finding.record.idle_us_per_step,
+                                              rel=0.01)
     assert finding.severity.value == "warning"
     assert "model.eval()" in finding.fix
+    analysis = analysis_of(name)
+    assert analysis.top_fix is finding  # wrong outputs first
+    assert analysis.finding("many-calls") is None  # the counters' add_ are this finding's
+
+
+def test_channels_last_leaves_out_the_training_only_kernels(analysis_of):
+    from pista.rules import inference_train_mode
+
+    facts = analysis_of("gpu/resnet50_train").facts
+    names = {facts.trace.event_name(int(k)) for k in inference_train_mode.training_kernels(facts)}
+    assert any("batch_norm_collect_statistics" in n for n in names)
+    assert not any("batch_norm_transform_input" in n for n in names)  # eval runs it too
+    train = analysis_of("gpu/resnet50_train").finding("channels-last")
+    twin = analysis_of("gpu/resnet50_nograd").finding("channels-last")
+    # what is left of the NCHW path is the eval twin's (the transposes, transform_input, pooling)
+    assert train.record.kernel_us == pytest.approx(twin.record.kernel_us, rel=0.1)
 
 
 def test_dropout_that_drops_during_decoding(analysis_of):
@@ -58,6 +79,14 @@ def test_dropout_that_drops_during_decoding(analysis_of):
     assert finding.record.idle_us_per_step > 0
     # a few kernels' GPU time: the dispatch idle makes the impact, and the wrong outputs the severity
     assert finding.severity.value == "warning"
+    # transformers hands SDPA the attention dropout in train(): dropout_p 0.1 in its Concrete Inputs
+    sdpa = [e for e in ops if e["name"] == "aten::scaled_dot_product_attention"
+            and float(e["args"]["Concrete Inputs"][4]) > 0]
+    assert finding.record.attention_dropouts_per_step == len(sdpa) / len(raw.steps(name)) == 12
+    assert finding.record.attention_dropout_p == pytest.approx(0.1)
+    # eval() sets dropout_p to 0, and SDPA then picks cuDNN attention here (gpu/gpt2_decode_nograd: cudnn-setup)
+    assert "sdpa_kernel" in finding.fix and "sdpa_kernel" in finding.advice
+    assert analysis_of("gpu/gpt2_decode_nograd").finding("cudnn-setup") is not None
 
 
 @pytest.mark.parametrize("name", ["gpu/resnet50_nograd", "gpu/gpt2_flash_nograd", "gpu/kv_flash", "gpu/resnet50_grad",

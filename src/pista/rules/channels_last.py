@@ -46,7 +46,16 @@ import numpy as np
 
 from pista.findings import Context, Finding, Record
 from pista.purpose import CODE, classify
-from pista.rules._common import device_ns_in_window, evidence, kernels, pattern_mask, short_name, us
+from pista.rules import inference_train_mode
+from pista.rules._common import (
+    device_ns_in_window,
+    evidence,
+    index_mask,
+    kernels,
+    pattern_mask,
+    short_name,
+    us,
+)
 
 ID = "channels-last"
 # The NCHW path's kernels, by kind, and the share of their time channels_last keeps, from the H200
@@ -103,6 +112,8 @@ def check(ctx: Context) -> list[Finding]:
     # the kernels the steps launched (their GPU tail included), or the window's without steps
     in_window = kernels(facts) & ((facts.event_step >= 0) if facts.steps else
                                   (trace.ts >= facts.window[0]) & (trace.ts < facts.window[1]))
+    # kernels only training mode runs in inference are inference-train-mode's: eval() removes them
+    in_window &= ~index_mask(facts, inference_train_mode.training_kernels(facts))
     device_ns = device_ns_in_window(facts)
     conv_ns = float(trace.dur[in_window & (classify(facts) == CODE["conv"])].sum())
     if conv_ns < MIN_CONV_SHARE * device_ns:

@@ -42,7 +42,15 @@ import numpy as np
 from pista.findings import Context, Finding, Record, steps_of
 from pista.opargs import SEQ_ODD, sequence_numbers
 from pista.rules import gpu_idle
-from pista.rules._common import PROFILER_HOST_INFLATION, evidence, inference_steps, new_shapes, step_ops, us
+from pista.rules._common import (
+    PROFILER_HOST_INFLATION,
+    evidence,
+    inference_steps,
+    name_mask,
+    new_shapes,
+    step_ops,
+    us,
+)
 from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "inference-grad-mode"
@@ -76,6 +84,7 @@ class InferenceGradMode(Record):
     inflation: float  # PROFILER_HOST_INFLATION
     top: tuple[BuildsNodes, ...]
     growing_op: str  # the op whose input grows step after step (a KV cache's aten::cat), "" for none
+    malloc_steps: int  # of the inference steps, those that call cudaMalloc (memory grows: a cache keeps the graph)
 
 
 class NodeOp(Record):
@@ -111,7 +120,8 @@ def check(ctx: Context) -> list[Finding]:
         ops_per_step=found.ops.size / found.read_steps, cost_us_per_step=us(found.cost_ns) / n,
         idle_us_per_step=us(found.idle.total) / n if facts.has_gpu else 0.0,
         capped=facts.has_gpu and found.idle.total < found.cost_ns, node_us=GRAD_NODE_US,
-        inflation=PROFILER_HOST_INFLATION, top=_top(facts, found), growing_op=new_shapes(facts)["new_shape_op"])
+        inflation=PROFILER_HOST_INFLATION, top=_top(facts, found), growing_op=new_shapes(facts)["new_shape_op"],
+        malloc_steps=_malloc_steps(facts))
     ev = [evidence(facts, int(i), NodeOp(int(s))) for i, s in _examples(facts, found)]
     return [Finding(ID, record, ctx.per_step(found.saving_ns), ev)]
 
@@ -165,6 +175,14 @@ def _per_op_idle(facts: Facts, steps: list[int]) -> Intervals:
         return book.per_op
     parts = [book.per_op.clip(facts.steps[k].start, facts.steps[k].end) for k in steps]
     return gpu_idle.union(np.concatenate([p.start for p in parts]), np.concatenate([p.end for p in parts]))
+
+
+def _malloc_steps(facts: Facts) -> int:
+    """The inference steps that call cudaMalloc: the caching allocator asks CUDA for more, step after
+    step, where memory grows (gpu/gpt2_flash_grad: 7 of 8; its inference_mode twin none)."""
+    steps = set(inference_steps(facts))
+    calls = np.flatnonzero(facts.is_host & name_mask(facts, {"cudaMalloc"}))
+    return len(steps & set(np.unique(facts.event_step[calls]).tolist())) if facts.steps else int(calls.size > 0)
 
 
 def _top(facts: Facts, found: _Found) -> tuple[BuildsNodes, ...]:

@@ -55,6 +55,9 @@ ID = "inference-train-mode"
 SEVERITY_EXCEPTION = "at least a warning: dropout and training-mode batch norm make inference outputs wrong"
 DROPOUT = frozenset({"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout", "aten::feature_alpha_dropout"})
 BATCH_NORM = frozenset({"aten::batch_norm"})
+SDPA = frozenset({"aten::scaled_dot_product_attention"})
+# scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+SDPA_DROPOUT_ARG = 4
 # aten::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
 TRAINING_ARG = 5
 # Kernels only training-mode batch norm runs: ATen's statistics pass (gpu/resnet50_train: 53 a step,
@@ -70,7 +73,10 @@ class InferenceTrainMode(Record):
     steps: int  # inference steps
     of_steps: int
     dropouts_per_step: float
+    attention_dropouts_per_step: float  # scaled_dot_product_attention calls with dropout_p > 0 (shapes recorded)
+    attention_dropout_p: float  # their dropout_p
     batch_norms_per_step: float
+    counter_updates_per_step: float  # num_batches_tracked += 1 before each training batch norm (shapes recorded)
     kernel_us_per_step: float  # the training-only kernels' GPU time
     busy_share: float
     idle_us_per_step: float  # the per-op GPU idle under the dropping dropouts (their dispatch)
@@ -91,7 +97,8 @@ def check(ctx: Context) -> list[Finding]:
     kernel_ns = float(facts.trace.dur[found.kernels].sum())
     record = InferenceTrainMode(
         steps=n, of_steps=len(facts.steps) or 1, dropouts_per_step=found.dropouts.size / n,
-        batch_norms_per_step=found.batch_norms.size / n, kernel_us_per_step=us(kernel_ns) / n,
+        attention_dropouts_per_step=found.attention.size / n, attention_dropout_p=found.attention_p,
+        batch_norms_per_step=found.batch_norms.size / n, counter_updates_per_step=found.counters.size / n, kernel_us_per_step=us(kernel_ns) / n,
         busy_share=ctx.busy_share, idle_us_per_step=us(found.idle.total) / n)
     impact = ctx.per_step(kernel_ns * ctx.busy_share + found.idle.total)
     ev = [evidence(facts, int(i), TrainingOp("dropout")) for i in found.dropouts[:EVIDENCE_OPS]]
@@ -106,7 +113,10 @@ class _Found:
     dropouts: np.ndarray  # the dropout ops that dropped (a child op under them)
     batch_norms: np.ndarray  # the batch norms in training mode
     kernels: np.ndarray  # the training-only kernels
-    idle: Intervals  # the per-op GPU idle under the dropping dropouts
+    idle: Intervals  # the per-op GPU idle under the dropping dropouts and the counter updates
+    attention: np.ndarray  # scaled_dot_product_attention calls with dropout_p > 0
+    attention_p: float
+    counters: np.ndarray  # the batch norms' num_batches_tracked += 1
 
 
 @per_facts
@@ -119,14 +129,24 @@ def _found(facts: Facts) -> _Found | None:
         ops &= np.isin(facts.event_step, steps)
     dropouts = _dropping(facts, ops)
     norms = _training_norms(facts, ops)
-    if dropouts.size == 0 and norms.size == 0:
+    attention, p = _attention_dropouts(facts, ops)
+    if dropouts.size == 0 and norms.size == 0 and attention.size == 0:
         return None
-    return _Found(len(steps), dropouts, norms, _training_kernels(facts, dropouts, norms), _idle_under(facts, dropouts))
+    counters = _counter_updates(facts, ops) if norms.size else np.empty(0, dtype=np.int64)
+    return _Found(len(steps), dropouts, norms, _training_kernels(facts, dropouts, norms),
+                  _idle_under(facts, np.concatenate([dropouts, counters])), attention, p, counters)
+
+
+def training_kernels(facts: Facts) -> np.ndarray:
+    """The kernels only training mode runs in these inference steps (none where the rule does not fire):
+    channels-last leaves them out, as model.eval() removes them whatever the layout."""
+    found = _found(facts)
+    return found.kernels if found is not None else np.empty(0, dtype=np.int64)
 
 
 def claimed_idle(facts: Facts) -> Intervals:
-    """The per-op GPU idle under the dropouts that drop (in eval they return their input at once):
-    overhead-bound, launch-bound and many-calls leave it out."""
+    """The per-op GPU idle under the dropouts that drop (in eval they return their input at once) and
+    the batch norms' counter updates: overhead-bound, launch-bound and many-calls leave it out."""
     found = _found(facts)
     return found.idle if found is not None else gpu_idle.union(np.empty(0), np.empty(0))
 
@@ -146,6 +166,37 @@ def _dropping(facts: Facts, ops: np.ndarray) -> np.ndarray:
     children = np.flatnonzero(facts.is_host & facts.trace.category_mask({"cpu_op"}))
     parents = np.unique(facts.parent[children])
     return candidates[np.isin(candidates, parents)]
+
+
+def _attention_dropouts(facts: Facts, ops: np.ndarray) -> tuple[np.ndarray, float]:
+    """The scaled_dot_product_attention calls with dropout_p > 0 (from their recorded Concrete Inputs;
+    transformers passes the attention dropout there in train()), and their largest dropout_p."""
+    idx = np.flatnonzero(ops & name_mask(facts, SDPA))
+    keep, top = [], 0.0
+    for i, a in zip(idx.tolist(), op_args(facts, idx.tolist()), strict=True):
+        concrete = a.concrete if a is not None else None
+        p = _number(concrete[SDPA_DROPOUT_ARG]) if isinstance(concrete, list) and len(concrete) > SDPA_DROPOUT_ARG else 0.0
+        if p > 0:
+            keep.append(i)
+            top = max(top, p)
+    return np.asarray(keep, dtype=np.int64), top
+
+
+def _number(text: object) -> float:
+    try:
+        return float(str(text))
+    except ValueError:
+        return 0.0
+
+
+def _counter_updates(facts: Facts, ops: np.ndarray) -> np.ndarray:
+    """BatchNorm's `num_batches_tracked += 1` in training mode: aten::add_ on a 0-d long tensor (with
+    shapes recorded), one before each training batch norm (gpu/resnet50_train: 53 a step, none in eval)."""
+    idx = np.flatnonzero(ops & name_mask(facts, {"aten::add_"}))
+    keep = [i for i, a in zip(idx.tolist(), op_args(facts, idx.tolist()), strict=True)
+            if a is not None and isinstance(a.dims, list) and a.dims and all(d == [] for d in a.dims)
+            and isinstance(a.types, list) and a.types[:1] == ["long int"]]
+    return np.asarray(keep, dtype=np.int64)
 
 
 def _training_norms(facts: Facts, ops: np.ndarray) -> np.ndarray:

@@ -21,14 +21,14 @@ def message(r: InferenceGradMode) -> str:
             f"{cap}; and the forward keeps every activation it saves for a backward that never runs{_cache(r)}. "
             "On the H200, unprofiled, inference_mode took GPT-2 decoding "
             "from 6.21 to 4.94 ms a token and ResNet-50 at batch 32 from 5.20 to 4.22 ms a step (19-20%), and "
-            "ResNet-50's peak memory from 1434 to 267 MiB.")
+            "ResNet-50's peak memory from 1434 to 267 MiB (GPT-2's 375 to 359).")
 
 
 def _cache(r: InferenceGradMode) -> str:
-    if not r.growing_op:
+    if not r.growing_op or 2 * r.malloc_steps < r.steps:
         return ""
-    return (f" ({r.growing_op}'s input grows step after step: a cache kept across steps carries the graph of every "
-            "earlier step)")
+    return (f" (memory grows: {r.malloc_steps} of {r.steps} steps call cudaMalloc, and {r.growing_op}'s input grows "
+            "step after step: a cache kept across steps carries the autograd graph of every earlier step)")
 
 
 def advice(r: InferenceGradMode) -> str:

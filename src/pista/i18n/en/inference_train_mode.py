@@ -12,6 +12,9 @@ def _what(r: InferenceTrainMode) -> str:
     parts = []
     if r.dropouts_per_step:
         parts.append(f"{r.dropouts_per_step:.0f} dropouts a step still drop (their outputs are random)")
+    if r.attention_dropouts_per_step:
+        parts.append(f"{r.attention_dropouts_per_step:.0f} scaled_dot_product_attention calls a step drop attention "
+                     f"weights (dropout_p={r.attention_dropout_p:g})")
     if r.batch_norms_per_step:
         parts.append(f"{r.batch_norms_per_step:.0f} batch norms a step normalise with the batch's own statistics and "
                      "overwrite their running mean and variance")
@@ -25,22 +28,33 @@ def message(r: InferenceTrainMode) -> str:
 
 
 def _idle(r: InferenceTrainMode) -> str:
-    return f", and the GPU idles {t(r.idle_us_per_step)} a step while the dropouts dispatch" if r.idle_us_per_step else ""
+    if not r.idle_us_per_step:
+        return ""
+    what = " and ".join(w for w, n in (("the dropouts", r.dropouts_per_step),
+                                       (f"{r.counter_updates_per_step:.0f} num_batches_tracked updates",
+                                        r.counter_updates_per_step)) if n)
+    return f", and the GPU idles {t(r.idle_us_per_step)} a step while {what} dispatch"
 
 
 def advice(r: InferenceTrainMode) -> str:
+    sdpa = (" Once eval() sets dropout_p to 0, scaled_dot_product_attention may pick cuDNN attention, which builds a "
+            "graph for every new sequence length (cudnn-setup): pin it to flash/efficient with "
+            "torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION])."
+            if r.attention_dropouts_per_step else "")
     return ("Call model.eval() before the inference loop (and model.train() before training resumes); "
-            "torch.inference_mode() and torch.no_grad() do not switch dropout or batch norm off.")
+            "torch.inference_mode() and torch.no_grad() do not switch dropout or batch norm off." + sdpa)
 
 
 def fix(r: InferenceTrainMode) -> str:
-    return "the model runs inference in train() mode (dropout, batch-norm statistics): call model.eval() first."
+    sdpa = (", and pin SDPA to flash/efficient (sdpa_kernel): with dropout_p=0 it may pick cuDNN attention"
+            if r.attention_dropouts_per_step else "")
+    return f"the model runs inference in train() mode (dropout, batch-norm statistics): call model.eval() first{sdpa}."
 
 
 def basis(r: InferenceTrainMode) -> str:
     return (f"the GPU time of the kernels only training mode runs (dropout's, batch norm's statistics), times the "
-            f"{100 * r.busy_share:.0f}% of the window the GPU is busy, plus the GPU idle under the dropouts while they "
-            "dispatch; at least a warning, as the outputs are wrong")
+            f"{100 * r.busy_share:.0f}% of the window the GPU is busy, plus the GPU idle while the dropouts and batch "
+            "norm's num_batches_tracked updates dispatch; at least a warning, and first, as the outputs are wrong")
 
 
 NOTES = {

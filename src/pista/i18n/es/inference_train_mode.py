@@ -14,6 +14,9 @@ def _what(r: InferenceTrainMode) -> str:
     parts = []
     if r.dropouts_per_step:
         parts.append(f"{r.dropouts_per_step:.0f} dropouts por paso siguen descartando (sus salidas son aleatorias)")
+    if r.attention_dropouts_per_step:
+        parts.append(f"{r.attention_dropouts_per_step:.0f} llamadas a scaled_dot_product_attention por paso descartan "
+                     f"pesos de atención (dropout_p={r.attention_dropout_p:g})")
     if r.batch_norms_per_step:
         parts.append(f"{r.batch_norms_per_step:.0f} batch norms por paso normalizan con las estadísticas del propio "
                      "lote y sobrescriben su media y varianza acumuladas")
@@ -29,25 +32,35 @@ def message(r: InferenceTrainMode) -> str:
 
 
 def _idle(r: InferenceTrainMode) -> str:
-    return (f", y la GPU está inactiva {t(r.idle_us_per_step)} por paso mientras se despachan los dropouts"
-            if r.idle_us_per_step else "")
+    if not r.idle_us_per_step:
+        return ""
+    what = " y ".join(w for w, n in (("los dropouts", r.dropouts_per_step),
+                                     (f"{r.counter_updates_per_step:.0f} actualizaciones de num_batches_tracked",
+                                      r.counter_updates_per_step)) if n)
+    return f", y la GPU está inactiva {t(r.idle_us_per_step)} por paso mientras se despachan {what}"
 
 
 def advice(r: InferenceTrainMode) -> str:
+    sdpa = (" Cuando eval() pone dropout_p a 0, scaled_dot_product_attention puede elegir la atención de cuDNN, que "
+            "construye un grafo por cada longitud de secuencia nueva (cudnn-setup): fíjala a flash/efficient con "
+            "torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION])."
+            if r.attention_dropouts_per_step else "")
     return ("Llama a model.eval() antes del bucle de inferencia (y a model.train() antes de volver a entrenar); "
-            "torch.inference_mode() y torch.no_grad() no desactivan dropout ni batch norm.")
+            "torch.inference_mode() y torch.no_grad() no desactivan dropout ni batch norm." + sdpa)
 
 
 def fix(r: InferenceTrainMode) -> str:
+    sdpa = (", y fija SDPA a flash/efficient (sdpa_kernel): con dropout_p=0 puede elegir la atención de cuDNN"
+            if r.attention_dropouts_per_step else "")
     return ("el modelo hace inferencia en modo train() (dropout, estadísticas de batch norm): llama antes a "
-            "model.eval().")
+            f"model.eval(){sdpa}.")
 
 
 def basis(r: InferenceTrainMode) -> str:
     return (f"el tiempo de GPU de los kernels que solo corren en modo entrenamiento (los de dropout, las estadísticas "
             f"de batch norm), por el {100 * r.busy_share:.0f}% de la ventana en que la GPU está ocupada, más la "
-            "inactividad de la GPU bajo los dropouts mientras se despachan; al menos un aviso, porque las salidas son "
-            "incorrectas")
+            "inactividad de la GPU mientras se despachan los dropouts y las actualizaciones de num_batches_tracked de "
+            "batch norm; al menos un aviso, y primero, porque las salidas son incorrectas")
 
 
 NOTES = {
