@@ -13,16 +13,20 @@ training-only kernels cost GPU time besides.
 
 Example:
 gpu/resnet50_train (ResNet-50 bf16, batch 32, under torch.inference_mode(), H200): 53 batch norms a
-step in training mode, their statistics kernels 1.7 ms of GPU time a step (the eval twin
-gpu/resnet50_nograd runs none). gpu/gpt2_decode_train (GPT-2 decoding): 25 dropouts a token.
+step in training mode, their statistics kernels 1.8 ms of GPU time a step (the eval twin
+gpu/resnet50_nograd runs none); unprofiled (gpu/train_time.py) eval() took the step from 6.22 to 4.84
+ms. gpu/gpt2_decode_train (GPT-2 decoding): 25 dropouts and 12 attention dropouts a token; eval() took
+the token from 7.24 to 6.57 ms with SDPA pinned to flash, but unpinned, dropout_p=0 lets SDPA pick
+cuDNN attention, a graph per KV length (gpu/gpt2_decode_nograd, cudnn-setup).
 
 Impact:
 The GPU time of the training-only kernels (the active dropouts' kernels, batch norm's statistics and
 running-stat updates), times the busy share, plus the per-op GPU idle under the dropouts that drop
-(their dispatch, where the host is the limit; overhead-bound, launch-bound and many-calls leave it to
-this rule, `claimed_idle`): a lower bound (cuDNN's training batch-norm kernel does
-both jobs in one, not counted). The wrong outputs are why it is at least a warning, whatever it
-costs (SEVERITY_EXCEPTION).
+(their dispatch, where the host is the limit; overhead-bound, launch-bound and many-calls leave it
+to this rule, `claimed_idle`): a lower bound (cuDNN's training batch-norm kernel does both jobs in
+one, not counted). gpu/resnet50_train 1.2 ms, gpu/gpt2_decode_train 1.5 ms a step (measured
+unprofiled: 1.34 and 0.66 ms). The wrong outputs are why it is at least a warning, whatever it costs
+(SEVERITY_EXCEPTION).
 
 Fix:
 Call `model.eval()` before the inference loop (and `model.train()` again before training resumes).
@@ -85,7 +89,7 @@ class InferenceTrainMode(Record):
 class TrainingOp(Record):
     """Note on an op that ran in training mode."""
 
-    kind: str  # "dropout" or "batch_norm"
+    kind: str  # "dropout", "attention" (SDPA with dropout_p > 0) or "batch_norm"
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -98,10 +102,12 @@ def check(ctx: Context) -> list[Finding]:
     record = InferenceTrainMode(
         steps=n, of_steps=len(facts.steps) or 1, dropouts_per_step=found.dropouts.size / n,
         attention_dropouts_per_step=found.attention.size / n, attention_dropout_p=found.attention_p,
-        batch_norms_per_step=found.batch_norms.size / n, counter_updates_per_step=found.counters.size / n, kernel_us_per_step=us(kernel_ns) / n,
+        batch_norms_per_step=found.batch_norms.size / n, counter_updates_per_step=found.counters.size / n,
+        kernel_us_per_step=us(kernel_ns) / n,
         busy_share=ctx.busy_share, idle_us_per_step=us(found.idle.total) / n)
     impact = ctx.per_step(kernel_ns * ctx.busy_share + found.idle.total)
     ev = [evidence(facts, int(i), TrainingOp("dropout")) for i in found.dropouts[:EVIDENCE_OPS]]
+    ev += [evidence(facts, int(i), TrainingOp("attention")) for i in found.attention[:EVIDENCE_OPS]]
     ev += [evidence(facts, int(i), TrainingOp("batch_norm")) for i in found.batch_norms[:EVIDENCE_OPS]]
     severity = severity_of(impact.share)
     return [Finding(ID, record, impact, ev, severity=Severity.WARNING if severity == Severity.INFO else severity)]
@@ -175,7 +181,8 @@ def _attention_dropouts(facts: Facts, ops: np.ndarray) -> tuple[np.ndarray, floa
     keep, top = [], 0.0
     for i, a in zip(idx.tolist(), op_args(facts, idx.tolist()), strict=True):
         concrete = a.concrete if a is not None else None
-        p = _number(concrete[SDPA_DROPOUT_ARG]) if isinstance(concrete, list) and len(concrete) > SDPA_DROPOUT_ARG else 0.0
+        recorded = isinstance(concrete, list) and len(concrete) > SDPA_DROPOUT_ARG
+        p = _number(concrete[SDPA_DROPOUT_ARG]) if recorded else 0.0
         if p > 0:
             keep.append(i)
             top = max(top, p)

@@ -58,5 +58,5 @@ def basis(r: InferenceTrainMode) -> str:
 
 
 NOTES = {
-    TrainingOp: lambda n: "dropout that drops (train mode)" if n.kind == "dropout" else "batch norm in training mode",
+    TrainingOp: lambda n: {"dropout": "dropout that drops (train mode)", "attention": "attention with dropout_p > 0 (train mode)"}.get(n.kind, "batch norm in training mode"),
 }

@@ -64,8 +64,7 @@ def basis(r: InferenceTrainMode) -> str:
 
 
 NOTES = {
-    TrainingOp: lambda n: ("dropout que descarta (modo train)" if n.kind == "dropout"
-                           else "batch norm en modo entrenamiento"),
+    TrainingOp: lambda n: {"dropout": "dropout que descarta (modo train)", "attention": "atención con dropout_p > 0 (modo train)"}.get(n.kind, "batch norm en modo entrenamiento"),
 }
 
 DOCS = """Qué:
@@ -83,18 +82,22 @@ acumuladas que aprendió el modelo. `torch.inference_mode()` y `torch.no_grad()`
 
 Ejemplo:
 gpu/resnet50_train (ResNet-50 bf16, lote 32, bajo torch.inference_mode(), H200): 53 batch norms por
-paso en modo entrenamiento, sus kernels de estadísticas 1.7 ms de GPU por paso (el gemelo en eval
-gpu/resnet50_nograd no ejecuta ninguno). gpu/gpt2_decode_train (decodificación de GPT-2): 25 dropouts
-por token.
+paso en modo entrenamiento, sus kernels de estadísticas 1.8 ms de GPU por paso (el gemelo en eval
+gpu/resnet50_nograd no ejecuta ninguno); sin profiler (gpu/train_time.py) eval() llevó el paso de 6.22
+a 4.84 ms. gpu/gpt2_decode_train (decodificación de GPT-2): 25 dropouts y 12 dropouts de atención por
+token; eval() llevó el token de 7.24 a 6.57 ms con SDPA fijado a flash, pero sin fijarlo dropout_p=0
+deja que SDPA elija la atención de cuDNN, un grafo por longitud de KV (gpu/gpt2_decode_nograd,
+cudnn-setup).
 
 Impacto:
-El tiempo de GPU de los kernels que solo corren en modo entrenamiento (los de los dropouts activos, las
-estadísticas de batch norm y la actualización de las acumuladas), por la fracción ocupada de la GPU,
-más la inactividad de la GPU por operación bajo los dropouts que descartan (su despacho, donde el host
-es el límite; overhead-bound, launch-bound y many-calls se la dejan a esta regla, `claimed_idle`): una
-cota inferior (el kernel de entrenamiento de batch norm de cuDNN hace ambas cosas en uno, y no
-cuenta). Las salidas incorrectas son la razón de que sea al menos un aviso, cueste lo que cueste
-(SEVERITY_EXCEPTION).
+El tiempo de GPU de los kernels que solo corren en modo entrenamiento (los de los dropouts activos,
+las estadísticas de batch norm y la actualización de las acumuladas), por la fracción ocupada de la
+GPU, más la inactividad de la GPU por operación bajo los dropouts que descartan (su despacho, donde
+el host es el límite; overhead-bound, launch-bound y many-calls se la dejan a esta regla,
+`claimed_idle`): una cota inferior (el kernel de entrenamiento de batch norm de cuDNN hace ambas
+cosas en uno, y no cuenta). gpu/resnet50_train 1.2 ms, gpu/gpt2_decode_train 1.5 ms por paso (medido
+sin profiler: 1.34 y 0.66 ms). Las salidas incorrectas son la razón de que sea al menos un aviso,
+cueste lo que cueste (SEVERITY_EXCEPTION).
 
 Solución:
 Llama a `model.eval()` antes del bucle de inferencia (y a `model.train()` de nuevo antes de volver a
