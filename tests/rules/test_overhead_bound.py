@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import raw
 from raw import idle_in_steps, intersect, merge, subtract, total  # noqa: F401
 
 SYNCS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
@@ -90,10 +91,35 @@ def test_the_idle_after_the_syncs_is_left_to_host_sync(analysis_of):
     assert finding.impact.us + finding.record.elsewhere.sync_us == pytest.approx(
         total(idle_in_steps(name)) / 3, rel=1e-3)
     assert sync.impact.us == pytest.approx(finding.record.elsewhere.sync_us, rel=0.05, abs=1.0)
-    # the fix puts the syncs first: a CUDA graph cannot capture a .item()
+    # the fix puts the mid-step syncs first: a CUDA graph cannot capture a .item(); the last one reads the
+    # step's result back after its last kernel, and stays outside a graph of what comes before
     assert finding.record.syncs_per_step == 8 and finding.record.sync_op == "aten::item"
-    assert "remove the 8 aten::item sync(s) per step" in finding.fix
+    assert finding.record.end_syncs_per_step == _syncs_after_last_kernel(name) / 3 == 1
+    assert "remove the 7 aten::item sync(s) per step" in finding.fix
     assert "host-sync" in finding.advice
+
+
+def _syncs_after_last_kernel(name: str) -> int:
+    """cudaStreamSynchronize calls after the last launch of a kernel in their step."""
+    kernel_links = {k["args"]["correlation"] for k in raw.complete(name, "kernel")}
+    runtime = raw.complete(name, "cuda_runtime")
+    count = 0
+    for s in raw.steps(name):
+        lo, hi = float(s["ts"]), float(s["ts"]) + float(s["dur"])
+        launches = [float(e["ts"]) for e in runtime if lo <= float(e["ts"]) < hi
+                    and e.get("args", {}).get("correlation") in kernel_links]
+        count += sum(1 for e in runtime if e["name"] == "cudaStreamSynchronize" and lo <= float(e["ts"]) < hi
+                     and float(e["ts"]) > max(launches))
+    return count
+
+
+def test_a_result_read_back_after_the_last_kernel_is_not_removed_first(analysis_of):
+    # gpu/resnet50_nograd: one argmax().item() a step, after every kernel of the forward
+    name = "gpu/resnet50_nograd"
+    finding = analysis_of(name).finding("overhead-bound")
+    assert finding.record.end_syncs_per_step == finding.record.syncs_per_step == 1
+    assert _syncs_after_last_kernel(name) == len(raw.steps(name))
+    assert "up to its aten::item" in finding.fix and "remove the" not in finding.fix
 
 
 def test_a_data_loading_region_is_not_per_op_overhead(analysis_of):

@@ -50,6 +50,7 @@ from pista.rules._common import (
     SYNC_NAMES,
     first_calls,
     kernel_launches,
+    kernels,
     mark_ancestors,
     memcpys,
     name_mask,
@@ -182,6 +183,9 @@ class Ledger:
     regions: list[SlowRegion]
     syncs_per_step: float  # sync calls under an op inside the steps
     sync_op: str  # the op that makes most of them ("" for none)
+    # of them, those after the step's last kernel launch: the step's result read back (a decoding loop's
+    # next token, gpu/resnet50_grad's argmax), which a CUDA graph of what comes before leaves outside
+    end_syncs_per_step: float
 
     def total(self, cause: str) -> int:
         return self.claims[cause].total
@@ -240,9 +244,22 @@ def ledger(facts: Facts) -> Ledger | None:
     op_syncs = op_syncs[_under_op(facts, op_syncs)]
     names = trace.name[outermost_ops(facts, op_syncs)]
     sync_op = trace.names[int(np.bincount(names).argmax())] if names.size else ""
+    steps = len(facts.steps) or 1
     out = Ledger(device, idle, intersect(idle, sync), claims, sources, rest, regions,
-                 op_syncs.size / (len(facts.steps) or 1), sync_op)
+                 op_syncs.size / steps, sync_op, int(_after_last_kernel(facts, op_syncs).sum()) / steps)
     return out
+
+
+def _after_last_kernel(facts: Facts, calls: np.ndarray) -> np.ndarray:
+    """Per call: whether it comes after the last kernel launch of its step (of the window without steps)."""
+    trace = facts.trace
+    launched = facts.launcher[np.flatnonzero(kernels(facts) & (facts.launcher >= 0))]
+    if launched.size == 0:
+        return np.ones(calls.size, dtype=bool)
+    slot = (facts.event_step + 1) if facts.steps else np.zeros(len(trace), dtype=np.int64)
+    last = np.full(len(facts.steps) + 1, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(last, slot[launched], trace.ts[launched])
+    return trace.ts[calls] > last[slot[calls]]
 
 
 def _under_op(facts: Facts, idx: np.ndarray) -> np.ndarray:

@@ -115,6 +115,7 @@ class OverheadBound(Record):
     top_ops: tuple[IdleUnderOp, ...]
     syncs_per_step: float  # sync calls under ops inside the steps (host-sync's, pageable-memcpy's)
     sync_op: str  # the op that makes most of them
+    end_syncs_per_step: float  # of them, those after the step's last kernel launch (its result read back)
     near_threshold: bool
     record_shapes: bool
     with_stack: bool
@@ -198,7 +199,8 @@ def check(ctx: Context) -> list[Finding]:
             calls_us=us(calls.total) / n, others_us=us(sum(others.values())) / n, others=tuple(others)),
         between_ops_us_per_step=us(between.total) / n, engine_us_per_step=us(engine.total) / n,
         compiled_us_per_step=us(compiled.total) / n,
-        top_ops=top, syncs_per_step=book.syncs_per_step, sync_op=book.sync_op, near_threshold=bool(near),
+        top_ops=top, syncs_per_step=book.syncs_per_step, sync_op=book.sync_op,
+        end_syncs_per_step=book.end_syncs_per_step, near_threshold=bool(near),
         record_shapes=shapes, with_stack=stack, unprofiled_us_per_step=unprofiled,
         where=_where(compiled.total, others.get(compile_overhead.ID, 0), between.total, rest.total),
         **new_shapes(facts))
