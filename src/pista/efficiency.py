@@ -430,6 +430,14 @@ ELEMENT_BYTES = {"double": 8, "float": 4, "c10::BFloat16": 2, "c10::Half": 2, "l
 WRITE_ONLY_OPS = frozenset({"aten::zero_", "aten::fill_", "aten::zeros", "aten::ones", "aten::full",
                             "aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::normal_",
                             "aten::uniform_", "aten::random_"})
+# Normalisations, forward and backward: their kernels count as reductions (the statistics), but the op
+# writes an output (or input gradient) the size of its input (gpu/resnet50_nograd's batch_norm_transform_input: ~1.4 GB a step read and written,
+# 1.3 TB/s, not the 0.5 TB/s a read-only count made of it).
+NORMALIZING_OPS = frozenset({"aten::native_batch_norm", "aten::cudnn_batch_norm", "aten::miopen_batch_norm",
+                             "aten::_native_batch_norm_legit", "aten::_native_batch_norm_legit_no_training",
+                             "aten::native_layer_norm", "aten::native_group_norm", "aten::_fused_rms_norm",
+                             "aten::native_batch_norm_backward", "aten::cudnn_batch_norm_backward",
+                             "aten::native_layer_norm_backward", "aten::native_group_norm_backward"})
 # Purposes whose kernels stream memory: their bytes (inputs read, one output written) rate them.
 MEMORY_PURPOSES = frozenset({"elementwise", "cast", "reduction", "copy", "memset"})
 
@@ -470,7 +478,8 @@ def _byte_plan(facts: Facts) -> _BytePlan:
     kernels = np.flatnonzero(wanted & facts.is_device_work & trace.category_mask({"kernel"}) & (facts.owner >= 0))
     picked, ops = _longest_per_op(facts, kernels) if kernels.size else (kernels, kernels)
     fill = np.array([n in WRITE_ONLY_OPS for n in trace.names], dtype=bool)[trace.name[ops]]
-    return _BytePlan(transfers, picked, ops, fill, codes[picked] == CODE["reduction"])
+    normalizes = np.array([n in NORMALIZING_OPS for n in trace.names], dtype=bool)[trace.name[ops]]
+    return _BytePlan(transfers, picked, ops, fill, (codes[picked] == CODE["reduction"]) & ~normalizes)
 
 
 def _traffic(facts: Facts, events: np.ndarray) -> dict[int, float]:

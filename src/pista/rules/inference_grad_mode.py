@@ -11,7 +11,7 @@ more time a call where the host is the limit (decoding, small batches) and more 
 `model.eval()` does not turn it off; `generate()` in transformers does, a hand-written loop does not.
 
 Example:
-gpu/gpt2_flash_grad (GPT-2 124M, batch-1 decoding, H200): 443 nodes a token; the KV cache carries
+gpu/gpt2_flash_grad (GPT-2 124M, batch-1 decoding, H200): 444 nodes a token; the KV cache carries
 the autograd history of every earlier token, so memory grows token after token (allocator-churn).
 Unprofiled, in one process (gpu/grad_time.py), torch.inference_mode() took the token from 6.21 to 4.94
 ms, and ResNet-50 bf16 inference from 5.20 to 4.22 ms (batch 32) and 7.67 to 6.29 ms (batch 8), and
@@ -19,9 +19,9 @@ ResNet-50's peak memory from 1434 to 267 MiB and 426 to 130 MiB.
 
 Impact:
 Per step, the nodes times GRAD_NODE_US (the median of the twins' saving per node: GPT-2 2.75 µs,
-ResNet-50 5.7 and 8.2) times the profiler's inflation of host time (PROFILER_HOST_INFLATION, 2, as
+ResNet-50 5.6 and 8.2) times the profiler's inflation of host time (PROFILER_HOST_INFLATION, 2, as
 overhead-bound takes it), at most the step's per-op GPU idle (what the host's dispatch holds up)
-where a GPU ran. gpu/gpt2_flash_grad 5.1 ms of an 18.6 ms token; gpu/resnet50_grad 2.0 ms of a 22.4
+where a GPU ran. gpu/gpt2_flash_grad 5.0 ms of an 18.6 ms token; gpu/resnet50_grad 2.0 ms of a 22.4
 ms step (the profiled twins differ by about 9 ms, part of it the two processes' machine; unprofiled
 each saved 19-20%). The memory is not in the impact (a trace without memory events cannot show it).
 overhead-bound, launch-bound and many-calls leave this idle to this rule (`claimed_idle`). Under 1%
@@ -55,9 +55,9 @@ from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "inference-grad-mode"
 # Host time a node costs unprofiled, the median of gpu/grad_time.py's three paired runs: ResNet-50
-# batch 32 1.00 ms a step for 176 nodes (5.7 µs); GPT-2 decoding 1.22 ms a token for 443 (2.75 µs),
+# batch 32 1.00 ms a step for 177 nodes (5.6 µs); GPT-2 decoding 1.22 ms a token for 444 (2.75 µs),
 # ResNet-50 batch 8 1.44 ms (8.2 µs). Each saved 19-20% of the unprofiled step.
-GRAD_NODE_US = 5.7
+GRAD_NODE_US = 5.6
 MIN_STEP_SHARE = 0.01  # REVIEW.md: under 1% of the step is noise
 # Ops whose Sequence numbers are read (args from the file): whole inference steps up to this many ops
 # give the nodes a step; the steps are alike, and a long inference trace need not be read whole.
@@ -152,7 +152,7 @@ def _found(facts: Facts) -> _Found | None:
         has = step_seqs > SEQ_ODD
         read.append(idx[has])
         seqs.append(step_seqs[has])
-        nodes += max(0, np.unique(step_seqs[has]).size - 1)  # a number moves on once per node built
+        nodes += _nodes(step_seqs[has])
         if sum(r.size for r in read) >= MAX_OPS:
             break
     if nodes == 0:
@@ -163,6 +163,14 @@ def _found(facts: Facts) -> _Found | None:
     if steps_of(facts).per_step(saving).share < MIN_STEP_SHARE:
         return None
     return _Found(len(steps), len(read), np.concatenate(read), np.concatenate(seqs), nodes, cost, idle, saving)
+
+
+def _nodes(seqs: np.ndarray) -> int:
+    """The nodes a step's ops built: the number moves on once per node, so each distinct number is one
+    (the step's last op builds one as a rule: gpu/profiler_first_step's numbers advance 96 a step); one
+    number alone is ops on tensors that need no grad (seed_mm64_warm: 3 ops, one number, no node)."""
+    distinct = np.unique(seqs).size
+    return distinct if distinct > 1 else 0
 
 
 def _per_op_idle(facts: Facts, steps: list[int]) -> Intervals:

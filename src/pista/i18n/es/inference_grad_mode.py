@@ -70,7 +70,7 @@ corre, hasta que su salida se libera: más tiempo por llamada donde el host es e
 `generate()` de transformers sí, un bucle escrito a mano no.
 
 Ejemplo:
-gpu/gpt2_flash_grad (GPT-2 124M, decodificación con lote 1, H200): 443 nodos por token; la caché KV
+gpu/gpt2_flash_grad (GPT-2 124M, decodificación con lote 1, H200): 444 nodos por token; la caché KV
 arrastra la historia de autograd de cada token anterior, así que la memoria crece token a token
 (allocator-churn). Sin profiler,
 en un mismo proceso (gpu/grad_time.py), torch.inference_mode() llevó el token de 6.21 a 4.94 ms, y la
@@ -79,9 +79,9 @@ máxima de 1434 a 267 MiB y de 426 a 130 MiB.
 
 Impacto:
 Por paso, los nodos por GRAD_NODE_US (la mediana del ahorro por nodo de los gemelos: GPT-2 2.75 µs,
-ResNet-50 5.7 y 8.2) por la inflación del tiempo de host del profiler
+ResNet-50 5.6 y 8.2) por la inflación del tiempo de host del profiler
 (PROFILER_HOST_INFLATION, 2, como la toma overhead-bound), como mucho la inactividad de la GPU por
-operación del paso (lo que retiene el despacho del host) donde hubo GPU. gpu/gpt2_flash_grad 5.1 ms
+operación del paso (lo que retiene el despacho del host) donde hubo GPU. gpu/gpt2_flash_grad 5.0 ms
 de un token de 18.6 ms; gpu/resnet50_grad 2.0 ms de un paso de 22.4 ms (los gemelos perfilados
 difieren unos 9 ms, parte por la máquina de cada proceso; sin profiler cada uno ahorró un 19-20%). La memoria no entra en el
 impacto (una traza sin eventos de memoria no la muestra). overhead-bound, launch-bound y many-calls
