@@ -96,3 +96,12 @@ def test_says_memory_grows_only_where_steps_call_cudamalloc(analysis_of):
     assert malloc_steps("gpu/gpt2_flash_nograd") == 0
     assert "memory grows" in decode.message and "aten::cat" in decode.message
     assert resnet.record.malloc_steps == 0 and "memory grows" not in resnet.message
+
+
+def test_bert_captured_by_pista_profile(analysis_of):
+    # an architecture the rule was not tuned on (an encoder, exact GELU, pista's own capture)
+    name = "gpu/bert_as_written"
+    finding = analysis_of(name).finding(RULE)
+    assert finding.record.nodes_per_step == pytest.approx(_nodes_per_step(name))
+    assert finding.severity.value == "critical"
+    assert analysis_of("gpu/bert_fixed").finding(RULE) is None

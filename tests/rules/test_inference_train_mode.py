@@ -109,3 +109,14 @@ def test_the_per_op_rules_leave_the_dropouts_idle(analysis_of):
 def test_spanish(analysis_of):
     finding = localize_finding(analysis_of("gpu/resnet50_train").finding(RULE), "es")
     assert "model.eval()" in finding.fix and "estadísticas" in finding.message
+
+
+def test_bert_left_in_train_mode(analysis_of):
+    # BERT built and called as it is: train() by default, its dropouts drop (pista profile's capture)
+    name = "gpu/bert_as_written"
+    finding = analysis_of(name).finding(RULE)
+    ops = raw.in_steps(name, raw.complete(name, "cpu_op"))
+    native = [e for e in ops if e["name"] == "aten::native_dropout"]
+    assert finding.record.dropouts_per_step == len(native) / len(raw.steps(name))
+    assert analysis_of(name).top_fix is finding
+    assert analysis_of("gpu/bert_fixed").finding(RULE) is None

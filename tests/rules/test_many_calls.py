@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import raw
 from raw import idle_in_steps, intersect, merge, subtract, total  # noqa: F401
 
 from pista.findings import analyze
@@ -126,3 +127,22 @@ def test_every_field_in_spanish(analysis_of):
         assert getattr(es, part) and getattr(es, part) != getattr(en, part), part
     assert all(e.note for e in es.evidence)
     assert [e.note for e in es.evidence] != [e.note for e in en.evidence]
+
+
+def test_a_models_own_layers_are_not_a_loop(analysis_of):
+    # gpu/bert_as_written: BERT-base's 74 aten::linear a step are its 12 blocks' layers, spread through the
+    # forward between ever different ops; their per-op cost is overhead-bound's and launch-bound's
+    from collections import Counter
+
+    from rules.test_tanh_gelu import _outer_ops
+
+    name = "gpu/bert_as_written"
+    ops = _outer_ops(name)
+    calls = [k for k, e in enumerate(ops) if e["name"] == "aten::linear"]
+    assert len(calls) / len(raw.steps(name)) == 74
+    between = Counter(tuple(e["name"] for e in ops[a + 1:b]) for a, b in zip(calls, calls[1:], strict=False))
+    assert between.most_common(1)[0][1] < 0.6 * sum(between.values())
+    assert analysis_of(name).finding("many-calls") is None
+    # a loop over slices still is one: the same aten::select between every two matmuls
+    loop = analysis_of("gpu/python_loop_cpu").finding("many-calls")
+    assert loop is not None and loop.record.calls[0].source == "loop"

@@ -35,6 +35,7 @@ CUDA graph so the per-call host cost disappears (already-compiled code: the CUDA
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,8 +48,10 @@ from pista.rules._common import (
     device_time_under,
     evidence,
     first_calls,
+    index_mask,
     mark_ancestors,
     nearest_in,
+    outer_ops,
     pattern_mask,
     us,
 )
@@ -79,6 +82,10 @@ MIN_SHARE = 0.01
 # keeping the weights in the compute dtype removes them.
 MAX_NESTED = 0.5
 MAX_OPS = 4  # ops listed in the finding; more would be noise
+# A loop's calls have the same ops between them this often (python_loop_cpu: 127 of 127 gaps; the
+# aten::linear of gpu/bert_as_written's 12 blocks: query, key, value, output and two feed-forward
+# layers apart, the likeliest gap 96 of 295).
+LOOP_SAME_BETWEEN = 0.6
 EVIDENCE_PER_OP = 2  # calls shown per op, from the first step; presentation
 # Where repeated calls come from, for the advice: the optimizer's step, dtype casts, compiled code.
 OPTIMIZER = re.compile(r"^Optimizer\.step#")
@@ -231,7 +238,9 @@ def _first_of_each(facts: Facts, candidates: list[tuple[float, float, str, int, 
     return kept
 
 
-OWNED_ELSEWHERE = ("cast", "optimizer")
+# the optimizer's and the casts' rules tell those; a model's own layers are its structure, whose
+# per-op cost overhead-bound and launch-bound tell (gpu/bert_as_written: 74 aten::linear a step)
+OWNED_ELSEWHERE = ("cast", "optimizer", "layers")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -291,4 +300,22 @@ def _source(facts: Facts, kind: str, name_id: int, members: np.ndarray) -> str:
         return "optimizer"
     if kind == "op" and trace.names[name_id] in CASTS:
         return "cast"
+    if kind == "op" and not _tight_loop(facts, members):
+        return "layers"
     return "loop"
+
+
+def _tight_loop(facts: Facts, members: np.ndarray) -> bool:
+    """Whether the op's calls repeat with the same ops between them (a Python loop over slices:
+    python_loop_cpu's aten::matmul, an aten::select before each), not spread through a forward between
+    ever different ops (a model's layers: gpu/bert_as_written's aten::linear). Calls under other ops
+    count as a loop, as before."""
+    outer, lane = outer_ops(facts)
+    pos = np.flatnonzero(index_mask(facts, members)[outer])
+    if pos.size < 2:
+        return True
+    same = lane[pos[1:]] == lane[pos[:-1]]
+    names = facts.trace.name[outer]
+    between = Counter(tuple(names[a + 1:b].tolist()) for a, b in zip(pos[:-1][same].tolist(), pos[1:][same].tolist(),
+                                                                       strict=True))
+    return not between or between.most_common(1)[0][1] >= LOOP_SAME_BETWEEN * sum(between.values())
