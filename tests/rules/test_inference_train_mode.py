@@ -120,3 +120,9 @@ def test_bert_left_in_train_mode(analysis_of):
     assert finding.record.dropouts_per_step == len(native) / len(raw.steps(name))
     assert analysis_of(name).top_fix is finding
     assert analysis_of("gpu/bert_fixed").finding(RULE) is None
+    # its SDPA runs cuDNN attention already (dropout and all): no backend warning; grad mode is on too
+    sdpa = [e for e in ops if e["name"] == "aten::scaled_dot_product_attention"]
+    cudnn = [e for e in ops if e["name"] == "aten::_scaled_dot_product_cudnn_attention"]
+    assert len(sdpa) == len(cudnn) > 0
+    assert "sdpa_kernel" not in finding.fix and "inference_mode()" in finding.fix
+    assert "batch-norm" not in finding.fix

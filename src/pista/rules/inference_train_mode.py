@@ -41,7 +41,7 @@ import numpy as np
 
 from pista.findings import Context, Finding, Record, Severity, severity_of
 from pista.opargs import op_args
-from pista.rules import gpu_idle
+from pista.rules import gpu_idle, inference_grad_mode
 from pista.rules._common import (
     evidence,
     index_mask,
@@ -62,6 +62,7 @@ BATCH_NORM = frozenset({"aten::batch_norm"})
 SDPA = frozenset({"aten::scaled_dot_product_attention"})
 # scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 SDPA_DROPOUT_ARG = 4
+CUDNN_ATTENTION = frozenset({"aten::_scaled_dot_product_cudnn_attention"})
 # aten::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
 TRAINING_ARG = 5
 # Kernels only training-mode batch norm runs: ATen's statistics pass (gpu/resnet50_train: 53 a step,
@@ -79,6 +80,8 @@ class InferenceTrainMode(Record):
     dropouts_per_step: float
     attention_dropouts_per_step: float  # scaled_dot_product_attention calls with dropout_p > 0 (shapes recorded)
     attention_dropout_p: float  # their dropout_p
+    attention_not_cudnn: bool  # they run flash or efficient attention: eval() may turn them to cuDNN's
+    grad_mode: bool  # inference-grad-mode fires too: the fix is eval() and inference_mode() together
     batch_norms_per_step: float
     counter_updates_per_step: float  # num_batches_tracked += 1 before each training batch norm (shapes recorded)
     kernel_us_per_step: float  # the training-only kernels' GPU time
@@ -102,6 +105,7 @@ def check(ctx: Context) -> list[Finding]:
     record = InferenceTrainMode(
         steps=n, of_steps=len(facts.steps) or 1, dropouts_per_step=found.dropouts.size / n,
         attention_dropouts_per_step=found.attention.size / n, attention_dropout_p=found.attention_p,
+        attention_not_cudnn=_not_cudnn(facts, found.attention), grad_mode=inference_grad_mode.fires(facts),
         batch_norms_per_step=found.batch_norms.size / n, counter_updates_per_step=found.counters.size / n,
         kernel_us_per_step=us(kernel_ns) / n,
         busy_share=ctx.busy_share, idle_us_per_step=us(found.idle.total) / n)
@@ -187,6 +191,16 @@ def _attention_dropouts(facts: Facts, ops: np.ndarray) -> tuple[np.ndarray, floa
             keep.append(i)
             top = max(top, p)
     return np.asarray(keep, dtype=np.int64), top
+
+
+def _not_cudnn(facts: Facts, sdpa: np.ndarray) -> bool:
+    """Whether these SDPA calls run another backend than cuDNN's: in train() gpu/gpt2_decode_train's run
+    flash attention (eval() turned them to cuDNN's, a graph per KV length); gpu/bert_as_written's run
+    cuDNN's already, dropout and all."""
+    if sdpa.size == 0:
+        return False
+    inner = np.flatnonzero(facts.is_host & name_mask(facts, CUDNN_ATTENTION))
+    return not np.isin(sdpa, nearest_in(facts, index_mask(facts, sdpa), inner)).any()
 
 
 def _number(text: object) -> float:

@@ -40,15 +40,22 @@ def advice(r: InferenceTrainMode) -> str:
     sdpa = (" Once eval() sets dropout_p to 0, scaled_dot_product_attention may pick cuDNN attention, which builds a "
             "graph for every new sequence length (cudnn-setup): pin it to flash/efficient with "
             "torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION])."
-            if r.attention_dropouts_per_step else "")
+            if r.attention_not_cudnn else "")
     return ("Call model.eval() before the inference loop (and model.train() before training resumes); "
             "torch.inference_mode() and torch.no_grad() do not switch dropout or batch norm off." + sdpa)
 
 
 def fix(r: InferenceTrainMode) -> str:
     sdpa = (", and pin SDPA to flash/efficient (sdpa_kernel): with dropout_p=0 it may pick cuDNN attention"
-            if r.attention_dropouts_per_step else "")
-    return f"the model runs inference in train() mode (dropout, batch-norm statistics): call model.eval() first{sdpa}."
+            if r.attention_not_cudnn else "")
+    grad = " and run it under torch.inference_mode() (inference-grad-mode)" if r.grad_mode else ""
+    return f"the model runs inference in train() mode ({_modules(r)}): call model.eval(){grad} first{sdpa}."
+
+
+def _modules(r: InferenceTrainMode) -> str:
+    parts = [w for w, n in (("dropout", r.dropouts_per_step + r.attention_dropouts_per_step),
+                            ("batch-norm statistics", r.batch_norms_per_step)) if n]
+    return ", ".join(parts)
 
 
 def basis(r: InferenceTrainMode) -> str:

@@ -44,16 +44,22 @@ def advice(r: InferenceTrainMode) -> str:
     sdpa = (" Cuando eval() pone dropout_p a 0, scaled_dot_product_attention puede elegir la atención de cuDNN, que "
             "construye un grafo por cada longitud de secuencia nueva (cudnn-setup): fíjala a flash/efficient con "
             "torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION])."
-            if r.attention_dropouts_per_step else "")
+            if r.attention_not_cudnn else "")
     return ("Llama a model.eval() antes del bucle de inferencia (y a model.train() antes de volver a entrenar); "
             "torch.inference_mode() y torch.no_grad() no desactivan dropout ni batch norm." + sdpa)
 
 
 def fix(r: InferenceTrainMode) -> str:
     sdpa = (", y fija SDPA a flash/efficient (sdpa_kernel): con dropout_p=0 puede elegir la atención de cuDNN"
-            if r.attention_dropouts_per_step else "")
-    return ("el modelo hace inferencia en modo train() (dropout, estadísticas de batch norm): llama antes a "
-            f"model.eval(){sdpa}.")
+            if r.attention_not_cudnn else "")
+    grad = " y ejecútala dentro de torch.inference_mode() (inference-grad-mode)" if r.grad_mode else ""
+    return f"el modelo hace inferencia en modo train() ({_modules(r)}): llama antes a model.eval(){grad}{sdpa}."
+
+
+def _modules(r: InferenceTrainMode) -> str:
+    parts = [w for w, n in (("dropout", r.dropouts_per_step + r.attention_dropouts_per_step),
+                            ("estadísticas de batch norm", r.batch_norms_per_step)) if n]
+    return ", ".join(parts)
 
 
 def basis(r: InferenceTrainMode) -> str:
