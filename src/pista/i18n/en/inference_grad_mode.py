@@ -14,7 +14,10 @@ def _top(top: tuple[BuildsNodes, ...]) -> str:
 
 def message(r: InferenceGradMode) -> str:
     cap = (f", at most the GPU idle in those steps ({t(r.idle_us_per_step)})" if r.capped else "")
-    lead = "No step runs a backward" if r.steps == r.of_steps else f"{r.steps} of the {r.of_steps} steps run no backward"
+    lead = ("The trace holds no ProfilerStep and no backward (if the program trains and its backward ran outside the "
+            "profiled window, this does not apply)" if not r.has_steps
+            else "No step runs a backward" if r.steps == r.of_steps
+            else f"{r.steps} of the {r.of_steps} steps run no backward")
     return (f"{lead}, yet the ops record autograd nodes: {r.nodes_per_step:.0f} a "
             f"step ({_top(r.top)}), so the loop runs outside torch.inference_mode() and torch.no_grad(). Each node "
             f"is host work inside its op, about {t(r.nodes_per_step * r.node_us * r.inflation)} a step as profiled"

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pista.i18n._fmt import t
 from pista.rules.inference_grad_mode import BuildsNodes, InferenceGradMode, NodeOp
 
+SEVERITY_EXCEPTION = ("info sin marcas ProfilerStep: el forward de un entrenamiento perfilado solo, con su backward "
+                      "fuera de la ventana, se ve igual")
 TITLE = "La inferencia corre en modo grad: cada operación construye un nodo de autograd"
 
 
@@ -14,7 +16,9 @@ def _top(top: tuple[BuildsNodes, ...]) -> str:
 
 def message(r: InferenceGradMode) -> str:
     cap = (f", como mucho la inactividad de la GPU en esos pasos ({t(r.idle_us_per_step)})" if r.capped else "")
-    lead = ("Ningún paso ejecuta backward" if r.steps == r.of_steps
+    lead = ("La traza no tiene ProfilerStep ni backward (si el programa entrena y su backward corrió fuera de la "
+            "ventana perfilada, esto no aplica)" if not r.has_steps
+            else "Ningún paso ejecuta backward" if r.steps == r.of_steps
             else f"{r.steps} de los {r.of_steps} pasos no ejecutan backward")
     return (f"{lead}, y aun así sus operaciones registran nodos de autograd: {r.nodes_per_step:.0f} por paso "
             f"({_top(r.top)}), así que el bucle corre fuera de torch.inference_mode() y torch.no_grad(). Cada nodo es "
@@ -86,7 +90,9 @@ de un token de 18.6 ms; gpu/resnet50_grad 2.0 ms de un paso de 22.4 ms (los geme
 difieren unos 9 ms, parte por la máquina de cada proceso; sin profiler cada uno ahorró un 19-20%). La memoria no entra en el
 impacto (una traza sin eventos de memoria no la muestra). overhead-bound, launch-bound y many-calls
 le dejan esta inactividad (`claimed_idle`). Por debajo del 1% del paso la regla calla, y donde
-ninguna operación construye un nodo (un bucle sobre tensores que no necesitan grad) no se activa.
+ninguna operación construye un nodo (un bucle sobre tensores que no necesitan grad) no se activa. Sin
+marcas ProfilerStep es info, con esa condición dicha: el forward de un entrenamiento perfilado solo,
+con su backward fuera de la ventana, se ve igual.
 
 Solución:
 Ejecuta el bucle con `with torch.inference_mode():` (o `torch.no_grad()` si sus tensores deben
