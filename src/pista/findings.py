@@ -68,7 +68,8 @@ UMBRELLA_RULES = frozenset({"overhead-bound"})
 # REVIEW.md's 6.1 -> 3.4 ms) stay first.
 UMBRELLA_YIELD = 0.2
 # Findings that say the program's results are wrong, not only slow: they come first, whatever they save
-# (gpu/resnet50_train: batch norm on batch statistics in inference; an expert fixes that before speed).
+# (gpu/resnet50_train: batch norm on batch statistics in inference; an expert fixes that before speed),
+# unless they are info (said under a condition).
 WRONG_RESULTS_RULES = frozenset({"inference-train-mode"})
 
 
@@ -310,7 +311,7 @@ class Analysis:
         """The finding to start with: one that makes the results wrong (WRONG_RESULTS_RULES), else the
         specific one that saves most, if it saves enough to be worth it, else the umbrella one (see
         UMBRELLA_RULES)."""
-        wrong = next((f for f in self.findings if f.rule in WRONG_RESULTS_RULES), None)
+        wrong = next((f for f in self.findings if f.rule in WRONG_RESULTS_RULES and f.severity != Severity.INFO), None)
         if wrong is not None:
             return wrong
         worth = [f for f in self.findings if f.impact.share >= TOP_FIX_MIN_SHARE]

@@ -126,3 +126,21 @@ def test_bert_left_in_train_mode(analysis_of):
     assert len(sdpa) == len(cudnn) > 0
     assert "sdpa_kernel" not in finding.fix and "inference_mode()" in finding.fix
     assert "batch-norm" not in finding.fix
+
+
+def test_without_steps_it_says_the_condition_and_does_not_come_first(tmp_path):
+    # a training forward profiled alone looks the same: info, the condition said, not the top fix
+    import gzip
+    import json
+
+    from pista.findings import analyze
+
+    with gzip.open(raw.FIXTURES / "gpu/resnet50_train.json.gz", "rt") as f:
+        data = json.load(f)
+    data["traceEvents"] = [e for e in data["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")]
+    path = tmp_path / "no_steps.json"
+    path.write_text(json.dumps(data))
+    analysis = analyze(path)
+    finding = analysis.finding(RULE)
+    assert finding is not None and finding.severity.value == "info" and "does not apply" in finding.message
+    assert analysis.top_fix is not finding

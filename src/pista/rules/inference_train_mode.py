@@ -25,8 +25,9 @@ running-stat updates), times the busy share, plus the per-op GPU idle under the 
 (their dispatch, where the host is the limit; overhead-bound, launch-bound and many-calls leave it
 to this rule, `claimed_idle`): a lower bound (cuDNN's training batch-norm kernel does both jobs in
 one, not counted). gpu/resnet50_train 1.2 ms, gpu/gpt2_decode_train 1.5 ms a step (measured
-unprofiled: 1.34 and 0.66 ms). The wrong outputs are why it is at least a warning, whatever it costs
-(SEVERITY_EXCEPTION).
+unprofiled: 1.34 and 0.66 ms). The wrong outputs are why it is at least a warning, whatever it costs,
+and comes first (SEVERITY_EXCEPTION); without ProfilerStep markers it is info with that condition
+said (a training forward profiled alone, its backward outside the window, looks the same).
 
 Fix:
 Call `model.eval()` before the inference loop (and `model.train()` again before training resumes).
@@ -56,7 +57,8 @@ from pista.rules._common import (
 from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "inference-train-mode"
-SEVERITY_EXCEPTION = "at least a warning: dropout and training-mode batch norm make inference outputs wrong"
+SEVERITY_EXCEPTION = ("at least a warning: dropout and training-mode batch norm make inference outputs wrong; info "
+                      "without ProfilerStep markers, where a training forward profiled alone looks the same")
 DROPOUT = frozenset({"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout", "aten::feature_alpha_dropout"})
 BATCH_NORM = frozenset({"aten::batch_norm"})
 SDPA = frozenset({"aten::scaled_dot_product_attention"})
@@ -82,6 +84,7 @@ class InferenceTrainMode(Record):
     attention_dropout_p: float  # their dropout_p
     attention_not_cudnn: bool  # they run flash or efficient attention: eval() may turn them to cuDNN's
     grad_mode: bool  # inference-grad-mode fires too: the fix is eval() and inference_mode() together
+    has_steps: bool  # ProfilerStep markers: without, a training forward profiled alone looks the same
     batch_norms_per_step: float
     counter_updates_per_step: float  # num_batches_tracked += 1 before each training batch norm (shapes recorded)
     kernel_us_per_step: float  # the training-only kernels' GPU time
@@ -106,6 +109,7 @@ def check(ctx: Context) -> list[Finding]:
         steps=n, of_steps=len(facts.steps) or 1, dropouts_per_step=found.dropouts.size / n,
         attention_dropouts_per_step=found.attention.size / n, attention_dropout_p=found.attention_p,
         attention_not_cudnn=_not_cudnn(facts, found.attention), grad_mode=inference_grad_mode.fires(facts),
+        has_steps=bool(facts.steps),
         batch_norms_per_step=found.batch_norms.size / n, counter_updates_per_step=found.counters.size / n,
         kernel_us_per_step=us(kernel_ns) / n,
         busy_share=ctx.busy_share, idle_us_per_step=us(found.idle.total) / n)
@@ -114,7 +118,11 @@ def check(ctx: Context) -> list[Finding]:
     ev += [evidence(facts, int(i), TrainingOp("attention")) for i in found.attention[:EVIDENCE_OPS]]
     ev += [evidence(facts, int(i), TrainingOp("batch_norm")) for i in found.batch_norms[:EVIDENCE_OPS]]
     severity = severity_of(impact.share)
-    return [Finding(ID, record, impact, ev, severity=Severity.WARNING if severity == Severity.INFO else severity)]
+    if not facts.steps:
+        severity = Severity.INFO
+    elif severity == Severity.INFO:
+        severity = Severity.WARNING
+    return [Finding(ID, record, impact, ev, severity=severity)]
 
 
 @dataclass(eq=False)

@@ -22,7 +22,10 @@ def _what(r: InferenceTrainMode) -> str:
 
 
 def message(r: InferenceTrainMode) -> str:
-    lead = "No step runs a backward" if r.steps == r.of_steps else f"{r.steps} of the {r.of_steps} steps run no backward"
+    lead = ("The trace holds no ProfilerStep and no backward (if the program trains and its backward ran outside the "
+            "profiled window, this does not apply)" if not r.has_steps else
+            "No step runs a backward" if r.steps == r.of_steps
+            else f"{r.steps} of the {r.of_steps} steps run no backward")
     return (f"{lead}, yet the model is in training mode: {_what(r)}. The outputs are wrong, not only slower. "
             f"The training-only kernels take {t(r.kernel_us_per_step)} of GPU time a step{_idle(r)}.")
 

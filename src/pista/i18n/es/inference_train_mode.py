@@ -6,7 +6,8 @@ from pista.i18n._fmt import t
 from pista.rules.inference_train_mode import InferenceTrainMode, TrainingOp
 
 SEVERITY_EXCEPTION = ("al menos un aviso: dropout y batch norm en modo entrenamiento hacen incorrectas las salidas "
-                      "de la inferencia")
+                      "de la inferencia; info sin marcas ProfilerStep, donde el forward de un entrenamiento perfilado "
+                      "solo se ve igual")
 TITLE = "La inferencia corre con el modelo en train(): dropout y batch norm actúan como al entrenar"
 
 
@@ -24,7 +25,9 @@ def _what(r: InferenceTrainMode) -> str:
 
 
 def message(r: InferenceTrainMode) -> str:
-    lead = ("Ningún paso ejecuta backward" if r.steps == r.of_steps
+    lead = ("La traza no tiene ProfilerStep ni backward (si el programa entrena y su backward corrió fuera de la "
+            "ventana perfilada, esto no aplica)" if not r.has_steps else
+            "Ningún paso ejecuta backward" if r.steps == r.of_steps
             else f"{r.steps} de los {r.of_steps} pasos no ejecutan backward")
     return (f"{lead}, y aun así el modelo está en modo entrenamiento: {_what(r)}. Las salidas son incorrectas, no "
             f"solo más lentas. Los kernels propios del entrenamiento ocupan {t(r.kernel_us_per_step)} de GPU por paso"
@@ -103,7 +106,9 @@ el host es el límite; overhead-bound, launch-bound y many-calls se la dejan a e
 `claimed_idle`): una cota inferior (el kernel de entrenamiento de batch norm de cuDNN hace ambas
 cosas en uno, y no cuenta). gpu/resnet50_train 1.2 ms, gpu/gpt2_decode_train 1.5 ms por paso (medido
 sin profiler: 1.34 y 0.66 ms). Las salidas incorrectas son la razón de que sea al menos un aviso,
-cueste lo que cueste (SEVERITY_EXCEPTION).
+cueste lo que cueste, y vaya primero (SEVERITY_EXCEPTION); sin marcas ProfilerStep es info con esa
+condición dicha (el forward de un entrenamiento perfilado solo, con su backward fuera de la ventana,
+se ve igual).
 
 Solución:
 Llama a `model.eval()` antes del bucle de inferencia (y a `model.train()` de nuevo antes de volver a
