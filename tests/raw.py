@@ -146,3 +146,15 @@ def in_steps(name: str, events: list[dict]) -> list[dict]:
     s = steps(name)
     lo, hi = float(s[0]["ts"]), float(s[-1]["ts"]) + float(s[-1]["dur"])
     return [e for e in events if lo <= float(e["ts"]) < hi]
+
+
+def without_steps(name: str, directory: Path) -> Path:
+    """A copy of a fixture with its ProfilerStep#N annotations dropped (a trace profiled without a
+    schedule's steps), written as plain JSON under directory."""
+    path = FIXTURES / (name if name.endswith((".json", ".gz")) else name + ".json.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        data = json.load(f)
+    data["traceEvents"] = [e for e in data["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")]
+    out = directory / (Path(name).name + ".no_steps.json")
+    out.write_text(json.dumps(data))
+    return out

@@ -110,19 +110,12 @@ def test_bert_captured_by_pista_profile(analysis_of):
 def test_without_steps_it_says_the_condition_and_stays_info(tmp_path):
     # a forward profiled alone, its backward outside the window, looks like inference: without
     # ProfilerStep markers the finding is info and says so (gpu/gpt2_flash_grad's events, steps dropped)
-    import gzip
-    import json
-
     from pista.findings import analyze
 
-    with gzip.open(raw.FIXTURES / "gpu/gpt2_flash_grad.json.gz", "rt") as f:
-        data = json.load(f)
-    data["traceEvents"] = [e for e in data["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")]
-    path = tmp_path / "no_steps.json"
-    path.write_text(json.dumps(data))
+    path = raw.without_steps("gpu/gpt2_flash_grad", tmp_path)
     finding = analyze(path).finding(RULE)
     assert finding is not None and not finding.record.has_steps
     assert finding.severity.value == "info" and "does not apply" in finding.message
-    seqs = {e["args"]["Sequence number"] for e in data["traceEvents"]
-            if e.get("cat") == "cpu_op" and "Sequence number" in e.get("args", {})}
+    seqs = {e["args"]["Sequence number"] for e in raw.complete("gpu/gpt2_flash_grad", "cpu_op")
+            if "Sequence number" in e.get("args", {})}
     assert finding.record.nodes_per_step == len(seqs)

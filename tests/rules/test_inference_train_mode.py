@@ -130,16 +130,9 @@ def test_bert_left_in_train_mode(analysis_of):
 
 def test_without_steps_it_says_the_condition_and_does_not_come_first(tmp_path):
     # a training forward profiled alone looks the same: info, the condition said, not the top fix
-    import gzip
-    import json
-
     from pista.findings import analyze
 
-    with gzip.open(raw.FIXTURES / "gpu/resnet50_train.json.gz", "rt") as f:
-        data = json.load(f)
-    data["traceEvents"] = [e for e in data["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")]
-    path = tmp_path / "no_steps.json"
-    path.write_text(json.dumps(data))
+    path = raw.without_steps("gpu/resnet50_train", tmp_path)
     analysis = analyze(path)
     finding = analysis.finding(RULE)
     assert finding is not None and finding.severity.value == "info" and "does not apply" in finding.message
