@@ -81,8 +81,8 @@ class InferenceGradMode(Record):
     nodes_per_step: float
     ops_per_step: float  # ops with a Sequence number (those not building a node among them)
     cost_us_per_step: float  # nodes x GRAD_NODE_US x PROFILER_HOST_INFLATION
-    idle_us_per_step: float  # the GPU idle in those steps (the cap; 0 without a GPU)
-    capped: bool  # the GPU idle, not the nodes' cost, sets the impact
+    idle_us_per_step: float  # the per-op GPU idle in those steps (the cap; 0 without a GPU)
+    capped: bool  # the per-op idle, not the nodes' cost, sets the impact
     node_us: float  # GRAD_NODE_US
     inflation: float  # PROFILER_HOST_INFLATION
     top: tuple[BuildsNodes, ...]

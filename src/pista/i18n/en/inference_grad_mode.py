@@ -13,7 +13,8 @@ def _top(top: tuple[BuildsNodes, ...]) -> str:
 
 
 def message(r: InferenceGradMode) -> str:
-    cap = (f", at most the GPU idle in those steps ({t(r.idle_us_per_step)})" if r.capped else "")
+    cap = (f", at most the GPU idle while the host dispatches in those steps ({t(r.idle_us_per_step)})"
+           if r.capped else "")
     lead = ("The trace holds no ProfilerStep and no backward (if the program trains and its backward ran outside the "
             "profiled window, this does not apply)" if not r.has_steps
             else "No step runs a backward" if r.steps == r.of_steps
@@ -46,7 +47,7 @@ def fix(r: InferenceGradMode) -> str:
 
 
 def basis(r: InferenceGradMode) -> str:
-    cap = ", at most the GPU idle in those steps" if r.capped else ""
+    cap = ", at most the GPU idle while the host dispatches in those steps" if r.capped else ""
     return (f"the autograd nodes a step times {r.node_us:.2f} µs each (unprofiled, the median of the H200 twins: "
             f"2.75-8.2 µs) times {r.inflation:.0f} for the profiler's inflation of host time{cap}; memory not "
             "counted")

@@ -15,7 +15,8 @@ def _top(top: tuple[BuildsNodes, ...]) -> str:
 
 
 def message(r: InferenceGradMode) -> str:
-    cap = (f", como mucho la inactividad de la GPU en esos pasos ({t(r.idle_us_per_step)})" if r.capped else "")
+    cap = (f", como mucho la inactividad de la GPU mientras el host despacha en esos pasos "
+           f"({t(r.idle_us_per_step)})" if r.capped else "")
     lead = ("La traza no tiene ProfilerStep ni backward (si el programa entrena y su backward corrió fuera de la "
             "ventana perfilada, esto no aplica)" if not r.has_steps
             else "Ningún paso ejecuta backward" if r.steps == r.of_steps
@@ -49,7 +50,7 @@ def fix(r: InferenceGradMode) -> str:
 
 
 def basis(r: InferenceGradMode) -> str:
-    cap = ", como mucho la inactividad de la GPU en esos pasos" if r.capped else ""
+    cap = ", como mucho la inactividad de la GPU mientras el host despacha en esos pasos" if r.capped else ""
     return (f"los nodos de autograd por paso por {r.node_us:.2f} µs cada uno (sin profiler, la mediana de los "
             f"gemelos en la H200: 2.75-8.2 µs) por {r.inflation:.0f} por la inflación del tiempo de host del profiler"
             f"{cap}; la memoria no cuenta")
