@@ -96,6 +96,12 @@ def test_impact_is_the_idle_under_the_region_from_the_raw_events(analysis_of):
     assert finding.impact.us == pytest.approx(per_step, rel=1e-3)
     assert finding.impact.share == pytest.approx(per_step / raw.step_us(name), abs=1e-3)
     assert finding.severity.value == "critical"  # 87% of the step
+    # of it, the time under no op or runtime call: data_loading's time.sleep(0.004), which no op names
+    ops = merge([(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for cat in ("cpu_op", "cuda_runtime")
+                 for e in raw.complete(name, cat)])
+    no_op = total(subtract(claimed, ops)) / len(raw.steps(name))
+    assert finding.record.no_op_us_per_step == pytest.approx(no_op, rel=0.01)
+    assert 4000 < no_op < 5000 and "no recorded op" in finding.message
 
 
 def test_silent_on_overhead_bound_loops(analysis_of):

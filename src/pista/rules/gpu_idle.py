@@ -84,6 +84,9 @@ EVIDENCE_GAPS = 3
 TOP_OPS = 3
 TOP_REGIONS = 3
 CHUNK = 1 << 18  # ops _ops_inside measures at a time (memory, not output)
+# The idle in no recorded op is named where it is this share of the claimed idle (gpu/gpu_idle_dataloader:
+# its time.sleep, ~4.7 of 13.8 ms a step; below a tenth it is the gaps between ops).
+NO_OP_SHARE = 0.1
 DTOH = re.compile(r"^Memcpy DtoH")
 
 
@@ -432,6 +435,9 @@ class GpuIdle(Record):
     claimed_us_per_step: float  # under the regions (the impact)
     regions: tuple[Region, ...]  # most idle first
     ops_self_us: tuple[tuple[str, float], ...]  # host ops with the most self time in that idle, per step
+    # of that idle, per step, the time no recorded op or runtime call covers: Python, I/O or sleeping
+    # (gpu/gpu_idle_dataloader: its 4 ms time.sleep a step, which no op names)
+    no_op_us_per_step: float
     longest_gap_us: float
 
 
@@ -482,6 +488,7 @@ def check(ctx: Context) -> list[Finding]:
                      idle_us_per_step=us(book.idle.total) / n, claimed_us_per_step=impact.us,
                      regions=tuple(regions[:TOP_REGIONS]),
                      ops_self_us=tuple((trace.names[k], us(v) / n) for k, (v, _) in ops[:TOP_OPS]),
+                     no_op_us_per_step=us(_outside_ops(facts, claim).total) / n,
                      longest_gap_us=us(claim.end[longest[0]] - claim.start[longest[0]]))
     lane = f"GPU {book.device}"
     evidence = [Evidence.span("GPU idle", lane, int(claim.start[k]), int(claim.end[k]), step_at(facts, int(claim.start[k])),
@@ -497,6 +504,13 @@ def check(ctx: Context) -> list[Finding]:
         if all(e.name != trace.event_name(i) for e in evidence):
             evidence.append(event_evidence(facts, i, SelfTime(us(v) / n)))
     return [Finding(ID, record, impact, evidence)]
+
+
+def _outside_ops(facts: Facts, claimed: Intervals) -> Intervals:
+    """The part of the claimed idle that no host op or runtime call spans (regions do not count)."""
+    trace = facts.trace
+    host = np.flatnonzero((facts.is_host | facts.is_overhead) & ~trace.category_mask({"user_annotation"}))
+    return subtract(claimed, spans(facts, host))
 
 
 def _ops_inside(facts: Facts, claimed: Intervals) -> list[tuple[int, tuple[float, int]]]:
