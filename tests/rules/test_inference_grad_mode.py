@@ -119,3 +119,16 @@ def test_without_steps_it_says_the_condition_and_stays_info(tmp_path):
     seqs = {e["args"]["Sequence number"] for e in raw.complete("gpu/gpt2_flash_grad", "cpu_op")
             if "Sequence number" in e.get("args", {})}
     assert finding.record.nodes_per_step == len(seqs)
+
+
+def test_a_cpu_inference_loop_costs_its_nodes_at_the_cpu_twins_rate(analysis_of):
+    # gpu/cpu_infer_grad: a 16-block MLP on one CPU core, grad mode on; unprofiled inference_mode saved
+    # 91-117 µs of a 715 µs step (cpu_infer.py - pair): about 2 µs a node, not the CUDA twins' 5.6
+    name = "gpu/cpu_infer_grad"
+    finding = analysis_of(name).finding(RULE)
+    nodes = _nodes_per_step(name)
+    assert nodes == 49  # 16 x (t, addmm, gelu) and the argmax's
+    assert not finding.record.gpu and finding.record.node_us == 2.0
+    assert finding.impact.us == pytest.approx(nodes * 2.0 * INFLATION, rel=1e-6)
+    assert 0.10 < finding.impact.share < 0.20  # measured unprofiled: 13-16% of the step
+    assert analysis_of("gpu/cpu_infer_nograd").finding(RULE) is None

@@ -19,15 +19,17 @@ ResNet-50's peak memory from 1434 to 267 MiB and 426 to 130 MiB.
 
 Impact:
 Per step, the nodes times GRAD_NODE_US (the median of the twins' saving per node: GPT-2 2.75 µs,
-ResNet-50 5.6 and 8.2) times the profiler's inflation of host time (PROFILER_HOST_INFLATION, 2, as
-overhead-bound takes it), at most the step's per-op GPU idle (what the host's dispatch holds up)
-where a GPU ran. gpu/gpt2_flash_grad 5.0 ms of an 18.6 ms token; gpu/resnet50_grad 2.0 ms of a 22.4
-ms step (the profiled twins differ by about 9 ms, part of it the two processes' machine; unprofiled
-each saved 19-20%). The memory is not in the impact (a trace without memory events cannot show it).
-overhead-bound, launch-bound and many-calls leave this idle to this rule (`claimed_idle`). Under 1%
-of the step the rule is silent, and where no op builds a node (a loop over tensors that need no
-grad) it does not fire. Without ProfilerStep markers it is info, with that condition said: a training
-forward profiled alone, its backward outside the window, looks the same.
+ResNet-50 5.6 and 8.2; CPU_GRAD_NODE_US, 2.0, without a GPU: a CPU MLP's twins) times the profiler's
+inflation of host time (PROFILER_HOST_INFLATION, 2, as overhead-bound takes it), at most the step's
+per-op GPU idle (what the host's dispatch holds up) where a GPU ran. gpu/gpt2_flash_grad 5.0 ms of
+an 18.6 ms token; gpu/resnet50_grad 2.0 ms of a 22.4 ms step (the profiled twins differ by about 9
+ms, part of it the two processes' machine; unprofiled each saved 19-20%); gpu/cpu_infer_grad 196 µs
+of a 0.96 ms step (unprofiled 91-117 µs of 715). The memory is not in the impact (a trace without
+memory events cannot show it). overhead-bound, launch-bound and many-calls leave this idle to this
+rule (`claimed_idle`). Under 1% of the step the rule is silent, and where no op builds a node (a
+loop over tensors that need no grad) it does not fire. Without ProfilerStep markers it is info, with
+that condition said: a training forward profiled alone, its backward outside the window, looks the
+same.
 
 Fix:
 Run the loop under `with torch.inference_mode():` (or `torch.no_grad()` where its tensors must meet
@@ -61,6 +63,10 @@ SEVERITY_EXCEPTION = ("info without ProfilerStep markers: a training forward pro
 # batch 32 1.00 ms a step for 177 nodes (5.6 µs); GPT-2 decoding 1.22 ms a token for 444 (2.75 µs),
 # ResNet-50 batch 8 1.44 ms (8.2 µs). Each saved 19-20% of the unprofiled step.
 GRAD_NODE_US = 5.6
+# ... and without a GPU, where nothing but the node itself changes: gpu/cpu_infer.py's paired runs (a
+# 16-block MLP on one core of this 2-core VM), 91-117 µs a step for 49 nodes. The GPU twins' median
+# would make 549 µs of it, half the profiled step, where inference_mode saved 13-16%.
+CPU_GRAD_NODE_US = 2.0
 MIN_STEP_SHARE = 0.01  # REVIEW.md: under 1% of the step is noise
 # Ops whose Sequence numbers are read (args from the file): whole inference steps up to this many ops
 # give the nodes a step; the steps are alike, and a long inference trace need not be read whole.
@@ -83,7 +89,8 @@ class InferenceGradMode(Record):
     cost_us_per_step: float  # nodes x GRAD_NODE_US x PROFILER_HOST_INFLATION
     idle_us_per_step: float  # the per-op GPU idle in those steps (the cap; 0 without a GPU)
     capped: bool  # the per-op idle, not the nodes' cost, sets the impact
-    node_us: float  # GRAD_NODE_US
+    node_us: float  # GRAD_NODE_US, CPU_GRAD_NODE_US without a GPU
+    gpu: bool  # the trace has GPU work (the cost per node measured with CUDA)
     inflation: float  # PROFILER_HOST_INFLATION
     top: tuple[BuildsNodes, ...]
     growing_op: str  # the op whose input grows step after step (a KV cache's aten::cat), "" for none
@@ -123,7 +130,7 @@ def check(ctx: Context) -> list[Finding]:
         steps=n, of_steps=len(facts.steps) or 1, nodes_per_step=found.nodes / found.read_steps,
         ops_per_step=found.ops.size / found.read_steps, cost_us_per_step=us(found.cost_ns) / n,
         idle_us_per_step=us(found.idle.total) / n if facts.has_gpu else 0.0,
-        capped=facts.has_gpu and found.idle.total < found.cost_ns, node_us=GRAD_NODE_US,
+        capped=facts.has_gpu and found.idle.total < found.cost_ns, node_us=_node_us(facts), gpu=facts.has_gpu,
         inflation=PROFILER_HOST_INFLATION, top=_top(facts, found), growing_op=new_shapes(facts)["new_shape_op"],
         malloc_steps=_malloc_steps(facts), has_steps=bool(facts.steps))
     ev = [evidence(facts, int(i), NodeOp(int(s))) for i, s in _examples(facts, found)]
@@ -164,12 +171,16 @@ def _found(facts: Facts) -> _Found | None:
             break
     if nodes == 0:
         return None
-    cost = nodes / len(read) * GRAD_NODE_US * 1000.0 * PROFILER_HOST_INFLATION * len(steps)
+    cost = nodes / len(read) * _node_us(facts) * 1000.0 * PROFILER_HOST_INFLATION * len(steps)
     idle = _per_op_idle(facts, steps)
     saving = min(cost, idle.total) if facts.has_gpu else cost
     if steps_of(facts).per_step(saving).share < MIN_STEP_SHARE:
         return None
     return _Found(len(steps), len(read), np.concatenate(read), np.concatenate(seqs), nodes, cost, idle, saving)
+
+
+def _node_us(facts: Facts) -> float:
+    return GRAD_NODE_US if facts.has_gpu else CPU_GRAD_NODE_US
 
 
 def _nodes(seqs: np.ndarray) -> int:
