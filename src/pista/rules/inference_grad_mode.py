@@ -126,14 +126,17 @@ def check(ctx: Context) -> list[Finding]:
         return []
     facts = ctx.facts
     n = found.steps
+    ids, counts = _top(facts, found)
+    top = tuple(BuildsNodes(facts.trace.names[int(k)], c / found.read_steps) for k, c in zip(ids.tolist(), counts.tolist(),
+                                                                                          strict=True))
     record = InferenceGradMode(
         steps=n, of_steps=len(facts.steps) or 1, nodes_per_step=found.nodes / found.read_steps,
         ops_per_step=found.ops.size / found.read_steps, cost_us_per_step=us(found.cost_ns) / n,
         idle_us_per_step=us(found.idle.total) / n if facts.has_gpu else 0.0,
         capped=facts.has_gpu and found.idle.total < found.cost_ns, node_us=_node_us(facts), gpu=facts.has_gpu,
-        inflation=PROFILER_HOST_INFLATION, top=_top(facts, found), growing_op=new_shapes(facts)["new_shape_op"],
+        inflation=PROFILER_HOST_INFLATION, top=top, growing_op=new_shapes(facts)["new_shape_op"],
         malloc_steps=_malloc_steps(facts), has_steps=bool(facts.steps))
-    ev = [evidence(facts, int(i), NodeOp(int(s))) for i, s in _examples(facts, found)]
+    ev = [evidence(facts, int(i), NodeOp(int(s))) for i, s in _examples(facts, found, ids)]
     impact = ctx.per_step(found.saving_ns)
     return [Finding(ID, record, impact, ev, severity=None if facts.steps else Severity.INFO)]
 
@@ -211,8 +214,9 @@ def _malloc_steps(facts: Facts) -> int:
     return len(steps & set(np.unique(facts.event_step[calls]).tolist())) if facts.steps else int(calls.size > 0)
 
 
-def _top(facts: Facts, found: _Found) -> tuple[BuildsNodes, ...]:
-    """The op names whose calls moved the number on most (built a node), per read step."""
+def _top(facts: Facts, found: _Found) -> tuple[np.ndarray, np.ndarray]:
+    """The name ids of the ops whose calls moved the number on most (built a node), most first, and
+    their counts in the read steps."""
     names = facts.trace.name[found.ops]
     builds = np.zeros(found.ops.size, dtype=bool)
     order = np.argsort(found.seqs, kind="stable")
@@ -221,14 +225,14 @@ def _top(facts: Facts, found: _Found) -> tuple[BuildsNodes, ...]:
     builds[order[last]] = True
     ids, counts = np.unique(names[builds], return_counts=True)
     top = np.argsort(-counts, kind="stable")[:TOP_OPS]
-    return tuple(BuildsNodes(facts.trace.names[int(ids[k])], counts[k] / found.read_steps) for k in top.tolist())
+    return ids[top], counts[top]
 
 
-def _examples(facts: Facts, found: _Found) -> list[tuple[int, int]]:
-    """The first call of each top op name in the first read step."""
+def _examples(facts: Facts, found: _Found, ids: np.ndarray) -> list[tuple[int, int]]:
+    """The first call of each of these op names in the first read step."""
     out, names = [], facts.trace.name[found.ops]
-    for b in _top(facts, found):
-        hits = np.flatnonzero(names == facts.trace.names.index(b.name))
+    for name_id in ids.tolist():
+        hits = np.flatnonzero(names == name_id)
         if hits.size:
             out.append((int(found.ops[hits[0]]), int(found.seqs[hits[0]])))
     return out
