@@ -57,6 +57,8 @@ from pista.rules._common import (
 from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "inference-grad-mode"
+# launch-bound and many-calls leave this rule's claimed_idle out before they count (inference_mode() is the fix, not a graph)
+CLAIMS_FIRST = True
 SEVERITY_EXCEPTION = ("info without ProfilerStep markers: a training forward profiled alone, its backward "
                       "outside the window, looks the same")
 # Host time a node costs unprofiled, the median of gpu/grad_time.py's three paired runs: ResNet-50

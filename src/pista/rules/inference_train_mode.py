@@ -57,6 +57,8 @@ from pista.rules._common import (
 from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "inference-train-mode"
+# launch-bound and many-calls leave this rule's claimed_idle out before they count (eval() is the fix, not a graph)
+CLAIMS_FIRST = True
 SEVERITY_EXCEPTION = ("at least a warning: dropout and training-mode batch norm make inference outputs wrong; info "
                       "without ProfilerStep markers, where a training forward profiled alone looks the same")
 DROPOUT = frozenset({"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout", "aten::feature_alpha_dropout"})

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
-from pista.rules import gpu_idle, inference_grad_mode, inference_train_mode, tanh_gelu
+from pista.rules import gpu_idle
 from pista.rules._common import kernels, nearest_ancestor, new_shapes, pattern_mask, short_name, us
 from pista.trace.facts import Facts, Intervals, per_facts
 
@@ -153,10 +153,12 @@ def _detect(facts: Facts) -> _Found | None:
 
 
 def specific_claims(facts: Facts) -> Intervals:
-    """The per-op idle that rules with a one-line fix claim before launch-bound and many-calls: a
-    tanh-GELU written out (one op for eight, not a graph), inference in grad mode (inference_mode) or
-    in train mode (eval)."""
-    claims = [rule.claimed_idle(facts) for rule in (tanh_gelu, inference_grad_mode, inference_train_mode)]
+    """The per-op idle that rules with a one-line fix claim before launch-bound and many-calls: those
+    whose module sets CLAIMS_FIRST (a tanh-GELU written out: one op for eight, not a graph; inference in
+    grad mode: inference_mode; in train mode: eval)."""
+    from pista.rules import catalogue
+
+    claims = [rule.module.claimed_idle(facts) for rule in catalogue() if getattr(rule.module, "CLAIMS_FIRST", False)]
     return gpu_idle.union(np.concatenate([c.start for c in claims]), np.concatenate([c.end for c in claims]))
 
 

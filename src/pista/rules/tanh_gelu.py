@@ -42,6 +42,8 @@ from pista.rules._common import evidence, index_mask, name_mask, outer_ops, step
 from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "tanh-gelu"
+# launch-bound and many-calls leave this rule's claimed_idle out before they count (one op for eight, not a graph, is the fix)
+CLAIMS_FIRST = True
 # The formula's ops around its tanh: HF's NewGELUActivation gives mul, pow, mul, add, mul | tanh | add,
 # mul (gpu/kv_flash, gpu/gpt2_conv1d); a chain is a tanh with a pow among the BEFORE ops ahead of it and
 # nothing but these ops in the BEFORE ahead and AFTER behind it, on its thread, outside any other op.
