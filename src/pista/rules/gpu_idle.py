@@ -440,6 +440,11 @@ class GpuIdle(Record):
     no_op_us_per_step: float
     longest_gap_us: float
 
+    @property
+    def names_no_op(self) -> bool:
+        """The idle in no recorded op is worth naming (NO_OP_SHARE of the claim)."""
+        return self.no_op_us_per_step >= NO_OP_SHARE * self.claimed_us_per_step
+
 
 class IdleGap(Record):
     """Note on a stretch of GPU idle under a region."""

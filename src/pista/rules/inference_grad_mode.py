@@ -99,6 +99,12 @@ class InferenceGradMode(Record):
     malloc_steps: int  # of the inference steps, those that call cudaMalloc (memory grows: a cache keeps the graph)
     has_steps: bool  # ProfilerStep markers: without, a training forward profiled alone looks the same
 
+    @property
+    def cache_keeps_graphs(self) -> bool:
+        """A cache kept across steps carries every step's graph: an op's input grows step after step and
+        most steps call cudaMalloc (gpu/gpt2_flash_grad: aten::cat, 7 of 8)."""
+        return bool(self.growing_op) and 2 * self.malloc_steps >= self.steps
+
 
 class NodeOp(Record):
     """Note on an op that built an autograd node."""

@@ -125,6 +125,18 @@ class OverheadBound(Record):
     new_shape_op: str  # the op with most of them ("" under opargs.CHANGING_SHAPES_SHARE: shapes repeat)
     new_shape_calls_per_step: float
 
+    @property
+    def syncs_first(self) -> bool:
+        """Syncs mid-step, at least one a step: a graph of the step cannot hold them, so the fix removes
+        them first."""
+        return self.syncs_per_step - self.end_syncs_per_step >= 1.0
+
+    @property
+    def syncs_at_end(self) -> bool:
+        """Only syncs after the step's last kernel (its result read back): they stay outside a graph
+        of what comes before."""
+        return not self.syncs_first and self.end_syncs_per_step >= 1.0
+
 
 class GpuWaitedUnder(Record):
     """Note on the call of an op the GPU idled under the most."""

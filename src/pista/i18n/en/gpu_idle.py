@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fmt import pct, t
-from pista.rules.gpu_idle import NO_OP_SHARE, GpuIdle, IdleGap, Region, SelfTime, UnderRegion
+from pista.rules.gpu_idle import GpuIdle, IdleGap, Region, SelfTime, UnderRegion
 
 TITLE = "The GPU idles under a region that launches almost nothing"
 
@@ -35,7 +35,7 @@ def message(r: GpuIdle) -> str:
             + f". The longest stretch lasts {t(r.longest_gap_us)}")
     if r.ops_self_us:
         text += "; per step, most host self time in this idle: " + ", ".join(f"{n} {t(v)}" for n, v in r.ops_self_us)
-    if r.no_op_us_per_step >= NO_OP_SHARE * r.claimed_us_per_step:
+    if r.names_no_op:
         text += (f"; {t(r.no_op_us_per_step)} per {_step(r)} in no recorded op at all (Python, file or network "
                  "I/O, sleeping: with_stack=True names the code)")
     return text + "."

@@ -29,7 +29,7 @@ def message(r: InferenceGradMode) -> str:
 
 
 def _cache(r: InferenceGradMode) -> str:
-    if not r.growing_op or 2 * r.malloc_steps < r.steps:
+    if not r.cache_keeps_graphs:
         return ""
     return (f" (memory grows: {r.malloc_steps} of {r.steps} steps call cudaMalloc, and {r.growing_op}'s input grows "
             "step after step: a cache kept across steps carries the autograd graph of every earlier step)")

@@ -97,23 +97,13 @@ ADVICE = {
 }
 
 
-def _syncs_first(r: OverheadBound) -> bool:
-    """Syncs mid-step: a graph of the step cannot hold them. Those after its last kernel (the result read
-    back) stay outside a graph of what comes before."""
-    return r.syncs_per_step - r.end_syncs_per_step >= 1.0
-
-
-def _syncs_at_end(r: OverheadBound) -> bool:
-    return not _syncs_first(r) and r.end_syncs_per_step >= 1.0
-
-
 def advice(r: OverheadBound) -> str:
     text = ""
-    if _syncs_at_end(r):
+    if r.syncs_at_end:
         text += (f"The {r.end_syncs_per_step:.0f} {r.sync_op} sync(s) per step come after the step's last kernel (its "
                  "result read back): capture what comes before them as a CUDA graph, and read the result after the "
                  "replay. ")
-    if _syncs_first(r):
+    if r.syncs_first:
         text += (f"First remove the {r.syncs_per_step - r.end_syncs_per_step:.0f} sync(s) per step inside ops (see "
                  "host-sync, "
                 "pageable-memcpy): a CUDA graph cannot "
@@ -129,10 +119,10 @@ def fix(r: OverheadBound) -> str:
     top = r.top_ops[0].name if r.top_ops else "the ops"
     head = (f"the GPU waits {t(r.per_op_us_per_step)} per step ({_share(r, r.per_op_us_per_step)}) while the host "
             f"dispatches ops ({top})")
-    if _syncs_first(r):
+    if r.syncs_first:
         return (f"{head}: remove the {r.syncs_per_step - r.end_syncs_per_step:.0f} {r.sync_op} sync(s) per step, then "
                 "capture the step as a CUDA graph")
-    if _syncs_at_end(r):
+    if r.syncs_at_end:
         return (f"{head}: capture the step up to its {r.sync_op} as a CUDA graph (the read-back stays outside) or "
                 "torch.compile it")
     if _where(r) == "compiled":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fmt import pct, t
-from pista.rules.gpu_idle import NO_OP_SHARE, GpuIdle, IdleGap, Region, SelfTime, UnderRegion
+from pista.rules.gpu_idle import GpuIdle, IdleGap, Region, SelfTime, UnderRegion
 
 TITLE = "La GPU espera bajo una región que casi no lanza nada"
 
@@ -37,7 +37,7 @@ def message(r: GpuIdle) -> str:
     if r.ops_self_us:
         text += ("; por paso, la mayor parte del tiempo propio del host en esta inactividad: "
                  + ", ".join(f"{n} {t(v)}" for n, v in r.ops_self_us))
-    if r.no_op_us_per_step >= NO_OP_SHARE * r.claimed_us_per_step:
+    if r.names_no_op:
         text += (f"; {t(r.no_op_us_per_step)} por {_step(r)} sin ninguna operación registrada (Python, E/S de "
                  "archivos o red, esperas: with_stack=True nombra el código)")
     return text + "."

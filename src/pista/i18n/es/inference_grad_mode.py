@@ -31,7 +31,7 @@ def message(r: InferenceGradMode) -> str:
 
 
 def _cache(r: InferenceGradMode) -> str:
-    if not r.growing_op or 2 * r.malloc_steps < r.steps:
+    if not r.cache_keeps_graphs:
         return ""
     return (f" (la memoria crece: {r.malloc_steps} de {r.steps} pasos llaman a cudaMalloc, y la entrada de "
             f"{r.growing_op} crece paso a paso: una caché que se conserva entre pasos arrastra el grafo de autograd de "

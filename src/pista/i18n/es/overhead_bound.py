@@ -99,21 +99,13 @@ ADVICE = {
 }
 
 
-def _syncs_first(r: OverheadBound) -> bool:
-    return r.syncs_per_step - r.end_syncs_per_step >= 1.0
-
-
-def _syncs_at_end(r: OverheadBound) -> bool:
-    return not _syncs_first(r) and r.end_syncs_per_step >= 1.0
-
-
 def advice(r: OverheadBound) -> str:
     text = ""
-    if _syncs_at_end(r):
+    if r.syncs_at_end:
         text += (f"Las {r.end_syncs_per_step:.0f} sincronizaciones por paso de {r.sync_op} llegan tras el último kernel "
                  "del paso (leen su resultado): captura como CUDA graph lo que va antes y lee el resultado tras la "
                  "repetición. ")
-    if _syncs_first(r):
+    if r.syncs_first:
         text += (f"Quita primero las {r.syncs_per_step - r.end_syncs_per_step:.0f} sincronizaciones por paso dentro "
                  "de operaciones (ver "
                 "host-sync, pageable-memcpy): un CUDA graph no "
@@ -129,10 +121,10 @@ def fix(r: OverheadBound) -> str:
     top = r.top_ops[0].name if r.top_ops else "las operaciones"
     head = (f"la GPU espera {t(r.per_op_us_per_step)} por paso ({_share(r, r.per_op_us_per_step)}) mientras el host "
             f"despacha operaciones ({top})")
-    if _syncs_first(r):
+    if r.syncs_first:
         return (f"{head}: quita las {r.syncs_per_step - r.end_syncs_per_step:.0f} sincronizaciones por paso de "
                 f"{r.sync_op} y luego captura el paso como CUDA graph")
-    if _syncs_at_end(r):
+    if r.syncs_at_end:
         return (f"{head}: captura el paso hasta su {r.sync_op} como CUDA graph (la lectura queda fuera) o compílalo "
                 "con torch.compile")
     if _where(r) == "compiled":
