@@ -123,7 +123,7 @@ class OneOfMany(Record):
 
 @dataclass(eq=False)
 class _Found:
-    record_calls: list[tuple[str, int, np.ndarray, np.ndarray, float]]  # kind, name id, members, spans, cost
+    record_calls: list[tuple[str, int, np.ndarray, np.ndarray, float, str]]  # kind, name id, members, spans, cost, source
     claim: Intervals
 
 
@@ -155,7 +155,7 @@ def _detect(facts: Facts) -> _Found | None:
     kept = _first_of_each(facts, _candidates(facts, free, *thresholds))
     if not kept:
         return None
-    claim = gpu_idle.intersect(free, gpu_idle.spans(facts, np.concatenate([h for _, _, _, h, _ in kept])))
+    claim = gpu_idle.intersect(free, gpu_idle.spans(facts, np.concatenate([h for _, _, _, h, _, _ in kept])))
     return _Found(kept, claim)
 
 
@@ -175,8 +175,8 @@ def _calls(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _candidates(facts: Facts, free: Intervals, min_calls: float, min_cost: float,
-                min_idle: float) -> list[tuple[float, float, str, int, np.ndarray, np.ndarray]]:
-    """(idle, time, kind, name id, calls, their host side) of each op or kernel name called often
+                min_idle: float) -> list[tuple[float, float, str, int, np.ndarray, np.ndarray, str]]:
+    """(idle, time, kind, name id, calls, their host side, source) of each op or kernel name called often
     enough, costing enough, mostly on the host, with enough per-op idle under it; most idle first."""
     trace = facts.trace
     candidates = []
@@ -200,23 +200,26 @@ def _candidates(facts: Facts, free: Intervals, min_calls: float, min_cost: float
             # a kernel's host side is its launch calls
             hosts = members if kind == "op" else facts.launcher[members][facts.launcher[members] >= 0]
             idle = gpu_idle.intersect(free, gpu_idle.spans(facts, hosts)).total
+            if idle < min_idle:
+                continue
             # the optimizer's foreach calls and autocast's casts are unfused-optimizer's and
             # autocast-casts' facts (big_gpt_eager_20steps: its 271 aten::to per step were told twice)
-            if idle >= min_idle and _source(facts, kind, k, members) not in OWNED_ELSEWHERE:
-                candidates.append((idle, float(totals[k]), kind, k, members, hosts))
+            source = _source(facts, kind, k, members)
+            if source not in OWNED_ELSEWHERE:
+                candidates.append((idle, float(totals[k]), kind, k, members, hosts, source))
     candidates.sort(key=lambda c: -c[0])
     return candidates
 
 
-def _first_of_each(facts: Facts, candidates: list[tuple[float, float, str, int, np.ndarray, np.ndarray]]
-                   ) -> list[tuple[str, int, np.ndarray, np.ndarray, float]]:
+def _first_of_each(facts: Facts, candidates: list[tuple[float, float, str, int, np.ndarray, np.ndarray, str]]
+                   ) -> list[tuple[str, int, np.ndarray, np.ndarray, float, str]]:
     """Up to MAX_OPS candidates, leaving out a kernel of a reported op, or an op mostly called from
     inside one: they say the same thing again."""
     trace = facts.trace
-    kept: list[tuple[str, int, np.ndarray, np.ndarray, float]] = []
+    kept: list[tuple[str, int, np.ndarray, np.ndarray, float, str]] = []
     reported: list[int] = []
     covered = np.zeros(len(trace), dtype=bool)  # reported ops' calls and everything above them
-    for _, total, kind, name_id, members, hosts in candidates:
+    for _, total, kind, name_id, members, hosts, source in candidates:
         if len(kept) >= MAX_OPS:
             break
         if reported:
@@ -234,7 +237,7 @@ def _first_of_each(facts: Facts, candidates: list[tuple[float, float, str, int, 
         if kind == "op":
             covered[members] = True
             mark_ancestors(facts, members, covered)
-        kept.append((kind, name_id, members, hosts, total))
+        kept.append((kind, name_id, members, hosts, total, source))
     return kept
 
 
@@ -254,10 +257,10 @@ def check(ctx: Context) -> list[Finding]:
     trace = facts.trace
     n = ctx.step_count
     rows, shown = [], []
-    for kind, name_id, members, hosts, total in found.record_calls:
+    for kind, name_id, members, hosts, total, source in found.record_calls:
         own = gpu_idle.intersect(found.claim, gpu_idle.spans(facts, hosts)).total
         rows.append(RepeatedCall(
-            kind=kind, name=trace.names[name_id], source=_source(facts, kind, name_id, members),
+            kind=kind, name=trace.names[name_id], source=source,
             calls=int(members.size), calls_per_step=members.size / n, avg_us=us(total / members.size),
             cost_us_per_step=us(total) / n, idle_us_per_step=us(own) / n))
         ordered = members[np.argsort(trace.ts[members], kind="stable")]
