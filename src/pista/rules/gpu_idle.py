@@ -139,12 +139,13 @@ def spans(facts: Facts, idx: np.ndarray) -> Intervals:
     return union(start, end)
 
 
-def idle_under(facts: Facts, idx: np.ndarray) -> Intervals:
-    """The ledger's GPU idle (in the steps, on the busiest device) under these events' spans."""
+def idle_under(facts: Facts, idx: np.ndarray, per_op: bool = False) -> Intervals:
+    """The ledger's GPU idle (in the steps, on the busiest device) under these events' spans; with
+    per_op, only its per-op part (the idle no sync, set-up or data region claims)."""
     book = ledger(facts)
     if book is None or idx.size == 0:
         return union(np.empty(0), np.empty(0))
-    return intersect(book.idle, spans(facts, idx))
+    return intersect(book.per_op if per_op else book.idle, spans(facts, idx))
 
 
 def outermost_ops(facts: Facts, events: np.ndarray) -> np.ndarray:

@@ -154,7 +154,7 @@ def _found(facts: Facts) -> _Found | None:
         return None
     counters = _counter_updates(facts, ops) if norms.size else np.empty(0, dtype=np.int64)
     return _Found(len(steps), dropouts, norms, _training_kernels(facts, dropouts, norms),
-                  _idle_under(facts, np.concatenate([dropouts, counters])), attention, p, counters)
+                  gpu_idle.idle_under(facts, np.concatenate([dropouts, counters]), per_op=True), attention, p, counters)
 
 
 def training_kernels(facts: Facts) -> np.ndarray:
@@ -170,12 +170,6 @@ def claimed_idle(facts: Facts) -> Intervals:
     found = _found(facts)
     return found.idle if found is not None else gpu_idle.union(np.empty(0), np.empty(0))
 
-
-def _idle_under(facts: Facts, ops: np.ndarray) -> Intervals:
-    book = gpu_idle.ledger(facts)
-    if book is None or ops.size == 0:
-        return gpu_idle.union(np.empty(0), np.empty(0))
-    return gpu_idle.intersect(book.per_op, gpu_idle.spans(facts, ops))
 
 
 def _dropping(facts: Facts, ops: np.ndarray) -> np.ndarray:
