@@ -260,3 +260,20 @@ def test_a_tie_between_dtypes_rates_at_the_first_one_whatever_the_hash_seed(tmp_
         return next(k["dtype"] for k in json.loads(out)["kernels"] if k["purpose"] == "gemm")
 
     assert {gemm_dtype(seed) for seed in range(6)} == {"fp16"}
+
+
+def test_a_normalisation_writes_an_output_the_size_of_its_input(load_facts):
+    # gpu/resnet50_nograd (eval): each aten::native_batch_norm reads x and four (C,) vectors and writes
+    # y like x; its kernels count as reductions, yet the bytes are read plus write, not the read alone
+    name = "gpu/resnet50_nograd"
+    facts = load_facts(name)
+    moved = efficiency.memory_bytes(facts)
+    trace = facts.trace
+    norm = {int(i) for i in np.flatnonzero(trace.name == trace.names.index("aten::native_batch_norm"))}
+    counted = sum(b for k, b in moved.items() if int(facts.owner[k]) in norm)
+    expected = 0.0
+    for op in raw.complete(name, "cpu_op", "aten::native_batch_norm"):
+        sizes = [math.prod(d) * efficiency.ELEMENT_BYTES[t] for d, t in
+                 zip(op["args"]["Input Dims"], op["args"]["Input type"], strict=True) if d and t in efficiency.ELEMENT_BYTES]
+        expected += sum(sizes) + max(sizes)
+    assert counted == pytest.approx(expected, rel=1e-6)
