@@ -32,6 +32,18 @@ def steps(name: str) -> list[dict]:
                   key=lambda e: e["ts"])
 
 
+def window_us(name: str) -> float:
+    """What a one-time cost's share is of: from the first step's start to the end of the last step or of
+    the device work launched inside the steps, whichever ends later."""
+    spans = steps(name)
+    start, end = float(spans[0]["ts"]), max(float(s["ts"]) + float(s["dur"]) for s in spans)
+    launch_ts = {c["args"]["correlation"]: float(c["ts"]) for c in complete(name)
+                 if c.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in c.get("args", {})}
+    launched = [float(k["ts"]) + float(k["dur"]) for k in device_work(name)
+                if start <= launch_ts.get(k.get("args", {}).get("correlation"), -1.0) < end]
+    return max([end, *launched]) - start
+
+
 def median_step_us(name: str) -> float:
     return statistics.median(float(e["dur"]) for e in steps(name))
 

@@ -11,6 +11,7 @@ import raw
 from conftest import fixture
 
 from pista.cli import main
+from pista.findings import JSON_SCHEMA_VERSION
 
 
 def _check(capsys, *args: str) -> tuple[int, str]:
@@ -39,7 +40,7 @@ def test_a_compiled_step_slower_than_its_eager_baseline_fails(capsys):
     assert abs(reg["step_us"] - raw.step_us("seed_mm4096_compile")) <= 0.001 * reg["step_us"]
     assert abs(reg["baseline_step_us"] - raw.step_us("seed_mm4096_warm")) <= 0.001 * reg["baseline_step_us"]
     assert reg["change_percent"] > 5
-    assert data["schema_version"] == 1 and data["pista_version"]
+    assert data["schema_version"] == JSON_SCHEMA_VERSION == 2 and data["pista_version"]
     # within a looser limit it passes
     code, _ = _check(capsys, str(new), "--baseline", str(old), "--max-regression", "200", "--fail-on", "critical")
     assert code == 0
@@ -75,3 +76,16 @@ def test_tool_pista_in_pyproject(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pista", "analyze", str(trace)], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "did you mean host-sync?" in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_a_one_time_cost_is_shown_as_once(capsys, analysis_of):
+    # gpu/window_sync_cold: a dead window before the first launch, 99% of the window, paid once
+    name = "gpu/window_sync_cold"
+    (dead,) = [f for f in analysis_of(name).findings if f.rule == "dead-window"]
+    code, out = _check(capsys, str(fixture(name)), "--format", "json")
+    (row,) = [f for f in json.loads(out)["findings"] if f["rule"] == "dead-window"]
+    assert row["impact_once"] is True and row["impact_us"] == dead.impact.us and row["severity"] == "warning"
+    code, out = _check(capsys, str(fixture(name)))
+    assert f"({dead.impact.us:.1f} µs once, {100 * dead.impact.share:.1f}% of the window)" in out
+    code, out = _check(capsys, str(fixture(name)), "--format", "markdown")
+    assert f"| {dead.impact.us:.1f} once |" in out

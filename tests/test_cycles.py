@@ -55,7 +55,7 @@ def test_the_fixture_is_one_process_in_two_files():
 def test_a_handler_folder_is_cycles_in_time_order_and_no_ranks(capsys):
     out = _json(capsys, CYCLES)
     assert "ranks" not in out and "world_size" not in out
-    assert out["schema_version"] == 1 and out["pista_version"] and out["folder"] == str(CYCLES)
+    assert out["schema_version"] == 2 and out["pista_version"] and out["folder"] == str(CYCLES)
     cycles = out["cycles"]
     assert len(cycles) == REPEAT
     raw = {str(f): _raw(f) for f in FILES}

@@ -346,3 +346,10 @@ def test_column_types_are_the_schemas_whatever_width_the_trace_keeps(load_facts)
                 assert one(facts, f"SELECT typeof({column}) FROM {table} LIMIT 1") == sql_type, (table, column)
                 checked += 1
     assert checked > 20
+
+
+def test_a_one_time_finding_says_so(load_facts, analysis_of):
+    name = "gpu/profiler_first_step"
+    rows = dict(query(load_facts(name), "SELECT rule, impact_once FROM findings")[1])
+    assert rows == {f.rule: f.impact.once for f in analysis_of(name).findings}
+    assert rows["profiler-overhead"] is True and rows["launch-bound"] is False

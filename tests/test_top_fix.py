@@ -50,8 +50,10 @@ def test_healthy_traces_read_quiet(name, analysis_of):
 @pytest.mark.parametrize("name", H200_TRACES)
 def test_impact_orders_and_grades_every_finding(name, analysis_of):
     findings = analysis_of(name).findings
-    shares = [f.impact.share for f in findings]
-    assert shares == sorted(shares, reverse=True)
+    ranks = {"critical": 2, "warning": 1, "info": 0}
+    # by severity, a steady cost before a one-time one of the same severity, then by share
+    keys = [(-ranks[f.severity.value], f.impact.once, -f.impact.share) for f in findings]
+    assert keys == sorted(keys)
     from pista.rules import get_rule
 
     for f in findings:
@@ -60,7 +62,41 @@ def test_impact_orders_and_grades_every_finding(name, analysis_of):
             continue  # documented in the rule (memory-growth: memory, not time)
         expected = ("critical" if f.impact.share >= CRITICAL_SHARE else
                     "warning" if f.impact.share >= WARNING_SHARE else "info")
+        if f.impact.once and expected == "critical":
+            expected = "warning"  # a one-time cost slows the window, not the steps after it
         assert f.severity.value == expected, (name, f.rule, f.impact)
+
+
+# one-time costs worth most of their window, next to steady costs worth less of a step: the steady fix
+# comes first (the program pays it every step), the one-time cost is a warning after it
+ONE_TIME_AND_STEADY = ("gpu/eval_first_call", "gpu/lazy_late_kernel", "seed_mm64_cold")
+
+
+@pytest.mark.parametrize("name", ONE_TIME_AND_STEADY)
+def test_a_one_time_cost_is_said_after_the_steady_fix(name, analysis_of):
+    a = analysis_of(name)
+    once = [f for f in a.findings if f.impact.once]
+    steady = [f for f in a.findings if not f.impact.once and f.impact.share >= WARNING_SHARE]
+    assert once and steady, [(f.rule, f.impact) for f in a.findings]
+    assert all(f.severity.value != "critical" for f in once)
+    assert max(f.impact.share for f in once) > min(f.impact.share for f in steady)  # it would have come first
+    assert a.top_fix in steady
+
+
+def test_a_one_time_impact_is_its_whole_time_over_the_window(analysis_of):
+    # gpu/profiler_first_step: the profiler's one Activity Buffer Request, all of it with the GPU idle
+    import gzip
+
+    events = json.loads(gzip.open(fixture("gpu/profiler_first_step")).read())["traceEvents"]
+    request = [e for e in events if e.get("name") == "Activity Buffer Request"]
+    steps = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
+    window = max(e["ts"] + e["dur"] for e in steps) - min(e["ts"] for e in steps)
+    f = analysis_of("gpu/profiler_first_step").finding("profiler-overhead")
+    assert f.impact.once and f.impact.us == pytest.approx(sum(e["dur"] for e in request), rel=0.01)
+    assert f.impact.share == pytest.approx(f.impact.us / window, rel=0.05)
+    from pista.render.terminal import impact_text
+
+    assert "once" in impact_text(f) and "of the window" in impact_text(f)
 
 
 def test_json_has_impact_and_top_fix(capsys):
@@ -73,9 +109,10 @@ def test_json_has_impact_and_top_fix(capsys):
     assert data["summary"]["top_fix"]["rule"] == expected["rule"] == "gpu-idle"
     assert data["summary"]["top_fix"]["text"]
     for f in data["findings"]:
-        assert set(f["impact"]) == {"us", "share", "basis"} and 0 <= f["impact"]["share"] <= 1
-    shares = [f["impact"]["share"] for f in data["findings"]]
-    assert shares == sorted(shares, reverse=True)
+        assert set(f["impact"]) == {"us", "share", "once", "basis"} and 0 <= f["impact"]["share"] <= 1
+    ranks = {"critical": 2, "warning": 1, "info": 0}
+    keys = [(-ranks[f["severity"]], f["impact"]["once"], -f["impact"]["share"]) for f in data["findings"]]
+    assert keys == sorted(keys)
 
 
 @pytest.mark.parametrize("name", ["gpu/gpt2_conv1d", "gpu/layout_r50_cl_bf16"])

@@ -76,19 +76,30 @@ WRONG_RESULTS_RULES = frozenset({"inference-train-mode"})
 SEVERITY_ORDER = ("info", "warning", "critical")
 
 
-def severity_of(share: float) -> Severity:
+# A one-time cost (set-up, a first compile, the profiler's buffers) is at most a warning: it slows the
+# window it was profiled in, not the steps that follow. Spread over the steps it read as 100% of a
+# step on gpu/eval_first_call (48.5 ms once in a 3.8 ms step) and gpu/profiler_first_step's shares
+# summed to 121%; an expert puts the steady-state fix first and says "warm up" after it.
+ONE_TIME_MAX_SEVERITY = Severity.WARNING
+
+
+def severity_of(share: float, once: bool = False) -> Severity:
     if share >= CRITICAL_SHARE:
-        return Severity.CRITICAL
-    return Severity.WARNING if share >= WARNING_SHARE else Severity.INFO
+        severity = Severity.CRITICAL
+    else:
+        severity = Severity.WARNING if share >= WARNING_SHARE else Severity.INFO
+    return min(severity, ONE_TIME_MAX_SEVERITY, key=lambda s: s.rank) if once else severity
 
 
 @dataclass(frozen=True)
 class Impact:
     """What fixing a finding would save: µs per step (per window without steps) and that share of
-    the median step (or the window), 0..1. How it was estimated is the rule's `basis` text."""
+    the median step (or the window), 0..1; or, `once`, a one-time cost: its µs in the whole window
+    and that share of the window's wall time. How it was estimated is the rule's `basis` text."""
 
     us: float
     share: float
+    once: bool = False
 
     @classmethod
     def none(cls) -> Impact:
@@ -181,7 +192,7 @@ class Finding:
 
     def __post_init__(self) -> None:
         if self.severity is None:
-            self.severity = severity_of(self.impact.share)
+            self.severity = severity_of(self.impact.share, self.impact.once)
 
     def _text(self, part: str) -> str:
         from pista.i18n import finding_text
@@ -230,7 +241,7 @@ class Finding:
         assert self.severity is not None
         return {"rule": self.rule, "severity": self.severity.value, "title": self.title, "message": self.message,
                 "advice": self.advice, "impact": {"us": self.impact.us, "share": self.impact.share,
-                                                  "basis": self.basis},
+                                                  "once": self.impact.once, "basis": self.basis},
                 "evidence": [e.to_dict() for e in self.evidence], "metrics": self.metrics}
 
 
@@ -286,7 +297,9 @@ class Summary:
         return asdict(self)
 
 
-JSON_SCHEMA_VERSION = 1  # `pista analyze --format json` and `pista check --format json`; bump on a breaking change
+# `pista analyze --format json` and `pista check --format json`; bump on a breaking change (2: a one-time
+# cost's impact, `once`, is its whole time and a share of the window, not per step; findings in reading order)
+JSON_SCHEMA_VERSION = 2
 KERNEL_ROWS = 50  # device work names in JSON's `kernels`, most time first
 
 
@@ -314,7 +327,10 @@ class Analysis:
         wrong = next((f for f in self.findings if f.rule in WRONG_RESULTS_RULES and f.severity != Severity.INFO), None)
         if wrong is not None:
             return wrong
-        worth = [f for f in self.findings if f.impact.share >= TOP_FIX_MIN_SHARE]
+        worth = sorted((f for f in self.findings if f.impact.share >= TOP_FIX_MIN_SHARE),
+                       key=lambda f: (-f.impact.share, -f.impact.us))
+        # a one-time cost comes first only where no steady cost is worth fixing
+        worth = [f for f in worth if not f.impact.once] or worth
         umbrella = max((f.impact.share for f in worth if f.rule in UMBRELLA_RULES), default=0.0)
         specific = (f for f in worth if f.rule not in UMBRELLA_RULES and f.impact.share >= UMBRELLA_YIELD * umbrella)
         return next(specific, worth[0] if worth else None)
@@ -411,6 +427,10 @@ class Context:
         """The impact of saving per_step_ns in every step."""
         return steps_of(self.facts).step_impact(per_step_ns)
 
+    def once(self, total_ns: float) -> Impact:
+        """The impact of a one-time cost of total_ns inside the window."""
+        return steps_of(self.facts).once(total_ns)
+
     @property
     def busy_share(self) -> float:
         """The window's GPU busy share: GPU time saved shortens a step only where the GPU is the
@@ -427,6 +447,7 @@ class Steps:
     count: int
     ns: float
     busy: float  # the window's GPU busy share (1 without a GPU): see Context.busy_share
+    window_ns: float = 1.0  # the window's wall time: what a one-time cost's share is of
 
     def per_step(self, total_ns: float) -> Impact:
         """The impact of saving total_ns over the whole window: per step, and its share of the step."""
@@ -437,12 +458,18 @@ class Steps:
         """The impact of saving per_step_ns in every step."""
         return self.per_step(per_step_ns * self.count)
 
+    def once(self, total_ns: float) -> Impact:
+        """The impact of a one-time cost of total_ns: all of it, and its share of the window."""
+        ns = max(float(total_ns), 0.0)
+        return Impact(ns / 1000.0, min(1.0, ns / max(self.window_ns, 1.0)), once=True)
+
 
 @per_facts
 def steps_of(facts: Facts) -> Steps:
     lo, hi = facts.window
     busy = _busy_ns(facts) / max(hi - lo, 1)
-    return Steps(len(facts.steps) or 1, step_ns(facts), busy if facts.has_gpu and busy > 0 else 1.0)
+    return Steps(len(facts.steps) or 1, step_ns(facts), busy if facts.has_gpu and busy > 0 else 1.0,
+                 float(max(hi - lo, 1)))
 
 
 def _busy_ns(facts: Facts) -> int:
@@ -468,9 +495,16 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
     selected = [rule.id for rule in catalogue() if not rules or rule.id in rules]
     by_rule = _check(ctx, selected)
     findings = [f for rule_id in selected for f in by_rule[rule_id]]
-    findings.sort(key=lambda f: (-f.impact.share, -f.impact.us, _first_ts(f)))
+    findings.sort(key=order_key)
     return Analysis(facts.trace.source, summary, findings, table, facts,
                     list(facts.trace.notices) + coverage_notices(facts))
+
+
+def order_key(f: Finding) -> tuple[int, bool, float, float, float]:
+    """Findings in reading order: by severity, a steady cost before a one-time one of the same
+    severity, then by what fixing saves."""
+    assert f.severity is not None
+    return (-f.severity.rank, f.impact.once, -f.impact.share, -f.impact.us, _first_ts(f))
 
 
 # A share of zero-length complete events past which times mean little: a real trace has a few

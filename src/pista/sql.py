@@ -104,14 +104,15 @@ SCHEMA: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         ("device_total_us", "DOUBLE", "CUDA total, µs"),
     ]),
     "findings": ("what pista analyze finds (runs the rule catalogue)", [
-        ("finding", "BIGINT", "number, the one that saves most first"),
+        ("finding", "BIGINT", "number, in the report's order (severity, then what fixing saves)"),
         ("rule", "VARCHAR", "rule id (pista explain RULE)"),
         ("severity", "VARCHAR", "severity"),
         ("title", "VARCHAR", "the rule's title"),
         ("message", "VARCHAR", "what was found, with numbers"),
         ("advice", "VARCHAR", "what to do"),
-        ("impact_us", "DOUBLE", "what fixing it saves, µs per step"),
-        ("impact_share", "DOUBLE", "that over the median step, 0..1"),
+        ("impact_us", "DOUBLE", "what fixing it saves, µs per step (impact_once: in the whole window)"),
+        ("impact_share", "DOUBLE", "that over the median step (impact_once: over the window), 0..1"),
+        ("impact_once", "BOOLEAN", "a one-time cost (set-up, a first compile, the profiler's buffers)"),
     ]),
     "evidence": ("the events and spans each finding points at", [
         ("finding", "BIGINT", "findings.finding"),
@@ -339,6 +340,7 @@ def _register_findings(con: Any, facts: Facts, table: Table) -> None:
         "advice": np.asarray([f.advice for f in findings], dtype=object),
         "impact_us": np.array([f.impact.us for f in findings], dtype=np.float64),
         "impact_share": np.array([f.impact.share for f in findings], dtype=np.float64),
+        "impact_once": np.array([f.impact.once for f in findings], dtype=bool),
     })
     evidence = [(k, e) for k, f in enumerate(findings, 1) for e in f.evidence]
     con.register("_evidence", {

@@ -62,12 +62,11 @@ def test_impact_is_the_first_steps_idle_excess_from_the_raw_events(load_facts):
     (finding,) = _findings(load_facts, name)
     steps = raw.steps(name)
     idle = [_idle_us(name, float(s["ts"]), float(s["ts"]) + float(s["dur"])) for s in steps]
-    total = idle[0] - statistics.median(idle[1:])  # one-time: spread over the window's steps
-    per_step = total / len(steps)
-    assert finding.impact.us == pytest.approx(per_step, rel=0.01)
-    assert finding.impact.share == pytest.approx(min(1.0, per_step / raw.step_us(name)), abs=0.01)
-    assert finding.severity.value == "critical"  # 45.9 ms per step against a 368 µs median step
-    assert "one-time" in finding.basis and "spread over 3 steps" in finding.basis
+    total = idle[0] - statistics.median(idle[1:])  # one-time: all of it, over the window
+    assert finding.impact.once and finding.impact.us == pytest.approx(total, rel=0.01)
+    assert finding.impact.share == pytest.approx(min(1.0, total / raw.window_us(name)), abs=0.01)
+    assert finding.severity.value == "warning"  # 99% of the window, but once: it slows no later step
+    assert "one-time" in finding.basis and finding.impact.once
 
 
 def test_one_finding_for_the_cold_step(load_facts):
@@ -103,7 +102,7 @@ def test_fires_on_repeated_regions_without_steps(load_facts):
     assert (r.kind, r.name, r.step, r.others) == ("region", "matmul_add", None, 2)
     assert r.first_us == pytest.approx(trace.dur[calls[0]] / 1000)
     assert finding.evidence[0].ts_us == trace.ts[calls[0]] / 1000 and finding.evidence[0].step is None
-    assert "over the window" in finding.basis
+    assert finding.impact.once and "one-time" in finding.basis
 
 
 @pytest.mark.parametrize("name", ["seed_mm64_warm", "seed_mm4096_warm", "seed_mm4096_compile", "gpu/cpu_only",

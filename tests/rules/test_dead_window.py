@@ -103,8 +103,8 @@ def test_impact_without_steps_is_the_idle_share_of_the_window(load_facts):
     total = _cold_region_us(name, "matmul_add")
     assert finding.impact.us == pytest.approx(total, rel=0.01)
     assert finding.impact.share == pytest.approx(total / _window_us(name), abs=0.01)
-    assert finding.severity.value == "critical"  # 99% of the window
-    assert "one-time" in finding.basis and "over the window" in finding.basis
+    assert finding.severity.value == "warning"  # 99% of the window, once
+    assert finding.impact.once and "one-time" in finding.basis
 
 
 def test_fires_on_a_branch_first_run_inside_a_later_step(load_facts):
@@ -115,10 +115,10 @@ def test_fires_on_a_branch_first_run_inside_a_later_step(load_facts):
     assert (r.region, r.step, r.in_op, r.typical_gap_us, r.cause) == ("eval_metrics", 3, "aten::copy_", None,
                                                                        FIRST_CALLS)
     assert {c.name for c in r.first_calls} == {"aten::cross_entropy_loss", "aten::mean", "aten::eq", "aten::argmax"}
-    per_step = _cold_region_us(name, "eval_metrics") / len(raw.steps(name))
-    assert finding.impact.us == pytest.approx(per_step, rel=0.01)
-    assert finding.impact.share == pytest.approx(min(1.0, per_step / raw.step_us(name)), abs=0.01)
-    assert "spread over 3 steps" in finding.basis and "eval_metrics" in finding.fix
+    total = _cold_region_us(name, "eval_metrics")
+    assert finding.impact.once and finding.impact.us == pytest.approx(total, rel=0.01)
+    assert finding.impact.share == pytest.approx(min(1.0, total / raw.window_us(name)), abs=0.01)
+    assert "one-time" in finding.basis and "eval_metrics" in finding.fix
     # the window starts at ProfilerStep#2: the schedule's warm-up ran already, so only "run it once" helps
     assert int(raw.steps(name)[0]["name"].split("#")[1]) > 0
     assert r.warmed_up and "schedule(" not in finding.fix and "schedule(" not in finding.advice

@@ -63,11 +63,11 @@ def test_impact_is_the_first_calls_idle_time_less_their_usual(load_facts):
     for o in holding:
         others = [float(p["dur"]) for p in top if p["name"] == o["name"] and p not in holding]
         usual += statistics.median(others) if others else 0.0
-    per_step = (idle - usual) / len(raw.steps(name))
-    assert finding.impact.us == pytest.approx(per_step, rel=0.01)
-    assert finding.impact.share == pytest.approx(min(1.0, per_step / raw.step_us(name)), abs=0.01)
-    assert finding.severity.value == "critical"  # 45.8 ms per step against a 2.6 ms median step
-    assert "one-time" in finding.basis and "spread over 3 steps" in finding.basis
+    total = idle - usual
+    assert finding.impact.once and finding.impact.us == pytest.approx(total, rel=0.01)
+    assert finding.impact.share == pytest.approx(min(1.0, total / raw.window_us(name)), abs=0.01)
+    assert finding.severity.value == "warning"  # 94% of the window, once
+    assert "one-time" in finding.basis and finding.impact.once
 
 
 @pytest.mark.parametrize("name", ["seed_mm64_cold", "gpu/window_sync_cold", "gpu/eval_first_call",

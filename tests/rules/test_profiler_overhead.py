@@ -53,14 +53,14 @@ def test_fires_on_the_buffer_request_of_an_unscheduled_first_step(load_facts):
     assert "schedule(wait=1, warmup=1, active=3)" in finding.fix
 
 
-def test_impact_is_the_idle_time_of_its_events_per_step(load_facts):
+def test_impact_is_the_idle_time_of_its_events_once(load_facts):
     name = "gpu/profiler_first_step"
     (finding,) = _findings(load_facts, name)
-    per_step = _idle_us(name, _profiler_events(name)) / len(raw.steps(name))
-    assert finding.impact.us == pytest.approx(per_step, rel=0.01)
-    assert finding.impact.share == pytest.approx(per_step / raw.step_us(name), abs=0.01)
-    assert finding.severity.value == "critical"  # 867 µs per step against a 3.8 ms median step
-    assert "one-time" in finding.basis and "spread over 3 steps" in finding.basis
+    total = _idle_us(name, _profiler_events(name))
+    assert finding.impact.once and finding.impact.us == pytest.approx(total, rel=0.01)
+    assert finding.impact.share == pytest.approx(total / raw.window_us(name), abs=0.01)
+    assert finding.severity.value == "warning"  # 18% of the window, once, and the program never pays it
+    assert "one-time" in finding.basis and finding.impact.once
 
 
 @pytest.mark.parametrize("name", ["gpu/window_sync_warm", "seed_mm4096_compile_cold"])
@@ -73,7 +73,7 @@ def test_fires_without_steps(load_facts, name):
     idle = _idle_us(name, _profiler_events(name))
     assert finding.impact.us == pytest.approx(idle, rel=0.01)
     assert finding.impact.share == pytest.approx(idle / window, abs=0.01)
-    assert "over the window" in finding.basis
+    assert finding.impact.once and "does not pay it" in finding.basis
 
 
 @pytest.mark.parametrize("name", ["seed_mm64_warm", "seed_mm4096_warm", "gpu/cpu_only"])

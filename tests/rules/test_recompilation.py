@@ -107,9 +107,15 @@ def test_impact_is_the_compile_time_with_the_gpu_idle_from_the_raw_events(analys
             user_work.append((float(w["ts"]), float(w["ts"]) + float(w["dur"])))
     hidden = sum(max(0.0, min(b, float(s["ts"]) + float(s["dur"])) - max(a, float(s["ts"])))
                  for s in spans for a, b in _union(user_work))
-    per_step = (sum(float(s["dur"]) for s in spans) - hidden) / len(steps)
-    assert finding.impact.us == pytest.approx(per_step, rel=0.01)
-    assert finding.impact.share == pytest.approx(min(1.0, per_step / raw.step_us(name)), abs=0.002)
+    total = sum(float(s["dur"]) for s in spans) - hidden
+    # gpu/recompile compiles in every step (a guard keeps failing); gpu/compile_warmup once, its first compile
+    assert finding.impact.once == (name == "gpu/compile_warmup")
+    if finding.impact.once:
+        assert finding.impact.us == pytest.approx(total, rel=0.01)
+        assert finding.impact.share == pytest.approx(min(1.0, total / raw.window_us(name)), abs=0.002)
+    else:
+        assert finding.impact.us == pytest.approx(total / len(steps), rel=0.01)
+        assert finding.impact.share == pytest.approx(min(1.0, total / len(steps) / raw.step_us(name)), abs=0.002)
 
 
 def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _brief(f: Any) -> dict[str, Any]:
     return {"rule": f.rule, "severity": f.severity.value, "title": f.title, "impact_us": f.impact.us,
-            "impact_share": f.impact.share, "fix": f.fix_here}
+            "impact_share": f.impact.share, "impact_once": f.impact.once, "fix": f.fix_here}
 
 
 def _json(result: dict[str, Any]) -> str:
@@ -93,7 +93,8 @@ def _text(result: dict[str, Any]) -> str:
     for f in result["findings"]:
         mark = "x" if f in result["failing"] else "-"
         lines.append(f"  {mark} {f['severity']:8s} {f['rule']}: {sanitize(f['title'])} "
-                     f"({f['impact_us']:.1f} µs/step, {100 * f['impact_share']:.1f}%)")
+                     f"({f['impact_us']:.1f} µs{' once' if f['impact_once'] else '/step'}, "
+                     f"{100 * f['impact_share']:.1f}%{' of the window' if f['impact_once'] else ''})")
     return "\n".join(lines) + "\n"
 
 
@@ -106,9 +107,10 @@ def _markdown(result: dict[str, Any]) -> str:
     icon = "✅" if result["passed"] else "❌"
     lines = [f"### {icon} pista check: `{cell(result['trace'])}`", "", cell(_verdict_line(result)), ""]
     if result["findings"]:
-        lines += ["| | severity | rule | what | µs per step | share | fix |", "|---|---|---|---|---:|---:|---|"]
+        lines += ["| | severity | rule | what | µs per step (once: in all) | share of the step (once: of the window) | fix |",
+                  "|---|---|---|---|---:|---:|---|"]
         for f in result["findings"]:
             mark = "❌" if f in result["failing"] else ""
-            lines.append(f"| {mark} | {f['severity']} | `{f['rule']}` | {cell(f['title'])} | {f['impact_us']:.1f} | "
+            lines.append(f"| {mark} | {f['severity']} | `{f['rule']}` | {cell(f['title'])} | {f['impact_us']:.1f}{' once' if f['impact_once'] else ''} | "
                          f"{100 * f['impact_share']:.1f}% | {cell(f['fix'])} |")
     return "\n".join(lines) + "\n"

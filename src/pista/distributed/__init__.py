@@ -34,10 +34,11 @@ class DistributedAnalysis:
         return [f for _, f in self._ranked()]
 
     def _ranked(self) -> list[tuple[int | None, Finding]]:
-        """(rank, finding) pairs, cross-rank ones first among equals, sorted by impact."""
+        """(rank, finding) pairs, cross-rank ones first among equals, sorted by impact, steady costs
+        before one-time ones (as in a single trace's top fix)."""
         pairs = [(f.record.rank, f) for f in self.cross.findings]
         pairs += [(int(r.rank), f) for r in self.ranks for f in r.findings]  # type: ignore[arg-type]
-        return sorted(pairs, key=lambda p: (-p[1].impact.share, -p[1].impact.us))
+        return sorted(pairs, key=lambda p: (p[1].impact.once, -p[1].impact.share, -p[1].impact.us))
 
     @property
     def top_fix(self) -> tuple[int | None, Finding] | None:

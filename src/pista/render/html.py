@@ -371,8 +371,8 @@ def _stacked(head: str, by_purpose: dict[str, float], labels: dict[str, str]) ->
 
 
 def _impact(f: Finding, labels: dict[str, str]) -> str:
-    return (f"{fmt_ns(f.impact.us * 1000)} {labels.get('per step', 'per step')}, {100 * f.impact.share:.1f}% "
-            f"{labels.get('of the step', 'of the step')}")
+    unit, of = ("once", "of the window") if f.impact.once else ("per step", "of the step")
+    return f"{fmt_ns(f.impact.us * 1000)} {labels.get(unit, unit)}, {100 * f.impact.share:.1f}% {labels.get(of, of)}"
 
 
 def _findings(analysis: Analysis, labels: dict[str, str], lang: str) -> str:

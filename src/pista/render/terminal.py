@@ -132,11 +132,12 @@ def kernel_short_name(name: str, limit: int = 48) -> str:
 
 
 def impact_text(f: Finding, lang: str = "en") -> str:
-    """'355.427 µs per step, 38.9% of the step' in `lang`."""
+    """'355.427 µs per step, 38.9% of the step' (a one-time cost: '2.600 ms once, 17.8% of the
+    window') in `lang`."""
     from pista.i18n import word
 
-    return (f"{fmt_ns(f.impact.us * 1000)} {word('per step', lang)}, {100 * f.impact.share:.1f}% "
-            f"{word('of the step', lang)}")
+    unit, of = ("once", "of the window") if f.impact.once else ("per step", "of the step")
+    return f"{fmt_ns(f.impact.us * 1000)} {word(unit, lang)}, {100 * f.impact.share:.1f}% {word(of, lang)}"
 
 
 def _finding(console: Console, f: Finding, origin_us: float, lang: str = "en") -> None:

@@ -139,7 +139,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     idle_others = float(np.median([one_time.idle_ns(facts, one_time.spans([a], [b]))
                                    for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]))
     total = max(0.0, idle_first - idle_others)
-    impact = ctx.per_step(total)
+    impact = ctx.once(total)
     if impact.share < MIN_STEP_SHARE:
         return [], one_time.EMPTY
 

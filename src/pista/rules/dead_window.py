@@ -223,7 +223,7 @@ def _finding(ctx: Context, region: int, end: int, gap: int, typical: float | Non
     claim = one_time.spans([start] + [int(trace.ts[op]) for op in firsts],
                            [stop] + [int(trace.ts[op] + trace.dur[op]) for op in firsts])
     idle = max(0.0, one_time.idle_ns(facts, one_time.minus(claim, taken)) - (typical or 0.0))
-    impact = ctx.per_step(idle)
+    impact = ctx.once(idle)
     if impact.share < MIN_STEP_SHARE:
         return None, one_time.EMPTY
 

@@ -147,7 +147,9 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     typicals = [t for _, t in picked if t is not None]
     typical_all = float(np.median(typicals)) if typicals else None
     idle = max(0.0, one_time.idle_ns(facts, one_time.minus(claim, taken)) - sum(t or 0.0 for _, t in picked))
-    impact = ctx.per_step(idle)
+    in_steps = tuple(sorted({s for lo in starts if (s := step_at(facts, lo)) is not None}))
+    # new shapes in one step of several are a one-time cost (a first pass over the shapes), not a recurring one
+    impact = ctx.once(idle) if len(facts.steps) > 1 and len(in_steps) < 2 else ctx.per_step(idle)
     if impact.share < MIN_STEP_SHARE:
         return [], one_time.EMPTY
 
@@ -166,7 +168,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
                              trace.event_name(work) if work >= 0 else "", us(hi - lo), step_at(facts, lo)))
     record = GemmHeuristics(
         calls=len(picked), shapes=len({dims[k] for k, _ in picked}), steps=len(facts.steps),
-        in_steps=tuple(sorted({r.step for r in rows if r.step is not None})),
+        in_steps=in_steps,
         wait_us=us(sum(b - a for a, b in zip(starts, stops, strict=True))),
         typical_us=None if typical_all is None else typical_all / 1000.0, idle_us=us(idle),
         queries=n_queries, loads=n_loads, new=tuple(rows),

@@ -108,7 +108,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     claim = one_time.spans([int(trace.ts[op]) for op in calls], [int(trace.ts[op] + trace.dur[op]) for op in calls])
     typical = {op: _usual(facts, op, holders) for op in calls}
     idle = max(0.0, one_time.idle_ns(facts, one_time.minus(claim, taken)) - sum(t or 0.0 for t in typical.values()))
-    impact = ctx.per_step(idle)
+    impact = ctx.once(idle)
     if impact.share < MIN_STEP_SHARE:
         return [], one_time.EMPTY
 

@@ -98,7 +98,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         return [], one_time.EMPTY
     claim = one_time.spans(trace.ts[idx], trace.ts[idx] + trace.dur[idx])
     idle = one_time.idle_ns(facts, one_time.minus(claim, taken))
-    impact = ctx.per_step(idle)
+    impact = ctx.once(idle)
     if impact.share < MIN_STEP_SHARE:
         return [], one_time.EMPTY
     idx = idx[np.argsort(-trace.dur[idx], kind="stable")]

@@ -93,7 +93,7 @@ class Recompilation(Record):
     exposed_us: float  # of it, with the GPU running none of the user's work (the impact, over the window)
     steps: int
     steps_compiling: tuple[int, ...]
-    step_share_percent: float
+    step_share_percent: float  # of the step; a one-time kind's (WARMUP, ONCE) of the window
     frames: tuple[FrameCompiles, ...]
     graphs: int  # different compiled graphs called (## Call CompiledFxGraph hashes)
     shapes: tuple[str, ...]  # input shapes of the compiled calls, in order, when they change
@@ -135,18 +135,20 @@ def check(ctx: Context) -> list[Finding]:
     frames = _frames(facts, regions, spans, span_ids)
     near = tuple(f.frame for f in frames if f.entries >= NEAR_LIMIT_ENTRIES)
     exposed = _exposed(facts, spans, top)
-    impact = ctx.per_step(exposed)
+    steps_compiling = tuple(sorted({s for i in spans.tolist() if (s := facts.step_of(i)) is not None}))
+    kind = _kind(facts, spans, span_ids, steps_compiling)
+    # compiling every step recurs; a first compile or a single recompile is paid once
+    impact = ctx.once(exposed) if kind in (WARMUP, ONCE) else ctx.per_step(exposed)
     if impact.share < MIN_STEP_SHARE and not near:
         return []
 
     tuning = pattern_mask(facts, AUTOTUNE)[spans]
-    steps_compiling = tuple(sorted({s for i in spans.tolist() if (s := facts.step_of(i)) is not None}))
     compiles = int(spans.size - np.count_nonzero(tuning))
     graphs = {m.group(1) for n in trace.name_array[trace.name[host & pattern_mask(facts, GRAPH_CALL)]]
               if (m := GRAPH_CALL.match(n))}
     shapes = _shapes_per_region(facts, regions)
     record = Recompilation(
-        kind=_kind(facts, spans, span_ids, steps_compiling),
+        kind=kind,
         compiles=compiles,
         autotunes=int(np.count_nonzero(tuning)),
         compile_us=us(trace.dur[spans].sum()),

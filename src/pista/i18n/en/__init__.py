@@ -3,5 +3,6 @@
 from __future__ import annotations
 
 WORDS: dict[str, str] = {
-    "severity from impact": "severity from impact: critical from 20% of the step, warning from 5%, info below",
+    "severity from impact": ("severity from impact: critical from 20% of the step, warning from 5%, info below; "
+                             "a one-time cost at most warning"),
 }

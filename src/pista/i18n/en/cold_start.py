@@ -76,10 +76,8 @@ def fix(r: ColdStart) -> str:
 
 def basis(r: ColdStart) -> str:
     if r.kind == "step":
-        return (f"one-time: the GPU idle in step {r.step} beyond the other steps' median ({t(r.idle_excess_us)}), "
-                f"spread over {r.steps} steps")
-    return (f"one-time: the GPU idle in the first '{r.name}' call beyond its later calls' median "
-            f"({t(r.idle_excess_us)}), over the window")
+        return f"one-time: the GPU idle in step {r.step} beyond the other steps' median"
+    return f"one-time: the GPU idle in the first '{r.name}' call beyond its later calls' median"
 
 
 NOTES = {

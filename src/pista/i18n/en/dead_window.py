@@ -71,9 +71,8 @@ def fix(r: DeadWindow) -> str:
 
 def basis(r: DeadWindow) -> str:
     usual = ", less its other calls' usual wait" if r.typical_gap_us is not None else ""
-    spread = f"spread over {r.steps} steps" if r.steps else "over the window"
     return (f"one-time: the GPU idle from the region's start to its first {_target(r.target)} and in its later first "
-            f"calls{usual} ({t(r.idle_us)}), {spread}")
+            f"calls{usual}")
 
 
 NOTES = {

@@ -39,6 +39,10 @@ def advice(r: GemmHeuristics) -> str:
 
 def fix(r: GemmHeuristics) -> str:
     n = r.new[0]
+    if r.steps > 1 and len(r.in_steps) == 1:
+        return (f"{n.op} meets {r.shapes} new shapes in {_steps(r)} ({' -> '.join(x.dims for x in r.new[:3])}), "
+                f"{t(r.wait_us)} before their launches while cuBLAS chooses kernels: warm each shape up before "
+                "profiling, and keep the shapes to a few sizes.")
     return (f"{n.op} gets a new shape every step ({' -> '.join(x.dims for x in r.new[:3])}), {t(_per_step(r))} per "
             "step before its launch while cuBLAS chooses a kernel: pad or bucket the shapes to a few sizes.")
 

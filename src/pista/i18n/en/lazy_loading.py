@@ -40,9 +40,7 @@ def fix(r: LazyLoading) -> str:
 
 
 def basis(r: LazyLoading) -> str:
-    spread = f"spread over {r.steps} steps" if r.steps else "over the window"
-    return (f"one-time: the GPU idle in the op calls that load their kernels, less the same ops' usual time "
-            f"({t(r.idle_us)}), {spread}")
+    return "one-time: the GPU idle in the op calls that load their kernels, less the same ops' usual time"
 
 
 NOTES = {

@@ -41,9 +41,7 @@ def fix(r: ProfilerOverhead) -> str:
 
 
 def basis(r: ProfilerOverhead) -> str:
-    spread = f"spread over {r.steps} steps" if r.steps else "over the window"
-    return (f"one-time: the GPU idle during the profiler's own events ({t(r.idle_us)}), {spread}; the program "
-            "without the profiler does not pay it")
+    return "one-time: the GPU idle during the profiler's own events; the program without the profiler does not pay it"
 
 
 NOTES = {

@@ -43,18 +43,18 @@ def _limit(r: Recompilation) -> str:
 
 def message(r: Recompilation) -> str:
     cost = (f"{_what(r)} in {_steps(r.steps_compiling)}: {t(r.compile_us)} of host time, {t(r.exposed_us)} of it "
-            f"with the GPU idle, {r.step_share_percent:.1f}% of the step time")
+            f"with the GPU idle, {r.step_share_percent:.1f}% of the {'step time' if r.kind == STEADY else 'window'}")
     if r.kind == STEADY:
         text = (f"torch.compile recompiles in the steady state, {cost}: a guard keeps failing, so this cost comes "
                 "back every time.")
     elif r.kind == WARMUP:
-        text = (f"torch.compile's first compile runs inside the window, {cost} when spread over its {r.steps} "
-                "step(s): a one-time warm-up, not a steady-state cost.")
+        text = (f"torch.compile's first compile runs inside the window, {cost}: a one-time warm-up, not a "
+                "steady-state cost.")
     elif r.kind == NEAR_LIMIT:
         text = "Nothing compiles inside the window, but its compiled regions show how often their frames recompiled."
     else:
-        text = (f"torch.compile recompiled once inside the window, {cost} when spread over its {r.steps} step(s): "
-                "one-time here, but it comes back whenever the same guard fails again.")
+        text = (f"torch.compile recompiled once inside the window, {cost}: one-time here, but it comes back "
+                "whenever the same guard fails again.")
     if r.frames:
         text += f" Compile ids seen: {_ids(r)}."
     if r.graphs > 1:
@@ -110,7 +110,7 @@ def basis(r: Recompilation) -> str:
         return "compile time with the GPU idle, per step: it recurs each time a guard fails"
     if r.kind == NEAR_LIMIT:
         return "no compile inside the window; the warning is for the recompile limit"
-    return "one-time: the compile time with the GPU idle, spread over the window's steps (warm up before profiling)"
+    return "one-time: the compile time with the GPU idle, in the whole window (warm up before profiling)"
 
 
 NOTES = {

@@ -13,12 +13,13 @@ WORDS = {
     "except": "excepto", "cycle": "ciclo", "Start here": "Empieza por aquí", "in": "en", "Top kernels": "Kernels principales", "of peak": "del pico",
     "Memory allocated over time": "Memoria asignada a lo largo del tiempo", "peak allocated": "pico asignado",
     "reserved": "reservada", "impact": "impacto", "per step": "por paso", "of the step": "del paso",
+    "once": "una vez", "of the window": "de la ventana",
     "No findings.": "Sin hallazgos.",
     "Findings": "Hallazgos",
     "Thresholds:": "Umbrales:",
     "severity": "gravedad",
     "severity from impact": ("gravedad según el impacto: crítico desde el 20% del paso, aviso desde el 5%, "
-                             "info por debajo"),
+                             "info por debajo; un coste de una sola vez, como mucho aviso"),
     # severities, as the terminal (upper case) and the HTML page (lower case) show them
     "CRITICAL": "CRÍTICO", "WARNING": "AVISO", "INFO": "INFO",
     "critical": "crítico", "warning": "aviso", "info": "info",

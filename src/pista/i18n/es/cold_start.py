@@ -80,10 +80,9 @@ def fix(r: ColdStart) -> str:
 
 def basis(r: ColdStart) -> str:
     if r.kind == "step":
-        return (f"única vez: la GPU inactiva en el paso {r.step} por encima de la mediana de los demás pasos "
-                f"({t(r.idle_excess_us)}), repartida entre {r.steps} pasos")
+        return f"única vez: la GPU inactiva en el paso {r.step} por encima de la mediana de los demás pasos"
     return (f"única vez: la GPU inactiva en la primera llamada a '{r.name}' por encima de la mediana de las "
-            f"posteriores ({t(r.idle_excess_us)}), sobre la ventana")
+            "posteriores")
 
 
 NOTES = {

@@ -71,9 +71,8 @@ def fix(r: DeadWindow) -> str:
 
 def basis(r: DeadWindow) -> str:
     usual = ", menos la espera habitual de sus otras llamadas" if r.typical_gap_us is not None else ""
-    spread = f"repartida entre {r.steps} pasos" if r.steps else "sobre la ventana"
     return (f"única vez: la GPU inactiva desde el inicio de la región hasta su primer {_target(r.target)} y en sus "
-            f"primeras llamadas posteriores{usual} ({t(r.idle_us)}), {spread}")
+            f"primeras llamadas posteriores{usual}")
 
 
 NOTES = {

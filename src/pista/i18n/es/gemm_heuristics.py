@@ -39,6 +39,10 @@ def advice(r: GemmHeuristics) -> str:
 
 def fix(r: GemmHeuristics) -> str:
     n = r.new[0]
+    if r.steps > 1 and len(r.in_steps) == 1:
+        return (f"{n.op} recibe {r.shapes} formas nuevas en {_steps(r)} ({' -> '.join(x.dims for x in r.new[:3])}), "
+                f"{t(r.wait_us)} antes de sus lanzamientos mientras cuBLAS elige kernels: calienta cada forma antes "
+                "de perfilar y limita las formas a unos pocos tamaños.")
     return (f"{n.op} recibe una forma nueva en cada paso ({' -> '.join(x.dims for x in r.new[:3])}), "
             f"{t(_per_step(r))} por paso antes de su lanzamiento mientras cuBLAS elige un kernel: rellena o agrupa las "
             "formas en unos pocos tamaños.")

@@ -41,9 +41,7 @@ def fix(r: LazyLoading) -> str:
 
 
 def basis(r: LazyLoading) -> str:
-    spread = f"repartida entre {r.steps} pasos" if r.steps else "sobre la ventana"
-    return (f"única vez: la GPU inactiva en las llamadas que cargan sus kernels, menos el tiempo habitual de esos ops "
-            f"({t(r.idle_us)}), {spread}")
+    return "única vez: la GPU inactiva en las llamadas que cargan sus kernels, menos el tiempo habitual de esos ops"
 
 
 NOTES = {

@@ -42,9 +42,7 @@ def fix(r: ProfilerOverhead) -> str:
 
 
 def basis(r: ProfilerOverhead) -> str:
-    spread = f"repartida entre {r.steps} pasos" if r.steps else "sobre la ventana"
-    return (f"única vez: la GPU inactiva durante los eventos propios del profiler ({t(r.idle_us)}), {spread}; sin el "
-            "profiler, el programa no lo paga")
+    return "única vez: la GPU inactiva durante los eventos propios del profiler; sin el profiler, el programa no lo paga"
 
 
 NOTES = {

@@ -43,19 +43,18 @@ def _limit(r: Recompilation) -> str:
 
 def message(r: Recompilation) -> str:
     cost = (f"{_what(r)} en {_steps(r.steps_compiling)}: {t(r.compile_us)} de host, {t(r.exposed_us)} de ellos con "
-            f"la GPU inactiva, el {r.step_share_percent:.1f}% del tiempo del paso")
+            f"la GPU inactiva, el {r.step_share_percent:.1f}% {'del tiempo del paso' if r.kind == STEADY else 'de la ventana'}")
     if r.kind == STEADY:
         text = (f"torch.compile recompila en régimen estable, {cost}: una guarda falla una y otra vez, así que el "
                 "coste vuelve cada vez.")
     elif r.kind == WARMUP:
-        text = (f"La primera compilación de torch.compile cae dentro de la ventana, {cost} repartido entre sus "
-                f"{r.steps} paso(s): un calentamiento único, no un coste del régimen estable.")
+        text = (f"La primera compilación de torch.compile cae dentro de la ventana, {cost}: un "
+                "calentamiento único, no un coste del régimen estable.")
     elif r.kind == NEAR_LIMIT:
         text = ("No se compila nada dentro de la ventana, pero las regiones compiladas muestran cuántas veces "
                 "recompilaron sus frames.")
     else:
-        text = (f"torch.compile recompiló una vez dentro de la ventana, {cost} repartido entre sus {r.steps} "
-                "paso(s): único aquí, pero vuelve cada vez que la misma guarda falle.")
+        text = (f"torch.compile recompiló una vez dentro de la ventana, {cost}: único aquí, pero vuelve cada vez que la misma guarda falle.")
     if r.frames:
         text += f" Ids de compilación vistos: {_ids(r)}."
     if r.graphs > 1:
@@ -112,7 +111,7 @@ def basis(r: Recompilation) -> str:
         return "tiempo de compilación con la GPU inactiva, por paso: se repite cada vez que falla una guarda"
     if r.kind == NEAR_LIMIT:
         return "ninguna compilación dentro de la ventana; el aviso es por el límite de recompilaciones"
-    return ("una sola vez: el tiempo de compilación con la GPU inactiva, repartido entre los pasos de la ventana "
+    return ("una sola vez: el tiempo de compilación con la GPU inactiva, en toda la ventana "
             "(calienta antes de perfilar)")
 
 
