@@ -28,6 +28,8 @@ dispatching: a few µs per step, info (measured unprofiled: 514 -> 521 µs per s
 used to count the whole idle after each sync (345 µs, 38%). Under 5% of the step the finding is info,
 as a latent cost: it grows once the host is faster (one .item() per step on GPT n=2: +20%), and a
 step that syncs cannot be captured as a CUDA graph.
+A value read between the graphs of a compiled call that Dynamo broke is graph-break's (the break is
+the cause, and the fix).
 
 Fix:
 Keep values on the GPU (accumulate losses in a tensor, `.item()` once every N steps), move
@@ -43,7 +45,8 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
-from pista.rules import cudnn_setup
+from pista.rules import _one_time as one_time
+from pista.rules import cudnn_setup, graph_break
 from pista.rules._common import (
     COMPILE_EVENT,
     SYNC_NAMES,
@@ -141,7 +144,16 @@ def _sync_calls(facts: Facts) -> np.ndarray:
     if setup.size:
         idx = np.flatnonzero(syncs)
         syncs[idx[cudnn_setup.inside(facts, setup, idx) >= 0]] = False
-    return syncs
+    return syncs & ~_between_graphs(facts)
+
+
+def _between_graphs(facts: Facts) -> np.ndarray:
+    """Events between the graphs of a compiled call Dynamo broke: a value read there is graph-break's."""
+    out = np.zeros(len(facts.trace), dtype=bool)
+    gaps = graph_break.gaps(facts)
+    if gaps.start.size:
+        out[facts.is_host] = one_time.covered(gaps, facts.trace.ts[facts.is_host])
+    return out
 
 
 def _explicit_syncs(facts: Facts, syncs: np.ndarray) -> list[int]:
@@ -166,7 +178,7 @@ def _read_backs(facts: Facts) -> np.ndarray:
     dtoh = memcpys(facts) & pattern_mask(facts, DTOH)
     calls = np.zeros(len(facts.trace), dtype=bool)
     calls[facts.launcher[dtoh & (facts.launcher >= 0)]] = True
-    calls &= ~_compiling(facts)
+    calls &= ~_compiling(facts) & ~_between_graphs(facts)
     if facts.steps:
         calls &= facts.event_step >= 0
     return calls

@@ -1,0 +1,202 @@
+"""What:
+A torch.compile'd function whose graph Dynamo breaks: each call runs as several compiled graphs with
+Python between them. In the trace a top-level `Torch-Compiled Region: F/C` call holds the regions of
+other frames (Dynamo's resume functions, compiled from the break on) and two or more
+`## Call CompiledFxGraph` calls; what runs between the graphs says what broke it: `aten::is_nonzero`
+(a Python `if` on a tensor), `aten::item` (a value read in Python: `.item()`, `float(t)`,
+`.tolist()`), or no op at all (Python Dynamo does not trace: `print`, a call into a library it does
+not know).
+
+Why:
+Each break ends one graph and starts another: one more guard check, region and wrapper per call,
+fusion stops at the break, and a value read syncs the host with the GPU, so the queue drains and the
+GPU waits while Python runs the resume function and launches the next graph. CUDA graphs
+(`mode="reduce-overhead"`) cannot span a break either.
+
+Example:
+gpu/graph_break_two (CPU, one thread, a 3-Linear block 256 wide at batch 16): `if h.abs().mean() > 10:`
+and `self.last = h.mean().item()` break the forward twice, three graphs a call, 31 µs of host time
+between graphs a break as profiled; unprofiled 165.5 µs a call against 130.6 µs for its twin
+(torch.where, no read; gpu/graph_break_whole, one graph): 35 µs, 27%. One break (graph_break_branch,
+graph_break_item): 17-19 µs of 132 µs.
+
+Impact:
+Per step, the time between each broken call's graphs (from the end of one `## Call CompiledFxGraph`
+to the start of the next): with a GPU, the GPU idle in it (the sync's drain and the resume's Python);
+CPU-only, its host time over the profiler's inflation of host time (PROFILER_HOST_INFLATION:
+graph_break_two's 31 µs a break as profiled, 17.5 µs unprofiled). An upper bound: the work between
+the graphs (the branch's own reduction) stays. host-sync leaves the syncs in these gaps to this rule.
+Silent under 1% of the step; the compiled fixtures without a break (seed_mm4096_compile,
+capture_mlp_compile, series_mlp_compile, the recompiling ones) hold no region inside another.
+
+Fix:
+Find the break with `TORCH_LOGS="graph_breaks"` (or `torch._dynamo.explain(fn)(*args)`);
+`torch.compile(fullgraph=True)` turns any break into an error. A branch on a tensor: `torch.where` or
+`torch.cond`; a value read: keep it a tensor and read it every N steps outside the compiled function
+(or `torch._dynamo.config.capture_scalar_outputs = True`); print and logging: move them out of the
+compiled function.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from pista.findings import Context, Finding, Record
+from pista.rules import _one_time as one_time
+from pista.rules._common import (
+    COMPILED_REGION,
+    PROFILER_HOST_INFLATION,
+    evidence,
+    nearest_ancestor,
+    pattern_mask,
+    us,
+)
+from pista.trace.facts import Facts, Intervals, per_facts
+
+ID = "graph-break"
+GRAPH_CALL = re.compile(r"^## Call CompiledFxGraph ")
+# what runs between the graphs, by the cause it points at
+BRANCH_OPS = frozenset({"aten::is_nonzero"})  # bool(tensor): a Python if/while on a tensor
+READ_OPS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::tolist"})  # a value read in Python
+MIN_STEP_SHARE = 0.01  # REVIEW.md: under 1% of the step is noise
+EVIDENCE_BREAKS = 2  # breaks shown, with their compiled call; presentation
+
+BRANCH, READ, PYTHON = "branch", "read", "python"
+
+
+class GraphBreak(Record):
+    frame: int  # the broken function's Dynamo frame (its top-level region's)
+    calls: int  # its calls in the steps that ran as several graphs
+    steps: int
+    graphs_per_call: float
+    causes: tuple[str, ...]  # BRANCH, READ, PYTHON: what ran between the graphs, most breaks first
+    ops_between: tuple[str, ...]  # the aten ops between the graphs, most common first
+    gap_us_per_step: float  # host time between the graphs (as profiled)
+    idle_us_per_step: float | None  # of it, the GPU idle (None without a GPU)
+    host_inflation: float  # what the CPU-only impact divides the host time by
+
+
+class CallNote(Record):
+    """Note on a broken compiled call."""
+
+    graphs: int
+
+
+class GapNote(Record):
+    """Note on the code between two graphs."""
+
+    gap_us: float
+    ops: tuple[str, ...]
+
+
+@dataclass(eq=False)
+class _Found:
+    calls: np.ndarray  # the top-level region calls that break, in time order
+    graphs: list[np.ndarray]  # each call's graph calls, in time order
+    gaps: Intervals  # host spans between consecutive graphs of a call
+    first_after: list[int]  # per gap: the graph call after it (its evidence)
+
+
+def gaps(facts: Facts) -> Intervals:
+    """The host spans between the graphs of broken compiled calls (empty where nothing breaks):
+    host-sync leaves the syncs in them to this rule."""
+    found = _found(facts)
+    return found.gaps if found is not None else one_time.EMPTY
+
+
+def check(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    found = _found(facts)
+    if found is None:
+        return []
+    idle = one_time.idle_ns(facts, found.gaps) if facts.has_gpu else None
+    saved = idle if idle is not None else found.gaps.total / PROFILER_HOST_INFLATION
+    impact = ctx.per_step(saved)
+    if impact.share < MIN_STEP_SHARE:
+        return []
+    trace = facts.trace
+    per_gap = _ops_in(facts, found.gaps)
+    ops = Counter(name for names in per_gap for name in names)
+    causes = Counter(_cause(names) for names in per_gap)
+    steps = ctx.step_count
+    record = GraphBreak(
+        frame=int(COMPILED_REGION.match(trace.event_name(int(found.calls[0]))).group(1)),  # type: ignore[union-attr]
+        calls=int(found.calls.size), steps=steps,
+        graphs_per_call=sum(g.size for g in found.graphs) / found.calls.size,
+        causes=tuple(c for c, _ in causes.most_common()), ops_between=tuple(n for n, _ in ops.most_common()),
+        gap_us_per_step=us(found.gaps.total) / steps,
+        idle_us_per_step=None if idle is None else us(idle) / steps,
+        host_inflation=PROFILER_HOST_INFLATION)
+    ev = [evidence(facts, int(found.calls[0]), CallNote(int(found.graphs[0].size)))]
+    for k in range(min(EVIDENCE_BREAKS, found.gaps.start.size)):
+        gap_ns = int(found.gaps.end[k] - found.gaps.start[k])
+        ev.append(evidence(facts, found.first_after[k], GapNote(us(gap_ns), tuple(dict.fromkeys(per_gap[k])))))
+    return [Finding(ID, record, impact, ev)]
+
+
+@per_facts
+def _found(facts: Facts) -> _Found | None:
+    """The compiled calls that hold another frame's region (a resume function) and two graphs or more."""
+    trace = facts.trace
+    region = facts.is_host & pattern_mask(facts, COMPILED_REGION)
+    if facts.steps:
+        region &= facts.event_step >= 0
+    outer = nearest_ancestor(facts, region, inclusive=False)
+    nested = np.flatnonzero(region & (outer >= 0))
+    if nested.size == 0:
+        return None
+    top = _top_of(outer, np.flatnonzero(region))
+    graph_calls = np.flatnonzero(facts.is_host & pattern_mask(facts, GRAPH_CALL))
+    owner = nearest_ancestor(facts, region)[graph_calls]  # the region each graph call runs in
+    keep = owner >= 0
+    graph_calls, owner = graph_calls[keep], owner[keep]
+    by_call: dict[int, list[int]] = {}
+    for g, r in zip(graph_calls.tolist(), owner.tolist(), strict=True):
+        by_call.setdefault(top[r], []).append(g)
+    broken = sorted((c for c, gs in by_call.items() if len(gs) >= 2), key=lambda c: int(trace.ts[c]))
+    if not broken:
+        return None
+    graphs = [np.array(sorted(by_call[c], key=lambda g: int(trace.ts[g])), dtype=np.int64) for c in broken]
+    starts, ends, after = [], [], []
+    for gs in graphs:
+        for a, b in zip(gs[:-1].tolist(), gs[1:].tolist(), strict=True):
+            starts.append(int(trace.ts[a] + trace.dur[a]))
+            ends.append(int(trace.ts[b]))
+            after.append(b)
+    order = np.argsort(np.asarray(starts, dtype=np.int64), kind="stable")
+    s, e = np.asarray(starts, dtype=np.int64)[order], np.asarray(ends, dtype=np.int64)[order]
+    keep_gap = e > s
+    return _Found(np.array(broken, dtype=np.int64), graphs, Intervals(s[keep_gap], e[keep_gap]),
+                  [after[k] for k in order[keep_gap].tolist()])
+
+
+def _top_of(outer: np.ndarray, regions: np.ndarray) -> dict[int, int]:
+    """Each region call's outermost region (itself where none holds it)."""
+    top: dict[int, int] = {}
+    for r in regions.tolist():
+        j = r
+        while outer[j] >= 0:
+            j = int(outer[j])
+        top[r] = j
+    return top
+
+
+def _ops_in(facts: Facts, gaps: Intervals) -> list[list[str]]:
+    """Per gap, the aten ops that start in it, in time order."""
+    trace = facts.trace
+    ops = np.flatnonzero(facts.is_host & trace.category_mask({"cpu_op"}))
+    ops = ops[np.argsort(trace.ts[ops], kind="stable")]
+    lo, hi = np.searchsorted(trace.ts[ops], gaps.start), np.searchsorted(trace.ts[ops], gaps.end)
+    names = [[trace.event_name(i) for i in ops[a:b].tolist()] for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
+    return [[n for n in gap if n.startswith("aten::")] for gap in names]
+
+
+def _cause(names: list[str]) -> str:
+    if BRANCH_OPS & set(names):
+        return BRANCH
+    return READ if READ_OPS & set(names) else PYTHON
+
