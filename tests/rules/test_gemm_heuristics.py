@@ -81,3 +81,15 @@ def test_silent_without_gemms_on_changing_shapes(load_facts, name):
 def test_healthy_traces_stay_quiet(load_facts, name):
     mine = _findings(load_facts, name, ONE_TIME_RULES)
     assert all(f.severity.value == "info" for f in mine), [(f.rule, f.severity) for f in mine]
+
+
+def test_overhead_bound_leaves_its_wait_to_it(analysis_of):
+    # the new-shape GEMMs' host wait is this rule's; overhead-bound counts only the rest of the idle, so
+    # the two together stay within the GPU's idle per step (computed from the raw steps)
+    name = "gpu/gemm_new_shapes"
+    a = analysis_of(name)
+    heuristics, rest = a.finding(ID), a.finding("overhead-bound")
+    idle = raw.total(raw.idle_in_steps(name)) / len(raw.steps(name))
+    assert heuristics.impact.us + rest.impact.us <= idle * 1.01
+    assert rest.record.elsewhere.others == ("gemm-heuristics",)
+    assert rest.record.elsewhere.others_us >= 0.9 * heuristics.impact.us

@@ -54,7 +54,8 @@ HOST = "host"  # the region's own Python, outside any op
 EMPTY = Intervals(np.empty(0, np.int64), np.empty(0, np.int64))
 
 Detector = Callable[[Context, Intervals], tuple[list[Finding], Intervals]]
-_cache: weakref.WeakKeyDictionary[Facts, tuple[dict[str, list[Finding]], Intervals]] = weakref.WeakKeyDictionary()
+_Done = tuple[dict[str, list[Finding]], Intervals, dict[str, Intervals]]
+_cache: weakref.WeakKeyDictionary[Facts, _Done] = weakref.WeakKeyDictionary()
 
 
 def findings(ctx: Context, rule_id: str) -> list[Finding]:
@@ -68,7 +69,12 @@ def claimed(ctx: Context) -> Intervals:
     return _done(ctx)[1]
 
 
-def _done(ctx: Context) -> tuple[dict[str, list[Finding]], Intervals]:
+def claimed_by(ctx: Context, rule_id: str) -> Intervals:
+    """The host time one of the six rules' findings own (empty where it did not fire)."""
+    return _done(ctx)[2][rule_id]
+
+
+def _done(ctx: Context) -> _Done:
     done = _cache.get(ctx.facts)
     if done is None:
         done = _run(ctx)
@@ -76,7 +82,7 @@ def _done(ctx: Context) -> tuple[dict[str, list[Finding]], Intervals]:
     return done
 
 
-def _run(ctx: Context) -> tuple[dict[str, list[Finding]], Intervals]:
+def _run(ctx: Context) -> _Done:
     from pista.rules import (
         cold_start,
         cudnn_setup,
@@ -94,12 +100,13 @@ def _run(ctx: Context) -> tuple[dict[str, list[Finding]], Intervals]:
     taken = compile_spans(ctx.facts)
     owned = EMPTY
     out: dict[str, list[Finding]] = {}
+    by_rule: dict[str, Intervals] = {}
     for rule_id in ORDER:
         found, spans_ = detectors[rule_id](ctx, taken)
-        out[rule_id] = found
+        out[rule_id], by_rule[rule_id] = found, spans_
         taken = union(taken, spans_)
         owned = union(owned, spans_)
-    return out, owned
+    return out, owned, by_rule
 
 
 # -- spans -------------------------------------------------------------------------------------
