@@ -91,5 +91,5 @@ def test_inference_ops_are_forward_and_python_between_them_other(analysis_of):
     (lane, times), = host.items()
     tokens = raw.in_steps(name, raw.complete(name, "user_annotation", "decode_token"))
     python = sum(raw.self_us(name, e) for e in tokens) / len(raw.steps(name))
-    assert times["other"] == pytest.approx(python, rel=0.15)
-    assert times["forward"] > times["other"] and times["backward"] == 0
+    assert times["python"] == pytest.approx(python, rel=0.15)
+    assert times["forward"] > times["python"] and times["backward"] == 0

@@ -130,3 +130,30 @@ def test_a_hostile_trace_in_a_real_terminal_gets_colours_but_no_title_link_or_cl
     assert re.search(r"\x1b\[[0-9;]*m", out)
     assert not re.search(r"\x1b(?!\[[0-9;]*m)", out)  # nothing but colour (SGR) sequences
     assert "\u202e" not in out and "\x07" not in out and SHOWN in out
+
+
+def test_top_kernels_with_one_short_name_say_their_op(analysis_of):
+    # series_mlp_eager: AdamW(foreach)'s three biggest kernels are all multi_tensor_apply_kernel, template
+    # instances launched by different foreach ops; the row names the op that launched each
+    import raw
+
+    from pista.render.terminal import kernel_line
+
+    line = kernel_line(analysis_of("series_mlp_eager"))
+    rows = line.split("; ")
+    assert all(r.startswith("multi_tensor_apply_kernel (from aten::_foreach_") for r in rows), line
+    name = "series_mlp_eager"
+    events = raw.complete(name)
+    launch = {e["args"]["correlation"]: e for e in events
+              if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+    first = rows[0].split("(from ")[1].split(")")[0]
+    # the kernel with the most time under that op's name: its launches sit inside calls of that op
+    mta = [k for k in raw.complete(name, "kernel") if "multi_tensor_apply_kernel" in k["name"]]
+    by_name: dict[str, float] = {}
+    for k in mta:
+        by_name[k["name"]] = by_name.get(k["name"], 0.0) + float(k["dur"])
+    top = max(by_name, key=by_name.get)
+    owners = {o["name"] for k in mta if k["name"] == top and (c := launch.get(k["args"]["correlation"]))
+              for o in ops if o["name"].startswith("aten::_foreach_") and raw.inside(o, c)}
+    assert first in owners

@@ -542,6 +542,7 @@ class KernelRow:
     dtype: str | None
     peak_share: float | None  # of the datasheet peak: TFLOP/s in its dtype, or HBM TB/s
     bound: str | None  # "compute" (rated by FLOPs), "memory" (by bytes), None (neither known)
+    op: str = ""  # the op that launched most of its calls ("" where none is known)
 
 
 def kernel_rows(facts: Facts, limit: int | None = None) -> list[KernelRow]:
@@ -578,7 +579,10 @@ def kernel_rows(facts: Facts, limit: int | None = None) -> list[KernelRow]:
             bound, share = None, None
         if share is not None and share > 1.0:
             share = None  # above the datasheet: the byte or FLOP count does not fit this kernel
+        owners = facts.owner[members]
+        owners = owners[owners >= 0]
+        op = trace.names[int(np.bincount(trace.name[owners]).argmax())] if owners.size else ""
         rows.append(KernelRow(trace.names[int(ids[g])], int(members.size), total_us, total_us / members.size,
                               purpose, r.flops if r.rated_calls else None, nbytes, r.tflops, tbps, r.dtype, share,
-                              bound))
+                              bound, op))
     return rows

@@ -1,10 +1,11 @@
-"""Where the host's time goes, per thread: forward, backward, optimizer, data, other, and waiting.
+"""Where the host's time goes, per thread: forward, backward, optimizer, data, Python between ops, and waiting.
 
 Each host event's self time goes to the nearest region above it (the optimizer's
 `Optimizer.step#`/`zero_grad#`, the autograd engine's `evaluate_function` or a region named
 backward, a region named for data or input loading, forward, an `nn.Module` or a compiled call).
 What no region claims is the forward where it ends before the step's first autograd node (in a step
-without one, inference, its ops), else `other`: mostly Python between ops.
+without one, inference, its ops), else `python`: Python between ops (in every fixture all of it is the
+self time of record_function regions and ProfilerStep spans: the user's code outside any op).
 Waiting is time the host is blocked, not overhead: the self time of sync calls, and a thread's time in
 a backward region while an autograd thread does the work (the caller sleeps in `backward()`).
 """
@@ -19,7 +20,7 @@ import numpy as np
 from pista.rules._common import SYNC_NAMES, _levels, name_mask, pattern_mask
 from pista.trace.facts import Facts, merge_intervals
 
-REGIONS = ("forward", "backward", "optimizer", "data", "other", "waiting")
+REGIONS = ("forward", "backward", "optimizer", "data", "python", "waiting")
 _CODE = {r: i for i, r in enumerate(REGIONS)}
 # Earlier entries win where regions nest (an optimizer step inside a region named "train"). Names of
 # record_function regions (user annotations) only, but for torch's own markers: a cpu_op or a Python
@@ -32,7 +33,7 @@ PATTERNS = (
     ("forward", re.compile(r"forward", re.I), "user_annotation"),
     ("forward", re.compile(r"^nn\.Module:"), None),
     # a compiled module's call (its backward runs under the autograd engine, above): series_mlp_compile's
-    # forward showed 0 ms, its 2 ms in "other"
+    # forward showed 0 ms, its 2 ms in "python"
     ("forward", re.compile(r"^Torch-Compiled Region"), None),
 )
 DTOH = re.compile(r"^Memcpy DtoH")
@@ -91,7 +92,7 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
 def _forward_before_backward(facts: Facts, region: np.ndarray) -> None:
     """In a step that runs a backward, the host time no region claims before its first autograd node
     is the forward: an eager model without record_function regions or module events
-    (big_gpt_eager_20steps: 15 ms a step of "other" was its forward). In a step without one
+    (big_gpt_eager_20steps: 15 ms a step of "python" was its forward). In a step without one
     (inference), its ops are (gpu/kv_flash: 10.9 ms of a 17.2 ms token; the rest, Python between
     them, stays other)."""
     if not facts.steps:
@@ -105,7 +106,7 @@ def _forward_before_backward(facts: Facts, region: np.ndarray) -> None:
     for start in range(0, len(trace), SLICE):  # bounded temporaries
         rows = slice(start, start + SLICE)
         step = facts.event_step[rows]
-        ahead = facts.is_host[rows] & (region[rows] == _CODE["other"]) & (step >= 0)
+        ahead = facts.is_host[rows] & (region[rows] == _CODE["python"]) & (step >= 0)
         ahead[ahead] = training[step[ahead]] | ops[rows][ahead]
         # wholly before it: a region around the whole step keeps its own self time (Python, the rest)
         ahead[ahead] = trace.ts[rows][ahead] + trace.dur[rows][ahead] <= first[step[ahead]]
@@ -132,7 +133,7 @@ def _regions(facts: Facts) -> np.ndarray:
         bits[marks] |= np.uint8(1 << k)
     for level in _levels(facts):  # parents before their children
         bits[level] |= bits[facts.parent[level]]
-    region = np.full(len(trace), _CODE["other"], dtype=np.int8)
+    region = np.full(len(trace), _CODE["python"], dtype=np.int8)
     for k in reversed(range(len(PATTERNS))):  # the earliest entry wins
         region[(bits & (1 << k)) != 0] = _CODE[PATTERNS[k][0]]
     return region

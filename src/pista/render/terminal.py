@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections import Counter
 
 from rich.console import Console
 from rich.markup import escape
@@ -44,6 +45,11 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
         f"Self CPU total {format_time(s.self_cpu_total_us)}   Self CUDA total {format_time(s.self_device_total_us)}   "
         f"{w('GPU busy')} {busy} {w('of')} {format_time(s.window_us)}   {w('steps')} {s.steps}",
         title=f"pista: {safe_markup(analysis.source)}", expand=True))
+    # the first thing printed is the first thing to fix (REVIEW.md), then where the time goes
+    top = analysis.top_fix
+    if top is not None:
+        console.print(f"[bold green]{w('Start here')}:[/] {safe_markup(top.fix_here)} [dim]({safe_markup(top.rule)}, "
+                      f"{impact_text(top, lang)})[/]\n")
     purposes = purpose_line(s.gpu_time_by_purpose, lang)
     if purposes:
         console.print(f"{w('GPU time per step')}: {safe_markup(purposes)}")
@@ -55,10 +61,6 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
                       f"{safe_markup(purpose_line(regions, lang))}")
     for notice in analysis.notices:
         console.print(f"[dim]{w('notice')}: {safe_markup(notice)}[/]")
-    top = analysis.top_fix
-    if top is not None:
-        console.print(f"\n[bold green]{w('Start here')}:[/] {safe_markup(top.fix_here)} [dim]({safe_markup(top.rule)}, "
-                      f"{impact_text(top, lang)})[/]")
     if not analysis.findings:
         console.print(word("No findings.", lang))
     origin_us = analysis.facts.trace.start_ns / 1000.0
@@ -104,9 +106,13 @@ def kernel_line(analysis: Analysis, lang: str = "en") -> str:
     rows = kernel_rows(analysis.facts, TOP_KERNELS)
     total = sum(k.total_us for k in rows) or 1.0
     steps = max(1, len(analysis.facts.steps))
+    rows = [k for k in rows if k.total_us >= PURPOSE_LINE_MIN_SHARE * total and k.purpose != "memset"]
+    # kernels whose short names collide (template instances of multi_tensor_apply_kernel) say their op
+    short = Counter(kernel_short_name(k.name) for k in rows)
     for k in rows:
-        if k.total_us < PURPOSE_LINE_MIN_SHARE * total or k.purpose == "memset":
-            continue
+        name = kernel_short_name(k.name)
+        if short[name] > 1 and k.op:
+            name += f" ({word('from', lang)} {k.op})"
         rate = ""
         if k.mean_us >= RATE_MIN_MEAN_US:
             if k.bound == "compute" and k.tflops:
@@ -115,7 +121,7 @@ def kernel_line(analysis: Analysis, lang: str = "en") -> str:
                 rate = f"{k.tbps:.2f} TB/s" if k.tbps >= 0.1 else f"{k.tbps * 1000:.1f} GB/s"
             if rate and k.peak_share:
                 rate += f", {100 * k.peak_share:.0f}% {word('of peak', lang)}"
-        parts.append(f"{kernel_short_name(k.name)} {word(k.purpose, lang)} {fmt_ns(k.total_us * 1000 / steps)}"
+        parts.append(f"{name} {word(k.purpose, lang)} {fmt_ns(k.total_us * 1000 / steps)}"
                      + (f" ({rate})" if rate else ""))
     return "; ".join(parts)
 

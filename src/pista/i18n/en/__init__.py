@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 WORDS: dict[str, str] = {
+    "python": "Python between ops",  # a host-time region: the user's code outside any op
     "severity from impact": ("severity from impact: critical from 20% of the step, warning from 5%, info below; "
                              "a one-time cost at most warning"),
 }
