@@ -124,3 +124,13 @@ def test_a_small_specific_fix_does_not_come_before_a_large_umbrella(name, analys
     umbrella, casts = a.finding("overhead-bound"), a.finding("autocast-casts")
     assert casts.impact.share < UMBRELLA_YIELD * umbrella.impact.share
     assert a.top_fix is umbrella
+
+
+def test_an_unconditional_fix_comes_before_a_conditional_one(analysis_of):
+    # gpu/lm_anomaly: bf16 GEMMs "on a CPU with native bf16" (info, said under a condition) save a larger
+    # share than turning anomaly detection off (a warning, free); the free, certain fix comes first
+    a = analysis_of("gpu/lm_anomaly")
+    gemm, anomaly = a.finding("cpu-fp32-gemm"), a.finding("anomaly-mode")
+    assert gemm.severity.value == "info" and anomaly.severity.value == "warning"
+    assert gemm.impact.share > anomaly.impact.share >= WARNING_SHARE
+    assert a.top_fix is anomaly

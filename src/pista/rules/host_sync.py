@@ -28,8 +28,8 @@ dispatching: a few µs per step, info (measured unprofiled: 514 -> 521 µs per s
 used to count the whole idle after each sync (345 µs, 38%). Under 5% of the step the finding is info,
 as a latent cost: it grows once the host is faster (one .item() per step on GPT n=2: +20%), and a
 step that syncs cannot be captured as a CUDA graph.
-A value read between the graphs of a compiled call that Dynamo broke is graph-break's (the break is
-the cause, and the fix).
+A value read between the graphs of a compiled call that Dynamo broke is graph-break's, and the
+autograd engine's NaN checks in anomaly mode are anomaly-mode's (the cause, and the fix, are theirs).
 
 Fix:
 Keep values on the GPU (accumulate losses in a tensor, `.item()` once every N steps), move
@@ -46,7 +46,7 @@ import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
 from pista.rules import _one_time as one_time
-from pista.rules import cudnn_setup, graph_break
+from pista.rules import anomaly_mode, cudnn_setup, graph_break
 from pista.rules._common import (
     COMPILE_EVENT,
     SYNC_NAMES,
@@ -116,10 +116,11 @@ def check(ctx: Context) -> list[Finding]:
     pageable_ops = _ops_launching(facts, memcpys(facts) & pattern_mask(facts, PAGEABLE))
     # one hit per op call: its syncs and device-to-host copies (a copy to or from pageable memory
     # blocks by itself: pageable-memcpy's finding, with its op's sync)
+    anomaly = set(anomaly_mode.check_ops(facts).tolist())  # the engine's NaN checks: anomaly-mode's reads
     calls: dict[int, list[int]] = defaultdict(list)
     for i in np.flatnonzero(syncs | _read_backs(facts)).tolist():
         op = outermost_aten(facts, i)
-        if op >= 0 and op not in pageable_ops:
+        if op >= 0 and op not in pageable_ops and op not in anomaly:
             calls[op].append(i)
     hits = [(op, parts) for op, parts in calls.items() if syncs[parts].any()]
     hits += [(i, [i]) for i in _explicit_syncs(facts, syncs)]

@@ -1,0 +1,104 @@
+"""What:
+Autograd's anomaly detection left on (`torch.autograd.set_detect_anomaly(True)` after a NaN hunt, or
+a step under `with torch.autograd.detect_anomaly():`). In the trace every backward node
+(`autograd::engine::evaluate_function: ...`) ends with the engine's own checks of its outputs:
+`aten::isnan`, `aten::_is_any_true` (or `aten::any`) and `aten::item`, directly under the node.
+
+Why:
+Anomaly mode makes the engine test every gradient it computes for NaN, one pass over each gradient
+and a value read back to Python per node; on a GPU each read is a sync that drains the queue. In the
+forward it also records a Python traceback for every autograd node. It is a debugging tool: with it
+on, a step costs a third more.
+
+Example:
+gpu/anomaly_cnn_on (CPU, one thread, a 3-conv CNN on 28x28 images at batch 64, SGD): 102 checks a
+step, 5.5 ms of a 32.6 ms profiled step; unprofiled 31.5 against 23.3 ms a step for its twin
+(gpu/anomaly_cnn_off): 8.4 ms, 27%. gpu/anomaly_mlp_on (4 Linear layers 512 wide, Adam, under
+`detect_anomaly()`): 75 checks, 2.7 ms of 14.9 ms; unprofiled 13.7 against 9.1 ms (4.5 ms, 33%).
+
+Impact:
+Per step, the checks' time: CPU-only, their host time; with a GPU, the GPU idle under them (the
+reads' syncs drain the queue). The tracebacks the forward records are not counted, so it is below
+what turning the mode off saves (the twins: 5.5 of 8.4 ms, 2.7 of 4.5 ms); host-sync leaves these
+reads to this rule. Silent under 1% of the step and on every trace without the checks.
+
+Fix:
+Turn it off outside debugging: remove `torch.autograd.set_detect_anomaly(True)` (or pass False), or
+the `with torch.autograd.detect_anomaly():` block; to find a NaN, turn it on for the failing step
+only, or check the loss with `torch.isfinite` every N steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pista.findings import Context, Finding, Record
+from pista.rules import gpu_idle
+from pista.rules._common import AUTOGRAD_NODE, evidence, name_mask, pattern_mask, us
+from pista.trace.facts import Facts, per_facts
+
+ID = "anomaly-mode"
+# What the engine runs on each node's outputs in anomaly mode, directly under the node (torch 2.x:
+# isnan, then _is_any_true or any, then item; gpu/anomaly_cnn_on, gpu/anomaly_mlp_on)
+SIGNATURE = "aten::isnan"
+CHECK_OPS = frozenset({"aten::isnan", "aten::_is_any_true", "aten::any", "aten::item"})
+MIN_STEP_SHARE = 0.01  # REVIEW.md: under 1% of the step is noise
+EVIDENCE_CHECKS = 3  # one node's check ops; presentation
+
+
+class AnomalyMode(Record):
+    steps: int
+    nodes_checked_per_step: float  # backward nodes whose outputs were checked
+    gradients_checked_per_step: float  # their outputs checked (one isnan each: a conv's input, weight, bias)
+    checks_us_per_step: float  # host time of the check ops
+    idle_us_per_step: float | None  # the GPU idle under them (None without a GPU)
+
+
+class CheckNote(Record):
+    """Note on one check op under a backward node."""
+
+    node: str
+
+
+def check(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    checks = check_ops(facts)
+    if checks.size == 0:
+        return []
+    trace = facts.trace
+    host_ns = float(trace.dur[checks].sum())
+    idle = gpu_idle.idle_under(facts, checks).total if facts.has_gpu else None
+    impact = ctx.per_step(host_ns if idle is None else idle)
+    if impact.share < MIN_STEP_SHARE:
+        return []
+    steps = ctx.step_count
+    nodes = np.unique(facts.parent[checks])
+    gradients = int(name_mask(facts, {SIGNATURE})[checks].sum())
+    record = AnomalyMode(steps=steps, nodes_checked_per_step=nodes.size / steps,
+                         gradients_checked_per_step=gradients / steps,
+                         checks_us_per_step=us(host_ns) / steps,
+                         idle_us_per_step=None if idle is None else us(idle) / steps)
+    # the checks of the node they cost most under (a conv's three gradients, not the loss's one)
+    ids, inverse = np.unique(facts.parent[checks], return_inverse=True)
+    costliest = int(ids[np.argmax(np.bincount(inverse, weights=trace.dur[checks]))])
+    shown = checks[facts.parent[checks] == costliest][:EVIDENCE_CHECKS]
+    node = AUTOGRAD_NODE.sub("", trace.event_name(costliest))
+    ev = [evidence(facts, int(i), CheckNote(node)) for i in shown.tolist()]
+    return [Finding(ID, record, impact, ev)]
+
+
+@per_facts
+def check_ops(facts: Facts) -> np.ndarray:
+    """The engine's anomaly checks: the check ops directly under backward nodes that run an isnan
+    check (in the steps), in time order; empty without anomaly mode."""
+    trace = facts.trace
+    ops = facts.is_host & name_mask(facts, CHECK_OPS)
+    if facts.steps:
+        ops &= facts.event_step >= 0
+    idx = np.flatnonzero(ops)
+    parent = facts.parent[idx]
+    under_node = (parent >= 0) & pattern_mask(facts, AUTOGRAD_NODE)[np.maximum(parent, 0)]
+    idx, parent = idx[under_node], parent[under_node]
+    signed = np.unique(parent[name_mask(facts, {SIGNATURE})[idx]])  # nodes with the isnan check
+    idx = idx[np.isin(parent, signed)]
+    return idx[np.argsort(trace.ts[idx], kind="stable")].astype(np.int64)

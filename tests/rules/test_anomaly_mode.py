@@ -1,0 +1,61 @@
+"""anomaly-mode: autograd's anomaly detection left on in training."""
+
+from __future__ import annotations
+
+import pytest
+import raw
+
+from pista.i18n import localize_finding
+
+RULE = "anomaly-mode"
+CHECKS = ("aten::isnan", "aten::_is_any_true", "aten::item")
+
+
+def _checks(name: str) -> list[dict]:
+    """The check ops directly under a backward node (inside it, with no other op of the node between)."""
+    events = raw.in_steps(name, raw.complete(name, "cpu_op"))
+    nodes = [e for e in events if e["name"].startswith("autograd::engine::evaluate_function")]
+    out = []
+    for node in nodes:
+        kids = [e for e in events if e is not node and raw.inside(node, e)]
+        out += [k for k in kids if k["name"] in CHECKS and not any(o is not k and raw.inside(o, k) for o in kids)]
+    return out
+
+
+@pytest.mark.parametrize(("name", "measured_ms"), [
+    # unprofiled, paired with the twin without anomaly mode (tests/fixtures/gpu/README.md)
+    ("gpu/anomaly_cnn_on", 8.4),
+    ("gpu/anomaly_mlp_on", 4.5),
+])
+def test_impact_is_the_checks_host_time(analysis_of, name, measured_ms):
+    finding = analysis_of(name).finding(RULE)
+    checks = _checks(name)
+    steps = len(raw.steps(name))
+    assert finding is not None and checks
+    r = finding.record
+    isnan = [c for c in checks if c["name"] == "aten::isnan"]
+    assert r.gradients_checked_per_step == pytest.approx(len(isnan) / steps)
+    assert finding.impact.us == pytest.approx(sum(float(c["dur"]) for c in checks) / steps, rel=0.01)
+    # below what turning it off saved (the forward's tracebacks are not counted), yet most of it
+    assert 0.5 * measured_ms * 1000 <= finding.impact.us <= measured_ms * 1000
+    assert finding.severity.value == "warning" and r.idle_us_per_step is None
+    assert "set_detect_anomaly" in finding.fix
+
+
+def test_evidence_is_the_costliest_node_s_checks(analysis_of):
+    finding = analysis_of("gpu/anomaly_cnn_on").finding(RULE)
+    assert [e.name for e in finding.evidence] == list(CHECKS)
+    nodes = {e.detail.node for e in finding.evidence}
+    assert len(nodes) == 1 and nodes.pop().endswith("Backward0")
+
+
+@pytest.mark.parametrize("name", ["gpu/anomaly_cnn_off", "gpu/anomaly_mlp_off", "big_gpt_eager_20steps",
+                                  "series_mlp_eager", "gpu/cpu_mlp", "gpu/host_sync_item"])
+def test_silent_without_it(analysis_of, name):
+    assert not _checks(name)
+    assert analysis_of(name).finding(RULE) is None
+
+
+def test_spanish(analysis_of):
+    es = localize_finding(analysis_of("gpu/anomaly_mlp_on").finding(RULE), "es")
+    assert "set_detect_anomaly" in es.fix and "nodos del backward" in es.message
