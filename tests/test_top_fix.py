@@ -85,9 +85,9 @@ def test_a_one_time_cost_is_said_after_the_steady_fix(name, analysis_of):
 
 def test_a_one_time_impact_is_its_whole_time_over_the_window(analysis_of):
     # gpu/profiler_first_step: the profiler's one Activity Buffer Request, all of it with the GPU idle
-    import gzip
+    import raw
 
-    events = json.loads(gzip.open(fixture("gpu/profiler_first_step")).read())["traceEvents"]
+    events = raw.events("gpu/profiler_first_step")
     request = [e for e in events if e.get("name") == "Activity Buffer Request"]
     steps = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
     window = max(e["ts"] + e["dur"] for e in steps) - min(e["ts"] for e in steps)

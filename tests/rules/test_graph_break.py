@@ -33,7 +33,7 @@ def _broken_calls(name: str) -> list[tuple[dict, list[dict]]]:
 
 def _gaps_us(name: str) -> list[float]:
     return [float(b["ts"]) - (float(a["ts"]) + float(a["dur"]))
-            for _, gs in _broken_calls(name) for a, b in zip(gs, gs[1:])]
+            for _, gs in _broken_calls(name) for a, b in zip(gs, gs[1:], strict=False)]
 
 
 @pytest.mark.parametrize(("name", "graphs", "cause", "measured_us"), [
