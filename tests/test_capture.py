@@ -182,6 +182,18 @@ def test_profile_script(how, user_script, tmp_path, capsys):
     assert_close(pista_table_total(out / "trace.json.gz", capsys), self_cpu_totals(printed)[0])
 
 
+def test_a_script_with_fewer_steps_than_the_schedule_is_warned(user_script, tmp_path, capsys):
+    # 3 steps for a schedule of 1 + 1 + 3: one active step completes, the rest is the script's tail
+    out = tmp_path / "few"
+    assert main(["profile", "--device", "cpu", "--out", str(out), str(user_script), "3", "--mark"]) == 0
+    err = capsys.readouterr().err
+    run = json.loads((out / "run.json").read_text())
+    assert run["steps_done"] == 3 and run["active_steps_done"] == 1
+    assert "ended after 3 step(s), fewer than the 5" in err and "1 complete active step(s)" in err
+    assert main(["profile", "--device", "cpu", "--out", str(tmp_path / "enough"), str(user_script), "6", "--mark"]) == 0
+    assert "fewer than" not in capsys.readouterr().err
+
+
 def test_profile_script_without_steps_says_how(user_script, tmp_path, capsys):
     assert main(["profile", "--device", "cpu", "--out", str(tmp_path / "p"), str(user_script), "6"]) == 2
     err = capsys.readouterr().err
@@ -371,3 +383,23 @@ def test_run_analyzes_every_cycle_it_records(tmp_path, capsys):
     # with_stack=True reached the profiler: the trace carries python_function frames
     trace = load_trace(out / "trace.json.gz")
     assert trace.category_id("python_function") >= 0
+
+
+def test_the_thread_count_is_the_steps_own(tmp_path):
+    # a script that sets its thread count after the session started: the trace records the count its
+    # steps ran with, which cpu-threads reads
+    import pista
+
+    before = torch.get_num_threads()
+    wanted = 1 if before != 1 else 2  # a count other than the one the session started with
+    a = torch.randn(32, 32)
+    try:
+        with pista.profile(tmp_path / "threads", device="cpu") as p:
+            torch.set_num_threads(wanted)
+            for _ in range(p.total_steps):
+                a @ a
+                pista.step()
+    finally:
+        torch.set_num_threads(before)
+    with gzip.open(p.trace_path) as fh:
+        assert json.load(fh)["pista_host"]["intra_op_threads"] == wanted

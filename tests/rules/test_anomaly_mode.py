@@ -52,7 +52,7 @@ def test_evidence_is_the_costliest_node_s_checks(analysis_of):
 @pytest.mark.parametrize("name", ["gpu/anomaly_cnn_off", "gpu/anomaly_mlp_off", "big_gpt_eager_20steps",
                                   "series_mlp_eager", "gpu/cpu_mlp", "gpu/host_sync_item"])
 def test_silent_without_it(analysis_of, name):
-    assert not _checks(name)
+    assert not any(e["name"] == "aten::isnan" for e in raw.complete(name, "cpu_op"))  # no check to find
     assert analysis_of(name).finding(RULE) is None
 
 

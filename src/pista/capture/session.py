@@ -161,7 +161,7 @@ class Session:
         if self.sort_by is None:
             self.sort_by = "cuda_time_total" if self.device == "cuda" else "cpu_time_total"
         self._schedule_fn = schedule(**self.schedule)
-        self._host_json = json.dumps(host_facts(torch))  # once: written into each recorded cycle
+        self._host = host_facts(torch)  # once, but the thread count: written into each recorded cycle
         self._prof = profile(activities=activities, record_shapes=self.record_shapes, with_stack=self.with_stack,
                              profile_memory=self.profile_memory, schedule=self._schedule_fn,
                              on_trace_ready=self._on_trace_ready)
@@ -179,7 +179,10 @@ class Session:
             self._torch.cuda.synchronize()
         recording = self._is_recording(self.steps_done)
         if recording:  # metadata sticks only while the profiler records
-            self._prof.add_metadata_json("pista_host", self._host_json)
+            # the thread count as the step ran: a script may torch.set_num_threads() after the session
+            # started (an expert review's threads1.py read 2 threads for a one-thread run)
+            host = dict(self._host, intra_op_threads=int(self._torch.get_num_threads()))
+            self._prof.add_metadata_json("pista_host", json.dumps(host))
         self._prof.step()
         self.steps_done += 1
         self.active_steps_done += recording

@@ -90,6 +90,13 @@ def run(args: argparse.Namespace) -> int:
     if session.trace_path is None:
         print(f"pista: error: no trace: {no_trace_reason(session, args.function)}", file=sys.stderr)
         return exit_code or 2
+    total = session.total_steps
+    if total is not None and session.steps_done < total:
+        sched = session.schedule
+        print(f"pista: warning: the script ended after {session.steps_done} step(s), fewer than the {total} the "
+              f"schedule needs (wait={sched['wait']}, warmup={sched['warmup']}, active={sched['active']}): the trace "
+              f"holds {session.active_steps_done} complete active step(s) and the script's tail after the last "
+              "pista.step(); run more steps for a steady reading", file=sys.stderr)
     from pista.cli.common import output_style
     from pista.render import terminal
 

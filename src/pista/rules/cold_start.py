@@ -83,6 +83,7 @@ class ColdStart(Record):
     compile_us: float  # compiling inside it (recompilation's, not counted)
     ops: tuple[SlowOp, ...]  # most excess self time first
     cause: str  # profiler | library | first-calls | host (_one_time's causes)
+    gpu: bool = True  # a GPU trace: the library is cuBLAS and first calls load CUDA kernels; CPU-only: oneDNN/MKL
 
 
 class FirstNote(Record):
@@ -155,7 +156,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         excess_us=us(first_end - first_start - median), idle_excess_us=us(total), steps=len(facts.steps),
         profiler_us=us(prof_ns), loading_us=us(one_time.total_in(facts, loading, first_start, first_end)),
         queries=int(queries.sum()), query_us=us(trace.dur[queries].sum()), compile_us=us(compiling.total),
-        ops=ops, cause=one_time.cause_of(prof_ns, int(total), top),
+        ops=ops, cause=one_time.cause_of(prof_ns, int(total), top), gpu=facts.has_gpu,
     )
     ev = [evidence(facts, first, FirstNote(ratio, median / 1000.0, int(others.size)))]
     ev += [evidence(facts, i, OpNote(op.first_us, op.typical_us)) for op, i in zip(ops, picks, strict=True)]

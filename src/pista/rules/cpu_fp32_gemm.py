@@ -123,7 +123,7 @@ def check(ctx: Context) -> list[Finding]:
     steps = ctx.step_count
     record = CpuFp32Gemm(
         ops=ops_by_time(facts, idx, own_ns), calls=int(idx.size), gemm_us=us(own_ns.sum()) / steps,
-        step_share_percent=100.0 * step_share, gflops=gflops, cpu_capability=str(host.get("cpu_capability", "")),
+        step_share_percent=100.0 * min(1.0, step_share), gflops=gflops, cpu_capability=str(host.get("cpu_capability", "")),
         amx=host.get("amx") is True, known_cpu=known, threads_scale=scale, speedup=CPU_BF16_SPEEDUP,
         saved_us=impact.us, steps=steps)
     ev = []

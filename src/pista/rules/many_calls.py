@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pista.findings import Context, Finding, Record
-from pista.rules import gpu_idle, launch_bound
+from pista.rules import data_loading, gpu_idle, launch_bound
 from pista.rules._common import (
     COMPILE_EVENT,
     ancestors_match,
@@ -242,8 +242,9 @@ def _first_of_each(facts: Facts, candidates: list[tuple[float, float, str, int, 
 
 
 # the optimizer's and the casts' rules tell those; a model's own layers are its structure, whose
-# per-op cost overhead-bound and launch-bound tell (gpu/bert_as_written: 74 aten::linear a step)
-OWNED_ELSEWHERE = ("cast", "optimizer", "layers")
+# per-op cost overhead-bound and launch-bound tell (gpu/bert_as_written: 74 aten::linear a step); calls in
+# a DataLoader fetching sample by sample are data-loading's (or, with a GPU, gpu-idle's)
+OWNED_ELSEWHERE = ("cast", "optimizer", "layers", "data")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -303,6 +304,8 @@ def _source(facts: Facts, kind: str, name_id: int, members: np.ndarray) -> str:
         return "optimizer"
     if kind == "op" and trace.names[name_id] in CASTS:
         return "cast"
+    if (nearest_in(facts, index_mask(facts, data_loading.data_regions(facts)), hosts) >= 0).mean() >= 0.5:
+        return "data"  # the DataLoader fetching sample by sample: data-loading's (a CPU trace) or gpu-idle's
     if kind == "op" and not _tight_loop(facts, members):
         return "layers"
     return "loop"

@@ -54,12 +54,19 @@ def advice(r: ColdStart) -> str:
     if r.cause == PROFILER:
         return (f"Most of it is the profiler's own buffer requests, not the program: profile with {_schedule(r)} so "
                 "they fall in the warm-up steps, and read only the steady steps.")
+    if r.cause == LIBRARY and not r.gpu:
+        return (f"{_op(r)}'s first call sets up the CPU's GEMM library (oneDNN/MKL: its thread pool, weight packing, "
+                f"kernel choice): run the step once before profiling, or profile with {_schedule(r)} and read only "
+                "the steady steps.")
     if r.cause == LIBRARY:
         return (f"{_op(r)}'s first call sets up cuBLAS (handle, workspace, kernel choice) and loads its kernels: run "
                 f"the step once before profiling, or profile with {_schedule(r)} and read only the steady steps.")
     if r.cause == HOST:
         return (f"{_first(r)[0].upper() + _first(r)[1:]}'s own Python (outside any op) is slow the first time "
                 f"(imports, caches, data loader start-up): warm up before profiling, or profile with {_schedule(r)}.")
+    if r.cause == FIRST_CALLS and not r.gpu:
+        return (f"The first calls of {', '.join(o.name for o in r.ops)} allocate and set up their CPU kernels: run "
+                f"the step once (every branch and shape) before profiling, or profile with {_schedule(r)}.")
     if r.cause == FIRST_CALLS:
         return (f"The first calls of {', '.join(o.name for o in r.ops)} load their CUDA kernels and allocate: run "
                 f"the step once (every branch and shape) before profiling, or profile with {_schedule(r)}; "

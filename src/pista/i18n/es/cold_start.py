@@ -58,6 +58,10 @@ def advice(r: ColdStart) -> str:
     if r.cause == PROFILER:
         return (f"Casi todo son las peticiones de búfer del propio profiler, no el programa: perfila con {_schedule(r)} "
                 "para que caigan en los pasos de calentamiento, y lee solo los pasos estables.")
+    if r.cause == LIBRARY and not r.gpu:
+        return (f"La primera llamada a {_op(r)} prepara la biblioteca de GEMM de la CPU (oneDNN/MKL: su pool de "
+                f"hilos, el empaquetado de pesos, la elección de kernel): ejecuta el paso una vez antes de perfilar, o "
+                f"perfila con {_schedule(r)} y lee solo los pasos estables.")
     if r.cause == LIBRARY:
         return (f"La primera llamada a {_op(r)} prepara cuBLAS (handle, workspace, elección de kernel) y carga sus "
                 f"kernels: ejecuta el paso una vez antes de perfilar, o perfila con {_schedule(r)} y lee solo los pasos "
@@ -65,6 +69,10 @@ def advice(r: ColdStart) -> str:
     if r.cause == HOST:
         return (f"El Python propio de {_first(r)} (fuera de cualquier op) es lento la primera vez (imports, cachés, "
                 f"arranque del DataLoader): calienta antes de perfilar, o perfila con {_schedule(r)}.")
+    if r.cause == FIRST_CALLS and not r.gpu:
+        return (f"Las primeras llamadas a {', '.join(o.name for o in r.ops)} reservan memoria y preparan sus kernels "
+                f"de CPU: ejecuta el paso una vez (cada rama y cada forma) antes de perfilar, o perfila con "
+                f"{_schedule(r)}.")
     if r.cause == FIRST_CALLS:
         return (f"Las primeras llamadas a {', '.join(o.name for o in r.ops)} cargan sus kernels CUDA y reservan "
                 f"memoria: ejecuta el paso una vez (cada rama y cada forma) antes de perfilar, o perfila con "

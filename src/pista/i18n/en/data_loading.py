@@ -1,0 +1,49 @@
+"""data-loading in English."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import t
+from pista.rules.data_loading import DataLoading, RegionNote
+
+TITLE = "The step waits for its input: data loading runs in the training process"
+
+
+def _where(r: DataLoading) -> str:
+    if r.dataloader:
+        return "the DataLoader, in the training process (num_workers=0)" if r.single_process else "the DataLoader"
+    return f"'{r.region}'"
+
+
+def message(r: DataLoading) -> str:
+    text = f"Each step spends {t(r.region_us_per_step)} of host time in {_where(r)} before it can compute"
+    if r.per_sample:
+        text += (f": {r.selects_per_step:.0f} aten::select and {r.stacks_per_step:.0f} aten::stack a step, the batch "
+                 "fetched sample by sample (Dataset.__getitem__ per index, then default_collate)")
+    return text + ". Without a GPU to overlap with, every µs of it is a µs of the step."
+
+
+def advice(r: DataLoading) -> str:
+    if r.per_sample:
+        return ("Fetch whole batches: for a TensorDataset, DataLoader(ds, sampler=BatchSampler(RandomSampler(ds), "
+                "batch_size, drop_last=True), batch_size=None), or index the tensors with a permutation yourself: one "
+                "indexing op a batch instead of one a sample and a stack. Where each sample needs real work, "
+                "num_workers>0 loads the next batches while the step runs.")
+    return ("Load the next batches while the step runs: num_workers>0 with persistent_workers=True (on cores the "
+            "step's threads leave free), and make the per-sample work lighter or batched.")
+
+
+def fix(r: DataLoading) -> str:
+    if r.per_sample:
+        return (f"The DataLoader fetches each batch sample by sample ({r.selects_per_step:.0f} aten::select a step): "
+                "index whole batches (sampler=BatchSampler(...), batch_size=None) or use num_workers>0.")
+    return f"{_where(r)[0].upper() + _where(r)[1:]} takes {t(r.region_us_per_step)} a step: load in workers (num_workers>0)."
+
+
+def basis(r: DataLoading) -> str:
+    return (f"the data regions' host time per step, over {r.host_inflation:.0f} for the profiler's inflation of host "
+            "time; an upper bound (the batch must still be built)")
+
+
+NOTES = {
+    RegionNote: lambda n: f"a data region call, {n.selects} aten::select in it" if n.selects else "a data region call",
+}
