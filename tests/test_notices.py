@@ -49,3 +49,19 @@ def test_a_contended_cpu_capture_is_said(analysis_of):
     assert len(said) == 1 and f"{max(spans) / min(spans):.1f}x" in said[0]
     assert not [n for n in analysis_of("gpu/cpu_linear_host").notices if "vary" in n]
     assert not [n for n in analysis_of("seed_mm64_cold").notices if "vary" in n]  # GPU: cold-start's job
+
+
+def test_a_balanced_verdict_says_the_idle_gpu_may_be_the_profiler_s(analysis_of):
+    # gpu/resnet50_train: host 2.2x the GPU's time, the GPU computing 46% of the window as profiled, yet
+    # 6.22 ms a step unprofiled for ~5.4 ms of GPU work (fixtures README)
+    import raw
+
+    a = analysis_of("gpu/resnet50_train")
+    assert a.summary.verdict == "balanced"
+    (notice,) = [n for n in a.notices if n.startswith("balanced:")]
+    kernels = raw.complete("gpu/resnet50_train", "kernel")
+    cpu = a.summary.self_cpu_total_us
+    gpu = sum(float(k["dur"]) for k in kernels)
+    assert f"{cpu / gpu:.1f}x" in notice and "unprofiled" in notice
+    for name in ("seed_mm4096_warm", "gpu/resnet50_grad", "gpu/pageable_memcpy"):  # compute- or overhead-bound,
+        assert not [n for n in analysis_of(name).notices if n.startswith("balanced:")]  # or copying

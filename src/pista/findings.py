@@ -501,7 +501,27 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
     findings = [f for rule_id in selected for f in by_rule[rule_id]]
     findings.sort(key=order_key)
     return Analysis(facts.trace.source, summary, findings, table, facts,
-                    list(facts.trace.notices) + coverage_notices(facts))
+                    list(facts.trace.notices) + coverage_notices(facts) + verdict_notices(summary))
+
+
+# A balanced verdict whose host takes at least this many times the GPU's time, the GPU computing less than
+# COMPUTE_MIN_GPU_BUSY of the window: the profiler's ~2x on host time (PROFILER_HOST_INFLATION) can make a
+# GPU-bound step look balanced (gpu/resnet50_train: 2.2x, the GPU idle 54% of the window as profiled, yet
+# 6.22 ms a step unprofiled for ~5.4 ms of GPU work; seed_mm4096_compile: 2.5x at 37%, 182 µs a step
+# unprofiled for 174 µs of GPU, REVIEW.md).
+BALANCED_NOTICE_MIN_RATIO = 1.5
+
+
+def verdict_notices(s: Summary) -> list[str]:
+    """What the verdict leaves open: a balanced step's idle GPU may be the profiler's doing."""
+    if s.verdict != "balanced" or not s.self_device_total_us or s.kernel_busy_share is None:
+        return []
+    ratio = s.self_cpu_total_us / s.self_device_total_us
+    if ratio < BALANCED_NOTICE_MIN_RATIO or s.kernel_busy_share >= COMPUTE_MIN_GPU_BUSY:
+        return []
+    return [f"balanced: the host takes {ratio:.1f}x the GPU's time and the GPU computes {100 * s.kernel_busy_share:.0f}% "
+            "of the window; the profiler about doubles host time, so without it the GPU is likely the limit: time a "
+            "step unprofiled before acting on the idle GPU"]
 
 
 def order_key(f: Finding) -> tuple[int, bool, float, float, float]:
