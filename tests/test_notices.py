@@ -65,3 +65,16 @@ def test_a_balanced_verdict_says_the_idle_gpu_may_be_the_profiler_s(analysis_of)
     assert f"{cpu / gpu:.1f}x" in notice and "unprofiled" in notice
     for name in ("seed_mm4096_warm", "gpu/resnet50_grad", "gpu/pageable_memcpy"):  # compute- or overhead-bound,
         assert not [n for n in analysis_of(name).notices if n.startswith("balanced:")]  # or copying
+
+
+def test_a_window_mostly_of_one_time_cost_says_so_first(analysis_of):
+    # gpu/eval_first_call: a cold 'eval_metrics' region holds 93% of the window (dead-window, once)
+    from pista.render.terminal import render
+
+    a = analysis_of("gpu/eval_first_call")
+    once = [f for f in a.findings if f.impact.once]
+    (notice,) = [n for n in a.notices if "one-time cost" in n]
+    assert f"{100 * sum(f.impact.share for f in once):.0f}%" in notice and "dead-window" in notice
+    text = render(a, color=False, width=200, show_table=False)
+    assert text.index("one-time cost") < text.index("Start here")
+    assert not [n for n in analysis_of("seed_mm4096_warm").notices if "one-time cost" in n]

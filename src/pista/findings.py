@@ -501,7 +501,26 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
     findings = [f for rule_id in selected for f in by_rule[rule_id]]
     findings.sort(key=order_key)
     return Analysis(facts.trace.source, summary, findings, table, facts,
-                    list(facts.trace.notices) + coverage_notices(facts) + verdict_notices(summary))
+                    list(facts.trace.notices) + coverage_notices(facts) + verdict_notices(summary)
+                    + one_time_notices(findings, summary))
+
+
+# One-time costs taking at least this share of the window: the table's totals and the verdict mostly show
+# them, not the steady steps (gpu/eval_first_call: a cold region, 93% of the window; an expert review asked
+# for it to be said up front).
+ONE_TIME_NOTICE_SHARE = 0.5
+
+
+def one_time_notices(findings: list[Finding], s: Summary) -> list[str]:
+    """Whether one-time costs fill most of the window, so that the reading is mostly theirs."""
+    once = [f for f in findings if f.impact.once]
+    share = min(1.0, sum(f.impact.share for f in once))
+    if share < ONE_TIME_NOTICE_SHARE:
+        return []
+    rules = ", ".join(dict.fromkeys(f.rule for f in once))
+    return [f"{100 * share:.0f}% of this window is one-time cost ({rules}): the table, the totals and the verdict "
+            "mostly show it; re-profile after a warm-up (torch.profiler.schedule with warmup steps) to read the "
+            "steady steps"]
 
 
 # A balanced verdict whose host takes at least this many times the GPU's time, the GPU computing less than

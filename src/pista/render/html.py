@@ -318,8 +318,8 @@ def _header(analysis: Analysis, labels: dict[str, str], lang: str = "en") -> str
         _stacked(w("Host time per step") + ", " + lane_label(lane, lang), regions, labels)
         for lane, regions in s.host_time_by_region.items())
     return (f'<div class="verdict v-{html.escape(s.verdict)}">{html.escape(s.verdict)}</div>'
-            f'<div class="stats">{stat_html}</div>{start}{bars}'
-            f'<div class="chips">{chips}</div>{notices}')
+            f'<div class="stats">{stat_html}</div>{notices}{start}{bars}'
+            f'<div class="chips">{chips}</div>')
 
 
 MEMORY_CHART_POINTS = 600  # points per device line: enough for a step's shape, small on big traces

@@ -45,7 +45,10 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
         f"Self CPU total {format_time(s.self_cpu_total_us)}   Self CUDA total {format_time(s.self_device_total_us)}   "
         f"{w('GPU busy')} {busy} {w('of')} {format_time(s.window_us)}   {w('steps')} {s.steps}",
         title=f"pista: {safe_markup(analysis.source)}", expand=True))
-    # the first thing printed is the first thing to fix (REVIEW.md), then where the time goes
+    # what changes how to read all the rest (a contended CPU, a window of one-time costs), then the first
+    # thing to fix (REVIEW.md), then where the time goes
+    for notice in analysis.notices:
+        console.print(f"[dim]{w('notice')}: {safe_markup(notice)}[/]")
     top = analysis.top_fix
     if top is not None:
         console.print(f"[bold green]{w('Start here')}:[/] {safe_markup(top.fix_here)} [dim]({safe_markup(top.rule)}, "
@@ -59,8 +62,6 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
     for lane, regions in list(s.host_time_by_region.items())[:MAX_THREADS]:
         console.print(f"{w('Host time per step')}, {safe_markup(lane_label(lane, lang))}: "
                       f"{safe_markup(purpose_line(regions, lang))}")
-    for notice in analysis.notices:
-        console.print(f"[dim]{w('notice')}: {safe_markup(notice)}[/]")
     if not analysis.findings:
         console.print(word("No findings.", lang))
     origin_us = analysis.facts.trace.start_ns / 1000.0

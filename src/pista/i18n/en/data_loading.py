@@ -35,7 +35,7 @@ def advice(r: DataLoading) -> str:
 def fix(r: DataLoading) -> str:
     if r.per_sample:
         return (f"The DataLoader fetches each batch sample by sample ({r.selects_per_step:.0f} aten::select a step): "
-                "index whole batches (sampler=BatchSampler(...), batch_size=None) or use num_workers>0.")
+                "index whole batches (sampler=BatchSampler(...), batch_size=None).")
     return f"{_where(r)[0].upper() + _where(r)[1:]} takes {t(r.region_us_per_step)} a step: load in workers (num_workers>0)."
 
 

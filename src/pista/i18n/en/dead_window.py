@@ -41,7 +41,8 @@ def message(r: DeadWindow) -> str:
         text += (f" Then first calls in the same region (ops loading their CUDA kernels) add {t(r.first_calls_us)}: "
                  f"{calls}.")
     if r.loading_us:
-        text += f" The kernel loads themselves are {t(r.loading_us)}."
+        text += (f" CUPTI records {t(r.loading_us)} of kernel loading in them; the rest of those calls is set-up "
+                 "it does not trace (module loading, allocations).")
     return text
 
 

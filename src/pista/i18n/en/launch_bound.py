@@ -5,7 +5,7 @@ from __future__ import annotations
 from pista.i18n._fmt import pct, t
 from pista.rules.launch_bound import ItsLaunch, ItsOp, LaunchBound, TinyKernel
 
-TITLE = "Many tiny kernels: the GPU waits for their launches"
+TITLE = "Many tiny kernels: the GPU waits while the host dispatches and launches them"
 
 
 def _ops(r: LaunchBound) -> str:

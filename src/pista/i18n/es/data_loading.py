@@ -35,7 +35,7 @@ def advice(r: DataLoading) -> str:
 def fix(r: DataLoading) -> str:
     if r.per_sample:
         return (f"El DataLoader lee cada lote muestra a muestra ({r.selects_per_step:.0f} aten::select por paso): "
-                "indexa lotes enteros (sampler=BatchSampler(...), batch_size=None) o usa num_workers>0.")
+                "indexa lotes enteros (sampler=BatchSampler(...), batch_size=None).")
     return (f"{_where(r)[0].upper() + _where(r)[1:]} ocupa {t(r.region_us_per_step)} por paso: carga en procesos "
             "aparte (num_workers>0).")
 

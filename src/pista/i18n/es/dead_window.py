@@ -41,7 +41,8 @@ def message(r: DeadWindow) -> str:
         text += (f" Después, primeras llamadas en la misma región (ops que cargan sus kernels CUDA) añaden "
                  f"{t(r.first_calls_us)}: {calls}.")
     if r.loading_us:
-        text += f" Las cargas de kernels en sí son {t(r.loading_us)}."
+        text += (f" CUPTI registra {t(r.loading_us)} de carga de kernels en ellas; el resto de esas llamadas es "
+                 "preparación que no traza (carga de módulos, reservas de memoria).")
     return text
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pista.i18n._fmt import pct, t
 from pista.rules.launch_bound import ItsLaunch, ItsOp, LaunchBound, TinyKernel
 
-TITLE = "Muchos kernels diminutos: la GPU espera a que se lancen"
+TITLE = "Muchos kernels diminutos: la GPU espera mientras el host los despacha y los lanza"
 
 
 def _ops(r: LaunchBound) -> str:
