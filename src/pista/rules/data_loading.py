@@ -4,7 +4,10 @@ A CPU-only step that spends a large part of its time getting its input: the Data
 record_function region named for data: `data`, `dataset`, `collate`, `prefetch`). With
 `_SingleProcessDataLoaderIter` (num_workers=0) the loading runs in the training process itself;
 many `aten::select` calls and a `aten::stack` inside it mean the batch is fetched sample by sample
-(`Dataset.__getitem__` per index, then `default_collate`).
+(`Dataset.__getitem__` per index, then `default_collate`). Without a data region: a step that runs
+hundreds of ops before its model's first layer (a GEMM, convolution, attention, recurrent or embedding
+op), every step: the batch built op by op in the step, most likely sample by sample (a Python loop of
+per-sample transforms, then `torch.stack`).
 
 Why:
 Without a GPU to overlap with, every µs of loading is a µs of the step. A TensorDataset fetched one
@@ -17,10 +20,14 @@ An expert review's tabular MLP (TensorDataset of 200k x 64, batch 256, Adam, one
 the DataLoader region took 1.75 ms of a 6.7 ms profiled step, 512 aten::select and 2 aten::stack a
 step; fetching whole batches (`sampler=BatchSampler(RandomSampler(ds), 256)`, `batch_size=None`)
 saved 0.62 ms of 3.91 ms a step unprofiled (15.8%). gpu/data_loading_per_sample and its twin
-gpu/data_loading_batched reproduce it.
+gpu/data_loading_batched reproduce it. gpu/input_prep_per_sample (a CNN on 32x32 images at batch 64,
+each image padded, cropped, flipped, scaled and normalized on its own): 865 ops a step in 7.5 ms before
+its first aten::conv2d; transforming the whole batch at once (gpu/input_prep_batched, 18 ops) saved 3.38
+of 39.7 ms a step unprofiled; an expert review's cnn_peraug, 1,187 ops, 5.6 ms estimated, 5.2 ms measured.
 
 Impact:
-Per step, the data regions' host time over the profiler's inflation of host time
+Per step, the data regions' host time (without one, the time from the step's start to the model's first
+layer) over the profiler's inflation of host time
 (PROFILER_HOST_INFLATION: loading is many tiny ops, each recorded); an upper bound, since the batch
 must still be built. many-calls leaves the calls inside these regions to this rule. Silent with a GPU
 (gpu-idle's) and under WARNING_SHARE of the step: a few % of loading is normal.
@@ -45,6 +52,7 @@ from pista.rules._common import (
     evidence,
     name_mask,
     nearest_ancestor,
+    outer_ops,
     pattern_mask,
     us,
 )
@@ -62,6 +70,15 @@ SAMPLE_OPS = frozenset({"aten::select"})
 COLLATE_OPS = frozenset({"aten::stack"})
 MIN_STEP_SHARE = WARNING_SHARE  # loading a few % of the step is normal work
 EVIDENCE_REGIONS = 2  # the longest region calls; presentation
+# Without a data region: the ops a step runs before its model's first layer (a GEMM, convolution, attention
+# or recurrent op). gpu/input_prep_per_sample builds its batch in ~865 of them a step (64 images x ~13);
+# every other CPU fixture runs at most 120 (a tokenised batch's embedding and masks), the batched twin 18.
+FIRST_LAYER_OPS = frozenset({
+    "aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear", "aten::baddbmm", "aten::einsum",
+    "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::lstm", "aten::gru", "aten::rnn_tanh",
+    "aten::scaled_dot_product_attention", "aten::embedding",
+})
+PREP_MIN_OPS = 256
 
 
 class DataLoading(Record):
@@ -82,13 +99,31 @@ class RegionNote(Record):
     selects: int
 
 
+class InputPrep(Record):
+    """The batch built op by op in the step, before the model's first layer, outside any data region."""
+
+    ops_per_step: float  # outermost ops before the first compute op
+    prep_us_per_step: float  # from the step's start to that op, as profiled
+    top_ops: tuple[str, ...]  # the most frequent of those ops
+    first_compute: str  # the model's first layer op
+    steps: int
+    host_inflation: float
+
+
+class PrepNote(Record):
+    """Note on the first op of a step's input preparation, or on the model's first layer after it."""
+
+    first_layer: bool
+    ops: int
+
+
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     if facts.has_gpu:
         return []
     regions = data_regions(facts)
     if regions.size == 0:
-        return []
+        return _input_prep(ctx)
     trace = facts.trace
     host_ns = float(trace.dur[regions].sum())
     impact = ctx.per_step(host_ns / PROFILER_HOST_INFLATION)
@@ -128,3 +163,38 @@ def data_regions(facts: Facts) -> np.ndarray:
         mask &= facts.event_step >= 0
     idx = np.flatnonzero(mask & (nearest_ancestor(facts, mask, inclusive=False) < 0))
     return idx[np.argsort(trace.ts[idx], kind="stable")].astype(np.int64)
+
+
+def _input_prep(ctx: Context) -> list[Finding]:
+    """The batch built in the step before the model: many ops ahead of its first layer, every step."""
+    facts = ctx.facts
+    trace = facts.trace
+    if not facts.steps:
+        return []
+    outer, _ = outer_ops(facts)
+    first_layer = name_mask(facts, FIRST_LAYER_OPS)[outer]
+    spans, counts, picks = [], [], []
+    for step in facts.steps:
+        mine = np.flatnonzero((trace.ts[outer] >= step.start) & (trace.ts[outer] < step.end))
+        layer = mine[first_layer[mine]]
+        if layer.size == 0:
+            return []
+        before = mine[trace.ts[outer[mine]] < trace.ts[outer[layer[0]]]]
+        spans.append(int(trace.ts[outer[layer[0]]]) - step.start)
+        counts.append(before.size)
+        picks.append((int(outer[before[0]]) if before.size else -1, int(outer[layer[0]])))
+    steps = len(facts.steps)
+    if min(counts) < PREP_MIN_OPS:
+        return []
+    impact = ctx.per_step(sum(spans) / PROFILER_HOST_INFLATION)
+    if impact.share < MIN_STEP_SHARE:
+        return []
+    names = Counter(trace.event_name(int(i)) for i in outer[(trace.ts[outer] >= facts.steps[0].start)
+                                                            & (trace.ts[outer] < trace.ts[picks[0][1]])].tolist())
+    record = InputPrep(ops_per_step=sum(counts) / steps, prep_us_per_step=us(sum(spans)) / steps,
+                       top_ops=tuple(n for n, _ in names.most_common(5)), first_compute=trace.event_name(picks[0][1]),
+                       steps=steps, host_inflation=PROFILER_HOST_INFLATION)
+    first, layer = picks[0]
+    ev = ([evidence(facts, first, PrepNote(False, counts[0]))] if first >= 0 else []) + \
+        [evidence(facts, layer, PrepNote(True, counts[0]))]
+    return [Finding(ID, record, impact, ev)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fmt import t
-from pista.rules.data_loading import DataLoading, RegionNote
+from pista.rules.data_loading import DataLoading, InputPrep, PrepNote, RegionNote
 
 TITLE = "The step waits for its input: data loading runs in the training process"
 
@@ -14,7 +14,12 @@ def _where(r: DataLoading) -> str:
     return f"'{r.region}'"
 
 
-def message(r: DataLoading) -> str:
+def message(r: DataLoading | InputPrep) -> str:
+    if isinstance(r, InputPrep):
+        return (f"Each step runs {r.ops_per_step:.0f} ops ({', '.join(r.top_ops)}...) in {t(r.prep_us_per_step)} "
+                f"before its model's first layer ({r.first_compute}), outside any DataLoader: the batch is built op "
+                "by op in the step, most likely sample by sample (a Python loop of per-sample transforms, then a "
+                "stack). Without a GPU to overlap with, every µs of it is a µs of the step.")
     text = f"Each step spends {t(r.region_us_per_step)} of host time in {_where(r)} before it can compute"
     if r.per_sample:
         text += (f": {r.selects_per_step:.0f} aten::select and {r.stacks_per_step:.0f} aten::stack a step, the batch "
@@ -22,7 +27,12 @@ def message(r: DataLoading) -> str:
     return text + ". Without a GPU to overlap with, every µs of it is a µs of the step."
 
 
-def advice(r: DataLoading) -> str:
+def advice(r: DataLoading | InputPrep) -> str:
+    if isinstance(r, InputPrep):
+        return ("Transform the whole batch at once (one pad, crop, flip and normalize on an N,C,H,W tensor: "
+                "torchvision.transforms.v2 takes batches) instead of one sample at a time, or move the per-sample "
+                "work into a Dataset's __getitem__ and load with DataLoader(num_workers>0), so it runs beside the "
+                "step.")
     if r.per_sample:
         return ("Fetch whole batches: for a TensorDataset, DataLoader(ds, sampler=BatchSampler(RandomSampler(ds), "
                 "batch_size, drop_last=True), batch_size=None), or index the tensors with a permutation yourself: one "
@@ -32,18 +42,26 @@ def advice(r: DataLoading) -> str:
             "step's threads leave free), and make the per-sample work lighter or batched.")
 
 
-def fix(r: DataLoading) -> str:
+def fix(r: DataLoading | InputPrep) -> str:
+    if isinstance(r, InputPrep):
+        return (f"The step builds its batch in {r.ops_per_step:.0f} ops before {r.first_compute}: transform the "
+                "whole batch at once, or move the per-sample work into DataLoader workers.")
     if r.per_sample:
         return (f"The DataLoader fetches each batch sample by sample ({r.selects_per_step:.0f} aten::select a step): "
                 "index whole batches (sampler=BatchSampler(...), batch_size=None).")
     return f"{_where(r)[0].upper() + _where(r)[1:]} takes {t(r.region_us_per_step)} a step: load in workers (num_workers>0)."
 
 
-def basis(r: DataLoading) -> str:
+def basis(r: DataLoading | InputPrep) -> str:
+    if isinstance(r, InputPrep):
+        return (f"the host time from each step's start to its model's first layer, over {r.host_inflation:.0f} for "
+                "the profiler's inflation of host time; an upper bound (the batch must still be built)")
     return (f"the data regions' host time per step, over {r.host_inflation:.0f} for the profiler's inflation of host "
             "time; an upper bound (the batch must still be built)")
 
 
 NOTES = {
+    PrepNote: lambda n: (f"the model's first layer, after {n.ops} ops building the batch" if n.first_layer
+                         else f"the first of {n.ops} ops building the batch"),
     RegionNote: lambda n: f"a data region call, {n.selects} aten::select in it" if n.selects else "a data region call",
 }

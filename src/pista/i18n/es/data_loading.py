@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fmt import t
-from pista.rules.data_loading import DataLoading, RegionNote
+from pista.rules.data_loading import DataLoading, InputPrep, PrepNote, RegionNote
 
 TITLE = "El paso espera sus datos: la carga corre en el proceso de entrenamiento"
 
@@ -14,7 +14,13 @@ def _where(r: DataLoading) -> str:
     return f"'{r.region}'"
 
 
-def message(r: DataLoading) -> str:
+def message(r: DataLoading | InputPrep) -> str:
+    if isinstance(r, InputPrep):
+        return (f"Cada paso ejecuta {r.ops_per_step:.0f} ops ({', '.join(r.top_ops)}...) en {t(r.prep_us_per_step)} "
+                f"antes de la primera capa de su modelo ({r.first_compute}), fuera de cualquier DataLoader: el lote se "
+                "construye op a op dentro del paso, muy probablemente muestra a muestra (un bucle de Python de "
+                "transformaciones por muestra, luego un stack). Sin una GPU con la que solaparse, cada µs de ello es "
+                "un µs del paso.")
     text = f"Cada paso pasa {t(r.region_us_per_step)} de host en {_where(r)} antes de poder calcular"
     if r.per_sample:
         text += (f": {r.selects_per_step:.0f} aten::select y {r.stacks_per_step:.0f} aten::stack por paso, el lote "
@@ -22,7 +28,12 @@ def message(r: DataLoading) -> str:
     return text + ". Sin una GPU con la que solaparse, cada µs de carga es un µs del paso."
 
 
-def advice(r: DataLoading) -> str:
+def advice(r: DataLoading | InputPrep) -> str:
+    if isinstance(r, InputPrep):
+        return ("Transforma el lote entero de una vez (un pad, recorte, volteo y normalización sobre un tensor "
+                "N,C,H,W: torchvision.transforms.v2 acepta lotes) en lugar de muestra a muestra, o lleva el trabajo por "
+                "muestra al __getitem__ de un Dataset y carga con DataLoader(num_workers>0), para que corra junto al "
+                "paso.")
     if r.per_sample:
         return ("Lee lotes enteros: para un TensorDataset, DataLoader(ds, sampler=BatchSampler(RandomSampler(ds), "
                 "batch_size, drop_last=True), batch_size=None), o indexa tú los tensores con una permutación: una "
@@ -32,7 +43,10 @@ def advice(r: DataLoading) -> str:
             "que los hilos del paso dejen libres), y aligera o agrupa en lotes el trabajo por muestra.")
 
 
-def fix(r: DataLoading) -> str:
+def fix(r: DataLoading | InputPrep) -> str:
+    if isinstance(r, InputPrep):
+        return (f"El paso construye su lote en {r.ops_per_step:.0f} ops antes de {r.first_compute}: transforma el "
+                "lote entero de una vez, o lleva el trabajo por muestra a procesos del DataLoader.")
     if r.per_sample:
         return (f"El DataLoader lee cada lote muestra a muestra ({r.selects_per_step:.0f} aten::select por paso): "
                 "indexa lotes enteros (sampler=BatchSampler(...), batch_size=None).")
@@ -40,12 +54,18 @@ def fix(r: DataLoading) -> str:
             "aparte (num_workers>0).")
 
 
-def basis(r: DataLoading) -> str:
+def basis(r: DataLoading | InputPrep) -> str:
+    if isinstance(r, InputPrep):
+        return (f"el tiempo de host desde el inicio de cada paso hasta la primera capa de su modelo, dividido por "
+                f"{r.host_inflation:.0f} por la inflación del tiempo de host que causa el profiler; una cota superior "
+                "(el lote hay que construirlo igual)")
     return (f"el tiempo de host de las regiones de datos por paso, dividido por {r.host_inflation:.0f} por la "
             "inflación del tiempo de host que causa el profiler; una cota superior (el lote hay que construirlo igual)")
 
 
 NOTES = {
+    PrepNote: lambda n: (f"la primera capa del modelo, tras {n.ops} ops que construyen el lote" if n.first_layer
+                         else f"la primera de {n.ops} ops que construyen el lote"),
     RegionNote: lambda n: (f"una llamada a una región de datos, {n.selects} aten::select en ella" if n.selects
                            else "una llamada a una región de datos"),
 }
@@ -57,7 +77,10 @@ Un paso solo de CPU que pasa buena parte de su tiempo consiguiendo sus datos: la
 record_function con nombre de datos: `data`, `dataset`, `collate`, `prefetch`). Con
 `_SingleProcessDataLoaderIter` (num_workers=0) la carga corre en el propio proceso de entrenamiento;
 muchos `aten::select` y un `aten::stack` dentro significan que el lote se lee muestra a muestra
-(`Dataset.__getitem__` por índice, luego `default_collate`).
+(`Dataset.__getitem__` por índice, luego `default_collate`). Sin región de datos: un paso que ejecuta
+cientos de ops antes de la primera capa de su modelo (una GEMM, convolución, atención, op recurrente o
+de embedding), en cada paso: el lote construido op a op en el paso, muy probablemente muestra a muestra
+(un bucle de Python de transformaciones por muestra, luego `torch.stack`).
 
 Por qué:
 Sin una GPU con la que solaparse, cada µs de carga es un µs del paso. Un TensorDataset leído índice a
@@ -70,10 +93,15 @@ El MLP tabular de una revisión experta (TensorDataset de 200k x 64, lote 256, A
 la región del DataLoader ocupaba 1.75 ms de un paso perfilado de 6.7 ms, 512 aten::select y 2
 aten::stack por paso; leer lotes enteros (`sampler=BatchSampler(RandomSampler(ds), 256)`,
 `batch_size=None`) ahorró 0.62 ms de 3.91 ms por paso sin profiler (15.8%). gpu/data_loading_per_sample
-y su gemelo gpu/data_loading_batched lo reproducen.
+y su gemelo gpu/data_loading_batched lo reproducen. gpu/input_prep_per_sample (una CNN sobre imágenes de
+32x32 con lote 64, cada imagen rellenada, recortada, volteada, escalada y normalizada por separado): 865
+ops por paso en 7.5 ms antes de su primer aten::conv2d; transformar el lote entero de una vez
+(gpu/input_prep_batched, 18 ops) ahorró 3.38 de 39.7 ms por paso sin profiler; el cnn_peraug de una
+revisión experta, 1187 ops, 5.6 ms estimados, 5.2 ms medidos.
 
 Impacto:
-Por paso, el tiempo de host de las regiones de datos dividido por la inflación del tiempo de host que
+Por paso, el tiempo de host de las regiones de datos (sin ellas, el tiempo desde el inicio del paso hasta
+la primera capa del modelo) dividido por la inflación del tiempo de host que
 causa el profiler (PROFILER_HOST_INFLATION: la carga son muchas operaciones diminutas, cada una
 registrada); una cota superior, porque el lote hay que construirlo igual. many-calls deja a esta regla
 las llamadas dentro de esas regiones. Calla con GPU (es de gpu-idle) y por debajo de WARNING_SHARE del
