@@ -49,6 +49,8 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
     # thing to fix (REVIEW.md), then where the time goes
     for notice in analysis.notices:
         console.print(f"[dim]{w('notice')}: {safe_markup(notice)}[/]")
+    if analysis.notices:
+        console.print()
     top = analysis.top_fix
     if top is not None:
         console.print(f"[bold green]{w('Start here')}:[/] {safe_markup(top.fix_here)} [dim]({safe_markup(top.rule)}, "
