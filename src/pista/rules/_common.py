@@ -192,6 +192,7 @@ COMPILE_EVENT = re.compile(
     r"|\(dynamo_timed\)$|(?m:^(?>[^\n]*?_data: )[^\n]*compile_id=)"
 )
 COMPILED_REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)")
+GRAPH_CALL = re.compile(r"^## Call CompiledFxGraph (\w+)")  # a compiled graph's call, by its hash
 # The autograd engine's node events (the backward's work, on its own thread).
 AUTOGRAD_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.(step|zero_grad)#")

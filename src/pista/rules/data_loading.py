@@ -50,6 +50,7 @@ from pista.findings import WARNING_SHARE, Context, Finding, Record
 from pista.rules._common import (
     PROFILER_HOST_INFLATION,
     evidence,
+    index_mask,
     name_mask,
     nearest_ancestor,
     outer_ops,
@@ -130,7 +131,7 @@ def check(ctx: Context) -> list[Finding]:
     if impact.share < MIN_STEP_SHARE:
         return []
     steps = ctx.step_count
-    region_of = nearest_ancestor(facts, _mask(facts, regions))  # each event's data region, -1 outside
+    region_of = nearest_ancestor(facts, index_mask(facts, regions))  # each event's data region, -1 outside
     ops = facts.is_host & trace.category_mask({"cpu_op"}) & (region_of >= 0)
     selects = np.flatnonzero(ops & name_mask(facts, SAMPLE_OPS))
     stacks = int((ops & name_mask(facts, COLLATE_OPS)).sum())
@@ -145,12 +146,6 @@ def check(ctx: Context) -> list[Finding]:
     longest = regions[np.argsort(-trace.dur[regions], kind="stable")[:EVIDENCE_REGIONS]]
     ev = [evidence(facts, int(r), RegionNote(per_region.get(int(r), 0))) for r in longest.tolist()]
     return [Finding(ID, record, impact, ev)]
-
-
-def _mask(facts: Facts, idx: np.ndarray) -> np.ndarray:
-    mask = np.zeros(len(facts.trace), dtype=bool)
-    mask[idx] = True
-    return mask
 
 
 @per_facts
@@ -173,28 +168,28 @@ def _input_prep(ctx: Context) -> list[Finding]:
         return []
     outer, _ = outer_ops(facts)
     first_layer = name_mask(facts, FIRST_LAYER_OPS)[outer]
-    spans, counts, picks = [], [], []
+    spans, counts = [], []
+    prep: np.ndarray | None = None  # the first step's ops before its first layer, and that layer's op
     for step in facts.steps:
         mine = np.flatnonzero((trace.ts[outer] >= step.start) & (trace.ts[outer] < step.end))
         layer = mine[first_layer[mine]]
         if layer.size == 0:
             return []
-        before = mine[trace.ts[outer[mine]] < trace.ts[outer[layer[0]]]]
-        spans.append(int(trace.ts[outer[layer[0]]]) - step.start)
+        start = trace.ts[outer[layer[0]]]
+        before = outer[mine[trace.ts[outer[mine]] < start]]
+        spans.append(int(start) - step.start)
         counts.append(before.size)
-        picks.append((int(outer[before[0]]) if before.size else -1, int(outer[layer[0]])))
+        if prep is None:
+            prep, layer_op = before, int(outer[layer[0]])
     steps = len(facts.steps)
     if min(counts) < PREP_MIN_OPS:
         return []
     impact = ctx.per_step(sum(spans) / PROFILER_HOST_INFLATION)
     if impact.share < MIN_STEP_SHARE:
         return []
-    names = Counter(trace.event_name(int(i)) for i in outer[(trace.ts[outer] >= facts.steps[0].start)
-                                                            & (trace.ts[outer] < trace.ts[picks[0][1]])].tolist())
+    names = Counter(trace.event_name(i) for i in prep.tolist())
     record = InputPrep(ops_per_step=sum(counts) / steps, prep_us_per_step=us(sum(spans)) / steps,
-                       top_ops=tuple(n for n, _ in names.most_common(5)), first_compute=trace.event_name(picks[0][1]),
+                       top_ops=tuple(n for n, _ in names.most_common(5)), first_compute=trace.event_name(layer_op),
                        steps=steps, host_inflation=PROFILER_HOST_INFLATION)
-    first, layer = picks[0]
-    ev = ([evidence(facts, first, PrepNote(False, counts[0]))] if first >= 0 else []) + \
-        [evidence(facts, layer, PrepNote(True, counts[0]))]
+    ev = [evidence(facts, int(prep[0]), PrepNote(False, counts[0])), evidence(facts, layer_op, PrepNote(True, counts[0]))]
     return [Finding(ID, record, impact, ev)]

@@ -39,7 +39,6 @@ compiled function.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -49,6 +48,7 @@ from pista.findings import Context, Finding, Record
 from pista.rules import _one_time as one_time
 from pista.rules._common import (
     COMPILED_REGION,
+    GRAPH_CALL,
     PROFILER_HOST_INFLATION,
     evidence,
     nearest_ancestor,
@@ -58,7 +58,6 @@ from pista.rules._common import (
 from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "graph-break"
-GRAPH_CALL = re.compile(r"^## Call CompiledFxGraph ")
 # what runs between the graphs, by the cause it points at
 BRANCH_OPS = frozenset({"aten::is_nonzero"})  # bool(tensor): a Python if/while on a tensor
 READ_OPS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::tolist"})  # a value read in Python

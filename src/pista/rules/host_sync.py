@@ -145,16 +145,15 @@ def _sync_calls(facts: Facts) -> np.ndarray:
     if setup.size:
         idx = np.flatnonzero(syncs)
         syncs[idx[cudnn_setup.inside(facts, setup, idx) >= 0]] = False
-    return syncs & ~_between_graphs(facts)
+    _drop_between_graphs(facts, syncs)
+    return syncs
 
 
-def _between_graphs(facts: Facts) -> np.ndarray:
-    """Events between the graphs of a compiled call Dynamo broke: a value read there is graph-break's."""
-    out = np.zeros(len(facts.trace), dtype=bool)
-    gaps = graph_break.gaps(facts)
-    if gaps.start.size:
-        out[facts.is_host] = one_time.covered(gaps, facts.trace.ts[facts.is_host])
-    return out
+def _drop_between_graphs(facts: Facts, calls: np.ndarray) -> None:
+    """Unmark the calls between the graphs of a compiled call Dynamo broke: a value read there is
+    graph-break's."""
+    idx = np.flatnonzero(calls)
+    calls[idx[one_time.covered(graph_break.gaps(facts), facts.trace.ts[idx])]] = False
 
 
 def _explicit_syncs(facts: Facts, syncs: np.ndarray) -> list[int]:
@@ -179,9 +178,10 @@ def _read_backs(facts: Facts) -> np.ndarray:
     dtoh = memcpys(facts) & pattern_mask(facts, DTOH)
     calls = np.zeros(len(facts.trace), dtype=bool)
     calls[facts.launcher[dtoh & (facts.launcher >= 0)]] = True
-    calls &= ~_compiling(facts) & ~_between_graphs(facts)
+    calls &= ~_compiling(facts)
     if facts.steps:
         calls &= facts.event_step >= 0
+    _drop_between_graphs(facts, calls)
     return calls
 
 

@@ -47,7 +47,7 @@ from collections import defaultdict
 import numpy as np
 
 from pista.findings import WARNING_SHARE, Context, Evidence, Finding, Record, Severity
-from pista.rules._common import COMPILE_EVENT, COMPILED_REGION, nearest_ancestor, pattern_mask, us
+from pista.rules._common import COMPILE_EVENT, COMPILED_REGION, GRAPH_CALL, nearest_ancestor, pattern_mask, us
 from pista.trace.facts import Facts, merge_intervals
 
 ID = "recompilation"
@@ -68,7 +68,6 @@ EVIDENCE_EVENTS = 8
 
 COMPILE_ID = re.compile(r"compile_id=(\d+)/(\d+)")
 AUTOTUNE = re.compile(r"^CachingAutotuner\.")  # Inductor benchmarks kernel configs on a graph's first call
-GRAPH_CALL = re.compile(r"^## Call CompiledFxGraph (\w+)")
 
 STEADY = "steady"  # compiles recur across the steps: a guard keeps failing
 WARMUP = "warmup"  # first compiles of their frames, once: a warm-up inside the window
