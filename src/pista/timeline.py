@@ -1,0 +1,476 @@
+"""The timeline of the profiled steps, and its replay with edits applied (issue 33).
+
+A Daydream-style model (USENIX ATC 2020) built from the facts, not from raw JSON:
+
+- the host, as one program order: every runtime call that launches device work or waits for it, on
+  every host thread of the trace, in time order; between two such calls the host works for the time
+  the trace shows (the main thread and the autograd thread take turns, so one order serves both);
+- launch -> device work (correlation ids); each device stream runs its work in order, a piece of
+  work starting once its launch has reached the GPU (the launch latency the trace shows) and the
+  stream is free (plus the gap the trace shows between queued work);
+- a sync (cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, their cu*/hip* twins)
+  blocks the host until the work queued before it on the streams it waited for is done, then costs
+  its own time; a call whose own copy or kernel ends inside it (a pageable or blocking memcpy)
+  blocks until that work is done.
+
+`replay(edit)` runs the model with an edit applied (host time removed or scaled, device work removed
+or resized, waits dropped) and returns each step's time. Unchanged, it reproduces the trace: the
+difference per step is `replay_error`. A step ends when both its host part and the device work it
+launched are done (the next step's host start, or the last kernel); that is what a user's timer
+around N steps with a sync at the end measures.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts
+
+# A runtime call named like this waits for device work (CUDA runtime and driver, HIP).
+SYNC_CALL = re.compile(r"^(cuda|cu|hip)(Device|Stream|Event|Ctx)Synchronize$")
+DEVICE_SYNC_CALL = re.compile(r"^(cuda|cu|hip)(Device|Ctx)Synchronize$")
+# Device work starting within this many ns of the end of the work before it on its stream was queued
+# behind it (H200 fixtures: back-to-back kernels start 0.5-2 µs apart; gpu/launch_bound's tiny kernels,
+# launched 10-20 µs apart, start 5 µs or more after the previous one ended).
+QUEUED_GAP_NS = 3_000
+# A wait counts as the call's when the awaited work ends within the call (plus this slack, ns): a
+# cudaStreamSynchronize returns 3-15 µs after its last kernel ends on the H200 fixtures.
+WAIT_SLACK_NS = 50_000
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A counterfactual change to the timeline, what a fix does. All fields optional.
+
+    - `remove`: event indices: host events whose time is taken out, with every call under them
+      (their launches' device work goes too, their waits with them); device work removed as well.
+    - `host_scale`: (event indices, factor) pairs: the host time under those events is multiplied by
+      the factor (a fused or compiled call doing the same work with fewer ops); calls under them stay.
+    - `host_remove_ns`: (times ns, amounts ns): host time taken out at those instants (the profiler's
+      own cost per recorded event).
+    - `device_dur`: (work indices, new durations ns): device work resized (a faster dtype, an aligned
+      shape, a fused kernel moving its bytes once).
+    - `unblock`: runtime call indices that no longer wait (the value stays on the GPU; a pinned copy).
+    """
+
+    label: str = ""
+    remove: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    host_scale: tuple[tuple[np.ndarray, float], ...] = ()
+    host_remove_ns: tuple[np.ndarray, np.ndarray] | None = None
+    device_dur: tuple[np.ndarray, np.ndarray] | None = None
+    unblock: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+
+    def __add__(self, other: Edit) -> Edit:
+        """Both edits at once (the later one's resized durations win where both resize)."""
+        dur = _join_pairs(self.device_dur, other.device_dur)
+        cut = _join_pairs(self.host_remove_ns, other.host_remove_ns)
+        return Edit(f"{self.label}+{other.label}".strip("+"),
+                    np.concatenate((self.remove, other.remove)).astype(np.int64),
+                    self.host_scale + other.host_scale, cut, dur,
+                    np.concatenate((self.unblock, other.unblock)).astype(np.int64))
+
+    @property
+    def empty(self) -> bool:
+        return (not self.remove.size and not self.host_scale and self.host_remove_ns is None
+                and self.device_dur is None and not self.unblock.size)
+
+
+def _join_pairs(a: tuple[np.ndarray, np.ndarray] | None,
+                b: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray] | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return np.concatenate((a[0], b[0])), np.concatenate((a[1], b[1]))
+
+
+NO_EDIT = Edit("as profiled")
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Per step: its time (ns) as replayed; `ends` the step ends, `start` the first step's start."""
+
+    start: int
+    ends: np.ndarray  # int64 per step
+
+    @property
+    def step_ns(self) -> np.ndarray:
+        return np.diff(np.concatenate(([self.start], self.ends)))
+
+    @property
+    def total_ns(self) -> int:
+        return int(self.ends[-1] - self.start) if self.ends.size else 0
+
+
+@dataclass
+class Timeline:
+    """The model (see the module docstring). Arrays over `points` (host calls that launch or wait, in
+    time order, and the step starts) and `work` (device work with its stream and launch)."""
+
+    facts: Facts
+    # points
+    p_event: np.ndarray  # event index (-1: a step marker)
+    p_ts: np.ndarray
+    p_end: np.ndarray
+    p_sync: np.ndarray  # bool: waits for device work
+    p_wait_all: np.ndarray  # bool: waits for every stream (a device sync)
+    p_wait_stream: np.ndarray  # the stream it waits for otherwise (-1: none seen)
+    p_cost: np.ndarray  # its own time beyond the wait
+    # work
+    w_event: np.ndarray
+    w_point: np.ndarray  # the launching point; for work launched outside the model, the point before it ran
+    w_owned: np.ndarray  # bool: launched by its point (removing the point removes the work)
+    w_stream: np.ndarray  # dense stream number
+    w_start: np.ndarray
+    w_dur: np.ndarray
+    w_latency: np.ndarray  # launch start -> ready to run
+    w_gap: np.ndarray  # least gap after the previous work on its stream
+    w_step: np.ndarray
+    streams: int
+    stream_busy_until: np.ndarray  # per stream: the end of its work that started before the first step
+    # steps
+    step_start: np.ndarray  # host start of each step
+    step_host_end: np.ndarray  # next step's start, the last step's host end
+    marker_points: np.ndarray  # point index of each step's start marker, and one for the last end
+
+    @cached_property
+    def observed(self) -> Replay:
+        """The steps as the trace shows them, by the same definition of a step's end."""
+        ends = self.step_host_end.copy()
+        if self.w_event.size:
+            np.maximum.at(ends, np.clip(self.w_step, 0, None), np.where(self.w_step >= 0, self.w_start + self.w_dur, 0))
+        return Replay(int(self.step_start[0]), np.maximum.accumulate(ends)) if ends.size else Replay(0, ends)
+
+    @cached_property
+    def baseline(self) -> Replay:
+        return self.replay(NO_EDIT)
+
+    @property
+    def error(self) -> float:
+        """The unchanged replay's error: |replayed - observed| over observed, the window's steps summed."""
+        observed = self.observed.total_ns
+        return abs(self.baseline.total_ns - observed) / observed if observed > 0 else 0.0
+
+    def saving_ns(self, edit: Edit, base: Edit = NO_EDIT) -> float:
+        """Mean step ns that `edit` saves on top of `base`."""
+        before = self.baseline if base.empty else self.replay(base)
+        after = self.replay(base + edit if not base.empty else edit)
+        n = max(len(before.ends), 1)
+        return (before.total_ns - after.total_ns) / n
+
+    def replay(self, edit: Edit) -> Replay:
+        return _replay(self, edit)
+
+
+def _interval_weights(facts: Facts, edit: Edit) -> list[tuple[Intervals, float]]:
+    """Host intervals whose time the edit takes out, with the fraction taken (1: all of it)."""
+    trace = facts.trace
+    out = []
+    host = edit.remove[facts.is_host[edit.remove] | facts.is_launch[edit.remove]] if edit.remove.size else edit.remove
+    if host.size:
+        out.append((merge_intervals(trace.ts[host], trace.ts[host] + trace.dur[host]), 1.0))
+    for events, factor in edit.host_scale:
+        if events.size and factor < 1.0:
+            out.append((merge_intervals(trace.ts[events], trace.ts[events] + trace.dur[events]), 1.0 - factor))
+    return out
+
+
+def _removed(weights: list[tuple[Intervals, float]], cut: tuple[np.ndarray, np.ndarray] | None,
+             a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per [a, b): the host ns the edit takes out of it, at most b - a."""
+    out = np.zeros(a.shape, dtype=np.float64)
+    for intervals, w in weights:
+        out += w * intervals.covered(a, b)
+    if cut is not None and cut[0].size:
+        order = np.argsort(cut[0], kind="stable")
+        times, amounts = cut[0][order], np.concatenate(([0], np.cumsum(cut[1][order])))
+        out += amounts[np.searchsorted(times, b, side="left")] - amounts[np.searchsorted(times, a, side="left")]
+    return np.minimum(out, np.maximum(b - a, 0))
+
+
+def _inside(weights: list[tuple[Intervals, float]], t: np.ndarray) -> np.ndarray:
+    """Per time: whether it falls inside an interval the edit removes whole."""
+    out = np.zeros(t.shape, dtype=bool)
+    for intervals, w in weights:
+        if w >= 1.0 and intervals.start.size:
+            k = np.searchsorted(intervals.start, t, side="right") - 1
+            ok = k >= 0
+            out[ok] |= t[ok] < intervals.end[k[ok]]
+    return out
+
+
+def _replay(tl: Timeline, edit: Edit) -> Replay:
+    weights = _interval_weights(tl.facts, edit)
+    n = tl.p_ts.size
+    if n == 0:
+        return Replay(0, np.zeros(0, np.int64))
+    dropped = _inside(weights, tl.p_ts) & (tl.p_event >= 0)
+    sync = tl.p_sync & ~dropped
+    if edit.unblock.size:
+        sync &= ~np.isin(tl.p_event, edit.unblock)
+    # host advance from each point to the next: the time between their starts, less what the edit takes
+    # out; a sync's own interval is never scaled (its wait is replayed), only dropped with its caller
+    nxt = np.concatenate((tl.p_ts[1:], tl.p_ts[-1:]))
+    from_ = np.where(sync, np.minimum(tl.p_end, nxt), tl.p_ts)
+    advance = (nxt - tl.p_ts) - _removed(weights, edit.host_remove_ns, from_, nxt)
+    advance -= np.where(sync, np.minimum(tl.p_end, nxt) - tl.p_ts, 0)  # replaced by the replayed sync below
+    w_keep, w_dur = _work_after(tl, edit, dropped)
+    return _run(tl, advance, sync, w_keep, w_dur)
+
+
+def _work_after(tl: Timeline, edit: Edit, dropped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    keep = np.ones(tl.w_event.size, dtype=bool)
+    keep[tl.w_owned] = ~dropped[tl.w_point[tl.w_owned]]
+    if edit.remove.size:
+        keep &= ~np.isin(tl.w_event, edit.remove)
+    dur = tl.w_dur.astype(np.float64)
+    if edit.device_dur is not None and edit.device_dur[0].size:
+        pos = np.searchsorted(tl.w_event, edit.device_dur[0])
+        pos = np.clip(pos, 0, max(tl.w_event.size - 1, 0))
+        ok = tl.w_event[pos] == edit.device_dur[0]
+        dur[pos[ok]] = edit.device_dur[1][ok]
+    return keep, dur
+
+
+def _run(tl: Timeline, advance: np.ndarray, sync: np.ndarray, w_keep: np.ndarray, w_dur: np.ndarray) -> Replay:
+    """The replay proper: segments between syncs, each vectorized (see _stream_ends)."""
+    n = tl.p_ts.size
+    h = np.empty(n, dtype=np.float64)
+    w_end = np.zeros(tl.w_event.size, dtype=np.float64)
+    stream_end = tl.stream_busy_until.astype(np.float64).copy()
+    order = np.flatnonzero(w_keep)  # work by launching point, kept only, in the order it ran
+    order = order[np.lexsort((tl.w_start[order], tl.w_point[order]))]
+    w_first = np.searchsorted(tl.w_point[order], np.arange(n + 1))
+    cuts = np.concatenate((np.flatnonzero(sync), [n]))
+    t = float(tl.p_ts[0])
+    lo = 0
+    for cut in cuts:
+        hi = int(cut) + 1 if cut < n else n
+        seg = slice(lo, hi)
+        h[seg] = t + np.concatenate(([0.0], np.cumsum(advance[lo:hi - 1])))
+        works = order[w_first[lo]:w_first[hi]]
+        if works.size:
+            _stream_ends(tl, works, h, w_dur, w_end, stream_end)
+        if cut < n:
+            p = int(cut)
+            wait = _awaited(tl, p, stream_end)
+            done = max(h[p], wait) + tl.p_cost[p]
+            t = done + advance[p]
+        lo = hi
+    return _steps(tl, h, w_end, w_keep)
+
+
+def _awaited(tl: Timeline, p: int, stream_end: np.ndarray) -> float:
+    if tl.p_wait_all[p]:
+        return float(stream_end.max()) if stream_end.size else -np.inf
+    s = int(tl.p_wait_stream[p])
+    return float(stream_end[s]) if s >= 0 else -np.inf
+
+
+def _stream_ends(tl: Timeline, works: np.ndarray, h: np.ndarray, w_dur: np.ndarray, w_end: np.ndarray,
+                 stream_end: np.ndarray) -> None:
+    """Per stream, in launch order: end_i = max(ready_i + d_i, end_{i-1} + gap_i + d_i), solved in closed
+    form, end_i = C_i + max(carry, cummax_j(ready_j + d_j - C_j)) with C the running sum of gap + d."""
+    ready = h[tl.w_point[works]] + tl.w_latency[works]
+    streams = tl.w_stream[works]
+    for s in np.unique(streams):
+        mine = works[streams == s]
+        r = ready[streams == s]
+        d = w_dur[mine]
+        c = np.cumsum(tl.w_gap[mine] + d)
+        best = np.maximum.accumulate(r + d - c)
+        end = c + np.maximum(best, stream_end[s])
+        w_end[mine] = end
+        stream_end[s] = end[-1]
+
+
+def _steps(tl: Timeline, h: np.ndarray, w_end: np.ndarray, w_keep: np.ndarray) -> Replay:
+    marks = h[tl.marker_points]
+    ends = marks[1:].copy()
+    mine = w_keep & (tl.w_step >= 0)
+    if mine.any():
+        np.maximum.at(ends, tl.w_step[mine], w_end[mine])
+    return Replay(int(marks[0]), np.maximum.accumulate(ends).astype(np.int64))
+
+
+@per_facts
+def timeline(facts: Facts) -> Timeline | None:
+    """The facts' timeline; None without device work (a CPU-only trace has no queue to replay)."""
+    if not facts.has_gpu:
+        return None
+    return _build(facts)
+
+
+def _build(facts: Facts) -> Timeline:
+    trace = facts.trace
+    lo, hi = _span(facts)
+    work = np.flatnonzero(facts.is_device_work & facts.is_complete)
+    work = work[(trace.ts[work] >= lo) & (trace.ts[work] < hi)] if facts.steps else work
+    work = work[np.argsort(trace.ts[work], kind="stable")]
+    launchers = facts.launcher[work]
+    calls = np.flatnonzero(facts.is_launch & facts.is_complete)
+    calls = calls[(trace.ts[calls] >= lo) & (trace.ts[calls] < hi)]
+    names = trace.name_array
+    sync_like = np.array([bool(SYNC_CALL.match(n)) for n in names], dtype=bool)[trace.name[calls]] if calls.size else \
+        np.zeros(0, bool)
+    launching = np.isin(calls, launchers)
+    calls = calls[sync_like | launching]
+    starts, host_ends = _step_bounds(facts, lo, hi)
+    marker_ts = np.concatenate((starts, host_ends[-1:]))
+    p_event = np.concatenate((calls, np.full(marker_ts.size, -1)))
+    p_ts = np.concatenate((trace.ts[calls], marker_ts)).astype(np.int64)
+    p_end = np.concatenate((trace.ts[calls] + trace.dur[calls], marker_ts)).astype(np.int64)
+    order = np.lexsort((p_event < 0, p_ts))  # a marker after a call at the same instant
+    p_event, p_ts, p_end = p_event[order], p_ts[order], p_end[order]
+    markers = np.flatnonzero(p_event < 0)
+    stream_of = _dense_streams(facts, work)
+    tl = _with_work(facts, work, launchers, stream_of, p_event, p_ts)
+    p_sync, wait_all, wait_stream, cost = _waits(facts, tl, p_event, p_ts, p_end, names)
+    streams = int(stream_of.max()) + 1 if stream_of.size else 0
+    return Timeline(facts, p_event, p_ts, p_end, p_sync, wait_all, wait_stream, cost, *tl, streams,
+                    _busy_before(facts, work, stream_of, lo, streams), starts, host_ends, markers)
+
+
+def _busy_before(facts: Facts, work: np.ndarray, stream_of: np.ndarray, lo: int, streams: int) -> np.ndarray:
+    """Per stream: when the work that started before the first step ends (work of the step before the window
+    that the first kernels queue behind: elementwise_chain's first kernel starts 68 µs after its launch)."""
+    trace = facts.trace
+    out = np.full(max(streams, 1), -np.inf)
+    if not facts.steps or not work.size:
+        return out
+    keys = trace.pid[work].astype(np.int64) * (1 << 32) + trace.tid[work].astype(np.int64)
+    known = np.unique(keys)
+    early = np.flatnonzero(facts.is_device_work & facts.is_complete & (trace.ts < lo))
+    early_keys = trace.pid[early].astype(np.int64) * (1 << 32) + trace.tid[early].astype(np.int64)
+    pos = np.searchsorted(known, early_keys)
+    ok = (pos < known.size) & (known[np.clip(pos, 0, known.size - 1)] == early_keys)
+    np.maximum.at(out, pos[ok], (trace.ts[early] + trace.dur[early])[ok].astype(np.float64))
+    return out
+
+
+def _span(facts: Facts) -> tuple[int, int]:
+    if facts.steps:
+        return facts.steps[0].start, facts.steps[-1].end
+    lo, hi = facts.window
+    return int(lo), int(hi) + 1
+
+
+def _step_bounds(facts: Facts, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    if not facts.steps:
+        return np.array([lo], np.int64), np.array([hi], np.int64)
+    starts = np.array([s.start for s in facts.steps], np.int64)
+    ends = np.concatenate((starts[1:], [facts.steps[-1].end])).astype(np.int64)
+    return starts, ends
+
+
+def _dense_streams(facts: Facts, work: np.ndarray) -> np.ndarray:
+    trace = facts.trace
+    keys = trace.pid[work].astype(np.int64) * (1 << 32) + trace.tid[work].astype(np.int64)
+    return np.unique(keys, return_inverse=True)[1].astype(np.int64).reshape(-1) if work.size else \
+        np.zeros(0, np.int64)
+
+
+def _with_work(facts: Facts, work: np.ndarray, launchers: np.ndarray, stream_of: np.ndarray,
+               p_event: np.ndarray, p_ts: np.ndarray) -> tuple[np.ndarray, ...]:
+    trace = facts.trace
+    sorted_events = np.argsort(p_event, kind="stable")
+    pos = np.searchsorted(p_event[sorted_events], launchers)
+    pos = np.clip(pos, 0, max(p_event.size - 1, 0))
+    found = (launchers >= 0) & (p_event[sorted_events[pos]] == launchers) if p_event.size else np.zeros(0, bool)
+    start = trace.ts[work].astype(np.int64)
+    dur = trace.dur[work].astype(np.int64)
+    # work launched outside the model (before the window, by a thread it does not follow) is ready when it
+    # started, counted from the point before it, so the streams still carry it
+    before = np.clip(np.searchsorted(p_ts, start, side="right") - 1, 0, max(p_ts.size - 1, 0))
+    w_point = np.where(found, sorted_events[pos], before).astype(np.int64)
+    w_point = np.where(found, w_point, np.minimum(w_point, _next_owned(stream_of, start, w_point, found)))
+    gap, queued = _queue_gaps(stream_of, start, dur)
+    latency = (start - p_ts[w_point]).astype(np.float64) if p_ts.size else np.zeros(work.size)
+    free = ~queued & found
+    typical = float(np.median(latency[free])) if free.any() else 0.0
+    latency = np.where(queued & found, np.minimum(latency, typical), latency)
+    step = facts.event_step[work].astype(np.int64)
+    order = np.argsort(work, kind="stable")  # by event index, for lookups by index
+    return (work[order], w_point[order], found[order], stream_of[order], start[order], dur[order], latency[order],
+            gap[order], step[order])
+
+
+def _next_owned(stream_of: np.ndarray, start: np.ndarray, point: np.ndarray, owned: np.ndarray) -> np.ndarray:
+    """Per work: the point of the next work its stream runs that the model launches (a large number where none
+    does). Work launched before the window (attn_manual: kernels of the unrecorded step before it, still running
+    10 ms into the first step) sits ahead of it in the stream's queue."""
+    big = np.int64(1) << 40
+    order = np.lexsort((start, stream_of))
+    key = stream_of[order] * big + np.where(owned[order], point[order], big - 1)
+    nxt = np.minimum.accumulate(key[::-1])[::-1]
+    out = np.empty(start.size, dtype=np.int64)
+    out[order] = nxt - stream_of[order] * big
+    return out
+
+
+def _queue_gaps(stream_of: np.ndarray, start: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per work (in start order): the gap after the previous work on its stream, and whether it was queued
+    behind it (started within QUEUED_GAP_NS of its end). Work not queued keeps no gap: its start is its
+    launch's."""
+    gap = np.zeros(start.size, dtype=np.float64)
+    queued = np.zeros(start.size, dtype=bool)
+    order = np.lexsort((start, stream_of))
+    same = np.concatenate(([False], stream_of[order][1:] == stream_of[order][:-1]))
+    prev_end = np.concatenate(([0], (start + dur)[order][:-1]))
+    g = start[order] - prev_end
+    q = same & (g <= QUEUED_GAP_NS)
+    gap[order] = np.where(q, np.maximum(g, 0), 0)
+    queued[order] = q
+    return gap, queued
+
+
+def _waits(facts: Facts, tl: tuple[np.ndarray, ...], p_event: np.ndarray, p_ts: np.ndarray, p_end: np.ndarray,
+           names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per point: whether it waits, for every stream or for one, and its own time beyond the wait."""
+    w_event, w_point, w_owned, w_stream, w_start, w_dur = tl[:6]
+    w_end = w_start + w_dur
+    n = p_event.size
+    sync = np.zeros(n, bool)
+    wait_all = np.zeros(n, bool)
+    wait_stream = np.full(n, -1, np.int64)
+    waited_until = np.full(n, -np.inf)
+    trace = facts.trace
+    # a call whose own work ends inside it blocks on that work (a pageable or synchronous copy)
+    own = w_owned & (w_end <= p_end[w_point]) & (w_end > p_ts[w_point])
+    for w in np.flatnonzero(own):
+        p = int(w_point[w])
+        sync[p], wait_stream[p] = True, int(w_stream[w])
+        waited_until[p] = max(waited_until[p], float(w_end[w]))
+    launched_at = np.where(w_owned, p_ts[w_point], w_start) if p_ts.size else w_start
+    by_launch = np.argsort(launched_at, kind="stable")
+    launch_ts = launched_at[by_launch]
+    for p in np.flatnonzero(p_event >= 0):
+        name = names[int(trace.name[p_event[p]])]
+        if not SYNC_CALL.match(name):
+            continue
+        sync[p] = True
+        before = by_launch[:np.searchsorted(launch_ts, p_ts[p], side="left")]
+        _wait_target(p, before, w_stream, w_end, p_ts, p_end, bool(DEVICE_SYNC_CALL.match(name)),
+                     wait_all, wait_stream, waited_until)
+    cost = (p_end - np.maximum(p_ts, waited_until)).astype(np.float64)
+    return sync, wait_all, wait_stream, np.clip(cost, 0, None)
+
+
+def _wait_target(p: int, before: np.ndarray, w_stream: np.ndarray, w_end: np.ndarray, p_ts: np.ndarray,
+                 p_end: np.ndarray, device: bool, wait_all: np.ndarray, wait_stream: np.ndarray,
+                 waited_until: np.ndarray) -> None:
+    """What a sync call waited for: the streams whose work launched before it ended inside it."""
+    if before.size == 0:
+        wait_all[p] = device
+        return
+    recent = before[-4096:]  # the queue a sync can wait on is bounded (the launch queue holds ~1024)
+    inside = recent[(w_end[recent] > p_ts[p]) & (w_end[recent] <= p_end[p] + WAIT_SLACK_NS)]
+    if device or np.unique(w_stream[inside]).size > 1:
+        wait_all[p] = True
+    target = inside if inside.size else recent[-1:]
+    wait_stream[p] = int(w_stream[target[np.argmax(w_end[target])]])
+    if inside.size:
+        waited_until[p] = float(min(w_end[inside].max(), p_end[p]))
