@@ -100,10 +100,22 @@ class Impact:
     us: float
     share: float
     once: bool = False
+    # set by the engine (pista.engine) where the finding's edit was replayed: `us`/`share` are then what the
+    # replay saves per step as profiled, `alone_us` what the fix saves alone (before the engine's order
+    # credits each µs once), `unprofiled_*` the saving predicted without the profiler, which ranks
+    replayed: bool = False
+    alone_us: float | None = None
+    unprofiled_us: float | None = None
+    unprofiled_share: float | None = None
 
     @classmethod
     def none(cls) -> Impact:
         return cls(0.0, 0.0)
+
+    @property
+    def rank_share(self) -> float:
+        """The share that sets severity and order: the unprofiled prediction where there is one."""
+        return self.share if self.unprofiled_share is None else self.unprofiled_share
 
 
 @dataclass(frozen=True)
@@ -189,10 +201,14 @@ class Finding:
     evidence: list[Evidence] = field(default_factory=list)
     severity: Severity | None = None  # from the impact, unless a rule documents an exception
     lang: str = "en"
+    edit: Any = None  # the pista.timeline.Edit its fix makes, which the engine replays (None: not yet)
+    severity_fixed: bool = False  # the rule set the severity (a documented exception), not the impact
 
     def __post_init__(self) -> None:
         if self.severity is None:
-            self.severity = severity_of(self.impact.share, self.impact.once)
+            self.severity = severity_of(self.impact.rank_share, self.impact.once)
+        else:
+            self.severity_fixed = True
 
     def _text(self, part: str) -> str:
         from pista.i18n import finding_text
@@ -218,6 +234,10 @@ class Finding:
 
     @property
     def basis(self) -> str:
+        if self.impact.replayed:
+            from pista.i18n import replay_basis
+
+            return replay_basis(self, self.lang)
         return self._text("basis")
 
     @property
@@ -241,7 +261,10 @@ class Finding:
         assert self.severity is not None
         return {"rule": self.rule, "severity": self.severity.value, "title": self.title, "message": self.message,
                 "advice": self.advice, "impact": {"us": self.impact.us, "share": self.impact.share,
-                                                  "once": self.impact.once, "basis": self.basis},
+                                                  "once": self.impact.once, "basis": self.basis,
+                                                  "replayed": self.impact.replayed, "alone_us": self.impact.alone_us,
+                                                  "unprofiled_us": self.impact.unprofiled_us,
+                                                  "unprofiled_share": self.impact.unprofiled_share},
                 "evidence": [e.to_dict() for e in self.evidence], "metrics": self.metrics}
 
 
@@ -292,6 +315,11 @@ class Summary:
     # the median step's wall time (at least its GPU busy time), or the window's without steps: what
     # impact shares are of, and what `pista check --baseline` compares
     step_us: float = 0.0
+    # the engine's replay of the steps (pista.timeline): its error against the trace unchanged, the mean
+    # step as replayed, and as predicted without the profiler; None without device work to replay
+    replay_error: float | None = None
+    replayed_step_us: float | None = None
+    unprofiled_step_us: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -327,16 +355,17 @@ class Analysis:
         wrong = next((f for f in self.findings if f.rule in WRONG_RESULTS_RULES and f.severity != Severity.INFO), None)
         if wrong is not None:
             return wrong
-        worth = sorted((f for f in self.findings if f.impact.share >= TOP_FIX_MIN_SHARE),
-                       key=lambda f: (-f.impact.share, -f.impact.us))
+        worth = sorted((f for f in self.findings if f.impact.rank_share >= TOP_FIX_MIN_SHARE),
+                       key=lambda f: (-f.impact.rank_share, -f.impact.us))
         # a one-time cost comes first only where no steady cost is worth fixing, and a finding said under a
         # condition (info above the warning share: cpu-fp32-gemm's "on a CPU with native bf16") only where
         # no unconditional one is (an expert review: a 30% conditional dtype change came before an 18.5%
         # anomaly detection left on, free to turn off)
         worth = [f for f in worth if not f.impact.once] or worth
         worth = [f for f in worth if f.severity != Severity.INFO] or worth
-        umbrella = max((f.impact.share for f in worth if f.rule in UMBRELLA_RULES), default=0.0)
-        specific = (f for f in worth if f.rule not in UMBRELLA_RULES and f.impact.share >= UMBRELLA_YIELD * umbrella)
+        umbrella = max((f.impact.rank_share for f in worth if f.rule in UMBRELLA_RULES and not f.impact.replayed),
+                       default=0.0)  # a replayed umbrella is already what is left after the causes
+        specific = (f for f in worth if f.rule not in UMBRELLA_RULES and f.impact.rank_share >= UMBRELLA_YIELD * umbrella)
         return next(specific, worth[0] if worth else None)
 
     def to_dict(self, row_limit: int = 25) -> dict[str, Any]:
@@ -498,8 +527,15 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
     ctx = Context(facts, table, summary)
     selected = [rule.id for rule in catalogue() if not rules or rule.id in rules]
     by_rule = _check(ctx, selected)
-    findings = [f for rule_id in selected for f in by_rule[rule_id]]
+    from pista.engine import predict, settle
+
+    findings = settle(facts, [f for rule_id in selected for f in by_rule[rule_id]], ctx.step_ns)
     findings.sort(key=order_key)
+    prediction = predict(facts)
+    if prediction is not None:
+        summary.replay_error = prediction.replay_error
+        summary.replayed_step_us = prediction.step_ns / 1000.0
+        summary.unprofiled_step_us = prediction.unprofiled_step_ns / 1000.0
     return Analysis(facts.trace.source, summary, findings, table, facts,
                     list(facts.trace.notices) + coverage_notices(facts) + verdict_notices(summary)
                     + one_time_notices(findings, summary))
@@ -547,7 +583,7 @@ def order_key(f: Finding) -> tuple[int, bool, float, float, float]:
     """Findings in reading order: by severity, a steady cost before a one-time one of the same
     severity, then by what fixing saves."""
     assert f.severity is not None
-    return (-f.severity.rank, f.impact.once, -f.impact.share, -f.impact.us, _first_ts(f))
+    return (-f.severity.rank, f.impact.once, -f.impact.rank_share, -f.impact.us, _first_ts(f))
 
 
 # A share of zero-length complete events past which times mean little: a real trace has a few

@@ -43,6 +43,17 @@ WAIT_SLACK_NS = 50_000
 
 
 @dataclass(frozen=True)
+class EditCounts:
+    """What an edit changes, counted (the text of a replayed impact is built from these)."""
+
+    removed_host: int  # events removed (host events, and device work named directly)
+    removed_work: int
+    scaled_host: int
+    resized_work: int
+    unblocked: int
+
+
+@dataclass(frozen=True)
 class Edit:
     """A counterfactual change to the timeline, what a fix does. All fields optional.
 
@@ -63,6 +74,7 @@ class Edit:
     host_remove_ns: tuple[np.ndarray, np.ndarray] | None = None
     device_dur: tuple[np.ndarray, np.ndarray] | None = None
     unblock: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    host_scale_spans: tuple[tuple[Intervals, float], ...] = ()  # host time in these spans (any thread) scaled
 
     def __add__(self, other: Edit) -> Edit:
         """Both edits at once (the later one's resized durations win where both resize)."""
@@ -71,11 +83,19 @@ class Edit:
         return Edit(f"{self.label}+{other.label}".strip("+"),
                     np.concatenate((self.remove, other.remove)).astype(np.int64),
                     self.host_scale + other.host_scale, cut, dur,
-                    np.concatenate((self.unblock, other.unblock)).astype(np.int64))
+                    np.concatenate((self.unblock, other.unblock)).astype(np.int64),
+                    self.host_scale_spans + other.host_scale_spans)
+
+    @property
+    def counts(self) -> EditCounts:
+        scaled = sum(int(e.size) for e, f in self.host_scale if f < 1.0) + \
+            sum(int(i.start.size) for i, f in self.host_scale_spans if f < 1.0)
+        return EditCounts(int(np.unique(self.remove).size), 0, scaled,
+                          0 if self.device_dur is None else int(self.device_dur[0].size), int(np.unique(self.unblock).size))
 
     @property
     def empty(self) -> bool:
-        return (not self.remove.size and not self.host_scale and self.host_remove_ns is None
+        return (not self.remove.size and not self.host_scale and not self.host_scale_spans and self.host_remove_ns is None
                 and self.device_dur is None and not self.unblock.size)
 
 
@@ -175,6 +195,7 @@ def _interval_weights(facts: Facts, edit: Edit) -> list[tuple[Intervals, float]]
     for events, factor in edit.host_scale:
         if events.size and factor < 1.0:
             out.append((merge_intervals(trace.ts[events], trace.ts[events] + trace.dur[events]), 1.0 - factor))
+    out.extend((spans, 1.0 - factor) for spans, factor in edit.host_scale_spans if factor < 1.0)
     return out
 
 
@@ -208,15 +229,17 @@ def _replay(tl: Timeline, edit: Edit) -> Replay:
     if n == 0:
         return Replay(0, np.zeros(0, np.int64))
     dropped = _inside(weights, tl.p_ts) & (tl.p_event >= 0)
-    sync = tl.p_sync & ~dropped
-    if edit.unblock.size:
-        sync &= ~np.isin(tl.p_event, edit.unblock)
+    waited = tl.p_sync & ~dropped  # the calls that waited in the trace
+    sync = waited & ~np.isin(tl.p_event, edit.unblock) if edit.unblock.size else waited
     # host advance from each point to the next: the time between their starts, less what the edit takes
-    # out; a sync's own interval is never scaled (its wait is replayed), only dropped with its caller
+    # out; a wait's own interval is never scaled, it is replayed (below, or its own cost where it no longer
+    # waits), and only dropped with its caller
     nxt = np.concatenate((tl.p_ts[1:], tl.p_ts[-1:]))
-    from_ = np.where(sync, np.minimum(tl.p_end, nxt), tl.p_ts)
+    own = np.minimum(tl.p_end, nxt) - tl.p_ts
+    from_ = np.where(waited, tl.p_ts + own, tl.p_ts)
     advance = (nxt - tl.p_ts) - _removed(weights, edit.host_remove_ns, from_, nxt)
-    advance -= np.where(sync, np.minimum(tl.p_end, nxt) - tl.p_ts, 0)  # replaced by the replayed sync below
+    advance -= np.where(waited, own, 0)
+    advance += np.where(waited & ~sync, np.minimum(tl.p_cost, own), 0)
     w_keep, w_dur = _work_after(tl, edit, dropped)
     return _run(tl, advance, sync, w_keep, w_dur)
 
@@ -298,8 +321,8 @@ def _steps(tl: Timeline, h: np.ndarray, w_end: np.ndarray, w_keep: np.ndarray) -
 
 @per_facts
 def timeline(facts: Facts) -> Timeline | None:
-    """The facts' timeline; None without device work (a CPU-only trace has no queue to replay)."""
-    if not facts.has_gpu:
+    """The facts' timeline (a CPU-only trace's is its host alone); None for a trace with no host events."""
+    if not (facts.is_host.any() or facts.has_gpu):
         return None
     return _build(facts)
 

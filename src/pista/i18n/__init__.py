@@ -85,6 +85,13 @@ def note_text(detail: Any, lang: str) -> str:
     return render(detail)
 
 
+def replay_basis(finding: Any, lang: str) -> str:
+    """How the engine estimated a replayed finding's impact (pista.engine), in `lang`."""
+    mod = importlib.import_module(f"pista.i18n.{check_lang(lang)}._engine")
+    i = finding.impact
+    return str(mod.replay_basis(i.us, i.alone_us, i.unprofiled_us, i.unprofiled_share, finding.edit.counts))
+
+
 def words(lang: str) -> dict[str, str]:
     """Labels the renderers use ('fix', 'no findings', ...); English keys map to themselves."""
     return dict(importlib.import_module(f"pista.i18n.{check_lang(lang)}").WORDS)

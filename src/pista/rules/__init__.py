@@ -45,7 +45,7 @@ class Rule(Record):
     @property
     def thresholds(self) -> dict[str, object]:
         return {k: v for k, v in vars(self.module).items()
-                if k.isupper() and k not in ("ID", "SEVERITY_EXCEPTION", "CLAIMS_FIRST") and isinstance(v, (int, float, str))}
+                if k.isupper() and k not in ("ID", "SEVERITY_EXCEPTION", "CLAIMS_FIRST", "SYMPTOM") and isinstance(v, (int, float, str))}
 
     @property
     def severity_exception(self) -> str:

@@ -35,6 +35,7 @@ import numpy as np
 from pista.findings import Context, Finding, Record
 from pista.rules import gpu_idle
 from pista.rules._common import AUTOGRAD_NODE, evidence, name_mask, pattern_mask, us
+from pista.timeline import Edit
 from pista.trace.facts import Facts, per_facts
 
 ID = "anomaly-mode"
@@ -84,7 +85,7 @@ def check(ctx: Context) -> list[Finding]:
     shown = checks[facts.parent[checks] == costliest][:EVIDENCE_CHECKS]
     node = AUTOGRAD_NODE.sub("", trace.event_name(costliest))
     ev = [evidence(facts, int(i), CheckNote(node)) for i in shown.tolist()]
-    return [Finding(ID, record, impact, ev)]
+    return [Finding(ID, record, impact, ev, edit=Edit("anomaly checks gone", remove=checks.astype('int64')))]
 
 
 @per_facts

@@ -42,6 +42,7 @@ import numpy as np
 from pista.efficiency import card_of, compute_major, device_name, gemms
 from pista.findings import Context, Finding, Record
 from pista.rules._common import evidence, kernels, nearest_ancestor, pattern_mask, us
+from pista.timeline import Edit
 from pista.trace.facts import Facts
 
 ID = "fp32-gemm"
@@ -144,25 +145,28 @@ def check(ctx: Context) -> list[Finding]:
         ev.append(evidence(facts, i, SimtKernel(g.tflops(int(trace.dur[i])) if g else None)))
         if op >= 0 and all(e.ts_us != trace.ts[op] / 1000.0 for e in ev):
             ev.append(evidence(facts, op, FloatOp(op_dims(facts, op))))
-    return [Finding(ID, record, impact, ev)]
+    edit = Edit("GEMMs at the target dtype", device_dur=(idx.astype(np.int64), _target_ns(facts, idx, card, target_tflops)))
+    return [Finding(ID, record, impact, ev, edit=edit)]
 
 
 def _saved_ns(facts: Facts, idx: np.ndarray, card, target_tflops: float | None) -> float:
     """Per call: its time minus its FLOPs at the target ceiling; a call without FLOPs (or on a card
     not in the table) at the card's fp32-to-target ratio."""
+    return float((facts.trace.dur[idx] - _target_ns(facts, idx, card, target_tflops)).sum())
+
+
+def _target_ns(facts: Facts, idx: np.ndarray, card, target_tflops: float | None) -> np.ndarray:
+    """Per kernel: its time at the target dtype (never longer than now)."""
     trace = facts.trace
     table = gemms(facts)
     fp32 = card.ceiling("fp32") if card else None
     ratio = fp32 / target_tflops if fp32 and target_tflops else 1.0 / UNKNOWN_CARD_TF32_SPEEDUP
-    total = 0.0
-    for i in idx.tolist():
+    out = np.empty(idx.size, dtype=np.float64)
+    for k, i in enumerate(idx.tolist()):
         dur = float(trace.dur[i])
         g = table.get(int(i))
-        if g is not None and target_tflops:
-            total += max(0.0, dur - g.flops / (target_tflops * 1e3))
-        else:
-            total += dur * max(0.0, 1.0 - ratio)
-    return total
+        out[k] = min(dur, g.flops / (target_tflops * 1e3)) if g is not None and target_tflops else dur * min(1.0, ratio)
+    return out
 
 
 def _float_or_unknown(facts: Facts, op: int) -> bool:

@@ -60,9 +60,12 @@ from pista.rules._common import (
     us,
 )
 from pista.rules._common import evidence as event_evidence
+from pista.timeline import Edit
 from pista.trace.facts import INDEX, STEP_NAME, Facts, Intervals, indices, merge_intervals, per_facts
 
 ID = "gpu-idle"
+# A symptom: the engine credits it with what is left once every cause's fix is replayed (pista.engine).
+SYMPTOM = True
 # A region launches "almost nothing" when it lasts at least this long (ns) and at least this long
 # per launch under it: gpu/gpu_idle_dataloader's 'data_loading' lasts 13.0-14.7 ms with 1 launch;
 # the regions of per-op loops pay 20-80 µs per launch (gpu/host_sync_item's 'train_step' 37 µs,
@@ -509,7 +512,7 @@ def check(ctx: Context) -> list[Finding]:
     for _, (v, i) in ops[:TOP_OPS]:
         if all(e.name != trace.event_name(i) for e in evidence):
             evidence.append(event_evidence(facts, i, SelfTime(us(v) / n)))
-    return [Finding(ID, record, impact, evidence)]
+    return [Finding(ID, record, impact, evidence, edit=Edit("work off the GPU's path", host_scale_spans=((claim, 0.0),)))]
 
 
 def _outside_ops(facts: Facts, claimed: Intervals) -> Intervals:

@@ -59,6 +59,7 @@ from pista.rules._common import (
     profiler_stop_sync,
     us,
 )
+from pista.timeline import Edit
 from pista.trace.facts import Facts
 
 ID = "host-sync"
@@ -132,7 +133,21 @@ def check(ctx: Context) -> list[Finding]:
     ops = _by_op(facts, syncs, hits, blocked, stall)
     record = HostSync(syncs=len(hits), steps=ctx.step_count, syncs_per_step=len(hits) / ctx.step_count,
                       stall_us=us(total), step_share_percent=100.0 * impact.share, ops=ops)
-    return [Finding(ID, record, impact, _evidence(facts, syncs, hits, blocked, stall))]
+    return [Finding(ID, record, impact, _evidence(facts, syncs, hits, blocked, stall), edit=_edit(facts, hits))]
+
+
+# Ops that exist only to bring a value to the host: the fix (keep it on the GPU) removes the op with its copy
+# and sync. Any other syncing op (a boolean-mask index, nonzero, a blocking copy) stays and stops waiting.
+READ_OPS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::tolist", "aten::is_nonzero"})
+
+
+def _edit(facts: Facts, hits: list[tuple[int, list[int]]]) -> Edit:
+    """What the fix does: a value read goes (the op, its copy and its sync), an explicit sync goes, any other
+    syncing op stops waiting."""
+    trace = facts.trace
+    remove = [op for op, parts in hits if parts == [op] or trace.event_name(op) in READ_OPS]
+    unblock = [j for op, parts in hits if not (parts == [op] or trace.event_name(op) in READ_OPS) for j in parts]
+    return Edit("the syncs gone", remove=np.array(remove, np.int64), unblock=np.array(unblock, np.int64))
 
 
 def _sync_calls(facts: Facts) -> np.ndarray:

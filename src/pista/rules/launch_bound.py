@@ -45,9 +45,15 @@ import numpy as np
 from pista.findings import Context, Evidence, Finding, Record
 from pista.rules import gpu_idle
 from pista.rules._common import kernels, nearest_ancestor, new_shapes, pattern_mask, short_name, us
+from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "launch-bound"
+# A symptom: the engine credits it with what is left once every cause's fix is replayed (pista.engine).
+SYMPTOM = True
+# The share of the host's time in this rule's idle that one batched call (or a graph of the loop) keeps:
+# gpu/python_loop_cpu's 128 per-sample matmuls against one batched matmul kept about a tenth of the host.
+BATCHED_HOST_SHARE = 0.1
 # At least this many kernels per step: gpu/launch_bound has 200; seed_mm64_* have 1-2 (a few big
 # launches are overhead-bound's business, not this rule's).
 MIN_KERNELS_PER_STEP = 50
@@ -213,4 +219,4 @@ def check(ctx: Context) -> list[Finding]:
         has_steps=bool(facts.steps), step_us=us(ctx.step_ns),
         compiled=bool(in_compiled.mean() >= 0.5) if in_compiled.size else False,
         examples=tuple(examples), **new_shapes(facts))
-    return [Finding(ID, record, impact, evidence)]
+    return [Finding(ID, record, impact, evidence, edit=Edit("launches batched", host_scale_spans=((found.claim, BATCHED_HOST_SHARE),)))]

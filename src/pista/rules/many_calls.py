@@ -55,9 +55,15 @@ from pista.rules._common import (
     pattern_mask,
     us,
 )
+from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, indices, per_facts
 
 ID = "many-calls"
+# A symptom: the engine credits it with what is left once every cause's fix is replayed (pista.engine).
+SYMPTOM = True
+# The share of the host's time in this rule's idle that one batched call (or a graph of the loop) keeps:
+# gpu/python_loop_cpu's 128 per-sample matmuls against one batched matmul kept about a tenth of the host.
+BATCHED_HOST_SHARE = 0.1
 PER_NAME_SLICE = 1 << 18  # calls summed at a time (memory, not output)
 
 # Calls per step. launch_bound calls aten::add/aten::mul 100 times a step, big_gpt_eager_20steps
@@ -270,7 +276,8 @@ def check(ctx: Context) -> list[Finding]:
     order = np.argsort([-r.idle_us_per_step for r in rows], kind="stable")
     record = ManyCalls(steps=n, has_steps=bool(facts.steps), step_us=us(ctx.step_ns), has_gpu=facts.has_gpu, idle_us_per_step=impact.us,
                        calls=tuple(rows[k] for k in order))
-    return [Finding(ID, record, impact, [e for k in order for e in shown[k][1]])]
+    return [Finding(ID, record, impact, [e for k in order for e in shown[k][1]],
+                    edit=Edit("calls batched", host_scale_spans=((found.claim, BATCHED_HOST_SHARE),)))]
 
 
 def _per_name(name: np.ndarray, ns: np.ndarray, size: int, idx: np.ndarray | None = None) -> np.ndarray:

@@ -59,9 +59,16 @@ from pista.findings import Context, Evidence, Finding, Record
 from pista.rules import _one_time as one_time
 from pista.rules import compile_overhead, gemm_heuristics, gpu_idle, launch_bound, many_calls
 from pista.rules._common import AUTOGRAD_NODE, PROFILER_HOST_INFLATION, new_shapes, pattern_mask, step_at, us
+from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals
 
 ID = "overhead-bound"
+# A symptom: the engine credits it with what is left once every cause's fix is replayed (pista.engine).
+SYMPTOM = True
+# The share of the host's time in this rule's idle that a CUDA graph of the step (or a compiled step)
+# keeps: a graph replays its kernels with no per-op dispatch; gpu/launch_bound's 200 ops a step, graphed
+# by hand on the H200, ran at about a tenth of their eager host time.
+GRAPH_HOST_SHARE = 0.1
 # The verdict's thresholds live with the verdict (pista.findings); shown here for `pista explain`.
 OVERHEAD_RATIO = findings.OVERHEAD_RATIO
 OVERHEAD_MAX_GPU_BUSY = findings.OVERHEAD_MAX_GPU_BUSY
@@ -221,7 +228,7 @@ def check(ctx: Context) -> list[Finding]:
         record_shapes=shapes, with_stack=stack, unprofiled_us_per_step=unprofiled,
         where=_where(compiled.total, others.get(compile_overhead.ID, 0), between.total, rest.total),
         **new_shapes(facts))
-    return [Finding(ID, record, impact, evidence)]
+    return [Finding(ID, record, impact, evidence, edit=Edit("step graphed", host_scale_spans=((rest, GRAPH_HOST_SHARE),)))]
 
 
 def _engine_gaps(facts: Facts, outer: np.ndarray) -> Intervals:

@@ -59,9 +59,13 @@ from pista.rules._common import (
     pattern_mask,
     us,
 )
+from pista.timeline import Edit
 from pista.trace.facts import Facts
 
 ID = "pageable-memcpy"
+# GB/s of a pinned copy where the trace has none to compare: gpu/pageable_memcpy's 64 MiB pinned H2D copy on
+# the H200 took 1.21 ms (55 GB/s, PCIe Gen5 x16).
+PINNED_GB_S = 55.0
 # The pageable copies must save at least this share of the median step: gpu/pageable_memcpy's
 # 64 MiB copy 15%, gpu/pageable_behind_kernels' 256 KiB copy 3.7%, gpu/gpu_idle_dataloader's 2 MiB
 # batch 1.7%; below 1% a copy is noise (REVIEW.md).
@@ -146,8 +150,10 @@ def check(ctx: Context) -> list[Finding]:
     blocked: dict[int, int] = {}
     saved: dict[int, int] = {}
     starts = _busy_starts(facts)
+    waits: list[int] = []
     for op, work in calls.items():
         parts = sorted({int(facts.launcher[w]) for w in work} | set(syncs.get(op, [])))
+        waits += parts
         blocked[op], saved[op] = _cost(facts, starts, op, parts)
     total = sum(saved.values())
     impact = ctx.per_step(total)
@@ -158,7 +164,19 @@ def check(ctx: Context) -> list[Finding]:
     groups = _groups(facts, calls, blocked, saved, pinned)
     record = PageableMemcpy(steps=ctx.step_count, groups=groups, blocked_us=us(sum(blocked.values())),
                             saved_us=us(total), step_share_percent=100.0 * impact.share)
-    return [Finding(ID, record, impact, _evidence(facts, calls, blocked, saved, pinned))]
+    return [Finding(ID, record, impact, _evidence(facts, calls, blocked, saved, pinned),
+                    edit=_pinned_edit(facts, calls, waits, pinned))]
+
+
+def _pinned_edit(facts: Facts, calls: dict[int, list[int]], waits: list[int], pinned: dict[str, float]) -> Edit:
+    """What a pinned copy with non_blocking=True does: the host stops waiting for it (its calls and its op's
+    syncs), and the copy runs at the pinned bandwidth (the trace's own pinned copies, else PINNED_GB_S)."""
+    trace = facts.trace
+    work = np.asarray(sorted(w for ws in calls.values() for w in ws), np.int64)
+    rate = np.array([pinned.get(_direction(trace, int(w)), PINNED_GB_S) for w in work])
+    nbytes = np.array([_bytes(trace, int(w)) for w in work], dtype=np.float64)
+    dur = np.where(nbytes > 0, np.minimum(nbytes / rate, trace.dur[work]), trace.dur[work])
+    return Edit("pinned copies", unblock=np.asarray(waits, np.int64), device_dur=(work, dur))
 
 
 

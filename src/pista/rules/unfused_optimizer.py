@@ -65,6 +65,7 @@ from pista.findings import Context, Evidence, Finding, Record, steps_of
 from pista.purpose import CODE, classify
 from pista.rules import gpu_idle
 from pista.rules._common import busy_ns, index_mask, nearest_ancestor, pattern_mask, us
+from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "unfused-optimizer"
@@ -226,7 +227,8 @@ def _cpu_finding(facts: Facts, name: str, group: list[int]) -> Finding | None:
         counts[int(call_of[o])] += 1
     ev = [Evidence.of(facts, c, CpuStepCall(us(trace.dur[c]), counts[c]))
           for c in sorted(group, key=lambda c: int(trace.ts[c]))[:EVIDENCE_STEPS]]
-    return Finding(ID, record, impact, ev)
+    return Finding(ID, record, impact, ev,
+                   edit=Edit("fused optimizer", host_scale=((np.asarray(group, np.int64), ratio),)))
 
 
 def _top_ops_under(facts: Facts, calls: list[int]) -> list[int]:
@@ -292,7 +294,25 @@ def _finding(facts: Facts, name: str, group: list[int], work: dict[int, np.ndarr
         exposed_host_us=us(exposed_ns) / steps, gpu_saving_us=us(gpu_saving) / steps,
         host_saving_us=us(host_saving) / steps, saving_us=impact.us, fused_gpu_ratio=FUSED_GPU_RATIO, fused_host_ratio=FUSED_HOST_RATIO,
         step_share_percent=100.0 * impact.share)
-    return Finding(ID, record, impact, _evidence(facts, group, work, exposed, kernels))
+    return Finding(ID, record, impact, _evidence(facts, group, work, exposed, kernels),
+                   edit=_fused(facts, group, work))
+
+
+def _fused(facts: Facts, group: list[int], work: dict[int, np.ndarray]) -> Edit:
+    """What fused=True does: per call, its host time at FUSED_HOST_RATIO and its kernels replaced by one
+    at FUSED_GPU_RATIO of their time (the first kernel resized, the rest removed)."""
+    trace = facts.trace
+    first, durs, rest = [], [], []
+    for c in group:
+        ks = work.get(c, np.empty(0, np.int64))
+        if ks.size:
+            ks = ks[np.argsort(trace.ts[ks], kind="stable")]
+            first.append(int(ks[0]))
+            durs.append(float(trace.dur[ks].sum()) * FUSED_GPU_RATIO)
+            rest.extend(ks[1:].tolist())
+    return Edit("fused optimizer", remove=np.asarray(rest, np.int64),
+                host_scale=((np.asarray(group, np.int64), FUSED_HOST_RATIO),),
+                device_dur=(np.asarray(first, np.int64), np.asarray(durs, np.float64)))
 
 
 def _saving(facts: Facts, calls: list[int], work: dict[int, np.ndarray], exposed: dict[int, int]) -> float:

@@ -1,0 +1,143 @@
+"""The engine: it owns every claim on the step's time (issue 33).
+
+Rules detect; a finding may carry an `Edit` (pista.timeline), what its fix does to the timeline. The
+engine replays the steps with the edits applied and sets each finding's impact to the step time it
+saves, in one documented order, so no time is counted twice:
+
+1. **Causes** (findings with an edit, from rules that are not symptoms), biggest saving alone first:
+   each is credited with what it saves on top of the causes before it (the first with all it saves).
+2. **Symptoms** (rules with `SYMPTOM = True`: overhead-bound, launch-bound, many-calls, gpu-idle,
+   compile-overhead): what their fix saves once every cause is fixed, in the same order.
+3. **The rest** (rules that give no edit yet) keep their own estimate, cut to what the step has left,
+   biggest first; one-time costs (`once`) are of the window, not the step, and are left as they are.
+
+A finding whose edit saves nothing is dropped: its fix would not show on the user's timer.
+
+Each replayed impact also carries the saving predicted without the profiler: the same replay after the
+profiler's own cost per recorded host event is taken out (PROFILER_NS), which is what a user timing the
+step will measure; it is the figure that ranks the findings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from pista.findings import Finding, Impact, severity_of
+from pista.timeline import NO_EDIT, Edit, Timeline, timeline
+from pista.trace.facts import Facts, per_facts
+
+# What the profiler adds to the host per recorded event (ns), by category: calibrated on the savings
+# suite's host-bound twins (tests/fixtures/savings, measured unprofiled in the same process) so that the
+# replayed unprofiled step meets the measured one; see docs/savings.md.
+PROFILER_NS = {"cpu_op": 2_000, "user_annotation": 2_000, "cuda_runtime": 1_000, "cuda_driver": 1_000,
+               "python_function": 1_000}
+# A replayed saving under this share of the step is no saving: the replay's own noise (queue carry across
+# step boundaries) is about this size on the fixtures.
+MIN_SAVING_SHARE = 0.001
+
+
+def is_symptom(rule_id: str) -> bool:
+    from pista.rules import get_rule
+
+    return bool(getattr(get_rule(rule_id).module, "SYMPTOM", False))
+
+
+@per_facts
+def profiler_edit(facts: Facts) -> Edit:
+    """Take out the profiler's own host cost: PROFILER_NS at the start of each recorded host event."""
+    trace = facts.trace
+    times, amounts = [], []
+    for category, ns in PROFILER_NS.items():
+        cid = trace.category_id(category)
+        if cid < 0 or ns <= 0:
+            continue
+        idx = np.flatnonzero((trace.cat == cid) & facts.is_complete)
+        times.append(trace.ts[idx].astype(np.int64))
+        amounts.append(np.full(idx.size, float(ns)))
+    if not times:
+        return Edit("without the profiler")
+    return Edit("without the profiler", host_remove_ns=(np.concatenate(times), np.concatenate(amounts)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """The replayed step, per step (ns): as profiled and without the profiler."""
+
+    step_ns: float
+    unprofiled_step_ns: float
+    replay_error: float
+
+
+def predict(facts: Facts) -> Prediction | None:
+    tl = timeline(facts)
+    if tl is None or not tl.baseline.ends.size:
+        return None
+    n = len(tl.baseline.ends)
+    clean = tl.replay(profiler_edit(facts))
+    return Prediction(tl.baseline.total_ns / n, clean.total_ns / n, tl.error)
+
+
+def settle(facts: Facts, findings: Sequence[Finding], step_ns: float) -> list[Finding]:
+    """The findings with the engine's impacts (see the module docstring); those that save nothing left out."""
+    tl = timeline(facts)
+    replayable = [f for f in findings if f.edit is not None and not f.impact.once]
+    if tl is None or not tl.baseline.ends.size or not replayable:
+        return _budget(list(findings), step_ns, {})
+    causes = [f for f in replayable if not is_symptom(f.rule)]
+    symptoms = [f for f in replayable if is_symptom(f.rule)]
+    prof = profiler_edit(facts)
+    settled: dict[int, Impact] = {}
+    applied = _credit(tl, causes, NO_EDIT, prof, settled)
+    _credit(tl, symptoms, applied, prof, settled)
+    out = [f for f in findings if id(f) not in {id(g) for g in replayable} or id(f) in settled]
+    return _budget(out, step_ns, settled)
+
+
+def _credit(tl: Timeline, group: list[Finding], applied: Edit, prof: Edit, settled: dict[int, Impact]) -> Edit:
+    """Credit each finding of the group with its saving on top of what is applied, biggest alone first."""
+    n = max(len(tl.baseline.ends), 1)
+    base = tl.baseline if applied.empty else tl.replay(applied)
+    clean_base = tl.replay(prof + applied if not applied.empty else prof)
+    # shares are of the step as it is (profiled, and without the profiler), whatever is applied before
+    step = tl.baseline.total_ns / n or 1.0
+    clean_step = tl.replay(prof).total_ns / n or 1.0
+    alone = {id(f): tl.saving_ns(f.edit, applied) for f in group if f.edit is not None}
+    for f in sorted(group, key=lambda g: -alone[id(g)]):
+        assert f.edit is not None
+        now = applied + f.edit if not applied.empty else f.edit
+        after = tl.replay(now)
+        clean_after = tl.replay(prof + now)
+        saved = (base.total_ns - after.total_ns) / n
+        clean_saved = (clean_base.total_ns - clean_after.total_ns) / n
+        if saved <= MIN_SAVING_SHARE * step and clean_saved <= MIN_SAVING_SHARE * clean_step:
+            continue
+        settled[id(f)] = Impact(max(saved, 0.0) / 1000.0, min(1.0, max(saved, 0.0) / step), replayed=True,
+                                alone_us=alone[id(f)] / 1000.0, unprofiled_us=max(clean_saved, 0.0) / 1000.0,
+                                unprofiled_share=min(1.0, max(clean_saved, 0.0) / clean_step))
+        applied, base, clean_base = now, after, clean_after
+    return applied
+
+
+def _budget(findings: list[Finding], step_ns: float, settled: dict[int, Impact]) -> list[Finding]:
+    """Replayed impacts in place; the rest of the steady impacts cut to what the step has left."""
+    left = 1.0 - sum(i.unprofiled_share if i.unprofiled_share is not None else i.share for i in settled.values())
+    out = []
+    legacy = sorted((f for f in findings if id(f) not in settled and not f.impact.once), key=lambda f: -f.impact.share)
+    cut: dict[int, Impact] = {}
+    for f in legacy:
+        share = min(f.impact.share, max(left, 0.0))
+        left -= share
+        if share < f.impact.share:
+            cut[id(f)] = Impact(share * step_ns / 1000.0, share)
+    for f in findings:
+        impact = settled.get(id(f)) or cut.get(id(f))
+        if impact is None:
+            out.append(f)
+            continue
+        rank = impact.unprofiled_share if impact.unprofiled_share is not None else impact.share
+        severity = f.severity if f.severity_fixed else severity_of(rank)
+        out.append(dataclasses.replace(f, impact=impact, severity=severity))
+    return out

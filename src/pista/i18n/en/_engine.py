@@ -1,0 +1,31 @@
+"""The engine's text in English: how a replayed impact was estimated."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import pct, t
+from pista.timeline import EditCounts
+
+
+def _what(c: EditCounts) -> str:
+    parts = []
+    if c.removed_host:
+        parts.append(f"{c.removed_host:,} host event(s) removed with the calls and device work under them")
+    if c.removed_work:
+        parts.append(f"{c.removed_work:,} kernel(s) or copies removed")
+    if c.scaled_host:
+        parts.append(f"the host time under {c.scaled_host:,} event(s) shortened")
+    if c.resized_work:
+        parts.append(f"{c.resized_work:,} kernel(s) or copies resized")
+    if c.unblocked:
+        parts.append(f"{c.unblocked:,} wait(s) dropped")
+    return "; ".join(parts) or "no change"
+
+
+def replay_basis(us: float, alone_us: float | None, unprofiled_us: float | None, unprofiled_share: float | None,
+                 counts: EditCounts) -> str:
+    alone = "" if alone_us is None or abs(alone_us - us) < 0.05 * max(us, 1e-9) else \
+        f" ({t(alone_us)} alone; the rest is credited to the fixes ranked above it)"
+    clean = "" if unprofiled_us is None else \
+        f"; without the profiler {t(unprofiled_us)}, {pct(unprofiled_share or 0.0)} of the step, which ranks it"
+    return (f"replay of the profiled steps with the fix applied ({_what(counts)}): {t(us)} per step as "
+            f"profiled{alone}{clean}")

@@ -1,0 +1,32 @@
+"""El texto del motor en español: cómo se estimó un impacto reproducido."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import pct, t
+from pista.timeline import EditCounts
+
+
+def _what(c: EditCounts) -> str:
+    parts = []
+    if c.removed_host:
+        parts.append(f"{c.removed_host:,} evento(s) del host quitados con las llamadas y el trabajo del dispositivo "
+                     "bajo ellos")
+    if c.removed_work:
+        parts.append(f"{c.removed_work:,} kernel(s) o copias quitados")
+    if c.scaled_host:
+        parts.append(f"el tiempo del host bajo {c.scaled_host:,} evento(s) acortado")
+    if c.resized_work:
+        parts.append(f"{c.resized_work:,} kernel(s) o copias redimensionados")
+    if c.unblocked:
+        parts.append(f"{c.unblocked:,} espera(s) quitadas")
+    return "; ".join(parts) or "ningún cambio"
+
+
+def replay_basis(us: float, alone_us: float | None, unprofiled_us: float | None, unprofiled_share: float | None,
+                 counts: EditCounts) -> str:
+    alone = "" if alone_us is None or abs(alone_us - us) < 0.05 * max(us, 1e-9) else \
+        f" ({t(alone_us)} por sí solo; el resto se atribuye a los arreglos ordenados antes)"
+    clean = "" if unprofiled_us is None else \
+        f"; sin el profiler {t(unprofiled_us)}, {pct(unprofiled_share or 0.0)} del paso, lo que lo ordena"
+    return (f"reproducción de los pasos perfilados con el arreglo aplicado ({_what(counts)}): {t(us)} por paso "
+            f"perfilado{alone}{clean}")
