@@ -57,9 +57,13 @@ from pista.rules._common import (
     pattern_mask,
     us,
 )
-from pista.trace.facts import Facts, per_facts
+from pista.timeline import Edit
+from pista.trace.facts import Facts, merge_intervals, per_facts
 
 ID = "data-loading"
+# The share of the data regions' host time a batched fetch (or a batched transform) keeps: one index and
+# one copy per batch for hundreds of per-sample ops (gpu/data_loading_per_sample against its batched twin).
+BATCHED_SHARE = 0.1
 # torch's own marker for each batch a DataLoader yields; record_function regions named for data
 DATALOADER = re.compile(r"^enumerate\(DataLoader\)#")
 SINGLE_PROCESS = "_SingleProcessDataLoaderIter"
@@ -145,7 +149,7 @@ def check(ctx: Context) -> list[Finding]:
     per_region = Counter(region_of[selects].tolist())
     longest = regions[np.argsort(-trace.dur[regions], kind="stable")[:EVIDENCE_REGIONS]]
     ev = [evidence(facts, int(r), RegionNote(per_region.get(int(r), 0))) for r in longest.tolist()]
-    return [Finding(ID, record, impact, ev)]
+    return [Finding(ID, record, impact, ev, edit=Edit("whole batches", host_scale=((regions, BATCHED_SHARE),)))]
 
 
 @per_facts
@@ -192,4 +196,5 @@ def _input_prep(ctx: Context) -> list[Finding]:
                        top_ops=tuple(n for n, _ in names.most_common(5)), first_compute=trace.event_name(layer_op),
                        steps=steps, host_inflation=PROFILER_HOST_INFLATION)
     ev = [evidence(facts, int(prep[0]), PrepNote(False, counts[0])), evidence(facts, layer_op, PrepNote(True, counts[0]))]
-    return [Finding(ID, record, impact, ev)]
+    spans_ = merge_intervals(np.array([s.start for s in facts.steps]), np.array([s.start + d for s, d in zip(facts.steps, spans, strict=True)]))
+    return [Finding(ID, record, impact, ev, edit=Edit("batched input", host_scale_spans=((spans_, BATCHED_SHARE),)))]
