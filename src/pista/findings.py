@@ -511,9 +511,11 @@ def _busy_ns(facts: Facts) -> int:
     return max((b.clip(lo, hi).total for b in facts.gpu_busy.values()), default=0)
 
 
-def analyze(source: Any, rules: list[str] | None = None, table: Table | None = None) -> Analysis:
+def analyze(source: Any, rules: list[str] | None = None, table: Table | None = None, replay: bool | None = None) -> Analysis:
     """Run the catalogue (or only `rules`) over a trace path, a Trace, Facts, or a finished
-    pista.profile session; `table` is the one already rebuilt from the same Facts, if any."""
+    pista.profile session; `table` is the one already rebuilt from the same Facts, if any. With `replay`
+    (default: the PISTA_REPLAY environment variable set to 1), the engine (pista.engine) sets the impacts of
+    the findings that carry an edit by replaying the steps; without it, each rule's own estimate stands."""
     from pista.rules import catalogue
 
     facts = _facts_of(source)
@@ -529,7 +531,9 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
     by_rule = _check(ctx, selected)
     from pista.engine import predict, settle
 
-    findings = settle(facts, [f for rule_id in selected for f in by_rule[rule_id]], ctx.step_ns)
+    findings = [f for rule_id in selected for f in by_rule[rule_id]]
+    if replay if replay is not None else os.environ.get("PISTA_REPLAY") == "1":
+        findings = settle(facts, findings, ctx.step_ns)
     findings.sort(key=order_key)
     prediction = predict(facts)
     if prediction is not None:

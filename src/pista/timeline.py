@@ -359,7 +359,9 @@ def _build(facts: Facts) -> Timeline:
     trace = facts.trace
     lo, hi = _span(facts)
     work = np.flatnonzero(facts.is_device_work & facts.is_complete)
-    work = work[(trace.ts[work] >= lo) & (trace.ts[work] < hi)] if facts.steps else work
+    # the steps' work: what ran inside them, and what they launched that ran after the last one's host end
+    if facts.steps:
+        work = work[((trace.ts[work] >= lo) & (trace.ts[work] < hi)) | (facts.event_step[work] >= 0)]
     work = work[np.argsort(trace.ts[work], kind="stable")]
     launchers = facts.launcher[work]
     calls = np.flatnonzero(facts.is_launch & facts.is_complete)

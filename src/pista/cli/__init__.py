@@ -39,6 +39,7 @@ VERBS = (
     ("annotate", "annotate", "a copy of the trace with pista's findings as markers for Perfetto"),
     ("diff", "diff", "what changed between two traces"),
     ("sql", "sql", "query the trace's tables with SQL (DuckDB)"),
+    ("whatif", "whatif", "replay the profiled steps with your edits: what a change would save"),
 )
 
 
