@@ -44,7 +44,7 @@ def main() -> int:
             return "-" if v is None else f"{100 * v:.1f}%"
         print(f"| {r['pair']} | {', '.join(r['rules']) or 'healthy'} | {pct(r['measured'])} | {pct(r['replay']['predicted'])} | "
               f"{r['replay']['rank'] or '-'} | {r['replay']['top'] or '-'} | {pct(r['own']['predicted'])} | {r['own']['top'] or '-'} |")
-    json.dump(rows, open(folder / "predicted.json", "w"), indent=1)
+    (folder / "predicted.json").write_text(json.dumps(rows, indent=1))
     return 0
 
 
