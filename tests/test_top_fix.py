@@ -109,7 +109,8 @@ def test_json_has_impact_and_top_fix(capsys):
     assert data["summary"]["top_fix"]["rule"] == expected["rule"] == "gpu-idle"
     assert data["summary"]["top_fix"]["text"]
     for f in data["findings"]:
-        assert set(f["impact"]) == {"us", "share", "once", "basis"} and 0 <= f["impact"]["share"] <= 1
+        assert set(f["impact"]) == {"us", "share", "once", "basis", "replayed", "alone_us", "unprofiled_us",
+                                    "unprofiled_share"} and 0 <= f["impact"]["share"] <= 1
     ranks = {"critical": 2, "warning": 1, "info": 0}
     keys = [(-ranks[f["severity"]], f["impact"]["once"], -f["impact"]["share"]) for f in data["findings"]]
     assert keys == sorted(keys)
