@@ -91,6 +91,11 @@ def settle(facts: Facts, findings: Sequence[Finding], step_ns: float) -> list[Fi
     prof = profiler_edit(facts)
     settled: dict[int, Impact] = {}
     applied = _credit(tl, causes, NO_EDIT, prof, settled)
+    # a symptom claims only host time no cause's fix has changed (an unfused optimizer's launches are not
+    # launch-bound's as well)
+    taken = applied.footprint(facts)
+    for f in symptoms:
+        f.edit = f.edit.outside(facts, taken)
     _credit(tl, symptoms, applied, prof, settled)
     out = [f for f in findings if id(f) not in {id(g) for g in replayable} or id(f) in settled]
     return _budget(out, step_ns, settled)

@@ -61,7 +61,7 @@ TOP_FIX_MIN_SHARE = WARNING_SHARE
 # specific finding worth TOP_FIX_MIN_SHARE where there is one: on gpu/host_sync_item the per-op rest
 # (55%) outranks the syncs (38%), yet the syncs come out first, since a step that syncs cannot be
 # graphed; on series_mlp_eager AdamW(fused=True) took the step from 6.1 to 3.4 ms unprofiled.
-UMBRELLA_RULES = frozenset({"overhead-bound"})
+UMBRELLA_RULES = frozenset({"overhead-bound", "compute-bound"})
 # ... provided the specific finding saves at least this share of what the umbrella does: gpu/gpt2_conv1d's
 # autocast-casts (5.8% against overhead-bound's 57.5%) and layout_r50_cl_bf16's (6.9% against 66.8%) are
 # second fixes; series_mlp_eager's (16.8/59.6) and gpu/adamw_foreach_bf16's fused=True (14.1/64.2,

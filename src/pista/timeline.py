@@ -93,6 +93,31 @@ class Edit:
         return EditCounts(int(np.unique(self.remove).size), 0, scaled,
                           0 if self.device_dur is None else int(self.device_dur[0].size), int(np.unique(self.unblock).size))
 
+    def footprint(self, facts: Facts) -> Intervals:
+        """The host time this edit changes (removes or shortens): what a symptom found after it must not
+        claim again."""
+        trace = facts.trace
+        events = [e for e, f in self.host_scale if f < 1.0]
+        if self.remove.size:
+            events.append(self.remove[facts.is_host[self.remove]])
+        idx = np.concatenate(events).astype(np.int64) if events else np.empty(0, np.int64)
+        out = merge_intervals(trace.ts[idx], trace.ts[idx] + trace.dur[idx])
+        for spans, f in self.host_scale_spans:
+            if f < 1.0 and spans.start.size:
+                out = merge_intervals(np.concatenate((out.start, spans.start)), np.concatenate((out.end, spans.end)))
+        return out
+
+    def outside(self, facts: Facts, taken: Intervals) -> Edit:
+        """The same edit on the host time outside `taken` (its scaled events become spans there); removals,
+        resized work and dropped waits are kept as they are."""
+        if not taken.start.size:
+            return self
+        trace = facts.trace
+        spans = tuple((merge_intervals(trace.ts[e], trace.ts[e] + trace.dur[e]).subtract(taken), f)
+                      for e, f in self.host_scale)
+        spans += tuple((s.subtract(taken), f) for s, f in self.host_scale_spans)
+        return Edit(self.label, self.remove, (), self.host_remove_ns, self.device_dur, self.unblock, spans)
+
     @property
     def empty(self) -> bool:
         return (not self.remove.size and not self.host_scale and not self.host_scale_spans and self.host_remove_ns is None

@@ -40,8 +40,11 @@ from pista.efficiency import card_of, gemms, headroom_ns, rate
 from pista.findings import Context, Finding, Record
 from pista.rules._common import evidence, us
 from pista.rules.dominant_event import dominant
+from pista.timeline import Edit
 
 ID = "compute-bound"
+# A symptom: the engine credits it with what is left once every cause's fix is replayed (pista.engine).
+SYMPTOM = True
 # The verdict's thresholds live with the verdict (pista.findings); shown here for `pista explain`.
 COMPUTE_MIN_GPU_BUSY = findings.COMPUTE_MIN_GPU_BUSY
 COMPUTE_MAX_RATIO = findings.COMPUTE_MAX_RATIO
@@ -125,4 +128,6 @@ def check(ctx: Context) -> list[Finding]:
         g = table[k]
         ev.append(evidence(facts, k, SlowCall(g.tflops(int(trace.dur[k])), float(card.ceiling(g.dtype) or 0.0),
                                               us(per_call[pos]))))
-    return [Finding(ID, record, impact, ev)]
+    slow = calls[per_call > 0]
+    return [Finding(ID, record, impact, ev, edit=Edit("GEMMs at the ceiling", device_dur=(
+        slow, trace.dur[slow] - per_call[per_call > 0])))]

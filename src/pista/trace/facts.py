@@ -102,6 +102,38 @@ class Intervals:
         return np.concatenate([self.before(end[lo:lo + COVERED_SLICE]) - self.before(start[lo:lo + COVERED_SLICE])
                                for lo in range(0, start.size, COVERED_SLICE)])
 
+    def intersect(self, b: Intervals) -> Intervals:
+        """The ns in both. Each interval of self meets a run of b's, found by bisection (touching is not
+        overlap): arrays the size of the answer, where a sort of every end point of both took ~50 MiB under
+        overhead-bound on a 1 GB trace."""
+        a = self
+        if a.start.size == 0 or b.start.size == 0:
+            return EMPTY
+        first = np.searchsorted(b.end, a.start, side="right")  # the first of b ending after a starts
+        count = np.searchsorted(b.start, a.end, side="left") - first  # those starting before it ends
+        np.maximum(count, 0, out=count)
+        total = int(count.sum())
+        if total == 0:
+            return EMPTY
+        of_a = np.repeat(np.arange(a.start.size), count)
+        # the b of each piece: its run's first, plus its place in the run
+        of_b = np.arange(total) - np.repeat(np.cumsum(count) - count - first, count)
+        del first, count
+        start = a.start[of_a]
+        np.maximum(start, b.start[of_b], out=start)
+        end = a.end[of_a]
+        del of_a
+        np.minimum(end, b.end[of_b], out=end)
+        keep = end > start
+        return merge_intervals(start[keep], end[keep])
+
+    def subtract(self, b: Intervals) -> Intervals:
+        """The ns of self outside b."""
+        if self.start.size == 0 or b.start.size == 0:
+            return self
+        lo, hi = int(min(self.start[0], b.start[0])), int(max(self.end[-1], b.end[-1]))
+        return self.intersect(b.gaps(lo, hi))
+
     def gaps(self, lo: int, hi: int) -> Intervals:
         """The complement inside [lo, hi)."""
         inside = self.clip(lo, hi)
@@ -109,6 +141,9 @@ class Intervals:
         ends = np.concatenate((inside.start, [hi]))
         keep = ends > starts
         return Intervals(starts[keep], ends[keep])
+
+
+EMPTY = Intervals(np.empty(0, np.int64), np.empty(0, np.int64))
 
 
 # Events per slice when indices() lists a mask's events (memory, not output).
