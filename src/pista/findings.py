@@ -363,9 +363,14 @@ class Analysis:
         # anomaly detection left on, free to turn off)
         worth = [f for f in worth if not f.impact.once] or worth
         worth = [f for f in worth if f.severity != Severity.INFO] or worth
-        umbrella = max((f.impact.rank_share for f in worth if f.rule in UMBRELLA_RULES and not f.impact.replayed),
-                       default=0.0)  # a replayed umbrella is already what is left after the causes
-        specific = (f for f in worth if f.rule not in UMBRELLA_RULES and f.impact.rank_share >= UMBRELLA_YIELD * umbrella)
+        # a replayed symptom (pista.engine) is already what is left after the causes: any cause worth fixing
+        # comes first (savings/h100/autocast_train_small: the weight casts, not the launches they cause)
+        from pista.engine import is_symptom
+
+        umbrellas = {f.rule for f in worth if f.rule in UMBRELLA_RULES or (f.impact.replayed and is_symptom(f.rule))}
+        umbrella = max((f.impact.rank_share for f in worth if f.rule in umbrellas and not f.impact.replayed),
+                       default=0.0)
+        specific = (f for f in worth if f.rule not in umbrellas and f.impact.rank_share >= UMBRELLA_YIELD * umbrella)
         return next(specific, worth[0] if worth else None)
 
     def to_dict(self, row_limit: int = 25) -> dict[str, Any]:

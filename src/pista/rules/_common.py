@@ -411,3 +411,19 @@ def inference_steps(facts: Facts) -> list[int]:
         return [] if backward.any() else [-1]
     trained = set(np.unique(facts.event_step[backward]).tolist())
     return [k for k in range(len(facts.steps)) if k not in trained]
+
+
+def backward_nodes(facts: Facts, ops: np.ndarray) -> np.ndarray:
+    """The autograd nodes (`autograd::engine::evaluate_function: XBackward0`) the backward ran for these
+    forward ops: those whose Sequence number is one of theirs (torch gives a node its forward op's number).
+    What a fix that removes the forward ops removes from the backward too."""
+    from pista.opargs import SEQ_NONE, SEQ_ODD, sequence_numbers
+
+    if ops.size == 0:
+        return np.empty(0, np.int64)
+    seqs = sequence_numbers(facts, ops)
+    seqs = np.unique(seqs[(seqs != SEQ_NONE) & (seqs != SEQ_ODD)])
+    nodes = np.flatnonzero(facts.is_host & pattern_mask(facts, AUTOGRAD_NODE))
+    if seqs.size == 0 or nodes.size == 0:
+        return np.empty(0, np.int64)
+    return nodes[np.isin(sequence_numbers(facts, nodes), seqs)].astype(np.int64)

@@ -57,6 +57,7 @@ from pista.opargs import OpArgs, op_args
 from pista.purpose import CODE, classify
 from pista.rules import gpu_idle
 from pista.rules._common import device_ns_in_window, idle_ns_in, name_mask, nearest_in, us
+from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "autocast-casts"
@@ -186,7 +187,9 @@ def _found(facts: Facts) -> tuple[Finding, np.ndarray] | None:
         source_dtype=src, target_dtype=dst,
         ops=tuple(sorted({trace.event_name(u) for _, u, _ in forward.values()})),
         shapes=_shapes(trace, forward, grads, steps), step_share_percent=100.0 * impact.share)
-    return Finding(ID, record, impact, _evidence(facts, forward, grads)), ops
+    kernels = np.fromiter([*forward, *grads], dtype=np.int64, count=len(forward) + len(grads))
+    edit = Edit("bf16 weights", remove=np.concatenate((ops, kernels)))
+    return Finding(ID, record, impact, _evidence(facts, forward, grads), edit=edit), ops
 
 
 def _weight_casts(facts: Facts, casts: np.ndarray, copy_op: np.ndarray, user: np.ndarray, backward: np.ndarray

@@ -45,6 +45,7 @@ from pista.opargs import op_args
 from pista.purpose import CODE, classify
 from pista.rules import manual_attention, tanh_gelu
 from pista.rules._common import COMPILED_REGION, device_ns_in_window, nearest_ancestor, pattern_mask, us
+from pista.timeline import Edit
 from pista.trace.facts import Facts
 
 ID = "unfused-elementwise"
@@ -141,7 +142,10 @@ def check(ctx: Context) -> list[Finding]:
         chain_us=us(chain_ns) / steps, saving_us=us(saving_ns) / steps, ceiling_tbps=ceiling, ceiling_source=source,
         card=card, gpu_share_percent=100.0 * chain_ns / device_ns, step_share_percent=100.0 * impact.share,
         tanh_gelu_percent=100.0 * _gelu_ns(facts, chains) / chain_ns)
-    return [Finding(ID, record, impact, _evidence(facts, chains))]
+    # fused, each chain makes one pass: its longest kernel stays, the others go (their ops' dispatch is left to
+    # the symptoms: torch.compile removes it too, a hand-written fused op may not)
+    gone = [c.index for ch in chains for c in sorted(ch, key=lambda c: -int(trace.dur[c.index]))[1:]]
+    return [Finding(ID, record, impact, _evidence(facts, chains), edit=Edit("fused chains", remove=np.asarray(gone, np.int64)))]
 
 
 def _gelu_ns(facts: Facts, chains: list[list[_Kernel]]) -> float:
