@@ -55,6 +55,7 @@ from pista.rules._common import (
     pattern_mask,
     us,
 )
+from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "graph-break"
@@ -134,7 +135,8 @@ def check(ctx: Context) -> list[Finding]:
     for k in range(min(EVIDENCE_BREAKS, found.gaps.start.size)):
         gap_ns = int(found.gaps.end[k] - found.gaps.start[k])
         ev.append(evidence(facts, found.first_after[k], GapNote(us(gap_ns), tuple(dict.fromkeys(per_gap[k])))))
-    return [Finding(ID, record, impact, ev)]
+    # one graph: the host's work between the graphs goes, with the reads and launches in it
+    return [Finding(ID, record, impact, ev, edit=Edit("one graph", host_scale_spans=((found.gaps, 0.0),)))]
 
 
 @per_facts
