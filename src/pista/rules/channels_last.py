@@ -56,6 +56,7 @@ from pista.rules._common import (
     short_name,
     us,
 )
+from pista.timeline import Edit
 
 ID = "channels-last"
 # The NCHW path's kernels, by kind, and the share of their time channels_last keeps, from the H200
@@ -138,4 +139,6 @@ def check(ctx: Context) -> list[Finding]:
         kinds=tuple(groups))
     by_time = sorted(found, key=lambda f: -float(trace.dur[f[1]].sum()))[:EVIDENCE_KINDS]
     ev = [evidence(facts, int(idx[np.argmax(trace.dur[idx])]), NchwNote(kind)) for kind, idx, _ in by_time]
-    return [Finding(ID, record, impact, sorted(ev, key=lambda e: e.ts_us))]
+    idx = np.concatenate([i for _, i, _ in found]).astype(np.int64)
+    dur = np.concatenate([trace.dur[i] * keep for _, i, keep in found])
+    return [Finding(ID, record, impact, sorted(ev, key=lambda e: e.ts_us), edit=Edit("channels_last", device_dur=(idx, dur)))]
