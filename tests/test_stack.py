@@ -35,8 +35,9 @@ def test_a_host_sync_names_the_user_function_that_issued_it(analysis_of):
 def test_top_fix_and_json_carry_the_frame(capsys):
     assert main(["analyze", str(fixture("gpu/host_sync_item_stack")), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    # the top fix (overhead-bound: the per-op dispatch) names the user's step function
-    assert "(in capture_fixtures.py(197): step)" in data["summary"]["top_fix"]["text"]
+    # the top fix (host-sync: the syncs go before a graph of the loop can) names the user's function
+    assert data["summary"]["top_fix"]["rule"] == "host-sync"
+    assert "(in capture_fixtures.py(194): read_loss)" in data["summary"]["top_fix"]["text"]
     sync = next(f for f in data["findings"] if f["rule"] == "host-sync")
     assert sync["evidence"][0]["stack"][0] == "capture_fixtures.py(194): read_loss"
 

@@ -20,10 +20,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--peaks", metavar="FILE", help="the card's peak TFLOP/s and TB/s as JSON (pista.efficiency."
                                                         "load_peaks), over the built-in table")
     parser.add_argument("--lang", default="en", help="language of findings (en, es)")
-    parser.add_argument("--replay", action="store_true",
+    parser.add_argument("--replay", action=argparse.BooleanOptionalAction, default=None,
                         help="impacts from the engine's replay of the steps with each fix applied (pista whatif's "
-                             "model), causes before symptoms, each µs claimed once; ranked without the profiler "
-                             "(experimental: PISTA_REPLAY=1 does the same)")
+                             "model), causes before symptoms, each µs claimed once, ranked without the profiler "
+                             "(the default); --no-replay: each rule's own estimate (PISTA_REPLAY=0 does the same)")
     parser.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
                         help="colour the text output (default: when stdout is a terminal)")
     dist = parser.add_argument_group("a folder of per-rank traces")
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     args.lang = check_lang(args.lang)
     if os.path.isdir(args.trace):
         return _run_folder(args)
-    analysis = analyze(open_trace(args.trace), rules=args.rules, replay=True if args.replay else None)
+    analysis = analyze(open_trace(args.trace), rules=args.rules, replay=args.replay)
     if args.format == "json":
         from pista.render import json as renderer
 

@@ -129,9 +129,11 @@ def _found(facts: Facts) -> _Found | None:
     idle = gpu_idle.idle_under(facts, members)
     launched = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
     kernel_ns = float(facts.trace.dur[launched[index_mask(facts, members)[facts.owner[launched]]]].sum())
-    # the seven passes a fused kernel saves count as well where the GPU is the limit (savings/h100/gelu_hf_new:
-    # GPU-bound, the chains' idle under 1% of the step, gelu_pytorch_tanh saved 16%)
-    if steps_of(facts).per_step(max(_saving(idle), kernel_ns * (1.0 - 1.0 / (BEFORE + 1 + AFTER)))).share < MIN_STEP_SHARE:
+    # the seven passes a fused kernel saves count as well, as far as the GPU is the limit (savings/h100/
+    # gelu_hf_new: GPU-bound, the chains' idle under 1% of the step, gelu_pytorch_tanh saved 16%)
+    scale = steps_of(facts)
+    passes = kernel_ns * (1.0 - 1.0 / (BEFORE + 1 + AFTER)) * scale.busy
+    if scale.per_step(max(_saving(idle), passes)).share < MIN_STEP_SHARE:
         return None
     return _Found(members, members.size // (BEFORE + 1 + AFTER), idle)
 
