@@ -42,7 +42,9 @@ def _change(g: CopyGroup) -> str:
         return ("crea el tensor en la GPU (torch.tensor(..., device='cuda')) o tenlo en memoria fijada y copia con "
                 "non_blocking=True")
     return ("ten el origen en memoria fijada (tensor.pin_memory() una vez, fuera del bucle) y copia con "
-            "non_blocking=True")
+            "non_blocking=True; para un lote que se crea de nuevo en cada paso, cópialo a un búfer fijado reservado "
+            "de antemano (buf.copy_(lote)) o créalo en workers del DataLoader con pin_memory=True: .pin_memory() "
+            "en cada lote reserva memoria bloqueada en cada paso y puede ser más lento que la copia paginable")
 
 
 def advice(r: PageableMemcpy) -> str:
