@@ -126,7 +126,7 @@ def _credit(tl: Timeline, group: list[Finding], applied: Edit, prof: Edit, settl
 
 def _budget(findings: list[Finding], step_ns: float, settled: dict[int, Impact]) -> list[Finding]:
     """Replayed impacts in place; the rest of the steady impacts cut to what the step has left."""
-    left = 1.0 - sum(i.unprofiled_share if i.unprofiled_share is not None else i.share for i in settled.values())
+    left = 1.0 - max(sum(i.share for i in settled.values()), sum(i.rank_share for i in settled.values()), 0.0)
     out = []
     legacy = sorted((f for f in findings if id(f) not in settled and not f.impact.once), key=lambda f: -f.impact.share)
     cut: dict[int, Impact] = {}

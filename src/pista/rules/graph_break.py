@@ -56,7 +56,7 @@ from pista.rules._common import (
     us,
 )
 from pista.timeline import Edit
-from pista.trace.facts import Facts, Intervals, per_facts
+from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts
 
 ID = "graph-break"
 # what runs between the graphs, by the cause it points at
@@ -135,8 +135,19 @@ def check(ctx: Context) -> list[Finding]:
     for k in range(min(EVIDENCE_BREAKS, found.gaps.start.size)):
         gap_ns = int(found.gaps.end[k] - found.gaps.start[k])
         ev.append(evidence(facts, found.first_after[k], GapNote(us(gap_ns), tuple(dict.fromkeys(per_gap[k])))))
-    # one graph: the host's work between the graphs goes, with the reads and launches in it
-    return [Finding(ID, record, impact, ev, edit=Edit("one graph", host_scale_spans=((found.gaps, 0.0),)))]
+    return [Finding(ID, record, impact, ev, edit=_one_graph(facts, found))]
+
+
+def _one_graph(facts: Facts, found: _Found) -> Edit:
+    """What one graph does: the host's work between the graphs goes, with the reads and launches in it, and
+    so does each extra graph call's own wrapper time (its launches stay, made from the one graph's call)."""
+    trace = facts.trace
+    extra = np.concatenate([gs[1:] for gs in found.graphs]).astype(np.int64)
+    wrappers = merge_intervals(trace.ts[extra], trace.ts[extra] + trace.dur[extra])
+    launches = np.flatnonzero(facts.is_launch & facts.is_complete)
+    launches = launches[wrappers.covered(trace.ts[launches], trace.ts[launches] + 1) > 0]
+    own = wrappers.subtract(merge_intervals(trace.ts[launches], trace.ts[launches] + trace.dur[launches]))
+    return Edit("one graph", host_scale_spans=((found.gaps, 0.0), (own, 0.0)))
 
 
 @per_facts
