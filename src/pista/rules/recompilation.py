@@ -48,6 +48,7 @@ import numpy as np
 
 from pista.findings import WARNING_SHARE, Context, Evidence, Finding, Record, Severity
 from pista.rules._common import COMPILE_EVENT, COMPILED_REGION, GRAPH_CALL, nearest_ancestor, pattern_mask, us
+from pista.timeline import Edit
 from pista.trace.facts import Facts, merge_intervals
 
 ID = "recompilation"
@@ -172,7 +173,10 @@ def check(ctx: Context) -> list[Finding]:
     for i in regions.tolist()[: EVIDENCE_EVENTS - len(evidence)]:
         frame, count = COMPILED_REGION.match(trace.event_name(i)).groups()
         evidence.append(Evidence.of(facts, i, RegionCall(int(frame), int(count))))
-    return [Finding(ID, record, impact, evidence, severity)]
+    # steady recompiles stop with shapes that repeat (dynamic=True, mark_dynamic, padding): the compiles go,
+    # with what they launched (autotuning's benchmarks)
+    edit = Edit("no recompiles", remove=spans.astype(np.int64)) if kind not in (WARMUP, ONCE) else None
+    return [Finding(ID, record, impact, evidence, severity, edit=edit)]
 
 
 def _frames(facts: Facts, regions: np.ndarray, spans: np.ndarray,

@@ -1,0 +1,128 @@
+"""The savings suite (issue 33): pairs of programs, a problem and its fixed twin, timed unprofiled in one
+process on an H100 (tests/fixtures/savings/h100/measured.json), the problem's trace read by pista with the
+engine's replay. Per pair: the cause is named; where the fix saved 15% or more it is the top fix; the
+prediction is within 2x of the measured saving; a fix that measured slower is advised at info at most; the
+planted cause's rule is quiet on every fixed twin. docs/savings.md keeps the table.
+
+The pairs listed below with a reason are where pista falls short today: each test skips them by name, so that
+the rest must hold and a regression on any of them fails."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from pista.findings import analyze
+
+SUITE = Path(__file__).parent / "fixtures" / "savings" / "h100"
+PAIRS = {e["pair"]: e for e in json.loads((SUITE / "measured.json").read_text()) if "saving" in e}
+PLANTED = sorted(p for p, e in PAIRS.items() if e["rules"])
+# where the cause goes unnamed (docs/savings.md)
+UNNAMED = {"optim_manual_sgd": "a hand-written per-parameter update outside any Optimizer.step"}
+# the cause named, but not first, on a pair whose fix saved 15% or more
+NOT_FIRST = {**UNNAMED, "loop_ensemble": "a loop over 16 models: torch.func.vmap is not yet a fix pista names"}
+# the prediction outside 2x of the measured saving
+OFF = {
+    **UNNAMED,
+    "anomaly_global": "set_detect_anomaly(True) also records a traceback per forward op, not counted",
+    "sync_per_param": "the fixed twin also batches the 53 per-parameter norms (torch._foreach_norm)",
+    "sync_bool_mask": "torch.where also drops nonzero's dispatch; the edit only drops its wait",
+    "sync_cuda_synchronize": "a sync between layers costs more unprofiled than its profiled wait shows",
+    "loop_ensemble": "vmap's batched call is not an edit yet",
+}
+
+
+@pytest.fixture(scope="module")
+def read():
+    cache = {}
+
+    def _read(pair: str, twin: str = "broken"):
+        if (pair, twin) not in cache:
+            cache[pair, twin] = analyze(str(SUITE / f"{pair}__{twin}.json.gz"))
+        return cache[pair, twin]
+
+    return _read
+
+
+def _cause(analysis, pair):
+    return next((f for f in analysis.findings if f.rule in PAIRS[pair]["rules"]), None)
+
+
+def test_the_suite_is_what_its_readme_says():
+    assert len(PAIRS) == 30 and len(PLANTED) == 27
+    for e in PAIRS.values():
+        assert e["saving"] == pytest.approx(1 - e["fixed_ms"] / e["broken_ms"], abs=1e-3)
+        assert len(e["broken_rounds_ms"]) == len(e["fixed_rounds_ms"]) == 7
+        assert e["broken_ms"] == pytest.approx(statistics.median(e["broken_rounds_ms"]), rel=1e-3)
+        assert "H100" in e["device"]
+
+
+@pytest.mark.parametrize("pair", PLANTED)
+def test_the_cause_is_named(pair, read):
+    if pair in UNNAMED:
+        pytest.skip(UNNAMED[pair])
+    assert _cause(read(pair), pair) is not None, [f.rule for f in read(pair).findings]
+
+
+@pytest.mark.parametrize("pair", [p for p in PLANTED if PAIRS[p]["saving"] >= 0.15])
+def test_a_fix_worth_15_percent_is_the_top_fix(pair, read):
+    if pair in NOT_FIRST:
+        pytest.skip(NOT_FIRST[pair])
+    top = read(pair).top_fix
+    assert top is not None and top.rule in PAIRS[pair]["rules"], (pair, top and top.rule)
+
+
+@pytest.mark.parametrize("pair", [p for p in PLANTED if PAIRS[p]["saving"] >= 0.05])
+def test_the_prediction_is_within_2x(pair, read):
+    if pair in OFF:
+        pytest.skip(OFF[pair])
+    cause = _cause(read(pair), pair)
+    assert cause is not None and cause.impact.replayed
+    ratio = cause.impact.rank_share / PAIRS[pair]["saving"]
+    assert 0.5 <= ratio <= 2.0, (pair, ratio)
+
+
+def test_the_predictions_median_error_is_under_30_percent(read):
+    """Issue 33's goal over every pair whose fix saved 5% or more and whose cause is named."""
+    errors = []
+    for pair in PLANTED:
+        cause = _cause(read(pair), pair)
+        if PAIRS[pair]["saving"] >= 0.05 and cause is not None:
+            errors.append(abs(cause.impact.rank_share / PAIRS[pair]["saving"] - 1))
+    assert len(errors) >= 20 and statistics.median(errors) < 0.30, sorted(errors)
+
+
+@pytest.mark.parametrize("pair", [p for p in PLANTED if PAIRS[p]["saving"] < 0])
+def test_a_fix_that_measured_slower_is_at_most_information(pair, read):
+    """cl_groupnorm: channels_last with GroupNorm measured 6.8% slower; copy_pageable_numpy's fix (a pinned
+    copy made each step) 16% slower."""
+    cause = _cause(read(pair), pair)
+    assert cause is None or cause.severity.value == "info" or pair == "copy_pageable_numpy", cause and cause.impact
+    if pair == "copy_pageable_numpy" and cause is not None and cause.severity.value != "info":
+        # the advice states the condition under which pinning wins (pinned off the step, in the loader's
+        # workers or into a preallocated buffer), which the measured twin broke (.pin_memory() each step)
+        assert "allocates page-locked memory every step" in cause.advice
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_the_planted_rule_is_quiet_on_the_fixed_twin(pair, read):
+    loud = [(f.rule, f.severity.value) for f in read(pair, "fixed").findings
+            if f.rule in PAIRS[pair]["rules"] and f.severity.value != "info" and not f.impact.once
+            and f.impact.share > 0]  # recompilation's recompile-limit warning saves no time (its exception)
+    assert not loud, loud
+
+
+@pytest.mark.parametrize("pair", [p for p, e in PAIRS.items() if e["healthy"]])
+def test_healthy_programs_name_no_cause(pair, read):
+    """The healthy pairs are small host-bound steps: the GPU idles unprofiled too (healthy_gpt_bf16: 3.4 ms of
+    GPU work in a 6.4 ms step), so overhead-bound (a symptom: graph the step) is true there; no cause is named
+    above information."""
+    from pista.engine import is_symptom
+
+    for twin in ("broken", "fixed"):
+        loud = [f.rule for f in read(pair, twin).findings
+                if f.severity.value != "info" and not f.impact.once and not is_symptom(f.rule)]
+        assert not loud, (twin, loud)
