@@ -177,3 +177,25 @@ def test_cpu_loop_adamw_is_the_cpu_step(analysis_of):
 def test_cpu_silent_fused_or_one_pass(analysis_of, name):
     # fused; plain SGD's loop (one add_ per parameter: a single pass)
     assert analysis_of(name).finding("unfused-optimizer") is None
+
+
+def test_a_hand_written_update_loop_is_named(analysis_of):
+    """savings/h100/optim_manual_sgd: `buf.mul_(m).add_(p.grad); p.data.add_(buf, alpha=-lr)` over 98
+    parameters after backward(), no Optimizer.step (fused SGD saved 27% unprofiled): the in-place ops after
+    each step's last autograd node, counted from the raw events."""
+    import raw
+
+    name = "savings/h100/optim_manual_sgd__broken"
+    finding = analysis_of(name).finding(RULE)
+    assert finding is not None and finding.record.mode == "hand-written" and finding.record.optimizer == "SGD"
+    counts = []
+    for step in raw.steps(name):
+        ops = [e for e in raw.complete(name, "cpu_op") if raw.inside(step, e)]
+        last = max(float(e["ts"]) + float(e["dur"]) for e in raw.complete(name, "cpu_op")
+                   if str(e["name"]).startswith("autograd::engine::evaluate_function") and
+                   float(step["ts"]) <= float(e["ts"]) < float(step["ts"]) + float(step["dur"]))
+        outer = [e for e in ops if not any(raw.inside(o, e) and o is not e for o in ops)]
+        counts.append(sum(1 for e in outer if float(e["ts"]) > last and e["name"] in ("aten::add_", "aten::mul_")))
+    assert counts == [294] * len(counts)
+    assert finding.record.ops_per_step == pytest.approx(294)
+    assert "fused=True" in finding.fix and "opt.step()" in finding.fix

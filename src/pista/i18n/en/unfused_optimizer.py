@@ -8,6 +8,10 @@ from pista.rules.unfused_optimizer import CpuStepCall, OptimizerKernel, StepCall
 TITLE = "The optimizer step runs unfused (foreach or per parameter)"
 
 
+def _event(r: UnfusedOptimizer) -> str:
+    return r.event or "a hand-written update loop after backward()"
+
+
 def _how(r: UnfusedOptimizer) -> str:
     if r.device == "cpu":
         ops = ", ".join(r.foreach_ops[:4]) + (", ..." if len(r.foreach_ops) > 4 else "")
@@ -18,15 +22,18 @@ def _how(r: UnfusedOptimizer) -> str:
     if r.mode == "foreach":
         ops = ", ".join(r.foreach_ops[:4]) + (", ..." if len(r.foreach_ops) > 4 else "")
         return f"foreach ({ops}), {r.passes:.0f} sweeps over the parameters per call where fused makes one"
+    if r.mode == "hand-written":
+        ops = ", ".join(r.foreach_ops[:4])
+        return f"a Python loop over the parameters, {r.ops_per_step:.0f} in-place ops per step ({ops})"
     return f"one kernel per parameter and operation, {r.passes:.0f} kernels per call where fused launches one"
 
 
 def message(r: UnfusedOptimizer) -> str:
     if r.device == "cpu":
-        return (f"{r.event} runs {_how(r)}: it takes {t(r.host_us)} of each step on the CPU. Fused it would keep "
+        return (f"{_event(r)} runs {_how(r)}: it takes {t(r.host_us)} of each step on the CPU. Fused it would keep "
                 f"about {r.fused_host_ratio:.2f} of that, saving {t(r.saving_us)}, {r.step_share_percent:.1f}% of "
                 "the step.")
-    return (f"{r.event} runs {_how(r)}: {r.kernels_per_step:.0f} kernels per step take {t(r.gpu_us)} of GPU time "
+    return (f"{_event(r)} runs {_how(r)}: {r.kernels_per_step:.0f} kernels per step take {t(r.gpu_us)} of GPU time "
             f"({r.gpu_share_percent:.1f}% of the device time), and the host spends {t(r.host_us)} per step in it, "
             f"{t(r.exposed_host_us)} of that with the GPU idle. Fused would take about {t(r.gpu_saving_us)} less GPU "
             f"time and {t(r.host_saving_us)} less host time per step, so the work after it would start about "
@@ -34,6 +41,10 @@ def message(r: UnfusedOptimizer) -> str:
 
 
 def advice(r: UnfusedOptimizer) -> str:
+    if r.mode == "hand-written":
+        return (f"Replace the loop with torch.optim.{r.optimizer}(model.parameters(), ..., fused=True) and "
+                "opt.step(): one kernel updates every parameter (momentum buffers included) in a single pass, "
+                "where the loop dispatches and launches an op per parameter and operation.")
     if r.device == "cpu" and r.fusable:
         return (f"Construct the optimizer with fused=True (torch.optim.{r.optimizer}(params, ..., fused=True), "
                 "on the CPU since torch 2.4): one vectorised pass over each parameter instead of one op per "
@@ -51,10 +62,13 @@ def fix(r: UnfusedOptimizer) -> str:
     if r.device == "cpu":
         change = (f"torch.optim.{r.optimizer}(..., fused=True)" if r.fusable
                   else "compile the step (torch.compile(opt.step))")
-        return f"{r.event} takes {t(r.host_us)} of CPU time per step running {r.mode}: {change}"
+        return f"{_event(r)} takes {t(r.host_us)} of CPU time per step running {r.mode}: {change}"
     change = (f"torch.optim.{r.optimizer}(..., fused=True)" if r.fusable
               else "compile the step (torch.compile(opt.step))")
-    return (f"{r.event} takes {t(r.gpu_us)} of GPU and {t(r.exposed_host_us)} of exposed host time per step "
+    if r.mode == "hand-written":
+        return (f"{_event(r)} runs {r.ops_per_step:.0f} in-place ops per step ({', '.join(r.foreach_ops[:3])}): "
+                f"use {change} and opt.step()")
+    return (f"{_event(r)} takes {t(r.gpu_us)} of GPU and {t(r.exposed_host_us)} of exposed host time per step "
             f"running {r.mode}: {change}")
 
 

@@ -8,6 +8,10 @@ from pista.rules.unfused_optimizer import CpuStepCall, OptimizerKernel, StepCall
 TITLE = "El paso del optimizador no está fusionado (foreach o por parámetro)"
 
 
+def _event(r: UnfusedOptimizer) -> str:
+    return r.event or "un bucle de actualización escrito a mano tras backward()"
+
+
 def _how(r: UnfusedOptimizer) -> str:
     if r.device == "cpu":
         ops = ", ".join(r.foreach_ops[:4]) + (", ..." if len(r.foreach_ops) > 4 else "")
@@ -20,16 +24,19 @@ def _how(r: UnfusedOptimizer) -> str:
         ops = ", ".join(r.foreach_ops[:4]) + (", ..." if len(r.foreach_ops) > 4 else "")
         return (f"en modo foreach ({ops}), {r.passes:.0f} pasadas sobre los parámetros por llamada donde la versión "
                 "fusionada hace una")
+    if r.mode == "hand-written":
+        return (f"como un bucle de Python sobre los parámetros, {r.ops_per_step:.0f} operaciones in situ por paso "
+                f"({', '.join(r.foreach_ops[:4])})")
     return (f"con un kernel por parámetro y operación, {r.passes:.0f} kernels por llamada donde la versión fusionada "
             "lanza uno")
 
 
 def message(r: UnfusedOptimizer) -> str:
     if r.device == "cpu":
-        return (f"{r.event} se ejecuta {_how(r)}: ocupa {t(r.host_us)} de cada paso en la CPU. Fusionado "
+        return (f"{_event(r)} se ejecuta {_how(r)}: ocupa {t(r.host_us)} de cada paso en la CPU. Fusionado "
                 f"conservaría cerca de {r.fused_host_ratio:.2f} de ese tiempo y ahorraría {t(r.saving_us)}, el "
                 f"{r.step_share_percent:.1f}% del paso.")
-    return (f"{r.event} se ejecuta {_how(r)}: {r.kernels_per_step:.0f} kernels por paso ocupan {t(r.gpu_us)} de GPU "
+    return (f"{_event(r)} se ejecuta {_how(r)}: {r.kernels_per_step:.0f} kernels por paso ocupan {t(r.gpu_us)} de GPU "
             f"(el {r.gpu_share_percent:.1f}% del tiempo del dispositivo) y el host pasa {t(r.host_us)} por paso en "
             f"él, {t(r.exposed_host_us)} de ellos con la GPU inactiva. La versión fusionada tardaría unos "
             f"{t(r.gpu_saving_us)} menos de GPU y {t(r.host_saving_us)} menos de host por paso, así que el trabajo "
@@ -37,6 +44,10 @@ def message(r: UnfusedOptimizer) -> str:
 
 
 def advice(r: UnfusedOptimizer) -> str:
+    if r.mode == "hand-written":
+        return (f"Sustituye el bucle por torch.optim.{r.optimizer}(model.parameters(), ..., fused=True) y "
+                "opt.step(): un solo kernel actualiza todos los parámetros (con sus búferes de momento) en una "
+                "pasada, donde el bucle despacha y lanza una operación por parámetro y operación.")
     if r.device == "cpu" and r.fusable:
         return (f"Crea el optimizador con fused=True (torch.optim.{r.optimizer}(params, ..., fused=True), en CPU "
                 "desde torch 2.4): una pasada vectorizada por parámetro en lugar de una operación por parámetro y "
@@ -56,11 +67,14 @@ def fix(r: UnfusedOptimizer) -> str:
         change = (f"torch.optim.{r.optimizer}(..., fused=True)" if r.fusable
                   else "compila el paso (torch.compile(opt.step))")
         mode = "foreach" if r.mode == "foreach" else "por parámetro"
-        return f"{r.event} ocupa {t(r.host_us)} de CPU por paso en modo {mode}: {change}"
+        return f"{_event(r)} ocupa {t(r.host_us)} de CPU por paso en modo {mode}: {change}"
     change = (f"torch.optim.{r.optimizer}(..., fused=True)" if r.fusable
               else "compila el paso (torch.compile(opt.step))")
     mode = "foreach" if r.mode == "foreach" else "por parámetro"
-    return (f"{r.event} ocupa {t(r.gpu_us)} de GPU y {t(r.exposed_host_us)} de host expuesto por paso en modo "
+    if r.mode == "hand-written":
+        return (f"{_event(r)} ejecuta {r.ops_per_step:.0f} operaciones in situ por paso "
+                f"({', '.join(r.foreach_ops[:3])}): usa {change} y opt.step()")
+    return (f"{_event(r)} ocupa {t(r.gpu_us)} de GPU y {t(r.exposed_host_us)} de host expuesto por paso en modo "
             f"{mode}: {change}")
 
 
