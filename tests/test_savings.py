@@ -27,7 +27,6 @@ NOT_FIRST = {**UNNAMED, "loop_ensemble": "a loop over 16 models: torch.func.vmap
 # the prediction outside 2x of the measured saving
 OFF = {
     **UNNAMED,
-    "anomaly_global": "set_detect_anomaly(True) also records a traceback per forward op, not counted",
     "sync_per_param": "the fixed twin also batches the 53 per-parameter norms (torch._foreach_norm)",
     "sync_bool_mask": "torch.where also drops nonzero's dispatch; the edit only drops its wait",
     "sync_cuda_synchronize": "a sync between layers costs more unprofiled than its profiled wait shows",

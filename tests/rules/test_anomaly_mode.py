@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import raw
 
@@ -59,3 +61,18 @@ def test_silent_without_it(analysis_of, name):
 def test_spanish(analysis_of):
     es = localize_finding(analysis_of("gpu/anomaly_mlp_on").finding(RULE), "es")
     assert "set_detect_anomaly" in es.fix and "nodos del backward" in es.message
+
+
+@pytest.mark.parametrize(("name", "forward"), [("savings/h100/anomaly_global__broken", True),
+                                               ("savings/h100/anomaly_ctx__broken", False)])
+def test_the_forward_s_tracebacks_are_told_apart(name, forward, analysis_of):
+    """set_detect_anomaly(True) for the whole run makes each forward op that builds a node record a Python
+    traceback (savings/h100/anomaly_global: 76.5% saved unprofiled); detect_anomaly() around backward() only
+    does not (anomaly_ctx: 48.2%). Replayed, the first edit takes the forward's traceback time out too."""
+    from pista.findings import analyze
+
+    finding = analysis_of(name).finding(RULE)
+    assert finding.record.forward_tracebacks is forward
+    replayed = analyze(str(Path(__file__).parents[1] / "fixtures" / f"{name}.json.gz")).finding(RULE)
+    assert bool(replayed.edit.host_scale_spans) is forward
+    assert ("traceback in every op" in replayed.message) is forward

@@ -13,8 +13,16 @@ def message(r: AnomalyMode) -> str:
            if r.idle_us_per_step is not None else "")
     return (f"The autograd engine checks the {r.gradients_checked_per_step:.0f} outputs of "
             f"{r.nodes_checked_per_step:.0f} backward nodes per step for NaN (aten::isnan, aten::_is_any_true, aten::item under each node): anomaly detection is on. The checks "
-            f"take {t(r.checks_us_per_step)} of host time per step{gpu}, and the forward records a traceback for "
-            "every autograd node as well.")
+            f"take {t(r.checks_us_per_step)} of host time per step{gpu}{_forward(r)}.")
+
+
+def _forward(r: AnomalyMode) -> str:
+    if r.forward_tracebacks:
+        return ("; the forward records a Python traceback in every op that builds an autograd node as well "
+                "(set_detect_anomaly(True) for the whole run), which the impact counts")
+    if r.idle_us_per_step is not None:
+        return "; the forward runs outside anomaly mode (its ops show no traceback cost)"
+    return ", and under set_detect_anomaly(True) the forward records a traceback for every autograd node as well"
 
 
 def advice(r: AnomalyMode) -> str:

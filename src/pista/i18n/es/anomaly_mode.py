@@ -13,8 +13,17 @@ def message(r: AnomalyMode) -> str:
            "sincroniza)" if r.idle_us_per_step is not None else "")
     return (f"El motor de autograd comprueba si hay NaN en las {r.gradients_checked_per_step:.0f} salidas de "
             f"{r.nodes_checked_per_step:.0f} nodos del backward por paso (aten::isnan, aten::_is_any_true, aten::item bajo cada nodo): la detección de anomalías "
-            f"está activa. Las comprobaciones ocupan {t(r.checks_us_per_step)} de host por paso{gpu}, y el forward "
-            "además guarda una traza de Python por cada nodo de autograd.")
+            f"está activa. Las comprobaciones ocupan {t(r.checks_us_per_step)} de host por paso{gpu}{_forward(r)}.")
+
+
+def _forward(r: AnomalyMode) -> str:
+    if r.forward_tracebacks:
+        return ("; el forward además guarda una traza de Python en cada operación que crea un nodo de autograd "
+                "(set_detect_anomaly(True) para toda la ejecución), que el impacto cuenta")
+    if r.idle_us_per_step is not None:
+        return "; el forward se ejecuta fuera del modo de anomalías (sus operaciones no muestran coste de trazas)"
+    return (", y con set_detect_anomaly(True) el forward guarda además una traza de Python por cada nodo de "
+            "autograd")
 
 
 def advice(r: AnomalyMode) -> str:
