@@ -140,6 +140,8 @@ class Replay:
 
     start: int
     ends: np.ndarray  # int64 per step
+    waited_ns: float = 0.0  # the host blocked in waits, over the steps
+    stream_busy_ns: dict[int, float] = field(default_factory=dict)  # per stream: the work the steps ran on it
 
     @property
     def step_ns(self) -> np.ndarray:
@@ -214,6 +216,11 @@ class Timeline:
 
     def replay(self, edit: Edit) -> Replay:
         return _replay(self, edit)
+
+    def stream_label(self, stream: int) -> str:
+        """The lane a dense stream number stands for ("GPU 0 stream 7")."""
+        first = np.flatnonzero(self.w_stream == stream)
+        return self.facts.lane_of(int(self.w_event[first[0]])) if first.size else f"stream {stream}"
 
 
 def _interval_weights(facts: Facts, edit: Edit) -> list[tuple[Intervals, float]]:
@@ -329,6 +336,7 @@ def _run(tl: Timeline, advance: np.ndarray, sync: np.ndarray, w_keep: np.ndarray
     cuts = np.concatenate((np.flatnonzero(sync), [n]))
     t = float(tl.p_ts[0])
     lo = 0
+    waited = 0.0
     for cut in cuts:
         hi = int(cut) + 1 if cut < n else n
         seg = slice(lo, hi)
@@ -339,10 +347,14 @@ def _run(tl: Timeline, advance: np.ndarray, sync: np.ndarray, w_keep: np.ndarray
         if cut < n:
             p = int(cut)
             wait = _awaited(tl, p, stream_end)
+            waited += max(0.0, wait - h[p])
             done = max(h[p], wait) + tl.p_cost[p]
             t = done + advance[p]
         lo = hi
-    return _steps(tl, h, w_end, w_keep)
+    out = _steps(tl, h, w_end, w_keep)
+    mine = w_keep & (tl.w_step >= 0)
+    busy = np.bincount(tl.w_stream[mine], weights=w_dur[mine], minlength=tl.streams) if mine.any() else np.zeros(0)
+    return Replay(out.start, out.ends, waited, {s: float(b) for s, b in enumerate(busy) if b > 0})
 
 
 def _awaited(tl: Timeline, p: int, stream_end: np.ndarray) -> float:
