@@ -543,10 +543,12 @@ def _waits(facts: Facts, tl: tuple[np.ndarray, ...], p_event: np.ndarray, p_ts: 
     launched_at = np.where(w_owned, p_ts[w_point], w_start) if p_ts.size else w_start
     by_launch = np.argsort(launched_at, kind="stable")
     launch_ts = launched_at[by_launch]
-    for p in np.flatnonzero(p_event >= 0):
+    # the sync calls, by their interned names (one regex a name, not one an event: a 1 GB trace has millions)
+    is_sync = np.array([bool(SYNC_CALL.match(str(n))) for n in names], dtype=bool)
+    events = p_event >= 0
+    candidates = np.flatnonzero(events)[is_sync[trace.name[p_event[events]]]] if events.any() else np.empty(0, int)
+    for p in candidates.tolist():
         name = names[int(trace.name[p_event[p]])]
-        if not SYNC_CALL.match(name):
-            continue
         sync[p] = True
         before = by_launch[:np.searchsorted(launch_ts, p_ts[p], side="left")]
         _wait_target(p, before, w_stream, w_end, p_ts, p_end, bool(DEVICE_SYNC_CALL.match(name)),
