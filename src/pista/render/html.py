@@ -371,8 +371,9 @@ def _stacked(head: str, by_purpose: dict[str, float], labels: dict[str, str]) ->
 
 
 def _impact(f: Finding, labels: dict[str, str]) -> str:
-    unit, of = ("once", "of the window") if f.impact.once else ("per step", "of the step")
-    return f"{fmt_ns(f.impact.us * 1000)} {labels.get(unit, unit)}, {100 * f.impact.share:.1f}% {labels.get(of, of)}"
+    from pista.render.terminal import impact_words
+
+    return impact_words(f, lambda key: labels.get(key, key))
 
 
 def _findings(analysis: Analysis, labels: dict[str, str], lang: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections import Counter
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.markup import escape
@@ -145,8 +146,18 @@ def impact_text(f: Finding, lang: str = "en") -> str:
     window') in `lang`."""
     from pista.i18n import word
 
+    return impact_words(f, lambda key: word(key, lang))
+
+
+def impact_words(f: Finding, label: Callable[[str], str]) -> str:
+    """The impact line's words, the labels in the caller's language: the prediction without the profiler
+    first where the engine replayed one (it ranks the findings), the profiled figure beside it."""
     unit, of = ("once", "of the window") if f.impact.once else ("per step", "of the step")
-    return f"{fmt_ns(f.impact.us * 1000)} {word(unit, lang)}, {100 * f.impact.share:.1f}% {word(of, lang)}"
+    if f.impact.unprofiled_us is not None and f.impact.unprofiled_share is not None:
+        return (f"{fmt_ns(f.impact.unprofiled_us * 1000)} {label(unit)} {label('without the profiler')}, "
+                f"{100 * f.impact.unprofiled_share:.1f}% {label(of)} ({label('as profiled')}: "
+                f"{fmt_ns(f.impact.us * 1000)}, {100 * f.impact.share:.1f}%)")
+    return f"{fmt_ns(f.impact.us * 1000)} {label(unit)}, {100 * f.impact.share:.1f}% {label(of)}"
 
 
 def _finding(console: Console, f: Finding, origin_us: float, lang: str = "en") -> None:

@@ -14,6 +14,7 @@ WORDS = {
     "Memory allocated over time": "Memoria asignada a lo largo del tiempo", "peak allocated": "pico asignado",
     "reserved": "reservada", "impact": "impacto", "per step": "por paso", "of the step": "del paso",
     "once": "una vez", "of the window": "de la ventana", "from": "de",
+    "without the profiler": "sin el profiler", "as profiled": "perfilado",
     "No findings.": "Sin hallazgos.",
     "Findings": "Hallazgos",
     "Thresholds:": "Umbrales:",
