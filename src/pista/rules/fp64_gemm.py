@@ -31,6 +31,7 @@ import numpy as np
 from pista.efficiency import card_of, gemms
 from pista.findings import Context, Finding, Record
 from pista.rules._common import evidence, us
+from pista.timeline import Edit
 
 ID = "fp64-gemm"
 # Under this share of the step the saving is noise (REVIEW.md: ~1%).
@@ -85,7 +86,9 @@ def check(ctx: Context) -> list[Finding]:
         saved_us=us(sum(saved.values())), steps=ctx.step_count)
     picks = sorted(calls, key=lambda g: -saved[g.kernel])[:EVIDENCE_CALLS]
     ev = [evidence(facts, g.kernel, Fp64Call(g.tflops(trace.dur[g.kernel]), us(saved[g.kernel]))) for g in picks]
-    return [Finding(ID, record, impact, ev)]
+    kernels = np.array([g.kernel for g in calls], dtype=np.int64)
+    edit = Edit("GEMMs at the target dtype", device_dur=(kernels, trace.dur[kernels] - np.array([saved[g.kernel] for g in calls])))
+    return [Finding(ID, record, impact, ev, edit=edit)]
 
 
 def _target(card) -> tuple[str, float] | None:

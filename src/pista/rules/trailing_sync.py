@@ -38,6 +38,7 @@ import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
 from pista.rules._common import SYNC_NAMES, busy_ns, name_mask, nearest_ancestor, profiler_stop_sync, us
+from pista.timeline import Edit
 from pista.trace.facts import Facts
 
 ID = "trailing-sync"
@@ -126,7 +127,9 @@ def check(ctx: Context) -> list[Finding]:
     )
     evidence = [Evidence.of(facts, i, IdleSync(us(out), us(cost), _region(facts, i)))
                 for i, out, cost in sorted(idle, key=lambda x: -int(trace.dur[x[0]]))[:EVIDENCE_EVENTS]]
-    return [Finding(ID, record, impact, evidence)]
+    # the syncs go: the next step's host work starts while the GPU finishes this one's
+    edit = Edit("no trailing sync", remove=np.array([i for i, _, _ in idle], dtype=np.int64))
+    return [Finding(ID, record, impact, evidence, edit=edit)]
 
 
 def _cost(facts: Facts, starts: np.ndarray, start: int, end: int) -> int:

@@ -46,6 +46,7 @@ from pista.efficiency import GEMM_OPS, MEMO_SIZE, gemm_mnk
 from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import OpArgs, op_args
 from pista.rules._common import name_mask, nearest_in, us
+from pista.timeline import Edit
 from pista.trace.facts import INDEX, Facts, indices
 
 ID = "unfused-epilogue"
@@ -142,7 +143,9 @@ def check(ctx: Context) -> list[Finding]:
     device_ns = float(trace.dur[facts.is_device_work & inside].sum()) or 1.0
     record = UnfusedEpilogue(steps=steps, pairs=_pairs(facts, hits, steps), elementwise_us=us(total_ns) / steps,
                              gpu_share_percent=100.0 * total_ns / device_ns, step_share_percent=100.0 * impact.share)
-    return [Finding(ID, record, impact, _evidence(facts, hits))]
+    # in the GEMM's epilogue the elementwise op goes, its dispatch and its kernels with it
+    gone = np.array([e for _, e, *_ in hits], dtype=np.int64)
+    return [Finding(ID, record, impact, _evidence(facts, hits), edit=Edit("epilogue fused", remove=gone))]
 
 
 def _next_sibling(facts: Facts, ops: np.ndarray, of: np.ndarray) -> np.ndarray:
