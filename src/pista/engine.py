@@ -29,11 +29,14 @@ from pista.findings import Finding, Impact, severity_of
 from pista.timeline import NO_EDIT, Edit, Timeline, timeline
 from pista.trace.facts import Facts, merge_intervals, per_facts
 
-# How much longer the host takes to dispatch ops under the profiler (record_shapes, with_stack or not):
-# fitted on the savings suite's 56 traces (tests/fixtures/savings/h100, both twins of 28 pairs, the
-# recompile pairs left out) against their unprofiled median steps: 1.5 / 1.7 / 2.0 give a median error of
-# the replayed unprofiled step of 10.7 / 9.0 / 11.8%. A fixed cost per recorded event fitted worse (12-28%).
-PROFILER_DISPATCH_INFLATION = 1.7
+# How much longer the host takes to dispatch ops under the profiler with record_shapes, and with with_stack
+# as well (the trace has python_function events): fitted on the savings suite's 56 traces (tests/fixtures/
+# savings/h100, both twins of 28 pairs, the recompile pairs left out) against their unprofiled median steps.
+# Without stacks (26 traces) 1.5 / 1.7 / 2.0 give a median error of the replayed unprofiled step of 5.3 /
+# 7.7 / 17.8%; with stacks (30) 1.7 / 2.0 / 2.3 give 15.1 / 9.7 / 13.6%. A fixed cost per recorded event
+# fitted worse (12-28%).
+PROFILER_DISPATCH_INFLATION = 1.5
+PROFILER_STACK_DISPATCH_INFLATION = 2.0
 # Host time counts as dispatch (inflated) inside ops and in gaps between ops up to twice this long (ns):
 # Python between eager ops is 5-30 µs on the H200 fixtures; a long gap (NumPy, a sleep, I/O) runs as fast
 # with the profiler as without.
@@ -52,14 +55,18 @@ def is_symptom(rule_id: str) -> bool:
 @per_facts
 def profiler_edit(facts: Facts) -> Edit:
     """Take out the profiler's own host cost: dispatch time (ops, and the short gaps between them) divided
-    by PROFILER_DISPATCH_INFLATION; waits are replayed, never scaled."""
+    by PROFILER_DISPATCH_INFLATION (PROFILER_STACK_DISPATCH_INFLATION with stacks); waits are replayed,
+    never scaled."""
     trace = facts.trace
     ops = np.flatnonzero(facts.is_host & facts.is_complete & trace.category_mask({"cpu_op", "cuda_runtime",
                                                                                   "cuda_driver"}))
     if ops.size == 0:
         return Edit("without the profiler")
     spans = merge_intervals(trace.ts[ops] - DISPATCH_GAP_NS, trace.ts[ops] + trace.dur[ops] + DISPATCH_GAP_NS)
-    return Edit("without the profiler", host_scale_spans=((spans, 1.0 / PROFILER_DISPATCH_INFLATION),))
+    python = trace.category_id("python_function")
+    stacks = python >= 0 and bool((trace.cat == python).any())
+    inflation = PROFILER_STACK_DISPATCH_INFLATION if stacks else PROFILER_DISPATCH_INFLATION
+    return Edit("without the profiler", host_scale_spans=((spans, 1.0 / inflation),))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,8 +16,8 @@ def _per_step(op: SyncingOp) -> str:
 def message(r: HostSync) -> str:
     ops = "; ".join(f"{o.name} {o.count}x ({_per_step(o)}; {' > '.join(o.chain)}): host blocked {t(o.blocked_us)}, "
                     f"{t(o.stall_us)} of GPU idle it caused" for o in r.ops)
-    text = (f"{r.syncs} syncing op calls in {r.steps} step(s): {ops}. Together {t(r.stall_us)}, "
-            f"{r.step_share_percent:.1f}% of the step time.")
+    text = (f"{r.syncs} syncing op calls in {r.steps} step(s): {ops}. Together they left the GPU "
+            f"idle {t(r.stall_us / max(r.steps, 1))} per step.")
     if r.step_share_percent < 100 * WARNING_SHARE:
         text += (" Cheap while the host is the bottleneck; once the host runs ahead, each sync drains the GPU's "
                  "queue and costs a step's worth of launch latency, and a step that syncs cannot be captured as a "

@@ -31,13 +31,11 @@ def _how(r: UnfusedOptimizer) -> str:
 def message(r: UnfusedOptimizer) -> str:
     if r.device == "cpu":
         return (f"{_event(r)} runs {_how(r)}: it takes {t(r.host_us)} of each step on the CPU. Fused it would keep "
-                f"about {r.fused_host_ratio:.2f} of that, saving {t(r.saving_us)}, {r.step_share_percent:.1f}% of "
-                "the step.")
+                f"about {r.fused_host_ratio:.2f} of that.")
     return (f"{_event(r)} runs {_how(r)}: {r.kernels_per_step:.0f} kernels per step take {t(r.gpu_us)} of GPU time "
             f"({r.gpu_share_percent:.1f}% of the device time), and the host spends {t(r.host_us)} per step in it, "
             f"{t(r.exposed_host_us)} of that with the GPU idle. Fused would take about {t(r.gpu_saving_us)} less GPU "
-            f"time and {t(r.host_saving_us)} less host time per step, so the work after it would start about "
-            f"{t(r.saving_us)} earlier, {r.step_share_percent:.1f}% of the step.")
+            f"time and {t(r.host_saving_us)} less host time per step.")
 
 
 def advice(r: UnfusedOptimizer) -> str:

@@ -16,8 +16,8 @@ def _per_step(op: SyncingOp) -> str:
 def message(r: HostSync) -> str:
     ops = "; ".join(f"{o.name} {o.count}x ({_per_step(o)}; {' > '.join(o.chain)}): host bloqueado "
                     f"{t(o.blocked_us)}, {t(o.stall_us)} de GPU inactiva causada" for o in r.ops)
-    text = (f"{r.syncs} llamadas que sincronizan en {r.steps} paso(s): {ops}. En total {t(r.stall_us)}, el "
-            f"{r.step_share_percent:.1f}% del tiempo del paso.")
+    text = (f"{r.syncs} llamadas que sincronizan en {r.steps} paso(s): {ops}. En total dejaron la GPU "
+            f"inactiva {t(r.stall_us / max(r.steps, 1))} por paso.")
     if r.step_share_percent < 100 * WARNING_SHARE:
         text += (" Sale barato mientras el host es el cuello de botella; cuando el host vaya por delante, cada "
                  "sincronización vacía la cola de la GPU y cuesta la latencia de lanzamiento de un paso, y un paso "

@@ -34,13 +34,11 @@ def _how(r: UnfusedOptimizer) -> str:
 def message(r: UnfusedOptimizer) -> str:
     if r.device == "cpu":
         return (f"{_event(r)} se ejecuta {_how(r)}: ocupa {t(r.host_us)} de cada paso en la CPU. Fusionado "
-                f"conservaría cerca de {r.fused_host_ratio:.2f} de ese tiempo y ahorraría {t(r.saving_us)}, el "
-                f"{r.step_share_percent:.1f}% del paso.")
+                f"conservaría cerca de {r.fused_host_ratio:.2f} de ese tiempo.")
     return (f"{_event(r)} se ejecuta {_how(r)}: {r.kernels_per_step:.0f} kernels por paso ocupan {t(r.gpu_us)} de GPU "
             f"(el {r.gpu_share_percent:.1f}% del tiempo del dispositivo) y el host pasa {t(r.host_us)} por paso en "
             f"él, {t(r.exposed_host_us)} de ellos con la GPU inactiva. La versión fusionada tardaría unos "
-            f"{t(r.gpu_saving_us)} menos de GPU y {t(r.host_saving_us)} menos de host por paso, así que el trabajo "
-            f"siguiente empezaría unos {t(r.saving_us)} antes, el {r.step_share_percent:.1f}% del paso.")
+            f"{t(r.gpu_saving_us)} menos de GPU y {t(r.host_saving_us)} menos de host por paso.")
 
 
 def advice(r: UnfusedOptimizer) -> str:
