@@ -37,8 +37,8 @@ def _change(g: CopyGroup) -> str:
         return ("copy into a preallocated pinned tensor (dst.copy_(src, non_blocking=True)) and wait on a CUDA "
                 "event only where the values are used")
     if g.loader:
-        return ("load in a DataLoader with pin_memory=True and copy with .to('cuda', non_blocking=True) (its workers "
-                "pin the batches off the step; .pin_memory() on each batch in the loop allocates page-locked memory "
+        return ("load in a DataLoader with pin_memory=True and copy with .to('cuda', non_blocking=True) (its pin-memory "
+                "thread pins the batches beside the step; .pin_memory() on each batch in the loop allocates page-locked memory "
                 "every step and can be slower than the pageable copy)")
     if g.mib / max(g.copies, 1) < SMALL_MIB:
         return ("build the tensor on the GPU (torch.tensor(..., device='cuda')) or keep it in pinned memory "

@@ -37,8 +37,8 @@ def _change(g: CopyGroup) -> str:
         return ("copia a un tensor fijado reservado de antemano (dst.copy_(src, non_blocking=True)) y espera a un "
                 "evento CUDA solo donde se usan los valores")
     if g.loader:
-        return ("carga con un DataLoader con pin_memory=True y copia con .to('cuda', non_blocking=True) (sus workers "
-                "fijan los lotes fuera del paso; .pin_memory() en cada lote dentro del bucle reserva memoria "
+        return ("carga con un DataLoader con pin_memory=True y copia con .to('cuda', non_blocking=True) (su hilo de "
+                "memoria fijada fija los lotes al margen del paso; .pin_memory() en cada lote dentro del bucle reserva memoria "
                 "bloqueada en cada paso y puede ser más lento que la copia paginable)")
     if g.mib / max(g.copies, 1) < SMALL_MIB:
         return ("crea el tensor en la GPU (torch.tensor(..., device='cuda')) o tenlo en memoria fijada y copia con "
