@@ -54,6 +54,7 @@ from pista.rules._common import (
     step_ops,
     us,
 )
+from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "inference-grad-mode"
@@ -146,7 +147,12 @@ def check(ctx: Context) -> list[Finding]:
         malloc_steps=_malloc_steps(facts), has_steps=bool(facts.steps))
     ev = [evidence(facts, int(i), NodeOp(int(s))) for i, s in _examples(facts, found, ids)]
     impact = ctx.per_step(found.saving_ns)
-    return [Finding(ID, record, impact, ev, severity=None if facts.steps else Severity.INFO)]
+    # inference_mode(): each node's building goes, its measured unprofiled cost (_node_us) taken out where the
+    # node's first op starts (a cost without the profiler, so the engine's unprofiled replay keeps it whole)
+    first = found.ops[np.unique(found.seqs, return_index=True)[1]]
+    edit = Edit("inference_mode", host_remove_ns=(facts.trace.ts[first].astype(np.int64),
+                                                  np.full(first.size, _node_us(facts) * 1000.0)))
+    return [Finding(ID, record, impact, ev, severity=None if facts.steps else Severity.INFO, edit=edit)]
 
 
 @dataclass(eq=False)
