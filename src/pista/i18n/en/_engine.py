@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pista.i18n._fmt import pct, t
+from pista.i18n._fmt import t
 from pista.timeline import EditCounts
 
 
@@ -23,9 +23,9 @@ def _what(c: EditCounts) -> str:
 
 def replay_basis(us: float, alone_us: float | None, unprofiled_us: float | None, unprofiled_share: float | None,
                  counts: EditCounts) -> str:
-    alone = "" if alone_us is None or abs(alone_us - us) < 0.05 * max(us, 1e-9) else \
-        f" ({t(alone_us)} alone; the rest is credited to the fixes ranked above it)"
-    clean = "" if unprofiled_us is None else \
-        f"; without the profiler {t(unprofiled_us)}, {pct(unprofiled_share or 0.0)} of the step, which ranks it"
-    return (f"replay of the profiled steps with the fix applied ({_what(counts)}): {t(us)} per step as "
-            f"profiled{alone}{clean}")
+    alone = ""
+    if alone_us is not None and abs(alone_us - us) >= 0.05 * max(us, 1e-9):
+        alone = (f" ({t(alone_us)} alone, profiled; part of it is credited to the fixes ranked above it)"
+                 if alone_us > us else f" ({t(alone_us)} alone, profiled; more once the fixes above it are made)")
+    clean = "" if unprofiled_us is None else "; the figure without the profiler ranks it"
+    return f"replay of the profiled steps with the fix applied ({_what(counts)}){alone}{clean}"

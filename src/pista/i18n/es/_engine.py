@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pista.i18n._fmt import pct, t
+from pista.i18n._fmt import t
 from pista.timeline import EditCounts
 
 
@@ -24,9 +24,10 @@ def _what(c: EditCounts) -> str:
 
 def replay_basis(us: float, alone_us: float | None, unprofiled_us: float | None, unprofiled_share: float | None,
                  counts: EditCounts) -> str:
-    alone = "" if alone_us is None or abs(alone_us - us) < 0.05 * max(us, 1e-9) else \
-        f" ({t(alone_us)} por sí solo; el resto se atribuye a los arreglos ordenados antes)"
-    clean = "" if unprofiled_us is None else \
-        f"; sin el profiler {t(unprofiled_us)}, {pct(unprofiled_share or 0.0)} del paso, lo que lo ordena"
-    return (f"reproducción de los pasos perfilados con el arreglo aplicado ({_what(counts)}): {t(us)} por paso "
-            f"perfilado{alone}{clean}")
+    alone = ""
+    if alone_us is not None and abs(alone_us - us) >= 0.05 * max(us, 1e-9):
+        alone = (f" ({t(alone_us)} por sí solo, perfilado; parte se atribuye a los arreglos ordenados antes)"
+                 if alone_us > us else f" ({t(alone_us)} por sí solo, perfilado; más una vez hechos los arreglos "
+                 "ordenados antes)")
+    clean = "" if unprofiled_us is None else "; la cifra sin el profiler es la que lo ordena"
+    return f"reproducción de los pasos perfilados con el arreglo aplicado ({_what(counts)}){alone}{clean}"
