@@ -37,11 +37,19 @@ def window_us(name: str) -> float:
     the device work launched inside the steps, whichever ends later."""
     spans = steps(name)
     start, end = float(spans[0]["ts"]), max(float(s["ts"]) + float(s["dur"]) for s in spans)
-    launch_ts = {c["args"]["correlation"]: float(c["ts"]) for c in complete(name)
-                 if c.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in c.get("args", {})}
-    launched = [float(k["ts"]) + float(k["dur"]) for k in device_work(name)
-                if start <= launch_ts.get(k.get("args", {}).get("correlation"), -1.0) < end]
+    launched = [float(k["ts"]) + float(k["dur"]) for k in device_work(name) if start <= launched_at(name, k) < end]
     return max([end, *launched]) - start
+
+
+def launched_at(name: str, work: dict) -> float:
+    """When the runtime call that launched a piece of device work started (its correlation id), -1 for none."""
+    return _launch_ts(name).get(work.get("args", {}).get("correlation"), -1.0)
+
+
+@cache
+def _launch_ts(name: str) -> dict:
+    return {c["args"]["correlation"]: float(c["ts"]) for c in complete(name)
+            if c.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in c.get("args", {})}
 
 
 def median_step_us(name: str) -> float:

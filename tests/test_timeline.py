@@ -18,24 +18,6 @@ TRACES = sorted(str(p.relative_to(FIXTURES)).removesuffix(".json.gz")
 REPLAY_GOAL = 0.05
 
 
-def _observed_window_us(name: str) -> float:
-    """From the first step's start to the later of the last step's host end and the end of the device work
-    launched in the steps, from the raw events alone."""
-    spans = raw.steps(name)
-    start = float(spans[0]["ts"])
-    end = float(spans[-1]["ts"]) + float(spans[-1]["dur"])
-    bounds = [(float(s["ts"]), float(s["ts"]) + float(s["dur"])) for s in spans]
-    launches = {c["args"]["correlation"]: float(c["ts"]) for c in raw.complete(name)
-                if c.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in c.get("args", {})}
-    for w in raw.complete(name):
-        if w.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
-            continue
-        at = launches.get(w.get("args", {}).get("correlation"))
-        if at is not None and any(a <= at < b for a, b in bounds):
-            end = max(end, float(w["ts"]) + float(w["dur"]))
-    return end - start
-
-
 @pytest.mark.parametrize("name", TRACES)
 def test_unchanged_replay_reproduces_every_trace(name, load_facts):
     facts = load_facts(name)
@@ -44,8 +26,8 @@ def test_unchanged_replay_reproduces_every_trace(name, load_facts):
         pytest.skip("no host events")
     assert tl.error <= REPLAY_GOAL
     if raw.steps(name):
-        assert tl.observed.total_ns / 1000 == pytest.approx(_observed_window_us(name), rel=1e-6, abs=1.0)
-        assert tl.baseline.total_ns / 1000 == pytest.approx(_observed_window_us(name), rel=REPLAY_GOAL)
+        assert tl.observed.total_ns / 1000 == pytest.approx(raw.window_us(name), rel=1e-6, abs=1.0)
+        assert tl.baseline.total_ns / 1000 == pytest.approx(raw.window_us(name), rel=REPLAY_GOAL)
 
 
 def test_removing_an_items_syncs_saves_the_wait_and_its_dispatch(load_facts):

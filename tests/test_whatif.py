@@ -25,11 +25,8 @@ def test_unchanged_is_the_trace(capsys):
     spans = raw.steps(name)
     assert [r["step"] for r in data["steps"]] == [int(s["name"].split("#")[1]) for s in spans]
     # each GPU lane's busy time per step: the kernels, copies and memsets the steps launched, from the raw events
-    launches = {c["args"]["correlation"]: float(c["ts"]) for c in raw.complete(name)
-                if c.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in c.get("args", {})}
     bounds = [(float(s["ts"]), float(s["ts"]) + float(s["dur"])) for s in spans]
-    work = [w for w in raw.complete(name) if w.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
-            and any(a <= launches.get(w["args"].get("correlation"), -1) < b for a, b in bounds)]
+    work = [w for w in raw.device_work(name) if any(a <= raw.launched_at(name, w) < b for a, b in bounds)]
     gpu = [x for x in data["lanes"] if x["what"] == "busy"]
     assert sum(x["before_us"] for x in gpu) == pytest.approx(sum(float(w["dur"]) for w in work) / len(spans), rel=1e-6)
 

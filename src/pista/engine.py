@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from pista.findings import Finding, Impact, severity_of
-from pista.timeline import NO_EDIT, Edit, Timeline, timeline
+from pista.timeline import NO_EDIT, Edit, Replay, Timeline, timeline
 from pista.trace.facts import Facts, merge_intervals, per_facts
 
 # How much longer the host takes to dispatch ops under the profiler with record_shapes, and with with_stack
@@ -78,11 +78,18 @@ class Prediction:
     replay_error: float
 
 
+@per_facts
+def unprofiled(facts: Facts) -> Replay | None:
+    """The steps replayed without the profiler's cost (None without a timeline)."""
+    tl = timeline(facts)
+    return None if tl is None else tl.replay(profiler_edit(facts))
+
+
 def predict(facts: Facts) -> Prediction | None:
     tl = timeline(facts)
-    if tl is None or not tl.baseline.ends.size:
+    clean = unprofiled(facts)
+    if tl is None or clean is None or not tl.baseline.ends.size:
         return None
-    clean = tl.replay(profiler_edit(facts))
     return Prediction(tl.baseline.median_ns, clean.median_ns, tl.error)
 
 
@@ -94,45 +101,56 @@ def settle(facts: Facts, findings: Sequence[Finding], step_ns: float) -> list[Fi
         return _budget(list(findings), step_ns, {})
     causes = [f for f in replayable if not is_symptom(f.rule)]
     symptoms = [f for f in replayable if is_symptom(f.rule)]
-    prof = profiler_edit(facts)
-    settled: dict[int, Impact] = {}
-    applied = _credit(tl, causes, NO_EDIT, prof, settled)
+    ctx = _Credit(tl, profiler_edit(facts), tl.baseline.median_ns or 1.0, unprofiled(facts).median_ns or 1.0, {}, {})
+    applied = ctx.credit([(f, f.edit) for f in causes], NO_EDIT)
     # a symptom claims only host time no cause's fix has changed (an unfused optimizer's launches are not
     # launch-bound's as well)
     taken = applied.footprint(facts)
-    for f in symptoms:
-        f.edit = f.edit.outside(facts, taken)
-    _credit(tl, symptoms, applied, prof, settled)
-    out = [f for f in findings if id(f) not in {id(g) for g in replayable} or id(f) in settled]
-    return _budget(out, step_ns, settled)
+    ctx.credit([(f, f.edit.outside(facts, taken)) for f in symptoms], applied)
+    replayed = {id(g) for g in replayable}
+    out = [f for f in findings if id(f) not in replayed or id(f) in ctx.settled]
+    return _budget(out, step_ns, ctx.settled, ctx.edits)
 
 
-def _credit(tl: Timeline, group: list[Finding], applied: Edit, prof: Edit, settled: dict[int, Impact]) -> Edit:
-    """Credit each finding of the group with its saving on top of what is applied, biggest alone first."""
-    base = tl.baseline if applied.empty else tl.replay(applied)
-    clean_base = tl.replay(prof + applied if not applied.empty else prof)
-    # shares are of the median step as it is (profiled, and without the profiler), whatever is applied before
-    step = tl.baseline.median_ns or 1.0
-    clean_step = tl.replay(prof).median_ns or 1.0
-    alone = {id(f): tl.saving_ns(f.edit, applied) for f in group if f.edit is not None}
-    for f in sorted(group, key=lambda g: -alone[id(g)]):
-        assert f.edit is not None
-        now = applied + f.edit if not applied.empty else f.edit
-        after = tl.replay(now)
-        clean_after = tl.replay(prof + now)
-        saved = base.median_ns - after.median_ns
-        clean_saved = clean_base.median_ns - clean_after.median_ns
-        if saved <= MIN_SAVING_SHARE * step and clean_saved <= MIN_SAVING_SHARE * clean_step:
-            continue
-        settled[id(f)] = Impact(max(saved, 0.0) / 1000.0, min(1.0, max(saved, 0.0) / step), replayed=True,
-                                alone_us=alone[id(f)] / 1000.0, unprofiled_us=max(clean_saved, 0.0) / 1000.0,
-                                unprofiled_share=min(1.0, max(clean_saved, 0.0) / clean_step))
-        applied, base, clean_base = now, after, clean_after
-    return applied
+@dataclasses.dataclass
+class _Credit:
+    """What one settlement shares: the timeline, the profiler's edit, the median step as profiled and without
+    the profiler (what shares are of, whatever is applied before), the impacts settled so far and the edits
+    replayed for them (a symptom's, outside the causes' host time)."""
+
+    tl: Timeline
+    prof: Edit
+    step: float
+    clean_step: float
+    settled: dict[int, Impact]
+    edits: dict[int, Edit]
+
+    def credit(self, group: list[tuple[Finding, Edit]], applied: Edit) -> Edit:
+        """Credit each finding of the group with its saving on top of what is applied, biggest alone first;
+        what is applied after the group."""
+        tl, prof = self.tl, self.prof
+        base, clean_base = tl.replay(applied), tl.replay(prof + applied)
+        alone = {id(f): base.median_ns - tl.replay(applied + e).median_ns for f, e in group}
+        for f, e in sorted(group, key=lambda g: -alone[id(g[0])]):
+            now = applied + e
+            after, clean_after = tl.replay(now), tl.replay(prof + now)
+            saved = base.median_ns - after.median_ns
+            clean_saved = clean_base.median_ns - clean_after.median_ns
+            if saved <= MIN_SAVING_SHARE * self.step and clean_saved <= MIN_SAVING_SHARE * self.clean_step:
+                continue
+            self.settled[id(f)] = Impact(
+                max(saved, 0.0) / 1000.0, min(1.0, max(saved, 0.0) / self.step), replayed=True,
+                alone_us=alone[id(f)] / 1000.0, unprofiled_us=max(clean_saved, 0.0) / 1000.0,
+                unprofiled_share=min(1.0, max(clean_saved, 0.0) / self.clean_step))
+            self.edits[id(f)] = e
+            applied, base, clean_base = now, after, clean_after
+        return applied
 
 
-def _budget(findings: list[Finding], step_ns: float, settled: dict[int, Impact]) -> list[Finding]:
-    """Replayed impacts in place; the rest of the steady impacts cut to what the step has left."""
+def _budget(findings: list[Finding], step_ns: float, settled: dict[int, Impact],
+            edits: dict[int, Edit] | None = None) -> list[Finding]:
+    """Replayed impacts (with the edits replayed for them) in place; the rest of the steady impacts cut to what
+    the step has left."""
     left = 1.0 - max(sum(i.share for i in settled.values()), sum(i.rank_share for i in settled.values()), 0.0)
     out = []
     legacy = sorted((f for f in findings if id(f) not in settled and not f.impact.once), key=lambda f: -f.impact.share)
@@ -149,5 +167,5 @@ def _budget(findings: list[Finding], step_ns: float, settled: dict[int, Impact])
             continue
         rank = impact.unprofiled_share if impact.unprofiled_share is not None else impact.share
         severity = f.severity if f.severity_fixed else severity_of(rank)
-        out.append(dataclasses.replace(f, impact=impact, severity=severity))
+        out.append(dataclasses.replace(f, impact=impact, severity=severity, edit=(edits or {}).get(id(f), f.edit)))
     return out

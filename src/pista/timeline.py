@@ -46,8 +46,7 @@ WAIT_SLACK_NS = 50_000
 class EditCounts:
     """What an edit changes, counted (the text of a replayed impact is built from these)."""
 
-    removed_host: int  # events removed (host events, and device work named directly)
-    removed_work: int
+    removed: int  # events removed: host ops (with the calls and work under them) or device work
     scaled_host: int
     resized_work: int
     unblocked: int
@@ -90,7 +89,7 @@ class Edit:
     def counts(self) -> EditCounts:
         scaled = sum(int(e.size) for e, f in self.host_scale if f < 1.0) + \
             sum(int(i.start.size) for i, f in self.host_scale_spans if f < 1.0)
-        return EditCounts(int(np.unique(self.remove).size), 0, scaled,
+        return EditCounts(int(np.unique(self.remove).size), scaled,
                           0 if self.device_dur is None else int(self.device_dur[0].size), int(np.unique(self.unblock).size))
 
     def footprint(self, facts: Facts) -> Intervals:
@@ -101,11 +100,9 @@ class Edit:
         if self.remove.size:
             events.append(self.remove[facts.is_host[self.remove]])
         idx = np.concatenate(events).astype(np.int64) if events else np.empty(0, np.int64)
-        out = merge_intervals(trace.ts[idx], trace.ts[idx] + trace.dur[idx])
-        for spans, f in self.host_scale_spans:
-            if f < 1.0 and spans.start.size:
-                out = merge_intervals(np.concatenate((out.start, spans.start)), np.concatenate((out.end, spans.end)))
-        return out
+        spans = [s for s, f in self.host_scale_spans if f < 1.0]
+        return merge_intervals(np.concatenate([trace.ts[idx], *(s.start for s in spans)]),
+                               np.concatenate([trace.ts[idx] + trace.dur[idx], *(s.end for s in spans)]))
 
     def outside(self, facts: Facts, taken: Intervals) -> Edit:
         """The same edit on the host time outside `taken` (its scaled events become spans there); removals,
@@ -186,21 +183,17 @@ class Timeline:
     streams: int
     stream_busy_until: np.ndarray  # per stream: the end of its work that started before the first step
     # steps
-    step_start: np.ndarray  # host start of each step
-    step_host_end: np.ndarray  # next step's start, the last step's host end
-    marker_points: np.ndarray  # point index of each step's start marker, and one for the last end
+    marker_points: np.ndarray  # point index of each step's start marker, and one for the last step's host end
 
     @cached_property
     def observed(self) -> Replay:
-        """The steps as the trace shows them, by the same definition of a step's end."""
-        ends = self.step_host_end.copy()
-        if self.w_event.size:
-            np.maximum.at(ends, np.clip(self.w_step, 0, None), np.where(self.w_step >= 0, self.w_start + self.w_dur, 0))
-        return Replay(int(self.step_start[0]), np.maximum.accumulate(ends)) if ends.size else Replay(0, ends)
+        """The steps as the trace shows them, by the same definition of a step's end as the replay's."""
+        return _steps(self, self.p_ts.astype(np.float64), (self.w_start + self.w_dur).astype(np.float64),
+                      np.ones(self.w_event.size, dtype=bool))
 
     @cached_property
     def baseline(self) -> Replay:
-        return self.replay(NO_EDIT)
+        return _replay(self, NO_EDIT)
 
     @property
     def error(self) -> float:
@@ -210,12 +203,11 @@ class Timeline:
 
     def saving_ns(self, edit: Edit, base: Edit = NO_EDIT) -> float:
         """The median step's ns that `edit` saves on top of `base`."""
-        before = self.baseline if base.empty else self.replay(base)
-        after = self.replay(base + edit if not base.empty else edit)
+        before, after = self.replay(base), self.replay(base + edit)
         return before.median_ns - after.median_ns
 
     def replay(self, edit: Edit) -> Replay:
-        return _replay(self, edit)
+        return self.baseline if edit.empty else _replay(self, edit)
 
     def stream_label(self, stream: int) -> str:
         """The lane a dense stream number stands for ("GPU 0 stream 7")."""
@@ -410,12 +402,10 @@ def _build(facts: Facts) -> Timeline:
     calls = np.flatnonzero(facts.is_launch & facts.is_complete)
     calls = calls[(trace.ts[calls] >= lo) & (trace.ts[calls] < hi)]
     names = trace.name_array
-    sync_like = np.array([bool(SYNC_CALL.match(n)) for n in names], dtype=bool)[trace.name[calls]] if calls.size else \
-        np.zeros(0, bool)
-    launching = np.isin(calls, launchers)
-    calls = calls[sync_like | launching]
-    starts, host_ends = _step_bounds(facts, lo, hi)
-    marker_ts = np.concatenate((starts, host_ends[-1:]))
+    # the sync calls, by their interned names (one regex a name, not one an event: a 1 GB trace has millions)
+    sync_name = np.array([bool(SYNC_CALL.match(str(n))) for n in names], dtype=bool)
+    calls = calls[sync_name[trace.name[calls]] | np.isin(calls, launchers)]
+    marker_ts = _markers(facts, lo, hi)
     p_event = np.concatenate((calls, np.full(marker_ts.size, -1)))
     p_ts = np.concatenate((trace.ts[calls], marker_ts)).astype(np.int64)
     p_end = np.concatenate((trace.ts[calls] + trace.dur[calls], marker_ts)).astype(np.int64)
@@ -424,10 +414,10 @@ def _build(facts: Facts) -> Timeline:
     markers = np.flatnonzero(p_event < 0)
     stream_of = _dense_streams(facts, work)
     tl = _with_work(facts, work, launchers, stream_of, p_event, p_ts)
-    p_sync, wait_all, wait_stream, cost = _waits(facts, tl, p_event, p_ts, p_end, names)
+    p_sync, wait_all, wait_stream, cost = _waits(facts, tl, p_event, p_ts, p_end, sync_name)
     streams = int(stream_of.max()) + 1 if stream_of.size else 0
     return Timeline(facts, p_event, p_ts, p_end, p_sync, wait_all, wait_stream, cost, *tl, streams,
-                    _busy_before(facts, work, stream_of, lo, streams), starts, host_ends, markers)
+                    _busy_before(facts, work, stream_of, lo, streams), markers)
 
 
 def _busy_before(facts: Facts, work: np.ndarray, stream_of: np.ndarray, lo: int, streams: int) -> np.ndarray:
@@ -454,12 +444,11 @@ def _span(facts: Facts) -> tuple[int, int]:
     return int(lo), int(hi) + 1
 
 
-def _step_bounds(facts: Facts, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+def _markers(facts: Facts, lo: int, hi: int) -> np.ndarray:
+    """Each step's host start, then the last step's host end (the window's bounds without steps)."""
     if not facts.steps:
-        return np.array([lo], np.int64), np.array([hi], np.int64)
-    starts = np.array([s.start for s in facts.steps], np.int64)
-    ends = np.concatenate((starts[1:], [facts.steps[-1].end])).astype(np.int64)
-    return starts, ends
+        return np.array([lo, hi], np.int64)
+    return np.array([s.start for s in facts.steps] + [facts.steps[-1].end], np.int64)
 
 
 def _dense_streams(facts: Facts, work: np.ndarray) -> np.ndarray:
@@ -524,7 +513,7 @@ def _queue_gaps(stream_of: np.ndarray, start: np.ndarray, dur: np.ndarray) -> tu
 
 
 def _waits(facts: Facts, tl: tuple[np.ndarray, ...], p_event: np.ndarray, p_ts: np.ndarray, p_end: np.ndarray,
-           names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+           sync_name: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per point: whether it waits, for every stream or for one, and its own time beyond the wait."""
     w_event, w_point, w_owned, w_stream, w_start, w_dur = tl[:6]
     w_end = w_start + w_dur
@@ -543,12 +532,10 @@ def _waits(facts: Facts, tl: tuple[np.ndarray, ...], p_event: np.ndarray, p_ts: 
     launched_at = np.where(w_owned, p_ts[w_point], w_start) if p_ts.size else w_start
     by_launch = np.argsort(launched_at, kind="stable")
     launch_ts = launched_at[by_launch]
-    # the sync calls, by their interned names (one regex a name, not one an event: a 1 GB trace has millions)
-    is_sync = np.array([bool(SYNC_CALL.match(str(n))) for n in names], dtype=bool)
     events = p_event >= 0
-    candidates = np.flatnonzero(events)[is_sync[trace.name[p_event[events]]]] if events.any() else np.empty(0, int)
+    candidates = np.flatnonzero(events)[sync_name[trace.name[p_event[events]]]] if events.any() else np.empty(0, int)
     for p in candidates.tolist():
-        name = names[int(trace.name[p_event[p]])]
+        name = trace.event_name(int(p_event[p]))
         sync[p] = True
         before = by_launch[:np.searchsorted(launch_ts, p_ts[p], side="left")]
         _wait_target(p, before, w_stream, w_end, p_ts, p_end, bool(DEVICE_SYNC_CALL.match(name)),

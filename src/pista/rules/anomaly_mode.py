@@ -33,10 +33,11 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Finding, Record
+from pista.opargs import SEQ_NONE, SEQ_ODD, sequence_numbers
 from pista.rules import gpu_idle
 from pista.rules._common import AUTOGRAD_NODE, evidence, name_mask, nearest_ancestor, pattern_mask, us
 from pista.timeline import Edit
-from pista.trace.facts import Facts, Intervals, per_facts
+from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts
 
 ID = "anomaly-mode"
 # What the engine runs on each node's outputs in anomaly mode, directly under the node (torch 2.x:
@@ -84,20 +85,19 @@ def check(ctx: Context) -> list[Finding]:
     steps = ctx.step_count
     nodes = np.unique(facts.parent[checks])
     gradients = int(name_mask(facts, {SIGNATURE})[checks].sum())
+    forward = _traceback_self(facts) if facts.has_gpu else None
     record = AnomalyMode(steps=steps, nodes_checked_per_step=nodes.size / steps,
                          gradients_checked_per_step=gradients / steps,
                          checks_us_per_step=us(host_ns) / steps,
-                         idle_us_per_step=None if idle is None else us(idle) / steps)
+                         idle_us_per_step=None if idle is None else us(idle) / steps,
+                         forward_tracebacks=forward is not None)
     # the checks of the node they cost most under (a conv's three gradients, not the loss's one)
     ids, inverse = np.unique(facts.parent[checks], return_inverse=True)
     costliest = int(ids[np.argmax(np.bincount(inverse, weights=trace.dur[checks]))])
     shown = checks[facts.parent[checks] == costliest][:EVIDENCE_CHECKS]
     node = AUTOGRAD_NODE.sub("", trace.event_name(costliest))
     ev = [evidence(facts, int(i), CheckNote(node)) for i in shown.tolist()]
-    forward = _traceback_self(facts) if facts.has_gpu else None
     spans = ((forward, TRACEBACK_SELF_KEEP),) if forward is not None else ()
-    record = AnomalyMode(**{**{k: getattr(record, k) for k in record.__struct_fields__},
-                            "forward_tracebacks": forward is not None})
     return [Finding(ID, record, impact, ev,
                     edit=Edit("anomaly checks gone", remove=checks.astype("int64"), host_scale_spans=spans))]
 
@@ -105,8 +105,6 @@ def check(ctx: Context) -> list[Finding]:
 def _traceback_self(facts: Facts) -> Intervals | None:
     """The self time of the forward's node-building ops, where their median says anomaly mode records a
     traceback in each (FORWARD_TRACEBACK_SELF_NS); None where it does not."""
-    from pista.opargs import SEQ_NONE, SEQ_ODD, sequence_numbers
-    from pista.trace.facts import merge_intervals
 
     trace = facts.trace
     ops = np.flatnonzero(facts.is_host & trace.category_mask({"cpu_op"}) & (facts.event_step >= 0 if facts.steps

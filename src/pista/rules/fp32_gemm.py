@@ -124,7 +124,8 @@ def check(ctx: Context) -> list[Finding]:
         return []
     table = gemms(facts)
     target_tflops = card.ceiling(target) if card else None
-    saved = _saved_ns(facts, idx, card, target_tflops)
+    target_ns = _target_ns(facts, idx, card, target_tflops)
+    saved = float((trace.dur[idx] - target_ns).sum())
     impact = ctx.per_step(saved)
     if impact.share < MIN_STEP_SHARE:
         return []
@@ -145,18 +146,13 @@ def check(ctx: Context) -> list[Finding]:
         ev.append(evidence(facts, i, SimtKernel(g.tflops(int(trace.dur[i])) if g else None)))
         if op >= 0 and all(e.ts_us != trace.ts[op] / 1000.0 for e in ev):
             ev.append(evidence(facts, op, FloatOp(op_dims(facts, op))))
-    edit = Edit("GEMMs at the target dtype", device_dur=(idx.astype(np.int64), _target_ns(facts, idx, card, target_tflops)))
+    edit = Edit("GEMMs at the target dtype", device_dur=(idx.astype(np.int64), target_ns))
     return [Finding(ID, record, impact, ev, edit=edit)]
 
 
-def _saved_ns(facts: Facts, idx: np.ndarray, card, target_tflops: float | None) -> float:
-    """Per call: its time minus its FLOPs at the target ceiling; a call without FLOPs (or on a card
-    not in the table) at the card's fp32-to-target ratio."""
-    return float((facts.trace.dur[idx] - _target_ns(facts, idx, card, target_tflops)).sum())
-
-
 def _target_ns(facts: Facts, idx: np.ndarray, card, target_tflops: float | None) -> np.ndarray:
-    """Per kernel: its time at the target dtype (never longer than now)."""
+    """Per kernel: its time at the target dtype, never longer than now: its FLOPs at the target ceiling; a call
+    without FLOPs (or on a card not in the table) at the card's fp32-to-target ratio."""
     trace = facts.trace
     table = gemms(facts)
     fp32 = card.ceiling("fp32") if card else None

@@ -82,14 +82,12 @@ def check(ctx: Context) -> list[Finding]:
     found = _found(ctx.facts)
     if found is None:
         return []
-    facts, trace = ctx.facts, ctx.facts.trace
+    facts = ctx.facts
     steps = ctx.step_count
     impact = ctx.per_step(_saving(found.idle))
-    launched = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
-    launched = launched[index_mask(facts, found.ops)[facts.owner[launched]]]
     record = TanhGelu(
         steps=steps, chains_per_step=found.chains / steps, ops_per_chain=BEFORE + 1 + AFTER,
-        idle_us_per_step=us(found.idle.total) / steps, kernel_us_per_step=us(trace.dur[launched].sum()) / steps,
+        idle_us_per_step=us(found.idle.total) / steps, kernel_us_per_step=us(found.kernel_ns) / steps,
         fp32=_fp32(facts, found.ops))
     ev = []
     for chain in range(min(EVIDENCE_CHAINS, found.chains)):
@@ -116,6 +114,7 @@ class _Found:
     ops: np.ndarray  # each chain's ops in order, chain after chain
     chains: int
     idle: Intervals  # the GPU idle under them
+    kernel_ns: float  # their kernels' GPU time
 
 
 @per_facts
@@ -135,7 +134,7 @@ def _found(facts: Facts) -> _Found | None:
     passes = kernel_ns * (1.0 - 1.0 / (BEFORE + 1 + AFTER)) * scale.busy
     if scale.per_step(max(_saving(idle), passes)).share < MIN_STEP_SHARE:
         return None
-    return _Found(members, members.size // (BEFORE + 1 + AFTER), idle)
+    return _Found(members, members.size // (BEFORE + 1 + AFTER), idle, kernel_ns)
 
 
 @per_facts

@@ -64,9 +64,18 @@ import numpy as np
 from pista.findings import Context, Evidence, Finding, Record, steps_of
 from pista.purpose import CODE, classify
 from pista.rules import gpu_idle
-from pista.rules._common import busy_ns, index_mask, nearest_ancestor, pattern_mask, us
+from pista.rules._common import (
+    AUTOGRAD_NODE,
+    busy_ns,
+    index_mask,
+    name_mask,
+    nearest_ancestor,
+    outer_ops,
+    pattern_mask,
+    us,
+)
 from pista.timeline import Edit
-from pista.trace.facts import Facts, Intervals, per_facts
+from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts
 
 ID = "unfused-optimizer"
 STEP_EVENT = re.compile(r"^Optimizer\.step#(\w+)\.step$")
@@ -243,8 +252,6 @@ def _hand_written(facts: Facts) -> tuple[Finding, list[int]] | None:
 def _update_ops(facts: Facts) -> np.ndarray | None:
     """The outermost in-place ops after each step's last autograd node, outside any Optimizer.step, where every
     step runs at least MIN_UPDATE_OPS of them; None otherwise."""
-    from pista.rules._common import AUTOGRAD_NODE, name_mask, outer_ops
-
     trace = facts.trace
     outer, _ = outer_ops(facts)
     nodes = np.flatnonzero(facts.is_host & pattern_mask(facts, AUTOGRAD_NODE) & (facts.event_step >= 0))
@@ -265,8 +272,6 @@ def _update_ops(facts: Facts) -> np.ndarray | None:
 
 def _loop_spans(facts: Facts, ops: np.ndarray) -> Intervals:
     """Per step, from the loop's first op to the end of its last (the Python between them included)."""
-    from pista.trace.facts import merge_intervals
-
     trace = facts.trace
     step = facts.event_step[ops]
     first = np.full(len(facts.steps), np.iinfo(np.int64).max, dtype=np.int64)

@@ -8,10 +8,8 @@ from pista.timeline import EditCounts
 
 def _what(c: EditCounts) -> str:
     parts = []
-    if c.removed_host:
-        parts.append(f"{c.removed_host:,} host event(s) removed with the calls and device work under them")
-    if c.removed_work:
-        parts.append(f"{c.removed_work:,} kernel(s) or copies removed")
+    if c.removed:
+        parts.append(f"{c.removed:,} event(s) removed (ops with what they launched, or kernels and copies)")
     if c.scaled_host:
         parts.append(f"the host time under {c.scaled_host:,} event(s) shortened")
     if c.resized_work:

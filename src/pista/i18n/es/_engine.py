@@ -8,11 +8,8 @@ from pista.timeline import EditCounts
 
 def _what(c: EditCounts) -> str:
     parts = []
-    if c.removed_host:
-        parts.append(f"{c.removed_host:,} evento(s) del host quitados con las llamadas y el trabajo del dispositivo "
-                     "bajo ellos")
-    if c.removed_work:
-        parts.append(f"{c.removed_work:,} kernel(s) o copias quitados")
+    if c.removed:
+        parts.append(f"{c.removed:,} evento(s) quitados (operaciones con lo que lanzaron, o kernels y copias)")
     if c.scaled_host:
         parts.append(f"el tiempo del host bajo {c.scaled_host:,} evento(s) acortado")
     if c.resized_work:
