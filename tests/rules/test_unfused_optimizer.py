@@ -199,3 +199,13 @@ def test_a_hand_written_update_loop_is_named(analysis_of):
     assert counts == [294] * len(counts)
     assert finding.record.ops_per_step == pytest.approx(294)
     assert "fused=True" in finding.fix and "opt.step()" in finding.fix
+
+
+@pytest.mark.parametrize("name", ["savings/h100/optim_manual_sgd__fixed", "savings/h100/optim_adam_loop__fixed",
+                                  "savings/h100/healthy_gpt_bf16__broken", "gpu/gpt_bf16_fused", "gpu/run_mlp_stack",
+                                  "savings/h100/sync_per_param__fixed"])
+def test_no_hand_written_loop_where_an_optimizer_updates(name, analysis_of):
+    """Training steps whose update is an Optimizer.step (fused or foreach), or a few in-place ops after the
+    backward (a gradient-norm, a loss scale): no hand-written update loop."""
+    finding = analysis_of(name).finding(RULE)
+    assert finding is None or finding.record.mode != "hand-written"

@@ -20,7 +20,11 @@ Impact:
 Per step, the checks' time: CPU-only, their host time; with a GPU, the GPU idle under them (the
 reads' syncs drain the queue). The tracebacks the forward records are not counted, so it is below
 what turning the mode off saves (the twins: 5.5 of 8.4 ms, 2.7 of 4.5 ms); host-sync leaves these
-reads to this rule. Silent under 1% of the step and on every trace without the checks.
+reads to this rule. Silent under 1% of the step and on every trace without the checks. Replayed (the
+default, pista.engine), the edit removes the checks and, on a GPU trace whose forward node-building ops keep
+a median self time of FORWARD_TRACEBACK_SELF_NS or more (set_detect_anomaly(True) for the whole run), that
+self time down to TRACEBACK_SELF_KEEP: savings/h100/anomaly_global 64.9% predicted against 76.5% measured;
+anomaly_ctx, anomaly detection around backward() only, 40.0% against 48.2%.
 
 Fix:
 Turn it off outside debugging: remove `torch.autograd.set_detect_anomaly(True)` (or pass False), or
