@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 HTA_VENV = OUT / "hta-venv"
 TOOLS = ("pista-analyze", "pista-table", "hta", "orjson", "pista-annotate", "pista-report", "pista-diff",
-         "pista-sql")
+         "pista-sql", "pista-analyze-no-replay")
 # The verbs beyond analyze and table, with what each is given after the trace (outputs go to the
 # scratch folder, so the bench leaves nothing behind). Not in the default run: --tools names them.
 DEFAULT_TOOLS = ("pista-analyze", "pista-table", "hta", "orjson")
@@ -85,6 +85,8 @@ def commands(tool: str, trace: str, hta: str | None, scratch: Path) -> list[str]
         return [*pista_command(), "analyze", trace]
     if tool == "pista-table":
         return [*pista_command(), "table", trace]
+    if tool == "pista-analyze-no-replay":  # the engine's replay left out: what it costs analyze
+        return [*pista_command(), "analyze", trace, "--no-replay"]
     if tool == "orjson":
         return [sys.executable, "-c", ORJSON_JOB, trace]
     if tool == "pista-annotate":
