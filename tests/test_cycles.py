@@ -114,8 +114,8 @@ def test_cycle_labels_in_spanish(capsys):
     for key in ("profiler cycles of one process", "in time order", "Cycle", "median step", "What changed",
                 "verdict", "Start here", "GPU busy", "Findings"):
         assert word(key, "es") != key and word(key, "es") in text, key
-    assert "Ciclo 1 -> 2: paso mediano" in text and "crítico" in text
-    for english in ("Cycle ", "median step", "What changed", "Start here", "Findings", "critical", "in time order",
+    assert "Ciclo 1 -> 2: paso mediano" in text and "(aviso, " in text
+    for english in ("Cycle ", "median step", "What changed", "Start here", "Findings", "warning", "in time order",
                     "per cycle"):
         assert english not in text, english
     out = _json(capsys, CYCLES, "--lang", "es")

@@ -157,7 +157,7 @@ def test_analyze_text_and_explain_in_spanish(capsys):
     assert evidence and all(", paso " in line and ", en +" in line for line in evidence)
     flat = " ".join(text.split())  # lines wrap at the terminal's width
     assert "impacto:" in flat and "Empieza por aquí:" in flat and "impact:" not in flat
-    assert "CRÍTICO" in text and "GPU ocupada" in text and "thread " not in text
+    assert "AVISO" in text and "GPU ocupada" in text and "thread " not in text
     assert main(["explain", "cold-start", "--lang", "es"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("cold-start: " + rule_title("cold-start", "es"))

@@ -203,6 +203,9 @@ class Finding:
     lang: str = "en"
     edit: Any = None  # the pista.timeline.Edit its fix makes, which the engine replays (None: not yet)
     severity_fixed: bool = False  # the rule set the severity (a documented exception), not the impact
+    # a symptom (pista.engine: credited after the causes, with what they leave) or a cause; None: the rule's
+    # SYMPTOM. A rule that tells a cause from its symptom per finding sets it (many-calls: a Python loop)
+    symptom: bool | None = None
 
     def __post_init__(self) -> None:
         if self.severity is None:
@@ -362,14 +365,17 @@ class Analysis:
         # no unconditional one is (an expert review: a 30% conditional dtype change came before an 18.5%
         # anomaly detection left on, free to turn off)
         worth = [f for f in worth if not f.impact.once] or worth
-        worth = [f for f in worth if f.severity != Severity.INFO] or worth
+        from pista.engine import is_symptom
+
+        # said under a condition: at info by the rule's own choice, though worth a warning (a symptom at info
+        # is quiet by the engine's policy, not conditional)
+        worth = [f for f in worth if not (f.severity == Severity.INFO and f.severity_fixed and not is_symptom(f)
+                                          and f.impact.rank_share >= WARNING_SHARE)] or worth
         # a replayed symptom (pista.engine) is what is left once the causes are fixed: a cause worth fixing
         # comes before it, whatever the symptom's rest (issue 33: in 8 of 9 measured pairs a symptom came
         # first where the planted cause saved 15-95%; savings/h100/autocast_train_small: the weight casts,
         # 18% of the step, before the 64% left to launch-bound). A graph cannot hold a sync or a graph break.
-        from pista.engine import is_symptom
-
-        umbrellas = {f.rule for f in worth if f.rule in UMBRELLA_RULES or (f.impact.replayed and is_symptom(f.rule))}
+        umbrellas = {f.rule for f in worth if f.rule in UMBRELLA_RULES or (f.impact.replayed and is_symptom(f))}
         umbrella = max((f.impact.rank_share for f in worth if f.rule in umbrellas and not f.impact.replayed),
                        default=0.0)
         specific = (f for f in worth if f.rule not in umbrellas and f.impact.rank_share >= UMBRELLA_YIELD * umbrella)

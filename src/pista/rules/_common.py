@@ -196,6 +196,8 @@ GRAPH_CALL = re.compile(r"^## Call CompiledFxGraph (\w+)")  # a compiled graph's
 # The autograd engine's node events (the backward's work, on its own thread).
 AUTOGRAD_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.(step|zero_grad)#")
+# Regions that fetch or build data (the DataLoader's marker, regions named for data): data-loading's
+DATA_REGION = re.compile(r"^enumerate\(DataLoader\)#|data|dataset|collate|prefetch", re.I)
 CACHE_LOOKUP = "TorchDynamo Cache Lookup"
 
 _ancestor_cache: weakref.WeakKeyDictionary[Facts, dict[bytes, tuple[np.ndarray, np.ndarray]]] = (

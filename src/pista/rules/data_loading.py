@@ -48,6 +48,7 @@ import numpy as np
 
 from pista.findings import WARNING_SHARE, Context, Finding, Record
 from pista.rules._common import (
+    DATA_REGION,
     PROFILER_HOST_INFLATION,
     evidence,
     index_mask,
@@ -67,7 +68,6 @@ BATCHED_SHARE = 0.1
 # torch's own marker for each batch a DataLoader yields; record_function regions named for data
 DATALOADER = re.compile(r"^enumerate\(DataLoader\)#")
 SINGLE_PROCESS = "_SingleProcessDataLoaderIter"
-DATA_REGION = re.compile(r"^enumerate\(DataLoader\)#|data|dataset|collate|prefetch", re.I)
 # a batch fetched sample by sample: at least this many indexing ops per batch in the region (the review's
 # TensorDataset: 2 per sample, 512 a batch of 256; batched indexing: 2 aten::index a batch)
 PER_SAMPLE_MIN_SELECTS = 16

@@ -489,7 +489,10 @@ def check(ctx: Context) -> list[Finding]:
     for _, (v, i) in ops[:TOP_OPS]:
         if all(e.name != trace.event_name(i) for e in evidence):
             evidence.append(event_evidence(facts, i, SelfTime(us(v) / n)))
-    return [Finding(ID, record, impact, evidence, edit=Edit("work off the GPU's path", host_scale_spans=((claim, 0.0),)))]
+    # named regions doing host work (NumPy preprocessing, a loader, I/O) are a cause the user can move; idle
+    # under no region is a symptom of what runs there
+    return [Finding(ID, record, impact, evidence, edit=Edit("work off the GPU's path", host_scale_spans=((claim, 0.0),)),
+                    symptom=False if regions else None)]
 
 
 def _outside_ops(facts: Facts, claimed: Intervals) -> Intervals:

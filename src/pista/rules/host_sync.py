@@ -50,6 +50,7 @@ from pista.rules import anomaly_mode, cudnn_setup, graph_break
 from pista.rules._common import (
     COMPILE_EVENT,
     SYNC_NAMES,
+    backward_nodes,
     busy_ns,
     kernel_launches,
     memcpys,
@@ -61,7 +62,7 @@ from pista.rules._common import (
     us,
 )
 from pista.timeline import Edit
-from pista.trace.facts import Facts
+from pista.trace.facts import Facts, Intervals, merge_intervals
 
 ID = "host-sync"
 # At least this many syncing ops per step on average: gpu/host_sync_item has 8, the pageable
@@ -140,15 +141,112 @@ def check(ctx: Context) -> list[Finding]:
 # Ops that exist only to bring a value to the host: the fix (keep it on the GPU) removes the op with its copy
 # and sync. Any other syncing op (a boolean-mask index, nonzero, a blocking copy) stays and stops waiting.
 READ_OPS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::tolist", "aten::is_nonzero"})
+# Ops that sync because their output's size depends on the values (a boolean mask): the fix keeps the shape
+# static (multiply by the mask, torch.where), so the op goes with its backward, not only its wait
+# (savings/h100/sync_bool_mask: logits[mask] gathers and scatters the logits; measured 9.6%, the wait alone
+# replays to 3.5%).
+MASKED_OPS = frozenset({"aten::index", "aten::masked_select", "aten::nonzero", "aten::masked_scatter"})
+# torch.cuda.synchronize()'s Python wrapper goes with the call. Without stacks the wrapper shows only as the
+# host gap before the call; at most this much of it is taken (savings/h100/sync_cuda_synchronize with stacks:
+# 24 µs of wrapper frames around a 3.7 µs cudaDeviceSynchronize, about 8 µs once the stacks' cost is out).
+SYNC_WRAPPER_GAP_NS = 8_000
+# A value read after the same producing op this many times per step (`p.grad.norm().item()` for each
+# parameter) is a loop over tensors: the fix reads them batched (torch._foreach_norm, torch.stack, one
+# .item()), so the producers' dispatch goes down to this share (savings/h100/sync_per_param: 53 norms a step).
+MIN_READS_IN_LOOP = 8
+LOOP_PRODUCER_SHARE = 0.8  # the reads that follow the same op, at least
+BATCHED_PRODUCER_HOST = 0.1
 
 
 def _edit(facts: Facts, hits: list[tuple[int, list[int]]]) -> Edit:
-    """What the fix does: a value read goes (the op, its copy and its sync), an explicit sync goes, any other
-    syncing op stops waiting."""
+    """What the fix does: a value read goes (the op, its copy and its sync, and the Python statement that
+    called only it), an explicit sync goes with its wrapper, a masked op goes with its backward, any other
+    syncing op stops waiting; reads in a loop over tensors batch their producers."""
     trace = facts.trace
-    remove = [op for op, parts in hits if parts == [op] or trace.event_name(op) in READ_OPS]
-    unblock = [j for op, parts in hits if not (parts == [op] or trace.event_name(op) in READ_OPS) for j in parts]
-    return Edit("the syncs gone", remove=np.array(remove, np.int64), unblock=np.array(unblock, np.int64))
+    gone = [op for op, parts in hits if parts == [op] or trace.event_name(op) in READ_OPS]
+    masked = [op for op, parts in hits if op not in gone and trace.event_name(op) in MASKED_OPS]
+    unblock = [j for op, parts in hits if op not in gone and op not in masked for j in parts]
+    work = _WorkIndex(facts)
+    remove = [work.statement(op) for op in gone] + masked
+    remove += backward_nodes(facts, np.array(masked, np.int64)).tolist()
+    spans = [(work.gaps_before([op for op, parts in hits if parts == [op] and work.statement(op) == op]), 0.0)]
+    scale = _batched_producers(facts, work, [op for op in gone if trace.event_name(op) in READ_OPS])
+    return Edit("the syncs gone", remove=np.array(remove, np.int64), unblock=np.array(unblock, np.int64),
+                host_scale=scale, host_scale_spans=tuple((s, f) for s, f in spans if s.start.size))
+
+
+class _WorkIndex:
+    """Per host thread, the calls that do work (ops, runtime and driver calls) in time order: what a Python
+    frame holds besides a given call, and what ran just before it."""
+
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
+        trace = facts.trace
+        work = np.flatnonzero(facts.is_host & trace.category_mask({"cpu_op", "cuda_runtime", "cuda_driver"}))
+        self.frame = trace.category_id("python_function")
+        self.lanes: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        keys = trace.pid[work].astype(np.int64) * (1 << 32) + trace.tid[work].astype(np.int64)
+        for key in np.unique(keys).tolist():
+            idx = work[keys == key]
+            idx = idx[np.argsort(trace.ts[idx], kind="stable")]
+            end = trace.ts[idx] + trace.dur[idx]
+            self.lanes[(key >> 32, key & 0xFFFFFFFF)] = (idx, trace.ts[idx], np.maximum.accumulate(end))
+
+    def _lane(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        trace = self.facts.trace
+        empty = np.empty(0, np.int64)
+        return self.lanes.get((int(trace.pid[i]), int(trace.tid[i]) & 0xFFFFFFFF), (empty, empty, empty))
+
+    def count(self, i: int) -> int:
+        """The work calls inside event i's span on its thread."""
+        trace = self.facts.trace
+        _, ts, _ = self._lane(i)
+        return int(np.searchsorted(ts, trace.ts[i] + trace.dur[i], side="right") - np.searchsorted(ts, trace.ts[i]))
+
+    def statement(self, i: int) -> int:
+        """The outermost Python frame above event i that calls nothing else (torch.cuda.synchronize()'s
+        wrapper, `x.item()`), or i where the trace has no frames."""
+        own, j, top = self.count(i), int(self.facts.parent[i]), i
+        while j >= 0 and int(self.facts.trace.cat[j]) == self.frame and self.count(j) == own:
+            top, j = j, int(self.facts.parent[j])
+        return top
+
+    def previous(self, i: int) -> int:
+        """The work call on i's thread that ran last before i, or -1."""
+        idx, ts, _ = self._lane(i)
+        k = int(np.searchsorted(ts, self.facts.trace.ts[i])) - 1
+        return int(idx[k]) if k >= 0 else -1
+
+    def gaps_before(self, calls: list[int]) -> Intervals:
+        """The host time right before each call since the thread's last work ended, at most
+        SYNC_WRAPPER_GAP_NS: a wrapper the trace recorded no frame for."""
+        trace = self.facts.trace
+        lo, hi = [], []
+        for i in calls:
+            _, ts, ends = self._lane(i)
+            k = int(np.searchsorted(ts, trace.ts[i])) - 1
+            if k >= 0 and ends[k] < trace.ts[i]:
+                lo.append(max(int(ends[k]), int(trace.ts[i]) - SYNC_WRAPPER_GAP_NS))
+                hi.append(int(trace.ts[i]))
+        return merge_intervals(np.array(lo, np.int64), np.array(hi, np.int64))
+
+
+def _batched_producers(facts: Facts, work: _WorkIndex, reads: list[int]) -> tuple[tuple[np.ndarray, float], ...]:
+    """Reads in a loop over tensors: the ops right before them, when one op name precedes most of them and
+    they repeat at least MIN_READS_IN_LOOP times a step; their dispatch shrinks to a batched call's."""
+    if len(reads) < MIN_READS_IN_LOOP * max(1, len(facts.steps)):
+        return ()
+    trace = facts.trace
+    before = [outermost_aten(facts, p) if outermost_aten(facts, p) >= 0 else p
+              for p in (work.previous(work.statement(r)) for r in reads) if p >= 0]
+    names = Counter(trace.event_name(p) for p in before)
+    if not names:
+        return ()
+    name, n = names.most_common(1)[0]
+    if n < LOOP_PRODUCER_SHARE * len(reads) or name in READ_OPS:
+        return ()
+    producers = np.unique(np.array([p for p in before if trace.event_name(p) == name], np.int64))
+    return ((producers, BATCHED_PRODUCER_HOST),)
 
 
 def _sync_calls(facts: Facts) -> np.ndarray:

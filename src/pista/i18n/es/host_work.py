@@ -1,0 +1,77 @@
+"""host-work en español."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import t
+from pista.rules.host_work import HostWork, Stretch
+
+TITLE = "El host hace su propio trabajo en el paso mientras la GPU espera"
+
+
+def _where(r: HostWork) -> str:
+    if r.frames:
+        return "en " + ", ".join(f"{name} ({t(us)})" for name, us in r.frames)
+    before, after = r.between
+    if before and after:
+        return f"entre {before} y {after}"
+    return f"después de {before}" if before else (f"antes de {after}" if after else "fuera de toda op")
+
+
+def message(r: HostWork) -> str:
+    return (f"Por paso el hilo que lanza pasa {t(r.work_us)} en {r.stretches} tramo(s) de trabajo propio fuera "
+            f"de toda op de torch (el más largo {t(r.longest_us)}), {_where(r)}; la GPU está ociosa {t(r.idle_us)} "
+            "de ese tiempo. Es trabajo de Python o NumPy (preprocesado, tokenización, registro, E/S) en el paso, "
+            "no el despacho de ops.")
+
+
+def advice(r: HostWork) -> str:
+    code = f"El código: {_where(r)}. " if r.frames else ("Graba el paso con with_stack=True para ver qué código "
+                                                        f"de Python corre {_where(r)}. ")
+    return (code + "Saca el trabajo del paso: hazlo en la GPU con ops de torch sobre el lote entero, en un "
+            "DataLoader con workers (num_workers>0, pin_memory=True) para que se solape con la GPU, o una vez "
+            "antes del bucle (un dataset ya preprocesado y tokenizado). Compilar o capturar el paso en un grafo "
+            "no ayuda aquí.")
+
+
+def fix(r: HostWork) -> str:
+    return (f"el host trabaja {t(r.idle_us)} por paso fuera de las ops de torch {_where(r)}: llévalo a la GPU o a "
+            "workers del DataLoader")
+
+
+def basis(r: HostWork) -> str:
+    return "los tramos de trabajo del host quitados del paso"
+
+
+NOTES = {
+    Stretch: lambda n: f"{t(n.dur_us)} de trabajo del host, la GPU ociosa {t(n.idle_us)}" + (f", en {n.frame}" if n.frame else ""),
+}
+
+
+DOCS = """Qué:
+El host hace su propio trabajo entre ops de torch dentro de los pasos mientras la GPU espera: preprocesado
+en NumPy o Python (aumento de datos, normalización, tokenización), bucles de Python sobre datos, registro,
+E/S. En la traza es tiempo del hilo que lanza sin ninguna op ni llamada al runtime, en tramos de
+HOST_WORK_GAP_NS o más (el Python entre dos ops eager es de 5-30 µs), con la GPU ociosa debajo. Con pilas
+la regla nombra los frames del usuario que corrieron ahí; sin ellas, las ops de cada lado.
+
+Por qué:
+La GPU solo ejecuta lo que el host ha lanzado. Los huecos de despacho son coste por op (de overhead-bound);
+un tramo de trabajo del host en medio del paso es una etapa en serie propia: la GPU está ociosa todo ese
+tiempo, y ni fusionar, ni compilar, ni un CUDA graph lo recuperan. El trabajo tiene que salir del camino
+del paso: a la GPU como ops de tensores, a workers del DataLoader, o fuera del bucle (hecho una vez).
+
+Ejemplo:
+savings/h100/numpy_augment: recortes aleatorios, volteos y ruido en NumPy para un lote de 64 imágenes en
+cada paso, fuera de toda región y sin pilas: el host pasa la mayor parte del paso entre la última op del
+optimizador y la primera del siguiente forward. savings/h100/python_tokenize: textos tokenizados en Python
+(una búsqueda en un dict por palabra) en cada paso, con pilas: la regla nombra el frame `tokenize`.
+
+Impacto:
+El paso reproducido sin los tramos de trabajo del host (corren en otro sitio, o en la GPU en unos pocos
+kernels): lo que ahorra sacar el trabajo del paso, como mucho.
+
+Solución:
+Haz el trabajo en la GPU con ops de torch sobre el lote entero (recortes por indexado, volteos con
+torch.where, normalización con ops de tensores), en un DataLoader con workers (`num_workers>0,
+pin_memory=True, persistent_workers=True`) para que se solape con el paso de la GPU, o una vez antes del
+bucle (un dataset tokenizado y preprocesado). Donde las pilas nombran el frame, ese es el código a mover."""

@@ -1,0 +1,252 @@
+"""What:
+The host runs its own work between torch ops inside the steps while the GPU waits: NumPy or Python
+preprocessing (augmentation, normalisation, tokenization), Python loops over data, logging, I/O. In the
+trace it is time on the launching thread covered by no op and no runtime call, in stretches of
+HOST_WORK_GAP_NS or longer (the Python between two eager ops is 5-30 µs), with the GPU idle under it. With
+stacks the rule names the user's frames that ran there; without them, the ops on either side.
+
+Why:
+The GPU runs only what the host has launched. Dispatch gaps are per-op overhead (overhead-bound's); a
+stretch of host work in the middle of the step is a serial stage of its own: the GPU idles for all of it,
+and no fusing, compiling or CUDA graph recovers it. The work must move off the step's path: onto the GPU
+as tensor ops, into DataLoader workers, or out of the loop altogether (done once).
+
+Example:
+savings/h100/numpy_augment: random crops, flips and noise in NumPy for a batch of 64 images every step,
+outside any region and without stacks: the host spends most of the step between the optimizer's last op
+and the next forward's first. savings/h100/python_tokenize: texts tokenized in Python (a dict lookup per
+word) every step, with stacks: the rule names the `tokenize` frame.
+
+Impact:
+The step replayed with the host's work stretches taken out (they run elsewhere, or on the GPU in a few
+kernels): what moving the work off the step saves, at most.
+
+Fix:
+Do the work on the GPU with torch ops on the whole batch (crops by indexing, flips with torch.where,
+normalisation as tensor ops), in a DataLoader with workers (`num_workers>0, pin_memory=True,
+persistent_workers=True`) so it overlaps the GPU's step, or once before the loop (a tokenized,
+preprocessed dataset). Where stacks name the frame, that is the code to move.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+
+from pista.findings import NOT_USER_FRAME, Context, Evidence, Finding, Record
+from pista.rules._common import (
+    COMPILE_EVENT,
+    DATA_REGION,
+    OPTIMIZER_STEP,
+    pattern_mask,
+    step_at,
+    us,
+)
+from pista.timeline import Edit
+from pista.trace.facts import EMPTY, Facts, Intervals, merge_intervals
+
+ID = "host-work"
+# A stretch of the launching thread with no op or runtime call at least this long (ns) is the host's own
+# work: the Python between eager ops is 5-30 µs on the H200/H100 fixtures, up to 60-110 µs with stacks in a
+# Hugging Face model's modules (gpu/bert_fixed) or a tiny loop's line (gpu/capture_mm64_sync: 67-127 µs);
+# a NumPy batch or a tokenizer takes milliseconds (numpy_preprocess: 3-6 ms a step).
+HOST_WORK_GAP_NS = 150_000
+# Around the time another thread runs ops (the autograd engine), this much (ns) on either side is the engine
+# starting or finishing with the caller blocked in backward(), not work (healthy_gpt_bf16: up to 340 µs as
+# profiled, in fragments).
+AUTOGRAD_EDGE_NS = 400_000
+# Each step's first and last this long (ns) are the profiler's own step bookkeeping (prof.step()) and the
+# loop's line: 64-200 µs at the start on kernel_variability, break_item__fixed, series_mlp_eager, 170-210 µs
+# at the end on eval_first_call, lazy_late_kernel, profiler_first_step.
+PROFILER_STEP_EDGE_NS = 200_000
+# Instants per stretch at which the deepest Python frame is read (stacks only).
+FRAME_SAMPLES = 16
+# A framework's own Python (its frames' files: torch, Hugging Face, Lightning), not the user's work.
+TORCH_FRAME = re.compile(r"(^|/)(torch|functorch|torchvision|torchaudio|transformers|lightning|pytorch_lightning|accelerate)/")
+# Under this share of the step it is not worth a finding (REVIEW.md: ~1%).
+MIN_STEP_SHARE = 0.02
+TOP_FRAMES = 3
+EVIDENCE_GAPS = 2
+
+
+class HostWork(Record):
+    steps: int
+    work_us: float  # per step: the stretches' host time
+    idle_us: float  # per step: of it, with the GPU idle
+    stretches: int  # per step
+    longest_us: float
+    frames: tuple[tuple[str, float], ...]  # the user's frames in it (stacks), µs per step, most first
+    between: tuple[str, str]  # the ops before and after the longest stretch ("" at a step's edge)
+
+
+class Stretch(Record):
+    """Note on one stretch of host work."""
+
+    dur_us: float
+    idle_us: float
+    frame: str
+
+
+def check(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    if not facts.has_gpu or not facts.steps:
+        return []
+    lane = _launching_lane(facts)
+    if lane is None:
+        return []
+    gaps = _stretches(facts, lane)
+    idle = gaps.intersect(_gpu_idle(facts))
+    # the median step's: a cold first step's set-up is cold-start's, not work every step does
+    impact = ctx.step_impact(float(np.median([idle.clip(int(s.start), int(s.end)).total for s in facts.steps])))
+    if impact.share < MIN_STEP_SHARE:
+        return []
+    n = ctx.step_count
+    frames = _frames(facts, lane, gaps)
+    longest = int(np.argmax(gaps.end - gaps.start))
+    record = HostWork(
+        steps=n, work_us=us(gaps.total) / n, idle_us=us(idle.total) / n, stretches=round(gaps.start.size / n),
+        longest_us=us(gaps.end[longest] - gaps.start[longest]),
+        frames=tuple((name, us(ns) / n) for name, ns in frames.most_common(TOP_FRAMES)),
+        between=_between(facts, lane, int(gaps.start[longest]), int(gaps.end[longest])))
+    order = np.argsort(gaps.start - gaps.end, kind="stable")[:EVIDENCE_GAPS]
+    ev = []
+    for k in sorted(order.tolist()):
+        lo, hi = int(gaps.start[k]), int(gaps.end[k])
+        top = _frames(facts, lane, Intervals(gaps.start[k:k + 1], gaps.end[k:k + 1])).most_common(1)
+        ev.append(_span_evidence(facts, lane, lo, hi, Stretch(us(hi - lo), us(idle.clip(lo, hi).total), top[0][0] if top else "")))
+    return [Finding(ID, record, impact, ev,
+                    edit=Edit("host work off the step", host_scale_spans=((gaps, 0.0),)))]
+
+
+def _launching_lane(facts: Facts) -> int | None:
+    """The host thread that runs the steps (their ProfilerStep# regions'), where the user's code runs; the
+    autograd engine's thread launches more on a training step but does none of the user's work."""
+    keys = facts.trace.lane_keys(np.array([s.index for s in facts.steps], np.int64))
+    values, counts = np.unique(keys, return_counts=True)
+    return int(values[np.argmax(counts)]) if values.size else None
+
+
+def _stretches(facts: Facts, lane: int) -> Intervals:
+    """Inside the steps, the launching thread's stretches of HOST_WORK_GAP_NS or more with no op or runtime
+    call, leaving out: data regions (data-loading's and gpu-idle's), compiling (recompilation's), and time when
+    another thread runs ops (the caller asleep in backward() while the autograd engine works)."""
+    trace = facts.trace
+    host = facts.is_host & (facts.event_step >= 0)
+    calls = host & trace.category_mask({"cpu_op", "cuda_runtime", "cuda_driver"})
+    mine = trace.lane_keys(np.arange(len(trace))) == lane
+    busy = _spans(facts, np.flatnonzero(calls & mine))
+    others = _spans(facts, np.flatnonzero(calls & ~mine))
+    # the autograd engine starting and finishing around each backward (the caller inside backward(), no op
+    # recorded): 130-340 µs stretches on either side of it on healthy_gpt_bf16 and series_mlp_eager
+    edges = Intervals(others.start - AUTOGRAD_EDGE_NS, others.end + AUTOGRAD_EDGE_NS)
+    others = merge_intervals(edges.start, edges.end) if others.start.size else others
+    owned = _spans(facts, np.flatnonzero(host & trace.category_mask({"user_annotation", "cpu_op"}) & (
+        pattern_mask(facts, DATA_REGION) | pattern_mask(facts, COMPILE_EVENT) | pattern_mask(facts, OPTIMIZER_STEP))))
+    out = []
+    for s in facts.steps:
+        gaps = busy.gaps(int(s.start), int(s.end))
+        keep = (gaps.end - gaps.start) >= HOST_WORK_GAP_NS
+        out.append(Intervals(gaps.start[keep], gaps.end[keep]))
+    stretches = merge_intervals(np.concatenate([g.start for g in out]), np.concatenate([g.end for g in out]))
+    edges = merge_intervals(np.array([v for s in facts.steps for v in (s.start, s.end - PROFILER_STEP_EDGE_NS)], np.int64),
+                            np.array([v for s in facts.steps for v in (s.start + PROFILER_STEP_EDGE_NS, s.end)], np.int64))
+    stretches = stretches.subtract(others).subtract(owned).subtract(edges)
+    keep = (stretches.end - stretches.start) >= HOST_WORK_GAP_NS
+    return _not_torch(facts, lane, Intervals(stretches.start[keep], stretches.end[keep]))
+
+
+def _not_torch(facts: Facts, lane: int, stretches: Intervals) -> Intervals:
+    """The stretches less the parts where torch's own Python runs (the deepest frame there is torch's:
+    torch.func.vmap's wrappers, 6.5 ms of a step in savings/h100/loop_ensemble__fixed), judged at
+    FRAME_SAMPLES instants each; all of them where the trace has no stacks."""
+    trace = facts.trace
+    frames = np.flatnonzero(facts.is_host & trace.category_mask({"python_function"}))
+    frames = frames[trace.lane_keys(frames) == lane]
+    if not frames.size or not stretches.start.size:
+        return stretches
+    lo, hi, depth = trace.ts[frames], trace.ts[frames] + trace.dur[frames], facts.depth[frames]
+    torch_ids = [k for k, name in enumerate(trace.names) if TORCH_FRAME.search(name)]
+    is_torch = np.isin(trace.name[frames], np.array(torch_ids, dtype=trace.name.dtype))
+    keep_lo, keep_hi = [], []
+    for a, b in zip(stretches.start.tolist(), stretches.end.tolist(), strict=True):
+        near = np.flatnonzero((lo < b) & (hi > a))
+        points = a + (np.arange(FRAME_SAMPLES) + 0.5) * (b - a) / FRAME_SAMPLES
+        torch_share = 0.0
+        if near.size:
+            inside = (lo[near][None, :] <= points[:, None]) & (hi[near][None, :] > points[:, None])
+            deepest = np.where(inside, depth[near][None, :], -1).argmax(axis=1)
+            torch_share = float((inside.any(axis=1) & is_torch[near][deepest]).mean())
+        if torch_share < 1.0:  # the stretch, shortened by the share torch's own Python holds
+            keep_lo.append(a)
+            keep_hi.append(a + round((b - a) * (1.0 - torch_share)))
+    return Intervals(np.array(keep_lo, np.int64), np.array(keep_hi, np.int64))
+
+
+def _spans(facts: Facts, idx: np.ndarray) -> Intervals:
+    trace = facts.trace
+    return merge_intervals(trace.ts[idx], trace.ts[idx] + trace.dur[idx]) if idx.size else EMPTY
+
+
+def _gpu_idle(facts: Facts) -> Intervals:
+    """The window's time with the busiest device idle."""
+    lo, hi = facts.window
+    busy = max(facts.gpu_busy.values(), key=lambda iv: iv.total, default=EMPTY)
+    return busy.gaps(lo, hi)
+
+
+def _frames(facts: Facts, lane: int, gaps: Intervals) -> Counter[str]:
+    """The user's Python frames on the thread, by the stretch time each holds itself (its own user frames
+    below it left out): where the stacks were recorded."""
+    trace = facts.trace
+    frame = facts.is_host & trace.category_mask({"python_function"})
+    idx = np.flatnonzero(frame)
+    idx = idx[trace.lane_keys(idx) == lane]
+    user = np.array([_is_user(trace.event_name(int(i))) for i in idx], dtype=bool) if idx.size else np.zeros(0, bool)
+    idx = idx[user]
+    out: Counter[str] = Counter()
+    if not idx.size:
+        return out
+    held = gaps.covered(trace.ts[idx], trace.ts[idx] + trace.dur[idx])
+    is_user = np.zeros(len(trace), dtype=bool)
+    is_user[idx] = True
+    for i, ns in zip(idx.tolist(), held.tolist(), strict=True):
+        if ns > 0:
+            out[trace.event_name(i)] += ns
+            up = _user_parent(facts, i, is_user)
+            if up >= 0:
+                out[trace.event_name(up)] -= ns
+    return Counter({k: v for k, v in out.items() if v > 0})
+
+
+def _user_parent(facts: Facts, i: int, is_user: np.ndarray) -> int:
+    j = int(facts.parent[i])
+    while j >= 0 and not is_user[j]:
+        j = int(facts.parent[j])
+    return j
+
+
+def _is_user(name: str) -> bool:
+    return ".py(" in name and not NOT_USER_FRAME.search(name)
+
+
+def _between(facts: Facts, lane: int, lo: int, hi: int) -> tuple[str, str]:
+    """The outermost ops that end right before and start right after [lo, hi) on the thread."""
+    trace = facts.trace
+    ops = np.flatnonzero(facts.is_host & trace.category_mask({"cpu_op"}) & (facts.event_step >= 0))
+    ops = ops[trace.lane_keys(ops) == lane]
+    end = trace.ts[ops] + trace.dur[ops]
+    before = ops[end <= lo]
+    after = ops[trace.ts[ops] >= hi]
+    prev = trace.event_name(int(before[np.argmax(end[end <= lo])])) if before.size else ""
+    nxt = trace.event_name(int(after[np.argmin(trace.ts[after])])) if after.size else ""
+    return prev, nxt
+
+
+def _span_evidence(facts: Facts, lane: int, lo: int, hi: int, note: Stretch) -> Evidence:
+    """The stretch as evidence on the host thread."""
+    trace = facts.trace
+    one = np.flatnonzero(facts.is_host & (trace.lane_keys(np.arange(len(trace))) == lane))[:1]
+    label = trace.lane_label(int(trace.pid[one[0]]), int(trace.tid[one[0]])) if one.size else "host"
+    return Evidence.span("host work", label, lo, hi, step_at(facts, lo), note)

@@ -1,0 +1,238 @@
+"""What:
+A Python loop in the step that runs the same ops once per sample or once per model: the step's top-level
+ops repeat as one block many times in a row. Two kinds are told apart by what the trace shows:
+- **per sample**: each pass starts by indexing one element out of a batch (`aten::select`/`aten::slice`/
+  `aten::narrow`, from `x[i]` or `x[i:i+1]`), or one `aten::unbind` comes right before the first pass
+  (`for row in x`): a loss, a metric or an augmentation computed sample by sample;
+- **per model**: the passes' results are gathered by `aten::stack`/`aten::cat` (`torch.stack([m(x) for m
+  in models])`): an ensemble, or heads, run one after the other.
+A model's own layers also repeat, but neither start with an index nor end in a stack: they are the
+model's structure, not a loop to remove (healthy_gpt_bf16's blocks stay quiet).
+
+Why:
+Each pass dispatches every op again: ~5-20 µs of host time per op and one tiny kernel each, so the GPU
+waits on the host (launch-bound, overhead-bound are this loop's symptoms). One batched call does the same
+work in one dispatch and a few kernels that use the whole GPU.
+
+Example:
+savings/h100/loop_per_sample_loss: a weighted loss summed sample by sample over a batch of 32 (`loss =
+loss + w[i] * F.cross_entropy(logits[i:i+1], y[i:i+1])`): 32 passes of select, slice, slice,
+cross_entropy, mul, add a step; the batched `cross_entropy(reduction="none")` twin is 84% faster
+unprofiled. savings/h100/loop_ensemble: 16 MLPs run one by one and stacked; `torch.func.
+stack_module_state` + `torch.vmap` is 74% faster.
+
+Impact:
+The step replayed with one pass kept and batched: the other passes' host time goes (their ops, the
+Python between them) with their backward nodes; the kept pass's kernels grow by the others' work less
+a tiny kernel's fixed cost each (KERNEL_FLOOR_NS), a batched kernel doing k passes' bytes and FLOPs.
+
+Fix:
+Per sample: call the op on the whole batch (`F.cross_entropy(logits, y, reduction="none")` then weight,
+mask or reduce; `torch.vmap` for a function written per sample). Per model: stack the models' weights
+and vmap one functional call (`params, buffers = torch.func.stack_module_state(models)`, `torch.vmap(
+lambda p, b, x: torch.func.functional_call(base, (p, b), (x,)), in_dims=(0, 0, None))`), or one module
+with a batch dimension over the models (`torch.bmm`, grouped convolutions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pista.findings import Context, Finding, Record
+from pista.rules._common import (
+    DATA_REGION,
+    OPTIMIZER_STEP,
+    backward_nodes,
+    evidence,
+    nearest_in,
+    outer_ops,
+    pattern_mask,
+    us,
+)
+from pista.timeline import Edit
+from pista.trace.facts import Facts, merge_intervals
+
+ID = "python-loop"
+# At least this many passes in a row: savings/h100/loop_per_sample_loss has 32 (a batch), loop_ensemble 16
+# (models); a 4-layer GPT's blocks repeat 4 times and are not a loop (they start with no index anyway).
+MIN_PASSES = 8
+# Blocks of up to this many top-level ops are looked for (loop_per_sample_loss: 6, loop_ensemble: 5).
+MAX_BLOCK = 48
+# A pass starts with one of these (x[i], x[i:i+1], narrow, or iterating over a tensor): a loop per sample.
+INDEXING = frozenset({"aten::select", "aten::slice", "aten::narrow"})
+# Iterating over a tensor (`for row in x`, `zip(x, y)`) unbinds it once, right before the first pass.
+ITERATING = frozenset({"aten::unbind"})
+# The passes' results gathered by one of these right after the loop: a loop per model.
+GATHER = frozenset({"aten::stack", "aten::cat"})
+# A pass of a loop per model runs at least this many ops (resnet_loader's collate: one aten::lift_fresh per
+# sample, then aten::stack, is a loader's work, not a model's).
+MIN_MODEL_OPS = 2
+# What a tiny kernel costs whatever its size (ns): a batched kernel saves this per pass it absorbs
+# (savings/h100/loop_per_sample_loss: the median kernel of the loop runs 1.4 µs; H100 launches 1-2.5 µs).
+KERNEL_FLOOR_NS = 1_500
+# Under this share of the step a loop is not worth a finding (REVIEW.md: ~1%).
+MIN_STEP_SHARE = 0.01
+EVIDENCE_PASSES = 2
+
+
+class PythonLoop(Record):
+    kind: str  # "sample" or "model"
+    block: tuple[str, ...]  # the ops of one pass, in order
+    passes: int  # in a row, in the first loop found
+    loops: int  # loops found in the window (one per step, usually)
+    steps: int
+    host_us: float  # the loops' host time per step, first pass to last
+    source: str  # the Python frame the loop runs in, where the trace has stacks ("" if none)
+
+
+class Pass(Record):
+    """Note on one pass of the loop."""
+
+    index: int
+    ops: int
+
+
+@dataclass(frozen=True)
+class _Loop:
+    kind: str
+    start: int  # position of the first pass in the lane's outer ops
+    period: int
+    passes: int
+
+
+def check(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    outer, lane = outer_ops(facts)
+    if outer.size < MIN_PASSES * 2:
+        return []
+    loops = [(bounds, loop) for bounds, loop in _loops(facts, outer, lane)]
+    if not loops:
+        return []
+    trace = facts.trace
+    spans, first, rest = [], [], []
+    for (lo, _), loop in loops:
+        ops = outer[lo + loop.start: lo + loop.start + loop.period * loop.passes]
+        first.append(ops[:loop.period])
+        rest.append(ops[loop.period:])
+        spans.append((int(trace.ts[ops[loop.period]]), int((trace.ts[ops] + trace.dur[ops]).max())))
+    host = float(sum(b - a for a, b in spans))
+    impact = ctx.per_step(host)
+    if impact.share < MIN_STEP_SHARE:
+        return []
+    (lo, _), top = max(loops, key=lambda x: x[1].period * x[1].passes)
+    block = outer[lo + top.start: lo + top.start + top.period]
+    record = PythonLoop(kind=top.kind, block=tuple(trace.event_name(i) for i in block), passes=top.passes,
+                        loops=len(loops), steps=ctx.step_count, host_us=us(host) / ctx.step_count,
+                        source=_source(facts, int(block[0])))
+    ev = [evidence(facts, int(outer[lo + top.start + k * top.period]), Pass(k + 1, top.period))
+          for k in range(EVIDENCE_PASSES)]
+    return [Finding(ID, record, impact, ev, edit=_edit(facts, first, rest, spans))]
+
+
+def _loops(facts: Facts, outer: np.ndarray, lane: np.ndarray):
+    """Per step and host thread, the loops its top-level ops hold: (the slice of `outer` searched, the loop)."""
+    steps = facts.event_step[outer]
+    owned = _owned_elsewhere(facts, outer)
+    key = lane.astype(np.int64) * (1 << 20) + steps.astype(np.int64)
+    cut = np.flatnonzero(np.diff(key)) + 1
+    bounds = zip(np.concatenate(([0], cut)).tolist(), np.concatenate((cut, [outer.size])).tolist(), strict=True)
+    for lo, hi in bounds:
+        if hi - lo < MIN_PASSES * 2 or (facts.steps and steps[lo] < 0):
+            continue
+        names = facts.trace.name[outer[lo:hi]].astype(np.int64)
+        names[owned[lo:hi]] = -1 - np.arange(lo, hi)[owned[lo:hi]]  # never equal: no loop runs through them
+        for loop in _find(facts, names):
+            yield (lo, hi), loop
+
+
+def _owned_elsewhere(facts: Facts, outer: np.ndarray) -> np.ndarray:
+    """Per outer op: whether it runs in a data region (a DataLoader fetching sample by sample:
+    data-loading's) or in the optimizer's step (a loop over parameters: unfused-optimizer's)."""
+    regions = facts.is_host & facts.trace.category_mask({"user_annotation"}) & (
+        pattern_mask(facts, DATA_REGION) | pattern_mask(facts, OPTIMIZER_STEP))
+    return nearest_in(facts, regions, outer, inclusive=False) >= 0
+
+
+def _find(facts: Facts, names: np.ndarray) -> list[_Loop]:
+    """The loops in one sequence of op names: for each block length, runs where every name equals the one a
+    block later; the longest run wins where they overlap, shorter blocks first."""
+    found: list[_Loop] = []
+    taken = np.zeros(names.size, dtype=bool)
+    for period in range(1, min(MAX_BLOCK, names.size // MIN_PASSES) + 1):
+        same = np.concatenate((names[period:] == names[:-period], [False]))
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], same.astype(np.int8), [0]))))
+        for start, end in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
+            passes = (end - start) // period + 1
+            if passes < MIN_PASSES or taken[start:start + period * passes].any():
+                continue
+            kind = _kind(facts, names, start, period, passes)
+            if kind:
+                found.append(_Loop(kind=kind, start=start, period=period, passes=passes))
+                taken[start:start + period * passes] = True
+    return found
+
+
+def _kind(facts: Facts, names: np.ndarray, start: int, period: int, passes: int) -> str:
+    """'sample' where a pass starts by indexing, 'model' where the passes' results are stacked, else ''
+    (a model's layers)."""
+    trace = facts.trace
+    if trace.names[int(names[start])] in INDEXING or (start and names[start - 1] >= 0 and trace.names[int(names[start - 1])] in ITERATING):
+        return "sample"
+    after = start + period * passes
+    # a model is more than one op (a collate's torch.tensor per sample, then stacked, is a loader's)
+    if period >= MIN_MODEL_OPS and after < names.size and names[after] >= 0 and trace.names[int(names[after])] in GATHER:
+        return "model"
+    return ""
+
+
+def _edit(facts: Facts, first: list[np.ndarray], rest: list[np.ndarray], spans: list[tuple[int, int]]) -> Edit:
+    """One pass kept, batched: the other passes' host time goes (ops and the Python between them, and their
+    backward nodes); the kept pass's kernels do all passes' work, less a tiny kernel's fixed cost per pass."""
+    trace = facts.trace
+    gone = np.concatenate(rest).astype(np.int64)
+    remove = np.concatenate((gone, backward_nodes(facts, gone)))
+    kept, durs = [], []
+    for ops, others in zip(first, rest, strict=True):
+        work = _work_of(facts, ops)
+        passes = others.size // max(ops.size, 1)
+        if work.size and passes:
+            extra = _work_of(facts, others)
+            grow = max(0.0, float(trace.dur[extra].sum()) - passes * work.size * KERNEL_FLOOR_NS)
+            share = trace.dur[work] / max(float(trace.dur[work].sum()), 1.0)
+            kept.append(work)
+            durs.append(trace.dur[work] + grow * share)
+    device = (np.concatenate(kept), np.concatenate(durs)) if kept else None
+    loop = merge_intervals(np.array([a for a, _ in spans], np.int64), np.array([b for _, b in spans], np.int64))
+    return Edit("one batched pass", remove=remove, device_dur=device, host_scale_spans=((loop, 0.0),))
+
+
+def _work_of(facts: Facts, ops: np.ndarray) -> np.ndarray:
+    """The device work launched under these host ops."""
+    trace = facts.trace
+    work = np.flatnonzero(facts.is_device_work & (facts.launcher >= 0))
+    at = trace.ts[facts.launcher[work]]
+    lo, hi = trace.ts[ops], trace.ts[ops] + trace.dur[ops]
+    order = np.argsort(lo)
+    k = np.searchsorted(lo[order], at, side="right") - 1
+    ok = k >= 0
+    inside = np.zeros(work.size, dtype=bool)
+    inside[ok] = at[ok] < hi[order][k[ok]]
+    same = np.zeros(work.size, dtype=bool)
+    same[ok] = trace.lane_keys(facts.launcher[work[ok]]) == trace.lane_keys(ops[order][k[ok]])
+    return work[inside & same]
+
+
+def _source(facts: Facts, op: int) -> str:
+    """The nearest Python frame above the loop's first op that names a file and line (the user's code),
+    where the trace has stacks."""
+    trace = facts.trace
+    frame = trace.category_id("python_function")
+    j = int(facts.parent[op])
+    while j >= 0:
+        name = trace.event_name(j)
+        if int(trace.cat[j]) == frame and ".py(" in name and "torch/" not in name:
+            return name
+        j = int(facts.parent[j])
+    return ""
