@@ -46,7 +46,8 @@ def test_numpy_preprocessing_in_a_region_is_found_and_its_frame_named():
 def test_the_same_work_outside_any_region_is_host_work(tmp_path):
     """The trace with its `preprocess` region taken out (a user who wrote none): gpu-idle has no region to
     name; host-work names the same stretch, and the engine predicts about the same saving."""
-    data = json.loads(gzip.open(fixture(NUMPY), "rt").read())
+    with gzip.open(fixture(NUMPY), "rt") as f:
+        data = json.load(f)
     data["traceEvents"] = [e for e in data["traceEvents"] if e.get("name") != "preprocess"]
     path = tmp_path / "no_region.json.gz"
     with gzip.open(path, "wt") as out:
