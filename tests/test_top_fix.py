@@ -52,12 +52,13 @@ def test_healthy_traces_read_quiet(name, analysis_of):
 def test_impact_orders_and_grades_every_finding(name, analysis_of):
     findings = analysis_of(name).findings
     ranks = {"critical": 2, "warning": 1, "info": 0}
-    # by severity, a steady cost before a one-time one of the same severity, then by share
-    # the unprofiled prediction ranks where the engine replayed the fix (rank_share), the profiled share else
-    keys = [(-ranks[f.severity.value], f.impact.once, -f.impact.rank_share) for f in findings]
-    assert keys == sorted(keys)
     from pista.engine import is_symptom
     from pista.rules import get_rule
+
+    # by severity, a steady cost before a one-time one of the same severity, a cause before a symptom, then by
+    # share: the unprofiled prediction where the engine replayed the fix (rank_share), the profiled share else
+    keys = [(-ranks[f.severity.value], f.impact.once, is_symptom(f), -f.impact.rank_share) for f in findings]
+    assert keys == sorted(keys)
 
     # a symptom is a warning at most, and information where no cause is above it (pista.engine.quiet_symptoms)
     loud_cause = any(not is_symptom(f) and not f.impact.once and f.severity.value != "info" for f in findings)
@@ -119,7 +120,7 @@ def test_json_has_impact_and_top_fix(capsys):
         assert set(f["impact"]) == {"us", "share", "once", "basis", "replayed", "alone_us", "unprofiled_us",
                                     "unprofiled_share"} and 0 <= f["impact"]["share"] <= 1
     ranks = {"critical": 2, "warning": 1, "info": 0}
-    keys = [(-ranks[f["severity"]], f["impact"]["once"],
+    keys = [(-ranks[f["severity"]], f["impact"]["once"], f["symptom"],
              -(f["impact"]["share"] if f["impact"]["unprofiled_share"] is None else f["impact"]["unprofiled_share"]))
             for f in data["findings"]]
     assert keys == sorted(keys)

@@ -261,8 +261,11 @@ class Finding:
         return record_fields(self.record)
 
     def to_dict(self) -> dict[str, Any]:
+        from pista.engine import is_symptom
+
         assert self.severity is not None
-        return {"rule": self.rule, "severity": self.severity.value, "title": self.title, "message": self.message,
+        return {"rule": self.rule, "severity": self.severity.value, "symptom": is_symptom(self),
+                "title": self.title, "message": self.message,
                 "advice": self.advice, "impact": {"us": self.impact.us, "share": self.impact.share,
                                                   "once": self.impact.once, "basis": self.basis,
                                                   "replayed": self.impact.replayed, "alone_us": self.impact.alone_us,
@@ -596,11 +599,13 @@ def verdict_notices(s: Summary) -> list[str]:
             "step unprofiled before acting on the idle GPU"]
 
 
-def order_key(f: Finding) -> tuple[int, bool, float, float, float]:
+def order_key(f: Finding) -> tuple[int, bool, bool, float, float, float]:
     """Findings in reading order: by severity, a steady cost before a one-time one of the same
-    severity, then by what fixing saves."""
+    severity, a cause before a symptom (what is left once the causes are fixed), then by what fixing saves."""
+    from pista.engine import is_symptom
+
     assert f.severity is not None
-    return (-f.severity.rank, f.impact.once, -f.impact.rank_share, -f.impact.us, _first_ts(f))
+    return (-f.severity.rank, f.impact.once, is_symptom(f), -f.impact.rank_share, -f.impact.us, _first_ts(f))
 
 
 # A share of zero-length complete events past which times mean little: a real trace has a few
