@@ -203,7 +203,7 @@ def test_interval_algebra_on_a_real_trace_is_the_step_by_step_one(name):
     import raw
     from conftest import fixture
 
-    from pista.rules import gpu_idle
+    from pista.rules import _idle
     from pista.trace.facts import derive
     from pista.trace.load import load_trace
 
@@ -211,14 +211,14 @@ def test_interval_algebra_on_a_real_trace_is_the_step_by_step_one(name):
     trace = facts.trace
     busy = max(facts.gpu_busy.values(), key=lambda b: b.total)
     ops = np.flatnonzero(facts.is_host & trace.category_mask({"cpu_op"}))
-    spans = gpu_idle.spans(facts, ops)
+    spans = _idle.spans(facts, ops)
     expected_spans = raw.merge(zip(trace.ts[ops].tolist(), (trace.ts[ops] + trace.dur[ops]).tolist(), strict=True))
     assert list(zip(spans.start.tolist(), spans.end.tolist(), strict=True)) == expected_spans
     listed = list(zip(busy.start.tolist(), busy.end.tolist(), strict=True))
-    both = gpu_idle.intersect(spans, busy)
+    both = _idle.intersect(spans, busy)
     assert list(zip(both.start.tolist(), both.end.tolist(), strict=True)) == raw.merge(raw.intersect(expected_spans, listed))
     assert both.total > 0
-    rest = gpu_idle.subtract(spans, busy)
+    rest = _idle.subtract(spans, busy)
     assert list(zip(rest.start.tolist(), rest.end.tolist(), strict=True)) == raw.merge(raw.subtract(expected_spans, listed))
 
 

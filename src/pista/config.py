@@ -105,9 +105,11 @@ def apply_thresholds(config: Config) -> None:
     from pista.rules import get_rule
 
     for rule_id, values in config.thresholds.items():
-        module = get_rule(rule_id).module
+        modules = get_rule(rule_id).modules  # a threshold a shared module holds is set there, where it is read
         for name, value in values.items():
-            setattr(module, name, value)
+            for module in modules:
+                if name in vars(module):
+                    setattr(module, name, value)
 
 
 def _severity(value: Any, where: str) -> str:

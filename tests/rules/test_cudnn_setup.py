@@ -7,7 +7,8 @@ import pytest
 import raw
 
 from pista.findings import analyze
-from pista.rules.cudnn_setup import ID, SETUP_MIN_US
+from pista.rules._cudnn import SETUP_MIN_US
+from pista.rules.cudnn_setup import ID
 
 ONE_TIME_RULES = ["cold-start", "dead-window", "profiler-overhead", "gemm-heuristics", "cudnn-setup", "lazy-loading"]
 ATTENTION = "aten::_scaled_dot_product_cudnn_attention"

@@ -12,8 +12,9 @@ from torch_table import parse_table
 
 from pista.findings import analyze
 from pista.i18n import localize_finding
-from pista.rules import dominant_event
-from pista.rules.dominant_event import DOMINANT_SHARE, ID
+from pista.rules import _dominant, dominant_event
+from pista.rules._dominant import DOMINANT_SHARE
+from pista.rules.dominant_event import ID
 
 MINE = ["compute-bound", "dominant-event", "kernel-variability", "fp32-gemm", "implicit-copy-before-gemm"]
 
@@ -129,7 +130,7 @@ def test_an_op_dominates_when_no_single_kernel_does(load_facts, monkeypatch):
     # (the largest, D2H, is 82%); with the bar above that, the op is named instead of a kernel
     facts = load_facts("gpu/pageable_memcpy")
     trace = facts.trace
-    monkeypatch.setattr(dominant_event, "DOMINANT_SHARE", 0.9)
+    monkeypatch.setattr(_dominant, "DOMINANT_SHARE", 0.9)
     (finding,) = _findings(load_facts, "gpu/pageable_memcpy")
     copies = np.flatnonzero(facts.is_device_work)
     assert {trace.event_name(facts.owner[i]) for i in copies} == {"aten::copy_"}

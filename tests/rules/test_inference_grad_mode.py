@@ -68,14 +68,17 @@ def test_silent_where_no_op_builds_a_node(analysis_of):
 
 
 def test_the_per_op_rules_leave_its_idle(analysis_of):
-    from pista.rules import gpu_idle, inference_grad_mode, launch_bound, many_calls
+    from pista.rules import inference_grad_mode
+    from pista.rules._idle import intersect
+    from pista.rules._launches import launch_bound_idle
+    from pista.rules._repeated import many_calls_idle
 
     analysis = analysis_of("gpu/gpt2_flash_grad")
     facts = analysis.facts
     grad = inference_grad_mode.claimed_idle(facts)
     assert grad.total == pytest.approx(analysis.finding(RULE).impact.us * 1000 * len(facts.steps), rel=0.001)
-    assert gpu_idle.intersect(launch_bound.claimed_idle(facts), grad).total == 0
-    assert gpu_idle.intersect(many_calls.claimed_idle(facts), grad).total == 0
+    assert intersect(launch_bound_idle(facts), grad).total == 0
+    assert intersect(many_calls_idle(facts), grad).total == 0
     assert sum(f.impact.share for f in analysis.findings) <= 1.0
     overhead = analysis.finding("overhead-bound")
     assert overhead is not None and RULE in overhead.message

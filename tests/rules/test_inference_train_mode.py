@@ -57,10 +57,10 @@ def test_batch_norm_in_training_mode_during_inference(analysis_of):
 
 
 def test_channels_last_leaves_out_the_training_only_kernels(analysis_of):
-    from pista.rules import inference_train_mode
+    from pista.rules._train_mode import training_kernels
 
     facts = analysis_of("gpu/resnet50_train").facts
-    names = {facts.trace.event_name(int(k)) for k in inference_train_mode.training_kernels(facts)}
+    names = {facts.trace.event_name(int(k)) for k in training_kernels(facts)}
     assert any("batch_norm_collect_statistics" in n for n in names)
     assert not any("batch_norm_transform_input" in n for n in names)  # eval runs it too
     train = analysis_of("gpu/resnet50_train").finding("channels-last")
@@ -97,12 +97,14 @@ def test_silent_in_eval_and_in_training(analysis_of, name):
 
 
 def test_the_per_op_rules_leave_the_dropouts_idle(analysis_of):
-    from pista.rules import gpu_idle, inference_train_mode, launch_bound
+    from pista.rules import inference_train_mode
+    from pista.rules._idle import intersect
+    from pista.rules._launches import launch_bound_idle
 
     analysis = analysis_of("gpu/gpt2_decode_train")
     claim = inference_train_mode.claimed_idle(analysis.facts)
     assert claim.total > 0
-    assert gpu_idle.intersect(launch_bound.claimed_idle(analysis.facts), claim).total == 0
+    assert intersect(launch_bound_idle(analysis.facts), claim).total == 0
     assert sum(f.impact.share for f in analysis.findings) <= 1.0
 
 

@@ -66,9 +66,9 @@ def test_spanish_names_the_change(analysis_of):
 
 def test_unfused_elementwise_leaves_the_scores_passes_to_it(analysis_of):
     # gpu/attn_manual: the scores' dropout backward > mul chain was told twice (4.1% there)
-    from pista.rules import manual_attention
+    from pista.rules._attention import score_kernels
 
     analysis = analysis_of("gpu/attn_manual")
-    scores = set(manual_attention.score_kernels(analysis.facts).tolist())
+    scores = set(score_kernels(analysis.facts).tolist())
     assert scores
     assert analysis.finding("unfused-elementwise") is None  # its one chain was the scores' (dropout backward > mul)

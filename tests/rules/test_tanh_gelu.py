@@ -50,15 +50,15 @@ def test_fires_on_gpt2_s_gelu_new_in_decoding(analysis_of):
 
 
 def test_the_other_rules_leave_its_idle(analysis_of):
-    from pista.rules import launch_bound, tanh_gelu
+    from pista.rules import tanh_gelu
+    from pista.rules._idle import intersect
+    from pista.rules._launches import launch_bound_idle
 
     analysis = analysis_of("gpu/kv_flash")
     facts = analysis.facts
     gelu = tanh_gelu.claimed_idle(facts)
     assert gelu.total > 0
-    from pista.rules import gpu_idle
-
-    assert gpu_idle.intersect(launch_bound.claimed_idle(facts), gelu).total == 0
+    assert intersect(launch_bound_idle(facts), gelu).total == 0
     assert sum(f.impact.share for f in analysis.findings) <= 1.0
 
 

@@ -2,7 +2,9 @@
 
 - `ID`: the stable id (`pista explain ID`);
 - a module docstring with the sections What / Why / Example / Fix (shown by `pista explain`);
-- its thresholds as UPPER_CASE module constants, each with a comment saying where it came from;
+- its thresholds as UPPER_CASE module constants, each with a comment saying where it came from
+  (detection that other rules use too lives in a shared `_` module, with the thresholds it reads: a
+  shared module whose THRESHOLDS_OF names the rule holds thresholds of that rule, listed with its own);
 - a `pista.findings.Record`, the record of what it found (JSON's `metrics`), and the typed notes of
   its evidence; its text (title, message, advice, top fix, impact basis) lives in `pista.i18n.en` and
   `pista.i18n.es`, rendered from those fields;
@@ -43,9 +45,16 @@ class Rule(Record):
         return match.group(1).strip() if match else ""
 
     @property
+    def modules(self) -> tuple[ModuleType, ...]:
+        """Where its thresholds are read: the shared modules whose THRESHOLDS_OF is this rule, then its own."""
+        return (*(m for m in shared_modules() if getattr(m, "THRESHOLDS_OF", None) == self.id), self.module)
+
+    @property
     def thresholds(self) -> dict[str, object]:
-        return {k: v for k, v in vars(self.module).items()
-                if k.isupper() and k not in ("ID", "SEVERITY_EXCEPTION", "CLAIMS_FIRST", "SYMPTOM") and isinstance(v, (int, float, str))}
+        out: dict[str, object] = {}
+        for module in self.modules:
+            out |= {k: v for k, v in vars(module).items() if k not in out and _is_threshold(k, v)}
+        return out
 
     @property
     def severity_exception(self) -> str:
@@ -55,6 +64,20 @@ class Rule(Record):
     @property
     def check(self) -> Callable[[Context], list[Finding]]:
         return self.module.check
+
+
+NOT_THRESHOLDS = ("ID", "SEVERITY_EXCEPTION", "CLAIMS_FIRST", "SYMPTOM", "THRESHOLDS_OF")
+
+
+def _is_threshold(name: str, value: object) -> bool:
+    return name.isupper() and name not in NOT_THRESHOLDS and isinstance(value, (int, float, str))
+
+
+@cache
+def shared_modules() -> tuple[ModuleType, ...]:
+    """The shared `_` modules (not rules): the query library and the detection several rules use."""
+    return tuple(importlib.import_module(f"{__name__}.{info.name}") for info in pkgutil.iter_modules(__path__)
+                 if info.name.startswith("_"))
 
 
 @cache

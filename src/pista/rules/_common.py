@@ -198,6 +198,11 @@ AUTOGRAD_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.(step|zero_grad)#")
 # Regions that fetch or build data (the DataLoader's marker, regions named for data): data-loading's
 DATA_REGION = re.compile(r"^enumerate\(DataLoader\)#|data|dataset|collate|prefetch", re.I)
+# Compiled code, as torch 2.x records it: the compiled frame, its generated wrapper, and the
+# autograd function of a compiled backward (series_mlp_compile, seed_mm64_compile).
+COMPILED_CODE = re.compile(r"^Torch-Compiled Region: |^## Call CompiledFxGraph|^CompiledFunction")
+# The GEMM ops that do the arithmetic (matmul and linear are wrappers around them): the CPU GEMM rules' calls.
+ARITHMETIC_GEMM_OPS = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|addbmm|_addmm_activation)$")
 CACHE_LOOKUP = "TorchDynamo Cache Lookup"
 
 _ancestor_cache: weakref.WeakKeyDictionary[Facts, dict[bytes, tuple[np.ndarray, np.ndarray]]] = (
@@ -433,3 +438,46 @@ def backward_nodes(facts: Facts, ops: np.ndarray) -> np.ndarray:
     if seqs.size == 0 or nodes.size == 0:
         return np.empty(0, np.int64)
     return nodes[np.isin(sequence_numbers(facts, nodes), seqs)].astype(np.int64)
+
+
+@per_facts
+def data_regions(facts: Facts) -> np.ndarray:
+    """The outermost data regions in the steps (user annotations: the DataLoader's marker, regions
+    named for data), in time order: data-loading's, and many-calls leaves the calls in them to it."""
+    trace = facts.trace
+    mask = facts.is_host & trace.category_mask({"user_annotation"}) & pattern_mask(facts, DATA_REGION)
+    if facts.steps:
+        mask &= facts.event_step >= 0
+    idx = np.flatnonzero(mask & (nearest_ancestor(facts, mask, inclusive=False) < 0))
+    return idx[np.argsort(trace.ts[idx], kind="stable")].astype(np.int64)
+
+
+def op_dims(facts: Facts, op: int) -> tuple[tuple[int, ...], ...]:
+    """An op's recorded Input Dims, () without record_shapes."""
+    dims = facts.trace.args(op).get("Input Dims")
+    if not isinstance(dims, list):
+        return ()
+    return tuple(tuple(int(x) for x in d) if isinstance(d, list) else () for d in dims)
+
+
+def gemm_calls(facts: Facts) -> np.ndarray:
+    """The host's GEMM op calls inside the window (the CPU rules' work: cpu-fp32-gemm and cpu-threads)."""
+    lo, hi = facts.window
+    trace = facts.trace
+    return np.flatnonzero(facts.is_host & pattern_mask(facts, ARITHMETIC_GEMM_OPS) & (trace.ts >= lo) & (trace.ts < hi))
+
+
+def ops_by_time(facts: Facts, idx: np.ndarray, own_ns: np.ndarray) -> tuple[str, ...]:
+    """The calls' op names, most own time first."""
+    by_time: dict[str, float] = {}
+    for i, d in zip(idx.tolist(), own_ns.tolist(), strict=True):
+        by_time[facts.trace.event_name(i)] = by_time.get(facts.trace.event_name(i), 0.0) + d
+    return tuple(sorted(by_time, key=lambda n: -by_time[n]))
+
+
+def idle_cores(host: dict) -> tuple[int, int] | None:
+    """(threads, cores) where pista_host says torch left cores idle, else None."""
+    threads, cores = host.get("intra_op_threads"), host.get("cores")
+    if isinstance(threads, int) and isinstance(cores, int) and 0 < threads < cores:
+        return threads, cores
+    return None

@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 
 from pista.findings import Context, Finding
+from pista.rules import catalogue
 from pista.rules._common import COMPILE_EVENT, busy_ns_many, nearest_ancestor, pattern_mask
-from pista.rules.gpu_idle import subtract
+from pista.rules._idle import subtract
 from pista.trace.facts import Facts, Intervals, merge_intervals
 
 # the names CUPTI gives module/function loads on the overhead lane (seed_mm64_cold, recompile)
@@ -83,20 +84,9 @@ def _done(ctx: Context) -> _Done:
 
 
 def _run(ctx: Context) -> _Done:
-    from pista.rules import (
-        cold_start,
-        cudnn_setup,
-        dead_window,
-        gemm_heuristics,
-        lazy_loading,
-        profiler_overhead,
-    )
-
-    detectors: dict[str, Detector] = {
-        "cold-start": cold_start.detect, "dead-window": dead_window.detect,
-        "profiler-overhead": profiler_overhead.detect, "gemm-heuristics": gemm_heuristics.detect,
-        "cudnn-setup": cudnn_setup.detect, "lazy-loading": lazy_loading.detect,
-    }
+    # each of the six rules' modules has a `detect(ctx, taken)`, found through the catalogue: they import
+    # this module, so it imports none of them
+    detectors: dict[str, Detector] = {rule.id: rule.module.detect for rule in catalogue() if rule.id in ORDER}
     taken = compile_spans(ctx.facts)
     owned = EMPTY
     out: dict[str, list[Finding]] = {}

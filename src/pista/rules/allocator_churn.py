@@ -39,8 +39,9 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
-from pista.rules import cudnn_setup, inference_grad_mode
 from pista.rules._common import name_mask, us
+from pista.rules._cudnn import inside, slow_calls
+from pista.rules._grad_mode import grad_mode_fires
 from pista.trace.facts import Facts
 
 ID = "allocator-churn"
@@ -108,14 +109,14 @@ def check(ctx: Context) -> list[Finding]:
     record = AllocatorChurn(
         steps=steps, steps_with_calls=len(steps_with), calls_per_step=calls.size / steps,
         host_us=us(trace.dur[calls].sum()) / steps, idle_us=us(idle_ns) / steps, calls=_by_name(facts, calls, steps),
-        frees_outside_ops=any(_under_op(facts, c) < 0 for c in frees), grad_mode=inference_grad_mode.fires(facts),
+        frees_outside_ops=any(_under_op(facts, c) < 0 for c in frees), grad_mode=grad_mode_fires(facts),
         step_share_percent=100.0 * impact.share)
     return [Finding(ID, record, impact, _evidence(facts, calls))]
 
 
 def _in_cudnn_setup(facts: Facts, calls: np.ndarray) -> np.ndarray:
     """Per call: inside a cuDNN call that sets up a new shape (its workspaces: cudnn-setup's time)."""
-    return cudnn_setup.inside(facts, cudnn_setup.slow_calls(facts)[0], calls) >= 0
+    return inside(facts, slow_calls(facts)[0], calls) >= 0
 
 
 def _idle_after(facts: Facts, calls: np.ndarray) -> float:

@@ -38,16 +38,13 @@ import numpy as np
 
 from pista.findings import Context, Finding, Record
 from pista.opargs import SEQ_NONE, SEQ_ODD, sequence_numbers
-from pista.rules import gpu_idle
+from pista.rules._anomaly import SIGNATURE, check_ops
 from pista.rules._common import AUTOGRAD_NODE, evidence, name_mask, nearest_ancestor, pattern_mask, us
+from pista.rules._idle import idle_under
 from pista.timeline import Edit
-from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts
+from pista.trace.facts import Facts, Intervals, merge_intervals
 
 ID = "anomaly-mode"
-# What the engine runs on each node's outputs in anomaly mode, directly under the node (torch 2.x:
-# isnan, then _is_any_true or any, then item; gpu/anomaly_cnn_on, gpu/anomaly_mlp_on)
-SIGNATURE = "aten::isnan"
-CHECK_OPS = frozenset({"aten::isnan", "aten::_is_any_true", "aten::any", "aten::item"})
 MIN_STEP_SHARE = 0.01  # REVIEW.md: under 1% of the step is noise
 EVIDENCE_CHECKS = 3  # one node's check ops; presentation
 # Under set_detect_anomaly(True) (not only detect_anomaly() around backward()) the forward records a Python
@@ -82,7 +79,7 @@ def check(ctx: Context) -> list[Finding]:
         return []
     trace = facts.trace
     host_ns = float(trace.dur[checks].sum())
-    idle = gpu_idle.idle_under(facts, checks).total if facts.has_gpu else None
+    idle = idle_under(facts, checks).total if facts.has_gpu else None
     impact = ctx.per_step(host_ns if idle is None else idle)
     if impact.share < MIN_STEP_SHARE:
         return []
@@ -123,20 +120,3 @@ def _traceback_self(facts: Facts) -> Intervals | None:
     kids = kids[~np.isin(kids, ops)]
     own = merge_intervals(trace.ts[ops], trace.ts[ops] + trace.dur[ops])
     return own.subtract(merge_intervals(trace.ts[kids], trace.ts[kids] + trace.dur[kids]))
-
-
-@per_facts
-def check_ops(facts: Facts) -> np.ndarray:
-    """The engine's anomaly checks: the check ops directly under backward nodes that run an isnan
-    check (in the steps), in time order; empty without anomaly mode."""
-    trace = facts.trace
-    ops = facts.is_host & name_mask(facts, CHECK_OPS)
-    if facts.steps:
-        ops &= facts.event_step >= 0
-    idx = np.flatnonzero(ops)
-    parent = facts.parent[idx]
-    under_node = (parent >= 0) & pattern_mask(facts, AUTOGRAD_NODE)[np.maximum(parent, 0)]
-    idx, parent = idx[under_node], parent[under_node]
-    signed = np.unique(parent[name_mask(facts, {SIGNATURE})[idx]])  # nodes with the isnan check
-    idx = idx[np.isin(parent, signed)]
-    return idx[np.argsort(trace.ts[idx], kind="stable")].astype(np.int64)

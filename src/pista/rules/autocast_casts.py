@@ -55,8 +55,8 @@ from pista.efficiency import MEMO_SIZE
 from pista.findings import Context, Evidence, Finding, Record, steps_of
 from pista.opargs import OpArgs, op_args
 from pista.purpose import CODE, classify
-from pista.rules import gpu_idle
 from pista.rules._common import device_ns_in_window, idle_ns_in, name_mask, nearest_in, us
+from pista.rules._idle import idle_under
 from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, per_facts
 
@@ -129,7 +129,7 @@ def claimed_idle(facts: Facts) -> Intervals:
     """The GPU idle under the host's weight casts (empty where the rule does not fire): overhead-bound
     leaves it out."""
     found = _found(facts)
-    return gpu_idle.idle_under(facts, found[1] if found else np.empty(0, np.int64))
+    return idle_under(facts, found[1] if found else np.empty(0, np.int64))
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -46,7 +46,6 @@ import numpy as np
 
 from pista.findings import Context, Finding, Record
 from pista.purpose import CODE, classify
-from pista.rules import inference_train_mode
 from pista.rules._common import (
     device_ns_in_window,
     evidence,
@@ -56,6 +55,7 @@ from pista.rules._common import (
     short_name,
     us,
 )
+from pista.rules._train_mode import training_kernels
 from pista.timeline import Edit
 
 ID = "channels-last"
@@ -114,7 +114,7 @@ def check(ctx: Context) -> list[Finding]:
     in_window = kernels(facts) & ((facts.event_step >= 0) if facts.steps else
                                   (trace.ts >= facts.window[0]) & (trace.ts < facts.window[1]))
     # kernels only training mode runs in inference are inference-train-mode's: eval() removes them
-    in_window &= ~index_mask(facts, inference_train_mode.training_kernels(facts))
+    in_window &= ~index_mask(facts, training_kernels(facts))
     device_ns = device_ns_in_window(facts)
     conv_ns = float(trace.dur[in_window & (classify(facts) == CODE["conv"])].sum())
     if conv_ns < MIN_CONV_SHARE * device_ns:

@@ -44,7 +44,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record, Severity, steps_of
-from pista.rules import gpu_idle
 from pista.rules._common import (
     AUTOGRAD_NODE,
     CACHE_LOOKUP,
@@ -56,6 +55,7 @@ from pista.rules._common import (
     pattern_mask,
     us,
 )
+from pista.rules._idle import idle_under, union
 from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, per_facts
 
@@ -147,7 +147,7 @@ def claimed_idle(facts: Facts) -> Intervals:
     """The idle this rule claims (empty where it does not fire): overhead-bound leaves it out."""
     found = _detect(facts)
     if found is None or found.per_step_ns < MIN_STEP_SHARE * steps_of(facts).ns:
-        return gpu_idle.union(np.empty(0), np.empty(0))
+        return union(np.empty(0), np.empty(0))
     return found.spans
 
 
@@ -228,7 +228,7 @@ def _detect(facts: Facts) -> _Found | None:
         exposed_ns[k] = sum((b - a) - max((d.within(a, b) for d in busy), default=0) for a, b in spans)
     pairs = np.array(every, dtype=np.int64).reshape(-1, 2)
     return _Found(calls, lookups, host_ns, exposed_ns, gpu_ns[calls], _median_step(facts, calls, exposed_ns),
-                  gpu_idle.union(pairs[:, 0], pairs[:, 1]))
+                  union(pairs[:, 0], pairs[:, 1]))
 
 
 class _Busy:
@@ -278,7 +278,7 @@ def _eager_around(facts: Facts, steps: int) -> dict:
     outer = ops & ~(ops[facts.parent] & (facts.parent >= 0))  # a root's -1 reads the last event
     skip = facts.is_host & (pattern_mask(facts, COMPILED_WRAPPERS) | pattern_mask(facts, OPTIMIZER_STEP))
     idx = np.flatnonzero(outer & (nearest_ancestor(facts, skip) < 0) & ~pattern_mask(facts, NOT_EAGER_WORK))
-    idle = gpu_idle.idle_under(facts, idx)
+    idle = idle_under(facts, idx)
     under = idle.covered(trace.ts[idx], trace.ts[idx] + trace.dur[idx]) if idx.size else np.zeros(0)
     names = trace.name[idx]
     totals = np.bincount(names, weights=under.astype(np.float64), minlength=len(trace.names)) if idx.size else \

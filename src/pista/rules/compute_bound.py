@@ -39,7 +39,7 @@ from pista import findings
 from pista.efficiency import card_of, gemms, headroom_ns, rate
 from pista.findings import Context, Finding, Record
 from pista.rules._common import evidence, us
-from pista.rules.dominant_event import dominant
+from pista.rules._dominant import dominant
 from pista.timeline import Edit
 
 ID = "compute-bound"

@@ -34,7 +34,6 @@ measures it on the built-in workloads.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
@@ -42,13 +41,9 @@ import numpy as np
 from pista.efficiency import gemm_flops
 from pista.findings import Context, Finding, Record, Severity
 from pista.opargs import op_args
-from pista.rules._common import evidence, pattern_mask, us
-from pista.rules.fp32_gemm import op_dims
-from pista.trace.facts import Facts
+from pista.rules._common import evidence, gemm_calls, idle_cores, op_dims, ops_by_time, us
 
 ID = "cpu-fp32-gemm"
-# The GEMM ops that do the arithmetic (matmul and linear are wrappers around them).
-GEMM_OPS = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|addbmm|_addmm_activation)$")
 # bf16 over fp32 on the capture CPU: the GEMMs' own time in gpu/cpu_linear_host (24.3 ms per step)
 # over gpu/cpu_linear_bf16's (12.0 ms).
 CPU_BF16_SPEEDUP = 2.0
@@ -131,29 +126,6 @@ def check(ctx: Context) -> list[Finding]:
         f, d = flops[pos], own_ns[pos]
         ev.append(evidence(facts, int(idx[pos]), Fp32Call(op_dims(facts, int(idx[pos])), f / d if f and d > 0 else None)))
     return [Finding(ID, record, impact, ev, severity=None if known else Severity.INFO)]
-
-
-def gemm_calls(facts: Facts) -> np.ndarray:
-    """The host's GEMM op calls inside the window (the CPU rules' work: cpu-threads reads them too)."""
-    lo, hi = facts.window
-    trace = facts.trace
-    return np.flatnonzero(facts.is_host & pattern_mask(facts, GEMM_OPS) & (trace.ts >= lo) & (trace.ts < hi))
-
-
-def ops_by_time(facts: Facts, idx: np.ndarray, own_ns: np.ndarray) -> tuple[str, ...]:
-    """The calls' op names, most own time first."""
-    by_time: dict[str, float] = {}
-    for i, d in zip(idx.tolist(), own_ns.tolist(), strict=True):
-        by_time[facts.trace.event_name(i)] = by_time.get(facts.trace.event_name(i), 0.0) + d
-    return tuple(sorted(by_time, key=lambda n: -by_time[n]))
-
-
-def idle_cores(host: dict) -> tuple[int, int] | None:
-    """(threads, cores) where pista_host says torch left cores idle, else None."""
-    threads, cores = host.get("intra_op_threads"), host.get("cores")
-    if isinstance(threads, int) and isinstance(cores, int) and 0 < threads < cores:
-        return threads, cores
-    return None
 
 
 def _is_fp32(types: Any) -> bool:

@@ -30,8 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Finding, Record
-from pista.rules._common import evidence, us
-from pista.rules.cpu_fp32_gemm import gemm_calls, idle_cores, ops_by_time
+from pista.rules._common import evidence, gemm_calls, idle_cores, ops_by_time, us
 
 ID = "cpu-threads"
 # The saving must reach this share of the step (REVIEW.md: under a few percent is noise).

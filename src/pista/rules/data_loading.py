@@ -48,18 +48,17 @@ import numpy as np
 
 from pista.findings import WARNING_SHARE, Context, Finding, Record
 from pista.rules._common import (
-    DATA_REGION,
     PROFILER_HOST_INFLATION,
+    data_regions,
     evidence,
     index_mask,
     name_mask,
     nearest_ancestor,
     outer_ops,
-    pattern_mask,
     us,
 )
 from pista.timeline import Edit
-from pista.trace.facts import Facts, merge_intervals, per_facts
+from pista.trace.facts import merge_intervals
 
 ID = "data-loading"
 # The share of the data regions' host time a batched fetch (or a batched transform) keeps: one index and
@@ -150,18 +149,6 @@ def check(ctx: Context) -> list[Finding]:
     longest = regions[np.argsort(-trace.dur[regions], kind="stable")[:EVIDENCE_REGIONS]]
     ev = [evidence(facts, int(r), RegionNote(per_region.get(int(r), 0))) for r in longest.tolist()]
     return [Finding(ID, record, impact, ev, edit=Edit("whole batches", host_scale=((regions, BATCHED_SHARE),)))]
-
-
-@per_facts
-def data_regions(facts: Facts) -> np.ndarray:
-    """The outermost data regions in the steps (user annotations: the DataLoader's marker, regions
-    named for data), in time order."""
-    trace = facts.trace
-    mask = facts.is_host & trace.category_mask({"user_annotation"}) & pattern_mask(facts, DATA_REGION)
-    if facts.steps:
-        mask &= facts.event_step >= 0
-    idx = np.flatnonzero(mask & (nearest_ancestor(facts, mask, inclusive=False) < 0))
-    return idx[np.argsort(trace.ts[idx], kind="stable")].astype(np.int64)
 
 
 def _input_prep(ctx: Context) -> list[Finding]:

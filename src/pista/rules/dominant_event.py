@@ -46,13 +46,9 @@ from pista import efficiency
 from pista.efficiency import Rate, card_of, device_name, gemms, headroom_ns, rate
 from pista.findings import Context, Finding, Impact, Record, top_indices
 from pista.rules._common import evidence, us
+from pista.rules._dominant import dominant
 
 ID = "dominant-event"
-
-# Share of Self CUDA total. The fixtures split cleanly: one GEMM holds 80-100% in the seed_mm4096_*
-# and seed_mm64_compile traces; no kernel passes 52% in seed_mm64_{warm,cold} (the add kernel
-# takes about half), 24% in series_linear_train, 10% in series_mlp_*, 10% in big_gpt_eager_20steps.
-DOMINANT_SHARE = 0.6
 # A GEMM at or above this share of the card's ceiling runs as fast as the card allows (the
 # ceiling's own spread, see pista.efficiency): seed_mm4096_warm 1.06 (803 of 757 TFLOP/s),
 # seed_mm4096_compile 1.04, gpu/tf32_gemm 1.13.
@@ -90,45 +86,6 @@ class Instance(Record):
     """Note on one of the longest calls: its rate where it is a GEMM."""
 
     tflops: float | None
-
-
-class Dominant(Record):
-    """Which events dominate: the kind, the name and the event indices."""
-
-    kind: str
-    name: str
-    members: np.ndarray
-    total_ns: int  # all device work
-
-
-def dominant(ctx: Context) -> Dominant | None:
-    """The kernel (else the op) holding DOMINANT_SHARE of the device time, or None."""
-    facts = ctx.facts
-    trace = facts.trace
-    work = np.flatnonzero(facts.is_device_work)
-    total = int(trace.dur[work].sum())
-    if work.size == 0 or total <= 0:
-        return None
-    dur = trace.dur[work]
-    names, inverse = np.unique(trace.name[work], return_inverse=True)
-    per_name = np.bincount(inverse, weights=dur)
-    best = int(np.argmax(per_name))
-    if per_name[best] / total >= DOMINANT_SHARE:
-        members = work[inverse == best]
-        category = trace.event_category(int(members[0]))
-        kind = {"gpu_memcpy": "copy", "gpu_memset": "memset"}.get(category, "kernel")
-        return Dominant(kind, trace.names[int(names[best])], members, total)
-    # no single kernel: an op whose launches (possibly several kernels) add up to most of it
-    owned = facts.owner[work] >= 0
-    if not owned.any():
-        return None
-    owner_names = trace.name[facts.owner[work[owned]]]
-    onames, oinv = np.unique(owner_names, return_inverse=True)
-    per_op = np.bincount(oinv, weights=dur[owned])
-    ob = int(np.argmax(per_op))
-    if per_op[ob] / total < DOMINANT_SHARE:
-        return None
-    return Dominant("op", trace.names[int(onames[ob])], work[owned][oinv == ob], total)
 
 
 def check(ctx: Context) -> list[Finding]:

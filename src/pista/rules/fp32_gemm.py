@@ -41,7 +41,7 @@ import numpy as np
 
 from pista.efficiency import card_of, compute_major, device_name, gemms
 from pista.findings import Context, Finding, Record
-from pista.rules._common import evidence, kernels, nearest_ancestor, pattern_mask, us
+from pista.rules._common import evidence, kernels, nearest_ancestor, op_dims, pattern_mask, us
 from pista.timeline import Edit
 from pista.trace.facts import Facts
 
@@ -168,10 +168,3 @@ def _target_ns(facts: Facts, idx: np.ndarray, card, target_tflops: float | None)
 def _float_or_unknown(facts: Facts, op: int) -> bool:
     types = facts.trace.args(op).get("Input type")
     return not isinstance(types, list) or any("float" in str(t) for t in types)
-
-
-def op_dims(facts: Facts, op: int) -> tuple[tuple[int, ...], ...]:
-    dims = facts.trace.args(op).get("Input Dims")
-    if not isinstance(dims, list):
-        return ()
-    return tuple(tuple(int(x) for x in d) if isinstance(d, list) else () for d in dims)

@@ -40,23 +40,15 @@ compiled function.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 
 import numpy as np
 
 from pista.findings import Context, Finding, Record
 from pista.rules import _one_time as one_time
-from pista.rules._common import (
-    COMPILED_REGION,
-    GRAPH_CALL,
-    PROFILER_HOST_INFLATION,
-    evidence,
-    nearest_ancestor,
-    pattern_mask,
-    us,
-)
+from pista.rules._breaks import Breaks, graph_breaks
+from pista.rules._common import COMPILED_REGION, PROFILER_HOST_INFLATION, evidence, us
 from pista.timeline import Edit
-from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts
+from pista.trace.facts import Facts, Intervals, merge_intervals
 
 ID = "graph-break"
 # what runs between the graphs, by the cause it points at
@@ -93,24 +85,9 @@ class GapNote(Record):
     ops: tuple[str, ...]
 
 
-@dataclass(eq=False)
-class _Found:
-    calls: np.ndarray  # the top-level region calls that break, in time order
-    graphs: list[np.ndarray]  # each call's graph calls, in time order
-    gaps: Intervals  # host spans between consecutive graphs of a call
-    first_after: list[int]  # per gap: the graph call after it (its evidence)
-
-
-def gaps(facts: Facts) -> Intervals:
-    """The host spans between the graphs of broken compiled calls (empty where nothing breaks):
-    host-sync leaves the syncs in them to this rule."""
-    found = _found(facts)
-    return found.gaps if found is not None else one_time.EMPTY
-
-
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
-    found = _found(facts)
+    found = graph_breaks(facts)
     if found is None:
         return []
     idle = one_time.idle_ns(facts, found.gaps) if facts.has_gpu else None
@@ -138,7 +115,7 @@ def check(ctx: Context) -> list[Finding]:
     return [Finding(ID, record, impact, ev, edit=_one_graph(facts, found))]
 
 
-def _one_graph(facts: Facts, found: _Found) -> Edit:
+def _one_graph(facts: Facts, found: Breaks) -> Edit:
     """What one graph does: the host's work between the graphs goes, with the reads and launches in it, and
     so does each extra graph call's own wrapper time (its launches stay, made from the one graph's call)."""
     trace = facts.trace
@@ -148,53 +125,6 @@ def _one_graph(facts: Facts, found: _Found) -> Edit:
     launches = launches[wrappers.covered(trace.ts[launches], trace.ts[launches] + 1) > 0]
     own = wrappers.subtract(merge_intervals(trace.ts[launches], trace.ts[launches] + trace.dur[launches]))
     return Edit("one graph", host_scale_spans=((found.gaps, 0.0), (own, 0.0)))
-
-
-@per_facts
-def _found(facts: Facts) -> _Found | None:
-    """The compiled calls that hold another frame's region (a resume function) and two graphs or more."""
-    trace = facts.trace
-    region = facts.is_host & pattern_mask(facts, COMPILED_REGION)
-    if facts.steps:
-        region &= facts.event_step >= 0
-    outer = nearest_ancestor(facts, region, inclusive=False)
-    nested = np.flatnonzero(region & (outer >= 0))
-    if nested.size == 0:
-        return None
-    top = _top_of(outer, np.flatnonzero(region))
-    graph_calls = np.flatnonzero(facts.is_host & pattern_mask(facts, GRAPH_CALL))
-    owner = nearest_ancestor(facts, region)[graph_calls]  # the region each graph call runs in
-    keep = owner >= 0
-    graph_calls, owner = graph_calls[keep], owner[keep]
-    by_call: dict[int, list[int]] = {}
-    for g, r in zip(graph_calls.tolist(), owner.tolist(), strict=True):
-        by_call.setdefault(top[r], []).append(g)
-    broken = sorted((c for c, gs in by_call.items() if len(gs) >= 2), key=lambda c: int(trace.ts[c]))
-    if not broken:
-        return None
-    graphs = [np.array(sorted(by_call[c], key=lambda g: int(trace.ts[g])), dtype=np.int64) for c in broken]
-    starts, ends, after = [], [], []
-    for gs in graphs:
-        for a, b in zip(gs[:-1].tolist(), gs[1:].tolist(), strict=True):
-            starts.append(int(trace.ts[a] + trace.dur[a]))
-            ends.append(int(trace.ts[b]))
-            after.append(b)
-    order = np.argsort(np.asarray(starts, dtype=np.int64), kind="stable")
-    s, e = np.asarray(starts, dtype=np.int64)[order], np.asarray(ends, dtype=np.int64)[order]
-    keep_gap = e > s
-    return _Found(np.array(broken, dtype=np.int64), graphs, Intervals(s[keep_gap], e[keep_gap]),
-                  [after[k] for k in order[keep_gap].tolist()])
-
-
-def _top_of(outer: np.ndarray, regions: np.ndarray) -> dict[int, int]:
-    """Each region call's outermost region (itself where none holds it)."""
-    top: dict[int, int] = {}
-    for r in regions.tolist():
-        j = r
-        while outer[j] >= 0:
-            j = int(outer[j])
-        top[r] = j
-    return top
 
 
 def _ops_in(facts: Facts, gaps: Intervals) -> list[list[str]]:

@@ -46,7 +46,8 @@ import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
 from pista.rules import _one_time as one_time
-from pista.rules import anomaly_mode, cudnn_setup, graph_break
+from pista.rules._anomaly import check_ops
+from pista.rules._breaks import gaps
 from pista.rules._common import (
     COMPILE_EVENT,
     SYNC_NAMES,
@@ -61,6 +62,7 @@ from pista.rules._common import (
     profiler_stop_sync,
     us,
 )
+from pista.rules._cudnn import inside, slow_calls
 from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, merge_intervals
 
@@ -119,7 +121,7 @@ def check(ctx: Context) -> list[Finding]:
     pageable_ops = _ops_launching(facts, memcpys(facts) & pattern_mask(facts, PAGEABLE))
     # one hit per op call: its syncs and device-to-host copies (a copy to or from pageable memory
     # blocks by itself: pageable-memcpy's finding, with its op's sync)
-    anomaly = set(anomaly_mode.check_ops(facts).tolist())  # the engine's NaN checks: anomaly-mode's reads
+    anomaly = set(check_ops(facts).tolist())  # the engine's NaN checks: anomaly-mode's reads
     calls: dict[int, list[int]] = defaultdict(list)
     for i in np.flatnonzero(syncs | _read_backs(facts)).tolist():
         op = outermost_aten(facts, i)
@@ -257,10 +259,10 @@ def _sync_calls(facts: Facts) -> np.ndarray:
     syncs = facts.is_host & name_mask(facts, SYNC_NAMES) & ~_compiling(facts)
     if facts.steps:
         syncs &= facts.event_step >= 0
-    setup = cudnn_setup.slow_calls(facts)[0]
+    setup = slow_calls(facts)[0]
     if setup.size:
         idx = np.flatnonzero(syncs)
-        syncs[idx[cudnn_setup.inside(facts, setup, idx) >= 0]] = False
+        syncs[idx[inside(facts, setup, idx) >= 0]] = False
     _drop_between_graphs(facts, syncs)
     return syncs
 
@@ -269,7 +271,7 @@ def _drop_between_graphs(facts: Facts, calls: np.ndarray) -> None:
     """Unmark the calls between the graphs of a compiled call Dynamo broke: a value read there is
     graph-break's."""
     idx = np.flatnonzero(calls)
-    calls[idx[one_time.covered(graph_break.gaps(facts), facts.trace.ts[idx])]] = False
+    calls[idx[one_time.covered(gaps(facts), facts.trace.ts[idx])]] = False
 
 
 def _explicit_syncs(facts: Facts, syncs: np.ndarray) -> list[int]:

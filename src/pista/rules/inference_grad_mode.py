@@ -38,42 +38,20 @@ autograd later), around the model calls, with `model.eval()` as well.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from pista.findings import Context, Finding, Record, Severity, steps_of
-from pista.opargs import SEQ_ODD, sequence_numbers
-from pista.rules import gpu_idle
-from pista.rules._common import (
-    PROFILER_HOST_INFLATION,
-    evidence,
-    inference_steps,
-    name_mask,
-    new_shapes,
-    step_ops,
-    us,
-)
+from pista.findings import Context, Finding, Record, Severity
+from pista.rules._common import PROFILER_HOST_INFLATION, evidence, inference_steps, name_mask, new_shapes, us
+from pista.rules._grad_mode import GradNodes, grad_nodes, node_us
+from pista.rules._idle import union
 from pista.timeline import Edit
-from pista.trace.facts import Facts, Intervals, per_facts
+from pista.trace.facts import Facts, Intervals
 
 ID = "inference-grad-mode"
 # launch-bound and many-calls leave this rule's claimed_idle out before they count (inference_mode() is the fix, not a graph)
 CLAIMS_FIRST = True
 SEVERITY_EXCEPTION = ("info without ProfilerStep markers: a training forward profiled alone, its backward "
                       "outside the window, looks the same")
-# Host time a node costs unprofiled, the median of gpu/grad_time.py's three paired runs: ResNet-50
-# batch 32 1.00 ms a step for 177 nodes (5.6 µs); GPT-2 decoding 1.22 ms a token for 444 (2.75 µs),
-# ResNet-50 batch 8 1.44 ms (8.2 µs). Each saved 19-20% of the unprofiled step.
-GRAD_NODE_US = 5.6
-# ... and without a GPU, where nothing but the node itself changes: gpu/cpu_infer.py's paired runs (a
-# 16-block MLP on one core of this 2-core VM), 91-117 µs a step for 49 nodes. The GPU twins' median
-# would make 549 µs of it, half the profiled step, where inference_mode saved 13-16%.
-CPU_GRAD_NODE_US = 2.0
-MIN_STEP_SHARE = 0.01  # REVIEW.md: under 1% of the step is noise
-# Ops whose Sequence numbers are read (args from the file): whole inference steps up to this many ops
-# give the nodes a step; the steps are alike, and a long inference trace need not be read whole.
-MAX_OPS = 1 << 15
 TOP_OPS = 3  # the node-building op names named, most nodes first
 
 
@@ -116,21 +94,16 @@ class NodeOp(Record):
 def claimed_idle(facts: Facts) -> Intervals:
     """The part of the steps' per-op idle that the nodes cost (the first part of each interval, the
     same share of each): overhead-bound, launch-bound and many-calls leave it out."""
-    found = _found(facts)
+    found = grad_nodes(facts)
     if found is None or found.idle.total == 0:
-        return gpu_idle.union(np.empty(0), np.empty(0))
+        return union(np.empty(0), np.empty(0))
     keep = min(1.0, found.saving_ns / found.idle.total)
     start = found.idle.start
-    return gpu_idle.union(start, start + ((found.idle.end - start) * keep).astype(np.int64))
-
-
-def fires(facts: Facts) -> bool:
-    """Whether this rule reports the trace (allocator-churn names it as its calls' cause)."""
-    return _found(facts) is not None
+    return union(start, start + ((found.idle.end - start) * keep).astype(np.int64))
 
 
 def check(ctx: Context) -> list[Finding]:
-    found = _found(ctx.facts)
+    found = grad_nodes(ctx.facts)
     if found is None:
         return []
     facts = ctx.facts
@@ -142,7 +115,7 @@ def check(ctx: Context) -> list[Finding]:
         steps=n, of_steps=len(facts.steps) or 1, nodes_per_step=found.nodes / found.read_steps,
         ops_per_step=found.ops.size / found.read_steps, cost_us_per_step=us(found.cost_ns) / n,
         idle_us_per_step=us(found.idle.total) / n if facts.has_gpu else 0.0,
-        capped=facts.has_gpu and found.idle.total < found.cost_ns, node_us=_node_us(facts), gpu=facts.has_gpu,
+        capped=facts.has_gpu and found.idle.total < found.cost_ns, node_us=node_us(facts), gpu=facts.has_gpu,
         inflation=PROFILER_HOST_INFLATION, top=top, growing_op=new_shapes(facts)["new_shape_op"],
         malloc_steps=_malloc_steps(facts), has_steps=bool(facts.steps))
     ev = [evidence(facts, int(i), NodeOp(int(s))) for i, s in _examples(facts, found, ids)]
@@ -151,73 +124,8 @@ def check(ctx: Context) -> list[Finding]:
     # node's first op starts (a cost without the profiler, so the engine's unprofiled replay keeps it whole)
     first = found.ops[np.unique(found.seqs, return_index=True)[1]]
     edit = Edit("inference_mode", host_remove_ns=(facts.trace.ts[first].astype(np.int64),
-                                                  np.full(first.size, _node_us(facts) * 1000.0)))
+                                                  np.full(first.size, node_us(facts) * 1000.0)))
     return [Finding(ID, record, impact, ev, severity=None if facts.steps else Severity.INFO, edit=edit)]
-
-
-@dataclass(eq=False)
-class _Found:
-    steps: int  # inference steps
-    read_steps: int  # of them, those whose ops were read
-    ops: np.ndarray  # the read ops with a Sequence number
-    seqs: np.ndarray  # their numbers
-    nodes: int  # in the read steps
-    cost_ns: float  # over all inference steps
-    idle: Intervals  # the per-op GPU idle in them (the ledger's, no other cause's)
-    saving_ns: float  # min(cost, idle) on a GPU, the cost without one
-
-
-@per_facts
-def _found(facts: Facts) -> _Found | None:
-    steps = inference_steps(facts)
-    if not steps:
-        return None
-    ops = np.flatnonzero(step_ops(facts))
-    of_step = facts.event_step[ops] if facts.steps else np.full(ops.size, -1)
-    read, seqs, nodes = [], [], 0
-    for k in steps:
-        idx = ops[of_step == k]
-        whole = idx.size
-        idx = idx[:MAX_OPS]  # a window without steps: its first ops, the count scaled to all of them
-        step_seqs = sequence_numbers(facts, idx.tolist()) if idx.size else np.empty(0, np.int64)
-        has = step_seqs > SEQ_ODD
-        read.append(idx[has])
-        seqs.append(step_seqs[has])
-        nodes += round(_nodes(step_seqs[has]) * whole / max(idx.size, 1))
-        if sum(r.size for r in read) >= MAX_OPS:
-            break
-    if nodes == 0:
-        return None
-    cost = nodes / len(read) * _node_us(facts) * 1000.0 * PROFILER_HOST_INFLATION * len(steps)
-    idle = _per_op_idle(facts, steps)
-    saving = min(cost, idle.total) if facts.has_gpu else cost
-    if steps_of(facts).per_step(saving).share < MIN_STEP_SHARE:
-        return None
-    return _Found(len(steps), len(read), np.concatenate(read), np.concatenate(seqs), nodes, cost, idle, saving)
-
-
-def _node_us(facts: Facts) -> float:
-    return GRAD_NODE_US if facts.has_gpu else CPU_GRAD_NODE_US
-
-
-def _nodes(seqs: np.ndarray) -> int:
-    """The nodes a step's ops built: the number moves on once per node, so each distinct number is one
-    (the step's last op builds one as a rule: gpu/profiler_first_step's numbers advance 96 a step); one
-    number alone is ops on tensors that need no grad (seed_mm64_warm: 3 ops, one number, no node)."""
-    distinct = np.unique(seqs).size
-    return distinct if distinct > 1 else 0
-
-
-def _per_op_idle(facts: Facts, steps: list[int]) -> Intervals:
-    """The ledger's per-op GPU idle inside these steps (the window's without steps): what the host's
-    dispatch holds up, the syncs', data's and one-time set-up's left to their rules."""
-    book = gpu_idle.ledger(facts)
-    if book is None:
-        return gpu_idle.union(np.empty(0), np.empty(0))
-    if steps == [-1]:
-        return book.per_op
-    parts = [book.per_op.clip(facts.steps[k].start, facts.steps[k].end) for k in steps]
-    return gpu_idle.union(np.concatenate([p.start for p in parts]), np.concatenate([p.end for p in parts]))
 
 
 def _malloc_steps(facts: Facts) -> int:
@@ -228,7 +136,7 @@ def _malloc_steps(facts: Facts) -> int:
     return len(steps & set(np.unique(facts.event_step[calls]).tolist())) if facts.steps else int(calls.size > 0)
 
 
-def _top(facts: Facts, found: _Found) -> tuple[np.ndarray, np.ndarray]:
+def _top(facts: Facts, found: GradNodes) -> tuple[np.ndarray, np.ndarray]:
     """The name ids of the ops whose calls moved the number on most (built a node), most first, and
     their counts in the read steps."""
     names = facts.trace.name[found.ops]
@@ -242,7 +150,7 @@ def _top(facts: Facts, found: _Found) -> tuple[np.ndarray, np.ndarray]:
     return ids[top], counts[top]
 
 
-def _examples(facts: Facts, found: _Found, ids: np.ndarray) -> list[tuple[int, int]]:
+def _examples(facts: Facts, found: GradNodes, ids: np.ndarray) -> list[tuple[int, int]]:
     """The first call of each of these op names in the first read step."""
     out, names = [], facts.trace.name[found.ops]
     for name_id in ids.tolist():

@@ -36,17 +36,14 @@ the CUDA graph (or bigger work per call), not another torch.compile.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from dataclasses import dataclass
 
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
-from pista.rules import gpu_idle
-from pista.rules._common import kernels, nearest_ancestor, new_shapes, pattern_mask, short_name, us
+from pista.rules._common import COMPILED_CODE, nearest_ancestor, new_shapes, pattern_mask, short_name, us
+from pista.rules._launches import MAX_MEDIAN_KERNEL_US, tiny_kernels
 from pista.timeline import Edit
-from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "launch-bound"
 # A symptom: the engine credits it with what is left once every cause's fix is replayed (pista.engine).
@@ -54,21 +51,9 @@ SYMPTOM = True
 # The share of the host's time in this rule's idle that one batched call (or a graph of the loop) keeps:
 # gpu/python_loop_cpu's 128 per-sample matmuls against one batched matmul kept about a tenth of the host.
 BATCHED_HOST_SHARE = 0.1
-# At least this many kernels per step: gpu/launch_bound has 200; seed_mm64_* have 1-2 (a few big
-# launches are overhead-bound's business, not this rule's).
-MIN_KERNELS_PER_STEP = 50
-# Median kernel duration (µs) at or below which kernels count as tiny: gpu/launch_bound 0.93 µs;
-# series_mlp_compile 6.1 µs, series_mlp_eager 7.0 µs, big_gpt_eager_20steps 17.8 µs have real work.
-MAX_MEDIAN_KERNEL_US = 5.0
-# Median launch call / median kernel at or above which launching costs more than running:
-# gpu/launch_bound 7.0x.
-MIN_LAUNCH_TO_KERNEL = 1.0
 # Below this share of the step the idle is noise (REVIEW.md: under ~1% is worth nothing).
 MIN_SHARE = 0.01
 EXAMPLES = 3
-# Compiled code, as torch 2.x records it: the compiled frame, its generated wrapper, and the
-# autograd function of a compiled backward (series_mlp_compile, seed_mm64_compile).
-COMPILED_CODE = re.compile(r"^Torch-Compiled Region: |^## Call CompiledFxGraph|^CompiledFunction")
 
 
 class KernelExample(Record):
@@ -118,71 +103,9 @@ class ItsOp(Record):
     op_us: float
 
 
-@dataclass(eq=False)
-class _Found:
-    idx: np.ndarray  # the kernels in the steps
-    tiny: np.ndarray  # the tiny ones
-    claim: Intervals  # the per-op idle just before them
-
-
-def claimed_idle(facts: Facts) -> Intervals:
-    """The idle this rule claims (empty where it does not fire): many-calls and overhead-bound
-    leave it out."""
-    found = _detect(facts)
-    return found.claim if found is not None else gpu_idle.union(np.empty(0), np.empty(0))
-
-
-@per_facts
-def _detect(facts: Facts) -> _Found | None:
-    book = gpu_idle.ledger(facts)
-    if book is None:
-        return None
-    trace = facts.trace
-    k = kernels(facts)
-    if facts.steps:
-        k &= facts.event_step >= 0
-    idx = np.flatnonzero(k)
-    if idx.size / (len(facts.steps) or 1) < MIN_KERNELS_PER_STEP:
-        return None
-    launchers = facts.launcher[idx]
-    if not (launchers >= 0).any():
-        return None
-    kernel_med = float(np.median(trace.dur[idx]))
-    launch_med = float(np.median(trace.dur[launchers[launchers >= 0]]))
-    if kernel_med > MAX_MEDIAN_KERNEL_US * 1000 or launch_med < MIN_LAUNCH_TO_KERNEL * kernel_med:
-        return None
-    tiny = idx[(trace.dur[idx] <= MAX_MEDIAN_KERNEL_US * 1000) & (facts.launcher[idx] >= 0)]
-    tiny = tiny[np.argsort(trace.ts[tiny], kind="stable")]
-    free = gpu_idle.subtract(book.per_op, specific_claims(facts))
-    claim = gpu_idle.intersect(free, waits_before(facts, book.device, tiny))
-    return _Found(idx, tiny, claim)
-
-
-def specific_claims(facts: Facts) -> Intervals:
-    """The per-op idle that rules with a one-line fix claim before launch-bound and many-calls: those
-    whose module sets CLAIMS_FIRST (a tanh-GELU written out: one op for eight, not a graph; inference in
-    grad mode: inference_mode; in train mode: eval)."""
-    from pista.rules import catalogue
-
-    claims = [rule.module.claimed_idle(facts) for rule in catalogue() if getattr(rule.module, "CLAIMS_FIRST", False)]
-    return gpu_idle.union(np.concatenate([c.start for c in claims]), np.concatenate([c.end for c in claims]))
-
-
-def waits_before(facts: Facts, device: int, work: np.ndarray) -> Intervals:
-    """The GPU idle just before each of the given device work items, where one starts on an idle
-    device: from the end of the device's previous work to its start (it waited for this launch)."""
-    busy = facts.gpu_busy[device]
-    start = facts.trace.ts[work]
-    j = np.searchsorted(busy.start, start)
-    opens = (j < busy.start.size) & (j > 0)
-    opens &= busy.start[np.minimum(j, busy.start.size - 1)] == start
-    j = j[opens]
-    return gpu_idle.union(busy.end[j - 1], busy.start[j])
-
-
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
-    found = _detect(facts)
+    found = tiny_kernels(facts)
     if found is None:
         return []
     impact = ctx.per_step(found.claim.total)

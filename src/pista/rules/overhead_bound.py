@@ -57,8 +57,19 @@ import numpy as np
 from pista import findings
 from pista.findings import Context, Evidence, Finding, Record
 from pista.rules import _one_time as one_time
-from pista.rules import compile_overhead, gemm_heuristics, gpu_idle, launch_bound, many_calls
-from pista.rules._common import AUTOGRAD_NODE, PROFILER_HOST_INFLATION, new_shapes, pattern_mask, step_at, us
+from pista.rules._claims import other_claims
+from pista.rules._common import (
+    AUTOGRAD_NODE,
+    COMPILED_CODE,
+    PROFILER_HOST_INFLATION,
+    new_shapes,
+    pattern_mask,
+    step_at,
+    us,
+)
+from pista.rules._idle import intersect, ledger, spans, subtract, union
+from pista.rules._launches import launch_bound_idle
+from pista.rules._repeated import many_calls_idle
 from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals
 
@@ -165,38 +176,38 @@ def check(ctx: Context) -> list[Finding]:
     if s.verdict != "overhead-bound":
         return []
     facts = ctx.facts
-    book = gpu_idle.ledger(facts)
+    book = ledger(facts)
     if book is None:
         return []
-    launch = launch_bound.claimed_idle(facts)
-    calls = gpu_idle.subtract(many_calls.claimed_idle(facts), launch)
-    rest = gpu_idle.subtract(gpu_idle.subtract(book.per_op, launch), calls)
+    launch = launch_bound_idle(facts)
+    calls = subtract(many_calls_idle(facts), launch)
+    rest = subtract(subtract(book.per_op, launch), calls)
     others: dict[str, int] = {}
-    claims = _other_claims(facts)
+    # then the idle the other rules declare they claim (their `claimed_idle`), in catalogue order
+    claims = other_claims(facts, {ID, "launch-bound", "many-calls", "gpu-idle"})
     # the ledger's set-up and cold claims hold the other one-time rules' spans, not the GEMMs that wait
     # for cuBLAS on new shapes (gpu/gemm_new_shapes: 3.0 ms a step was both rules' whole step)
-    claims[gemm_heuristics.ID] = one_time.claimed_by(ctx, gemm_heuristics.ID)
+    claims["gemm-heuristics"] = one_time.claimed_by(ctx, "gemm-heuristics")
     for rule_id, claim in claims.items():
-        taken = gpu_idle.intersect(rest, claim)
+        taken = intersect(rest, claim)
         if taken.total > 0:
             others[rule_id] = taken.total
-            rest = gpu_idle.subtract(rest, claim)
+            rest = subtract(rest, claim)
     impact = ctx.per_step(rest.total)
     if impact.share < MIN_SHARE:
         return []
     n = ctx.step_count
     trace = facts.trace
-    # the outermost ops (gpu_idle.outermost_ops of every op): the ops whose parent is no op
+    # the outermost ops (_idle.outermost_ops of every op): the ops whose parent is no op
     ops = facts.is_host & trace.category_mask({"cpu_op"})
     outer = np.flatnonzero(ops & ~(ops[facts.parent] & (facts.parent >= 0)))  # a root's -1 reads the last
     del ops
     idle = rest.covered(trace.ts[outer], trace.ts[outer] + trace.dur[outer])  # per outermost op
-    in_ops = gpu_idle.intersect(rest, gpu_idle.spans(facts, outer[idle > 0]))  # the others add nothing
-    compiled = gpu_idle.intersect(rest, gpu_idle.spans(
-        facts, np.flatnonzero(facts.is_host & pattern_mask(facts, launch_bound.COMPILED_CODE))))
+    in_ops = intersect(rest, spans(facts, outer[idle > 0]))  # the others add nothing
+    compiled = intersect(rest, spans(facts, np.flatnonzero(facts.is_host & pattern_mask(facts, COMPILED_CODE))))
     top, evidence = _top_ops(facts, outer, idle, n)
-    between = gpu_idle.subtract(rest, in_ops)
-    engine = gpu_idle.intersect(between, _engine_gaps(facts, outer))
+    between = subtract(rest, in_ops)
+    engine = intersect(between, _engine_gaps(facts, outer))
     if between.start.size:
         k = int(np.argmax(between.end - between.start))
         a, b = int(between.start[k]), int(between.end[k])
@@ -226,7 +237,7 @@ def check(ctx: Context) -> list[Finding]:
         top_ops=top, syncs_per_step=book.syncs_per_step, sync_op=book.sync_op,
         end_syncs_per_step=book.end_syncs_per_step, near_threshold=bool(near),
         record_shapes=shapes, with_stack=stack, unprofiled_us_per_step=unprofiled,
-        where=_where(compiled.total, others.get(compile_overhead.ID, 0), between.total, rest.total),
+        where=_where(compiled.total, others.get("compile-overhead", 0), between.total, rest.total),
         **new_shapes(facts))
     return [Finding(ID, record, impact, evidence, edit=Edit("step graphed", host_scale_spans=((rest, GRAPH_HOST_SHARE),)))]
 
@@ -241,7 +252,7 @@ def _engine_gaps(facts: Facts, outer: np.ndarray) -> Intervals:
     idx = np.flatnonzero(nodes & (facts.event_step >= 0)) if facts.steps else np.flatnonzero(nodes)
     others = outer[~nodes[outer]]
     if idx.size == 0 or others.size == 0:
-        return gpu_idle.union(np.empty(0), np.empty(0))
+        return union(np.empty(0), np.empty(0))
     step = facts.event_step[idx] if facts.steps else np.zeros(idx.size, dtype=np.int64)
     n = int(step.max()) + 1
     first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
@@ -256,7 +267,7 @@ def _engine_gaps(facts: Facts, outer: np.ndarray) -> Intervals:
     after = np.searchsorted(starts, last, side="left")  # the first op to start after the last node
     lo = np.concatenate([np.where(before >= 0, ends[np.maximum(before, 0)], first), last])
     hi = np.concatenate([first, np.where(after < starts.size, starts[np.minimum(after, starts.size - 1)], last)])
-    return gpu_idle.union(lo, hi)
+    return union(lo, hi)
 
 
 def _unprofiled(per_op_us: float, step_us: float, busy: float) -> float:
@@ -303,22 +314,6 @@ def _top_ops(facts: Facts, outer: np.ndarray, idle: np.ndarray, n: int) -> tuple
         rows.append(IdleUnderOp(trace.names[int(names[k])], counts[k] / n, us(totals[k]) / n))
         evidence.append(Evidence.of(facts, best, GpuWaitedUnder(us(idle[members].max()), us(totals[k]) / n)))
     return tuple(rows), evidence
-
-
-def _other_claims(facts: Facts) -> dict[str, Intervals]:
-    """The GPU idle other rules claim, for those that declare it: a rule module's
-    `claimed_idle(facts) -> Intervals` (empty where it does not fire). launch-bound and many-calls
-    are taken first, in that order; the ledger's claims (syncs, compiling, the profiler's buffers,
-    set-up, data regions) before them."""
-    from pista.rules import catalogue
-
-    own = {ID, launch_bound.ID, many_calls.ID, gpu_idle.ID}
-    out = {}
-    for rule in catalogue():
-        claim = getattr(rule.module, "claimed_idle", None)
-        if rule.id not in own and callable(claim):
-            out[rule.id] = claim(facts)
-    return out
 
 
 OPTIONS_SLICE = 1 << 16  # events looked at a time for the first ops (memory, not output)

@@ -37,20 +37,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from pista.findings import Context, Finding, Record, steps_of
-from pista.rules import gpu_idle
-from pista.rules._common import backward_nodes, evidence, index_mask, name_mask, outer_ops, step_ops, us
+from pista.rules._common import backward_nodes, evidence, index_mask, us
+from pista.rules._gelu import AFTER, BEFORE, chain_ops
+from pista.rules._idle import idle_under, union
 from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, per_facts
 
 ID = "tanh-gelu"
 # launch-bound and many-calls leave this rule's claimed_idle out before they count (one op for eight, not a graph, is the fix)
 CLAIMS_FIRST = True
-# The formula's ops around its tanh: HF's NewGELUActivation gives mul, pow, mul, add, mul | tanh | add,
-# mul (gpu/kv_flash, gpu/gpt2_conv1d); a chain is a tanh with a pow among the BEFORE ops ahead of it and
-# nothing but these ops in the BEFORE ahead and AFTER behind it, on its thread, outside any other op.
-CHAIN_OPS = frozenset({"aten::mul", "aten::pow", "aten::add", "aten::tanh"})
-BEFORE = 5
-AFTER = 2
 MIN_STEP_SHARE = 0.01  # REVIEW.md: under 1% of the step is noise
 EVIDENCE_CHAINS = 2
 
@@ -75,7 +70,7 @@ def claimed_idle(facts: Facts) -> Intervals:
     """The GPU idle under the chains' ops (empty where the rule does not fire): overhead-bound and
     launch-bound leave it out."""
     found = _found(facts)
-    return found.idle if found is not None else gpu_idle.union(np.empty(0), np.empty(0))
+    return found.idle if found is not None else union(np.empty(0), np.empty(0))
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -125,7 +120,7 @@ def _found(facts: Facts) -> _Found | None:
     members = chain_ops(facts)
     if members.size == 0:
         return None
-    idle = gpu_idle.idle_under(facts, members)
+    idle = idle_under(facts, members)
     launched = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
     kernel_ns = float(facts.trace.dur[launched[index_mask(facts, members)[facts.owner[launched]]]].sum())
     # the seven passes a fused kernel saves count as well, as far as the GPU is the limit (savings/h100/
@@ -135,26 +130,6 @@ def _found(facts: Facts) -> _Found | None:
     if scale.per_step(max(_saving(idle), passes)).share < MIN_STEP_SHARE:
         return None
     return _Found(members, members.size // (BEFORE + 1 + AFTER), idle, kernel_ns)
-
-
-@per_facts
-def chain_ops(facts: Facts) -> np.ndarray:
-    """The ops of every tanh-GELU chain in the steps, chain after chain (BEFORE + 1 + AFTER each),
-    whatever they cost: unfused-elementwise names the formula where its kernels are a chain's."""
-    none = np.empty(0, dtype=np.int64)
-    if not (step_ops(facts) & name_mask(facts, {"aten::tanh"})).any():
-        return none
-    outer, lane = outer_ops(facts)
-    in_chain = name_mask(facts, CHAIN_OPS)[outer]
-    is_pow = name_mask(facts, {"aten::pow"})[outer]
-    chains = []
-    for k in np.flatnonzero(name_mask(facts, {"aten::tanh"})[outer]).tolist():
-        lo, hi = k - BEFORE, k + AFTER + 1
-        if lo < 0 or hi > outer.size or lane[lo] != lane[hi - 1]:
-            continue
-        if in_chain[lo:hi].all() and is_pow[lo:k].any():
-            chains.append(outer[lo:hi])
-    return np.concatenate(chains).astype(np.int64) if chains else none
 
 
 def _fp32(facts: Facts, ops: np.ndarray) -> bool:

@@ -43,8 +43,9 @@ from pista.efficiency import MEMO_SIZE, PRACTICAL_SHARE_HBM, card_of
 from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import op_args
 from pista.purpose import CODE, classify
-from pista.rules import manual_attention, tanh_gelu
+from pista.rules._attention import score_kernels
 from pista.rules._common import COMPILED_REGION, device_ns_in_window, nearest_ancestor, pattern_mask, us
+from pista.rules._gelu import chain_ops
 from pista.timeline import Edit
 from pista.trace.facts import Facts
 
@@ -126,7 +127,7 @@ def check(ctx: Context) -> list[Finding]:
     floor = MIN_BANDWIDTH_SHARE * ceiling * 1e3  # bytes per ns
     fast = {k: c for k, c in candidates.items() if c.bytes / max(int(trace.dur[k]), 1) >= floor}
     # a written-out attention's passes over its scores are manual-attention's (the fused kernel is the fix)
-    scores = set(manual_attention.score_kernels(facts).tolist())
+    scores = set(score_kernels(facts).tolist())
     chains = [ch for ch in _chains(facts, fast) if len(ch) >= MIN_CHAIN and not any(c.index in scores for c in ch)]
     if not chains:
         return []
@@ -153,7 +154,7 @@ def _gelu_ns(facts: Facts, chains: list[list[_Kernel]]) -> float:
     autograd nodes' backward (gpu/gpt2_conv1d: transformers' gelu_new in fp32)."""
     trace = facts.trace
     gelu = np.zeros(len(trace), dtype=bool)
-    gelu[tanh_gelu.chain_ops(facts)] = True
+    gelu[chain_ops(facts)] = True
     in_backward = nearest_ancestor(facts, facts.is_host & pattern_mask(facts, GELU_BACKWARD)) >= 0
     return float(sum(int(trace.dur[c.index]) for ch in chains for c in ch
                      if c.op >= 0 and (gelu[c.op] or in_backward[c.op])))

@@ -66,7 +66,6 @@ import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record, steps_of
 from pista.purpose import CODE, classify
-from pista.rules import gpu_idle
 from pista.rules._common import (
     AUTOGRAD_NODE,
     busy_ns,
@@ -77,6 +76,7 @@ from pista.rules._common import (
     pattern_mask,
     us,
 )
+from pista.rules._idle import idle_under
 from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts
 
@@ -165,7 +165,7 @@ def claimed_idle(facts: Facts) -> Intervals:
     """The GPU idle under the Optimizer.step calls this rule reports (empty where it does not fire):
     overhead-bound leaves it out."""
     calls = [c for _, group in _found(facts) for c in group]
-    return gpu_idle.idle_under(facts, np.asarray(calls, dtype=np.int64))
+    return idle_under(facts, np.asarray(calls, dtype=np.int64))
 
 
 def check(ctx: Context) -> list[Finding]:

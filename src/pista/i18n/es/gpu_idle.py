@@ -99,7 +99,7 @@ concretas de inactividad son hallazgos de otras reglas y quedan para ellas, para
 la misma inactividad: torch.compile compilando (recompilation: 292 ms por paso en gpu/recompile), la
 preparación de una sola vez en una primera llamada (cold-start, dead-window, lazy-loading: la primera
 `matmul_add` de seed_mm64_cold, 137.8 ms) y las peticiones de búfer del profiler (profiler-overhead).
-El registro de este módulo las marca todas y overhead-bound también las deja fuera. Antes la regla
+El registro de la GPU inactiva (`_idle`) las marca todas y overhead-bound también las deja fuera. Antes la regla
 informaba de cada hueco de 1 ms o más como un aviso sin impacto, fuera cual fuera su causa, repitiendo
 esas reglas.
 
