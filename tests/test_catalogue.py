@@ -3,6 +3,7 @@ no rule that fires everywhere, and GPU rules silent on a CPU-only trace."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import H200_TRACES
 
-from pista.rules import catalogue
+import pista.rules
+from pista.config import Config, apply_thresholds
+from pista.rules import catalogue, get_rule, shared_modules
 
 RULE_IDS = {
     "overhead-bound", "compute-bound", "dominant-event", "many-calls", "gemm-heuristics",
@@ -41,6 +44,70 @@ def test_rule_is_documented(rule):
 def test_rule_has_its_own_tests(rule):
     module = rule.module.__name__.rsplit(".", 1)[1]
     assert (TESTS / "rules" / f"test_{module}.py").exists() or (TESTS / f"test_{module}.py").exists()
+
+
+RULES_DIR = Path(pista.rules.__path__[0])
+
+
+def _rules_imported(path: Path) -> list[str]:
+    """The rule modules a module of pista.rules imports, anywhere in it: `pista.rules.<name>` or `from
+    pista.rules import <name>` (relative or absolute) whose name does not start with `_`. The package's
+    own functions (catalogue, get_rule) count too: a rule that needs another rule's work takes it from a
+    shared `_` module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = "pista.rules" + (f".{node.module}" if node.module else "") if node.level == 1 else node.module or ""
+            modules = [f"{base}.{alias.name}" for alias in node.names] if base == "pista.rules" else [base]
+        else:
+            continue
+        for module in modules:
+            parts = module.split(".")
+            if parts[:2] == ["pista", "rules"] and len(parts) > 2 and not parts[2].startswith("_"):
+                found.append(parts[2])
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(p for p in RULES_DIR.glob("*.py") if not p.name.startswith("_")),
+                         ids=lambda p: p.stem)
+def test_no_rule_imports_another(path):
+    """Adding a rule is the rule, its text and its tests: what several rules use lives in a shared `_`
+    module (the GPU-idle ledger in _idle, cuDNN's set-up calls in _cudnn...), never in another rule."""
+    assert _rules_imported(path) == [], f"{path.stem} imports rule modules: move what it takes to a shared module"
+
+
+@pytest.mark.parametrize("path", sorted(p for p in RULES_DIR.glob("_*.py") if p.name != "__init__.py"),
+                         ids=lambda p: p.stem)
+def test_no_shared_module_imports_a_rule(path):
+    """The shared modules reach rules only through the catalogue (catalogue() itself is allowed here)."""
+    assert set(_rules_imported(path)) <= {"catalogue"}, path.stem
+
+
+def test_a_threshold_lives_in_one_place():
+    """A rule's thresholds are its module's and those of the shared modules that hold its detection
+    (THRESHOLDS_OF): a name in both is one object, imported, never a copy."""
+    ids = {r.id for r in catalogue()}
+    for module in shared_modules():
+        assert getattr(module, "THRESHOLDS_OF", None) in ids | {None}, module.__name__
+    for rule in catalogue():
+        for name in rule.thresholds:
+            values = [vars(m)[name] for m in rule.modules if name in vars(m)]
+            assert all(v is values[0] for v in values), f"{rule.id}: {name} is defined twice"
+
+
+def test_a_shared_threshold_is_set_where_it_is_read(monkeypatch):
+    """[tool.pista.rules.<id>] sets a threshold in the shared module that reads it, and in the rule's
+    own module where it imports it too."""
+    ledger_module = get_rule("gpu-idle").modules[0]
+    gelu_module = get_rule("tanh-gelu").modules[0]
+    tanh_gelu = get_rule("tanh-gelu").module
+    for module, name in ((ledger_module, "SLOW_REGION_NS"), (gelu_module, "BEFORE"), (tanh_gelu, "BEFORE")):
+        monkeypatch.setattr(module, name, getattr(module, name))  # put back after the test
+    apply_thresholds(Config(thresholds={"gpu-idle": {"SLOW_REGION_NS": 7}, "tanh-gelu": {"BEFORE": 4}}))
+    assert ledger_module.SLOW_REGION_NS == 7 and ledger_module.__name__ == "pista.rules._idle"
+    assert gelu_module.BEFORE == 4 and tanh_gelu.BEFORE == 4
 
 
 def test_verdicts_on_the_seed_fixtures(analysis_of):
