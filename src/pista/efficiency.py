@@ -126,6 +126,18 @@ CARDS: tuple[Card, ...] = (
     Card("T4", r"\bT4\b", {"fp16": 65.0, "fp32": 8.1, "fp64": 0.25}, 0.32, 7, "NVIDIA T4 datasheet"),
     # NVIDIA Tesla P100 datasheet (Pascal): no tensor cores; fp16 at twice the fp32 rate.
     Card("P100", r"P100", {"fp16": 18.7, "fp32": 9.3, "fp64": 4.7}, 0.732, 6, "NVIDIA Tesla P100 datasheet (PCIe)"),
+    # AMD Instinct MI350X data sheet (amd.com, CDNA 4): no TF32 unit (emulated in bf16), fp64 matrix as vector.
+    Card("MI355X", r"MI355X", {"fp8": 5033.2, "bf16": 2516.6, "fp16": 2516.6, "fp32": 157.3, "fp64": 78.6}, 8.0, 9,
+         "AMD Instinct MI355X data sheet, dense"),
+    Card("MI350X", r"MI350|gfx950", {"fp8": 4614.0, "bf16": 2307.0, "fp16": 2307.0, "fp32": 144.2, "fp64": 72.1}, 8.0, 9,
+         "AMD Instinct MI350X data sheet, dense"),
+    # AMD Instinct MI325X data sheet (amd.com, CDNA 3): the MI300X's matrix cores with HBM3E.
+    Card("MI325X", r"MI325X", {"fp8": 2614.9, "bf16": 1307.4, "fp16": 1307.4, "tf32": 653.7, "fp32": 163.4,
+                               "fp64": 163.4}, 6.0, 9, "AMD Instinct MI325X data sheet, dense"),
+    # AMD Instinct MI250X data sheet (amd.com, CDNA 2): matrix fp32/fp64 at twice the vector rate, no TF32
+    # or fp8; matched for MI250 (gfx90a) too, whose figures are about 0.87 of these.
+    Card("MI250X", r"MI250|gfx90a", {"bf16": 383.0, "fp16": 383.0, "fp32": 95.7, "fp64": 95.7}, 3.2768, 9,
+         "AMD Instinct MI250X data sheet"),
     # AMD Instinct MI300X data sheet (amd.com): matrix cores, dense (sparsity halved).
     Card("MI300X", r"MI300X|gfx942", {"fp8": 2614.9, "bf16": 1307.4, "fp16": 1307.4, "tf32": 653.7, "fp32": 163.4,
                                       "fp64": 163.4}, 5.3, 9, "AMD Instinct MI300X data sheet, dense"),
