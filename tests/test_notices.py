@@ -107,3 +107,28 @@ def test_lost_gpu_records_are_told_apart_from_a_model_on_the_cpu(tmp_path):
     cpu = analyze(_without("gpu/tf32_gemm", tmp_path, lambda e: e.get("cat") in device_work + ("cuda_runtime", "cuda_driver")))
     said = [n for n in cpu.notices if "nothing ran on it" in n]
     assert said and "NVIDIA H200" in said[0] and not [n for n in cpu.notices if "lost" in n]
+
+
+def test_a_rule_that_raises_does_not_sink_the_reading(monkeypatch):
+    """Issue 36: a rule's bug on one trace loses that rule's findings only, and says so."""
+    from conftest import fixture
+
+    from pista.findings import analyze
+    from pista.rules import get_rule
+
+    whole = analyze(fixture("gpu/host_sync_item"))
+    assert any(f.rule == "host-sync" for f in whole.findings)
+
+    def broken(ctx):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setenv("PISTA_STRICT_RULES", "0")
+    monkeypatch.setattr(get_rule("host-sync").module, "check", broken)
+    reading = analyze(fixture("gpu/host_sync_item"))
+    assert not any(f.rule == "host-sync" for f in reading.findings)
+    said = [n for n in reading.notices if "rule host-sync failed" in n]
+    assert said and "ZeroDivisionError: a bug" in said[0]
+    assert {f.rule for f in reading.findings} >= {f.rule for f in whole.findings} - {"host-sync", "overhead-bound"}
+    monkeypatch.setenv("PISTA_STRICT_RULES", "1")
+    with pytest.raises(ZeroDivisionError):
+        analyze(fixture("gpu/host_sync_item"))

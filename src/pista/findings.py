@@ -544,7 +544,8 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
     phase_done(rows)
     ctx = Context(facts, table, summary)
     selected = [rule.id for rule in catalogue() if not rules or rule.id in rules]
-    by_rule = _check(ctx, selected)
+    failed: list[str] = []
+    by_rule = _check(ctx, selected, failed)
     from pista.engine import predict, settle
 
     findings = [f for rule_id in selected for f in by_rule[rule_id]]
@@ -557,7 +558,7 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
         summary.replayed_step_us = prediction.step_ns / 1000.0
         summary.unprofiled_step_us = prediction.unprofiled_step_ns / 1000.0
     return Analysis(facts.trace.source, summary, findings, table, facts,
-                    list(facts.trace.notices) + coverage_notices(facts) + verdict_notices(summary)
+                    list(facts.trace.notices) + failed + coverage_notices(facts) + verdict_notices(summary)
                     + one_time_notices(findings, summary))
 
 
@@ -698,12 +699,25 @@ def coverage_notices(facts: Facts) -> list[str]:
     return notices
 
 
-def _check(ctx: Context, rule_ids: list[str]) -> dict[str, list[Finding]]:
+def _check(ctx: Context, rule_ids: list[str], failed: list[str]) -> dict[str, list[Finding]]:
+    """Each rule's findings. A rule that raises loses its own findings only: the others stand and `failed`
+    gets a notice naming it (PISTA_STRICT_RULES=1, as the tests run, raises instead)."""
+    from pista.errors import PistaError
     from pista.rules import get_rule
 
-    out = {}
+    strict = os.environ.get("PISTA_STRICT_RULES", "0") == "1"
+    out: dict[str, list[Finding]] = {}
     for rule_id in rule_ids:
-        out[rule_id] = get_rule(rule_id).check(ctx)
+        try:
+            out[rule_id] = get_rule(rule_id).check(ctx)
+        except (PistaError, MemoryError):
+            raise
+        except Exception as exc:
+            if strict:
+                raise
+            out[rule_id] = []
+            failed.append(f"rule {rule_id} failed on this trace ({type(exc).__name__}: {str(exc)[:200]}) and is left "
+                          "out; the other rules' findings stand. Please report it with the trace if you can")
         phase_done(len(ctx.facts.trace))
     return out
 
