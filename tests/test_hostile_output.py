@@ -100,6 +100,22 @@ def test_table_and_diff_show_hostile_names_as_text(tmp_path, color):
     assert SHOWN in assert_inert(diff.stdout, False)
 
 
+@pytest.mark.parametrize("color", [False, True])
+def test_folder_of_ranks_shows_hostile_names_as_text(tmp_path, color):
+    # `pista analyze DIR` escaped rich markup only: ESC, BEL, C1 CSI and U+202E went to the terminal
+    job = tmp_path / "job"
+    job.mkdir()
+    for rank in (0, 1):
+        hostile_trace(job, f"gloo/straggler_2/rank-{rank}", f"rank-{rank}.json")
+    proc = run(["analyze", str(job)], color)
+    assert proc.returncode == 0, proc.stderr
+    assert bool(SGR.search(proc.stdout)) == color
+    lines = assert_inert(proc.stdout, color).splitlines()
+    evidence = [line for line in lines if line.startswith("  - ")]
+    assert any(line.startswith(f"  - c10d::allreduce_{SHOWN}") for line in evidence)  # an op's name
+    assert any(f"(pt_gloo_runloop){SHOWN}" in line for line in evidence)  # a thread's name
+
+
 def test_json_output_escapes_and_keeps_the_name(tmp_path):
     a = hostile_trace(tmp_path, STACK_TRACE, "a.json")
     b = hostile_trace(tmp_path, "seed_mm64_cold", "b.json")

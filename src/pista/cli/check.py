@@ -87,12 +87,12 @@ def _verdict_line(result: dict[str, Any]) -> str:
 
 
 def _text(result: dict[str, Any]) -> str:
-    from pista.render.terminal import sanitize
+    from pista.render.controls import sanitize_line
 
-    lines = [f"pista check {sanitize(result['trace'])}: {_verdict_line(result)}"]
+    lines = [f"pista check {sanitize_line(result['trace'])}: {_verdict_line(result)}"]
     for f in result["findings"]:
         mark = "x" if f in result["failing"] else "-"
-        lines.append(f"  {mark} {f['severity']:8s} {f['rule']}: {sanitize(f['title'])} "
+        lines.append(f"  {mark} {f['severity']:8s} {f['rule']}: {sanitize_line(f['title'])} "
                      f"({f['impact_us']:.1f} µs{' once' if f['impact_once'] else '/step'}, "
                      f"{100 * f['impact_share']:.1f}%{' of the window' if f['impact_once'] else ''})")
     return "\n".join(lines) + "\n"
@@ -100,7 +100,7 @@ def _text(result: dict[str, Any]) -> str:
 
 def _markdown(result: dict[str, Any]) -> str:
     def cell(text: str) -> str:
-        from pista.render.terminal import sanitize
+        from pista.render.controls import sanitize
 
         return sanitize(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
 

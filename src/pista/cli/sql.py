@@ -20,7 +20,7 @@ import math
 import sys
 from typing import Any
 
-from pista.render.controls import sanitize
+from pista.render.controls import sanitize_line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -122,7 +122,7 @@ def _cell(value: Any) -> str:
         return "NULL"
     if isinstance(value, float):
         return f"{value:.6g}" if abs(value) < 1e15 else repr(value)
-    return sanitize(value).replace("\n", "\\n").replace("\t", "\\t")
+    return sanitize_line(value)
 
 
 def render_table(columns: list[str], rows: list[tuple[Any, ...]], max_width: int = 60) -> str:
