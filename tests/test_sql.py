@@ -226,7 +226,10 @@ def test_memory_events_have_byte_columns():
 
 # Op names a spreadsheet would run as formulas, or that would break a CSV row or a terminal line.
 HOSTILE_NAMES = ['=HYPERLINK("http://x.example","click")', "+1+1", "-2", "@SUM(A1)", "\tx", "\rx", "a\rb",
-                 "line\nbreak", "\x1b]0;pwned\x07title", "plain"]
+                 "line\nbreak", "\x1b]0;pwned\x07title", "\x9b2Jcsi", "\u202eevil", "plain"]
+# How the names a terminal would act on read in CSV and in the table
+SHOWN = {"\rx": "\\x0dx", "a\rb": "a\\x0db", "\x1b]0;pwned\x07title": "\\x1b]0;pwned\\x07title",
+         "\x9b2Jcsi": "\\x9b2Jcsi", "\u202eevil": "\\u202eevil"}
 
 
 def _hostile_trace(tmp_path):
@@ -243,14 +246,17 @@ def _one_line_error(done) -> str:
     return done.stderr
 
 
-def test_csv_defuses_formulas_and_quotes_a_bare_cr(tmp_path):
+def test_csv_defuses_formulas_and_writes_controls_out(tmp_path):
     sql = "SELECT name, -5 AS n, dur_ns FROM ops ORDER BY idx"
     out = subprocess.run([sys.executable, "-m", "pista", "sql", _hostile_trace(tmp_path), sql, "--format", "csv"],
-                         capture_output=True, check=True).stdout.decode()  # bytes: text mode would eat the \r
+                         capture_output=True, check=True).stdout.decode()  # bytes: text mode would eat a \r
+    # ESC, BEL, CR, C1 and bidi controls were written raw before; newline and tab are CSV data
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", out)
     rows = list(csv.reader(io.StringIO(out, newline="")))
     assert rows[0] == ["name", "n", "dur_ns"]
     assert len(rows) == len(HOSTILE_NAMES) + 1  # no name split its row
-    defused = ["'" + n if n[0] in "=+-@\t\r" else n for n in HOSTILE_NAMES]
+    shown = [SHOWN.get(n, n) for n in HOSTILE_NAMES]
+    defused = ["'" + n if n[0] in "=+-@\t" else n for n in shown]
     assert [r[0] for r in rows[1:]] == defused
     assert {(r[1], r[2]) for r in rows[1:]} == {("-5", "5000")}  # numbers stay numbers, -5 included
     assert out.endswith("\n") and "\r\n" not in out
@@ -260,8 +266,8 @@ def test_table_output_shows_control_characters(tmp_path):
     out = pista(_hostile_trace(tmp_path), "SELECT name FROM ops ORDER BY idx").stdout
     lines = out.splitlines()
     assert len(lines) == len(HOSTILE_NAMES) + 3  # header, rule, rows, count: one line each
-    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", out)
-    assert "\\x1b]0;pwned\\x07title" in out and "a\\x0db" in out and "line\\nbreak" in out
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", out)
+    assert all(shown in out for shown in SHOWN.values()) and "line\\nbreak" in out and "\\tx" in out
 
 
 def test_a_runaway_query_stops_at_the_timeout(tmp_path):

@@ -20,7 +20,7 @@ import math
 import sys
 from typing import Any
 
-from pista.render.controls import sanitize_line
+from pista.render.controls import sanitize, sanitize_line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,15 +66,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 # A text cell starting with one of these is a formula to a spreadsheet (`=HYPERLINK(...)` as an op
-# name): OWASP's CSV-injection advice is a leading single quote, which shows the text as text.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# name): OWASP's CSV-injection advice is a leading single quote, which shows the text as text. (A
+# CR is written out by sanitize before it gets here.)
+_FORMULA_START = ("=", "+", "-", "@", "\t")
 
 
 def write_csv(out: Any, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
-    """CSV with rows ending in "\n", every field that holds a comma, quote, \n or \r quoted, and
-    text that a spreadsheet would run as a formula defused. The csv module quotes a field only for
-    the characters of its line terminator, so rows are written with RFC 4180's "\r\n" (a bare \r
-    in a name is quoted, not a row break) and end in "\n" here."""
+    """CSV with rows ending in "\n", every field that holds a comma, quote or \n quoted, text that a
+    spreadsheet would run as a formula defused, and what a terminal would act on (ESC, BEL, CR, C1,
+    bidi controls) written out as sanitize writes it: the CSV often goes to a terminal first. The
+    csv module quotes a field only for the characters of its line terminator, so rows are written
+    with RFC 4180's "\r\n" and end in "\n" here."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     for row in [columns, *rows]:
@@ -85,8 +87,12 @@ def write_csv(out: Any, columns: list[str], rows: list[tuple[Any, ...]]) -> None
 
 
 def _defused(value: Any) -> Any:
-    """Text cells only: -5 as a number stays a number; the text '-5' becomes '-5 with the quote."""
-    return "'" + value if isinstance(value, str) and value.startswith(_FORMULA_START) else value
+    """Text cells only, sanitized: -5 as a number stays a number; the text '-5' becomes '-5 with the
+    quote. Newlines and tabs stay: the CSV quotes them, and they are the name's own."""
+    if not isinstance(value, str):
+        return value
+    text = sanitize(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def _plain(value: Any) -> Any:
