@@ -232,9 +232,9 @@ SHOWN = {"\rx": "\\x0dx", "a\rb": "a\\x0db", "\x1b]0;pwned\x07title": "\\x1b]0;p
          "\x9b2Jcsi": "\\x9b2Jcsi", "\u202eevil": "\\u202eevil"}
 
 
-def _hostile_trace(tmp_path):
+def _hostile_trace(tmp_path, names=HOSTILE_NAMES):
     events = [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 10.0 * i, "dur": 5.0}
-              for i, name in enumerate(HOSTILE_NAMES)]
+              for i, name in enumerate(names)]
     path = tmp_path / "hostile.json"
     path.write_text(json.dumps({"traceEvents": events}))
     return str(path)
@@ -260,6 +260,20 @@ def test_csv_defuses_formulas_and_writes_controls_out(tmp_path):
     assert [r[0] for r in rows[1:]] == defused
     assert {(r[1], r[2]) for r in rows[1:]} == {("-5", "5000")}  # numbers stay numbers, -5 included
     assert out.endswith("\n") and "\r\n" not in out
+
+
+def test_csv_defuses_formulas_where_a_spreadsheet_splits_again(tmp_path):
+    # the guard looked at the cell's start only: `x;=1+1` split on ; (or a tab) starts a cell with =
+    names = ["x;=1+1", "x\t=1+1", "x,@SUM(A1)", "x\n-2+3", "x;\t+1", "a;b", "a-b=c"]
+    sql = "SELECT name FROM ops ORDER BY idx"
+    out = subprocess.run([sys.executable, "-m", "pista", "sql", _hostile_trace(tmp_path, names), sql,
+                          "--format", "csv"], capture_output=True, check=True).stdout.decode()
+    cells = [row[0] for row in csv.reader(io.StringIO(out, newline=""))][1:]
+    assert len(cells) == len(names)
+    for cell in cells:  # however a spreadsheet splits the cell, no piece is a formula
+        assert not any(piece.startswith(("=", "+", "-", "@")) for piece in re.split("[,;\t\n]", cell)), cell
+    # and the text is the name's, a quote before each piece that was a formula
+    assert [c.replace("'", "") for c in cells] == names
 
 
 def test_table_output_shows_control_characters(tmp_path):

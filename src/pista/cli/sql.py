@@ -17,6 +17,7 @@ import decimal
 import io
 import json
 import math
+import re
 import sys
 from typing import Any
 
@@ -69,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
 # name): OWASP's CSV-injection advice is a leading single quote, which shows the text as text. (A
 # CR is written out by sanitize before it gets here.)
 _FORMULA_START = ("=", "+", "-", "@", "\t")
+# A spreadsheet may split a cell again where the CSV did not (on ; in many locales, on tabs when
+# pasted, on commas or lines by a naive import): a formula start after one of these starts a cell
+# too, so it gets the quote as well (`x;=1+1` becomes `x;'=1+1`).
+_INNER_FORMULA = re.compile(r"([,;\t\n])(?=[=+\-@])")
 
 
 def write_csv(out: Any, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
@@ -91,7 +96,7 @@ def _defused(value: Any) -> Any:
     quote. Newlines and tabs stay: the CSV quotes them, and they are the name's own."""
     if not isinstance(value, str):
         return value
-    text = sanitize(value)
+    text = _INNER_FORMULA.sub(r"\1'", sanitize(value))
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
