@@ -10,6 +10,7 @@ import re
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -228,3 +229,47 @@ def test_output_onto_a_link_to_stdout_is_refused_and_dash_is_stdout(tmp_path):
     assert dash.returncode == 0 and b"wrote standard output" in dash.stderr
     assert any(e.get("cat") == "pista" for e in json.loads(dash.stdout)["traceEvents"])
     assert sorted(os.listdir(tmp_path)) == ["stdout.json"]  # no file named '-'
+
+
+# -- a very long name ------------------------------------------------------------------------------
+
+
+def long_name_analysis(folder: Path, length: int):
+    """The analysis of a real trace whose aten::item ops (named in the host-sync finding's title,
+    message and evidence) carry a name of `length` characters."""
+    from pista.findings import analyze
+
+    doc = json.loads(gzip.decompress(fixture(STACK_TRACE).read_bytes()))
+    for e in doc["traceEvents"]:
+        if e.get("name") == "aten::item":
+            e["name"] += "x" * length
+    path = folder / "long.json"  # one name for every length: the outputs differ by the op name only
+    path.write_text(json.dumps(doc))
+    return analyze(path)
+
+
+def test_a_long_name_is_cut_and_renders_in_linear_time(tmp_path):
+    # rich wrapped the whole name into thousands of lines in quadratic time: an 8 MB op name took
+    # 225 s to print (the JSON 3.8 s); shown cut, both sizes render in about the same time now
+    from pista.render import terminal
+
+    small, large = 250_000, 1_000_000
+    times, outputs = [], []
+    for length in (small, large):
+        analysis = long_name_analysis(tmp_path, length)
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            text = terminal.render(analysis, width=110)
+            best = min(best, time.perf_counter() - start)
+        times.append(best)
+        outputs.append(text)
+    # linear is at most 4x (the sizes' ratio), the quadratic wrap was 16x: the line between, 8x
+    assert times[1] / times[0] < 2 * large / small, times
+    assert "aten::itemxxx" in outputs[0] and "x" * 400 not in outputs[0]  # the name is there, cut
+    assert outputs[1] == outputs[0]  # at the same place, whatever its length
+    # the JSON keeps the name whole
+    from pista.render import json as json_renderer
+
+    doc = json.loads(json_renderer.render(long_name_analysis(tmp_path, small)))
+    assert any(s == "aten::item" + "x" * small for s in strings(doc))

@@ -3,12 +3,15 @@ written out instead. The one sanitizer of every output: each writer calls one of
 own format's escapes (rich markup, Markdown, CSV formulas, HTML) on top.
 
   sanitize        pista's own multi-line text with trace text in it (notices, error lines, whole tables)
-  sanitize_line   one field from a trace on one line (a name, a title): newlines and tabs written out too
+  sanitize_line   one field from a trace on one line (a name, a title): newlines and tabs written out too,
+                  and cut for display when it is very long (the JSON keeps it whole)
   sanitize_json   a JSON document
 
 Kept free of heavy imports: the error and notice lines of every verb go through here."""
 
 from __future__ import annotations
+
+import re
 
 # Characters from a trace's names that a terminal would act on instead of showing: the C0 and C1
 # controls (ESC starts sequences that set the window title, make links or clear the screen; CR
@@ -23,6 +26,15 @@ _LINE = {**_CONTROL, ord("\n"): "\\n", ord("\t"): "\\t"}
 # The same characters inside JSON strings: \u escapes, which read back as the same text (json.dumps
 # with ensure_ascii=False escapes C0 itself, but writes DEL, C1 and the bidi controls raw).
 _JSON_CONTROL = {c: f"\\u{c:04x}" for c in _UNSAFE if c >= 0x7f}
+# Display cuts (torch cuts the names in its table too). A run of more characters than this without
+# a space is no word anyone reads whole (the longest in the fixtures' findings is 181): it keeps its
+# start. rich wraps a long run into thousands of lines in quadratic time: an 8 MB op name took 225 s.
+MAX_WORD = 400
+# A whole field past this (a long name of short words) is cut too; real messages reach ~5,000.
+MAX_FIELD = 20_000
+# (only at a run's start: tried inside runs too, it rescanned each up to MAX_WORD times)
+_LONG_WORD = re.compile(rf"(?<!\S)\S{{{MAX_WORD + 1},}}")
+CUT = "..."
 
 
 def sanitize(text: object) -> str:
@@ -31,10 +43,20 @@ def sanitize(text: object) -> str:
     return str(text).translate(_CONTROL)
 
 
-def sanitize_line(text: object) -> str:
-    """One field from a trace, shown on one line: sanitize's escapes, and a newline or tab written
-    out as \\n, \\t."""
-    return str(text).translate(_LINE)
+def sanitize_line(text: object, limit: int = MAX_FIELD) -> str:
+    """One field from a trace, shown on one line: sanitize's escapes, a newline or tab written out as
+    \\n, \\t, a run of more than MAX_WORD characters without a space cut to its start, and the whole
+    cut past `limit` characters (each cut ends in '...'). Linear in the text's length."""
+    # cut first: translate takes ~200 ns a character on text that is not ASCII (8 MB: 1.5 s), and
+    # escapes only lengthen the text, so what the cuts below keep lies in what is left
+    text = _cut_words(str(text))[: limit + 1]
+    if not text.isprintable():  # every character written out is unprintable: most text skips this
+        text = _cut_words(text.translate(_LINE))
+    return text if len(text) <= limit else text[: limit - len(CUT)] + CUT
+
+
+def _cut_words(text: str) -> str:
+    return _LONG_WORD.sub(lambda m: m.group()[: MAX_WORD - len(CUT)] + CUT, text) if len(text) > MAX_WORD else text
 
 
 def sanitize_json(text: str) -> str:
