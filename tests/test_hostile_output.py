@@ -117,6 +117,25 @@ def test_folder_of_ranks_shows_hostile_names_as_text(tmp_path, color):
     assert any(f"(pt_gloo_runloop){SHOWN}" in line for line in evidence)  # a thread's name
 
 
+def test_a_newline_in_a_name_forges_no_line(tmp_path):
+    # a name's newline started a line of its own: a fake finding, a fake table row
+    forged = "\nFORGED  fake-rule: forged\tline"
+    a = tmp_path / "a.json"
+    doc = json.loads(gzip.decompress(fixture(STACK_TRACE).read_bytes()))
+    for e in doc["traceEvents"]:
+        if e.get("cat") in ("cpu_op", "kernel", "python_function"):
+            e["name"] += forged
+    a.write_text(json.dumps(doc))
+    b = hostile_trace(tmp_path, "seed_mm64_cold", "b.json")
+    shown = forged.replace("\n", "\\n").replace("\t", "\\t")
+    for args in (["analyze", str(a)], ["table", str(a)], ["diff", str(a), str(b)], ["diff", str(b), str(a)]):
+        proc = run(args, False)
+        assert proc.returncode == 0, proc.stderr
+        text = assert_inert(proc.stdout, False)
+        assert shown[:20] in text, args  # the table cuts names past 52 characters
+        assert not any(line.lstrip().startswith("FORGED") for line in text.splitlines()), args
+
+
 def test_json_output_escapes_and_keeps_the_name(tmp_path):
     a = hostile_trace(tmp_path, STACK_TRACE, "a.json")
     b = hostile_trace(tmp_path, "seed_mm64_cold", "b.json")
