@@ -136,6 +136,23 @@ def test_a_newline_in_a_name_forges_no_line(tmp_path):
         assert not any(line.lstrip().startswith("FORGED") for line in text.splitlines()), args
 
 
+@pytest.mark.parametrize("folder", [False, True])
+def test_analyze_json_escapes_and_keeps_the_name(tmp_path, folder):
+    # ensure_ascii=False wrote C1 (the 8-bit CSI) and U+202E raw, in one trace's JSON and a folder's
+    if folder:
+        for rank in (0, 1):
+            hostile_trace(tmp_path, f"gloo/straggler_2/rank-{rank}", f"rank-{rank}.json")
+        target = tmp_path
+    else:
+        target = hostile_trace(tmp_path, STACK_TRACE)
+    proc = run(["analyze", str(target), "--format", "json"], False)
+    assert proc.returncode == 0, proc.stderr
+    assert_inert(proc.stdout, False)
+    assert "evil" in proc.stdout.decode()  # the rest of the text stays as it is, not escaped
+    # read back, the escapes are the names themselves
+    assert any(s.endswith(HOSTILE) for s in strings(json.loads(proc.stdout)))
+
+
 def test_json_output_escapes_and_keeps_the_name(tmp_path):
     a = hostile_trace(tmp_path, STACK_TRACE, "a.json")
     b = hostile_trace(tmp_path, "seed_mm64_cold", "b.json")

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from pista.distributed import DistributedAnalysis
 from pista.findings import Finding
+from pista.render.controls import sanitize_json
 from pista.render.terminal import SEVERITY_STYLE, safe_markup
 
 # Past this many ranks the text table keeps the ranks that matter: the latest and the slowest.
@@ -20,7 +21,8 @@ MAX_EVIDENCE = 3
 
 
 def render_json(result: DistributedAnalysis) -> str:
-    return json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n"
+    # C1 and bidi controls as \u escapes, as the single trace's JSON writes them
+    return sanitize_json(json.dumps(result.to_dict(), indent=1, ensure_ascii=False)) + "\n"
 
 
 def render_text(result: DistributedAnalysis, color: bool = False, width: int = 110, lang: str = "en") -> str:
