@@ -186,6 +186,34 @@ def test_error_and_notice_lines_show_control_characters_as_text(tmp_path):
     assert out.exists()
 
 
+def test_file_and_folder_names_are_shown_as_text(tmp_path):
+    # the "wrote" lines of report and diff printed the output's name raw, and so did a folder's title
+    # and its notices (which name the files skipped)
+    trace = fixture(TRACE)
+    page = tmp_path / f"r{IN_FILE_NAME}.html"
+    report = run(["report", str(trace), "-o", str(page)], False)
+    assert report.returncode == 0 and page.exists()
+    assert f"pista: wrote {tmp_path}/r{SHOWN}" in assert_inert(report.stderr, False)
+    out = tmp_path / f"d{IN_FILE_NAME}\nline.json"  # a newline too: one line still
+    diff = run(["diff", str(trace), str(trace), "--format", "json", "-o", str(out)], False)
+    assert diff.returncode == 0 and out.exists()
+    wrote = assert_inert(diff.stderr, False)
+    assert wrote.startswith(f"pista: wrote {tmp_path}/d{SHOWN}") and wrote.endswith("\\nline.json\n")
+    assert wrote.count("\n") == 1
+    job = tmp_path / f"job{IN_FILE_NAME}"
+    job.mkdir()
+    for rank in (0, 1):
+        (job / f"rank-{rank}.json.gz").write_bytes(fixture(f"gloo/balanced_2/rank-{rank}").read_bytes())
+    (job / f"n{IN_FILE_NAME}.json").write_text(json.dumps({"model": "gpt"}))  # no trace: skipped
+    for color in (False, True):
+        folder = run(["analyze", str(job)], color)
+        assert folder.returncode == 0, folder.stderr
+        text = assert_inert(folder.stdout, color)
+        assert f"pista: {tmp_path}/job{SHOWN}" in text  # the title
+        notices = [line for line in text.splitlines() if f"skipped {tmp_path}/job{SHOWN}" in line]
+        assert notices and f"/n{SHOWN}" in notices[0]  # a notice, naming the file skipped
+
+
 # -- -o onto a symlink, a device, a pipe ---------------------------------------------------------
 
 TRACE = "seed_mm64_cold"
