@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any
 
@@ -98,14 +99,35 @@ def _text(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ASCII punctuation: CommonMark shows any of it as itself behind a backslash. Escaped, a trace's text
+# makes no link, image, HTML tag, emphasis or table cell in a job summary; and with ':', '.' and
+# '@' escaped, no GFM autolink (http://..., www...., a@b.c) either.
+_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def markdown_text(text: object) -> str:
+    """Trace text as Markdown that shows as the text: sanitized on one line, punctuation escaped."""
+    from pista.render.controls import sanitize_line
+
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", sanitize_line(text))
+
+
+def markdown_code(text: object) -> str:
+    """Trace text as a Markdown code span (nothing in one is a link or markup): fenced with more
+    backticks than any run inside, padded where it starts or ends with one."""
+    from pista.render.controls import sanitize_line
+
+    text = sanitize_line(text)
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _markdown(result: dict[str, Any]) -> str:
-    def cell(text: str) -> str:
-        from pista.render.controls import sanitize
-
-        return sanitize(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
-
+    cell = markdown_text
     icon = "✅" if result["passed"] else "❌"
-    lines = [f"### {icon} pista check: `{cell(result['trace'])}`", "", cell(_verdict_line(result)), ""]
+    # the verdict line is pista's own words and numbers
+    lines = [f"### {icon} pista check: {markdown_code(result['trace'])}", "", _verdict_line(result), ""]
     if result["findings"]:
         lines += ["| | severity | rule | what | µs per step (once: in all) | share of the step (once: of the window) | fix |",
                   "|---|---|---|---|---:|---:|---|"]
