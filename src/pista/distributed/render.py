@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from collections import defaultdict
 
@@ -12,7 +11,7 @@ from rich.table import Table
 
 from pista.distributed import DistributedAnalysis
 from pista.findings import Finding
-from pista.render.controls import sanitize_json
+from pista.render.controls import TextBuffer, sanitize_json
 from pista.render.terminal import SEVERITY_STYLE, safe_markup
 
 # Past this many ranks the text table keeps the ranks that matter: the latest and the slowest.
@@ -29,7 +28,7 @@ def render_text(result: DistributedAnalysis, color: bool = False, width: int = 1
     """The findings arrive localized (analyze_ranks' lang); `lang` is for the labels around them."""
     from pista.i18n import word
 
-    out = io.StringIO()
+    out = TextBuffer()  # rich draws ASCII boxes for an ASCII stdout
     console = Console(file=out, force_terminal=color, no_color=not color, width=width, highlight=False)
     overlap = result.overlap()
     share = overlap["overlap_share"]

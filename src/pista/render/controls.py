@@ -11,7 +11,9 @@ Kept free of heavy imports: the error and notice lines of every verb go through 
 
 from __future__ import annotations
 
+import io
 import re
+import sys
 
 # Characters from a trace's names that a terminal would act on instead of showing: the C0 and C1
 # controls (ESC starts sequences that set the window title, make links or clear the screen; CR
@@ -57,6 +59,43 @@ def sanitize_line(text: object, limit: int = MAX_FIELD) -> str:
 
 def _cut_words(text: str) -> str:
     return _LONG_WORD.sub(lambda m: m.group()[: MAX_WORD - len(CUT)] + CUT, text) if len(text) > MAX_WORD else text
+
+
+class TextBuffer(io.StringIO):
+    """Where a renderer's rich Console writes. It reports the encoding of the stdout the text goes
+    to, so rich draws its boxes in ASCII where that stdout cannot show them (PYTHONIOENCODING=ascii),
+    and there gives its text with µs as us (torch's table writes us too)."""
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(sys.stdout, "encoding", None) or "utf-8"
+
+    def getvalue(self) -> str:
+        text = super().getvalue()
+        try:
+            "µ".encode(self.encoding)
+        except (UnicodeEncodeError, LookupError):
+            return text.replace("µ", "u")
+        return text
+
+
+def unencodable(err: UnicodeError) -> tuple[bytes, int]:
+    """The error handler of pista's stdout (cli.entry), for what its encoding cannot hold: a lone
+    surrogate from a file name that is not UTF-8 is written as its own byte (as surrogateescape does),
+    anything else as a \\uXXXX escape, which in a JSON output reads back as the character itself."""
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    out = []
+    for char in err.object[err.start:err.end]:
+        code = ord(char)
+        if 0xdc80 <= code <= 0xdcff:
+            out.append(bytes([code - 0xdc00]))
+        elif code > 0xffff:  # as JSON writes it: a surrogate pair
+            code -= 0x10000
+            out.append(f"\\u{0xd800 + (code >> 10):04x}\\u{0xdc00 + (code & 0x3ff):04x}".encode())
+        else:
+            out.append(f"\\u{code:04x}".encode())
+    return b"".join(out), err.end
 
 
 def sanitize_json(text: str) -> str:

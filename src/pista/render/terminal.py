@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from collections import Counter
 from collections.abc import Callable
 
@@ -11,7 +10,7 @@ from rich.markup import escape
 from rich.panel import Panel
 
 from pista.findings import Analysis, Finding
-from pista.render.controls import sanitize, sanitize_line
+from pista.render.controls import TextBuffer, sanitize, sanitize_line
 from pista.rules._common import fmt_ns
 from pista.table import format_time, render_text
 
@@ -37,7 +36,7 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
     def w(key: str) -> str:
         return word(key, lang)
 
-    out = io.StringIO()
+    out = TextBuffer()  # rich draws ASCII boxes for an ASCII stdout
     console = Console(file=out, force_terminal=color, no_color=not color, width=width, highlight=False)
     s = analysis.summary
     busy = "n/a" if s.gpu_busy_share is None else f"{100 * s.gpu_busy_share:.1f}%"
