@@ -15,10 +15,13 @@ import csv
 import datetime
 import decimal
 import io
+import itertools
 import json
 import math
 import re
 import sys
+import textwrap
+from collections.abc import Iterable
 from typing import Any
 
 from pista.render.controls import sanitize, sanitize_line
@@ -47,22 +50,16 @@ def run(args: argparse.Namespace) -> int:
     if not args.query:
         raise UsageError("pista sql: give a query, e.g. \"SELECT count(*) FROM kernels\" (or --schema)")
     from pista.cli.common import open_trace
-    from pista.sql import QUERY_TIMEOUT_S, query, shows_flows
+    from pista.sql import QUERY_TIMEOUT_S, query_stream, shows_flows
 
     timeout = QUERY_TIMEOUT_S if args.timeout is None else args.timeout
     if not timeout >= 0 or math.isinf(timeout):  # NaN fails `>= 0` too
         raise UsageError(f"--timeout {args.timeout:g}: give the seconds a query may run (0: no limit)")
     facts = open_trace(args.trace, sql=True, events_view=shows_flows(args.query))
-    columns, rows = query(facts, args.query, timeout=timeout or None)
-    if args.format == "csv":
-        write_csv(sys.stdout, columns, rows)
-    elif args.format == "json":
-        # allow_nan=False: strict JSON or a loud bug, never a bare NaN a JSON parser refuses
-        json.dump([dict(zip(columns, map(_plain, row), strict=True)) for row in rows], sys.stdout, indent=1,
-                  allow_nan=False)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(render_table(columns, rows))
+    # the rows are written as DuckDB hands them over, a chunk at a time: never all of them in Python
+    write = {"csv": write_csv, "json": write_json, "table": write_table}[args.format]
+    with query_stream(facts, args.query, timeout=timeout or None) as (columns, chunks):
+        write(sys.stdout, columns, chunks)
     return 0
 
 
@@ -76,7 +73,7 @@ _FORMULA_START = ("=", "+", "-", "@", "\t")
 _INNER_FORMULA = re.compile(r"([,;\t\n])(?=[=+\-@])")
 
 
-def write_csv(out: Any, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+def write_csv(out: Any, columns: list[str], chunks: Iterable[list[tuple[Any, ...]]]) -> None:
     """CSV with rows ending in "\n", every field that holds a comma, quote or \n quoted, text that a
     spreadsheet would run as a formula defused, and what a terminal would act on (ESC, BEL, CR, C1,
     bidi controls) written out as sanitize writes it: the CSV often goes to a terminal first. The
@@ -84,11 +81,24 @@ def write_csv(out: Any, columns: list[str], rows: list[tuple[Any, ...]]) -> None
     with RFC 4180's "\r\n" and end in "\n" here."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
-    for row in [columns, *rows]:
-        writer.writerow([_defused(v) for v in row])
-        out.write(buffer.getvalue()[:-2] + "\n")
-        buffer.seek(0)
-        buffer.truncate()
+    for rows in itertools.chain([[columns]], chunks):
+        for row in rows:
+            writer.writerow([_defused(v) for v in row])
+            out.write(buffer.getvalue()[:-2] + "\n")
+            buffer.seek(0)
+            buffer.truncate()
+
+
+def write_json(out: Any, columns: list[str], chunks: Iterable[list[tuple[Any, ...]]]) -> None:
+    """A JSON list of objects, one per row, laid out as json.dump(rows, indent=1) lays it out, written
+    a row at a time. allow_nan=False: strict JSON or a loud bug, never a bare NaN a parser refuses."""
+    start = "[\n"
+    for rows in chunks:
+        for row in rows:
+            text = json.dumps(dict(zip(columns, map(_plain, row), strict=True)), indent=1, allow_nan=False)
+            out.write(start + textwrap.indent(text, " "))
+            start = ",\n"
+    out.write("[]\n" if start == "[\n" else "\n]\n")
 
 
 def _defused(value: Any) -> Any:
@@ -136,21 +146,47 @@ def _cell(value: Any) -> str:
     return sanitize_line(value)
 
 
-def render_table(columns: list[str], rows: list[tuple[Any, ...]], max_width: int = 60) -> str:
-    """Columns padded to their widest cell; numbers right-aligned; long text cut with '...'."""
+# Text cells are cut past this many characters, with '...'.
+MAX_CELL = 60
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def write_table(out: Any, columns: list[str], chunks: Iterable[list[tuple[Any, ...]]]) -> None:
+    """Columns padded to their widest cell, numbers right-aligned, long text cut with '...'. The
+    widths and alignments come from the first chunk of rows (CHUNK_ROWS): the rest stream through
+    them, a longer text cut to its column, a longer number shown whole."""
     if not columns:
-        return ""
-    cells = [[_cell(v) for v in row] for row in rows]
-    cells = [[c if len(c) <= max_width else c[: max_width - 3] + "..." for c in row] for row in cells]
-    numeric = [all(isinstance(row[k], (int, float)) or row[k] is None for row in rows) for k in range(len(columns))]
+        return
     headers = [_cell(col) for col in columns]
-    widths = [max([len(col)] + [len(row[k]) for row in cells]) for k, col in enumerate(headers)]
+    layout = None
+    count = 0
+    for rows in chunks:
+        if layout is None:
+            layout = _layout(headers, rows)
+            out.write(_table_line(headers, *layout) + "\n" + "  ".join("-" * w for w in layout[0]) + "\n")
+        widths, numeric = layout
+        # a cut only in rows past the first chunk: text to its column, a number only past MAX_CELL
+        cuts = [MAX_CELL if num else min(w, MAX_CELL) for w, num in zip(widths, numeric, strict=True)]
+        for row in rows:
+            cells = [_fit(_cell(v), cut) for v, cut in zip(row, cuts, strict=True)]
+            out.write(_table_line(cells, widths, numeric) + "\n")
+        count += len(rows)
+    if layout is None:  # no rows: the headers alone, as numbers (all of no values are)
+        out.write(_table_line(headers, [len(h) for h in headers], [True] * len(headers)) + "\n"
+                  + "  ".join("-" * len(h) for h in headers) + "\n")
+    out.write(f"({count} row{'s' if count != 1 else ''})\n")
 
-    def line(values: list[str]) -> str:
-        return "  ".join(v.rjust(w) if num else v.ljust(w)
-                         for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()
 
-    out = [line(headers), "  ".join("-" * w for w in widths)]
-    out.extend(line(row) for row in cells)
-    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return "\n".join(out) + "\n"
+def _layout(headers: list[str], rows: list[tuple[Any, ...]]) -> tuple[list[int], list[bool]]:
+    """(widths, numeric): each column's widest cell (text cut past MAX_CELL), and whether all its
+    values are numbers (right-aligned)."""
+    numeric = [all(isinstance(row[k], (int, float)) or row[k] is None for row in rows) for k in range(len(headers))]
+    widths = [max([len(h)] + [len(_fit(_cell(row[k]), MAX_CELL)) for row in rows]) for k, h in enumerate(headers)]
+    return widths, numeric
+
+
+def _table_line(values: list[str], widths: list[int], numeric: list[bool]) -> str:
+    return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()
