@@ -214,6 +214,22 @@ def test_file_and_folder_names_are_shown_as_text(tmp_path):
         assert notices and f"/n{SHOWN}" in notices[0]  # a notice, naming the file skipped
 
 
+def test_a_newline_in_a_file_name_forges_no_notice_line(tmp_path):
+    # notices and annotate's "wrote" line kept a newline in the file's name: a line of its own
+    bad = {"ph": "X", "cat": "cpu_op", "name": "x", "pid": 1, "tid": 1, "ts": "no time", "dur": 1}
+    named = hostile_trace(tmp_path, "seed_mm64_cold", "t\nFORGED.json", (bad,))
+    notice = run(["table", str(named)], False)
+    assert notice.returncode == 0
+    lines = assert_inert(notice.stderr, False).splitlines()
+    assert lines and all(line.startswith("pista: notice: ") for line in lines)
+    assert "t\\nFORGED.json" in lines[0]
+    out = tmp_path / "o\nFORGED.json"
+    wrote = run(["annotate", str(fixture("seed_mm64_cold")), "-o", str(out)], False)
+    assert wrote.returncode == 0 and out.exists()
+    assert assert_inert(wrote.stderr, False).startswith(f"pista: wrote {tmp_path}/o\\nFORGED.json: ")
+    assert wrote.stderr.count(b"\n") == 1
+
+
 # -- -o onto a symlink, a device, a pipe ---------------------------------------------------------
 
 TRACE = "seed_mm64_cold"

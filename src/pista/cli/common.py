@@ -49,11 +49,11 @@ def open_trace(path: str, quiet: bool = False, sql: bool = False, events_view: b
 
 def print_notices(source: str, notices: list[str]) -> None:
     """`pista: notice: SOURCE: ...` on stderr, one line each; the name and the text (which may quote
-    the file) with their control characters written out."""
-    from pista.render.controls import sanitize
+    the file) with their control characters, newlines included, written out."""
+    from pista.render.controls import sanitize_line
 
     for notice in notices:
-        print(sanitize(f"pista: notice: {source}: {notice}"), file=sys.stderr)
+        print(f"pista: notice: {sanitize_line(source)}: {sanitize_line(notice)}", file=sys.stderr)
 
 
 def _stdin_file(folder: str) -> Path:
