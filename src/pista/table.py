@@ -18,7 +18,7 @@ import numpy as np
 
 from pista.memory import CPU_MEMORY_TYPES, DEVICE_MEMORY_TYPES, MEMORY_EVENT, memory_rows
 from pista.opargs import op_args
-from pista.render.controls import sanitize
+from pista.render.controls import sanitize_line
 from pista.trace.facts import STEP_NAME, Facts, indices
 from pista.trace.model import NO_ID
 
@@ -560,7 +560,7 @@ def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int |
     headers = (HEADERS[:10] if has_device else HEADERS[:6]) + memory + HEADERS[10:]
     # torch's name column fits the longest name of all rows plus 4, up to NAME_WIDTH
     # names are shown with control characters written out, so the columns stay in line
-    name_width = min(max((len(sanitize(r.name)) for r in table.rows), default=0) + 4, NAME_WIDTH)
+    name_width = min(max((len(sanitize_line(r.name)) for r in table.rows), default=0) + 4, NAME_WIDTH)
     widths = [name_width] + [12] * (len(headers) - 1)
     align = [">"] * len(widths)
     if any(r.input_shapes not in ("", "[]") for r in table.rows):
@@ -570,7 +570,7 @@ def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int |
     has_stack = any(r.stack for r in table.rows)
     if has_stack:
         headers += ("Source Location",)
-        widths.append(min(max(len(sanitize(f)) for r in table.rows for f in r.stack) + 4, SOURCE_WIDTH))
+        widths.append(min(max(len(sanitize_line(f)) for r in table.rows for f in r.stack) + 4, SOURCE_WIDTH))
         align.append("<")
 
     def line_of(cells: list[str]) -> str:
@@ -583,7 +583,7 @@ def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int |
     cpu_all, dev_all = table.self_cpu_total_us, table.self_device_total_us
     blank = [""] * len(widths)
     for r in table.sorted(sort_by, row_limit):
-        cells = [_fit(sanitize(r.name)), format_percent(r.self_cpu_us, cpu_all), format_time(r.self_cpu_us),
+        cells = [_fit(sanitize_line(r.name)), format_percent(r.self_cpu_us, cpu_all), format_time(r.self_cpu_us),
                  format_percent(r.cpu_total_us, cpu_all), format_time(r.cpu_total_us), format_time(r.cpu_avg_us)]
         if has_device:
             cells += [format_time(r.self_device_us), format_percent(r.self_device_us, dev_all),
@@ -591,12 +591,12 @@ def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int |
         cells += [format_memory(b) for b in (r.cpu_mem, r.self_cpu_mem, r.device_mem, r.self_device_mem)][:len(memory)]
         cells.append(str(r.calls))
         if "Input Shapes" in headers:
-            cells.append(sanitize(r.input_shapes or "[]")[:widths[len(cells)]])
+            cells.append(sanitize_line(r.input_shapes or "[]")[:widths[len(cells)]])
         if has_stack:
-            cells.append(_trim_path(sanitize(r.stack[0]), widths[-1]) if r.stack else "")
+            cells.append(_trim_path(sanitize_line(r.stack[0]), widths[-1]) if r.stack else "")
         out.append(line_of(cells))
         if has_stack:  # the other frames on lines of their own, then an empty line
-            out += [line_of(blank[:-1] + [_trim_path(sanitize(f), widths[-1])]) for f in r.stack[1:]]
+            out += [line_of(blank[:-1] + [_trim_path(sanitize_line(f), widths[-1])]) for f in r.stack[1:]]
             out.append(line_of(blank))
     out.append(rule)
     out.append(f"Self CPU time total: {format_time(cpu_all)}")

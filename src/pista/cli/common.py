@@ -49,11 +49,11 @@ def open_trace(path: str, quiet: bool = False, sql: bool = False, events_view: b
 
 def print_notices(source: str, notices: list[str]) -> None:
     """`pista: notice: SOURCE: ...` on stderr, one line each; the name and the text (which may quote
-    the file) with their control characters written out."""
-    from pista.render.controls import sanitize
+    the file) with their control characters, newlines included, written out."""
+    from pista.render.controls import sanitize_line
 
     for notice in notices:
-        print(sanitize(f"pista: notice: {source}: {notice}"), file=sys.stderr)
+        print(f"pista: notice: {sanitize_line(source)}: {sanitize_line(notice)}", file=sys.stderr)
 
 
 def _stdin_file(folder: str) -> Path:
@@ -195,12 +195,15 @@ def _replace_atomically(target: Path, real: Path, payload: bytes | Iterable[byte
 
 # Width for output that goes to a pipe or file (no terminal to ask): wide enough for torch's table.
 PIPE_WIDTH = 110
+# The widest text pista lays out: rich pads every line of a panel to the width, so COLUMNS=1000000000
+# ran out of memory.
+MAX_WIDTH = 1000
 
 
 def output_style(color: bool | None, stream=None) -> tuple[bool, int]:
     """(color, width) for text written to `stream` (stdout): --color/--no-color first, then NO_COLOR
     and FORCE_COLOR (https://no-color.org, force-color.org), then whether it is a terminal; the width
-    is the terminal's (COLUMNS where set), else PIPE_WIDTH."""
+    is the terminal's (COLUMNS where set), else PIPE_WIDTH, and from 40 to MAX_WIDTH."""
     import shutil
 
     stream = stream or sys.stdout
@@ -213,4 +216,4 @@ def output_style(color: bool | None, stream=None) -> tuple[bool, int]:
         else:
             color = tty
     width = shutil.get_terminal_size((PIPE_WIDTH, 24)).columns if tty or os.environ.get("COLUMNS") else PIPE_WIDTH
-    return color, max(40, width)
+    return color, min(MAX_WIDTH, max(40, width))

@@ -29,5 +29,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else default_output(args.trace, ".report.html")
     page = html.render(analysis, lang=lang)
     write_output(out, page, inputs=(args.trace,))
-    print(f"pista: wrote {out} ({len(page.encode(errors='surrogatepass')) / 1e6:.2f} MB)", file=sys.stderr)
+    from pista.render.controls import sanitize_line
+
+    # the name as given may hold control characters or a newline: written out, like every notice
+    print(f"pista: wrote {sanitize_line(out)} ({len(page.encode(errors='surrogatepass')) / 1e6:.2f} MB)",
+          file=sys.stderr)
     return 0

@@ -874,11 +874,13 @@ def _build(events: list[_Event], meta: dict[str, Any], source: str, notices: lis
                                 "time ('ts')")
     ts_us[np.isnan(ts_us)] = 0.0  # an event without ts (metadata) is at 0, as chrome://tracing reads it
     exact = meta.pop(_EXACT, None)
-    if exact is None and ts_us.size and np.nanmax(np.abs(ts_us)) >= EXACT_FROM_US:
-        notices.append("times past 2^43 µs in a damaged file are read through a float64: placed to within "
-                       f"{1000 * np.spacing(np.nanmax(np.abs(ts_us))):.0f} ns")
     bad = bad_times(ts_us, dur_us)
     keep = np.flatnonzero(~bad)
+    # the kept times only: a skipped 1e300 would put a 280-digit spacing in the notice
+    latest = float(np.abs(ts_us[keep]).max()) if keep.size else 0.0
+    if exact is None and latest >= EXACT_FROM_US:
+        notices.append("times past 2^43 µs in a damaged file are read through a float64: placed to within "
+                       f"{1000 * np.spacing(latest):.0f} ns")
     ts_ns = np.rint(ts_us[keep] * 1000.0).astype(np.int64) if exact is None else exact[0][keep]
     dur_ns = np.rint(dur_us[keep] * 1000.0).astype(np.int64) if exact is None else exact[1][keep]
     events = [events[i] for i in keep] if keep.size < n else events
