@@ -11,8 +11,10 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import resource
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -105,3 +107,59 @@ def test_a_deep_nest_of_host_events_is_linear(tmp_path):
         return call
 
     assert growth(make, 2500, SIZE_STEP * 2500) < LINEAR_BOUND
+
+
+# -- 6 and 23: blocks of NULs ---------------------------------------------------------------
+
+# What a pista process takes before it reads anything (the interpreter, numpy with one BLAS thread,
+# msgspec), with room to spare: the address-space limits below add the input's share to it.
+BASE_ADDRESS_SPACE = 256 << 20
+
+
+def limited(address_space: int):
+    """A preexec_fn capping the child's address space (RLIMIT_AS) at `address_space` bytes."""
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    return cap
+
+
+def nul_bomb(path: Path, megabytes: int) -> Path:
+    """Two events with `megabytes` of NULs between them (what a crash leaves), gzipped ~1000x."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts = [packer.compress(('{"traceEvents": [' + json.dumps(op(ts=0.0)) + ",").encode())]
+    block = bytes(1 << 20)
+    parts += [packer.compress(block) for _ in range(megabytes)]
+    parts += [packer.compress((json.dumps(op(ts=20.0)) + "]}").encode()), packer.flush()]
+    path.write_bytes(b"".join(parts))
+    return path
+
+
+def test_a_gzip_bomb_of_nuls_is_read_in_little_more_than_its_size(tmp_path):
+    # 256 MB of NULs from 256 KB: the pieces and their join, the text decoded to check its UTF-8 and
+    # the salvage's slices held it 3 times over (a 4 MB .gz peaked at 12.3 GiB)
+    unpacked = 256 << 20
+    bomb = nul_bomb(tmp_path / "nuls.json.gz", unpacked >> 20)
+    assert bomb.stat().st_size < 400_000
+    proc = run_cli("table", bomb.name, cwd=tmp_path, env={"OPENBLAS_NUM_THREADS": "1"},
+                   preexec=limited(BASE_ADDRESS_SPACE + unpacked * 3 // 2))
+    err = proc.stderr.decode()
+    assert proc.returncode == 0, err
+    assert "zeroed (NUL)" in err and "cut off" not in err
+
+
+@pytest.mark.parametrize("between", [b",\n  " + bytes(5000), bytes(5000), b", " + bytes(5000) + b"  ",
+                                     bytes(5000) + b",\n"])
+def test_a_block_of_nuls_between_two_events_keeps_both(between):
+    # the second event was read as the end of the first, and both as a cut-off file
+    data = b'{"traceEvents": [' + json.dumps(op(ts=0.0)).encode() + between + json.dumps(op(ts=20.0)).encode() \
+        + b"]}"
+    trace = load.decode_trace(data, "nuls.json", [])
+    assert len(trace) == 2
+    assert not [n for n in trace.notices if "cut off" in n]
+    assert [n for n in trace.notices if "5,000 byte(s) of the file are zeroed" in n]
+
+
+def test_nuls_to_the_end_are_a_cut_off_file():
+    data = b'{"traceEvents": [' + json.dumps(op(ts=0.0)).encode() + b"," + bytes(5000)
+    trace = load.decode_trace(data, "nuls.json", [])
+    assert len(trace) == 1 and [n for n in trace.notices if "cut off" in n]
