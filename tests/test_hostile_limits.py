@@ -163,3 +163,28 @@ def test_nuls_to_the_end_are_a_cut_off_file():
     data = b'{"traceEvents": [' + json.dumps(op(ts=0.0)).encode() + b"," + bytes(5000)
     trace = load.decode_trace(data, "nuls.json", [])
     assert len(trace) == 1 and [n for n in trace.notices if "cut off" in n]
+
+
+# -- 8: standard input ----------------------------------------------------------------------
+
+
+def test_endless_binary_standard_input_is_refused_at_once(tmp_path):
+    # `cat /dev/zero | pista table -` was read whole: 2.9 GiB in 5 s, and on
+    with open("/dev/zero", "rb") as zeros:
+        proc = subprocess.run([*PISTA, "table", "-"], stdin=zeros, capture_output=True, timeout=60, cwd=tmp_path,
+                              env={**os.environ, "PISTA_DEBUG": "", "OPENBLAS_NUM_THREADS": "1"},
+                              preexec_fn=limited(BASE_ADDRESS_SPACE))
+    one_error_line(proc, "-: not JSON: binary data")
+
+
+def test_standard_input_past_the_limit_is_refused_without_holding_it(tmp_path):
+    # 8 MB of whitespace, past a 1 MB limit: copied a block at a time until it passes, never whole
+    proc = run_cli("table", "-", stdin=b" " * (8 << 20), cwd=tmp_path,
+                   env={"PISTA_MAX_UNPACKED": str(1 << 20), "OPENBLAS_NUM_THREADS": "1"},
+                   preexec=limited(BASE_ADDRESS_SPACE))
+    one_error_line(proc, "-: standard input passes 1,048,576 bytes")
+
+
+def test_a_damaged_trace_on_standard_input_is_named_dash(tmp_path):
+    # the error named the temporary copy (/tmp/pista-stdin-.../stdin.json)
+    one_error_line(run_cli("table", "-", stdin=b'{"traceEvents": [{"ph": ', cwd=tmp_path), "pista: error: -: cut off")

@@ -426,6 +426,15 @@ def _text_encoding(data: bytes, source: str, notices: list[str]) -> bytes:
     raise BadTrace(source, f"not JSON: a trace starts with '{{' or '[', this file with {shown!r}")
 
 
+def refuse_non_json_start(head: bytes, source: object) -> None:
+    """The first bytes of a stream: raise the BadTrace the reader would for bytes that cannot begin
+    a JSON text (binary data, another format), so a stream of them is refused before it is all
+    read; nothing for a start that may be JSON (whitespace alone included: more may follow)."""
+    if head[:2] == GZIP_MAGIC or head.startswith(_UTF16_BOMS) or not head.removeprefix(_UTF8_BOM).strip():
+        return
+    _text_encoding(head, str(source), [])
+
+
 def _metadata(doc: _Document | _LooseDocument) -> dict[str, Any]:
     meta: dict[str, Any] = {}
     for key in ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "displayTimeUnit",
