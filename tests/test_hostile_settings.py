@@ -3,6 +3,7 @@ is bad input, refused in one line that names the key, exit 2; never an internal 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import fixture
 
-from pista import config
+from pista import config, efficiency
 from pista.errors import UsageError
 from pista.rules import catalogue
 
@@ -72,3 +73,48 @@ def test_no_threshold_takes_zero_nan_or_a_negative(tmp_path, bad):
         settings(tmp_path, f"[tool.pista.rules.{rule_id}]\n{name} = {bad}\n")
         with pytest.raises(UsageError, match=f"rules.{rule_id}.{name}: expected"):
             config.load(start=tmp_path)
+
+
+# -- 20: --peaks ----------------------------------------------------------------------------------
+
+
+def peaks(tmp_path: Path, text: str | bytes) -> Path:
+    path = tmp_path / "peaks.json"
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+GOOD_PEAKS = {"name": "my GPU", "tflops": {"bf16": 989, "fp32": 67}, "hbm_tbps": 4.8, "compute_major": 9}
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ('{"tflops": {"bf16": 0, "fp32": 0}, "hbm_tbps": 0}', "tflops.bf16: expected a number above 0"),
+    ('{"tflops": {"bf16": 989}, "hbm_tbps": 0}', "hbm_tbps: expected a number above 0"),
+    ('{"tflops": {"bf16": 989}, "hbm_tbps": 4.8, "measured": {"hbm": -1}}', "measured.hbm: expected"),
+    ('{"tflops": {"bf16": "nan"}, "hbm_tbps": 4.8}', "tflops.bf16: expected"),
+    ('{"tflops": {"bf16": 1e400}, "hbm_tbps": 4.8}', "not a peaks file (not JSON: Number out of range"),
+    ('{"tflops": {"bf16": "1e400"}, "hbm_tbps": 4.8}', "tflops.bf16: expected"),
+    ('{"tflops": {"bf16": true}, "hbm_tbps": 4.8}', "tflops.bf16: expected"),
+    ('{"tflops": [989], "hbm_tbps": 4.8}', "tflops: expected an object"),
+    ('{"tflops": {"bf16": 989}, "hbm_tbps": 4.8, "compute_major": 1e300}', "compute_major: expected a whole number"),
+    ('{"tflops": {"bf16": 989}, "hbm_tbps": 4.8, "compute_major": -3}', "compute_major: expected a whole number"),
+    ("[" * 5000 + "]" * 5000, "not a peaks file (not JSON: nested too deeply"),
+    ('{"a": ' * 5000 + "1" + "}" * 5000, "not a peaks file (not JSON: nested too deeply"),
+    ("[1, 2]", "not a peaks file"),
+])
+def test_hostile_peaks_are_one_line_and_exit_2(tmp_path, text, says):
+    # all-zero peaks divided by zero, deep nesting recursed: exit 3 before
+    proc = run_cli("analyze", str(fixture(REAL)), "--peaks", str(peaks(tmp_path, text)), cwd=tmp_path)
+    one_error_line(proc, "peaks.json: ", says)
+
+
+def test_peaks_from_an_endless_file_are_refused(tmp_path):
+    # read whole before: `--peaks /dev/zero` grew without end
+    proc = run_cli("analyze", str(fixture(REAL)), "--peaks", "/dev/zero", cwd=tmp_path)
+    one_error_line(proc, "/dev/zero: more than 1,048,576 bytes")
+
+
+def test_good_peaks_are_read(tmp_path):
+    path = peaks(tmp_path, json.dumps(GOOD_PEAKS))
+    card = efficiency.load_peaks(str(path))
+    assert card.tflops == {"bf16": 989.0, "fp32": 67.0} and card.hbm_tbps == 4.8 and card.compute_major == 9
