@@ -21,6 +21,7 @@ import pytest
 from conftest import fixture
 from scaling import growth
 
+from pista.cli import main
 from pista.errors import BadTrace
 from pista.table import build_table
 from pista.trace import load
@@ -188,3 +189,55 @@ def test_standard_input_past_the_limit_is_refused_without_holding_it(tmp_path):
 def test_a_damaged_trace_on_standard_input_is_named_dash(tmp_path):
     # the error named the temporary copy (/tmp/pista-stdin-.../stdin.json)
     one_error_line(run_cli("table", "-", stdin=b'{"traceEvents": [{"ph": ', cwd=tmp_path), "pista: error: -: cut off")
+
+
+# -- 21: mistyped trace fields --------------------------------------------------------------
+
+
+def _with(name: str, change) -> dict:
+    doc = json.loads(gzip.decompress(fixture(name).read_bytes()))
+    change(doc)
+    return doc
+
+
+def _device_field(key: str, value: object):
+    def change(doc: dict) -> None:
+        for props in doc["deviceProperties"]:
+            props[key] = value
+    return change
+
+
+def _memory_bytes(value: int):
+    def change(doc: dict) -> None:
+        for event in doc["traceEvents"]:
+            if event.get("name") == "[memory]":
+                event["args"]["Bytes"] = value
+                break
+    return change
+
+
+def _sequence_numbers(value: object):
+    def change(doc: dict) -> None:
+        for event in doc["traceEvents"]:
+            if "Sequence number" in event.get("args", {}):
+                event["args"]["Sequence number"] = value
+    return change
+
+
+@pytest.mark.parametrize(("name", "change"), [
+    ("gpu/memory_leak", _device_field("id", "zero")),
+    ("gpu/memory_leak", _device_field("id", [0])),
+    ("gpu/memory_leak", _device_field("totalGlobalMem", "lots")),
+    ("gpu/memory_leak", _device_field("totalGlobalMem", [1])),
+    ("gpu/memory_leak", _memory_bytes(2**64)),
+    ("gpu/memory_leak", _memory_bytes(-(2**64))),
+    ("gpu/attn_manual", _sequence_numbers([1])),
+    ("gpu/attn_manual", _sequence_numbers(2**70)),
+], ids=["id-text", "id-list", "mem-text", "mem-list", "bytes-2^64", "bytes--2^64", "seq-list", "seq-2^70"])
+def test_mistyped_trace_fields_are_tolerated(tmp_path, capsys, name, change):
+    # exit 3 before: int() of a text or a list, 2^64 into an int64 column, a list as a set member
+    path = tmp_path / "mistyped.json"
+    path.write_text(json.dumps(_with(name, change)))
+    for argv in (["analyze", str(path)], ["table", "--group-by-stack", "3", str(path)]):
+        assert main(argv) in (0, 1), capsys.readouterr().err
+    assert "internal error" not in capsys.readouterr().err

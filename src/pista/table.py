@@ -17,7 +17,7 @@ import msgspec
 import numpy as np
 
 from pista.memory import CPU_MEMORY_TYPES, DEVICE_MEMORY_TYPES, MEMORY_EVENT, memory_rows
-from pista.opargs import op_args
+from pista.opargs import op_args, sequence_numbers
 from pista.render.controls import sanitize
 from pista.trace.facts import STEP_NAME, Facts, indices
 from pista.trace.model import NO_ID
@@ -380,10 +380,10 @@ def _backward_stacks(facts: Facts, out: np.ndarray) -> None:
     # each host event's nearest node at or above it, a tree level at a time (climbing each event
     # on its own cost the sum of all depths)
     node = _nearest_ancestor(facts, is_node, inclusive=True)
+    # int64 (SEQ_NONE, SEQ_ODD below 0 where absent or no int64): the numbers are input, and one past
+    # 2^63 put in this column was OverflowError
     seq = np.full(len(trace), -1, dtype=np.int64)
-    for i, a in zip(host.tolist(), op_args(facts, host.tolist()), strict=True):
-        if a is not None and isinstance(a.seq, int):
-            seq[i] = a.seq
+    seq[host] = sequence_numbers(facts, host.tolist())
     forward = host[(node[host] < 0) & (seq[host] >= 0)]
     forward = forward[np.lexsort((-(trace.ts[forward] + trace.dur[forward]), trace.ts[forward]))]
     first: dict[int, int] = {}
