@@ -118,3 +118,20 @@ def test_good_peaks_are_read(tmp_path):
     path = peaks(tmp_path, json.dumps(GOOD_PEAKS))
     card = efficiency.load_peaks(str(path))
     assert card.tflops == {"bf16": 989.0, "fp32": 67.0} and card.hbm_tbps == 4.8 and card.compute_major == 9
+
+
+# -- 24: numbers on the command line ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["table", "--group-by-stack", str(10**20)], f"--group-by-stack {10**20}: give 0 to 128 frames"),
+    (["table", "--group-by-stack", "-1"], "--group-by-stack -1: give 0 to 128 frames"),
+    (["check", "--baseline", "BASE", "--max-regression", "nan"], "--max-regression nan: give a percentage"),
+    (["check", "--baseline", "BASE", "--max-regression", "inf"], "--max-regression inf: give a percentage"),
+    (["check", "--baseline", "BASE", "--max-regression", "-5"], "--max-regression -5: give a percentage"),
+])
+def test_hostile_numbers_on_the_command_line(tmp_path, argv, says):
+    # --group-by-stack 10^20 was exit 3; --max-regression nan let a 22% regression pass the gate
+    trace = str(fixture(REAL))
+    proc = run_cli(*[trace if a == "BASE" else a for a in argv], trace, cwd=tmp_path)
+    one_error_line(proc, says)
