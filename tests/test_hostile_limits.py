@@ -241,3 +241,24 @@ def test_mistyped_trace_fields_are_tolerated(tmp_path, capsys, name, change):
     for argv in (["analyze", str(path)], ["table", "--group-by-stack", "3", str(path)]):
         assert main(argv) in (0, 1), capsys.readouterr().err
     assert "internal error" not in capsys.readouterr().err
+
+
+# -- 15, 16, 17: writing outputs --------------------------------------------------------------
+
+PEAKS = {"name": "mine", "tflops": {"bf16": 1200, "fp32": 80}, "hbm_tbps": 5.0}
+
+
+@pytest.mark.parametrize("how", ["same path", "symlink", "hard link"])
+def test_an_output_onto_the_peaks_file_is_refused(tmp_path, capsys, how):
+    # `pista report T --peaks P -o P` wrote the page over the peaks file
+    peaks = tmp_path / "peaks.json"
+    peaks.write_text(json.dumps(PEAKS))
+    target = {"same path": peaks, "symlink": tmp_path / "link.json", "hard link": tmp_path / "hard.json"}[how]
+    if how == "symlink":
+        target.symlink_to(peaks)
+    elif how == "hard link":
+        os.link(peaks, target)
+    rc = main(["report", str(fixture(REAL)), "--peaks", str(peaks), "-o", str(target)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "refusing to overwrite the input peaks file" in err and err.count("\n") == 1
+    assert json.loads(peaks.read_text()) == PEAKS

@@ -186,13 +186,21 @@ def write_output(path: str | os.PathLike[str], data: str | bytes | Iterable[byte
 
 def _refuse_inputs(target: Path, inputs: tuple[str, ...]) -> None:
     for source in inputs:
-        try:
-            same = os.path.samefile(source, target)
-        except OSError:
-            same = False  # one of them does not exist (yet)
-        if same or Path(source).absolute() == target.absolute() \
-                or os.path.realpath(source) == os.path.realpath(target):
-            raise UsageError(f"{target}: refusing to overwrite the input trace; choose another -o")
+        refuse_input(target, source, "trace")
+
+
+def refuse_input(target: str | os.PathLike[str], source: str | None, what: str) -> None:
+    """UsageError where the output `target` is the input `source` (a `what`: a trace, a peaks
+    file), by path, link or hard link: inputs of every kind are never written."""
+    if source is None or str(target) == STDIN:
+        return
+    try:
+        same = os.path.samefile(source, target)
+    except OSError:
+        same = False  # one of them does not exist (yet)
+    if same or Path(source).absolute() == Path(target).absolute() \
+            or os.path.realpath(source) == os.path.realpath(target):
+        raise UsageError(f"{target}: refusing to overwrite the input {what}; choose another -o")
 
 
 def _regular_target(target: Path) -> Path:
