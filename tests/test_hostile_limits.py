@@ -14,6 +14,7 @@ import os
 import resource
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from conftest import fixture
 from scaling import growth
 
 from pista.cli import main
+from pista.cli.common import STALE_TEMP_S, write_output
 from pista.errors import BadTrace
 from pista.table import build_table
 from pista.trace import load
@@ -262,3 +264,52 @@ def test_an_output_onto_the_peaks_file_is_refused(tmp_path, capsys, how):
     err = capsys.readouterr().err
     assert rc == 2 and "refusing to overwrite the input peaks file" in err and err.count("\n") == 1
     assert json.loads(peaks.read_text()) == PEAKS
+
+
+@pytest.mark.parametrize("name", ["r" * 250 + ".html", "é" * 122 + ".html", "r" * 255])
+def test_output_names_up_to_the_file_system_limit_are_written(tmp_path, name):
+    # the temp file's name (.NAME.PID.RANDOM.tmp) passed 255 bytes for names of 231-255 bytes
+    assert 240 <= len(os.fsencode(name)) <= 255
+    write_output(tmp_path / name, "page")
+    assert os.listdir(tmp_path) == [name] and (tmp_path / name).read_text() == "page"
+
+
+_KILLED_WRITER = """
+import sys, time
+from pathlib import Path
+from pista.cli.common import write_output
+
+def pieces():
+    yield b"x" * (1 << 20)
+    Path(sys.argv[2]).write_text("writing")
+    time.sleep(60)
+    yield b"never"
+
+write_output(sys.argv[1], pieces())
+"""
+
+
+def test_a_temp_file_left_by_a_killed_write_is_removed_by_the_next(tmp_path):
+    # a SIGKILL mid-write left a hidden temp file for good
+    out, ready = tmp_path / "out" / "report.html", tmp_path / "ready"
+    out.parent.mkdir()
+    writer = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(out), str(ready)])
+    try:
+        for _ in range(600):
+            if ready.exists() or writer.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert ready.exists()
+    finally:
+        writer.kill()
+        writer.wait()
+    left = [p for p in out.parent.iterdir() if p.name != "report.html"]
+    assert len(left) == 1 and left[0].stat().st_size == 1 << 20
+    # the temp file of a live process (this one) is not ours to remove, however old
+    live = out.parent / f".other.html.pista-{os.getpid()}-0123abcd.tmp"
+    live.write_text("busy")
+    old = time.time() - 2 * STALE_TEMP_S
+    for path in (left[0], live):
+        os.utime(path, (old, old))
+    write_output(out.parent / "other.html", "page")
+    assert sorted(p.name for p in out.parent.iterdir()) == sorted([live.name, "other.html"])

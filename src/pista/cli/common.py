@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 import sys
 from collections.abc import Iterable, Iterator
@@ -227,8 +228,25 @@ def _pieces(payload: bytes | Iterable[bytes]) -> Iterable[bytes]:
     return (payload,) if isinstance(payload, bytes | bytearray | memoryview) else payload
 
 
+# Longest file name most file systems take, in bytes: the temp file's name is cut to fit it (the
+# target's name and a suffix, where a target of 231-255 bytes made it too long to create).
+NAME_MAX = 255
+# A temp file of ours is named .TARGET.pista-PID-RANDOM.tmp; one whose process is gone and that has
+# not been written for this long was left by a SIGKILL or a power loss: the next write there removes it.
+_TEMP_NAME = re.compile(r"\..*\.pista-(\d+)-[0-9a-f]{8}\.tmp\Z", re.S)
+STALE_TEMP_S = 600
+
+
+def _temp_name(real: Path) -> str:
+    suffix = f".pista-{os.getpid()}-{os.urandom(4).hex()}.tmp"
+    # cut by bytes (a name's limit is in bytes); a cut inside a character stays bytes (surrogateescape)
+    stem = os.fsencode(real.name)[: NAME_MAX - 1 - len(suffix)]
+    return "." + os.fsdecode(stem) + suffix
+
+
 def _replace_atomically(target: Path, real: Path, payload: bytes | Iterable[bytes]) -> None:
-    tmp = real.parent / f".{real.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    _remove_stale_temps(real.parent)
+    tmp = real.parent / _temp_name(real)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # 0o666 less the umask, like open()
     except OSError as err:
@@ -247,6 +265,35 @@ def _replace_atomically(target: Path, real: Path, payload: bytes | Iterable[byte
         if isinstance(err, OSError):
             raise UsageError(f"{target}: cannot write: {err.strerror or err}") from None
         raise
+
+
+def _remove_stale_temps(folder: Path) -> None:
+    """Remove the temp files of writes that died in `folder` (their process gone, their file not
+    written for STALE_TEMP_S): none is left behind for good."""
+    import time
+
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return  # a folder that does not exist yet, or cannot be listed: writing words the error
+    for entry in entries:
+        match = _TEMP_NAME.match(entry.name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_file(follow_symlinks=False) and \
+                    time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_S:
+                os.unlink(entry.path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0  # someone else's process, or no pid at all (then the name is not ours to judge)
+    return True
 
 
 # Width for output that goes to a pipe or file (no terminal to ask): wide enough for torch's table.
