@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -19,7 +20,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import fixture
+from conftest import FIXTURES, fixture
 from scaling import growth
 
 from pista.cli import main
@@ -313,3 +314,26 @@ def test_a_temp_file_left_by_a_killed_write_is_removed_by_the_next(tmp_path):
         os.utime(path, (old, old))
     write_output(out.parent / "other.html", "page")
     assert sorted(p.name for p in out.parent.iterdir()) == sorted([live.name, "other.html"])
+
+
+# -- 22: a symbolic link in a rank folder -----------------------------------------------------
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_symlink_in_a_rank_folder_is_skipped_not_followed(tmp_path, nested):
+    # followed before: a link to a secret file failed the folder with the file's first 20 bytes quoted
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-TOKEN-0123456789 and more")
+    folder = tmp_path / "job"
+    ranks = folder / "node0" if nested else folder
+    ranks.mkdir(parents=True)
+    for rank in (0, 1):
+        shutil.copy(FIXTURES / "gloo" / "balanced_2" / f"rank-{rank}.json.gz", ranks / f"rank-{rank}.json.gz")
+    (ranks / "rank-2.json").symlink_to(secret)
+    if nested:
+        (folder / "elsewhere").symlink_to(tmp_path, target_is_directory=True)  # a linked folder is not entered
+    proc = run_cli("analyze", str(folder), cwd=tmp_path)
+    out = proc.stdout.decode() + proc.stderr.decode()
+    assert proc.returncode in (0, 1), out
+    assert "SECRET" not in out
+    assert f"skipped {2 if nested else 1} symbolic link(s) in {folder}" in out
