@@ -20,14 +20,14 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, fixture
+from conftest import FIXTURES, big_copy, fixture
 from scaling import growth
 
 from pista.cli import main
 from pista.cli.common import STALE_TEMP_S, write_output
 from pista.errors import BadTrace
 from pista.table import build_table
-from pista.trace import load
+from pista.trace import load, stream
 from pista.trace.facts import derive
 from pista.trace.load import load_trace
 
@@ -337,3 +337,39 @@ def test_a_symlink_in_a_rank_folder_is_skipped_not_followed(tmp_path, nested):
     assert proc.returncode in (0, 1), out
     assert "SECRET" not in out
     assert f"skipped {2 if nested else 1} symbolic link(s) in {folder}" in out
+
+
+# -- 7: a big trace damaged after its event list ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def big_trace(tmp_path_factory) -> Path:
+    """A 64 MB trace (a real one's steps repeated), past the streamed reader's threshold."""
+    path = tmp_path_factory.mktemp("big") / "big.json"
+    big_copy("series_mlp_eager", path, 64 << 20)
+    assert path.stat().st_size >= load.STREAM_MIN_BYTES
+    return path
+
+
+def test_a_big_trace_with_junk_at_the_end_is_streamed(big_trace, tmp_path):
+    # 12 bytes of junk sent the file to the in-memory reader, read whole (a 560 MB copy took 2.0 GiB
+    # where the clean one takes 210 MiB): now it is streamed, within the clean file's address space
+    junk = tmp_path / "junk.json"
+    junk.write_bytes(big_trace.read_bytes() + b"garbage12345")
+    trace = load_trace(junk)
+    assert isinstance(trace.raw_args, stream.OffsetArgs)
+    assert trace.notices == ["ignored 12 byte(s) of junk after the end of the trace"]
+    proc = run_cli("table", junk.name, cwd=tmp_path, env={"OPENBLAS_NUM_THREADS": "1"},
+                   preexec=limited(BASE_ADDRESS_SPACE + junk.stat().st_size))
+    assert proc.returncode == 0, proc.stderr.decode()
+
+
+def test_a_big_trace_cut_in_the_keys_after_its_events_is_streamed(big_trace, tmp_path):
+    data = big_trace.read_bytes()
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(data[: data.rindex(b'"traceName"') + 14])
+    trace = load_trace(cut)
+    assert isinstance(trace.raw_args, stream.OffsetArgs)
+    assert len(trace.notices) == 1 and trace.notices[0].startswith("the file is cut off mid-write after its event list")
+    whole = load.decode_trace(cut.read_bytes(), str(cut), [])
+    assert whole.notices == trace.notices and len(whole) == len(trace)
