@@ -6,6 +6,7 @@ import contextlib
 import errno
 import os
 import re
+import signal
 import stat
 import sys
 from collections.abc import Iterable, Iterator
@@ -247,11 +248,16 @@ def _temp_name(real: Path) -> str:
 def _replace_atomically(target: Path, real: Path, payload: bytes | Iterable[bytes]) -> None:
     _remove_stale_temps(real.parent)
     tmp = real.parent / _temp_name(real)
+    # Ctrl-C and SIGTERM are held from the temp file's creation into the `try` that removes it: one
+    # landing in between (a test sent it the moment the file showed) left the file behind
+    held = _hold_signals()
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # 0o666 less the umask, like open()
     except OSError as err:
+        _release_signals(held)
         raise UsageError(f"{target}: cannot write: {err.strerror or err}") from None
     try:
+        _release_signals(held)  # a signal held till now is handled here, and the temp file removed below
         with os.fdopen(fd, "wb") as handle:
             for piece in _pieces(payload):
                 handle.write(piece)
@@ -265,6 +271,22 @@ def _replace_atomically(target: Path, real: Path, payload: bytes | Iterable[byte
         if isinstance(err, OSError):
             raise UsageError(f"{target}: cannot write: {err.strerror or err}") from None
         raise
+
+
+_HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _hold_signals() -> set[int] | None:
+    """Block SIGINT and SIGTERM (their handlers run once released); the mask to go back to, or None
+    where signals cannot be held (Windows)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
+
+
+def _release_signals(held: set[int] | None) -> None:
+    if held is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _remove_stale_temps(folder: Path) -> None:
