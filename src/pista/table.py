@@ -17,7 +17,7 @@ import msgspec
 import numpy as np
 
 from pista.memory import CPU_MEMORY_TYPES, DEVICE_MEMORY_TYPES, MEMORY_EVENT, memory_rows
-from pista.opargs import op_args
+from pista.opargs import op_args, sequence_numbers
 from pista.render.controls import sanitize_line
 from pista.trace.facts import STEP_NAME, Facts, indices
 from pista.trace.model import NO_ID
@@ -189,9 +189,13 @@ def _add_up_the_tree(facts: Facts, python: np.ndarray, parent: np.ndarray, devic
     """Each host event's device time plus its descendants', in place, deepest first."""
     host = indices((facts.is_host | facts.is_overhead) & ~python)
     host = host[parent[host] >= 0]  # the events with a parent to add to
+    # grouped by depth once: picking each level out of all events cost events x depth (quadratic
+    # for a nest 100,000 deep)
+    host = host[np.argsort(facts.depth[host], kind="stable")]
     host_depth = facts.depth[host]
-    for d in range(int(host_depth.max()) if host.size else 0, 0, -1):
-        level = host[host_depth == d]
+    bounds = np.searchsorted(host_depth, np.arange(int(host_depth[-1]) + 2 if host.size else 0))
+    for d in range(bounds.size - 2, 0, -1):
+        level = host[bounds[d] : bounds[d + 1]]
         np.add.at(device, parent[level], device[level])
 
 
@@ -206,8 +210,17 @@ def _merge_only_children(facts: Facts, parent: np.ndarray, python: np.ndarray
         return duplicate, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     dup = np.flatnonzero(duplicate)
     rep = parent[dup]
-    while duplicate[rep].any():
-        rep = np.where(duplicate[rep], parent[rep], rep)
+    # each dropped node's nearest kept ancestor, by pointer doubling over the dropped ones (`ahead`:
+    # where rep sits among them, -1 once kept): climbing one level per pass was quadratic for a
+    # deep chain of same-named only children
+    at = np.minimum(np.searchsorted(dup, rep), dup.size - 1)
+    ahead = np.where(dup[at] == rep, at, -1)
+    active = indices(ahead >= 0)
+    while active.size:
+        via = ahead[active]
+        rep[active] = rep[via]  # gathered before written: one synchronous pass
+        ahead[active] = ahead[via]
+        active = active[ahead[active] >= 0]
     return duplicate, dup, rep
 
 
@@ -312,16 +325,24 @@ def _stacks(facts: Facts, python: np.ndarray, n: int) -> tuple[np.ndarray, list[
         out = _python_stacks(facts, python, n)
         _backward_stacks(facts, out)
         return out, facts.trace.names
-    # an event without its own stack takes its nearest host ancestor's, shallowest first
-    host = np.flatnonzero((facts.is_host | facts.is_overhead) & ~has & (facts.parent >= 0))
-    for d in np.unique(facts.depth[host]).tolist():
-        level = host[facts.depth[host] == d]
-        out[:, level] = out[:, facts.parent[level]]
+    # an event without its own stack takes its nearest host ancestor's: that of the nearest one that
+    # has a stack, is no host event, or is a root (a pass per depth over all of them was quadratic)
+    inherits = (facts.is_host | facts.is_overhead) & ~has & (facts.parent >= 0)
+    host = np.flatnonzero(inherits)
+    out[:, host] = out[:, _nearest_ancestor(facts, ~inherits, inclusive=False)[host]]
     work = np.flatnonzero(facts.is_device_work & (facts.launcher >= 0))
     out[:, work] = out[:, facts.launcher[work]]
     _annotation_stacks(facts, out)
     _backward_stacks(facts, out)
     return out, list(texts)
+
+
+def _nearest_ancestor(facts: Facts, mask: np.ndarray, inclusive: bool) -> np.ndarray:
+    """rules._common.nearest_ancestor: a pass per tree level, each over that level's events. Imported
+    here, not at the top: rules._common imports pista.findings, which imports this module."""
+    from pista.rules._common import nearest_ancestor
+
+    return nearest_ancestor(facts, mask, inclusive)
 
 
 def _call_stacks(facts: Facts, n: int, texts: dict[str, int], out: np.ndarray) -> np.ndarray:
@@ -356,19 +377,13 @@ def _backward_stacks(facts: Facts, out: np.ndarray) -> None:
     up = parent[host]
     is_node = np.zeros(len(trace), dtype=bool)
     is_node[host] = (up >= 0) & (evaluate[trace.name[host]] == trace.name[np.maximum(up, 0)])
-    # each host event's nearest node at or above it
-    node = np.where(is_node, np.arange(len(trace)), -1)
-    todo = host[node[host] < 0]
-    at = parent[todo]
-    while todo.size:
-        found = (at >= 0) & is_node[np.maximum(at, 0)]
-        node[todo[found]] = at[found]
-        keep = (at >= 0) & ~found
-        todo, at = todo[keep], parent[at[keep]]
+    # each host event's nearest node at or above it, a tree level at a time (climbing each event
+    # on its own cost the sum of all depths)
+    node = _nearest_ancestor(facts, is_node, inclusive=True)
+    # int64 (SEQ_NONE, SEQ_ODD below 0 where absent or no int64): the numbers are input, and one past
+    # 2^63 put in this column was OverflowError
     seq = np.full(len(trace), -1, dtype=np.int64)
-    for i, a in zip(host.tolist(), op_args(facts, host.tolist()), strict=True):
-        if a is not None and isinstance(a.seq, int):
-            seq[i] = a.seq
+    seq[host] = sequence_numbers(facts, host.tolist())
     forward = host[(node[host] < 0) & (seq[host] >= 0)]
     forward = forward[np.lexsort((-(trace.ts[forward] + trace.dur[forward]), trace.ts[forward]))]
     first: dict[int, int] = {}
@@ -394,12 +409,9 @@ def _python_stacks(facts: Facts, python: np.ndarray, n: int) -> np.ndarray:
     names = facts.trace.names
     hidden = np.array([_hidden(name) for name in names], dtype=bool)
     frame = python & ~hidden[facts.trace.name] if len(names) else python
-    # nearest enclosing frame of each event: hop up the tree until a frame or the root
-    above = facts.parent.copy()
-    hop = (above >= 0) & ~frame[np.maximum(above, 0)]
-    while hop.any():
-        above[hop] = facts.parent[above[hop]]
-        hop = (above >= 0) & ~frame[np.maximum(above, 0)]
+    # nearest enclosing frame of each event, a tree level at a time (hopping every event up one
+    # level per pass cost events x depth: minutes for a nest 100,000 deep)
+    above = _nearest_ancestor(facts, frame, inclusive=False)
     out = np.full((n, len(facts.trace)), -1, dtype=np.int64)
     at = above
     for k in range(n):

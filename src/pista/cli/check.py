@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from typing import Any
@@ -36,8 +37,9 @@ def run(args: argparse.Namespace) -> int:
     lang = check_lang(args.lang)
     if args.max_regression is not None and args.baseline is None:
         raise UsageError("--max-regression needs --baseline OLD")
-    if args.max_regression is not None and args.max_regression < 0:
-        raise UsageError("--max-regression must be >= 0")
+    if args.max_regression is not None and not 0 <= args.max_regression < math.inf:  # nan fails it too
+        # a nan limit let every regression pass the gate (no comparison with nan is true)
+        raise UsageError(f"--max-regression {args.max_regression:g}: give a percentage of 0 or more")
     from pista.cli.common import apply_peaks
 
     apply_peaks(args.peaks)

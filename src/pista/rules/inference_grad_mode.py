@@ -174,7 +174,7 @@ def _found(facts: Facts) -> _Found | None:
         return None
     ops = np.flatnonzero(step_ops(facts))
     of_step = facts.event_step[ops] if facts.steps else np.full(ops.size, -1)
-    read, seqs, nodes = [], [], 0
+    read, seqs, nodes, read_count = [], [], 0, 0
     for k in steps:
         idx = ops[of_step == k]
         whole = idx.size
@@ -184,7 +184,8 @@ def _found(facts: Facts) -> _Found | None:
         read.append(idx[has])
         seqs.append(step_seqs[has])
         nodes += round(_nodes(step_seqs[has]) * whole / max(idx.size, 1))
-        if sum(r.size for r in read) >= MAX_OPS:
+        read_count += read[-1].size  # kept as it goes: a sum over the steps read so far was quadratic
+        if read_count >= MAX_OPS:
             break
     if nodes == 0:
         return None
