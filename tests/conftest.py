@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -7,6 +8,8 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
+# a rule that raises fails its test (users get a notice and the other rules' findings: pista.findings._check)
+os.environ.setdefault("PISTA_STRICT_RULES", "1")
 sys.path.insert(0, str(Path(__file__).parent))
 
 # Real traces, each with the table torch printed for it: shared/traces/h200 (top level) and the

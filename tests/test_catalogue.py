@@ -218,9 +218,11 @@ GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"}
 def test_what_the_profiler_did_not_record_is_said(tmp_path):
     from pista.findings import analyze
 
-    no_cuda = analyze(_edited(tmp_path, lambda e: e.get("cat") not in GPU_CATS))  # activities=[CPU]
+    # the launches recorded, their kernels not: the GPU's records were lost (a CPU-only profile records no
+    # runtime calls either; tests/test_notices.py has the model that ran on the CPU)
+    no_cuda = analyze(_edited(tmp_path, lambda e: e.get("cat") not in GPU_CATS))
     assert no_cuda.summary.verdict == "cpu-only"
-    assert any("no GPU activity recorded" in n and "ProfilerActivity.CUDA" in n for n in no_cuda.notices)
+    assert any("records were lost" in n for n in no_cuda.notices)
     gpu_only = analyze(_edited(tmp_path, lambda e: e.get("cat") in GPU_CATS or e.get("ph") == "M"))
     assert gpu_only.summary.self_cpu_total_us == 0 and gpu_only.summary.verdict == "balanced"
     assert any(n.startswith("no host (CPU) events") for n in gpu_only.notices)

@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import gzip
+import html
 import json
+import re
 import subprocess
 import sys
 
+import pytest
 import raw
 from conftest import fixture
 
@@ -52,6 +56,35 @@ def test_markdown_fits_a_job_summary(capsys):
     rows = [line for line in out.splitlines() if line.startswith("| ")]
     assert rows[0].startswith("| | severity | rule |") and any("`host-sync`" in r for r in rows)
     assert all(r.count(" | ") == rows[0].count(" | ") for r in rows[2:])  # no cell breaks the table
+
+
+# An op name that would be a link, an image, HTML, code, emphasis, a table cell and GFM autolinks
+MARKDOWN_NAME = ("[click](http://evil.example/x) ![img](http://evil.example/p.png) <img src=x onerror=alert(1)> "
+                 "https://evil.example www.evil.example a@evil.example `code` **bold** | cell \\[x\\]")
+
+
+def test_markdown_shows_names_as_text(capsys, tmp_path):
+    # the names went into the job summary as Markdown: links, images and HTML from a trace
+    markdown_it = pytest.importorskip("markdown_it")
+    doc = json.loads(gzip.decompress(fixture("gpu/host_sync_item").read_bytes()))
+    for e in doc["traceEvents"]:
+        if e.get("name") == "aten::item":  # named in both findings' fix
+            e["name"] = MARKDOWN_NAME
+    path = tmp_path / "t[x](javascript:alert(1))`x`.json"
+    path.write_text(json.dumps(doc))
+    code, out = _check(capsys, str(path), "--format", "markdown")
+    assert code == 1
+    page = markdown_it.MarkdownIt("commonmark").enable("table").render(out)
+    assert not re.search(r"<(a|img|strong|em)\b", page)  # no link, image or emphasis made
+    codes = re.findall("<code>(.*?)</code>", page)
+    assert html.unescape(codes[0]) == str(path)  # the trace's path, as code, whole
+    assert all(re.fullmatch("[a-z0-9-]+", c) for c in codes[1:])  # and the rule ids: no code from a name
+    text = html.unescape(re.sub("<[^>]+>", "", page))
+    assert MARKDOWN_NAME in text  # the name reads as itself
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    assert len({len(re.findall(r"(?<!\\)\|", r)) for r in rows}) == 1  # no cell added
+    # GFM autolinks (not in CommonMark): no scheme, www. or address left unescaped
+    assert not re.search(r"(?<!\\)(:|www\.|@)", "".join(rows[2:]))  # the findings' rows
 
 
 def test_bad_input_is_exit_2(capsys, tmp_path):

@@ -104,7 +104,9 @@ def test_cards_by_their_device_names():
         "NVIDIA A100-SXM4-80GB": "A100 SXM 80GB", "NVIDIA A100-SXM4-40GB": "A100 40GB",
         "NVIDIA A100 80GB PCIe": "A100 80GB PCIe", "NVIDIA L4": "L4", "Tesla V100-SXM2-16GB": "V100 SXM2",
         "Tesla V100-PCIE-32GB": "V100 PCIe", "Tesla V100S-PCIE-32GB": "V100S PCIe", "Tesla T4": "T4",
-        "Tesla P100-PCIE-16GB": "P100", "AMD Instinct MI300X": "MI300X",
+        "Tesla P100-PCIE-16GB": "P100", "AMD Instinct MI300X": "MI300X", "AMD Instinct MI325X": "MI325X",
+        "AMD Instinct MI350X": "MI350X", "AMD Instinct MI355X": "MI355X", "AMD Instinct MI250X": "MI250X",
+        "AMD Instinct MI250X / MI250": "MI250X",
     }
     for device, card in names.items():
         assert card_named(device).name == card, device
@@ -115,6 +117,12 @@ def test_every_card_has_the_dtypes_its_architecture_has():
     for card in CARDS:
         assert card.source and card.hbm_tbps > 0
         assert {"fp32", "fp64", "fp16"} <= set(card.tflops), card.name
+        if card.source.startswith("AMD"):
+            # matrix cores with bf16 on every Instinct in the table; a TF32 unit only on CDNA 3 (MI300X, MI325X):
+            # CDNA 2 had none, CDNA 4 (MI350X, MI355X) emulates it in bf16
+            assert "bf16" in card.tflops, card.name
+            assert card.has_tf32 == card.name.startswith(("MI300", "MI325")), card.name
+            continue
         assert card.has_tf32 == (card.compute_major >= 8), card.name  # TF32 came with Ampere
         assert ("bf16" in card.tflops) == (card.compute_major >= 8), card.name
         # dense peaks, tensor cores above the CUDA cores where there are any

@@ -10,6 +10,7 @@ import re
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,58 @@ def test_table_and_diff_show_hostile_names_as_text(tmp_path, color):
     assert SHOWN in assert_inert(diff.stdout, False)
 
 
+@pytest.mark.parametrize("color", [False, True])
+def test_folder_of_ranks_shows_hostile_names_as_text(tmp_path, color):
+    # `pista analyze DIR` escaped rich markup only: ESC, BEL, C1 CSI and U+202E went to the terminal
+    job = tmp_path / "job"
+    job.mkdir()
+    for rank in (0, 1):
+        hostile_trace(job, f"gloo/straggler_2/rank-{rank}", f"rank-{rank}.json")
+    proc = run(["analyze", str(job)], color)
+    assert proc.returncode == 0, proc.stderr
+    assert bool(SGR.search(proc.stdout)) == color
+    lines = assert_inert(proc.stdout, color).splitlines()
+    evidence = [line for line in lines if line.startswith("  - ")]
+    assert any(line.startswith(f"  - c10d::allreduce_{SHOWN}") for line in evidence)  # an op's name
+    assert any(f"(pt_gloo_runloop){SHOWN}" in line for line in evidence)  # a thread's name
+
+
+def test_a_newline_in_a_name_forges_no_line(tmp_path):
+    # a name's newline started a line of its own: a fake finding, a fake table row
+    forged = "\nFORGED  fake-rule: forged\tline"
+    a = tmp_path / "a.json"
+    doc = json.loads(gzip.decompress(fixture(STACK_TRACE).read_bytes()))
+    for e in doc["traceEvents"]:
+        if e.get("cat") in ("cpu_op", "kernel", "python_function"):
+            e["name"] += forged
+    a.write_text(json.dumps(doc))
+    b = hostile_trace(tmp_path, "seed_mm64_cold", "b.json")
+    shown = forged.replace("\n", "\\n").replace("\t", "\\t")
+    for args in (["analyze", str(a)], ["table", str(a)], ["diff", str(a), str(b)], ["diff", str(b), str(a)]):
+        proc = run(args, False)
+        assert proc.returncode == 0, proc.stderr
+        text = assert_inert(proc.stdout, False)
+        assert shown[:20] in text, args  # the table cuts names past 52 characters
+        assert not any(line.lstrip().startswith("FORGED") for line in text.splitlines()), args
+
+
+@pytest.mark.parametrize("folder", [False, True])
+def test_analyze_json_escapes_and_keeps_the_name(tmp_path, folder):
+    # ensure_ascii=False wrote C1 (the 8-bit CSI) and U+202E raw, in one trace's JSON and a folder's
+    if folder:
+        for rank in (0, 1):
+            hostile_trace(tmp_path, f"gloo/straggler_2/rank-{rank}", f"rank-{rank}.json")
+        target = tmp_path
+    else:
+        target = hostile_trace(tmp_path, STACK_TRACE)
+    proc = run(["analyze", str(target), "--format", "json"], False)
+    assert proc.returncode == 0, proc.stderr
+    assert_inert(proc.stdout, False)
+    assert "evil" in proc.stdout.decode()  # the rest of the text stays as it is, not escaped
+    # read back, the escapes are the names themselves
+    assert any(s.endswith(HOSTILE) for s in strings(json.loads(proc.stdout)))
+
+
 def test_json_output_escapes_and_keeps_the_name(tmp_path):
     a = hostile_trace(tmp_path, STACK_TRACE, "a.json")
     b = hostile_trace(tmp_path, "seed_mm64_cold", "b.json")
@@ -131,6 +184,50 @@ def test_error_and_notice_lines_show_control_characters_as_text(tmp_path):
     wrote = run(["annotate", str(fixture("seed_mm64_cold")), "-o", str(out)], False)
     assert wrote.returncode == 0 and f"o{SHOWN}" in assert_inert(wrote.stderr, False)
     assert out.exists()
+
+
+def test_file_and_folder_names_are_shown_as_text(tmp_path):
+    # the "wrote" lines of report and diff printed the output's name raw, and so did a folder's title
+    # and its notices (which name the files skipped)
+    trace = fixture(TRACE)
+    page = tmp_path / f"r{IN_FILE_NAME}.html"
+    report = run(["report", str(trace), "-o", str(page)], False)
+    assert report.returncode == 0 and page.exists()
+    assert f"pista: wrote {tmp_path}/r{SHOWN}" in assert_inert(report.stderr, False)
+    out = tmp_path / f"d{IN_FILE_NAME}\nline.json"  # a newline too: one line still
+    diff = run(["diff", str(trace), str(trace), "--format", "json", "-o", str(out)], False)
+    assert diff.returncode == 0 and out.exists()
+    wrote = assert_inert(diff.stderr, False)
+    assert wrote.startswith(f"pista: wrote {tmp_path}/d{SHOWN}") and wrote.endswith("\\nline.json\n")
+    assert wrote.count("\n") == 1
+    job = tmp_path / f"job{IN_FILE_NAME}"
+    job.mkdir()
+    for rank in (0, 1):
+        (job / f"rank-{rank}.json.gz").write_bytes(fixture(f"gloo/balanced_2/rank-{rank}").read_bytes())
+    (job / f"n{IN_FILE_NAME}.json").write_text(json.dumps({"model": "gpt"}))  # no trace: skipped
+    for color in (False, True):
+        folder = run(["analyze", str(job)], color)
+        assert folder.returncode == 0, folder.stderr
+        text = assert_inert(folder.stdout, color)
+        assert f"pista: {tmp_path}/job{SHOWN}" in text  # the title
+        notices = [line for line in text.splitlines() if f"skipped {tmp_path}/job{SHOWN}" in line]
+        assert notices and f"/n{SHOWN}" in notices[0]  # a notice, naming the file skipped
+
+
+def test_a_newline_in_a_file_name_forges_no_notice_line(tmp_path):
+    # notices and annotate's "wrote" line kept a newline in the file's name: a line of its own
+    bad = {"ph": "X", "cat": "cpu_op", "name": "x", "pid": 1, "tid": 1, "ts": "no time", "dur": 1}
+    named = hostile_trace(tmp_path, "seed_mm64_cold", "t\nFORGED.json", (bad,))
+    notice = run(["table", str(named)], False)
+    assert notice.returncode == 0
+    lines = assert_inert(notice.stderr, False).splitlines()
+    assert lines and all(line.startswith("pista: notice: ") for line in lines)
+    assert "t\\nFORGED.json" in lines[0]
+    out = tmp_path / "o\nFORGED.json"
+    wrote = run(["annotate", str(fixture("seed_mm64_cold")), "-o", str(out)], False)
+    assert wrote.returncode == 0 and out.exists()
+    assert assert_inert(wrote.stderr, False).startswith(f"pista: wrote {tmp_path}/o\\nFORGED.json: ")
+    assert wrote.stderr.count(b"\n") == 1
 
 
 # -- -o onto a symlink, a device, a pipe ---------------------------------------------------------
@@ -212,3 +309,47 @@ def test_output_onto_a_link_to_stdout_is_refused_and_dash_is_stdout(tmp_path):
     assert dash.returncode == 0 and b"wrote standard output" in dash.stderr
     assert any(e.get("cat") == "pista" for e in json.loads(dash.stdout)["traceEvents"])
     assert sorted(os.listdir(tmp_path)) == ["stdout.json"]  # no file named '-'
+
+
+# -- a very long name ------------------------------------------------------------------------------
+
+
+def long_name_analysis(folder: Path, length: int):
+    """The analysis of a real trace whose aten::item ops (named in the host-sync finding's title,
+    message and evidence) carry a name of `length` characters."""
+    from pista.findings import analyze
+
+    doc = json.loads(gzip.decompress(fixture(STACK_TRACE).read_bytes()))
+    for e in doc["traceEvents"]:
+        if e.get("name") == "aten::item":
+            e["name"] += "x" * length
+    path = folder / "long.json"  # one name for every length: the outputs differ by the op name only
+    path.write_text(json.dumps(doc))
+    return analyze(path)
+
+
+def test_a_long_name_is_cut_and_renders_in_linear_time(tmp_path):
+    # rich wrapped the whole name into thousands of lines in quadratic time: an 8 MB op name took
+    # 225 s to print (the JSON 3.8 s); shown cut, both sizes render in about the same time now
+    from pista.render import terminal
+
+    small, large = 250_000, 1_000_000
+    times, outputs = [], []
+    for length in (small, large):
+        analysis = long_name_analysis(tmp_path, length)
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            text = terminal.render(analysis, width=110)
+            best = min(best, time.perf_counter() - start)
+        times.append(best)
+        outputs.append(text)
+    # linear is at most 4x (the sizes' ratio), the quadratic wrap was 16x: the line between, 8x
+    assert times[1] / times[0] < 2 * large / small, times
+    assert "aten::itemxxx" in outputs[0] and "x" * 400 not in outputs[0]  # the name is there, cut
+    assert outputs[1] == outputs[0]  # at the same place, whatever its length
+    # the JSON keeps the name whole
+    from pista.render import json as json_renderer
+
+    doc = json.loads(json_renderer.render(long_name_analysis(tmp_path, small)))
+    assert any(s == "aten::item" + "x" * small for s in strings(doc))

@@ -318,3 +318,22 @@ def test_a_name_full_of_compile_markers(tmp_path):
     assert path.stat().st_size > 700_000
     proc = run_cli("analyze", "markers.json", cwd=tmp_path, timeout=SLOW_TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr
+
+
+# -- a skipped time in a damaged file -----------------------------------------------------------
+
+
+def test_a_skipped_1e300_time_keeps_the_notices_short(tmp_path):
+    # a cut-off file (so the float64 reader) with one ts of 1e300: skipped, yet the "placed to
+    # within N ns" notice measured it and printed a 286-digit N before
+    far = 2.0 ** 44  # µs: a time that is kept and does need the notice
+    events = [op(ts=far + k) for k in range(5)] + [op(ts=1e300), op(ts=far + 9)]
+    text = json.dumps({"traceEvents": events})
+    path = tmp_path / "cut.json"
+    path.write_text(text[: text.rindex("{")] + '{"ph": "X", "na')  # cut off mid-event
+    proc = run_cli("table", str(path))
+    assert proc.returncode == 0, proc.stderr
+    placed = [line for line in proc.stderr.splitlines() if "placed to within" in line]
+    assert placed and f"within {1000 * np.spacing(far + 4):.0f} ns" in placed[0]  # the latest kept time's
+    assert "skipped 1 malformed event(s)" in proc.stderr
+    assert max(len(line) for line in proc.stderr.splitlines()) < 400

@@ -93,3 +93,20 @@ def test_inference_ops_are_forward_and_python_between_them_other(analysis_of):
     python = sum(raw.self_us(name, e) for e in tokens) / len(raw.steps(name))
     assert times["python"] == pytest.approx(python, rel=0.15)
     assert times["forward"] > times["python"] and times["backward"] == 0
+
+
+def test_without_steps_the_ops_are_not_python_between_ops(tmp_path):
+    """Issue 35: a trace without ProfilerStep markers put every op's own time under "Python between ops" (81-100%
+    on foreign traces). gpu/host_sync_item (inference, no backward) with its step markers taken out splits its
+    host time as it does with them: ops as the model's, the rest as Python."""
+    import raw
+
+    from pista.hosttime import host_time
+    from pista.trace.facts import derive
+    from pista.trace.load import load_trace
+
+    with_steps = next(iter(host_time(derive(load_trace(raw.FIXTURES / "gpu/host_sync_item.json.gz"))).values()))
+    without = next(iter(host_time(derive(load_trace(raw.without_steps("gpu/host_sync_item", tmp_path)))).values()))
+    assert without["forward"] > without["python"]
+    ratio = lambda t: t["python"] / (t["python"] + t["forward"])  # noqa: E731
+    assert ratio(without) == pytest.approx(ratio(with_steps), abs=0.15)

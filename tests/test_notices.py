@@ -78,3 +78,57 @@ def test_a_window_mostly_of_one_time_cost_says_so_first(analysis_of):
     text = render(a, color=False, width=200, show_table=False)
     assert text.index("one-time cost") < text.index("Start here")
     assert not [n for n in analysis_of("seed_mm4096_warm").notices if "one-time cost" in n]
+
+
+def _without(name: str, tmp_path, drop) -> str:
+    import gzip
+    import json
+
+    from conftest import fixture
+
+    with gzip.open(fixture(name), "rt") as f:
+        data = json.load(f)
+    data["traceEvents"] = [e for e in data["traceEvents"] if not drop(e)]
+    path = tmp_path / "cut.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump(data, f)
+    return str(path)
+
+
+def test_lost_gpu_records_are_told_apart_from_a_model_on_the_cpu(tmp_path):
+    """Issue 35: launches recorded with no kernel records are lost records; a GPU in the header with nothing
+    launched is a model that ran on the CPU. Both read 'the profiler ran without CUDA activities' before."""
+    from pista.findings import analyze
+
+    device_work = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation")
+    lost = analyze(_without("gpu/tf32_gemm", tmp_path, lambda e: e.get("cat") in device_work))
+    said = [n for n in lost.notices if "records were lost" in n]
+    assert said and "cudaLaunchKernelExC" in said[0] and lost.summary.verdict == "cpu-only"
+    cpu = analyze(_without("gpu/tf32_gemm", tmp_path, lambda e: e.get("cat") in device_work + ("cuda_runtime", "cuda_driver")))
+    said = [n for n in cpu.notices if "nothing ran on it" in n]
+    assert said and "NVIDIA H200" in said[0] and not [n for n in cpu.notices if "lost" in n]
+
+
+def test_a_rule_that_raises_does_not_sink_the_reading(monkeypatch):
+    """Issue 36: a rule's bug on one trace loses that rule's findings only, and says so."""
+    from conftest import fixture
+
+    from pista.findings import analyze
+    from pista.rules import get_rule
+
+    whole = analyze(fixture("gpu/host_sync_item"))
+    assert any(f.rule == "host-sync" for f in whole.findings)
+
+    def broken(ctx):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setenv("PISTA_STRICT_RULES", "0")
+    monkeypatch.setattr(get_rule("host-sync").module, "check", broken)
+    reading = analyze(fixture("gpu/host_sync_item"))
+    assert not any(f.rule == "host-sync" for f in reading.findings)
+    said = [n for n in reading.notices if "rule host-sync failed" in n]
+    assert said and "ZeroDivisionError: a bug" in said[0]
+    assert {f.rule for f in reading.findings} >= {f.rule for f in whole.findings} - {"host-sync", "overhead-bound"}
+    monkeypatch.setenv("PISTA_STRICT_RULES", "1")
+    with pytest.raises(ZeroDivisionError):
+        analyze(fixture("gpu/host_sync_item"))

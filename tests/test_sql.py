@@ -226,12 +226,15 @@ def test_memory_events_have_byte_columns():
 
 # Op names a spreadsheet would run as formulas, or that would break a CSV row or a terminal line.
 HOSTILE_NAMES = ['=HYPERLINK("http://x.example","click")', "+1+1", "-2", "@SUM(A1)", "\tx", "\rx", "a\rb",
-                 "line\nbreak", "\x1b]0;pwned\x07title", "plain"]
+                 "line\nbreak", "\x1b]0;pwned\x07title", "\x9b2Jcsi", "\u202eevil", "plain"]
+# How the names a terminal would act on read in CSV and in the table
+SHOWN = {"\rx": "\\x0dx", "a\rb": "a\\x0db", "\x1b]0;pwned\x07title": "\\x1b]0;pwned\\x07title",
+         "\x9b2Jcsi": "\\x9b2Jcsi", "\u202eevil": "\\u202eevil"}
 
 
-def _hostile_trace(tmp_path):
+def _hostile_trace(tmp_path, names=HOSTILE_NAMES):
     events = [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 10.0 * i, "dur": 5.0}
-              for i, name in enumerate(HOSTILE_NAMES)]
+              for i, name in enumerate(names)]
     path = tmp_path / "hostile.json"
     path.write_text(json.dumps({"traceEvents": events}))
     return str(path)
@@ -243,25 +246,94 @@ def _one_line_error(done) -> str:
     return done.stderr
 
 
-def test_csv_defuses_formulas_and_quotes_a_bare_cr(tmp_path):
+def test_csv_defuses_formulas_and_writes_controls_out(tmp_path):
     sql = "SELECT name, -5 AS n, dur_ns FROM ops ORDER BY idx"
     out = subprocess.run([sys.executable, "-m", "pista", "sql", _hostile_trace(tmp_path), sql, "--format", "csv"],
-                         capture_output=True, check=True).stdout.decode()  # bytes: text mode would eat the \r
+                         capture_output=True, check=True).stdout.decode()  # bytes: text mode would eat a \r
+    # ESC, BEL, CR, C1 and bidi controls were written raw before; newline and tab are CSV data
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", out)
     rows = list(csv.reader(io.StringIO(out, newline="")))
     assert rows[0] == ["name", "n", "dur_ns"]
     assert len(rows) == len(HOSTILE_NAMES) + 1  # no name split its row
-    defused = ["'" + n if n[0] in "=+-@\t\r" else n for n in HOSTILE_NAMES]
+    shown = [SHOWN.get(n, n) for n in HOSTILE_NAMES]
+    defused = ["'" + n if n[0] in "=+-@\t" else n for n in shown]
     assert [r[0] for r in rows[1:]] == defused
     assert {(r[1], r[2]) for r in rows[1:]} == {("-5", "5000")}  # numbers stay numbers, -5 included
     assert out.endswith("\n") and "\r\n" not in out
+
+
+def test_csv_defuses_formulas_where_a_spreadsheet_splits_again(tmp_path):
+    # the guard looked at the cell's start only: `x;=1+1` split on ; (or a tab) starts a cell with =
+    names = ["x;=1+1", "x\t=1+1", "x,@SUM(A1)", "x\n-2+3", "x;\t+1", "a;b", "a-b=c"]
+    sql = "SELECT name FROM ops ORDER BY idx"
+    out = subprocess.run([sys.executable, "-m", "pista", "sql", _hostile_trace(tmp_path, names), sql,
+                          "--format", "csv"], capture_output=True, check=True).stdout.decode()
+    cells = [row[0] for row in csv.reader(io.StringIO(out, newline=""))][1:]
+    assert len(cells) == len(names)
+    for cell in cells:  # however a spreadsheet splits the cell, no piece is a formula
+        assert not any(piece.startswith(("=", "+", "-", "@")) for piece in re.split("[,;\t\n]", cell)), cell
+    # and the text is the name's, a quote before each piece that was a formula
+    assert [c.replace("'", "") for c in cells] == names
+
+
+class _Discard(io.TextIOBase):
+    """A stdout that keeps nothing: what a query writes costs no memory here."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+def _peak(argv: list[str]) -> int:
+    """The most memory Python held while `pista` ran argv (the imports and caches are warm)."""
+    import tracemalloc
+
+    from pista.cli import main
+
+    tracemalloc.start()
+    try:
+        assert main(argv) == 0
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "table"])
+def test_the_rows_stream_to_the_output(tmp_path, monkeypatch, fmt):
+    # every row was collected in Python before the first was written: 586 MiB for SELECT * FROM events
+    # on a 64 MB trace. Streamed, the rows add next to nothing to the peak of a count(*) of them.
+    import tracemalloc
+
+    from pista import sql
+    from pista.cli.common import open_trace
+
+    monkeypatch.setattr(sql, "CHUNK_ROWS", 500, raising=False)
+    monkeypatch.setattr(sys, "stdout", _Discard())
+    path = tmp_path / "ops.json"
+    path.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": f"op{i % 7}", "pid": 1, "tid": 1, "ts": 10.0 * i, "dur": 5.0}
+        for i in range(40_000)]}))
+    _peak(["sql", str(path), "SELECT 1 FROM events LIMIT 1", "--format", fmt])  # imports, caches
+    cost = (_peak(["sql", str(path), "SELECT * FROM events", "--format", fmt])
+            - _peak(["sql", str(path), "SELECT count(*) FROM events", "--format", fmt]))
+    # what holding every row takes, measured the same way
+    facts = open_trace(str(path), sql=True, events_view=True)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        rows = query(facts, "SELECT * FROM events")[1]
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(rows) == 40_000
+    assert cost < held / 50, (cost, held)  # collected: 0.2 to 2.5 times what the rows hold
 
 
 def test_table_output_shows_control_characters(tmp_path):
     out = pista(_hostile_trace(tmp_path), "SELECT name FROM ops ORDER BY idx").stdout
     lines = out.splitlines()
     assert len(lines) == len(HOSTILE_NAMES) + 3  # header, rule, rows, count: one line each
-    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", out)
-    assert "\\x1b]0;pwned\\x07title" in out and "a\\x0db" in out and "line\\nbreak" in out
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", out)
+    assert all(shown in out for shown in SHOWN.values()) and "line\\nbreak" in out and "\\tx" in out
 
 
 def test_a_runaway_query_stops_at_the_timeout(tmp_path):

@@ -40,7 +40,9 @@ def _in_pty(args: list[str], columns: int, env: dict[str, str]) -> str:
 
 def test_eighty_columns_and_no_color():
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR",)}
-    out = _in_pty([*PISTA, "analyze", str(fixture("big_gpt_eager_20steps")), "--no-table"], 80,
+    # a trace under the reader's progress-bar size (stream.PROGRESS_MIN_BYTES): on a loaded machine the bar of
+    # a slow read shared the pty with the text
+    out = _in_pty([*PISTA, "analyze", str(fixture("gpu/bert_as_written")), "--no-table"], 80,
                   {**env, "NO_COLOR": "1"})
     lines = out.replace("\r\n", "\n").splitlines()
     assert len(lines) > 10
@@ -157,3 +159,43 @@ def test_top_kernels_with_one_short_name_say_their_op(analysis_of):
     owners = {o["name"] for k in mta if k["name"] == top and (c := launch.get(k["args"]["correlation"]))
               for o in ops if o["name"].startswith("aten::_foreach_") and raw.inside(o, c)}
     assert first in owners
+
+
+def _limited_memory() -> None:
+    """In the child: 4 GiB of address space, so a layout that runs away fails fast, not the machine."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
+def test_a_huge_columns_is_clamped():
+    # COLUMNS=1000000000: rich padded lines to a billion columns, out of memory (exit 2 after ~40 s)
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    proc = subprocess.run([*PISTA, "analyze", str(fixture("gpu/host_sync_item"))], capture_output=True, text=True,
+                          env={**env, "COLUMNS": "1000000000"}, timeout=300, preexec_fn=_limited_memory)
+    assert proc.returncode == 0, proc.stderr
+    from pista.cli.common import MAX_WIDTH
+
+    assert max(len(line) for line in proc.stdout.splitlines()) == MAX_WIDTH  # the panel spans it
+
+
+@pytest.mark.parametrize("verb", [["analyze"], ["analyze", "--format", "json"], ["check"], ["check", "--format", "json"],
+                                  ["table"], ["diff", "{t}"], ["whatif", "--no-syncs"]])
+def test_an_ascii_stdout(verb):
+    # LC_ALL=C PYTHONIOENCODING=ascii (common in containers): the µ sign raised UnicodeEncodeError, exit 3
+    trace = str(fixture("gpu/host_sync_item"))
+    args = [*PISTA, verb[0], trace, *[trace if a == "{t}" else a for a in verb[1:]]]
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "COLUMNS")}
+    utf8 = subprocess.run(args, capture_output=True, env={**env, "PYTHONIOENCODING": "utf-8"}, timeout=300)
+    ascii_ = subprocess.run(args, capture_output=True, env={**env, "LC_ALL": "C", "PYTHONIOENCODING": "ascii"},
+                            timeout=300)
+    assert ascii_.returncode == utf8.returncode in (0, 1), ascii_.stderr  # check fails on the findings
+    text = ascii_.stdout.decode("ascii")  # ASCII throughout
+    if "--format" in verb:  # the same document, read back
+        assert json.loads(text) == json.loads(utf8.stdout)
+        return
+    assert len(text.splitlines()) == len(utf8.stdout.splitlines())  # the same lines, boxes in ASCII
+    if "µs".encode() in utf8.stdout and verb[0] == "analyze":
+        assert " us" in text and "\\u" not in text  # µs as torch writes it; nothing escaped
+    else:
+        assert "µ".encode() not in utf8.stdout or "\\u00b5" in text  # or as an escape

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,9 @@ from typing import Any
 from pista.errors import UsageError
 
 SEVERITIES = ("info", "warning", "critical")
+# A threshold past this (in its unit: ns, bytes, a count, a share) is no threshold: 2^53, where a
+# float64 stops holding whole numbers, so sums and products of it stay finite and exact enough.
+MAX_THRESHOLD = float(2**53)
 
 
 @dataclass
@@ -126,15 +130,42 @@ def _thresholds(rules: Any, where: str) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for rule_id, values in rules.items():
         check_rule_ids([rule_id], f"{where} rules")
+        if not isinstance(values, dict):
+            raise UsageError(f"{where} rules.{rule_id}: expected a table of thresholds "
+                             f"([tool.pista.rules.{rule_id}]), not {_kind(values)}")
         known = get_rule(rule_id).thresholds
-        for name, value in (values or {}).items():
+        for name, value in values.items():
             if name not in known:
                 raise UsageError(f"{where} rules.{rule_id}: no threshold {name}{suggest(name, list(known))}")
-            if not isinstance(value, type(known[name])) and not (isinstance(known[name], float)
-                                                                  and isinstance(value, int)):
-                raise UsageError(f"{where} rules.{rule_id}.{name}: expected {type(known[name]).__name__}")
-        out[rule_id] = dict(values or {})
+            _check_threshold(value, known[name], f"{where} rules.{rule_id}.{name}")
+        out[rule_id] = dict(values)
     return out
+
+
+def _check_threshold(value: Any, default: object, where: str) -> None:
+    """A threshold must be of its default's kind (an int will do for a float); a number also finite,
+    above 0 and at most MAX_THRESHOLD: the rules divide by them, step ranges by them and index with
+    them (0 or nan gave ZeroDivisionError, `range()` step 0, IndexError: exit 3). The few constants
+    below 0 are markers (sequence numbers), not thresholds."""
+    expected = type(default).__name__
+    if isinstance(value, bool) or not (isinstance(value, type(default)) or (isinstance(default, float)
+                                                                            and isinstance(value, int))):
+        raise UsageError(f"{where}: expected {expected}, not {_kind(value)}")
+    if isinstance(value, str):
+        return
+    if default <= 0:  # type: ignore[operator]  # a number: str returned above
+        raise UsageError(f"{where}: a marker pista reads traces with (sequence numbers), not a threshold to set")
+    if not math.isfinite(value) or abs(value) > MAX_THRESHOLD:
+        raise UsageError(f"{where}: expected a finite {expected} of at most {MAX_THRESHOLD:g}, not {value!r}")
+    if value <= 0:
+        raise UsageError(f"{where}: expected {expected} above 0, not {value!r}")
+
+
+def _kind(value: Any) -> str:
+    """What a TOML value is, in words."""
+    kinds = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "an array",
+             dict: "a table"}
+    return next((word for kind, word in kinds.items() if isinstance(value, kind)), "a date or time")
 
 
 def _tool_table(path: Path) -> dict[str, Any]:
@@ -147,5 +178,12 @@ def _tool_table(path: Path) -> dict[str, Any]:
             data = tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError) as err:
         raise UsageError(f"{path}: cannot read it: {err}") from None
-    table = data.get("tool", {}).get("pista", {})
-    return table if isinstance(table, dict) else {}
+    except RecursionError:  # tables or arrays nested thousands deep
+        raise UsageError(f"{path}: cannot read it: nested too deeply") from None
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise UsageError(f"{path} tool: expected a table ([tool]), not {_kind(tool)}")
+    table = tool.get("pista", {})
+    if not isinstance(table, dict):
+        raise UsageError(f"{path} tool.pista: expected a table ([tool.pista]), not {_kind(table)}")
+    return table

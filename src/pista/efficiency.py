@@ -126,6 +126,18 @@ CARDS: tuple[Card, ...] = (
     Card("T4", r"\bT4\b", {"fp16": 65.0, "fp32": 8.1, "fp64": 0.25}, 0.32, 7, "NVIDIA T4 datasheet"),
     # NVIDIA Tesla P100 datasheet (Pascal): no tensor cores; fp16 at twice the fp32 rate.
     Card("P100", r"P100", {"fp16": 18.7, "fp32": 9.3, "fp64": 4.7}, 0.732, 6, "NVIDIA Tesla P100 datasheet (PCIe)"),
+    # AMD Instinct MI350X data sheet (amd.com, CDNA 4): no TF32 unit (emulated in bf16), fp64 matrix as vector.
+    Card("MI355X", r"MI355X", {"fp8": 5033.2, "bf16": 2516.6, "fp16": 2516.6, "fp32": 157.3, "fp64": 78.6}, 8.0, 9,
+         "AMD Instinct MI355X data sheet, dense"),
+    Card("MI350X", r"MI350|gfx950", {"fp8": 4614.0, "bf16": 2307.0, "fp16": 2307.0, "fp32": 144.2, "fp64": 72.1}, 8.0, 9,
+         "AMD Instinct MI350X data sheet, dense"),
+    # AMD Instinct MI325X data sheet (amd.com, CDNA 3): the MI300X's matrix cores with HBM3E.
+    Card("MI325X", r"MI325X", {"fp8": 2614.9, "bf16": 1307.4, "fp16": 1307.4, "tf32": 653.7, "fp32": 163.4,
+                               "fp64": 163.4}, 6.0, 9, "AMD Instinct MI325X data sheet, dense"),
+    # AMD Instinct MI250X data sheet (amd.com, CDNA 2): matrix fp32/fp64 at twice the vector rate, no TF32
+    # or fp8; matched for MI250 (gfx90a) too, whose figures are about 0.87 of these.
+    Card("MI250X", r"MI250|gfx90a", {"bf16": 383.0, "fp16": 383.0, "fp32": 95.7, "fp64": 95.7}, 3.2768, 9,
+         "AMD Instinct MI250X data sheet"),
     # AMD Instinct MI300X data sheet (amd.com): matrix cores, dense (sparsity halved).
     Card("MI300X", r"MI300X|gfx942", {"fp8": 2614.9, "bf16": 1307.4, "fp16": 1307.4, "tf32": 653.7, "fp32": 163.4,
                                       "fp64": 163.4}, 5.3, 9, "AMD Instinct MI300X data sheet, dense"),
@@ -170,6 +182,16 @@ def card_of(trace: Trace) -> Card | None:
     return card_named(name) if name else None
 
 
+# A peaks file is a few hundred bytes: one past this is no peaks file (`--peaks /dev/zero` was read
+# without end).
+PEAKS_MAX_BYTES = 1 << 20
+# No card comes near these (a B200 does ~4,500 dense fp8 TFLOP/s and 8 TB/s; its compute major is 10):
+# a value past them is a typo or an attack, and its products overflow nothing below them.
+MAX_PEAK_TFLOPS = 1e7
+MAX_PEAK_TBPS = 1e5
+MAX_COMPUTE_MAJOR = 1000
+
+
 def load_peaks(path: str) -> Card:
     """A card from a JSON file, for GPUs the table lacks or measured ceilings of your own:
 
@@ -177,26 +199,69 @@ def load_peaks(path: str) -> Card:
          "hbm_tbps": 4.8, "compute_major": 9, "measured": {"bf16": 757, "hbm": 4.27}}
 
     `tflops` are datasheet dense peaks per dtype (fp8, bf16, fp16, tf32, fp32, fp64); `measured`, the
-    ceilings a real GEMM or copy reaches (optional: else the datasheet times the share the H200 reached)."""
-    import json
+    ceilings a real GEMM or copy reaches (optional: else the datasheet times the share the H200 reached).
+    Every number must be finite and above 0 (the ratings divide by them); anything else is refused
+    in one line that names the key."""
+    from pista.errors import UsageError
 
+    data = _peaks_json(path)
+    try:
+        tflops = {str(k): _peak(v, MAX_PEAK_TFLOPS, f"tflops.{k}") for k, v in _table(data, "tflops").items()
+                  if k in DTYPES}
+        measured = {str(k): _peak(v, MAX_PEAK_TBPS if k == "hbm" else MAX_PEAK_TFLOPS, f"measured.{k}")
+                    for k, v in _table(data, "measured", {}).items() if k in (*DTYPES, "hbm")}
+        hbm = _peak(data.get("hbm_tbps"), MAX_PEAK_TBPS, "hbm_tbps")
+        major = data.get("compute_major", 0)
+        if isinstance(major, bool) or not isinstance(major, int) or not 0 <= major <= MAX_COMPUTE_MAJOR:
+            raise ValueError(f"compute_major: expected a whole number from 0 to {MAX_COMPUTE_MAJOR}, not {major!r:.40}")
+    except ValueError as err:
+        raise UsageError(f"{path}: not a peaks file: {err}") from None
+    if not tflops:
+        raise UsageError(f"{path}: no tflops for any of {', '.join(DTYPES)}")
+    return Card(str(data.get("name", path)), ".*", tflops, hbm, major, f"--peaks {path}", measured)
+
+
+def _peaks_json(path: str) -> dict[str, Any]:
+    """The peaks file's JSON object, read to at most PEAKS_MAX_BYTES."""
     from pista.errors import UsageError
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-        tflops = {str(k): float(v) for k, v in data["tflops"].items() if k in DTYPES}
-        measured = {str(k): float(v) for k, v in data.get("measured", {}).items() if k in (*DTYPES, "hbm")}
-        card = Card(str(data.get("name", path)), ".*", tflops, float(data["hbm_tbps"]),
-                    int(data.get("compute_major", 0)), f"--peaks {path}", measured)
+        with open(path, "rb") as fh:
+            raw = fh.read(PEAKS_MAX_BYTES + 1)
     except OSError as err:
         raise UsageError(f"{path}: cannot read the peaks file: {err.strerror or err}") from None
-    except (ValueError, KeyError, TypeError, AttributeError) as err:
-        raise UsageError(f"{path}: not a peaks file ({type(err).__name__}: {err}); expected "
+    if len(raw) > PEAKS_MAX_BYTES:
+        raise UsageError(f"{path}: more than {PEAKS_MAX_BYTES:,} bytes: not a peaks file")
+    try:
+        data = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError) as err:  # RecursionError: nested thousands deep
+        why = "nested too deeply" if isinstance(err, RecursionError) else err
+        raise UsageError(f"{path}: not a peaks file (not JSON: {why}); expected "
                          '{"tflops": {"bf16": ...}, "hbm_tbps": ...}') from None
-    if not tflops:
-        raise UsageError(f"{path}: no tflops for any of {', '.join(DTYPES)}")
-    return card
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: not a peaks file (JSON, but not an object); expected "
+                         '{"tflops": {"bf16": ...}, "hbm_tbps": ...}')
+    return data
+
+
+def _table(data: dict[str, Any], key: str, default: dict[str, Any] | None = None) -> dict[str, Any]:
+    value = data.get(key, default)
+    if not isinstance(value, dict):
+        raise ValueError(f"{key}: expected an object of numbers per dtype, not {value!r:.40}")
+    return value
+
+
+def _peak(value: Any, most: float, key: str) -> float:
+    """A peak: a number (or a number's text), finite, above 0 and at most `most`."""
+    number = None
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except (ValueError, OverflowError):
+            number = None
+    if number is None or not 0 < number <= most:  # (nan fails both)
+        raise ValueError(f"{key}: expected a number above 0 and at most {most:g}, not {value!r:.40}")
+    return number
 
 
 def use_peaks(card: Card | None) -> None:

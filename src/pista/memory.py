@@ -5,6 +5,7 @@ allocation and free (args `Bytes`, `Total Allocated`, `Total Reserved`, `Device 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import msgspec
 import numpy as np
@@ -20,12 +21,22 @@ CPU_MEMORY_TYPES = (0, 3, 5)
 DEVICE_MEMORY_TYPES = (1, 6, 18, 20)
 
 
+# No device holds this many bytes (256 TiB): a [memory] event's size or total past it is no size, and
+# the event is read as unreadable (its columns are int64, and their sums must not wrap: 2^64 was
+# OverflowError, exit 3, in every verb).
+MAX_MEMORY_BYTES = 2**48
+_Bytes = Annotated[int, msgspec.Meta(ge=-MAX_MEMORY_BYTES, le=MAX_MEMORY_BYTES)]
+# c10's device types and indices are small numbers; past this one is none.
+MAX_DEVICE_NUMBER = 2**31
+_DeviceNumber = Annotated[int, msgspec.Meta(ge=-1, lt=MAX_DEVICE_NUMBER)]
+
+
 class _MemoryArgs(msgspec.Struct, gc=False):
-    bytes: int = msgspec.field(name="Bytes", default=0)
-    allocated: int = msgspec.field(name="Total Allocated", default=-1)
-    reserved: int = msgspec.field(name="Total Reserved", default=-1)
-    device_type: int = msgspec.field(name="Device Type", default=-1)
-    device_id: int = msgspec.field(name="Device Id", default=-1)
+    bytes: _Bytes = msgspec.field(name="Bytes", default=0)
+    allocated: _Bytes = msgspec.field(name="Total Allocated", default=-1)
+    reserved: _Bytes = msgspec.field(name="Total Reserved", default=-1)
+    device_type: _DeviceNumber = msgspec.field(name="Device Type", default=-1)
+    device_id: _DeviceNumber = msgspec.field(name="Device Id", default=-1)
 
 
 @dataclass(frozen=True)

@@ -44,9 +44,12 @@ KERNEL_KIND = (
     # in the forward, the bf16 gradients back to fp32, 11.6% of its GPU time)
     ("cast", re.compile(r"^triton_poi_fused__to_copy_\d+$")),
     ("communication", re.compile(r"nccl|rccl", re.I)),
-    ("attention", re.compile(r"flash|fmha|attention", re.I)),
+    # ROCm: CK's fmha_fwd/fmha_bwd, Triton's attn_fwd/attn_bwd, aiter's attention kernels (MI300X/MI350 traces)
+    ("attention", re.compile(r"flash|fmha|attention|attn_(fwd|bwd)|paged_attn|mha_(fwd|bwd)", re.I)),
     ("conv", re.compile(r"conv|cudnn.*(fprop|dgrad|wgrad)|implicit_gemm", re.I)),
-    ("gemm", re.compile(r"gemm|nvjet|cutlass|xmma|cublas|^Kernel2$|wgmma|_mma_", re.I)),
+    # ROCm: hipBLASLt/Tensile's Cijk_* kernels, rocBLAS, CK's device_gemm (issue 35: GEMMs read as "other"
+    # on an MI350, 2% gemm where they are about 55-60%)
+    ("gemm", re.compile(r"gemm|nvjet|cutlass|xmma|cublas|^Kernel2$|wgmma|_mma_|^Cijk_|rocblas|hipblaslt", re.I)),
     ("reduction", re.compile(r"reduce|norm|bn_fw|bn_bw|softmax|triton_(red|per)_|cross_entropy|nll_loss|argmax|topk|sort|pool"
                              r"|GammaBeta|grad_weight", re.I)),
     ("elementwise", re.compile(r"elementwise|triton_poi_|copy_kernel|fill_kernel|index|gather|scatter|cat_|CatArray"

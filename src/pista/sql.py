@@ -9,9 +9,13 @@ only built when a query names them.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
+import queue
 import re
 import threading
+import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -387,62 +391,122 @@ def shows_flows(sql: str) -> bool:
     return bool(_NEEDS_FLOWS.search(sql))
 
 
+# Rows handed from DuckDB to the writer at a time: the outputs stream, so `SELECT * FROM events` on
+# a 64 MB trace holds a few chunks of Python rows, not all of them (586 MiB before).
+CHUNK_ROWS = 10_000
+# How many chunks DuckDB may run ahead of the writer.
+CHUNKS_AHEAD = 2
+
+
 def query(facts: Facts, sql: str,
           timeout: float | None = QUERY_TIMEOUT_S) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run one SQL statement over the trace's tables: (column names, rows). `timeout` in seconds
-    (None: no limit); a query past it, or interrupted, is stopped."""
+    """Run one SQL statement over the trace's tables: (column names, every row). For a result of any
+    size, query_stream hands the rows over in chunks."""
+    with query_stream(facts, sql, timeout) as (columns, chunks):
+        return columns, [row for chunk in chunks for row in chunk]
+
+
+@contextlib.contextmanager
+def query_stream(facts: Facts, sql: str, timeout: float | None = QUERY_TIMEOUT_S
+                 ) -> Iterator[tuple[list[str], Iterator[list[tuple[Any, ...]]]]]:
+    """Run one SQL statement over the trace's tables: (column names, the rows in chunks of up to
+    CHUNK_ROWS, as DuckDB makes them). `timeout` in seconds (None: no limit) counts the time spent
+    waiting for DuckDB, not writing the rows out; a query past it, or interrupted, is stopped, and
+    so is one whose reader leaves the `with` early."""
     duckdb = _duckdb()
     con = connect(facts, with_findings=bool(_NEEDS_FINDINGS.search(sql)), with_flows=shows_flows(sql))
+    run = _Stoppable(con, sql, timeout, duckdb)
     try:
-        return _run_stoppable(con, sql, timeout)
-    except duckdb.OutOfMemoryException:
-        raise UsageError(f"SQL: the query needs more than the {memory_limit()} of memory pista sql gives "
-                         "DuckDB (aggregate more, or select fewer rows)") from None
-    except duckdb.Error as err:
-        message = " ".join(str(err).split())
-        if isinstance(err, duckdb.PermissionException) or "configuration has been locked" in message:
-            message += f" ({_LOCKED_NOTE})"
-        raise UsageError(f"SQL: {message}") from None
-    except (OverflowError, ValueError) as err:  # a DuckDB value Python cannot hold (INTERVAL, DATE)
-        raise UsageError(f"SQL: a value in the result does not fit Python's types ({err}); "
-                         "cast the column, e.g. ::VARCHAR") from None
+        yield run.next(), run.chunks()
     finally:
+        run.stop()
         with contextlib.suppress(duckdb.Error):  # still busy: a query that ignored its stop
             con.close()
 
 
-def _run_stoppable(con: Any, sql: str, timeout: float | None) -> tuple[list[str], list[tuple[Any, ...]]]:
+def _usage_error(err: BaseException, duckdb: Any) -> BaseException:
+    """What the query raised, as the one line the command line prints."""
+    if isinstance(err, duckdb.OutOfMemoryException):
+        return UsageError(f"SQL: the query needs more than the {memory_limit()} of memory pista sql gives "
+                          "DuckDB (aggregate more, or select fewer rows)")
+    if isinstance(err, duckdb.Error):
+        message = " ".join(str(err).split())
+        if isinstance(err, duckdb.PermissionException) or "configuration has been locked" in message:
+            message += f" ({_LOCKED_NOTE})"
+        return UsageError(f"SQL: {message}")
+    if isinstance(err, (OverflowError, ValueError)):  # a DuckDB value Python cannot hold (INTERVAL, DATE)
+        return UsageError(f"SQL: a value in the result does not fit Python's types ({err}); "
+                          "cast the column, e.g. ::VARCHAR")
+    return err
+
+
+class _Failed:
+    def __init__(self, err: BaseException) -> None:
+        self.err = err
+
+
+_END = object()
+
+
+class _Stoppable:
     """The query in a thread of its own: DuckDB keeps the thread that runs it in C until the query
-    ends, so the Ctrl-C (or SIGTERM) of a never-ending query would never be seen. This thread waits
-    instead, and on an interrupt or past `timeout` tells DuckDB to stop. (It waits on an Event, not
-    on Thread.join: a join that Ctrl-C interrupts can leave the thread looking finished, 3.11.)"""
-    outcome: dict[str, Any] = {}
-    done = threading.Event()
+    (or the fetch of a chunk) ends, so the Ctrl-C (or SIGTERM) of a never-ending query would never be
+    seen. That thread puts the columns, then the chunks of rows, on a short queue; this one takes
+    them, and on an interrupt or past `timeout` tells DuckDB to stop. (It waits on a queue, not on
+    Thread.join: a join that Ctrl-C interrupts can leave the thread looking finished, 3.11.)"""
 
-    def work() -> None:
+    def __init__(self, con: Any, sql: str, timeout: float | None, duckdb: Any) -> None:
+        self.con, self.timeout, self.left, self.duckdb = con, timeout, timeout, duckdb
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=CHUNKS_AHEAD)
+        self.stopping, self.done = threading.Event(), threading.Event()
+        threading.Thread(target=self._work, args=(sql,), name="pista-sql", daemon=True).start()
+
+    def _work(self, sql: str) -> None:
         try:
-            relation = con.sql(sql)
-            outcome["rows"] = ([], []) if relation is None else (list(relation.columns), relation.fetchall())
+            relation = self.con.sql(sql)
+            self._put([] if relation is None else list(relation.columns))
+            # one run, held in DuckDB's memory (columns, compact) and read a chunk at a time: in the
+            # query's order, which a streamed result (connection.execute) does not keep
+            rows = iter(()) if relation is None else relation.iter_rows(CHUNK_ROWS)
+            while not self.stopping.is_set() and (chunk := list(itertools.islice(rows, CHUNK_ROWS))):
+                self._put(chunk)
+            self._put(_END)
         except BaseException as err:  # noqa: BLE001 - raised again in the waiting thread
-            outcome["error"] = err
+            self._put(_Failed(err))
         finally:
-            done.set()
+            self.done.set()
 
-    threading.Thread(target=work, name="pista-sql", daemon=True).start()
-    try:
-        finished = done.wait(timeout)
-    except BaseException:  # Ctrl-C, SIGTERM: stop the query, then unwind as asked
-        _stop(con, done)
-        raise
-    if not finished:
-        _stop(con, done)
-        raise UsageError(f"SQL: the query ran past {timeout:g} s and was stopped (--timeout SECONDS "
-                         "gives it longer, --timeout 0 no limit)")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["rows"]
+    def _put(self, item: Any) -> None:
+        """Onto the queue, once the writer has room; nowhere once it has stopped the query."""
+        while not self.stopping.is_set():
+            with contextlib.suppress(queue.Full):
+                self.queue.put(item, timeout=0.1)
+                return
 
+    def next(self) -> Any:
+        """The worker's next item, waiting at most what is left of the timeout."""
+        start = time.monotonic()
+        try:
+            item = self.queue.get(timeout=None if self.left is None else max(0.0, self.left))
+        except queue.Empty:
+            self.stop()
+            raise UsageError(f"SQL: the query ran past {self.timeout:g} s and was stopped (--timeout SECONDS "
+                             "gives it longer, --timeout 0 no limit)") from None
+        except BaseException:  # Ctrl-C, SIGTERM: stop the query, then unwind as asked
+            self.stop()
+            raise
+        if self.left is not None:
+            self.left -= time.monotonic() - start
+        if isinstance(item, _Failed):
+            raise _usage_error(item.err, self.duckdb) from None
+        return item
 
-def _stop(con: Any, done: threading.Event) -> None:
-    con.interrupt()
-    done.wait(STOP_GRACE_S)
+    def chunks(self) -> Iterator[list[tuple[Any, ...]]]:
+        while (chunk := self.next()) is not _END:
+            yield chunk
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if not self.done.is_set():
+            self.con.interrupt()
+            self.done.wait(STOP_GRACE_S)

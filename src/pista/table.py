@@ -17,8 +17,8 @@ import msgspec
 import numpy as np
 
 from pista.memory import CPU_MEMORY_TYPES, DEVICE_MEMORY_TYPES, MEMORY_EVENT, memory_rows
-from pista.opargs import op_args
-from pista.render.controls import sanitize
+from pista.opargs import op_args, sequence_numbers
+from pista.render.controls import sanitize_line
 from pista.trace.facts import STEP_NAME, Facts, indices
 from pista.trace.model import NO_ID
 
@@ -189,9 +189,13 @@ def _add_up_the_tree(facts: Facts, python: np.ndarray, parent: np.ndarray, devic
     """Each host event's device time plus its descendants', in place, deepest first."""
     host = indices((facts.is_host | facts.is_overhead) & ~python)
     host = host[parent[host] >= 0]  # the events with a parent to add to
+    # grouped by depth once: picking each level out of all events cost events x depth (quadratic
+    # for a nest 100,000 deep)
+    host = host[np.argsort(facts.depth[host], kind="stable")]
     host_depth = facts.depth[host]
-    for d in range(int(host_depth.max()) if host.size else 0, 0, -1):
-        level = host[host_depth == d]
+    bounds = np.searchsorted(host_depth, np.arange(int(host_depth[-1]) + 2 if host.size else 0))
+    for d in range(bounds.size - 2, 0, -1):
+        level = host[bounds[d] : bounds[d + 1]]
         np.add.at(device, parent[level], device[level])
 
 
@@ -206,8 +210,17 @@ def _merge_only_children(facts: Facts, parent: np.ndarray, python: np.ndarray
         return duplicate, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     dup = np.flatnonzero(duplicate)
     rep = parent[dup]
-    while duplicate[rep].any():
-        rep = np.where(duplicate[rep], parent[rep], rep)
+    # each dropped node's nearest kept ancestor, by pointer doubling over the dropped ones (`ahead`:
+    # where rep sits among them, -1 once kept): climbing one level per pass was quadratic for a
+    # deep chain of same-named only children
+    at = np.minimum(np.searchsorted(dup, rep), dup.size - 1)
+    ahead = np.where(dup[at] == rep, at, -1)
+    active = indices(ahead >= 0)
+    while active.size:
+        via = ahead[active]
+        rep[active] = rep[via]  # gathered before written: one synchronous pass
+        ahead[active] = ahead[via]
+        active = active[ahead[active] >= 0]
     return duplicate, dup, rep
 
 
@@ -312,16 +325,24 @@ def _stacks(facts: Facts, python: np.ndarray, n: int) -> tuple[np.ndarray, list[
         out = _python_stacks(facts, python, n)
         _backward_stacks(facts, out)
         return out, facts.trace.names
-    # an event without its own stack takes its nearest host ancestor's, shallowest first
-    host = np.flatnonzero((facts.is_host | facts.is_overhead) & ~has & (facts.parent >= 0))
-    for d in np.unique(facts.depth[host]).tolist():
-        level = host[facts.depth[host] == d]
-        out[:, level] = out[:, facts.parent[level]]
+    # an event without its own stack takes its nearest host ancestor's: that of the nearest one that
+    # has a stack, is no host event, or is a root (a pass per depth over all of them was quadratic)
+    inherits = (facts.is_host | facts.is_overhead) & ~has & (facts.parent >= 0)
+    host = np.flatnonzero(inherits)
+    out[:, host] = out[:, _nearest_ancestor(facts, ~inherits, inclusive=False)[host]]
     work = np.flatnonzero(facts.is_device_work & (facts.launcher >= 0))
     out[:, work] = out[:, facts.launcher[work]]
     _annotation_stacks(facts, out)
     _backward_stacks(facts, out)
     return out, list(texts)
+
+
+def _nearest_ancestor(facts: Facts, mask: np.ndarray, inclusive: bool) -> np.ndarray:
+    """rules._common.nearest_ancestor: a pass per tree level, each over that level's events. Imported
+    here, not at the top: rules._common imports pista.findings, which imports this module."""
+    from pista.rules._common import nearest_ancestor
+
+    return nearest_ancestor(facts, mask, inclusive)
 
 
 def _call_stacks(facts: Facts, n: int, texts: dict[str, int], out: np.ndarray) -> np.ndarray:
@@ -356,19 +377,13 @@ def _backward_stacks(facts: Facts, out: np.ndarray) -> None:
     up = parent[host]
     is_node = np.zeros(len(trace), dtype=bool)
     is_node[host] = (up >= 0) & (evaluate[trace.name[host]] == trace.name[np.maximum(up, 0)])
-    # each host event's nearest node at or above it
-    node = np.where(is_node, np.arange(len(trace)), -1)
-    todo = host[node[host] < 0]
-    at = parent[todo]
-    while todo.size:
-        found = (at >= 0) & is_node[np.maximum(at, 0)]
-        node[todo[found]] = at[found]
-        keep = (at >= 0) & ~found
-        todo, at = todo[keep], parent[at[keep]]
+    # each host event's nearest node at or above it, a tree level at a time (climbing each event
+    # on its own cost the sum of all depths)
+    node = _nearest_ancestor(facts, is_node, inclusive=True)
+    # int64 (SEQ_NONE, SEQ_ODD below 0 where absent or no int64): the numbers are input, and one past
+    # 2^63 put in this column was OverflowError
     seq = np.full(len(trace), -1, dtype=np.int64)
-    for i, a in zip(host.tolist(), op_args(facts, host.tolist()), strict=True):
-        if a is not None and isinstance(a.seq, int):
-            seq[i] = a.seq
+    seq[host] = sequence_numbers(facts, host.tolist())
     forward = host[(node[host] < 0) & (seq[host] >= 0)]
     forward = forward[np.lexsort((-(trace.ts[forward] + trace.dur[forward]), trace.ts[forward]))]
     first: dict[int, int] = {}
@@ -394,12 +409,9 @@ def _python_stacks(facts: Facts, python: np.ndarray, n: int) -> np.ndarray:
     names = facts.trace.names
     hidden = np.array([_hidden(name) for name in names], dtype=bool)
     frame = python & ~hidden[facts.trace.name] if len(names) else python
-    # nearest enclosing frame of each event: hop up the tree until a frame or the root
-    above = facts.parent.copy()
-    hop = (above >= 0) & ~frame[np.maximum(above, 0)]
-    while hop.any():
-        above[hop] = facts.parent[above[hop]]
-        hop = (above >= 0) & ~frame[np.maximum(above, 0)]
+    # nearest enclosing frame of each event, a tree level at a time (hopping every event up one
+    # level per pass cost events x depth: minutes for a nest 100,000 deep)
+    above = _nearest_ancestor(facts, frame, inclusive=False)
     out = np.full((n, len(facts.trace)), -1, dtype=np.int64)
     at = above
     for k in range(n):
@@ -560,7 +572,7 @@ def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int |
     headers = (HEADERS[:10] if has_device else HEADERS[:6]) + memory + HEADERS[10:]
     # torch's name column fits the longest name of all rows plus 4, up to NAME_WIDTH
     # names are shown with control characters written out, so the columns stay in line
-    name_width = min(max((len(sanitize(r.name)) for r in table.rows), default=0) + 4, NAME_WIDTH)
+    name_width = min(max((len(sanitize_line(r.name)) for r in table.rows), default=0) + 4, NAME_WIDTH)
     widths = [name_width] + [12] * (len(headers) - 1)
     align = [">"] * len(widths)
     if any(r.input_shapes not in ("", "[]") for r in table.rows):
@@ -570,7 +582,7 @@ def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int |
     has_stack = any(r.stack for r in table.rows)
     if has_stack:
         headers += ("Source Location",)
-        widths.append(min(max(len(sanitize(f)) for r in table.rows for f in r.stack) + 4, SOURCE_WIDTH))
+        widths.append(min(max(len(sanitize_line(f)) for r in table.rows for f in r.stack) + 4, SOURCE_WIDTH))
         align.append("<")
 
     def line_of(cells: list[str]) -> str:
@@ -583,7 +595,7 @@ def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int |
     cpu_all, dev_all = table.self_cpu_total_us, table.self_device_total_us
     blank = [""] * len(widths)
     for r in table.sorted(sort_by, row_limit):
-        cells = [_fit(sanitize(r.name)), format_percent(r.self_cpu_us, cpu_all), format_time(r.self_cpu_us),
+        cells = [_fit(sanitize_line(r.name)), format_percent(r.self_cpu_us, cpu_all), format_time(r.self_cpu_us),
                  format_percent(r.cpu_total_us, cpu_all), format_time(r.cpu_total_us), format_time(r.cpu_avg_us)]
         if has_device:
             cells += [format_time(r.self_device_us), format_percent(r.self_device_us, dev_all),
@@ -591,12 +603,12 @@ def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int |
         cells += [format_memory(b) for b in (r.cpu_mem, r.self_cpu_mem, r.device_mem, r.self_device_mem)][:len(memory)]
         cells.append(str(r.calls))
         if "Input Shapes" in headers:
-            cells.append(sanitize(r.input_shapes or "[]")[:widths[len(cells)]])
+            cells.append(sanitize_line(r.input_shapes or "[]")[:widths[len(cells)]])
         if has_stack:
-            cells.append(_trim_path(sanitize(r.stack[0]), widths[-1]) if r.stack else "")
+            cells.append(_trim_path(sanitize_line(r.stack[0]), widths[-1]) if r.stack else "")
         out.append(line_of(cells))
         if has_stack:  # the other frames on lines of their own, then an empty line
-            out += [line_of(blank[:-1] + [_trim_path(sanitize(f), widths[-1])]) for f in r.stack[1:]]
+            out += [line_of(blank[:-1] + [_trim_path(sanitize_line(f), widths[-1])]) for f in r.stack[1:]]
             out.append(line_of(blank))
     out.append(rule)
     out.append(f"Self CPU time total: {format_time(cpu_all)}")

@@ -37,3 +37,29 @@ def test_the_two_thread_twin_runs_the_gemms_faster():
                                   "seed_mm64_warm"])
 def test_silent_with_every_core_or_without_host_facts(analysis_of, name):
     assert analysis_of(name).finding("cpu-threads") is None
+
+
+def test_gemms_too_small_to_split_claim_nothing(tmp_path):
+    """Issue 34: one measured speed-up is not every GEMM's. gpu/python_loop_cpu's 16x256x256 matmuls (2.1 MFLOP,
+    computed here from the recorded shapes) with pista_host saying 1 thread of 2 cores: no saving to claim;
+    the 1024-wide linear of gpu/cpu_linear_1thread still has one."""
+    import gzip
+    import json
+
+    import raw
+    from conftest import fixture
+
+    from pista.findings import analyze
+    from pista.rules.cpu_threads import ID, MIN_THREADED_MFLOP
+
+    mm = raw.complete("gpu/python_loop_cpu", "cpu_op", "aten::mm") or raw.complete("gpu/python_loop_cpu", "cpu_op", "aten::matmul")
+    (m, k), (_, n) = mm[0]["args"]["Input Dims"][:2]
+    assert 2 * m * k * n < MIN_THREADED_MFLOP * 1e6
+    with gzip.open(fixture("gpu/python_loop_cpu"), "rt") as f:
+        data = json.load(f)
+    data["pista_host"] = {"intra_op_threads": 1, "cores": 2, "cpu_capability": "AVX512", "bf16_gemm": True, "amx": False}
+    path = tmp_path / "one_thread.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump(data, f)
+    assert not [f for f in analyze(str(path), rules=[ID], replay=False).findings]
+    assert analyze(fixture("gpu/cpu_linear_1thread"), rules=[ID], replay=False).findings

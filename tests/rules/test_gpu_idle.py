@@ -152,3 +152,29 @@ def test_every_field_in_spanish(analysis_of):
         assert [e.note for e in es.evidence] != [e.note for e in en.evidence]
     es = localize_finding(analysis_of("gpu/gpu_idle_dataloader").finding("gpu-idle"), "es")
     assert "workers del DataLoader" in es.advice and "workers del DataLoader" in es.fix
+
+
+def test_a_loader_that_has_workers_is_not_told_to_add_them(tmp_path):
+    """Issue 34: a DataLoader already in worker processes (_MultiProcessingDataLoaderIter) that still keeps the
+    GPU waiting gets advice about its workers being too slow, not 'use num_workers>0'. gpu_idle_dataloader with
+    its region named as torch names such a loader's fetch."""
+    import gzip
+    import json
+
+    from conftest import fixture
+
+    from pista.findings import analyze
+
+    name = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
+    with gzip.open(fixture("gpu/gpu_idle_dataloader"), "rt") as f:
+        data = json.load(f)
+    for e in data["traceEvents"]:
+        if e.get("name") == "data_loading":
+            e["name"] = name
+    path = tmp_path / "workers.json.gz"
+    with gzip.open(path, "wt") as out:
+        json.dump(data, out)
+    named = [f for f in analyze(str(path)).findings if f.rule in ("gpu-idle", "data-loading")]
+    assert named and all(name in f.advice + f.message for f in named[:1])
+    for f in named:
+        assert "already" in f.advice and "num_workers>0" not in f.advice and "num_workers>0" not in f.fix

@@ -165,9 +165,16 @@ def entry() -> None:
     on the 64 MB trace). Every output file is written and closed by then; stdout and stderr are
     flushed here. Not after capture or Dask runs: torch and distributed clean up at exit."""
     if getattr(sys.stdout, "errors", None) == "strict" and hasattr(sys.stdout, "reconfigure"):
-        # a file name that is not UTF-8 is held as lone surrogates: written as its own bytes, as a C or
-        # C.UTF-8 locale writes it, not a UnicodeEncodeError in a UTF-8 locale
-        sys.stdout.reconfigure(errors="surrogateescape")
+        # what the stdout's encoding cannot hold is no UnicodeEncodeError (exit 3): a file name that is
+        # not UTF-8 (held as lone surrogates) is written as its own bytes, as a C or C.UTF-8 locale
+        # writes it; with an ASCII stdout (PYTHONIOENCODING=ascii, some containers) µ is written u
+        # and the rest as backslash escapes
+        import codecs
+
+        from pista.render.controls import unencodable
+
+        codecs.register_error("pista-stdout", unencodable)
+        sys.stdout.reconfigure(errors="pista-stdout")
     code = main()
     if any(m in sys.modules for m in ("torch", "distributed")) or sys.gettrace() or sys.getprofile():
         sys.exit(code)  # a tracer or profiler (coverage, cProfile) writes its results at exit

@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from pista.findings import analyze
     from pista.i18n import check_lang, localize
     from pista.render import annotated
-    from pista.render.controls import sanitize
+    from pista.render.controls import sanitize_line
     from pista.trace.facts import derive
 
     lang = check_lang(args.lang)
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     _write(args, out, analysis, data, end, copy_notices)
     print_notices(args.trace, copy_notices)
     where = "standard output" if args.output == STDIN else out
-    print(sanitize(f"pista: wrote {where}: {len(analysis.findings)} findings as markers"), file=sys.stderr)
+    print(f"pista: wrote {sanitize_line(where)}: {len(analysis.findings)} findings as markers", file=sys.stderr)
     return 0
 
 

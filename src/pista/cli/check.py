@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 import sys
 from typing import Any
 
@@ -35,8 +37,9 @@ def run(args: argparse.Namespace) -> int:
     lang = check_lang(args.lang)
     if args.max_regression is not None and args.baseline is None:
         raise UsageError("--max-regression needs --baseline OLD")
-    if args.max_regression is not None and args.max_regression < 0:
-        raise UsageError("--max-regression must be >= 0")
+    if args.max_regression is not None and not 0 <= args.max_regression < math.inf:  # nan fails it too
+        # a nan limit let every regression pass the gate (no comparison with nan is true)
+        raise UsageError(f"--max-regression {args.max_regression:g}: give a percentage of 0 or more")
     from pista.cli.common import apply_peaks
 
     apply_peaks(args.peaks)
@@ -87,25 +90,46 @@ def _verdict_line(result: dict[str, Any]) -> str:
 
 
 def _text(result: dict[str, Any]) -> str:
-    from pista.render.terminal import sanitize
+    from pista.render.controls import sanitize_line
 
-    lines = [f"pista check {sanitize(result['trace'])}: {_verdict_line(result)}"]
+    lines = [f"pista check {sanitize_line(result['trace'])}: {_verdict_line(result)}"]
     for f in result["findings"]:
         mark = "x" if f in result["failing"] else "-"
-        lines.append(f"  {mark} {f['severity']:8s} {f['rule']}: {sanitize(f['title'])} "
+        lines.append(f"  {mark} {f['severity']:8s} {f['rule']}: {sanitize_line(f['title'])} "
                      f"({f['impact_us']:.1f} µs{' once' if f['impact_once'] else '/step'}, "
                      f"{100 * f['impact_share']:.1f}%{' of the window' if f['impact_once'] else ''})")
     return "\n".join(lines) + "\n"
 
 
+# ASCII punctuation: CommonMark shows any of it as itself behind a backslash. Escaped, a trace's text
+# makes no link, image, HTML tag, emphasis or table cell in a job summary; and with ':', '.' and
+# '@' escaped, no GFM autolink (http://..., www...., a@b.c) either.
+_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def markdown_text(text: object) -> str:
+    """Trace text as Markdown that shows as the text: sanitized on one line, punctuation escaped."""
+    from pista.render.controls import sanitize_line
+
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", sanitize_line(text))
+
+
+def markdown_code(text: object) -> str:
+    """Trace text as a Markdown code span (nothing in one is a link or markup): fenced with more
+    backticks than any run inside, padded where it starts or ends with one."""
+    from pista.render.controls import sanitize_line
+
+    text = sanitize_line(text)
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _markdown(result: dict[str, Any]) -> str:
-    def cell(text: str) -> str:
-        from pista.render.terminal import sanitize
-
-        return sanitize(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
-
+    cell = markdown_text
     icon = "✅" if result["passed"] else "❌"
-    lines = [f"### {icon} pista check: `{cell(result['trace'])}`", "", cell(_verdict_line(result)), ""]
+    # the verdict line is pista's own words and numbers
+    lines = [f"### {icon} pista check: {markdown_code(result['trace'])}", "", _verdict_line(result), ""]
     if result["findings"]:
         lines += ["| | severity | rule | what | µs per step (once: in all) | share of the step (once: of the window) | fix |",
                   "|---|---|---|---|---:|---:|---|"]

@@ -5,15 +5,17 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
+import signal
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pista.allocator import map_big_arrays
-from pista.errors import UsageError
+from pista.errors import BadTrace, UsageError
 from pista.trace.facts import Facts, derive
-from pista.trace.load import load_trace
+from pista.trace.load import load_trace, max_unpacked, refuse_non_json_start
 from pista.trace.model import Trace
 
 STDIN = "-"
@@ -49,21 +51,58 @@ def open_trace(path: str, quiet: bool = False, sql: bool = False, events_view: b
 
 def print_notices(source: str, notices: list[str]) -> None:
     """`pista: notice: SOURCE: ...` on stderr, one line each; the name and the text (which may quote
-    the file) with their control characters written out."""
-    from pista.render.controls import sanitize
+    the file) with their control characters, newlines included, written out."""
+    from pista.render.controls import sanitize_line
 
     for notice in notices:
-        print(sanitize(f"pista: notice: {source}: {notice}"), file=sys.stderr)
+        print(f"pista: notice: {sanitize_line(source)}: {sanitize_line(notice)}", file=sys.stderr)
+
+
+# Standard input is copied to a file this many bytes at a time: never held whole in memory.
+STDIN_BLOCK = 1 << 20
+# The copy leaves this much of its disk free: past it, the input is refused rather than filling it.
+STDIN_DISK_RESERVE = 1 << 30
 
 
 def _stdin_file(folder: str) -> Path:
-    """Standard input, whole, in a file of `folder` (named .json.gz when it is gzipped)."""
-    data = sys.stdin.buffer.read()
-    if not data:
+    """Standard input, whole, in a file of `folder` (named .json.gz when it is gzipped), copied a
+    block at a time: read whole, `cat /dev/zero | pista table -` took 2.9 GiB in 5 s and went on.
+    Bytes that cannot start a trace are refused at the first block; a stream longer than
+    PISTA_MAX_UNPACKED, or than the disk holds, when it passes that."""
+    source = sys.stdin.buffer
+    head = source.read(STDIN_BLOCK)
+    if not head:
         raise UsageError("-: standard input is empty; pipe a trace in (`zcat t.json.gz | pista analyze -`)")
-    path = Path(folder) / ("stdin.json.gz" if data[:2] == b"\x1f\x8b" else "stdin.json")
-    path.write_bytes(data)
+    refuse_non_json_start(head, STDIN)
+    path = Path(folder) / ("stdin.json.gz" if head[:2] == b"\x1f\x8b" else "stdin.json")
+    limit, why = _stdin_limit(folder)
+    size = 0
+    with open(path, "wb") as copy:
+        block = head
+        while block:
+            size += len(block)
+            if size > limit:
+                raise BadTrace(STDIN, f"standard input passes {limit:,} bytes: {why}")
+            try:
+                copy.write(block)
+            except OSError as err:
+                raise BadTrace(STDIN, f"cannot keep a copy of standard input in {folder}: "
+                                      f"{err.strerror or err}") from None
+            block = source.read(STDIN_BLOCK)
     return path
+
+
+def _stdin_limit(folder: str) -> tuple[int, str]:
+    """How many bytes standard input may bring, and why that many."""
+    limit = max_unpacked()
+    try:
+        free = os.statvfs(folder)
+        room = free.f_bavail * free.f_frsize - STDIN_DISK_RESERVE
+    except (OSError, AttributeError):
+        room = limit
+    if room < limit:
+        return max(room, 0), f"more than the disk of {folder} can hold (a trace piped in is kept there)"
+    return limit, "more than pista reads (PISTA_MAX_UNPACKED sets the limit)"
 
 
 def read_stdin() -> tuple[bytes, list[str]]:
@@ -72,14 +111,25 @@ def read_stdin() -> tuple[bytes, list[str]]:
 
     from pista.trace.load import read_bytes
 
-    with tempfile.TemporaryDirectory(prefix="pista-stdin-") as folder:
+    with tempfile.TemporaryDirectory(prefix="pista-stdin-") as folder, _named_stdin():
         return read_bytes(_stdin_file(folder))
+
+
+@contextlib.contextmanager
+def _named_stdin() -> Iterator[None]:
+    """A trace error about the copy of standard input names `-`, not the temporary file."""
+    try:
+        yield
+    except BadTrace as err:
+        if err.path == STDIN:
+            raise
+        raise BadTrace(STDIN, err.what) from None
 
 
 def _from_stdin(quiet: bool, events_view: bool) -> Trace:
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="pista-stdin-") as folder:
+    with tempfile.TemporaryDirectory(prefix="pista-stdin-") as folder, _named_stdin():
         trace = load_trace(_stdin_file(folder), events_view=events_view)
         hold = getattr(trace.raw_args, "hold", None)  # a big trace's args are read back from the copy
         if hold is not None:
@@ -138,13 +188,21 @@ def write_output(path: str | os.PathLike[str], data: str | bytes | Iterable[byte
 
 def _refuse_inputs(target: Path, inputs: tuple[str, ...]) -> None:
     for source in inputs:
-        try:
-            same = os.path.samefile(source, target)
-        except OSError:
-            same = False  # one of them does not exist (yet)
-        if same or Path(source).absolute() == target.absolute() \
-                or os.path.realpath(source) == os.path.realpath(target):
-            raise UsageError(f"{target}: refusing to overwrite the input trace; choose another -o")
+        refuse_input(target, source, "trace")
+
+
+def refuse_input(target: str | os.PathLike[str], source: str | None, what: str) -> None:
+    """UsageError where the output `target` is the input `source` (a `what`: a trace, a peaks
+    file), by path, link or hard link: inputs of every kind are never written."""
+    if source is None or str(target) == STDIN:
+        return
+    try:
+        same = os.path.samefile(source, target)
+    except OSError:
+        same = False  # one of them does not exist (yet)
+    if same or Path(source).absolute() == Path(target).absolute() \
+            or os.path.realpath(source) == os.path.realpath(target):
+        raise UsageError(f"{target}: refusing to overwrite the input {what}; choose another -o")
 
 
 def _regular_target(target: Path) -> Path:
@@ -171,13 +229,35 @@ def _pieces(payload: bytes | Iterable[bytes]) -> Iterable[bytes]:
     return (payload,) if isinstance(payload, bytes | bytearray | memoryview) else payload
 
 
+# Longest file name most file systems take, in bytes: the temp file's name is cut to fit it (the
+# target's name and a suffix, where a target of 231-255 bytes made it too long to create).
+NAME_MAX = 255
+# A temp file of ours is named .TARGET.pista-PID-RANDOM.tmp; one whose process is gone and that has
+# not been written for this long was left by a SIGKILL or a power loss: the next write there removes it.
+_TEMP_NAME = re.compile(r"\..*\.pista-(\d+)-[0-9a-f]{8}\.tmp\Z", re.S)
+STALE_TEMP_S = 600
+
+
+def _temp_name(real: Path) -> str:
+    suffix = f".pista-{os.getpid()}-{os.urandom(4).hex()}.tmp"
+    # cut by bytes (a name's limit is in bytes); a cut inside a character stays bytes (surrogateescape)
+    stem = os.fsencode(real.name)[: NAME_MAX - 1 - len(suffix)]
+    return "." + os.fsdecode(stem) + suffix
+
+
 def _replace_atomically(target: Path, real: Path, payload: bytes | Iterable[bytes]) -> None:
-    tmp = real.parent / f".{real.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    _remove_stale_temps(real.parent)
+    tmp = real.parent / _temp_name(real)
+    # Ctrl-C and SIGTERM are held from the temp file's creation into the `try` that removes it: one
+    # landing in between (a test sent it the moment the file showed) left the file behind
+    held = _hold_signals()
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # 0o666 less the umask, like open()
     except OSError as err:
+        _release_signals(held)
         raise UsageError(f"{target}: cannot write: {err.strerror or err}") from None
     try:
+        _release_signals(held)  # a signal held till now is handled here, and the temp file removed below
         with os.fdopen(fd, "wb") as handle:
             for piece in _pieces(payload):
                 handle.write(piece)
@@ -193,14 +273,62 @@ def _replace_atomically(target: Path, real: Path, payload: bytes | Iterable[byte
         raise
 
 
+_HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _hold_signals() -> set[int] | None:
+    """Block SIGINT and SIGTERM (their handlers run once released); the mask to go back to, or None
+    where signals cannot be held (Windows)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
+
+
+def _release_signals(held: set[int] | None) -> None:
+    if held is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _remove_stale_temps(folder: Path) -> None:
+    """Remove the temp files of writes that died in `folder` (their process gone, their file not
+    written for STALE_TEMP_S): none is left behind for good."""
+    import time
+
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return  # a folder that does not exist yet, or cannot be listed: writing words the error
+    for entry in entries:
+        match = _TEMP_NAME.match(entry.name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_file(follow_symlinks=False) and \
+                    time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_S:
+                os.unlink(entry.path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0  # someone else's process, or no pid at all (then the name is not ours to judge)
+    return True
+
+
 # Width for output that goes to a pipe or file (no terminal to ask): wide enough for torch's table.
 PIPE_WIDTH = 110
+# The widest text pista lays out: rich pads every line of a panel to the width, so COLUMNS=1000000000
+# ran out of memory.
+MAX_WIDTH = 1000
 
 
 def output_style(color: bool | None, stream=None) -> tuple[bool, int]:
     """(color, width) for text written to `stream` (stdout): --color/--no-color first, then NO_COLOR
     and FORCE_COLOR (https://no-color.org, force-color.org), then whether it is a terminal; the width
-    is the terminal's (COLUMNS where set), else PIPE_WIDTH."""
+    is the terminal's (COLUMNS where set), else PIPE_WIDTH, and from 40 to MAX_WIDTH."""
     import shutil
 
     stream = stream or sys.stdout
@@ -213,4 +341,4 @@ def output_style(color: bool | None, stream=None) -> tuple[bool, int]:
         else:
             color = tty
     width = shutil.get_terminal_size((PIPE_WIDTH, 24)).columns if tty or os.environ.get("COLUMNS") else PIPE_WIDTH
-    return color, max(40, width)
+    return color, min(MAX_WIDTH, max(40, width))

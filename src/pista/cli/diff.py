@@ -41,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
         out = diff_text.render_json(d) if args.format == "json" else diff_text.render_text(d)
     if args.output:
         write_output(args.output, out, inputs=(args.a, args.b))
-        print(f"pista: wrote {args.output}", file=sys.stderr)
+        from pista.render.controls import sanitize_line
+
+        print(f"pista: wrote {sanitize_line(args.output)}", file=sys.stderr)  # as given: may hold controls
     else:
         sys.stdout.write(out)
     return 0

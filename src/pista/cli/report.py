@@ -18,16 +18,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pista.cli.common import apply_peaks, default_output, open_trace, write_output
+    from pista.cli.common import apply_peaks, default_output, open_trace, refuse_input, write_output
     from pista.findings import analyze
     from pista.i18n import check_lang
     from pista.render import html
 
     lang = check_lang(args.lang)
+    out = Path(args.output) if args.output else default_output(args.trace, ".report.html")
+    refuse_input(out, args.peaks, "peaks file")  # (the trace is checked where the page is written)
     apply_peaks(args.peaks)
     analysis = analyze(open_trace(args.trace))
-    out = Path(args.output) if args.output else default_output(args.trace, ".report.html")
     page = html.render(analysis, lang=lang)
     write_output(out, page, inputs=(args.trace,))
-    print(f"pista: wrote {out} ({len(page.encode(errors='surrogatepass')) / 1e6:.2f} MB)", file=sys.stderr)
+    from pista.render.controls import sanitize_line
+
+    # the name as given may hold control characters or a newline: written out, like every notice
+    print(f"pista: wrote {sanitize_line(out)} ({len(page.encode(errors='surrogatepass')) / 1e6:.2f} MB)",
+          file=sys.stderr)
     return 0

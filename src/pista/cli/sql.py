@@ -15,12 +15,16 @@ import csv
 import datetime
 import decimal
 import io
+import itertools
 import json
 import math
+import re
 import sys
+import textwrap
+from collections.abc import Iterable
 from typing import Any
 
-from pista.render.controls import sanitize
+from pista.render.controls import sanitize, sanitize_line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,47 +50,64 @@ def run(args: argparse.Namespace) -> int:
     if not args.query:
         raise UsageError("pista sql: give a query, e.g. \"SELECT count(*) FROM kernels\" (or --schema)")
     from pista.cli.common import open_trace
-    from pista.sql import QUERY_TIMEOUT_S, query, shows_flows
+    from pista.sql import QUERY_TIMEOUT_S, query_stream, shows_flows
 
     timeout = QUERY_TIMEOUT_S if args.timeout is None else args.timeout
     if not timeout >= 0 or math.isinf(timeout):  # NaN fails `>= 0` too
         raise UsageError(f"--timeout {args.timeout:g}: give the seconds a query may run (0: no limit)")
     facts = open_trace(args.trace, sql=True, events_view=shows_flows(args.query))
-    columns, rows = query(facts, args.query, timeout=timeout or None)
-    if args.format == "csv":
-        write_csv(sys.stdout, columns, rows)
-    elif args.format == "json":
-        # allow_nan=False: strict JSON or a loud bug, never a bare NaN a JSON parser refuses
-        json.dump([dict(zip(columns, map(_plain, row), strict=True)) for row in rows], sys.stdout, indent=1,
-                  allow_nan=False)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(render_table(columns, rows))
+    # the rows are written as DuckDB hands them over, a chunk at a time: never all of them in Python
+    write = {"csv": write_csv, "json": write_json, "table": write_table}[args.format]
+    with query_stream(facts, args.query, timeout=timeout or None) as (columns, chunks):
+        write(sys.stdout, columns, chunks)
     return 0
 
 
 # A text cell starting with one of these is a formula to a spreadsheet (`=HYPERLINK(...)` as an op
-# name): OWASP's CSV-injection advice is a leading single quote, which shows the text as text.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# name): OWASP's CSV-injection advice is a leading single quote, which shows the text as text. (A
+# CR is written out by sanitize before it gets here.)
+_FORMULA_START = ("=", "+", "-", "@", "\t")
+# A spreadsheet may split a cell again where the CSV did not (on ; in many locales, on tabs when
+# pasted, on commas or lines by a naive import): a formula start after one of these starts a cell
+# too, so it gets the quote as well (`x;=1+1` becomes `x;'=1+1`).
+_INNER_FORMULA = re.compile(r"([,;\t\n])(?=[=+\-@])")
 
 
-def write_csv(out: Any, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
-    """CSV with rows ending in "\n", every field that holds a comma, quote, \n or \r quoted, and
-    text that a spreadsheet would run as a formula defused. The csv module quotes a field only for
-    the characters of its line terminator, so rows are written with RFC 4180's "\r\n" (a bare \r
-    in a name is quoted, not a row break) and end in "\n" here."""
+def write_csv(out: Any, columns: list[str], chunks: Iterable[list[tuple[Any, ...]]]) -> None:
+    """CSV with rows ending in "\n", every field that holds a comma, quote or \n quoted, text that a
+    spreadsheet would run as a formula defused, and what a terminal would act on (ESC, BEL, CR, C1,
+    bidi controls) written out as sanitize writes it: the CSV often goes to a terminal first. The
+    csv module quotes a field only for the characters of its line terminator, so rows are written
+    with RFC 4180's "\r\n" and end in "\n" here."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
-    for row in [columns, *rows]:
-        writer.writerow([_defused(v) for v in row])
-        out.write(buffer.getvalue()[:-2] + "\n")
-        buffer.seek(0)
-        buffer.truncate()
+    for rows in itertools.chain([[columns]], chunks):
+        for row in rows:
+            writer.writerow([_defused(v) for v in row])
+            out.write(buffer.getvalue()[:-2] + "\n")
+            buffer.seek(0)
+            buffer.truncate()
+
+
+def write_json(out: Any, columns: list[str], chunks: Iterable[list[tuple[Any, ...]]]) -> None:
+    """A JSON list of objects, one per row, laid out as json.dump(rows, indent=1) lays it out, written
+    a row at a time. allow_nan=False: strict JSON or a loud bug, never a bare NaN a parser refuses."""
+    start = "[\n"
+    for rows in chunks:
+        for row in rows:
+            text = json.dumps(dict(zip(columns, map(_plain, row), strict=True)), indent=1, allow_nan=False)
+            out.write(start + textwrap.indent(text, " "))
+            start = ",\n"
+    out.write("[]\n" if start == "[\n" else "\n]\n")
 
 
 def _defused(value: Any) -> Any:
-    """Text cells only: -5 as a number stays a number; the text '-5' becomes '-5 with the quote."""
-    return "'" + value if isinstance(value, str) and value.startswith(_FORMULA_START) else value
+    """Text cells only, sanitized: -5 as a number stays a number; the text '-5' becomes '-5 with the
+    quote. Newlines and tabs stay: the CSV quotes them, and they are the name's own."""
+    if not isinstance(value, str):
+        return value
+    text = _INNER_FORMULA.sub(r"\1'", sanitize(value))
+    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def _plain(value: Any) -> Any:
@@ -122,24 +143,50 @@ def _cell(value: Any) -> str:
         return "NULL"
     if isinstance(value, float):
         return f"{value:.6g}" if abs(value) < 1e15 else repr(value)
-    return sanitize(value).replace("\n", "\\n").replace("\t", "\\t")
+    return sanitize_line(value)
 
 
-def render_table(columns: list[str], rows: list[tuple[Any, ...]], max_width: int = 60) -> str:
-    """Columns padded to their widest cell; numbers right-aligned; long text cut with '...'."""
+# Text cells are cut past this many characters, with '...'.
+MAX_CELL = 60
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def write_table(out: Any, columns: list[str], chunks: Iterable[list[tuple[Any, ...]]]) -> None:
+    """Columns padded to their widest cell, numbers right-aligned, long text cut with '...'. The
+    widths and alignments come from the first chunk of rows (CHUNK_ROWS): the rest stream through
+    them, a longer text cut to its column, a longer number shown whole."""
     if not columns:
-        return ""
-    cells = [[_cell(v) for v in row] for row in rows]
-    cells = [[c if len(c) <= max_width else c[: max_width - 3] + "..." for c in row] for row in cells]
-    numeric = [all(isinstance(row[k], (int, float)) or row[k] is None for row in rows) for k in range(len(columns))]
+        return
     headers = [_cell(col) for col in columns]
-    widths = [max([len(col)] + [len(row[k]) for row in cells]) for k, col in enumerate(headers)]
+    layout = None
+    count = 0
+    for rows in chunks:
+        if layout is None:
+            layout = _layout(headers, rows)
+            out.write(_table_line(headers, *layout) + "\n" + "  ".join("-" * w for w in layout[0]) + "\n")
+        widths, numeric = layout
+        # a cut only in rows past the first chunk: text to its column, a number only past MAX_CELL
+        cuts = [MAX_CELL if num else min(w, MAX_CELL) for w, num in zip(widths, numeric, strict=True)]
+        for row in rows:
+            cells = [_fit(_cell(v), cut) for v, cut in zip(row, cuts, strict=True)]
+            out.write(_table_line(cells, widths, numeric) + "\n")
+        count += len(rows)
+    if layout is None:  # no rows: the headers alone, as numbers (all of no values are)
+        out.write(_table_line(headers, [len(h) for h in headers], [True] * len(headers)) + "\n"
+                  + "  ".join("-" * len(h) for h in headers) + "\n")
+    out.write(f"({count} row{'s' if count != 1 else ''})\n")
 
-    def line(values: list[str]) -> str:
-        return "  ".join(v.rjust(w) if num else v.ljust(w)
-                         for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()
 
-    out = [line(headers), "  ".join("-" * w for w in widths)]
-    out.extend(line(row) for row in cells)
-    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return "\n".join(out) + "\n"
+def _layout(headers: list[str], rows: list[tuple[Any, ...]]) -> tuple[list[int], list[bool]]:
+    """(widths, numeric): each column's widest cell (text cut past MAX_CELL), and whether all its
+    values are numbers (right-aligned)."""
+    numeric = [all(isinstance(row[k], (int, float)) or row[k] is None for row in rows) for k in range(len(headers))]
+    widths = [max([len(h)] + [len(_fit(_cell(row[k]), MAX_CELL)) for row in rows]) for k, h in enumerate(headers)]
+    return widths, numeric
+
+
+def _table_line(values: list[str], widths: list[int], numeric: list[bool]) -> str:
+    return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()

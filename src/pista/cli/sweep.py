@@ -113,4 +113,6 @@ def _write_html(path: str, points: list[dict]) -> None:
         print("pista: notice: --html needs pista.render.sweep, which this build lacks; skipped", file=sys.stderr)
         return
     write_output(path, sweep_render.render(points))
-    print(f"wrote {path}", file=sys.stderr)
+    from pista.render.controls import sanitize_line
+
+    print(f"wrote {sanitize_line(path)}", file=sys.stderr)

@@ -16,6 +16,11 @@ SORT_CHOICES = ("cuda_time_total", "self_cuda_time_total", "cpu_time_total", "se
                 "device_memory_usage", "self_device_memory_usage")
 
 
+# --group-by-stack keeps N frames per event (N int64 columns the trace's length): no Python stack torch
+# records is deeper than this, and 10^20 frames was exit 3.
+MAX_GROUP_BY_STACK = 128
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
     parser.add_argument("--sort-by", default=None, choices=SORT_CHOICES,
@@ -35,9 +40,9 @@ def run(args: argparse.Namespace) -> int:
     from pista.render.controls import sanitize
     from pista.table import build_table, render_text
 
+    if not 0 <= args.group_by_stack <= MAX_GROUP_BY_STACK:  # before the trace is read: bad input
+        raise UsageError(f"--group-by-stack {args.group_by_stack}: give 0 to {MAX_GROUP_BY_STACK} frames")
     facts = open_trace(args.trace)
-    if args.group_by_stack < 0:
-        raise UsageError(f"--group-by-stack {args.group_by_stack}: must be 0 or more")
     table = build_table(facts, group_by_input_shape=args.group_by_input_shape, group_by_stack_n=args.group_by_stack)
     sort_by = args.sort_by or ("cuda_time_total" if facts.has_gpu else "cpu_time_total")
     limit = None if args.row_limit is not None and args.row_limit < 0 else args.row_limit

@@ -92,7 +92,7 @@ def build_edit(facts, args: argparse.Namespace):  # noqa: ANN001, ANN201 - the t
 def run(args: argparse.Namespace) -> int:
     from pista.cli.common import open_trace
     from pista.errors import UsageError
-    from pista.render.controls import sanitize
+    from pista.render.controls import sanitize, sanitize_line
     from pista.timeline import timeline
 
     facts = open_trace(args.trace)
@@ -123,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
     out.append(f"{'step':>6} {'observed':>12} {'replayed':>12} {'after':>12}")
     out += [f"{r['step']:>6} {r['observed_us']:>9.1f} µs {r['replayed_us']:>9.1f} µs {r['after_us']:>9.1f} µs" for r in rows]
     out.append("per lane, per step:")
-    out += [f"  {x['lane']} {x['what']}: {x['before_us']:.1f} µs -> {x['after_us']:.1f} µs" for x in lanes]
+    out += [f"  {sanitize_line(x['lane'])} {x['what']}: {x['before_us']:.1f} µs -> {x['after_us']:.1f} µs"
+            for x in lanes]
     out.append(f"median step: {result['step_us']:.1f} µs -> {result['after_us']:.1f} µs, saves {saved:.1f} µs "
                f"({100 * result['saved_share']:.1f}%)")
     sys.stdout.write(sanitize("\n".join(out) + "\n"))

@@ -88,8 +88,8 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
     from pista.distributed.rank import assign_ranks, trace_files
     from pista.distributed.straggler import cross_rank, fold_waits
 
-    paths = [str(p) for p in trace_files(folder)]
     notices: list[str] = []
+    paths = [str(p) for p in trace_files(folder, notices)]
     ranks = run_ranks(paths, engine=engine, workers=workers, scheduler=scheduler, rules=rules, notices=notices)
     # a JSON file that is no trace (run details, a memory timeline) beside the ranks is not a rank
     if any(not r.not_a_trace for r in ranks):

@@ -3,6 +3,7 @@ between processes (no Trace, no table)."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,15 +139,36 @@ def host_regions(facts: Facts) -> tuple[HostRegion, ...]:
                  for k in keep.tolist())
 
 
-def trace_files(folder: str | Path) -> list[Path]:
-    """The trace files in a folder (then its subfolders, if the top has none), sorted by name."""
+def trace_files(folder: str | Path, notices: list[str] | None = None) -> list[Path]:
+    """The trace files in a folder (then its subfolders, if the top has none), sorted by name.
+    Symbolic links in it are skipped, with a notice: a link points anywhere (followed, one to a
+    secret file had its first bytes quoted in the error), and the folder's own files are the ranks."""
     root = Path(folder)
-    files = sorted(p for p in root.iterdir() if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
+    links: list[Path] = []
+    files = _own_traces([root / name for name in os.listdir(root)], links)
     if not files:
-        files = sorted(p for p in root.rglob("*") if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
+        links.clear()
+        for top, folders, names in os.walk(root):  # followlinks=False: a linked folder is not entered
+            links += [Path(top, name) for name in folders if os.path.islink(os.path.join(top, name))]
+            files += _own_traces([Path(top, name) for name in names], links)
+        files.sort()
+    if links and notices is not None:
+        notices.append(f"skipped {len(links)} symbolic link(s) in {folder} (first: {links[0].name}): the "
+                       "folder's own files are read, not what a link points to")
     if not files:
         raise UsageError(f"{folder}: no trace files (.json, .json.gz) in this folder")
     return files
+
+
+def _own_traces(paths: list[Path], links: list[Path]) -> list[Path]:
+    """The regular files among `paths` named like traces, sorted; symbolic links go to `links`."""
+    out = []
+    for path in sorted(paths):
+        if path.is_symlink():
+            links.append(path)
+        elif path.name.endswith(TRACE_SUFFIXES) and path.is_file():
+            out.append(path)
+    return out
 
 
 def assign_ranks(ranks: list[RankSummary]) -> list[str]:

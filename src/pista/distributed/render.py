@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import io
 import json
 from collections import defaultdict
 
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
 from pista.distributed import DistributedAnalysis
 from pista.findings import Finding
-from pista.render.terminal import SEVERITY_STYLE
+from pista.render.controls import TextBuffer, sanitize_json
+from pista.render.terminal import SEVERITY_STYLE, safe_markup
 
 # Past this many ranks the text table keeps the ranks that matter: the latest and the slowest.
 MAX_RANK_ROWS = 16
@@ -21,14 +20,15 @@ MAX_EVIDENCE = 3
 
 
 def render_json(result: DistributedAnalysis) -> str:
-    return json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n"
+    # C1 and bidi controls as \u escapes, as the single trace's JSON writes them
+    return sanitize_json(json.dumps(result.to_dict(), indent=1, ensure_ascii=False)) + "\n"
 
 
 def render_text(result: DistributedAnalysis, color: bool = False, width: int = 110, lang: str = "en") -> str:
     """The findings arrive localized (analyze_ranks' lang); `lang` is for the labels around them."""
     from pista.i18n import word
 
-    out = io.StringIO()
+    out = TextBuffer()  # rich draws ASCII boxes for an ASCII stdout
     console = Console(file=out, force_terminal=color, no_color=not color, width=width, highlight=False)
     overlap = result.overlap()
     share = overlap["overlap_share"]
@@ -40,9 +40,9 @@ def render_text(result: DistributedAnalysis, color: bool = False, width: int = 1
         f"exposed {overlap['exposed_ms']:.3f} ms, overlapped {_pct(share)} (all ranks)   "
         f"matched collectives {cross.matched_collectives}\n"
         f"per rank: medians per step; late = when it calls its collectives vs the other ranks (+ later)",
-        title=f"pista: {escape(result.source)}", expand=True))
+        title=f"pista: {safe_markup(result.source)}", expand=True))
     for notice in result.notices:
-        console.print(f"[dim]{word('notice', lang)}: {escape(notice)}[/]")
+        console.print(f"[dim]{word('notice', lang)}: {safe_markup(notice)}[/]")
     console.print(_rank_table(result))
     if not cross.findings and not any(r.findings for r in result.ranks):
         console.print(word("No findings.", lang))
@@ -104,16 +104,16 @@ def _finding(console: Console, f: Finding, ranks: list[int] | None, shown: int |
     if ranks is not None:
         listed = ", ".join(str(r) for r in ranks[:12]) + (f" +{len(ranks) - 12} {w('more')}" if len(ranks) > 12 else "")
         where = f" [dim]({w('ranks' if len(ranks) > 1 else 'rank')} {listed}; {w('shown:')} {w('rank')} {shown})[/]"
-    console.print(f"\n[{style}]{w(f.severity.value.upper()):8s}[/] [bold]{escape(f.rule)}[/]: {escape(f.title)}{where}")
-    console.print(f"  {escape(f.message)}")
+    console.print(f"\n[{style}]{w(f.severity.value.upper()):8s}[/] [bold]{safe_markup(f.rule)}[/]: {safe_markup(f.title)}{where}")
+    console.print(f"  {safe_markup(f.message)}")
     # what fixing it saves, per step and as a share of the step (the severity follows), and how
-    console.print(f"  [{style}]{t(f.impact.us)}, {pct(f.impact.share)}[/]: [dim]{escape(f.basis)}[/]")
+    console.print(f"  [{style}]{t(f.impact.us)}, {pct(f.impact.share)}[/]: [dim]{safe_markup(f.basis)}[/]")
     for e in f.evidence[:MAX_EVIDENCE]:
         step = f"{w('step')} {e.step}" if e.step is not None else w("no step")
-        note = f"  ({escape(e.note)})" if e.note else ""
-        console.print(f"  [dim]-[/] {escape(e.name[:70])}  [dim]{escape(lane_label(e.lane, lang))}, {step}, "
+        note = f"  ({safe_markup(e.note)})" if e.note else ""
+        console.print(f"  [dim]-[/] {safe_markup(e.name[:70])}  [dim]{safe_markup(lane_label(e.lane, lang))}, {step}, "
                       f"{w('dur')} {e.dur_us / 1000:.3f} ms[/]{note}")
-    console.print(f"  [green]{w('fix')}:[/] {escape(f.advice)}")
+    console.print(f"  [green]{w('fix')}:[/] {safe_markup(f.advice)}")
 
 
 def _weight(f: Finding) -> tuple[float, float]:

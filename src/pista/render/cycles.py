@@ -3,7 +3,6 @@ each cycle to the next) or JSON (`cycles`, one analysis per file in time order, 
 
 from __future__ import annotations
 
-import io
 import json
 from collections import Counter
 from pathlib import Path
@@ -13,7 +12,7 @@ from rich.panel import Panel
 
 from pista.cycles import CycleChange, CyclesAnalysis
 from pista.findings import Analysis
-from pista.render.controls import sanitize_json
+from pista.render.controls import TextBuffer, sanitize_json
 from pista.render.json import _finite
 from pista.render.terminal import SEVERITY_STYLE, VERDICT_STYLE, impact_text, safe_markup
 
@@ -38,7 +37,7 @@ def render_text(result: CyclesAnalysis, color: bool = False, width: int = 110, l
     def w(key: str) -> str:
         return labels.get(key, key)
 
-    out = io.StringIO()
+    out = TextBuffer()  # rich draws ASCII boxes for an ASCII stdout
     console = Console(file=out, force_terminal=color, no_color=not color, width=width, highlight=False)
     who = ", ".join(part for part in (f"{w('host')} {result.host}" if result.host else "",
                                       f"pid {result.pid}" if result.pid is not None else "") if part)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from pista.diff import KINDS, Diff, RowDiff, Totals
-from pista.render.controls import sanitize, sanitize_json
+from pista.render.controls import sanitize, sanitize_json, sanitize_line
 from pista.table import format_time
 
 KIND_LABEL = {"op": "Ops", "kernel": "Kernels and copies", "gpu-annotation": "GPU regions (record_function)"}
@@ -62,8 +62,9 @@ def outside_rows(d: Diff) -> list[tuple[str, float, float]]:
 
 
 def render_text(d: Diff) -> str:
-    """Plain text, no colour: the names in it (from the traces) are sanitized on the whole string."""
-    lines = [f"pista diff\n  A: {d.a.source}\n  B: {d.b.source}", f"  Compared {d.note}", ""]
+    """Plain text, no colour: each name from the traces on one line (a newline in one would forge a
+    line of the report), and the whole string sanitized."""
+    lines = [f"pista diff\n  A: {sanitize_line(d.a.source)}\n  B: {sanitize_line(d.b.source)}", f"  Compared {d.note}", ""]
     w = 24
     cpu_label, cuda_label = total_labels(d)
     lines.append(f"{'':{w}}{'A':>16}{'B':>16}{'change':>10}")
@@ -90,19 +91,21 @@ def render_text(d: Diff) -> str:
             lines += ["", f"{KIND_LABEL[kind]} {label}: {len(rows)}"]
             for r in rows[:MAX_ROWS]:
                 if status == "changed":
-                    lines.append(f"  ~ {r.name[:80]}\n      A: {_side(r, 'a', unit)}\n      B: {_side(r, 'b', unit)}")
+                    lines.append(f"  ~ {sanitize_line(r.name[:80])}\n      A: {_side(r, 'a', unit)}\n"
+                                 f"      B: {_side(r, 'b', unit)}")
                 else:
                     mark = "+" if status == "appeared" else "-"
-                    lines.append(f"  {mark} {r.name[:80]}  ({_side(r, 'b' if status == 'appeared' else 'a', unit)})")
+                    lines.append(f"  {mark} {sanitize_line(r.name[:80])}  "
+                                 f"({_side(r, 'b' if status == 'appeared' else 'a', unit)})")
             if len(rows) > MAX_ROWS:
                 lines.append(f"  ... {len(rows) - MAX_ROWS} more")
     lines.append("")
     if d.findings_gained:
         lines.append("Findings gained (in B):")
-        lines += [f"  + {f['severity']:8s} {f['rule']}: {f['title']}" for f in d.findings_gained]
+        lines += [f"  + {f['severity']:8s} {f['rule']}: {sanitize_line(f['title'])}" for f in d.findings_gained]
     if d.findings_lost:
         lines.append("Findings lost (only in A):")
-        lines += [f"  - {f['severity']:8s} {f['rule']}: {f['title']}" for f in d.findings_lost]
+        lines += [f"  - {f['severity']:8s} {f['rule']}: {sanitize_line(f['title'])}" for f in d.findings_lost]
     if d.findings_kept:
         lines.append("Findings in both: " + ", ".join(d.findings_kept))
     if not (d.findings_gained or d.findings_lost or d.findings_kept):

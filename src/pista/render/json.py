@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from pista.findings import Analysis
+from pista.render.controls import sanitize_json
 
 
 def _finite(value: Any) -> Any:
@@ -24,5 +25,5 @@ def render(analysis: Analysis, row_limit: int = 25, lang: str = "en") -> str:
     from pista.i18n import localize
 
     analysis = localize(analysis, lang)
-    return _json.dumps(_finite(analysis.to_dict(row_limit=row_limit)), indent=1, ensure_ascii=False,
-                       allow_nan=False) + "\n"
+    text = _json.dumps(_finite(analysis.to_dict(row_limit=row_limit)), indent=1, ensure_ascii=False, allow_nan=False)
+    return sanitize_json(text) + "\n"  # C1 and bidi controls as \u escapes: the same text, read back

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from collections import Counter
 from collections.abc import Callable
 
@@ -11,15 +10,15 @@ from rich.markup import escape
 from rich.panel import Panel
 
 from pista.findings import Analysis, Finding
-from pista.render.controls import sanitize  # also imported from here by cli.check and cli.run
+from pista.render.controls import TextBuffer, sanitize, sanitize_line
 from pista.rules._common import fmt_ns
 from pista.table import format_time, render_text
 
 
 def safe_markup(text: object) -> str:
-    """Trace text for rich markup: sanitized first, then escaped, so pista's own styles around it
-    still colour and nothing in it does."""
-    return escape(sanitize(text))
+    """One field of trace text for rich markup: sanitized for one line (and cut if very long) first,
+    then escaped, so pista's own styles around it still colour and nothing in it does."""
+    return escape(sanitize_line(text))
 
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
@@ -37,7 +36,7 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
     def w(key: str) -> str:
         return word(key, lang)
 
-    out = io.StringIO()
+    out = TextBuffer()  # rich draws ASCII boxes for an ASCII stdout
     console = Console(file=out, force_terminal=color, no_color=not color, width=width, highlight=False)
     s = analysis.summary
     busy = "n/a" if s.gpu_busy_share is None else f"{100 * s.gpu_busy_share:.1f}%"
@@ -73,8 +72,9 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
     if show_table:
         console.print()
         sort_by = "cuda_time_total" if analysis.facts.has_gpu else "cpu_time_total"
-        console.print(safe_markup(render_text(analysis.table, sort_by, row_limit, has_device=analysis.facts.has_gpu)),
-                      soft_wrap=True, end="")
+        # the table's own lines (each name in it already sanitized for one line, and cut)
+        console.print(escape(sanitize(render_text(analysis.table, sort_by, row_limit,
+                                                  has_device=analysis.facts.has_gpu))), soft_wrap=True, end="")
     return out.getvalue()
 
 

@@ -115,5 +115,5 @@ def _backward_nodes(facts: Facts, between: np.ndarray) -> np.ndarray:
     if facts.steps:
         nodes = nodes[facts.event_step[nodes] >= 0]
     keep = [i for i, a in zip(nodes.tolist(), op_args(facts, nodes.tolist()), strict=True)
-            if a is not None and a.seq in seqs]
+            if a is not None and isinstance(a.seq, int) and a.seq in seqs]  # a list is unhashable
     return np.asarray(keep, dtype=np.int64)

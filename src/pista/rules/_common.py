@@ -17,6 +17,9 @@ from pista.trace.facts import INDEX, Facts, indices, per_facts
 LAUNCH_NAMES = frozenset({
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchCooperativeKernel",
     "cudaMemcpyAsync", "cudaMemsetAsync", "cudaMemcpy", "cudaMemset", "cudaMemcpy2DAsync", "cudaGraphLaunch",
+    # ROCm's HIP runtime, as roctracer names its calls in a torch trace (issue 35: MI300X/MI350 traces)
+    "hipLaunchKernel", "hipExtLaunchKernel", "hipModuleLaunchKernel", "hipExtModuleLaunchKernel",
+    "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpy", "hipMemset", "hipMemcpyWithStream", "hipGraphLaunch",
 })
 
 
@@ -177,6 +180,8 @@ PROFILER_HOST_INFLATION = 2.0
 SYNC_NAMES = frozenset({
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
     "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
+    # ROCm: a hipStreamSynchronize after a hipGraphLaunch read as "Python between ops 100%" without these
+    "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize",
 })
 # Dynamo/Inductor compile work as torch 2.x records it (`dynamo`, `entire_frame_compile`,
 # `_compile.compile_inner (dynamo_timed)`, `OutputGraph.call_user_compiler`, autotuning, the

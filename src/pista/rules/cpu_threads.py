@@ -17,7 +17,7 @@ elementwise ops gained 1.5-1.6x (memory-bound), and are not counted.
 
 Impact:
 The GEMM ops' own CPU time per step times 1 - threads/cores: linear scaling, which the matmul
-above reached. Silent under MIN_STEP_SHARE. New in the issue "Your code and your memory".
+above reached; GEMMs under MIN_THREADED_MFLOP a call (a 64x64 matmul) are left out, as they gain ~nothing. Silent under MIN_STEP_SHARE. New in the issue "Your code and your memory".
 
 Fix:
 `torch.set_num_threads(N)` with N the cores the job owns (`len(os.sched_getaffinity(0))`), or
@@ -29,13 +29,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from pista.efficiency import gemm_flops
 from pista.findings import Context, Finding, Record
+from pista.opargs import op_args
 from pista.rules._common import evidence, gemm_calls, idle_cores, ops_by_time, us
 
 ID = "cpu-threads"
 # The saving must reach this share of the step (REVIEW.md: under a few percent is noise).
 MIN_STEP_SHARE = 0.05
 EVIDENCE_EVENTS = 3
+# A GEMM gains from more threads only when each thread gets real work: a 1024^3 matmul (2.1 GFLOP) scaled
+# 2.06x on 2 threads (gpu/cpu_linear_1thread), a 64x64x64 one (0.5 MFLOP) gains ~1 µs of its ~6 (issue 34's
+# busy shared CPU); calls below this many MFLOP are left out of the saving.
+MIN_THREADED_MFLOP = 8
 
 
 class CpuThreads(Record):
@@ -61,7 +67,7 @@ def check(ctx: Context) -> list[Finding]:
     if idle is None:
         return []
     threads, cores = idle
-    idx = gemm_calls(facts)
+    idx = _splittable(facts, gemm_calls(facts))
     if idx.size == 0:
         return []
     own_ns = facts.self_time[idx].astype(float)
@@ -76,3 +82,14 @@ def check(ctx: Context) -> list[Finding]:
     ev = [evidence(facts, int(idx[p]), ThreadBoundCall(us(own_ns[p])))
           for p in np.argsort(-own_ns, kind="stable")[:EVIDENCE_EVENTS].tolist()]
     return [Finding(ID, record, impact, ev)]
+
+
+def _splittable(facts, idx: np.ndarray) -> np.ndarray:
+    """The GEMM calls big enough to split across threads: MIN_THREADED_MFLOP or more, or of unknown size (no
+    recorded shapes)."""
+    if idx.size == 0:
+        return idx
+    trace = facts.trace
+    flops = np.array([gemm_flops(trace.event_name(int(i)), a.dims if a is not None else None) or np.nan
+                      for i, a in zip(idx.tolist(), op_args(facts, idx), strict=True)], dtype=np.float64)
+    return idx[np.isnan(flops) | (flops >= MIN_THREADED_MFLOP * 1e6)]

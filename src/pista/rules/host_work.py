@@ -166,22 +166,37 @@ def _not_torch(facts: Facts, lane: int, stretches: Intervals) -> Intervals:
     frames = frames[trace.lane_keys(frames) == lane]
     if not frames.size or not stretches.start.size:
         return stretches
-    lo, hi, depth = trace.ts[frames], trace.ts[frames] + trace.dur[frames], facts.depth[frames]
-    torch_ids = [k for k, name in enumerate(trace.names) if TORCH_FRAME.search(name)]
-    is_torch = np.isin(trace.name[frames], np.array(torch_ids, dtype=trace.name.dtype))
+    names = np.unique(trace.name[frames])
+    # a built-in (`<built-in method ...>`) is the work of the Python frame that called it: NumPy's for the
+    # user's code, functorch's C++ for torch's wrappers
+    code = names[[not trace.names[int(k)].startswith("<") for k in names.tolist()]]
+    frames = frames[np.isin(trace.name[frames], code)]
+    if not frames.size:
+        return stretches
+    frames = frames[np.argsort(trace.ts[frames], kind="stable")]
+    torch_ids = code[[bool(TORCH_FRAME.search(trace.names[int(k)])) for k in code.tolist()]]
+    is_frame = np.zeros(len(trace), dtype=bool)
+    is_frame[frames] = True
     keep_lo, keep_hi = [], []
     for a, b in zip(stretches.start.tolist(), stretches.end.tolist(), strict=True):
-        near = np.flatnonzero((lo < b) & (hi > a))
         points = a + (np.arange(FRAME_SAMPLES) + 0.5) * (b - a) / FRAME_SAMPLES
-        torch_share = 0.0
-        if near.size:
-            inside = (lo[near][None, :] <= points[:, None]) & (hi[near][None, :] > points[:, None])
-            deepest = np.where(inside, depth[near][None, :], -1).argmax(axis=1)
-            torch_share = float((inside.any(axis=1) & is_torch[near][deepest]).mean())
-        if torch_share < 1.0:  # the stretch, shortened by the share torch's own Python holds
+        deepest = [_deepest_frame(facts, frames, is_frame, float(t)) for t in points]
+        share = float(np.mean([j >= 0 and bool(np.isin(trace.name[j], torch_ids)) for j in deepest]))
+        if share < 1.0:  # the stretch, shortened by the share torch's own Python holds
             keep_lo.append(a)
-            keep_hi.append(a + round((b - a) * (1.0 - torch_share)))
+            keep_hi.append(a + round((b - a) * (1.0 - share)))
     return Intervals(np.array(keep_lo, np.int64), np.array(keep_hi, np.int64))
+
+
+def _deepest_frame(facts: Facts, frames: np.ndarray, is_frame: np.ndarray, t: float) -> int:
+    """The deepest Python frame running at t: the last to start before it, or the nearest frame above that
+    one still running (frames nest on a thread), or -1."""
+    trace = facts.trace
+    k = int(np.searchsorted(trace.ts[frames], t, side="right")) - 1
+    j = int(frames[k]) if k >= 0 else -1
+    while j >= 0 and (trace.ts[j] + trace.dur[j] <= t or not is_frame[j]):
+        j = int(facts.parent[j])
+    return j
 
 
 def _spans(facts: Facts, idx: np.ndarray) -> Intervals:
@@ -203,15 +218,17 @@ def _frames(facts: Facts, lane: int, gaps: Intervals) -> Counter[str]:
     frame = facts.is_host & trace.category_mask({"python_function"})
     idx = np.flatnonzero(frame)
     idx = idx[trace.lane_keys(idx) == lane]
-    user = np.array([_is_user(trace.event_name(int(i))) for i in idx], dtype=bool) if idx.size else np.zeros(0, bool)
-    idx = idx[user]
+    names = np.unique(trace.name[idx])  # judged once per name, not per frame (a with_stack trace has 10^5-10^6)
+    user_ids = names[[_is_user(trace.names[int(k)]) for k in names.tolist()]] if names.size else names
+    idx = idx[np.isin(trace.name[idx], user_ids)]
     out: Counter[str] = Counter()
     if not idx.size:
         return out
     held = gaps.covered(trace.ts[idx], trace.ts[idx] + trace.dur[idx])
     is_user = np.zeros(len(trace), dtype=bool)
     is_user[idx] = True
-    for i, ns in zip(idx.tolist(), held.tolist(), strict=True):
+    some = held > 0
+    for i, ns in zip(idx[some].tolist(), held[some].tolist(), strict=True):
         if ns > 0:
             out[trace.event_name(i)] += ns
             up = _user_parent(facts, i, is_user)

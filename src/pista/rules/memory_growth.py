@@ -32,7 +32,7 @@ import msgspec
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Impact, Record, Severity
-from pista.memory import allocated_at_step_ends, timelines
+from pista.memory import MAX_DEVICE_NUMBER, MAX_MEMORY_BYTES, allocated_at_step_ends, timelines
 
 ID = "memory-growth"
 # Growth per step that counts: gpu/memory_leak grows 75.5 MB per step, gpu/memory_steady 512 bytes
@@ -99,9 +99,16 @@ def _capacity(facts, device: str) -> int:
         return 0
     wanted = int(device.split(":")[1])
     for props in facts.trace.device_properties:
-        if int(props.get("id", -1)) == wanted:
-            return int(props.get("totalGlobalMem", 0) or 0)
+        # the header is input: an id or a size as text, a list or past any device reads as unknown
+        # (int() of them was ValueError or TypeError: exit 3)
+        if _whole(props.get("id"), MAX_DEVICE_NUMBER) == wanted:
+            return _whole(props.get("totalGlobalMem"), MAX_MEMORY_BYTES) or 0
     return 0
+
+
+def _whole(value: object, most: int) -> int | None:
+    """`value` where it is a whole number from 0 to `most`, else None."""
+    return value if type(value) is int and 0 <= value <= most else None
 
 
 def _held_by_op(facts, device: str) -> list[tuple[str, int, int]]:

@@ -27,7 +27,9 @@ runs): 3.16-3.63 ms foreach and 3.03-3.21 ms fused, `opt.step()` on the host 0.7
 0.32-0.36 ms.
 
 Impact:
-Per step, from the pair above: fused takes 0.356 of foreach's GPU time G (S, the time saved, is the
+The optimizer's own host time is the Optimizer.step call's, or, where a closure runs the forward and
+backward inside it (Lightning's `optimizer.step(closure)`), only what follows the last autograd node in
+it. Per step, from the pair above: fused takes 0.356 of foreach's GPU time G (S, the time saved, is the
 rest) and 0.351 of its host time (H saved). After each `Optimizer.step` the next device work starts
 at N, once the optimizer's last kernel has ended and its own launch has been queued (Q). Fused, one
 kernel of G - S runs from when the GPU is done with the work queued before the step's first kernel
@@ -379,8 +381,10 @@ def _finding(facts: Facts, name: str, group: list[int], work: dict[int, np.ndarr
         return None  # one pass already (plain SGD), an extension's own kernels, or compiled
     mode, passes = found
     gpu_ns = float(trace.dur[kernels].sum())
-    host_ns = float(trace.dur[group].sum())
-    exposed = {c: int(trace.dur[c]) - busy_ns(facts, int(trace.ts[c]), int(trace.ts[c] + trace.dur[c]))
+    starts = _own_starts(facts, group)
+    own = _own_spans(facts, starts)
+    host_ns = float(own.total)
+    exposed = {c: int(trace.ts[c] + trace.dur[c]) - starts[c] - busy_ns(facts, starts[c], int(trace.ts[c] + trace.dur[c]))
                for c in group}
     exposed_ns = float(sum(exposed.values()))
     steps = scale.count
@@ -390,7 +394,7 @@ def _finding(facts: Facts, name: str, group: list[int], work: dict[int, np.ndarr
         return None
     gpu_saving = gpu_ns * (1.0 - FUSED_GPU_RATIO)
     host_saving = host_ns * (1.0 - FUSED_HOST_RATIO)
-    impact = scale.per_step(_saving(facts, group, work, exposed))
+    impact = scale.per_step(_saving(facts, group, work, exposed, starts))
     if impact.share < MIN_IMPACT_SHARE:
         return None
     optimizer = STEP_EVENT.match(name).group(1)  # type: ignore[union-attr]
@@ -402,12 +406,35 @@ def _finding(facts: Facts, name: str, group: list[int], work: dict[int, np.ndarr
         host_saving_us=us(host_saving) / steps, saving_us=impact.us, fused_gpu_ratio=FUSED_GPU_RATIO, fused_host_ratio=FUSED_HOST_RATIO,
         step_share_percent=100.0 * impact.share)
     return Finding(ID, record, impact, _evidence(facts, group, work, exposed, kernels),
-                   edit=_fused(facts, group, work, FUSED_HOST_RATIO if mode == "foreach" else FUSED_LOOP_HOST_RATIO))
+                   edit=_fused(facts, group, work, own, FUSED_HOST_RATIO if mode == "foreach" else FUSED_LOOP_HOST_RATIO))
 
 
-def _fused(facts: Facts, group: list[int], work: dict[int, np.ndarray], host_ratio: float) -> Edit:
-    """What fused=True does: per call, its host time at host_ratio and its kernels replaced by one at
-    FUSED_GPU_RATIO of their time (the first kernel resized, the rest removed)."""
+def _own_starts(facts: Facts, group: list[int]) -> dict[int, int]:
+    """Where the optimizer's own host time starts in each step call: at the call's start, or, where a closure
+    runs the forward and backward inside it (Lightning: optimizer.step(closure)), when the last autograd node
+    that runs in it ends (the update proper follows). A new user's Lightning run read 'fused=True saves 71%'
+    for a 3% saving."""
+    trace = facts.trace
+    nodes = np.flatnonzero(facts.is_host & pattern_mask(facts, AUTOGRAD_NODE))
+    ends = np.sort(trace.ts[nodes] + trace.dur[nodes])
+    out = {}
+    for c in group:
+        start, end = int(trace.ts[c]), int(trace.ts[c] + trace.dur[c])
+        k = int(np.searchsorted(ends, end, side="right")) - 1
+        out[c] = int(ends[k]) if k >= 0 and ends[k] > start else start
+    return out
+
+
+def _own_spans(facts: Facts, starts: dict[int, int]) -> Intervals:
+    trace = facts.trace
+    calls = np.asarray(list(starts), np.int64)
+    return merge_intervals(np.asarray(list(starts.values()), np.int64), trace.ts[calls] + trace.dur[calls])
+
+
+def _fused(facts: Facts, group: list[int], work: dict[int, np.ndarray], own: Intervals, host_ratio: float) -> Edit:
+    """What fused=True does: per call, its own host time at host_ratio (a closure's forward and backward
+    inside it stay) and its kernels replaced by one at FUSED_GPU_RATIO of their time (the first kernel
+    resized, the rest removed)."""
     trace = facts.trace
     first, durs, rest = [], [], []
     for c in group:
@@ -417,12 +444,12 @@ def _fused(facts: Facts, group: list[int], work: dict[int, np.ndarray], host_rat
             first.append(int(ks[0]))
             durs.append(float(trace.dur[ks].sum()) * FUSED_GPU_RATIO)
             rest.extend(ks[1:].tolist())
-    return Edit("fused optimizer", remove=np.asarray(rest, np.int64),
-                host_scale=((np.asarray(group, np.int64), host_ratio),),
+    return Edit("fused optimizer", remove=np.asarray(rest, np.int64), host_scale_spans=((own, host_ratio),),
                 device_dur=(np.asarray(first, np.int64), np.asarray(durs, np.float64)))
 
 
-def _saving(facts: Facts, calls: list[int], work: dict[int, np.ndarray], exposed: dict[int, int]) -> float:
+def _saving(facts: Facts, calls: list[int], work: dict[int, np.ndarray], exposed: dict[int, int],
+            starts: dict[int, int]) -> float:
     """ns saved over the window: per call, how much earlier the first device work launched after it
     could start if its kernels took FUSED_GPU_RATIO of their time (G: G_f, S saved) and its host span
     FUSED_HOST_RATIO (H saved). That work starts at N, once the optimizer's last kernel has ended and
@@ -442,7 +469,7 @@ def _saving(facts: Facts, calls: list[int], work: dict[int, np.ndarray], exposed
         ks = work.get(c, np.empty(0, np.int64))
         gpu = float(trace.dur[ks].sum())
         s = gpu * (1.0 - FUSED_GPU_RATIO)
-        h = float(trace.dur[c]) * (1.0 - FUSED_HOST_RATIO)
+        h = float(trace.ts[c] + trace.dur[c] - starts[c]) * (1.0 - FUSED_HOST_RATIO)
         pos = int(np.searchsorted(launch_ts, int(trace.ts[c] + trace.dur[c])))
         if ks.size == 0 or pos >= linked.size:
             unknown.append(s + exposed[c] * (1.0 - FUSED_HOST_RATIO))

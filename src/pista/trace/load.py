@@ -17,12 +17,14 @@ Whatever was skipped or repaired is said in `Trace.notices`; a file with nothing
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import io
 import os
 import re
 import stat
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -237,33 +239,43 @@ def _gunzip(data: bytes, cap: int) -> tuple[bytes, bool]:
     """Every member of the gzip stream unpacked, counting the real bytes (the trailer's size is
     the last member's, mod 2^32: a bomb's says what it likes); (bytes, whether the stream was
     whole). Raises Oversize past `cap` bytes."""
-    chunks, size = [], 0
+    # the pieces gather in a BytesIO, which grows in place and hands its buffer over uncopied: a
+    # list of pieces and their join held the unpacked bytes twice (a 4 MB bomb of NULs: 2 x 4 GB)
+    first, more, size = b"", None, 0
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as unpacked:
             while chunk := unpacked.read(GUNZIP_CHUNK):
                 size += len(chunk)
                 if size > cap:
                     raise Oversize
-                chunks.append(chunk)
+                if more is None and not first:
+                    first = chunk  # a trace of one piece is returned as it is
+                    continue
+                if more is None:
+                    more = io.BytesIO()
+                    more.write(first)
+                    first = b""
+                more.write(chunk)
     except (EOFError, OSError, zlib.error):
+        first, more = b"", None  # let go before unpacking again
         return _gunzip_prefix(data, cap), False
-    return (chunks[0] if len(chunks) == 1 else b"".join(chunks)), True
+    return (first if more is None else more.getvalue()), True
 
 
 def _gunzip_prefix(data: bytes, cap: int) -> bytes:
     decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out = bytearray()
+    out = io.BytesIO()  # handed over uncopied: bytes(bytearray) held two copies at the end
     step = 1 << 16
     for start in range(0, len(data), step):
         try:
-            out += decoder.decompress(data[start : start + step])
+            out.write(decoder.decompress(data[start : start + step]))
         except zlib.error:
             break
-        if len(out) > cap:
+        if out.tell() > cap:
             raise Oversize
         if decoder.eof:
             break
-    return bytes(out)
+    return out.getvalue()
 
 
 # Traces whose JSON is at least this big are read in blocks (pista.trace.stream): faster on two
@@ -414,6 +426,15 @@ def _text_encoding(data: bytes, source: str, notices: list[str]) -> bytes:
     raise BadTrace(source, f"not JSON: a trace starts with '{{' or '[', this file with {shown!r}")
 
 
+def refuse_non_json_start(head: bytes, source: object) -> None:
+    """The first bytes of a stream: raise the BadTrace the reader would for bytes that cannot begin
+    a JSON text (binary data, another format), so a stream of them is refused before it is all
+    read; nothing for a start that may be JSON (whitespace alone included: more may follow)."""
+    if head[:2] == GZIP_MAGIC or head.startswith(_UTF16_BOMS) or not head.removeprefix(_UTF8_BOM).strip():
+        return
+    _text_encoding(head, str(source), [])
+
+
 def _metadata(doc: _Document | _LooseDocument) -> dict[str, Any]:
     meta: dict[str, Any] = {}
     for key in ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "displayTimeUnit",
@@ -509,18 +530,21 @@ _BARE_TOKEN = rb"[-+]?(?:NaN|nan|Infinity|infinity|inf|N/A)"
 # found with bytes.find first: far faster than a regex over a big file
 _BARE_TOKEN_TEXTS = (b"NaN", b"nan", b"inf", b"Inf", b"N/A")
 _BARE_TOKEN_HINT = re.compile(rb"[:,\[]\s*" + _BARE_TOKEN + rb"\s*[,}\]]")
-_STRING_OR_BARE_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|([:,\[]\s*)(' + _BARE_TOKEN + rb")(?=\s*[,}\]])")
+# A string cut off by the line's end (a file cut mid-write) matches up to there: were the closing
+# quote required, each '"' of a long run of \" would start a match that fails only at the end
+# (quadratic: 64 KB took 10 s).
+_STRING_OR_BARE_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)|([:,\[]\s*)(' + _BARE_TOKEN
+                                   + rb")(?=\s*[,}\]])")
 
 
 def _repair(data: bytes, notices: list[str]) -> bytes:
     """Make invalid UTF-8 and bare NaN/inf/N/A tokens readable; returns `data` itself if neither."""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as err:
+    err = _utf8_error(data)
+    if err is not None:
         if err.reason == "unexpected end of data" and err.end == len(data):
             data = data[: err.start]  # cut off inside a multi-byte character: salvage sees the cut
         else:
-            data = data.decode("utf-8", "replace").encode()
+            data = _utf8_replaced(data)
             notices.append(f"bytes that are not UTF-8 (first at byte {err.start}) were replaced by U+FFFD")
     hints = _bare_token_hints(data)
     if hints:
@@ -551,6 +575,49 @@ def _repair(data: bytes, notices: list[str]) -> bytes:
     return data
 
 
+# UTF-8 is checked and mended this many bytes at a time: decoding the whole file held it twice more
+# (as text, then as bytes again).
+UTF8_CHUNK = 16 << 20
+# A UTF-8 character is at most this many bytes: a chunk that ends inside one takes the rest of it.
+UTF8_MAX_CHAR = 4
+
+
+def _utf8_chunks(data: bytes) -> Iterator[tuple[int, int]]:
+    """Spans of `data` of about UTF8_CHUNK bytes that end between two characters (a span ends inside
+    one only where the bytes are no UTF-8 there anyway, as a whole decode would find too)."""
+    start = 0
+    while start < len(data):
+        end = min(start + UTF8_CHUNK, len(data))
+        # continuation bytes (10xxxxxx) belong to the character before: the span takes them
+        for _ in range(UTF8_MAX_CHAR - 1):
+            if end < len(data) and data[end] & 0xC0 == 0x80:
+                end += 1
+        yield start, end
+        start = end
+
+
+def _utf8_error(data: bytes) -> UnicodeDecodeError | None:
+    """The first UTF-8 error in `data` (offsets into it), or None; checked a chunk at a time."""
+    if data.isascii():
+        return None
+    view = memoryview(data)
+    for start, end in _utf8_chunks(data):
+        try:
+            codecs.utf_8_decode(view[start:end], "strict", True)  # final: a cut character is an error
+        except UnicodeDecodeError as err:
+            return UnicodeDecodeError("utf-8", data, start + err.start, start + err.end, err.reason)
+    return None
+
+
+def _utf8_replaced(data: bytes) -> bytes:
+    """`data` with every byte that is no UTF-8 replaced by U+FFFD, a chunk at a time."""
+    out = io.BytesIO()
+    view = memoryview(data)
+    for start, end in _utf8_chunks(data):
+        out.write(codecs.utf_8_decode(view[start:end], "replace", True)[0].encode())
+    return out.getvalue()
+
+
 def _bare_token_hints(data: bytes) -> list[int]:
     """Sorted offsets of what may be a bare NaN/inf/N/A value: each occurrence of the text (found
     with bytes.find, fast) whose surroundings look like a value position."""
@@ -569,10 +636,11 @@ def _bare_token_hints(data: bytes) -> list[int]:
 
 # Where an event may start: '{' after the list's '[' or after a ','. False starts (inside strings,
 # lists of objects in args) only split an event, and joining the pieces back mends that.
-_EVENT_START = re.compile(rb"[\[,]\s*(?=\{)")
+_EVENT_START = re.compile(rb"[\[,]\s*+(?=\{)")
 _ZEROED = re.compile(rb"\x00+")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
-_LIST_END = re.compile(rb"\s*,?\s*\]")
+# possessive: a long run of whitespace that no ']' ends must not be tried at every split of the run
+_LIST_END = re.compile(rb"\s*+(?:,\s*+)?\]")
 _TRAILING_AT = re.compile(r"trailing characters \(byte (\d+)\)")
 
 
@@ -592,9 +660,7 @@ def _salvage(data: bytes, source: str, notices: list[str],
     else:
         raise BadTrace(source, f"not valid JSON ({whole_error}), and no 'traceEvents' list in it to salvage")
 
-    matches = list(_EVENT_START.finditer(data, list_at))
-    seps = [m.start() for m in matches]  # the ',' or '[' before each start: a piece ends there
-    starts = [m.end() for m in matches]  # the '{'
+    seps, starts = _event_starts(data, list_at)
     view = memoryview(data)
     n = len(starts)
     events: list[_Event] = []
@@ -625,7 +691,7 @@ def _salvage(data: bytes, source: str, notices: list[str],
         last_error: BaseException | None = None
         list_ends_here = False
         for j in range(i, min(i + SALVAGE_MAX_JOIN, n)):
-            end, after = (seps[j + 1], None) if j + 1 < n else _last_event_end(view, starts[i])
+            end, after = (seps[j + 1], None) if j + 1 < n else _last_event_end(data, starts[i])
             try:
                 result = _EVENT_DECODER.decode(view[starts[i] : end])
             except msgspec.ValidationError as err:
@@ -635,7 +701,7 @@ def _salvage(data: bytes, source: str, notices: list[str],
                 if j == i and j + 1 < n:
                     # the list may end after this event, with objects in the keys that follow
                     # ("deviceProperties": [{...}] after the events) making more pieces
-                    stop = _object_end(bytes(view[starts[i] : end]), err)
+                    stop = _object_end(data, starts[i], err)
                     if stop is not None and _LIST_END.match(data, starts[i] + stop):
                         end = after = starts[i] + stop
                         try:
@@ -704,37 +770,74 @@ def _salvage(data: bytes, source: str, notices: list[str],
     return events, meta, skipped
 
 
-def _last_event_end(view: memoryview, start: int) -> tuple[int, int | None]:
+# How far back from a block of NULs to look for the comma before it (Kineto's separator is ",\n  ").
+COMMA_LOOKBACK = 64
+# After a block of NULs, what may come before the next event's '{': the comma may follow the block.
+_AFTER_ZEROED = re.compile(rb"\s*+(?:,\s*+(?=\{))?")
+
+
+def _event_starts(data: bytes, list_at: int) -> tuple[list[int], list[int]]:
+    """Where each piece ends (the ',' or '[' before an event start, or a block of NULs) and where
+    the next begins (its '{'). A crash zero-fills what it had not written: an event right after
+    such a block starts a piece too (it was read as the end of the one before, and lost). The
+    blocks are skipped by a search for NULs alone: the start pattern tried at every NUL of a
+    4 GB block took minutes."""
+    seps: list[int] = []
+    starts: list[int] = []
+    at = list_at
+    for zeroed in _ZEROED.finditer(data, list_at):
+        for match in _EVENT_START.finditer(data, at, zeroed.start()):
+            seps.append(match.start())
+            starts.append(match.end())
+        at = _AFTER_ZEROED.match(data, zeroed.end()).end()  # type: ignore[union-attr]  # matches '' too
+        if data[at : at + 1] == b"{":
+            # the piece before ends at its comma, if one comes right before the block
+            window = max(list_at, zeroed.start() - COMMA_LOOKBACK)
+            before = data[window : zeroed.start()].rstrip()
+            seps.append(window + len(before) - 1 if before.endswith((b",", b"[")) else zeroed.start())
+            starts.append(at)
+    for match in _EVENT_START.finditer(data, at):
+        seps.append(match.start())
+        starts.append(match.end())
+    return seps, starts
+
+
+def _last_event_end(data: bytes, start: int) -> tuple[int, int | None]:
     """The end of the value that starts at `start` when the list's end follows it (then also where
     the rest begins); else the end of the data and None (cut off, or damaged)."""
     try:
-        msgspec.json.decode(view[start:], type=Raw)
+        msgspec.json.decode(memoryview(data)[start:], type=Raw)
     except _DECODE_ERRORS as err:
-        stop = _object_end(bytes(view[start:]), err)
+        stop = _object_end(data, start, err)
         if stop is not None:
             return start + stop, start + stop
-        return len(view), None
-    return len(view), len(view)  # the data ends right after this event: the list is never closed
+        return len(data), None
+    return len(data), len(data)  # the data ends right after this event: the list is never closed
 
 
-def _object_end(buf: bytes, err: BaseException) -> int | None:
-    """Where the JSON object at the start of `buf` ends, given msgspec's "trailing characters" error
-    for `buf`. Its offset lands on or just past the first trailing character, so try the last few
-    '}' up to there."""
+# How many of the last '}' before a "trailing characters" error _object_end tries.
+OBJECT_END_TRIES = 3
+
+
+def _object_end(buf: bytes, start: int, err: BaseException) -> int | None:
+    """Where the JSON object at buf[start] ends, less `start`, given msgspec's "trailing characters"
+    error for the bytes from there. Its offset lands on or just past the first trailing character,
+    so try the last few '}' up to there. Views, not slices: a slice of a big damaged file is a copy."""
     trailing = _TRAILING_AT.search(str(err))
     if trailing is None:
         return None
-    bound = int(trailing.group(1)) + 1
-    for _ in range(3):
-        close = buf.rfind(b"}", 0, bound)
+    bound = start + int(trailing.group(1)) + 1
+    view = memoryview(buf)
+    for _ in range(OBJECT_END_TRIES):
+        close = buf.rfind(b"}", start, bound)
         if close < 0:
             return None
         try:
-            msgspec.json.decode(buf[: close + 1], type=Raw)
+            msgspec.json.decode(view[start : close + 1], type=Raw)
         except _DECODE_ERRORS:
             bound = close
             continue
-        return close + 1
+        return close + 1 - start
     return None
 
 
@@ -754,36 +857,55 @@ def _prefix_metadata(prefix: bytes) -> dict[str, Any]:
         return {}
 
 
+# The keys after the event list (traceName; Kineto writes the big ones before it) are read from at
+# most this many bytes: past it they are no metadata but junk, such as a zero-filled tail, and
+# copying them all to read them held a damaged file twice.
+TAIL_MAX_BYTES = 64 << 20
+# Junk after the document is measured this many bytes at a time (a trailing run of whitespace).
+JUNK_STEP = 1 << 20
+_SPACE_RUN = re.compile(rb"\s*+")
+
+
 def _tail_metadata(data: bytes, tail_at: int | None, keyed: bool) -> tuple[dict[str, Any], bool, int]:
     """After the last event: the list's ']' and, in an object, the keys after it (traceName).
     Returns (metadata, whether the document is closed, bytes of junk after its end)."""
     if tail_at is None:
         return {}, False, 0
-    rest = data[tail_at:].lstrip()
-    if rest.startswith(b","):  # a trailing comma after the last event: not JSON, but nothing lost
-        rest = rest[1:].lstrip()
-    if not rest.startswith(b"]"):
+    list_end = _LIST_END.match(data, tail_at)  # a trailing comma after the last event is no loss
+    if list_end is None:
         return {}, False, 0
-    rest = rest[1:].lstrip()
+    at = _SPACE_RUN.match(data, list_end.end()).end()  # type: ignore[union-attr]  # matches '' too
     if not keyed:
-        return {}, True, len(rest.strip())
-    if rest.startswith(b","):
-        rest = b"{" + rest[1:]
-    elif rest.startswith(b"}"):
-        rest = b"{" + rest
-    else:
+        return {}, True, _junk(data, at)
+    if data[at : at + 1] not in (b",", b"}"):
         return {}, False, 0
+    # the keys after the list as an object of their own: '{' for the ',' (or before the '}')
+    skip = 1 if data[at : at + 1] == b"," else 0
+    rest = b"".join((b"{", memoryview(data)[at + skip : at + skip + TAIL_MAX_BYTES]))
     try:
-        return _metadata(_LOOSE_DECODER.decode(rest)), True, 0
+        return _metadata(_LOOSE_DECODER.decode(rest)), True, _junk(data, at + skip + len(rest) - 1)
     except (*_DECODE_ERRORS, msgspec.ValidationError) as err:
-        stop = _object_end(rest, err)
+        stop = _object_end(rest, 0, err)
         if stop is None:
             return {}, False, 0
         try:
-            meta = _metadata(_LOOSE_DECODER.decode(rest[:stop]))
+            meta = _metadata(_LOOSE_DECODER.decode(memoryview(rest)[:stop]))
         except (*_DECODE_ERRORS, msgspec.ValidationError):
             meta = {}
-        return meta, True, len(rest[stop:].strip())
+        return meta, True, _junk(data, at + skip + stop - 1)
+
+
+def _junk(data: bytes, at: int) -> int:
+    """How many bytes lie from data[at] to the end, less the whitespace around them."""
+    first = _SPACE_RUN.match(data, at).end()  # type: ignore[union-attr]  # matches the empty string too
+    last = len(data)
+    while last > first:
+        piece = data[max(first, last - JUNK_STEP) : last]
+        kept = len(piece.rstrip())
+        last -= len(piece) - kept
+        if kept:
+            break
+    return last - first
 
 
 # -- columns ---------------------------------------------------------------------------------
@@ -874,11 +996,13 @@ def _build(events: list[_Event], meta: dict[str, Any], source: str, notices: lis
                                 "time ('ts')")
     ts_us[np.isnan(ts_us)] = 0.0  # an event without ts (metadata) is at 0, as chrome://tracing reads it
     exact = meta.pop(_EXACT, None)
-    if exact is None and ts_us.size and np.nanmax(np.abs(ts_us)) >= EXACT_FROM_US:
-        notices.append("times past 2^43 µs in a damaged file are read through a float64: placed to within "
-                       f"{1000 * np.spacing(np.nanmax(np.abs(ts_us))):.0f} ns")
     bad = bad_times(ts_us, dur_us)
     keep = np.flatnonzero(~bad)
+    # the kept times only: a skipped 1e300 would put a 280-digit spacing in the notice
+    latest = float(np.abs(ts_us[keep]).max()) if keep.size else 0.0
+    if exact is None and latest >= EXACT_FROM_US:
+        notices.append("times past 2^43 µs in a damaged file are read through a float64: placed to within "
+                       f"{1000 * np.spacing(latest):.0f} ns")
     ts_ns = np.rint(ts_us[keep] * 1000.0).astype(np.int64) if exact is None else exact[0][keep]
     dur_ns = np.rint(dur_us[keep] * 1000.0).astype(np.int64) if exact is None else exact[1][keep]
     events = [events[i] for i in keep] if keep.size < n else events

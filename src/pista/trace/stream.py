@@ -13,6 +13,7 @@ return None, and the in-memory loader, with its lenient paths and salvage, takes
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
 import itertools
@@ -833,9 +834,10 @@ def _load(source: str, workers: int | None, events_view: bool) -> Trace:
     with opener(source, "rb") as handle:
         handle.seek(end_offset + 1)
         tail = _read_tail(handle, source) if gzipped else handle.read()
-    meta = _metadata(prefix, tail) if prefix is not None else {}
+    meta, notices = _document_tail(prefix, tail, sum(p.count for p in parts))
     size = end_offset + 1 + len(tail)
     trace = _assemble(source, parts, names, cats, meta, gzipped, size)
+    trace.notices[:0] = notices  # the in-memory reader's salvage notices come before the others
     del parts
     give_back_freed_memory()
     return trace
@@ -878,6 +880,30 @@ def _find_array(head: bytes) -> tuple[bytes | None, int]:
         # the top-level one
         raise Unstreamable("the first traceEvents key is not the document's") from None
     return head[:key], key + len(_KEY) + bracket + 1
+
+
+def _document_tail(prefix: bytes | None, tail: bytes, events: int) -> tuple[dict[str, Any], list[str]]:
+    """The metadata (the keys before the event list and those after its ']', `tail`), and what the
+    in-memory reader's salvage says of a tail that is no JSON: junk after the document's end, or
+    keys cut off mid-write. Such a file was left to that reader, whole in memory (a 560 MB trace
+    with 12 bytes of junk at the end took 2 GiB, the clean one 210 MiB)."""
+    if prefix is not None:
+        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return _metadata(prefix, tail), []
+    elif not tail.strip():
+        return {}, []
+    if _KEY in tail or load._EVENT_START.search(tail) or load._utf8_error(tail) is not None \
+            or load._bare_token_hints(b"]" + tail):
+        # a second list; what may be more events (the scan took a `[]` among them for the list's
+        # end); bytes the in-memory reader repairs before it salvages: its own to read
+        raise Unstreamable("a tail the in-memory reader repairs or reads its own way")
+    extra, closed, ignored = load._tail_metadata(b"]" + tail, 0, prefix is not None)
+    meta = load._prefix_metadata(prefix) if prefix is not None else {}
+    meta.update(extra)
+    if not closed:
+        return meta, [f"the file is cut off mid-write after its event list: all {events} events read, the keys "
+                      "after the list are lost"]
+    return meta, [f"ignored {ignored} byte(s) of junk after the end of the trace"] if ignored else []
 
 
 def _metadata(prefix: bytes, tail: bytes) -> dict[str, Any]:

@@ -38,6 +38,11 @@ def advice(r: DataLoading | InputPrep) -> str:
                 "batch_size, drop_last=True), batch_size=None), or index the tensors with a permutation yourself: one "
                 "indexing op a batch instead of one a sample and a stack. Where each sample needs real work, "
                 "num_workers>0 loads the next batches while the step runs.")
+    if r.dataloader and not r.single_process:
+        return ("The DataLoader already loads in worker processes and the step still waits for it: the workers are "
+                "slower than the step. Give them more (num_workers up to the free cores, prefetch_factor), check they "
+                "are not starved of cores by the step's own threads (torch.set_num_threads), and make each sample "
+                "cheaper (decode on the GPU, cache decoded data, batched transforms).")
     return ("Load the next batches while the step runs: num_workers>0 with persistent_workers=True (on cores the "
             "step's threads leave free), and make the per-sample work lighter or batched.")
 
@@ -49,6 +54,9 @@ def fix(r: DataLoading | InputPrep) -> str:
     if r.per_sample:
         return (f"The DataLoader fetches each batch sample by sample ({r.selects_per_step:.0f} aten::select a step): "
                 "index whole batches (sampler=BatchSampler(...), batch_size=None).")
+    if r.dataloader and not r.single_process:
+        return (f"{_where(r)[0].upper() + _where(r)[1:]} takes {t(r.region_us_per_step)} a step though it has workers: "
+                "more workers, or cheaper samples.")
     return f"{_where(r)[0].upper() + _where(r)[1:]} takes {t(r.region_us_per_step)} a step: load in workers (num_workers>0)."
 
 

@@ -41,7 +41,16 @@ def message(r: GpuIdle) -> str:
     return text + "."
 
 
+# torch's name for a DataLoader that already has worker processes
+WORKERS = "_MultiProcessingDataLoaderIter"
+
+
 def advice(r: GpuIdle) -> str:
+    if WORKERS in r.regions[0].name:
+        return (f"'{r.regions[0].name}' already loads in worker processes, and the GPU still waits for it: the "
+                "workers are slower than the step. Give them more (num_workers up to the free cores, prefetch_factor, "
+                "persistent_workers=True), keep the step's threads off their cores, and make each sample cheaper "
+                "(decode on the GPU, cache decoded data, batched transforms).")
     return (f"'{r.regions[0].name}' is input work on the GPU's critical path: load in DataLoader workers "
             "(num_workers>0, pin_memory=True, prefetching) so the next batch is ready while the GPU runs this one, "
             "copy with non_blocking=True, or build the data on the GPU; move checkpointing and logging out of the "
@@ -50,6 +59,8 @@ def advice(r: GpuIdle) -> str:
 
 def fix(r: GpuIdle) -> str:
     g = r.regions[0]
+    if WORKERS in g.name:
+        return f"{g.name} takes {t(g.host_us_per_call)} of {_of(r)} though it has workers: more workers, cheaper samples"
     return (f"{g.name} takes {t(g.host_us_per_call)} of {_of(r)} and {_launches(g)}: load in DataLoader workers "
             "(num_workers>0, pin_memory=True)")
 

@@ -39,6 +39,11 @@ def advice(r: DataLoading | InputPrep) -> str:
                 "batch_size, drop_last=True), batch_size=None), o indexa tú los tensores con una permutación: una "
                 "operación de indexado por lote en lugar de una por muestra y un stack. Donde cada muestra necesita "
                 "trabajo de verdad, num_workers>0 carga los lotes siguientes mientras corre el paso.")
+    if r.dataloader and not r.single_process:
+        return ("El DataLoader ya carga en procesos aparte y el paso aún lo espera: los workers son más lentos que el "
+                "paso. Dales más (num_workers hasta los núcleos libres, prefetch_factor), comprueba que los hilos del "
+                "paso no les quitan núcleos (torch.set_num_threads), y abarata cada muestra (decodifica en la GPU, "
+                "guarda los datos decodificados, transformaciones por lotes).")
     return ("Carga los lotes siguientes mientras corre el paso: num_workers>0 con persistent_workers=True (en núcleos "
             "que los hilos del paso dejen libres), y aligera o agrupa en lotes el trabajo por muestra.")
 
@@ -50,6 +55,9 @@ def fix(r: DataLoading | InputPrep) -> str:
     if r.per_sample:
         return (f"El DataLoader lee cada lote muestra a muestra ({r.selects_per_step:.0f} aten::select por paso): "
                 "indexa lotes enteros (sampler=BatchSampler(...), batch_size=None).")
+    if r.dataloader and not r.single_process:
+        return (f"{_where(r)[0].upper() + _where(r)[1:]} ocupa {t(r.region_us_per_step)} por paso aunque tiene workers: "
+                "más workers, o muestras más baratas.")
     return (f"{_where(r)[0].upper() + _where(r)[1:]} ocupa {t(r.region_us_per_step)} por paso: carga en procesos "
             "aparte (num_workers>0).")
 

@@ -43,7 +43,16 @@ def message(r: GpuIdle) -> str:
     return text + "."
 
 
+# el nombre que torch da a un DataLoader que ya tiene procesos workers
+WORKERS = "_MultiProcessingDataLoaderIter"
+
+
 def advice(r: GpuIdle) -> str:
+    if WORKERS in r.regions[0].name:
+        return (f"'{r.regions[0].name}' ya carga en procesos workers y la GPU aún lo espera: los workers son más "
+                "lentos que el paso. Dales más (num_workers hasta los núcleos libres, prefetch_factor, "
+                "persistent_workers=True), aparta los hilos del paso de sus núcleos y abarata cada muestra "
+                "(decodifica en la GPU, guarda los datos decodificados, transformaciones por lotes).")
     return (f"'{r.regions[0].name}' es trabajo de entrada en el camino crítico de la GPU: carga en workers del "
             "DataLoader (num_workers>0, pin_memory=True, prefetch) para que el lote siguiente esté listo mientras la "
             "GPU procesa este, copia con non_blocking=True o genera los datos en la GPU; saca del paso los "
@@ -52,6 +61,8 @@ def advice(r: GpuIdle) -> str:
 
 def fix(r: GpuIdle) -> str:
     g = r.regions[0]
+    if WORKERS in g.name:
+        return f"{g.name} tarda {t(g.host_us_per_call)} de {_of(r)} aunque tiene workers: más workers, muestras más baratas"
     return (f"{g.name} tarda {t(g.host_us_per_call)} de {_of(r)} y {_launches(g)}: carga en workers del DataLoader "
             "(num_workers>0, pin_memory=True)")
 

@@ -83,6 +83,12 @@ luego el host tarda ~40 µs en despachar: unos µs por paso, info (medido sin pr
 por paso sin ellos). Antes contaba toda la inactividad tras cada sincronización (345 µs, 38%). Por
 debajo del 5% del paso es info, como coste latente: crece cuando el host es más rápido (un .item()
 por paso en GPT n=2: +20%), y un paso que sincroniza no se puede capturar como CUDA graph.
+Reproducido (pista.engine), el arreglo quita la sentencia, no solo la espera: una lectura de valor se va
+con su op y el frame de Python que solo la llamaba, `torch.cuda.synchronize()` con su envoltorio (sus
+frames, o hasta SYNC_WRAPPER_GAP_NS del hueco anterior), un indexado con máscara booleana con su backward
+(la forma fija con una multiplicación o torch.where), y las lecturas tras la misma op en un bucle sobre
+tensores agrupan esas ops (savings/h100: sync_cuda_synchronize 7.3% previsto para 12.9% medido,
+sync_bool_mask 12.5% para 9.6%, sync_per_param 17.6% para 20.5%).
 
 Solución:
 Deja los valores en la GPU (acumula las pérdidas en un tensor, `.item()` cada N pasos), saca las
