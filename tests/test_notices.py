@@ -132,3 +132,22 @@ def test_a_rule_that_raises_does_not_sink_the_reading(monkeypatch):
     monkeypatch.setenv("PISTA_STRICT_RULES", "1")
     with pytest.raises(ZeroDivisionError):
         analyze(fixture("gpu/host_sync_item"))
+
+
+def test_a_shared_cpu_is_said(analysis_of):
+    """cpu_busy_mm64: `pista run matmul_add --size 64 --device cpu` beside six busy processes on 2 cores: each
+    64x64 matmul took 18-20 ms, thousands of times what it needs. The notice names the slowest call from the file."""
+    import raw
+
+    mms = raw.in_steps("cpu_busy_mm64", raw.complete("cpu_busy_mm64", "cpu_op", "aten::mm"))
+    worst = max(mms, key=lambda e: e["dur"])
+    m, k = worst["args"]["Input Dims"][0]
+    n = worst["args"]["Input Dims"][1][1]
+    said = [x for x in analysis_of("cpu_busy_mm64").notices if x.startswith("the CPU was shared")]
+    assert said and f"of {2 * m * n * k / 1e6:.2g} MFLOP" in said[0] and f"took {worst['dur'] / 1e3:.3g} ms" in said[0]
+
+
+@pytest.mark.parametrize("name", ["gpu/cpu_matmul_add", "gpu/cpu_grouped", "gpu/cpu_linear_1thread", "gpu/cpu_mlp",
+                                  "gpu/cpu_infer_grad", "gpu/cpu_transformer", "gpu/cpu_linear"])
+def test_a_quiet_cpu_is_not(analysis_of, name):
+    assert not [x for x in analysis_of(name).notices if x.startswith("the CPU was shared")]

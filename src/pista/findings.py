@@ -16,6 +16,7 @@ import msgspec
 import numpy as np
 
 from pista.allocator import phase_done
+from pista.cpuload import busy_cpu
 from pista.table import Table, build_table
 from pista.trace.facts import Facts, derive, per_facts
 from pista.trace.model import Trace
@@ -680,6 +681,13 @@ def coverage_notices(facts: Facts) -> list[str]:
     if facts.has_gpu and not facts.is_host.any():
         notices.append("no host (CPU) events, only GPU activity: Self CPU is 0 and the verdict cannot weigh the "
                        "host against the GPU; profile with ProfilerActivity.CPU as well")
+    busy = busy_cpu(facts)
+    if busy is not None:
+        notices.append(f"the CPU was shared while this trace was taken: {busy.op} of {busy.mflop:.2g} MFLOP took "
+                       f"{busy.ms:.3g} ms, and the median GEMM call {busy.factor:.0f}x what one slow core needs; other "
+                       "processes held the cores (or torch ran more threads than the job's cores): the times here are "
+                       "the machine's load, not the program's. Re-capture on a quiet machine, with torch.set_num_threads "
+                       "at most the cores the job owns")
     spread = _cpu_step_spread(facts)
     if spread is not None:
         lo, hi = spread

@@ -19,6 +19,9 @@ Impact:
 The GEMM ops' own CPU time per step times 1 - threads/cores: linear scaling, which the matmul
 above reached; GEMMs under MIN_THREADED_MFLOP a call (a 64x64 matmul) are left out, as they gain ~nothing. Silent under MIN_STEP_SHARE. New in the issue "Your code and your memory".
 
+Silent where the CPU was shared (pista.cpuload: GEMMs many times slower than a slow core needs; a notice
+says so): more threads would contend for cores other processes hold.
+
 Fix:
 `torch.set_num_threads(N)` with N the cores the job owns (`len(os.sched_getaffinity(0))`), or
 unset/raise `OMP_NUM_THREADS`; in a process per core setup (several ranks on one host), give each
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pista.cpuload import busy_cpu
 from pista.efficiency import gemm_flops
 from pista.findings import Context, Finding, Record
 from pista.opargs import op_args
@@ -64,8 +68,8 @@ def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     host = facts.trace.metadata.get("pista_host")
     idle = idle_cores(host) if isinstance(host, dict) and not facts.has_gpu else None
-    if idle is None:
-        return []
+    if idle is None or busy_cpu(facts) is not None:
+        return []  # on a shared CPU, more threads would contend for cores others hold (the notice says so)
     threads, cores = idle
     idx = _splittable(facts, gemm_calls(facts))
     if idx.size == 0:

@@ -1,0 +1,111 @@
+"""padding en español."""
+
+from __future__ import annotations
+
+from pista.i18n._fmt import t
+from pista.rules.padding import MaskedAttention, PadCall, Padding
+
+TITLE = "Los lotes se rellenan hasta una longitud fija: el modelo trabaja sobre relleno"
+
+
+def _target(r: Padding) -> str:
+    if r.compiled:
+        return "la longitud de la fila más larga del lote redondeada a un múltiplo de 64"
+    return "la longitud de la fila más larga del lote"
+
+
+def message(r: Padding) -> str:
+    if r.seen:
+        return (f"Cada paso rellena un lote de {r.batch} filas cuya más larga tiene {r.longest:.0f} tokens (media de los "
+                f"pasos) hasta {r.length}, y el modelo trabaja después a {r.length}: el {100 * (1 - r.longest / r.length):.0f}% "
+                f"de cada secuencia es relleno. Los kernels que recorren el eje de la secuencia ocupan {t(r.kernels_us)} "
+                f"de GPU por paso; a {_target(r)} ocuparían {t(r.saved_gpu_us)} menos.")
+    return (f"Todos los pasos trabajan a la misma longitud, {r.length}, y la atención recibe una máscara de relleno: los "
+            "lotes llegan rellenos hasta una longitud fija, y las longitudes de los textos no están en la traza. Los "
+            f"kernels que recorren el eje de la secuencia ocupan {t(r.kernels_us)} de GPU por paso; si el texto más largo "
+            f"de un lote es la mitad de {r.length}, rellenar hasta él ahorra {t(r.saved_gpu_us)} de ese tiempo. Comprueba "
+            "las longitudes: print(attention_mask.sum(1).max()) en unos cuantos lotes.")
+
+
+def advice(r: Padding) -> str:
+    if r.compiled:
+        return ("El modelo está compilado, así que cada longitud nueva sería un grafo nuevo: rellena cada lote hasta el "
+                "siguiente múltiplo de 64 por encima de su fila más larga (pocos grafos cubren todos los lotes), o marca "
+                "la longitud como dinámica (torch._dynamo.mark_dynamic(ids, 1)) y rellena hasta la fila más larga.")
+    how = ("quita el relleno hasta max_length (el F.pad tras pad_sequence) y conserva el de pad_sequence, hasta la fila "
+           "más larga" if r.seen else "usa padding='longest' (o DataCollatorWithPadding) en vez de padding='max_length'")
+    return (f"Rellena cada lote hasta su propia fila más larga: {how}. Con longitudes muy desiguales, agrupa textos de "
+            "longitud parecida en cada lote (group_by_length=True en el Trainer de Hugging Face, o un sampler por "
+            "cubetas). Con torch.compile, marca la longitud como dinámica (torch._dynamo.mark_dynamic(ids, 1)) o rellena "
+            "hasta un múltiplo de 64, para que pocas formas cubran todos los lotes.")
+
+
+def fix(r: Padding) -> str:
+    if r.seen and r.compiled:
+        return (f"cada lote se rellena de ~{r.longest:.0f} a {r.length} tokens con torch.compile: rellena hasta el "
+                "siguiente múltiplo de 64 (pocos grafos), o marca la longitud como dinámica")
+    if r.seen:
+        return (f"cada lote se rellena de ~{r.longest:.0f} a {r.length} tokens: rellena hasta la fila más larga del lote "
+                "(quita el relleno hasta max_length)")
+    return (f"cada lote llega relleno hasta {r.length} con máscara de relleno: si los textos son más cortos, rellena "
+            "hasta el más largo de cada lote (padding='longest')")
+
+
+def basis(r: Padding) -> str:
+    if r.seen and r.compiled:
+        return ("los kernels del eje de la secuencia del paso a la longitud de la fila más larga redondeada a un "
+                "múltiplo de 64 (ops lineales por l/L, atención por (l/L)^2)")
+    if r.seen:
+        return ("los kernels del eje de la secuencia del paso a la longitud de la fila más larga (ops lineales por l/L, "
+                "atención por (l/L)^2)")
+    return (f"los kernels del eje de la secuencia del paso a una fila más larga supuesta del {100 * r.ratio:.0f}% de "
+            f"{r.length} (ops lineales por l/L, atención por (l/L)^2): las longitudes no están en la traza")
+
+
+NOTES = {
+    PadCall: lambda n: f"rellena {n.rows} filas de {n.longest} a {n.padded_to}",
+    MaskedAttention: lambda n: f"atención con una máscara de relleno de {list(n.mask)}",
+}
+
+
+DOCS = """Qué:
+Cada lote se rellena hasta una longitud fija (`padding="max_length"` de un tokenizador, un `F.pad` hasta
+`max_length`), así que el modelo trabaja sobre relleno. Dos casos, según lo que muestra la traza:
+- **visto**: una op del paso rellena un lote de ids de tokens, una máscara o embeddings a lo largo del eje de
+  la secuencia (`aten::constant_pad_nd`, de `F.pad`, sobre un tensor entero o booleano `[lote, longitud]`, o
+  uno `[lote, longitud, rasgos]`), de la fila más larga del lote `l` a `L`, y las ops del modelo trabajan
+  después a `L`: la parte de relleno, `1 - l/L`, se lee de la traza.
+- **probable**: los lotes llegan rellenos (lo hizo el cargador), la atención recibe una máscara de relleno de
+  claves (`[lote, 1, 1, L]`, `[lote, cabezas, 1, L]` o `[lote, 1, L, L]`) y la longitud `L` es la misma en
+  todos los pasos. Las longitudes de los textos no están en la traza: el hallazgo dice lo que se vio y qué
+  comprobar.
+Un modelo entrenado sobre fragmentos de longitud fija (el contexto de un GPT) no usa máscara de relleno y
+calla; un collate que rellena hasta la fila más larga de cada lote da una longitud nueva en cada paso y
+calla también.
+
+Por qué:
+El trabajo de un transformer crece con la longitud rellenada: las proyecciones y los MLP linealmente, la
+atención con su cuadrado. Textos de unas decenas de tokens rellenos hasta cientos gastan la mayor parte del
+paso en tokens de relleno que la máscara luego descarta.
+
+Ejemplo:
+savings/h100/pad_max_length_train: un clasificador nn.TransformerEncoder agrupa filas de 24-128 tokens con
+`pad_sequence` y después `F.pad` hasta 512: cada paso rellena [64, 126] hasta [64, 512]; rellenar hasta la
+fila más larga es un 44,7% más rápido sin el profiler. savings/h100/pad_loader_infer: un codificador tipo
+BERT recibe lotes que el cargador rellenó hasta 256 (textos de 16-100 tokens), con una máscara aditiva de
+[64, 1, 1, 256] en el SDPA de cada capa; rellenar hasta la más larga es un 55,9% más rápido.
+
+Impacto:
+Visto: el paso reproducido con sus kernels a la longitud de la fila más larga del lote: cada kernel de una op
+que recorre el eje de la secuencia (un tensor `[lote, L, ...]`, `lote*L` filas, o `[lote, cabezas, L, ...]`)
+se reduce por `l/L`, los de atención (una op de atención, o un tensor `[..., L, L]`) por `(l/L)^2`; el
+despacho del host no cambia. Con torch.compile, la longitud objetivo se redondea a un múltiplo de 64.
+Probable: la misma edición con un `l/L` supuesto de ASSUMED_RATIO, en info y con la condición dicha.
+
+Solución:
+Rellena cada lote hasta su propia fila más larga: `padding="longest"` (o `DataCollatorWithPadding`) en vez
+de `padding="max_length"`, `pad_sequence` sin el `F.pad` adicional; con longitudes muy desiguales, agrupa
+los textos por longitud (`group_by_length=True` en el Trainer de Hugging Face) para que las filas de un lote
+se parezcan. Con torch.compile, marca la longitud como dinámica (`torch._dynamo.mark_dynamic(ids, 1)`) o
+rellena hasta un múltiplo de 64 para que pocas formas cubran todos los lotes.
+"""

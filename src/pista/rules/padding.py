@@ -1,0 +1,308 @@
+"""What:
+Every batch is padded to a fixed length (a tokenizer's `padding="max_length"`, an `F.pad` to
+`max_length`), so the model runs on padding. Two cases, told apart by what the trace shows:
+- **seen**: an op in the step pads a batch of token ids, a mask or embeddings along the sequence axis
+  (`aten::constant_pad_nd`, from `F.pad`, on a `[batch, length]` integer or boolean tensor, or a
+  `[batch, length, features]` one), from the batch's longest row `l` to `L`, and the model's ops then
+  run at `L`: the padding's share is `1 - l/L`, read from the trace.
+- **likely**: the batches arrive padded (the loader did it), attention gets a key padding mask
+  (`[batch, 1, 1, L]`, `[batch, heads, 1, L]` or `[batch, 1, L, L]`), and the length `L` is the same in
+  every step. The texts' lengths are not in the trace: the finding says what was seen and what to check.
+A model trained on fixed-length chunks (a GPT's context) uses no padding mask and stays quiet; a collate
+that pads to each batch's longest row gives a new length every step and stays quiet too.
+
+Why:
+A transformer's work grows with the padded length: the projections and MLPs linearly, attention with its
+square. Texts of a few dozen tokens padded to hundreds spend most of the step on pad tokens, which the
+mask then throws away.
+
+Example:
+savings/h100/pad_max_length_train: an nn.TransformerEncoder classifier collates rows of 24-128 tokens
+with `pad_sequence`, then `F.pad` to 512: each step pads [64, 126] to [64, 512]; padding to the longest
+row is 44.7% faster unprofiled. savings/h100/pad_loader_infer: a BERT-style encoder gets batches the loader
+padded to 256 (texts of 16-100 tokens), an additive mask of [64, 1, 1, 256] in every layer's SDPA; padding
+to the longest is 55.9% faster.
+
+Impact:
+Seen: the step replayed with its kernels at the batch's longest row: each kernel of an op that runs on
+the sequence axis (a `[batch, L, ...]` tensor, `batch*L` rows, or `[batch, heads, L, ...]`) shrinks by
+`l/L`, attention's (an attention op, or a `[..., L, L]` tensor) by `(l/L)^2`; the host's dispatch is
+unchanged. Under torch.compile the target length is rounded up to a multiple of COMPILED_PAD_MULTIPLE.
+Likely: the same edit at an assumed `l/L` of ASSUMED_RATIO, reported at info with the
+condition stated (SEVERITY_EXCEPTION).
+
+Fix:
+Pad each batch to its own longest row: `padding="longest"` (or `DataCollatorWithPadding`) instead of
+`padding="max_length"`, `pad_sequence` without the extra `F.pad`; with very uneven lengths, bucket the
+texts by length (`group_by_length=True` in Hugging Face's Trainer) so a batch's rows are alike. Under
+torch.compile, mark the length dynamic (`torch._dynamo.mark_dynamic(ids, 1)`) or pad to a multiple of
+64 so a few shapes cover every batch.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+import numpy as np
+
+from pista.findings import Context, Finding, Record, Severity
+from pista.opargs import op_args
+from pista.rules._common import COMPILED_CODE, OPTIMIZER_STEP, evidence, name_mask, nearest_in, pattern_mask, us
+from pista.timeline import Edit
+from pista.trace.facts import Facts
+
+ID = "padding"
+SEVERITY_EXCEPTION = ("info where the trace cannot show the texts' lengths (the batches arrive padded): the "
+                      "condition is stated and the saving is computed at ASSUMED_RATIO")
+# The padding must add at least this share of the padded length (l/L at most 0.9): a pad of a few tokens
+# to a multiple of 8 is alignment, not waste.
+MIN_PADDED_SHARE = 0.1
+# Sequences shorter than this are not texts worth a finding (a pad of an image row, a small feature axis).
+MIN_LENGTH = 64
+MIN_STEP_SHARE = 0.02  # REVIEW.md: under a few percent is noise
+# Where the lengths are not in the trace, the saving is said for batches whose longest row is this share
+# of the padded length (savings/h100/pad_loader_infer: 16-100 tokens padded to 256, a batch's longest
+# ~0.39 of it; a stated condition, not a measurement).
+ASSUMED_RATIO = 0.5
+# Under torch.compile(dynamic=False) each new length is a new graph (savings/h100/recompile_shapes pads to
+# 512 to stop recompiling): the fix there pads to a multiple of this many tokens, a few graphs in all.
+COMPILED_PAD_MULTIPLE = 64
+EVIDENCE_EVENTS = 3
+
+PAD_OP = "aten::constant_pad_nd"
+TOKEN_TYPES = ("long int", "int", "bool", "long", "unsigned char")
+ATTENTION_OP = re.compile(r"attention|_masked_softmax|multi_head", re.I)
+SDPA_MASK = {"aten::scaled_dot_product_attention": 3, "aten::_scaled_dot_product_efficient_attention": 3,
+             "aten::_scaled_dot_product_cudnn_attention": 3, "aten::_scaled_dot_product_flash_attention_for_cpu": 6}
+
+
+class Padding(Record):
+    seen: bool  # the pad op is in the trace (else the batches arrive padded and attention masks them)
+    compiled: bool  # the steps run compiled code: the fix pads to a multiple of COMPILED_PAD_MULTIPLE
+    length: int  # L, the padded length
+    longest: float  # l, the batch's longest row (mean over steps); 0 where not seen
+    ratio: float  # l / L (ASSUMED_RATIO where not seen)
+    batch: int
+    steps: int
+    kernels_us: float  # per step: the GPU time of the kernels that run on the sequence axis
+    saved_gpu_us: float  # per step: what they lose at ratio
+
+
+class PadCall(Record):
+    """Note on the op that pads a batch."""
+
+    rows: int
+    longest: int
+    padded_to: int
+
+
+class MaskedAttention(Record):
+    """Note on an attention call that takes a padding mask."""
+
+    mask: tuple[int, ...]
+
+
+def check(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    if not facts.has_gpu or not facts.steps:
+        return []
+    pads = _pads(facts)
+    if pads:
+        return _seen(ctx, pads)
+    return _likely(ctx)
+
+
+def _pads(facts: Facts) -> dict[int, tuple[int, int, int, int]]:
+    """Per step, its first pad of a batch along the sequence axis: (op, batch, longest, padded length)."""
+    idx = np.flatnonzero(name_mask(facts, frozenset({PAD_OP})) & (facts.event_step >= 0))
+    out: dict[int, tuple[int, int, int, int]] = {}
+    for i, a in zip(idx.tolist(), op_args(facts, idx.tolist()), strict=True):
+        step = int(facts.event_step[i])
+        if a is None or step in out:
+            continue
+        found = _sequence_pad(a.dims, a.types, a.concrete)
+        if found is not None:
+            out[step] = (i, *found)
+    return out
+
+
+def _sequence_pad(dims, types, concrete) -> tuple[int, int, int] | None:
+    """(batch, longest, padded) where a pad widens a [B, l] token/mask tensor or a [B, l, d] one on axis 1."""
+    if not (isinstance(dims, list) and dims and isinstance(dims[0], list) and isinstance(concrete, list)
+            and len(concrete) > 1 and isinstance(types, list) and types):
+        return None
+    shape, pad = dims[0], _ints(concrete[1])
+    if pad is None or len(shape) not in (2, 3) or not all(isinstance(d, int) for d in shape):
+        return None
+    if len(shape) == 2 and types[0] not in TOKEN_TYPES:
+        return None
+    pad = pad + [0] * (2 * len(shape) - len(pad))
+    widened = [pad[2 * k] + pad[2 * k + 1] for k in range(len(shape))]  # last axis first
+    axis = len(shape) - 2  # axis 1, the sequence, is this far from the last (pads list the last axis first)
+    if any(w for k, w in enumerate(widened) if k != axis) or widened[axis] <= 0:
+        return None
+    batch, longest = int(shape[0]), int(shape[1])
+    padded = longest + widened[axis]
+    if padded < MIN_LENGTH or longest > (1.0 - MIN_PADDED_SHARE) * padded:
+        return None
+    return batch, longest, padded
+
+
+def _ints(text) -> list[int] | None:
+    """'[0, 386]' (a ScalarList's concrete text) as [0, 386]."""
+    if not isinstance(text, str) or not text.startswith("["):
+        return None
+    try:
+        return [int(x) for x in text.strip("[]").split(",") if x.strip()]
+    except ValueError:
+        return None
+
+
+def _seen(ctx: Context, pads: dict[int, tuple[int, int, int, int]]) -> list[Finding]:
+    facts = ctx.facts
+    compiled = bool(pattern_mask(facts, COMPILED_CODE)[facts.event_step >= 0].any())
+    ratios = {k: _target(longest, compiled) / padded for k, (_, _, longest, padded) in pads.items()}
+    if min(ratios.values()) > 1.0 - MIN_PADDED_SHARE:
+        return []
+    batch = max(b for _, b, _, _ in pads.values())
+    length = max(p for _, _, _, p in pads.values())
+    work, scale = _sequence_work(facts, {k: (b, p) for k, (_, b, _, p) in pads.items()}, ratios)
+    found = _finding(ctx, work, scale, Padding(seen=True, compiled=compiled, length=length, ratio=float(np.mean(list(ratios.values()))),
+                                               longest=float(np.mean([lo for _, _, lo, _ in pads.values()])),
+                                               batch=batch, steps=ctx.step_count, kernels_us=0.0, saved_gpu_us=0.0))
+    if found is None:
+        return []
+    record, impact, edit = found
+    ev = [evidence(facts, i, PadCall(b, lo, p)) for i, b, lo, p in list(pads.values())[:EVIDENCE_EVENTS]]
+    return [Finding(ID, record, impact, ev, edit=edit)]
+
+
+def _target(longest: int, compiled: bool) -> int:
+    """The length a batch is padded to once fixed: its longest row; under torch.compile the next multiple of
+    COMPILED_PAD_MULTIPLE (a few graphs, not one per length)."""
+    if not compiled:
+        return longest
+    return -(-longest // COMPILED_PAD_MULTIPLE) * COMPILED_PAD_MULTIPLE
+
+
+def _likely(ctx: Context) -> list[Finding]:
+    facts = ctx.facts
+    masked = _masked_attention(facts)
+    lengths = {L for _, _, L, _ in masked.values()}
+    if len(masked) < 2 or len(masked) < len(facts.steps) or len(lengths) != 1:
+        return []  # a length that moves from step to step is a batch padded to its longest row
+    length = lengths.pop()
+    if length < MIN_LENGTH:
+        return []
+    batch = max(b for _, b, _, _ in masked.values())
+    ratios = dict.fromkeys(masked, ASSUMED_RATIO)
+    work, scale = _sequence_work(facts, {k: (b, L) for k, (_, b, L, _) in masked.items()}, ratios)
+    found = _finding(ctx, work, scale, Padding(seen=False, compiled=False, length=length, longest=0.0, ratio=ASSUMED_RATIO,
+                                               batch=batch, steps=ctx.step_count, kernels_us=0.0, saved_gpu_us=0.0))
+    if found is None:
+        return []
+    record, impact, edit = found
+    ev = [evidence(facts, i, MaskedAttention(mask)) for i, _, _, mask in list(masked.values())[:EVIDENCE_EVENTS]]
+    return [Finding(ID, record, impact, ev, severity=Severity.INFO, edit=edit)]
+
+
+def _finding(ctx: Context, work: np.ndarray, scale: np.ndarray, record: Padding):
+    """The record filled in, the impact (the kernels' time lost) and the edit; None under MIN_STEP_SHARE."""
+    if work.size == 0:
+        return None
+    dur = ctx.facts.trace.dur[work].astype(np.float64)
+    saved = float((dur * (1.0 - scale)).sum())
+    impact = ctx.per_step(saved * ctx.busy_share)
+    if impact.share < MIN_STEP_SHARE:
+        return None
+    steps = ctx.step_count
+    filled = msgspec.structs.replace(record, kernels_us=us(dur.sum()) / steps, saved_gpu_us=us(saved) / steps)
+    return filled, impact, Edit("batches padded to their longest row", device_dur=(work, dur * scale))
+
+
+def _masked_attention(facts: Facts) -> dict[int, tuple[int, int, int, tuple[int, ...]]]:
+    """Per step, its first attention call with a key padding mask: (op, batch, length, the mask's shape)."""
+    idx = np.flatnonzero(name_mask(facts, frozenset(SDPA_MASK)) & (facts.event_step >= 0))
+    out: dict[int, tuple[int, int, int, tuple[int, ...]]] = {}
+    for i, a in zip(idx.tolist(), op_args(facts, idx.tolist()), strict=True):
+        step = int(facts.event_step[i])
+        if a is None or step in out or not isinstance(a.dims, list):
+            continue
+        dims = a.dims
+        pos = SDPA_MASK[facts.trace.event_name(i)]
+        if len(dims) <= pos or not (isinstance(dims[0], list) and isinstance(dims[pos], list)):
+            continue
+        q, mask = dims[0], dims[pos]
+        if _key_padding(q, mask):
+            out[step] = (i, int(q[0]), int(mask[-1]), tuple(int(d) for d in mask))
+    return out
+
+
+def _key_padding(q: list, mask: list) -> bool:
+    """Whether an SDPA mask masks keys per example: [B, 1 or H, 1, L] or [B, 1, L, L], B > 1 (a causal
+    mask is [L, L] or [1, 1, L, L]; a model without padding passes none)."""
+    if len(q) != 4 or len(mask) != 4 or not all(isinstance(d, int) for d in (*q, *mask)):
+        return False
+    batch, heads, length = q[0], q[1], q[2]
+    return (batch > 1 and mask[0] == batch and mask[1] in (1, heads) and mask[3] == length
+            and mask[2] in (1, length))
+
+
+def _sequence_work(facts: Facts, shapes: dict[int, tuple[int, int]], ratios: dict[int, float]):
+    """The device work of the padded steps that runs on the sequence axis, and each one's new share of its
+    time: ratio for an op on [B, L, ...], B*L rows or [B, H, L, ...]; ratio^2 for attention."""
+    work = np.flatnonzero(facts.is_device_work & (facts.launcher >= 0))
+    launch = facts.launcher[work]
+    step = facts.event_step[launch]
+    keep = np.isin(step, list(shapes)) & ~_in_optimizer(facts, launch)
+    work, launch, step = work[keep], launch[keep], step[keep]
+    ops = nearest_in(facts, facts.trace.category_mask({"cpu_op"}), launch, inclusive=False)
+    has_op = ops >= 0
+    work, step, ops = work[has_op], step[has_op], ops[has_op]
+    power = _powers(facts, ops, step, shapes)
+    on_axis = power > 0
+    ratio = np.array([ratios[int(k)] for k in step[on_axis].tolist()], dtype=np.float64)
+    return work[on_axis].astype(np.int64), ratio ** power[on_axis]
+
+
+def _in_optimizer(facts: Facts, idx: np.ndarray) -> np.ndarray:
+    """Whether these events run inside Optimizer.step/zero_grad: parameters, not the sequence axis."""
+    return nearest_in(facts, pattern_mask(facts, OPTIMIZER_STEP), idx) >= 0
+
+
+def _powers(facts: Facts, ops: np.ndarray, step: np.ndarray, shapes: dict[int, tuple[int, int]]) -> np.ndarray:
+    """Per launching op: 2 for attention, 1 for an op on the sequence axis, 0 otherwise (memoised by the
+    op's recorded dims: a model's calls repeat a few shapes)."""
+    memo: dict[tuple[bytes, int, int, bool], int] = {}
+    out = np.zeros(ops.size, dtype=np.int64)
+    names = facts.trace
+    for p, (op, a) in enumerate(zip(ops.tolist(), op_args(facts, ops.tolist()), strict=True)):
+        if a is None:
+            continue
+        batch, length = shapes[int(step[p])]
+        attention = bool(ATTENTION_OP.search(names.event_name(op)))
+        key = (a.dims_text, batch, length, attention)
+        if key not in memo:
+            memo[key] = _power(a.dims, batch, length, attention)
+        out[p] = memo[key]
+    return out
+
+
+def _power(dims, batch: int, length: int, attention: bool) -> int:
+    tensors = [d for d in dims if isinstance(d, list) and d and all(isinstance(x, int) for x in d)] \
+        if isinstance(dims, list) else []
+    on_axis = any(_on_axis(d, batch, length) for d in tensors)
+    quadratic = any(len(d) >= 2 and d[-1] == length and d[-2] == length for d in tensors)
+    if not on_axis and not quadratic:
+        return 0
+    return 2 if attention or quadratic else 1
+
+
+def _on_axis(d: list[int], batch: int, length: int) -> bool:
+    """Whether a tensor runs along the sequence: batch and length side by side (either order: nn.
+    MultiheadAttention works on [L, B, E]), B*L rows, or per head ([B, H, L, x], [B*H, L, x])."""
+    pairs = zip(d, d[1:], strict=False)
+    return (batch * length in d or any(p in ((batch, length), (length, batch)) for p in pairs)
+            or (len(d) == 4 and d[0] == batch and d[2] == length)
+            or (len(d) == 3 and d[1] == length and d[0] % batch == 0))
