@@ -13,6 +13,7 @@ from conftest import H200_TRACES
 
 import pista.rules
 from pista.config import Config, apply_thresholds
+from pista.findings import analyze
 from pista.rules import catalogue, get_rule, shared_modules
 
 RULE_IDS = {
@@ -231,3 +232,43 @@ def test_what_the_profiler_did_not_record_is_said(tmp_path):
     assert any("zero or missing duration" in n for n in no_dur.notices)
     # a sound trace says none of it
     assert analyze(_edited(tmp_path, lambda e: True)).notices == []
+
+
+def _restore_everywhere(monkeypatch, name):
+    """Put a module constant back after the test, in every loaded pista module that holds it."""
+    import sys
+
+    for module in [m for n, m in list(sys.modules.items()) if n.startswith("pista.") and m is not None]:
+        if name in vars(module):
+            monkeypatch.setattr(module, name, vars(module)[name])
+
+
+def test_a_threshold_copied_from_another_module_is_set_at_its_source(monkeypatch):
+    """Issue 36: 20 advertised thresholds were copies of another module's value, so setting them changed nothing.
+    Every one that is a copy (imported, or NAME = module.NAME) is set where it comes from too."""
+    from pista.config import _copies_of
+
+    copies = []
+    for rule in catalogue():
+        for name, value in rule.thresholds.items():
+            holder = next(m for m in rule.modules if name in vars(m))
+            chain = _copies_of(holder, name)
+            if len(chain) > 1 and isinstance(value, (int, float)) and not isinstance(value, bool):
+                copies.append((rule.id, name, value, chain[-1]))
+    assert ("overhead-bound", "OVERHEAD_RATIO", 3.0, sys.modules["pista.findings"]) in copies
+    for rule_id, name, value, home in copies:
+        _restore_everywhere(monkeypatch, name)
+        apply_thresholds(Config(thresholds={rule_id: {name: value * 2}}))
+        assert vars(home)[name] == value * 2, (rule_id, name, home.__name__)
+        _restore_everywhere(monkeypatch, name)
+
+
+def test_setting_the_verdicts_ratio_moves_the_verdict(monkeypatch):
+    """OVERHEAD_RATIO = 100000 was accepted and overhead-bound still fired at 43x on seed_mm64_warm."""
+    _restore_everywhere(monkeypatch, "OVERHEAD_RATIO")
+    trace = str(Path(__file__).parent / "fixtures" / "seed_mm64_warm.json.gz")
+    before = analyze(trace)
+    apply_thresholds(Config(thresholds={"overhead-bound": {"OVERHEAD_RATIO": 100000.0}}))
+    after = analyze(trace)
+    assert before.summary.verdict == "overhead-bound" and "overhead-bound" in before.rules_fired
+    assert after.summary.verdict != "overhead-bound" and "overhead-bound" not in after.rules_fired

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -98,7 +99,9 @@ def pyprojects(draw: st.DrawFn) -> str:
 
 
 def check_settings(text: str) -> None:
-    saved = {(rule_id, name): get_rule(rule_id).thresholds[name] for rule_id, name in thresholds()}
+    names = {name for _, name in thresholds()}
+    saved = [(module, name, vars(module)[name]) for module in list(sys.modules.values())
+             if module is not None and module.__name__.startswith("pista.") for name in names if name in vars(module)]
     with tempfile.TemporaryDirectory() as folder:
         Path(folder, "pyproject.toml").write_text(text)
         try:
@@ -114,9 +117,9 @@ def check_settings(text: str) -> None:
             json_render.render(analysis)
     except PistaError as err:
         assert_one_line(err)
-    finally:
-        for (rule_id, name), value in saved.items():
-            setattr(get_rule(rule_id).module, name, value)
+    finally:  # every module a setting reaches: the rule's, its shared modules, a copy's source, the text's
+        for module, name, value in saved:
+            setattr(module, name, value)
 
 
 @CI

@@ -12,11 +12,15 @@
 
 from __future__ import annotations
 
+import ast
 import difflib
+import functools
+import importlib
 import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from pista.errors import UsageError
@@ -105,15 +109,65 @@ def load(select: str | None = None, ignore: str | None = None, fail_on: str | No
 
 
 def apply_thresholds(config: Config) -> None:
-    """Set each rule's named thresholds from the config (this process only: the CLI runs once)."""
+    """Set each rule's named thresholds from the config (this process only: the CLI runs once): in the rule's
+    modules that hold the name, in the module a copy was imported from (overhead-bound shows the verdict's
+    OVERHEAD_RATIO: set there, the verdict moves; issue 36 found 20 settings that changed nothing), and in the
+    loaded modules that import it from one of those (the rule's text)."""
     from pista.rules import get_rule
 
     for rule_id, values in config.thresholds.items():
         modules = get_rule(rule_id).modules  # a threshold a shared module holds is set there, where it is read
         for name, value in values.items():
-            for module in modules:
-                if name in vars(module):
-                    setattr(module, name, value)
+            holders = {id(m): m for module in modules if name in vars(module) for m in _copies_of(module, name)}
+            holders |= {id(m): m for m in _importers(list(holders.values()), name)}
+            for module in holders.values():
+                setattr(module, name, value)
+
+
+def _copies_of(module: ModuleType, name: str) -> list[ModuleType]:
+    """The module and, following `from pista.X import NAME` or `NAME = X.NAME`, where its value comes from."""
+    out, seen = [module], {id(module)}
+    while (home := _source_module(out[-1], name)) is not None and id(home) not in seen:
+        seen.add(id(home))
+        out.append(home)
+    return out
+
+
+def _source_module(module: ModuleType, name: str) -> ModuleType | None:
+    for node in _tree(module).body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pista") and node.level == 0 \
+                and any(a.name == name and a.asname in (None, name) for a in node.names):
+            return importlib.import_module(node.module)
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [name] \
+                and isinstance(node.value, ast.Attribute) and node.value.attr == name \
+                and isinstance(node.value.value, ast.Name):
+            home = vars(module).get(node.value.value.id)
+            if isinstance(home, ModuleType):
+                return home
+    return None
+
+
+def _importers(homes: list[ModuleType], name: str) -> list[ModuleType]:
+    """Loaded pista modules (a rule's text in pista.i18n) that imported the name from one of these modules."""
+    wanted = {m.__name__ for m in homes}
+    out = []
+    for module in [m for n, m in list(sys.modules.items()) if n.startswith("pista.") and m is not None]:
+        if name not in vars(module) or module.__name__ in wanted:
+            continue
+        if any(isinstance(node, ast.ImportFrom) and node.module in wanted and any(a.name == name for a in node.names)
+               for node in _tree(module).body):
+            out.append(module)
+    return out
+
+
+@functools.cache
+def _tree_of(path: str) -> ast.Module:
+    return ast.parse(Path(path).read_text(encoding="utf-8"))
+
+
+def _tree(module: ModuleType) -> ast.Module:
+    path = getattr(module, "__file__", None)
+    return _tree_of(path) if path and path.endswith(".py") else ast.Module(body=[], type_ignores=[])
 
 
 def _severity(value: Any, where: str) -> str:
