@@ -83,6 +83,6 @@ def test_a_compiled_model_pads_to_a_multiple_of_64(analysis_of):
 
 @pytest.mark.parametrize("name", [SAVINGS + "pad_max_length_train__fixed", SAVINGS + "pad_loader_infer__fixed",
                                   SAVINGS + "healthy_gpt_bf16__broken", SAVINGS + "recompile_shapes__broken",
-                                  "gpu/bert_as_written", "gpu/attn_sdpa"])
+                                  "gpu/bert_as_written", "gpu/attn_sdpa", "gpu/attn_hf_eager", "gpu/attn_manual"])
 def test_batches_padded_to_their_longest_row_and_models_without_padding_stay_quiet(analysis_of, name):
     assert _finding(analysis_of, name) is None

@@ -58,7 +58,7 @@ from pista.rules._common import (
     us,
 )
 from pista.timeline import Edit
-from pista.trace.facts import Facts
+from pista.trace.facts import Facts, per_facts
 
 ID = "padding"
 SEVERITY_EXCEPTION = ("info where the trace cannot show the texts' lengths (the batches arrive padded): the "
@@ -69,6 +69,8 @@ MIN_PADDED_SHARE = 0.1
 # Sequences shorter than this are not texts worth a finding (a pad of an image row, a small feature axis).
 MIN_LENGTH = 64
 MIN_STEP_SHARE = 0.02  # REVIEW.md: under a few percent is noise
+# Rows padded one by one (F.pad per sample, then torch.stack) count as a batch from this many rows a step.
+MIN_SAMPLES = 4
 # Where the lengths are not in the trace, the saving is said for batches whose longest row is this share
 # of the padded length (savings/h100/pad_loader_infer: 16-100 tokens padded to 256, a batch's longest
 # ~0.39 of it; a stated condition, not a measurement).
@@ -81,6 +83,7 @@ EVIDENCE_EVENTS = 3
 PAD_OP = "aten::constant_pad_nd"
 TOKEN_TYPES = ("long int", "int", "bool", "long", "unsigned char")
 ATTENTION_OP = re.compile(r"attention|_masked_softmax|multi_head", re.I)
+SCORE_MASK_OPS = frozenset({"aten::add", "aten::add_", "aten::masked_fill", "aten::masked_fill_", "aten::where"})
 SDPA_MASK = {"aten::scaled_dot_product_attention": 3, "aten::_scaled_dot_product_efficient_attention": 3,
              "aten::_scaled_dot_product_cudnn_attention": 3, "aten::_scaled_dot_product_flash_attention_for_cpu": 6}
 
@@ -122,37 +125,47 @@ def check(ctx: Context) -> list[Finding]:
 
 
 def _pads(facts: Facts) -> dict[int, tuple[int, int, int, int]]:
-    """Per step, its first pad of a batch along the sequence axis: (op, batch, longest, padded length)."""
+    """Per step, how it pads its batch along the sequence axis: (op, batch, longest, padded length): its first
+    pad of a whole batch, else its pads of one sample each to one length (F.pad per row, then a stack)."""
     idx = np.flatnonzero(name_mask(facts, frozenset({PAD_OP})) & (facts.event_step >= 0))
-    out: dict[int, tuple[int, int, int, int]] = {}
+    whole: dict[int, tuple[int, int, int, int]] = {}
+    rows: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (step, padded) -> (op, length) per sample
     for i, a in zip(idx.tolist(), op_args(facts, idx.tolist()), strict=True):
-        step = int(facts.event_step[i])
-        if a is None or step in out:
+        found = None if a is None else _sequence_pad(a.dims, a.types, a.concrete)
+        if found is None:
             continue
-        found = _sequence_pad(a.dims, a.types, a.concrete)
-        if found is not None:
-            out[step] = (i, *found)
-    return out
+        step, (batch, longest, padded) = int(facts.event_step[i]), found
+        if batch:
+            whole.setdefault(step, (i, batch, longest, padded))
+        else:
+            rows.setdefault((step, padded), []).append((i, longest))
+    for (step, padded), samples in sorted(rows.items(), key=lambda kv: -len(kv[1])):
+        if step not in whole and len(samples) >= MIN_SAMPLES:
+            longest = max(n for _, n in samples)
+            if longest <= (1.0 - MIN_PADDED_SHARE) * padded:
+                whole[step] = (samples[0][0], len(samples), longest, padded)
+    return whole
 
 
 def _sequence_pad(dims, types, concrete) -> tuple[int, int, int] | None:
-    """(batch, longest, padded) where a pad widens a [B, l] token/mask tensor or a [B, l, d] one on axis 1."""
+    """(batch, longest, padded) where a pad widens a [B, l] token/mask tensor or a [B, l, d] one on axis 1;
+    (0, l, padded) for one sample's [l] tokens."""
     if not (isinstance(dims, list) and dims and isinstance(dims[0], list) and isinstance(concrete, list)
             and len(concrete) > 1 and isinstance(types, list) and types):
         return None
     shape, pad = dims[0], _ints(concrete[1])
-    if pad is None or len(shape) not in (2, 3) or not all(isinstance(d, int) for d in shape):
+    if pad is None or len(shape) not in (1, 2, 3) or not all(isinstance(d, int) for d in shape):
         return None
-    if len(shape) == 2 and types[0] not in TOKEN_TYPES:
+    if len(shape) < 3 and types[0] not in TOKEN_TYPES:
         return None
     pad = pad + [0] * (2 * len(shape) - len(pad))
     widened = [pad[2 * k] + pad[2 * k + 1] for k in range(len(shape))]  # last axis first
-    axis = len(shape) - 2  # axis 1, the sequence, is this far from the last (pads list the last axis first)
+    axis = max(len(shape) - 2, 0)  # the sequence axis (1 of a batch, 0 of a sample), this far from the last
     if any(w for k, w in enumerate(widened) if k != axis) or widened[axis] <= 0:
         return None
-    batch, longest = int(shape[0]), int(shape[1])
+    batch, longest = (0, int(shape[0])) if len(shape) == 1 else (int(shape[0]), int(shape[1]))
     padded = longest + widened[axis]
-    if padded < MIN_LENGTH or longest > (1.0 - MIN_PADDED_SHARE) * padded:
+    if padded < MIN_LENGTH or (batch and longest > (1.0 - MIN_PADDED_SHARE) * padded):
         return None
     return batch, longest, padded
 
@@ -230,21 +243,49 @@ def _finding(ctx: Context, work: np.ndarray, scale: np.ndarray, record: Padding)
 
 
 def _masked_attention(facts: Facts) -> dict[int, tuple[int, int, int, tuple[int, ...]]]:
-    """Per step, its first attention call with a key padding mask: (op, batch, length, the mask's shape)."""
-    idx = np.flatnonzero(name_mask(facts, frozenset(SDPA_MASK)) & (facts.event_step >= 0))
+    """Per step, its first attention call with a key padding mask: (op, batch, length, the mask's shape). SDPA
+    takes the mask as an argument; attention written out adds it to, or fills, the scores [B, H, L, L]
+    (Hugging Face's eager attention: scores + an additive [B, 1, 1, L])."""
+    idx = np.flatnonzero(name_mask(facts, frozenset(SDPA_MASK) | SCORE_MASK_OPS) & (facts.event_step >= 0))
     out: dict[int, tuple[int, int, int, tuple[int, ...]]] = {}
     for i, a in zip(idx.tolist(), op_args(facts, idx.tolist()), strict=True):
         step = int(facts.event_step[i])
         if a is None or step in out or not isinstance(a.dims, list):
             continue
-        dims = a.dims
-        pos = SDPA_MASK[facts.trace.event_name(i)]
-        if len(dims) <= pos or not (isinstance(dims[0], list) and isinstance(dims[pos], list)):
-            continue
-        q, mask = dims[0], dims[pos]
-        if _key_padding(q, mask):
-            out[step] = (i, int(q[0]), int(mask[-1]), tuple(int(d) for d in mask))
+        pair = _query_and_mask(facts.trace.event_name(i), a.dims)
+        if pair is not None and _key_padding(*pair):
+            q, mask = pair
+            if mask[2] == 1 or (step, int(q[0]), int(mask[-1])) in _expanded_key_masks(facts):
+                out[step] = (i, int(q[0]), int(mask[-1]), tuple(int(d) for d in mask))
     return out
+
+
+@per_facts
+def _expanded_key_masks(facts: Facts) -> set[tuple[int, int, int]]:
+    """(step, B, L) where a [B, 1, 1, L] key mask is expanded to [B, 1, L, L]: a full mask built from a padding
+    mask. A causal mask alone is [B, 1, L, L] too (transformers' GPT-2 in eager mode, gpu/attn_hf_eager), built
+    from an [L, L] triangle, with no [B, 1, 1, L] in it."""
+    idx = np.flatnonzero(name_mask(facts, frozenset({"aten::expand"})) & (facts.event_step >= 0))
+    out = set()
+    for i, a in zip(idx.tolist(), op_args(facts, idx.tolist()), strict=True):
+        dims = a.dims if a is not None else None
+        if isinstance(dims, list) and dims and isinstance(dims[0], list) and len(dims[0]) == 4 \
+                and dims[0][1] == dims[0][2] == 1 and all(isinstance(d, int) for d in dims[0]):
+            out.add((int(facts.event_step[i]), int(dims[0][0]), int(dims[0][3])))
+    return out
+
+
+def _query_and_mask(name: str, dims: list) -> tuple[list, list] | None:
+    """SDPA's query and mask; for an op on the scores, the scores (their first two dims and L, as a query's
+    would be) and the other 4-D tensor."""
+    tensors = [d for d in dims if isinstance(d, list)]
+    if name in SDPA_MASK:
+        pos = SDPA_MASK[name]
+        return (dims[0], dims[pos]) if len(dims) > pos and isinstance(dims[0], list) and isinstance(dims[pos], list) \
+            else None
+    scores = next((d for d in tensors if len(d) == 4 and d[-1] == d[-2]), None)
+    mask = next((d for d in tensors if len(d) == 4 and d is not scores and d != scores), None)
+    return None if scores is None or mask is None else (scores[:3] + [0], mask)
 
 
 def _key_padding(q: list, mask: list) -> bool:
