@@ -104,8 +104,8 @@ def test_a_shared_threshold_is_set_where_it_is_read(monkeypatch):
     ledger_module = get_rule("gpu-idle").modules[0]
     gelu_module = get_rule("tanh-gelu").modules[0]
     tanh_gelu = get_rule("tanh-gelu").module
-    for module, name in ((ledger_module, "SLOW_REGION_NS"), (gelu_module, "BEFORE"), (tanh_gelu, "BEFORE")):
-        monkeypatch.setattr(module, name, getattr(module, name))  # put back after the test
+    for name in ("SLOW_REGION_NS", "BEFORE"):
+        _restore_everywhere(monkeypatch, name)  # put back after the test, in every module it reaches
     apply_thresholds(Config(thresholds={"gpu-idle": {"SLOW_REGION_NS": 7}, "tanh-gelu": {"BEFORE": 4}}))
     assert ledger_module.SLOW_REGION_NS == 7 and ledger_module.__name__ == "pista.rules._idle"
     assert gelu_module.BEFORE == 4 and tanh_gelu.BEFORE == 4
