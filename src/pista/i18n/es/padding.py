@@ -5,6 +5,8 @@ from __future__ import annotations
 from pista.i18n._fmt import t
 from pista.rules.padding import MaskedAttention, PadCall, Padding
 
+SEVERITY_EXCEPTION = ("info donde la traza no puede mostrar las longitudes de los textos (los lotes llegan rellenos): "
+                      "se dice la condición y el ahorro se calcula con ASSUMED_RATIO")
 TITLE = "Los lotes se rellenan hasta una longitud fija: el modelo trabaja sobre relleno"
 
 
