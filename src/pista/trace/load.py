@@ -33,6 +33,7 @@ import numpy as np
 from msgspec import Raw, Struct, field
 
 from pista.errors import BadTrace, PistaError
+from pista.trace import origin
 from pista.trace.model import CATEGORY_ALIASES, NO_ID, PH_METADATA, Trace, split_flows
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -334,8 +335,14 @@ def _stream(path: str | os.PathLike[str], events_view: bool) -> Trace | None:
 
 def decode_trace(data: bytes, source: str = "<bytes>", notices: list[str] | None = None) -> Trace:
     notices = list(notices or [])
-    events, meta, skipped = _decode_events(data, source, notices)
-    trace = _build(events, meta, source, notices, skipped)
+    try:
+        events, meta, skipped = _decode_events(data, source, notices)
+        trace = _build(events, meta, source, notices, skipped)
+    except NotATrace as err:
+        known = origin.describe_other_json(data)  # rocprofv3's JSON, a proton profile: say which
+        if known is None:
+            raise
+        raise NotATrace(source, known) from err
     trace.size_bytes = len(data)
     return trace
 
@@ -1094,6 +1101,7 @@ def _columns(events: list[_Event], names: dict[str, int], name_col: np.ndarray, 
     trace = Trace(source=source, names=list(names), categories=list(cats), **columns, raw_args=raw_args,
                   metadata=meta, string_ids=string_ids, notices=notices, flows=flows)
     _read_lane_names(trace)
+    origin.settle(trace)
     return trace
 
 

@@ -1,0 +1,167 @@
+"""Traces other people made (issue 35): every GPU and vendor, torch 1.8 to 2.9, CPU-only ones, and
+files that are not torch traces. tests/fixtures/foreign/README.md says where each came from.
+
+Every committed file is read by `pista analyze --format json`: no traceback, exit 0 (or exit 2
+with one line for a file that is not a torch trace), and the reading facts recorded in
+expected.json hold (exit, verdict, the purpose with the most GPU time, the notices by kind).
+Files remote.json lists are read the same way when scripts/fetch_foreign.py has put them in the
+cache. Besides the record, each reading is checked against the file read here with json: the GPUs
+its header names, its steps, whether any device work is in it.
+
+    python tests/test_foreign.py --record   # rewrite expected.json from the current reading
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent / "fixtures" / "foreign"
+EXPECTED = HERE / "expected.json"
+REMOTE = HERE / "remote.json"
+
+# A notice's kind, by a phrase only that notice has.
+NOTICE_KINDS = {
+    "pre-kineto": "from before Kineto",
+    "recorded-nothing": "the trace recorded nothing",
+    "cut-off": "cut off mid-write",
+    "malformed": "malformed event(s)",
+    "zero-durations": "zero or missing duration",
+    "float-times": "read through a float64",
+    "records-lost": "records were lost",
+    "ran-on-cpu": "nothing ran on it",
+    "foreign-device": "device activity",
+    "one-time": "one-time cost",
+    "negative-self": "negative self time",
+    "near-threshold": "the profiler about doubles host time",
+    "wrong-type-ids": "of the wrong type",
+    "slow-conv": "reference convolution",
+}
+DEVICE_WORK = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset"}
+_STEP = re.compile(r"ProfilerStep#(\d+)$")
+
+
+def _cache() -> Path:
+    return Path(os.environ.get("PISTA_FOREIGN_CACHE") or Path.home() / ".cache" / "pista" / "foreign")
+
+
+def _files() -> list[Path]:
+    committed = sorted(p for p in HERE.glob("*.json.gz"))
+    remote = [_cache() / e["file"] for e in json.loads(REMOTE.read_text())]
+    return committed + [p for p in remote if p.exists()]
+
+
+def _key(path: Path) -> str:
+    return path.name.removesuffix(".gz").removesuffix(".json")
+
+
+def _read(path: Path, capsys) -> tuple[int, dict | None, str]:
+    from pista.cli import main
+
+    capsys.readouterr()
+    code = main(["analyze", str(path), "--format", "json"])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 else None), err
+
+
+def _reading(code: int, doc: dict | None, err: str) -> dict:
+    if doc is None:
+        return {"exit": code, "error": err.strip().split(": ", 3)[-1][:60]}
+    summary = doc["summary"]
+    purposes = summary.get("gpu_time_by_purpose") or {}
+    top = max(purposes, key=purposes.get) if purposes and max(purposes.values()) > 0 else None
+    kinds = sorted({k for n in doc["notices"] for k, phrase in NOTICE_KINDS.items() if phrase in n})
+    return {"exit": code, "verdict": summary["verdict"], "top_purpose": top, "notices": kinds}
+
+
+def _raw(path: Path) -> object:
+    data = path.read_bytes()
+    return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
+
+
+@pytest.mark.parametrize("path", _files(), ids=_key)
+def test_foreign_reading(path, capsys):
+    code, doc, err = _read(path, capsys)
+    assert "Traceback" not in err
+    if code == 2:
+        assert len(err.strip().splitlines()) == 1, err  # one clear line
+    else:
+        assert code == 0, err
+    expected = json.loads(EXPECTED.read_text()).get(_key(path))
+    assert expected is not None, f"no expected reading recorded for {_key(path)} (python tests/test_foreign.py --record)"
+    assert _reading(code, doc, err) == expected
+    if doc is not None and "cut-off" not in expected["notices"]:
+        _check_against_file(_raw(path), doc["summary"])
+
+
+def _check_against_file(raw: object, summary: dict) -> None:
+    events = raw.get("traceEvents", []) if isinstance(raw, dict) else raw
+    events = [e for e in events if isinstance(e, dict)]
+    names = {p.get("name") for p in (raw.get("deviceProperties") or [])} if isinstance(raw, dict) else set()
+    if names - {None, ""}:
+        assert set(summary["devices"]) == names - {None}
+    steps = {m.group(1) for e in events if (m := _STEP.match(str(e.get("name", ""))))}
+    assert (summary["steps"] == 0) == (not steps)
+    assert summary["steps"] <= len(steps)
+    if not any(e.get("cat") in DEVICE_WORK and e.get("ph") == "X" for e in events):
+        assert not summary.get("gpu_busy_us")
+
+
+def test_pre_kineto_export_reads_its_ops(capsys):
+    """torch 1.x's export (no categories, pid 'CPU functions') was read as an empty window; its ops
+    are read now, each one the file holds, with a notice saying what the file is."""
+    path = HERE / "prekineto_legacy_cpu.json.gz"
+    ops = [e for e in _raw(path) if e.get("pid") == "CPU functions" and e.get("ph") == "X"]
+    code, doc, _ = _read(path, capsys)
+    assert code == 0 and doc["summary"]["verdict"] == "cpu-only"
+    assert any(f"{len(ops):,} ops are read as CPU ops" in n for n in doc["notices"])
+    # one thread of nested ops: their self times add up to the time the thread spends in any op
+    busy, end = 0.0, float("-inf")
+    for e in sorted(ops, key=lambda e: e["ts"]):
+        start, stop = max(e["ts"], end), e["ts"] + e["dur"]
+        busy += max(0.0, stop - start)
+        end = max(end, stop)
+    assert doc["summary"]["self_cpu_total_us"] == pytest.approx(busy, abs=1.0)
+
+
+def test_other_tools_chrome_traces_are_refused_in_one_line(tmp_path, capsys):
+    """A chrome trace another program wrote (its categories none of torch's) gets one line naming
+    its categories and exit 2, from the in-memory reader and the streamed one alike."""
+    from pista.trace import load, stream
+
+    events = [{"name": f"pass {i}", "cat": "parsing" if i % 3 else "lexing", "ph": "X", "ts": i * 10, "dur": 5,
+               "pid": 1, "tid": 1} for i in range(2000)]
+    path = tmp_path / "compiler.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    code, _, err = _read(path, capsys)
+    assert code == 2
+    assert "not from torch.profiler" in err and "parsing, lexing" in err
+    with pytest.raises(load.NotATrace, match="parsing, lexing"):
+        stream.load_streamed(path, workers=1)
+
+
+def record() -> None:
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from pista.cli import main
+
+    readings = {}
+    for path in _files():
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(["analyze", str(path), "--format", "json"])
+        doc = json.loads(out.getvalue()) if code == 0 else None
+        readings[_key(path)] = _reading(code, doc, err.getvalue())
+    old = json.loads(EXPECTED.read_text()) if EXPECTED.exists() else {}
+    EXPECTED.write_text(json.dumps({**old, **readings}, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--record"]:
+    record()
