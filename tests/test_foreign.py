@@ -41,7 +41,7 @@ NOTICE_KINDS = {
     "negative-self": "negative self time",
     "near-threshold": "the profiler about doubles host time",
     "wrong-type-ids": "of the wrong type",
-    "slow-conv": "reference convolution",
+    "slow-conv": "reference CPU convolution",
 }
 DEVICE_WORK = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset"}
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
@@ -165,3 +165,21 @@ def record() -> None:
 
 if __name__ == "__main__" and sys.argv[1:] == ["--record"]:
     record()
+
+
+def test_a_window_mostly_in_the_reference_convolution_says_so(capsys):
+    """A CPU window spent in aten::_slow_conv2d_forward (marcalph/kernelforge's Mac trace: 76%; this one,
+    made with oneDNN off) was read with no word of it: a notice names the op, its share of the window
+    and the backends that have a convolution kernel (MPS on Apple silicon, oneDNN elsewhere)."""
+    path = HERE / "made_cpu_slow_conv2d.json.gz"
+    events = [e for e in _raw(path)["traceEvents"] if e.get("ph") == "X"]
+    convs = [e for e in events if e["name"] == "aten::_slow_conv2d_forward"]
+    start = min(e["ts"] for e in events if e.get("cat") == "cpu_op")
+    end = max(e["ts"] + e["dur"] for e in events if e.get("cat") == "cpu_op")
+    share = sum(e["dur"] for e in convs) / (end - start)
+    code, doc, _ = _read(path, capsys)
+    assert code == 0 and doc["summary"]["verdict"] == "cpu-only"
+    [notice] = [n for n in doc["notices"] if "reference CPU convolution" in n]
+    shown = int(re.match(r"(\d+)% of the window", notice).group(1))
+    assert abs(shown - 100 * share) <= 2
+    assert f"in {len(convs)} calls" in notice and "device='mps'" in notice and "mkldnn" in notice
