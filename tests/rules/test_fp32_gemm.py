@@ -144,3 +144,23 @@ def test_on_a_geforce_card_bf16_not_tf32(device, tmp_path):
     assert finding.impact.us == pytest.approx(saved / len(raw.steps(name)), rel=1e-3)
     assert "bfloat16" in finding.fix and "set_float32_matmul_precision" not in finding.fix
     assert "7x" not in finding.message
+
+
+def test_without_device_properties_the_kernels_names_give_the_architecture():
+    """torch 1.8's trace of resnet50 (kineto's sample, no deviceProperties) ran on a V100: its kernels
+    are cuBLAS's and cuDNN's volta_* builds. Volta has no TF32: the advice is fp16 autocast, not
+    'TF32 assumed 7x faster'."""
+    import gzip
+    import json
+    import re
+
+    from conftest import FIXTURES
+
+    path = FIXTURES / "foreign" / "kineto_resnet50_autograd_api.json.gz"
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    assert not doc.get("deviceProperties")
+    arch = {m.group(1) for e in doc["traceEvents"] if e.get("cat") in ("Kernel", "kernel")
+            and (m := re.match(r"(volta|turing|ampere|sm\d\d)_", e["name"]))}
+    assert arch == {"volta"}
+    finding = analyze(str(path)).finding(ID)
+    assert finding.record.target == "fp16" and "no TF32" in finding.advice and "float16" in finding.fix

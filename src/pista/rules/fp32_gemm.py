@@ -63,6 +63,11 @@ UNKNOWN_CARD_TF32_SPEEDUP = 7.0
 # 165.2 / 82.6 TFLOP/s).
 GEFORCE_BF16_SPEEDUP = 2.0
 GEFORCE = re.compile(r"GeForce|\bRTX \d{4}", re.I)
+# Without deviceProperties (torch 1.8's traces: kineto's resnet50 samples, a V100 by their kernels
+# 'volta_sgemm_128x64_nn'), cuBLAS's and cuDNN's kernel names say the architecture they were built for:
+# the newest named is taken as the card's.
+ARCH_PREFIX = re.compile(r"^(kepler|maxwell|pascal|volta|turing|ampere|sm(\d\d))_", re.I)
+ARCH_MAJOR = {"kepler": 3, "maxwell": 5, "pascal": 6, "volta": 7, "turing": 7, "ampere": 8}
 # Tensor cores came with Volta (7.x, fp16 only), TF32 with Ampere (8.0).
 TENSOR_CORE_MAJOR = 7
 TF32_MAJOR = 8
@@ -110,6 +115,8 @@ def check(ctx: Context) -> list[Finding]:
     trace = facts.trace
     card = card_of(trace)
     major = card.compute_major if card else compute_major(trace)
+    if major is None:
+        major = _major_from_kernels(facts)
     if major is not None and major < TENSOR_CORE_MAJOR:
         return []  # Pascal and older: no tensor cores to move to
     target, speedup = _target(card, major, device_name(trace) or "")
@@ -159,6 +166,17 @@ def check(ctx: Context) -> list[Finding]:
             ev.append(evidence(facts, op, FloatOp(op_dims(facts, op))))
     edit = Edit("GEMMs at the target dtype", device_dur=(idx.astype(np.int64), target_ns))
     return [Finding(ID, record, impact, ev, edit=edit)]
+
+
+def _major_from_kernels(facts: Facts) -> int | None:
+    """The compute capability's major the kernels' names were built for (the newest named), or None."""
+    trace = facts.trace
+    majors = []
+    for n in np.unique(trace.name[kernels(facts)]).tolist():
+        m = ARCH_PREFIX.match(trace.names[int(n)])
+        if m:
+            majors.append(int(m.group(2)) // 10 if m.group(2) else ARCH_MAJOR[m.group(1).lower()])
+    return max(majors) if majors else None
 
 
 def _target(card, major: int | None, name: str) -> tuple[str, float]:
