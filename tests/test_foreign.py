@@ -183,3 +183,18 @@ def test_a_window_mostly_in_the_reference_convolution_says_so(capsys):
     shown = int(re.match(r"(\d+)% of the window", notice).group(1))
     assert abs(shown - 100 * share) <= 2
     assert f"in {len(convs)} calls" in notice and "device='mps'" in notice and "mkldnn" in notice
+
+
+def test_a_sync_the_gpu_works_through_saves_nothing_in_a_window_without_steps(capsys):
+    """TraceLens's MI210 trace (no steps) ends in a hipDeviceSynchronize that waits for the last
+    kernels: the replayed window left the GPU's tail out, and taking the sync out 'saved' 22% of the
+    window (host-sync, critical). The window's end is the GPU's too: the saving is what the sync left
+    the GPU idle, at most the gap between the last kernel's end and the sync's."""
+    path = HERE / "tl_mi210_gpu_only.json.gz"
+    events = _raw(path)["traceEvents"]
+    sync = next(e for e in events if e.get("name") == "hipDeviceSynchronize")
+    last = max(e["ts"] + e["dur"] for e in events if e.get("cat") == "kernel")
+    code, doc, _ = _read(path, capsys)
+    finding = next(f for f in doc["findings"] if f["rule"] == "host-sync")
+    assert finding["impact"]["us"] <= max(0.0, sync["ts"] + sync["dur"] - last) + 1.0
+    assert finding["severity"] == "info"
