@@ -15,6 +15,7 @@ each tool writes:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -41,6 +42,8 @@ TORCH_CATEGORIES = frozenset(
 # their CUDA time when use_cuda=True.
 PRE_KINETO_CPU_PID = "CPU functions"
 PRE_KINETO_CUDA_PID = "CUDA functions"
+# Op names only a GPU run has (cuDNN's, CUDA's, MIOpen's): a pre-Kineto export of a GPU run.
+GPU_OP = re.compile(r"cudnn|miopen|_cuda|cuda_|nccl", re.I)
 # How many foreign categories the refusal names.
 NAMED_CATEGORIES = 4
 
@@ -102,6 +105,12 @@ def _read_pre_kineto(trace: Trace) -> None:
     cuda = _pre_kineto_pid(trace, PRE_KINETO_CUDA_PID)
     cuda_note = ("; its 'CUDA functions' lane is each op's CUDA time, not kernels, and is left out"
                  if cuda is not None else "")
+    gpu_ops = sorted({trace.names[int(n)] for n in np.unique(trace.name[ops]).tolist()
+                      if GPU_OP.search(trace.names[int(n)])})
+    if gpu_ops:
+        # KeondoPark/luxmea's export: aten::cudnn_convolution, 73% of its CPU time, ran on a GPU
+        cuda_note += (f"; its ops ran on a GPU ({', '.join(gpu_ops[:3])}), whose work the export does not hold: "
+                      "the verdict 'cpu-only' reads the host alone")
     trace.notices.append(
         f"a torch.autograd.profiler export from before Kineto (torch 1.x, pid '{PRE_KINETO_CPU_PID}'): its "
         f"{int(ops.sum()):,} ops are read as CPU ops; it records no GPU kernels, input shapes or steps, so "
