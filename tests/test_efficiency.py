@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import raw
+from conftest import FIXTURES
 
 from pista import efficiency
 from pista.efficiency import (
@@ -111,6 +112,44 @@ def test_cards_by_their_device_names():
     for device, card in names.items():
         assert card_named(device).name == card, device
     assert card_named("NVIDIA GeForce GTX 1080") is None
+
+
+def test_a100_boards_by_name_and_by_properties(tmp_path):
+    """Meta's A100 boards: 'NVIDIA A100-PG509-200' (HTA's traces: 42 GB, the 40 GB card) by its name; a
+    board name the table lacks ('PG509-210') by the header's compute 8.0 and 108 SMs, its memory
+    choosing 40 or 80 GB."""
+    import gzip
+    import json
+
+    from pista.efficiency import card_of
+    from pista.trace.load import load_trace
+
+    path = FIXTURES / "foreign" / "hta_event_sync_ms.json.gz"
+    data = json.loads(gzip.decompress(path.read_bytes()))
+    props = data["deviceProperties"][0]
+    assert props["name"] == "NVIDIA A100-PG509-200" and props["numSms"] == 108
+    assert card_of(load_trace(path)).name == "A100 40GB"
+    for memory, card in ((props["totalGlobalMem"], "A100 40GB"), (85_899_345_920, "A100 SXM 80GB")):
+        for p in data["deviceProperties"]:
+            p["name"], p["totalGlobalMem"] = "NVIDIA PG509-210", memory
+        copy = tmp_path / "pg509.json"
+        copy.write_text(json.dumps(data))
+        assert card_of(load_trace(copy)).name == card
+    for p in data["deviceProperties"]:
+        p["name"], p["numSms"] = "NVIDIA A30", 56
+    copy.write_text(json.dumps(data))
+    assert card_of(load_trace(copy)) is None  # sm_80 with 56 SMs: not an A100
+
+
+def test_geforce_tf32_runs_at_the_fp32_rate():
+    from pista.efficiency import tf32_gains
+
+    for device in ("NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 3080", "NVIDIA GeForce RTX 4090",
+                   "NVIDIA GeForce RTX 4080"):
+        card = card_named(device)
+        assert card.tflops["tf32"] == card.tflops["fp32"] and not tf32_gains(card), device
+        assert card.tflops["bf16"] == pytest.approx(2 * card.tflops["fp32"], rel=0.01), device
+    assert tf32_gains(card_named("NVIDIA A100-SXM4-80GB")) and tf32_gains(card_named("NVIDIA H200"))
 
 
 def test_every_card_has_the_dtypes_its_architecture_has():

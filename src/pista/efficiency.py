@@ -108,10 +108,30 @@ CARDS: tuple[Card, ...] = (
     Card("A100 80GB PCIe", r"A100.*80GB.*PCIe|A100-PCIE-80GB", {"bf16": 312.0, "fp16": 312.0, "tf32": 156.0,
                                                                 "fp32": 19.5, "fp64": 19.5}, 1.935, 8,
          "NVIDIA A100 datasheet (80GB PCIe), dense"),
-    Card("A100 40GB", r"A100.*40GB", {"bf16": 312.0, "fp16": 312.0, "tf32": 156.0, "fp32": 19.5, "fp64": 19.5},
-         1.555, 8, "NVIDIA A100 datasheet (40GB), dense"),
+    # PG509 is the A100's SXM4 board: Meta's traces name it 'NVIDIA A100-PG509-200' (HTA's test traces:
+    # 42,297,524,224 bytes, 108 SMs, compute 8.0: the 40 GB one); other names of it ('PG509-210') go by
+    # card_of's fallback on the header's compute capability, SM count and memory.
+    Card("A100 40GB", r"A100.*40GB|PG509-200", {"bf16": 312.0, "fp16": 312.0, "tf32": 156.0, "fp32": 19.5,
+                                                "fp64": 19.5}, 1.555, 8, "NVIDIA A100 datasheet (40GB), dense"),
     Card("A100 SXM 80GB", r"A100", {"bf16": 312.0, "fp16": 312.0, "tf32": 156.0, "fp32": 19.5, "fp64": 19.5},
          2.039, 8, "NVIDIA A100 datasheet (80GB SXM), dense"),
+    # GeForce (consumer) Ampere and Ada: their tensor cores run TF32, and fp16/bf16 with fp32 accumulation
+    # (what torch's GEMMs use), at half the rate of the same chip's workstation cards, so TF32 is no faster
+    # than the CUDA cores' fp32 and only fp16/bf16 doubles it. NVIDIA Ampere GA102 GPU Architecture
+    # whitepaper, Appendix A (RTX 3090: peak FP32 35.6, TF32 tensor 35.6, FP16/BF16 tensor with FP32
+    # accumulate 71 dense TFLOP/s, 936 GB/s; RTX 3080: 29.8, 29.8, 59.5, 760 GB/s); NVIDIA Ada GPU
+    # Architecture whitepaper, Appendix A (RTX 4090: FP32 82.6, TF32 82.6, FP16/BF16 with FP32 accumulate
+    # 165.2, FP8 330.3 dense, 1008 GB/s; RTX 4080: 48.7, 48.7, 97.5, 194.9, 717 GB/s). The workstation
+    # twin shows the halving: the A40 (GA102) datasheet gives FP32 37.4 and TF32 74.8 TFLOP/s. fp64 runs
+    # at 1/64 of fp32 on GA10x and AD10x (two fp64 units per SM).
+    Card("RTX 4090", r"RTX 4090", {"fp8": 330.3, "bf16": 165.2, "fp16": 165.2, "tf32": 82.6, "fp32": 82.6,
+                                   "fp64": 1.29}, 1.008, 8, "NVIDIA Ada whitepaper (GeForce RTX 4090), dense"),
+    Card("RTX 4080", r"RTX 4080", {"fp8": 194.9, "bf16": 97.5, "fp16": 97.5, "tf32": 48.7, "fp32": 48.7,
+                                   "fp64": 0.76}, 0.717, 8, "NVIDIA Ada whitepaper (GeForce RTX 4080), dense"),
+    Card("RTX 3090", r"RTX 3090", {"bf16": 71.0, "fp16": 71.0, "tf32": 35.6, "fp32": 35.6, "fp64": 0.556}, 0.936,
+         8, "NVIDIA GA102 whitepaper (GeForce RTX 3090), dense"),
+    Card("RTX 3080", r"RTX 3080", {"bf16": 59.5, "fp16": 59.5, "tf32": 29.8, "fp32": 29.8, "fp64": 0.465}, 0.76,
+         8, "NVIDIA GA102 whitepaper (GeForce RTX 3080), dense"),
     # NVIDIA L4 datasheet (nvidia.com/en-us/data-center/l4): fp64 runs at 1/64 of fp32, not listed.
     Card("L4", r"\bL4\b", {"fp8": 242.5, "bf16": 121.0, "fp16": 121.0, "tf32": 60.0, "fp32": 30.3, "fp64": 0.47},
          0.3, 8, "NVIDIA L4 datasheet, dense"),
@@ -179,7 +199,30 @@ def card_of(trace: Trace) -> Card | None:
     if _override:
         return _override[0]
     name = device_name(trace)
-    return card_named(name) if name else None
+    card = card_named(name) if name else None
+    return card or _card_by_properties(trace.device_properties)
+
+
+# A chip the header's compute capability and SM count name alone, for boards the table's names miss
+# ('PG509-210'): the GA100 of the A100 is the only sm_80 part with 108 SMs (the A30, also sm_80, has 56).
+A100_SMS = 108
+# The A100's two memory sizes: 40 GB (42,297,524,224 bytes in HTA's PG509-200 traces) and 80 GB.
+A100_80GB_FROM_BYTES = 60e9
+
+
+def _card_by_properties(props: list[dict[str, Any]]) -> Card | None:
+    first = props[0] if props else {}
+    if (first.get("computeMajor"), first.get("computeMinor"), first.get("numSms")) != (8, 0, A100_SMS):
+        return None
+    memory = first.get("totalGlobalMem")
+    big = isinstance(memory, (int, float)) and memory >= A100_80GB_FROM_BYTES
+    return next(c for c in CARDS if c.name == ("A100 SXM 80GB" if big else "A100 40GB"))
+
+
+def tf32_gains(card: Card) -> bool:
+    """Whether TF32 runs faster than fp32 on this card (not on GeForce Ampere/Ada: the same rate)."""
+    tf32, fp32 = card.tflops.get("tf32"), card.tflops.get("fp32")
+    return tf32 is not None and (fp32 is None or tf32 > fp32)
 
 
 # A peaks file is a few hundred bytes: one past this is no peaks file (`--peaks /dev/zero` was read

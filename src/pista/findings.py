@@ -664,6 +664,8 @@ def _no_gpu_work(facts: Facts) -> list[str]:
                 "record: the GPU's records were lost (the profiler's activity buffers dropped or not flushed before "
                 "the export); what follows reads the host alone. Export after the profiler has stopped (on_trace_ready "
                 "or after the `with` block)"]
+    if _foreign_accelerator(trace):
+        return []  # it ran on an accelerator pista does not read (MTIA...): the reader's notice says so
     if calls.size or devices:
         where = f" ({devices})" if devices else ""
         return [f"the trace has a GPU{where}{f' and {calls.size} CUDA runtime call(s)' if calls.size else ''} but "
@@ -672,12 +674,52 @@ def _no_gpu_work(facts: Facts) -> list[str]:
     return []
 
 
+# PyTorch's reference CPU convolutions (im2col and a GEMM per image, ATen's ConvolutionMM2d): what a
+# build without a oneDNN kernel for the convolution runs.
+REFERENCE_CONV = re.compile(r"^aten::(_slow_conv2d_forward|_slow_conv2d_backward|slow_conv3d_forward|"
+                            r"slow_conv_dilated[23]d|slow_conv_transpose[23]d)$")
+# Share of a CPU-only window in them past which the notice speaks: marcalph/kernelforge's
+# chrome_trace.json (resnet18 on a Mac's CPU) spends 76% in aten::_slow_conv2d_forward; kqwq/cs345's
+# 11% beside 56% in aten::mkldnn_convolution (a few shapes falling back) stays silent.
+REFERENCE_CONV_SHARE = 0.25
+
+
+def _reference_conv(facts: Facts) -> list[str]:
+    """A CPU-only window that mostly runs the reference convolution: say so, and which backend has a kernel."""
+    trace = facts.trace
+    names = [i for i, n in enumerate(trace.names) if REFERENCE_CONV.match(n)]
+    if facts.has_gpu or not names:
+        return []
+    calls = facts.is_host & np.isin(trace.name, names)
+    outer = calls.copy()
+    inner = np.flatnonzero(calls & (facts.parent >= 0))
+    outer[inner[calls[facts.parent[inner]]]] = False  # a backward's own forward call counts once
+    start, end = facts.window
+    spent = float(trace.dur[outer].sum())
+    if end <= start or spent < REFERENCE_CONV_SHARE * (end - start):
+        return []
+    name = max({trace.names[int(trace.name[i])] for i in np.flatnonzero(outer)},
+               key=lambda n: float(trace.dur[outer & (trace.name == trace.names.index(n))].sum()))
+    return [f"{spent / (end - start):.0%} of the window ({spent / 1e6:.1f} ms in {int(outer.sum())} calls) is "
+            f"{name}, PyTorch's reference CPU convolution (im2col and a GEMM per image): these convolutions ran "
+            "without a oneDNN (mkldnn) kernel. On a Mac with Apple silicon, torch>=1.12 runs them on the GPU: "
+            "move the model and its inputs to device='mps' (torch.backends.mps.is_available() says whether it can); "
+            "on other CPUs a torch build with oneDNN (torch.backends.mkldnn.is_available()) runs them as "
+            "aten::mkldnn_convolution"]
+
+
+def _foreign_accelerator(trace: Trace) -> bool:
+    from pista.trace.load import foreign_device_notice
+
+    return foreign_device_notice(trace.categories, trace.cat) is not None
+
+
 def coverage_notices(facts: Facts) -> list[str]:
     """What the profiler did not record, which changes how to read everything else."""
     trace = facts.trace
     notices = []
     if not facts.has_gpu:
-        notices += _no_gpu_work(facts)
+        notices += _no_gpu_work(facts) + _reference_conv(facts)
     if facts.has_gpu and not facts.is_host.any():
         notices.append("no host (CPU) events, only GPU activity: Self CPU is 0 and the verdict cannot weigh the "
                        "host against the GPU; profile with ProfilerActivity.CPU as well")

@@ -74,3 +74,22 @@ def test_silent_where_the_cpu_has_no_bf16(tmp_path):
 def test_silent_in_bf16_on_small_gemms_or_on_the_gpu(analysis_of, name):
     # cpu_only and python_loop_cpu: 17 and 2.1 MFLOP per call, dispatch more than arithmetic
     assert analysis_of(name).finding("cpu-fp32-gemm") is None
+
+
+def test_without_record_shapes_the_gemms_are_taken_as_fp32_and_it_says_so(tmp_path):
+    """A CPU trace recorded without record_shapes holds no dtype: monisha_trace (79% of its CPU time in
+    aten::mm/addmm) got no word of its GEMMs. gpu/cpu_linear with every op's shapes and types taken out
+    gets the conditional info, its saving from all the GEMMs' own time, and says the dtype is unknown."""
+    name = "gpu/cpu_linear"
+    with gzip.open(fixture(name)) as fh:
+        doc = json.load(fh)
+    for e in doc["traceEvents"]:
+        for key in ("Input type", "Input Dims", "Concrete Inputs", "Input Strides"):
+            (e.get("args") or {}).pop(key, None)
+    path = tmp_path / "no_shapes.json"
+    path.write_text(json.dumps(doc))
+    finding = pista.analyze(str(path)).finding("cpu-fp32-gemm")
+    assert finding is not None and not finding.record.dtype_known and finding.severity.value == "info"
+    assert "record_shapes" in finding.message
+    expected = _gemm_self_us_per_step(name, fp32_only=False) * (1 - 1 / CPU_BF16_SPEEDUP)
+    assert finding.impact.us == pytest.approx(expected, rel=0.01)

@@ -107,3 +107,60 @@ def test_fires_without_record_shapes_on_the_kernels_names(analysis_of):
     assert finding.impact.us == pytest.approx(per_step, rel=1e-3)
     assert finding.record.tflops is None and finding.record.shape is None
     assert any("record_shapes=False" in e.note for e in finding.evidence)
+
+
+def _renamed(name: str, tmp_path, device: str) -> str:
+    import gzip
+    import json
+
+    with gzip.open(fixture(name), "rt") as f:
+        data = json.load(f)
+    for p in data.get("deviceProperties", []):
+        p["name"] = device
+    path = tmp_path / "renamed.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump(data, f)
+    return str(path)
+
+
+@pytest.mark.parametrize("device", ["NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4060"])
+def test_on_a_geforce_card_bf16_not_tf32(device, tmp_path):
+    """GeForce Ampere/Ada run TF32 at the fp32 rate (GA102 and Ada whitepapers): advising TF32 there
+    saves nothing. The same fp32 matmul read as an RTX 4090's (in the table) or an RTX 4060's (not in
+    it) advises bf16 autocast, its saving the calls' time at twice the fp32 rate, not TF32's 7x."""
+    name = "gpu/fp32_gemm"
+    finding = analyze(_renamed(name, tmp_path, device)).finding(ID)
+    r = finding.record
+    assert r.target == "bf16" and r.geforce
+    calls = [float(k["dur"]) for k in raw.complete(name, "kernel")]
+    card = card_named(device)
+    if card is not None:
+        assert card.tflops["tf32"] == card.tflops["fp32"]  # no TF32 gain on GeForce
+        ideal = 2 * 4096**3 / (card.ceiling("bf16") * 1e12) * 1e6
+        saved = sum(max(0.0, d - ideal) for d in calls)
+    else:
+        assert r.assumed_speedup == 2.0 and "2x faster" in finding.message
+        saved = sum(d / 2 for d in calls)
+    assert finding.impact.us == pytest.approx(saved / len(raw.steps(name)), rel=1e-3)
+    assert "bfloat16" in finding.fix and "set_float32_matmul_precision" not in finding.fix
+    assert "7x" not in finding.message
+
+
+def test_without_device_properties_the_kernels_names_give_the_architecture():
+    """torch 1.8's trace of resnet50 (kineto's sample, no deviceProperties) ran on a V100: its kernels
+    are cuBLAS's and cuDNN's volta_* builds. Volta has no TF32: the advice is fp16 autocast, not
+    'TF32 assumed 7x faster'."""
+    import gzip
+    import json
+    import re
+
+    from conftest import FIXTURES
+
+    path = FIXTURES / "foreign" / "kineto_resnet50_autograd_api.json.gz"
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    assert not doc.get("deviceProperties")
+    arch = {m.group(1) for e in doc["traceEvents"] if e.get("cat") in ("Kernel", "kernel")
+            and (m := re.match(r"(volta|turing|ampere|sm\d\d)_", e["name"]))}
+    assert arch == {"volta"}
+    finding = analyze(str(path)).finding(ID)
+    assert finding.record.target == "fp16" and "no TF32" in finding.advice and "float16" in finding.fix

@@ -4,7 +4,9 @@ that has native bf16 GEMMs (AVX512-BF16 or AMX), and they hold a large share of 
 abilities are not in a Kineto trace: pista's capture (`pista run`, `pista profile`, the training
 callbacks) writes them into the trace as `pista_host`. Without it (a trace from elsewhere) the rule
 speaks only where the fp32 GEMMs hold MIN_UNKNOWN_CPU_SHARE of the step, at info, and says how to
-check the CPU; where `pista_host` says the CPU has no bf16 GEMMs it is silent.
+check the CPU; where `pista_host` says the CPU has no bf16 GEMMs it is silent. A trace recorded
+without record_shapes holds no dtype for any op: its GEMMs are taken as fp32 (torch's default) and
+the finding, at info, says the dtype was not recorded.
 
 Why:
 oneDNN runs bf16 GEMMs on AVX512-BF16 (`vdpbf16ps`) or AMX tiles at two to many times the fp32
@@ -55,8 +57,11 @@ MIN_UNKNOWN_CPU_SHARE = 0.30
 # silent; gpu/cpu_adamw_loop's 32x512x2048 (67 MFLOP) and the workloads' 1024-wide ones (2.1 GFLOP)
 # do not.
 MIN_MFLOP_PER_CALL = 50
-SEVERITY_EXCEPTION = ("info where the trace does not say the CPU has native bf16 GEMMs (no pista_host): the "
-                      "saving is conditional on the CPU")
+# Without record_shapes a call's FLOPs are unknown: its own time stands in for them. gpu/graph_break_*
+# (compiled 16-wide linears) take 33-35 µs a call and stay silent; monisha_trace's 7.9 ms calls do not.
+MIN_UNRECORDED_CALL_US = 200
+SEVERITY_EXCEPTION = ("info where the trace does not say the CPU has native bf16 GEMMs (no pista_host), or "
+                      "does not hold the GEMMs' dtype (record_shapes off): the saving is conditional")
 # The saving must reach this share of the step (REVIEW.md: under a few percent is noise).
 MIN_STEP_SHARE = 0.05
 EVIDENCE_EVENTS = 3
@@ -75,6 +80,7 @@ class CpuFp32Gemm(Record):
     speedup: float
     saved_us: float  # per step
     steps: int
+    dtype_known: bool = True  # False: record_shapes was off, the GEMMs' dtype is not in the trace
 
 
 class Fp32Call(Record):
@@ -94,12 +100,17 @@ def check(ctx: Context) -> list[Finding]:
     trace = facts.trace
     idx = gemm_calls(facts)
     args = op_args(facts, idx.tolist())
-    fp32 = np.array([a is not None and _is_fp32(a.types) for a in args], dtype=bool)
+    # record_shapes off: no call has its dtype (monisha_trace, 79% of the CPU time in aten::mm/addmm):
+    # the GEMMs are taken as fp32, torch's default, and the finding says the dtype was not recorded
+    unrecorded = bool(args) and all(a is None or a.types is None for a in args)
+    fp32 = np.array([unrecorded or (a is not None and _is_fp32(a.types)) for a in args], dtype=bool)
     idx = idx[fp32]
     args = [a for a, keep in zip(args, fp32.tolist(), strict=True) if keep]
     if idx.size == 0:
         return []
     own_ns = facts.self_time[idx].astype(float)
+    if unrecorded and own_ns.mean() < MIN_UNRECORDED_CALL_US * 1e3:
+        return []
     step_share = float(own_ns.sum()) / ctx.step_count / max(ctx.step_ns, 1.0)
     if not known and step_share < MIN_UNKNOWN_CPU_SHARE:
         return []
@@ -120,12 +131,12 @@ def check(ctx: Context) -> list[Finding]:
         ops=ops_by_time(facts, idx, own_ns), calls=int(idx.size), gemm_us=us(own_ns.sum()) / steps,
         step_share_percent=100.0 * min(1.0, step_share), gflops=gflops, cpu_capability=str(host.get("cpu_capability", "")),
         amx=host.get("amx") is True, known_cpu=known, threads_scale=scale, speedup=CPU_BF16_SPEEDUP,
-        saved_us=impact.us, steps=steps)
+        saved_us=impact.us, steps=steps, dtype_known=not unrecorded)
     ev = []
     for pos in np.argsort(-own_ns, kind="stable")[:EVIDENCE_EVENTS].tolist():
         f, d = flops[pos], own_ns[pos]
         ev.append(evidence(facts, int(idx[pos]), Fp32Call(op_dims(facts, int(idx[pos])), f / d if f and d > 0 else None)))
-    return [Finding(ID, record, impact, ev, severity=None if known else Severity.INFO)]
+    return [Finding(ID, record, impact, ev, severity=None if known and not unrecorded else Severity.INFO)]
 
 
 def _is_fp32(types: Any) -> bool:

@@ -10,7 +10,9 @@ PyTorch's default for fp32 matmuls is full precision (`torch.get_float32_matmul_
 TFLOP/s, while TF32 runs the same call several times faster and bf16 faster again; for training
 and most inference the lost mantissa bits do not matter. Cards before Ampere (V100, Turing) have
 no TF32: there the way onto the tensor cores is fp16 mixed precision; Pascal and older have no
-tensor cores at all, and the rule says nothing there.
+tensor cores at all, and the rule says nothing there. GeForce Ampere and Ada cards (RTX 30xx/40xx)
+run TF32 at their CUDA cores' fp32 rate (NVIDIA's GA102 and Ada whitepapers: RTX 3090 35.6 and
+35.6, RTX 4090 82.6 and 82.6 TFLOP/s): TF32 saves nothing there, bf16 autocast doubles the rate.
 
 Example:
 gpu/fp32_gemm on an H200: a 4096x4096x4096 fp32 matmul with TF32 off runs
@@ -19,7 +21,8 @@ gpu/fp32_gemm on an H200: a 4096x4096x4096 fp32 matmul with TF32 off runs
 `sm90_xmma_gemm_f32f32_tf32f32_f32_...` and takes 0.343 ms (400 TFLOP/s), 7.8x faster.
 
 Impact:
-Per step: what the fp32 GEMMs would save at the card's TF32 ceiling (fp16 on cards without TF32):
+Per step: what the fp32 GEMMs would save at the card's TF32 ceiling (fp16 on cards without TF32, bf16
+on cards where TF32 is no faster than fp32):
 per call, its time minus its FLOPs at that ceiling (`pista.efficiency`; a call without recorded
 shapes is taken to run at the card's fp32 ceiling). gpu/fp32_gemm: 2.30 ms of each 2.68 ms call at
 the H200's measured 355 TFLOP/s TF32 (the real TF32 run saved 2.34 ms), critical. An upper bound
@@ -39,7 +42,7 @@ import re
 
 import numpy as np
 
-from pista.efficiency import card_of, compute_major, device_name, gemms
+from pista.efficiency import card_of, compute_major, device_name, gemms, tf32_gains
 from pista.findings import Context, Finding, Record
 from pista.rules._common import evidence, kernels, nearest_ancestor, op_dims, pattern_mask, us
 from pista.timeline import Edit
@@ -55,6 +58,16 @@ MIN_STEP_SHARE = 0.01
 # times faster than full fp32, as measured on the H200 (355.2 / 50.9 TFLOP/s; the A100's datasheet
 # says 156 / 19.5 = 8).
 UNKNOWN_CARD_TF32_SPEEDUP = 7.0
+# A GeForce card the table lacks (RTX 3060, 4060 ...): TF32 runs at the fp32 rate there and fp16/bf16
+# with fp32 accumulation at twice it (GA102 whitepaper: RTX 3090 71 / 35.6; Ada whitepaper: RTX 4090
+# 165.2 / 82.6 TFLOP/s).
+GEFORCE_BF16_SPEEDUP = 2.0
+GEFORCE = re.compile(r"GeForce|\bRTX \d{4}", re.I)
+# Without deviceProperties (torch 1.8's traces: kineto's resnet50 samples, a V100 by their kernels
+# 'volta_sgemm_128x64_nn'), cuBLAS's and cuDNN's kernel names say the architecture they were built for:
+# the newest named is taken as the card's.
+ARCH_PREFIX = re.compile(r"^(kepler|maxwell|pascal|volta|turing|ampere|sm(\d\d))_", re.I)
+ARCH_MAJOR = {"kepler": 3, "maxwell": 5, "pascal": 6, "volta": 7, "turing": 7, "ampere": 8}
 # Tensor cores came with Volta (7.x, fp16 only), TF32 with Ampere (8.0).
 TENSOR_CORE_MAJOR = 7
 TF32_MAJOR = 8
@@ -74,11 +87,13 @@ class Fp32Gemm(Record):
     tflops: float | None  # achieved, over the calls with recorded shapes
     shape: tuple[int, int, int, int] | None  # batch, M, N, K of the longest call
     card: str | None
-    target: str  # tf32 | fp16: the precision to move to on this card
+    target: str  # tf32 | bf16 | fp16: the precision to move to on this card
     target_tflops: float | None  # the card's ceiling in it (None: card unknown)
     target_measured: bool
     saved_us: float  # over the window
     steps: int
+    assumed_speedup: float | None = None  # card unknown: the target's assumed speed over fp32
+    geforce: bool = False  # a GeForce card: TF32 no faster than fp32 there
 
 
 class SimtKernel(Record):
@@ -100,9 +115,11 @@ def check(ctx: Context) -> list[Finding]:
     trace = facts.trace
     card = card_of(trace)
     major = card.compute_major if card else compute_major(trace)
+    if major is None:
+        major = _major_from_kernels(facts)
     if major is not None and major < TENSOR_CORE_MAJOR:
         return []  # Pascal and older: no tensor cores to move to
-    target = "tf32" if (card.has_tf32 if card else (major is None or major >= TF32_MAJOR)) else "fp16"
+    target, speedup = _target(card, major, device_name(trace) or "")
     k = kernels(facts)
     simt = k & pattern_mask(facts, SIMT_FP32_GEMM) & ~pattern_mask(facts, TENSOR_CORE)
     if not simt.any():
@@ -124,7 +141,7 @@ def check(ctx: Context) -> list[Finding]:
         return []
     table = gemms(facts)
     target_tflops = card.ceiling(target) if card else None
-    target_ns = _target_ns(facts, idx, card, target_tflops)
+    target_ns = _target_ns(facts, idx, card, target_tflops, speedup)
     saved = float((trace.dur[idx] - target_ns).sum())
     impact = ctx.per_step(saved)
     if impact.share < MIN_STEP_SHARE:
@@ -138,7 +155,8 @@ def check(ctx: Context) -> list[Finding]:
         gemm_us=us(gemm_ns), device_share_percent=100.0 * share, tflops=tflops,
         shape=longest.mnk if longest else None, card=card.name if card else device_name(trace), target=target,
         target_tflops=target_tflops, target_measured=bool(card and card.ceiling_measured(target)),
-        saved_us=us(saved), steps=ctx.step_count)
+        saved_us=us(saved), steps=ctx.step_count, assumed_speedup=None if card else speedup,
+        geforce=bool(GEFORCE.search(device_name(trace) or "")))
     ev = []
     for pos in np.argsort(-trace.dur[idx], kind="stable")[:EVIDENCE_EVENTS].tolist():
         i, op = int(idx[pos]), int(ops[pos])
@@ -150,13 +168,39 @@ def check(ctx: Context) -> list[Finding]:
     return [Finding(ID, record, impact, ev, edit=edit)]
 
 
-def _target_ns(facts: Facts, idx: np.ndarray, card, target_tflops: float | None) -> np.ndarray:
+def _major_from_kernels(facts: Facts) -> int | None:
+    """The compute capability's major the kernels' names were built for (the newest named), or None."""
+    trace = facts.trace
+    majors = []
+    for n in np.unique(trace.name[kernels(facts)]).tolist():
+        m = ARCH_PREFIX.match(trace.names[int(n)])
+        if m:
+            majors.append(int(m.group(2)) // 10 if m.group(2) else ARCH_MAJOR[m.group(1).lower()])
+    return max(majors) if majors else None
+
+
+def _target(card, major: int | None, name: str) -> tuple[str, float]:
+    """The precision to move the GEMMs to on this card, and (for a card the table lacks) how much
+    faster than fp32 it is assumed to run."""
+    if card:
+        if tf32_gains(card):
+            return "tf32", UNKNOWN_CARD_TF32_SPEEDUP
+        # TF32 there but no faster (GeForce): bf16; no TF32 at all (V100, T4, CDNA 2): fp16 as before
+        return ("bf16" if card.has_tf32 else "fp16"), GEFORCE_BF16_SPEEDUP
+    if major is not None and major < TF32_MAJOR:
+        return "fp16", UNKNOWN_CARD_TF32_SPEEDUP
+    if GEFORCE.search(name):
+        return "bf16", GEFORCE_BF16_SPEEDUP
+    return "tf32", UNKNOWN_CARD_TF32_SPEEDUP
+
+
+def _target_ns(facts: Facts, idx: np.ndarray, card, target_tflops: float | None, speedup: float) -> np.ndarray:
     """Per kernel: its time at the target dtype, never longer than now: its FLOPs at the target ceiling; a call
     without FLOPs (or on a card not in the table) at the card's fp32-to-target ratio."""
     trace = facts.trace
     table = gemms(facts)
     fp32 = card.ceiling("fp32") if card else None
-    ratio = fp32 / target_tflops if fp32 and target_tflops else 1.0 / UNKNOWN_CARD_TF32_SPEEDUP
+    ratio = fp32 / target_tflops if fp32 and target_tflops else 1.0 / speedup
     out = np.empty(idx.size, dtype=np.float64)
     for k, i in enumerate(idx.tolist()):
         dur = float(trace.dur[i])

@@ -33,6 +33,7 @@ import numpy as np
 from msgspec import Raw, Struct, field
 
 from pista.errors import BadTrace, PistaError
+from pista.trace import origin
 from pista.trace.model import CATEGORY_ALIASES, NO_ID, PH_METADATA, Trace, split_flows
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -146,6 +147,8 @@ class _TimesDocument(Struct, gc=False):
 
 
 _TIMES_DECODER = msgspec.json.Decoder(_TimesDocument)
+_TIMES_LIST_DECODER = msgspec.json.Decoder(list[_Times])
+_TIMES_ONE_DECODER = msgspec.json.Decoder(_Times)
 # Times at or past this many µs cannot go through a float64 to whole ns: its step there is ~2 ns and
 # grows (epoch-µs traces such as 1695835535123456.789 µs are read to 0.25 µs). Their digits are parsed
 # exactly instead. Below it (Kineto's steady clock: big_gpt_eager_20steps at 5.4e12 µs, 62 days of
@@ -334,8 +337,14 @@ def _stream(path: str | os.PathLike[str], events_view: bool) -> Trace | None:
 
 def decode_trace(data: bytes, source: str = "<bytes>", notices: list[str] | None = None) -> Trace:
     notices = list(notices or [])
-    events, meta, skipped = _decode_events(data, source, notices)
-    trace = _build(events, meta, source, notices, skipped)
+    try:
+        events, meta, skipped = _decode_events(data, source, notices)
+        trace = _build(events, meta, source, notices, skipped)
+    except NotATrace as err:
+        known = origin.describe_other_json(data)  # rocprofv3's JSON, a proton profile: say which
+        if known is None:
+            raise
+        raise NotATrace(source, known) from err
     trace.size_bytes = len(data)
     return trace
 
@@ -390,7 +399,8 @@ def _whole(data: bytes, source: str, skipped: _Skipped) -> tuple[list[_Event], d
             meta[_EXACT] = _exact_times(_TIMES_DECODER.decode(data).traceEvents)
         return doc.traceEvents, meta, skipped
     except msgspec.ValidationError:
-        pass
+        if (listed := _whole_list(data)) is not None:
+            return listed, _list_meta(listed, data), skipped
     except _DECODE_ERRORS:
         return None
     try:
@@ -489,6 +499,22 @@ def _us_text_to_ns(raw: Raw) -> int:
     return ns if -_NS_LIMIT <= ns <= _NS_LIMIT else 0
 
 
+def _whole_list(data: bytes) -> list[_Event] | None:
+    """A bare list of events (torch 1.8's Kineto and the pre-Kineto export wrote one), typed."""
+    try:
+        return _EVENT_LIST_DECODER.decode(data)
+    except (msgspec.ValidationError, *_DECODE_ERRORS):
+        return None
+
+
+def _list_meta(events: list[_Event], data: bytes) -> dict[str, Any]:
+    # epoch-µs times read from their digits, as for an object's 'traceEvents' (kineto's 2021
+    # resnet50 sample: 1.6e15 µs, read to 0.25 µs through a float64 before)
+    if any(abs(e.ts) >= EXACT_FROM_US for e in events):
+        return {_EXACT: _exact_times(_TIMES_LIST_DECODER.decode(data))}
+    return {}
+
+
 def _lenient(data: bytes, source: str, skipped: _Skipped) -> tuple[list[_Event], dict[str, Any], _Skipped]:
     """Decode each event on its own, so one malformed event costs only itself."""
     try:
@@ -509,12 +535,17 @@ def _lenient(data: bytes, source: str, skipped: _Skipped) -> tuple[list[_Event],
                                    "not a list of events") from None
         meta, where = _metadata(top), "'traceEvents'"
     events: list[_Event] = []
+    kept: list[Raw] = []
     decode = _EVENT_DECODER.decode
     for index, raw in enumerate(raw_events):
         try:
             events.append(decode(raw))
+            kept.append(raw)
         except _EVENT_ERRORS as err:
             skipped.add(index, err)
+    if any(abs(e.ts) >= EXACT_FROM_US for e in events):
+        # the kept events' times from their digits, as for an intact file
+        meta[_EXACT] = _exact_times([_TIMES_ONE_DECODER.decode(raw) for raw in kept])
     if raw_events and not events:
         if "Expected `object`" in skipped.first:
             raise NotATrace(source, f"JSON, but not a chrome trace: none of the {len(raw_events)} entries "
@@ -1094,6 +1125,7 @@ def _columns(events: list[_Event], names: dict[str, int], name_col: np.ndarray, 
     trace = Trace(source=source, names=list(names), categories=list(cats), **columns, raw_args=raw_args,
                   metadata=meta, string_ids=string_ids, notices=notices, flows=flows)
     _read_lane_names(trace)
+    origin.settle(trace)
     return trace
 
 

@@ -33,7 +33,7 @@ from msgspec import Raw, Struct
 
 from pista import forked
 from pista.allocator import give_back_freed_memory
-from pista.trace import load
+from pista.trace import load, origin
 from pista.trace.model import (
     CATEGORY_ALIASES,
     NARROW_COLUMNS,
@@ -1031,6 +1031,7 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
     )
     trace.size_bytes = size
     load._read_lane_names(trace)
+    origin.settle(trace)
     return trace
 
 

@@ -26,6 +26,8 @@ def _threads(r: CpuFp32Gemm) -> str:
 
 def message(r: CpuFp32Gemm) -> str:
     head = f"{', '.join(r.ops)} run in fp32{_rate(r)}: {t(r.gemm_us)} per step, {r.step_share_percent:.1f}% of the step"
+    if not r.dtype_known:
+        head += " (their dtype was not recorded: record_shapes was off; fp32 is torch's default)"
     if not r.known_cpu:
         return (f"{head}. The trace does not say which CPU recorded it: if that CPU has AVX512-BF16 or AMX "
                 f"({_CHECK}), bf16 GEMMs ran {r.speedup:.1f}x faster on such a CPU, about {t(r.saved_us)} less per "

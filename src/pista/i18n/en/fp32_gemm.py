@@ -17,7 +17,8 @@ def _shape(r: Fp32Gemm) -> str:
 
 def _target(r: Fp32Gemm) -> str:
     if r.target_tflops is None:
-        return f"{r.target.upper()} (assumed 7x faster: {r.card or 'this GPU'} is not in pista's peak table)"
+        return (f"{r.target.upper()} (assumed {r.assumed_speedup or 7:g}x faster: {r.card or 'this GPU'} is not in "
+                "pista's peak table)")
     how = "measured" if r.target_measured else "estimated from the datasheet"
     return f"this {r.card}'s {r.target.upper()} ceiling of {r.target_tflops:.0f} TFLOP/s ({how})"
 
@@ -31,6 +32,10 @@ def message(r: Fp32Gemm) -> str:
 
 
 def advice(r: Fp32Gemm) -> str:
+    if r.target == "bf16":
+        return (f"On {r.card or 'this GPU'} (a GeForce card) TF32 runs at the CUDA cores' fp32 rate, so "
+                "torch.set_float32_matmul_precision('high') saves nothing: run the GEMMs under "
+                "torch.autocast('cuda', dtype=torch.bfloat16), twice the fp32 rate on its tensor cores.")
     if r.target == "fp16":
         return (f"{r.card or 'This GPU'} has no TF32: move the GEMMs onto its fp16 tensor cores with mixed precision, "
                 "torch.autocast('cuda', dtype=torch.float16) and a torch.cuda.amp.GradScaler for training.")
@@ -40,8 +45,9 @@ def advice(r: Fp32Gemm) -> str:
 
 def fix(r: Fp32Gemm) -> str:
     ops = ", ".join(r.ops) or "the GEMMs"
-    change = ("torch.autocast('cuda', dtype=torch.float16)" if r.target == "fp16"
-              else "torch.set_float32_matmul_precision('high')")
+    change = {"fp16": "torch.autocast('cuda', dtype=torch.float16)",
+              "bf16": "torch.autocast('cuda', dtype=torch.bfloat16)"}.get(
+                  r.target, "torch.set_float32_matmul_precision('high')")
     rate = f" at {r.tflops:.0f} TFLOP/s" if r.tflops else ""
     verb = "runs" if len(r.ops) == 1 else "run"
     return (f"{ops} {verb} in full fp32{rate}, {t(r.gemm_us / r.steps)} per step: {change} saves about "
@@ -50,7 +56,7 @@ def fix(r: Fp32Gemm) -> str:
 
 def basis(r: Fp32Gemm) -> str:
     where = (f"at the card's {r.target.upper()} ceiling" if r.target_tflops
-             else f"{r.target.upper()} assumed 7x faster (GPU not in the peak table)")
+             else f"{r.target.upper()} assumed {r.assumed_speedup or 7:g}x faster (GPU not in the peak table)")
     return (f"per fp32 GEMM call, its time minus its FLOPs {where}, summed per step (an upper bound: small GEMMs "
             "do not reach the ceiling, and where the host is the limit part of it stays hidden)")
 

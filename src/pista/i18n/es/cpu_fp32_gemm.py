@@ -27,6 +27,8 @@ def _threads(r: CpuFp32Gemm) -> str:
 def message(r: CpuFp32Gemm) -> str:
     head = (f"{', '.join(r.ops)} se ejecutan en fp32{_rate(r)}: {t(r.gemm_us)} por paso, el "
             f"{r.step_share_percent:.1f}% del paso")
+    if not r.dtype_known:
+        head += " (su dtype no se registró: record_shapes estaba desactivado; fp32 es el valor por defecto de torch)"
     if not r.known_cpu:
         return (f"{head}. La traza no dice qué CPU la grabó: si esa CPU tiene AVX512-BF16 o AMX ({_CHECK}), las "
                 f"GEMM en bf16 fueron {r.speedup:.1f} veces más rápidas en una CPU así, unos {t(r.saved_us)} menos "

@@ -17,8 +17,8 @@ def _shape(r: Fp32Gemm) -> str:
 
 def _target(r: Fp32Gemm) -> str:
     if r.target_tflops is None:
-        return (f"{r.target.upper()} (supuesto 7 veces más rápido: {r.card or 'esta GPU'} no está en la tabla de "
-                "picos de pista)")
+        return (f"{r.target.upper()} (supuesto {r.assumed_speedup or 7:g} veces más rápido: {r.card or 'esta GPU'} no "
+                "está en la tabla de picos de pista)")
     how = "medido" if r.target_measured else "estimado a partir de la ficha técnica"
     return f"el techo {r.target.upper()} de esta {r.card}, {r.target_tflops:.0f} TFLOP/s ({how})"
 
@@ -32,6 +32,10 @@ def message(r: Fp32Gemm) -> str:
 
 
 def advice(r: Fp32Gemm) -> str:
+    if r.target == "bf16":
+        return (f"En {r.card or 'esta GPU'} (una GeForce) TF32 va al ritmo fp32 de los núcleos CUDA, así que "
+                "torch.set_float32_matmul_precision('high') no ahorra nada: ejecuta los GEMM bajo "
+                "torch.autocast('cuda', dtype=torch.bfloat16), el doble del ritmo fp32 en sus Tensor Cores.")
     if r.target == "fp16":
         return (f"{r.card or 'Esta GPU'} no tiene TF32: lleva los GEMM a sus Tensor Cores fp16 con precisión mixta, "
                 "torch.autocast('cuda', dtype=torch.float16) y un torch.cuda.amp.GradScaler para entrenar.")
@@ -42,8 +46,9 @@ def advice(r: Fp32Gemm) -> str:
 
 def fix(r: Fp32Gemm) -> str:
     ops = ", ".join(r.ops) or "los GEMM"
-    change = ("torch.autocast('cuda', dtype=torch.float16)" if r.target == "fp16"
-              else "torch.set_float32_matmul_precision('high')")
+    change = {"fp16": "torch.autocast('cuda', dtype=torch.float16)",
+              "bf16": "torch.autocast('cuda', dtype=torch.bfloat16)"}.get(
+                  r.target, "torch.set_float32_matmul_precision('high')")
     rate = f" a {r.tflops:.0f} TFLOP/s" if r.tflops else ""
     verb = "va" if len(r.ops) == 1 else "van"
     return (f"{ops} {verb} en fp32 completo{rate}, {t(r.gemm_us / r.steps)} por paso: {change} ahorra unos "
@@ -52,7 +57,8 @@ def fix(r: Fp32Gemm) -> str:
 
 def basis(r: Fp32Gemm) -> str:
     where = (f"en el techo {r.target.upper()} de la tarjeta" if r.target_tflops
-             else f"con {r.target.upper()} supuesto 7 veces más rápido (GPU fuera de la tabla de picos)")
+             else f"con {r.target.upper()} supuesto {r.assumed_speedup or 7:g} veces más rápido (GPU fuera de la tabla "
+                  "de picos)")
     return (f"por llamada GEMM fp32, su tiempo menos sus FLOP {where}, sumado por paso (una cota superior: los GEMM "
             "pequeños no llegan al techo, y si el host es el límite parte queda oculta)")
 
@@ -75,7 +81,9 @@ Por defecto PyTorch hace las matmul fp32 con precisión completa (`torch.get_flo
 TFLOP/s, mientras que TF32 hace la misma llamada varias veces más rápido y bf16 aún más; para entrenar
 y para casi toda la inferencia los bits de mantisa perdidos no importan. Las tarjetas anteriores a
 Ampere (V100, Turing) no tienen TF32: allí el camino a los Tensor Cores es la precisión mixta fp16;
-Pascal y anteriores no tienen Tensor Cores, y la regla calla.
+Pascal y anteriores no tienen Tensor Cores, y la regla calla. Las GeForce Ampere y Ada (RTX 30xx/40xx)
+hacen TF32 al ritmo fp32 de sus núcleos CUDA (whitepapers GA102 y Ada de NVIDIA: RTX 3090 35.6 y 35.6,
+RTX 4090 82.6 y 82.6 TFLOP/s): allí TF32 no ahorra nada, y autocast bf16 duplica el ritmo.
 
 Ejemplo:
 gpu/fp32_gemm en una H200: una matmul fp32 de 4096x4096x4096 con TF32 desactivado ejecuta
@@ -85,7 +93,7 @@ gpu/fp32_gemm en una H200: una matmul fp32 de 4096x4096x4096 con TF32 desactivad
 
 Impacto:
 Por paso: lo que los GEMM fp32 ahorrarían en el techo TF32 de la tarjeta (fp16 en las que no tienen
-TF32): por llamada, su tiempo menos sus FLOP a ese techo (`pista.efficiency`; una llamada sin formas
+TF32, bf16 en las que TF32 no es más rápido que fp32): por llamada, su tiempo menos sus FLOP a ese techo (`pista.efficiency`; una llamada sin formas
 registradas se supone en el techo fp32 de la tarjeta). gpu/fp32_gemm: 2.30 ms de cada llamada de 2.68
 ms con los 355 TFLOP/s TF32 medidos en la H200 (la ejecución real en TF32 ahorró 2.34 ms), crítico. Una
 cota superior si la traza está limitada por el host (la GPU espera al host de todos modos). Por debajo
