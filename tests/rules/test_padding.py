@@ -86,3 +86,27 @@ def test_a_compiled_model_pads_to_a_multiple_of_64(analysis_of):
                                   "gpu/bert_as_written", "gpu/attn_sdpa", "gpu/attn_hf_eager", "gpu/attn_manual"])
 def test_batches_padded_to_their_longest_row_and_models_without_padding_stay_quiet(analysis_of, name):
     assert _finding(analysis_of, name) is None
+
+
+def test_rows_padded_one_by_one_are_a_batch(analysis_of):
+    """pad_rows_eager_train: F.pad on each row to 384, then a stack: the step's rows are the batch, its longest the
+    longest row. (Its fix measured 2.2% slower: the step waits on the host, and the engine's replay, which the
+    savings suite reads, says no saving; the rule's own estimate is what is read here.)"""
+    name = SAVINGS + "pad_rows_eager_train__broken"
+    rows = [e for e in raw.in_steps(name, raw.complete(name, "cpu_op", "aten::constant_pad_nd"))
+            if len(e["args"]["Input Dims"][0]) == 1]
+    steps = raw.steps(name)
+    f = _finding(analysis_of, name)
+    assert f is not None and f.record.seen and f.record.batch == len(rows) // len(steps) == 32
+    longest = [max(e["args"]["Input Dims"][0][0] for e in rows if raw.inside(s, e)) for s in steps]
+    assert f.record.longest == pytest.approx(statistics.mean(longest)) and f.record.length == 384
+
+
+def test_a_mask_added_to_written_out_scores_is_read(analysis_of):
+    """pad_loader_eager_infer: scores + an additive [B, 1, 1, L] mask (Hugging Face's eager attention)."""
+    name = SAVINGS + "pad_loader_eager_infer__broken"
+    adds = [e["args"]["Input Dims"] for e in raw.complete(name, "cpu_op", "aten::add")
+            if len(e["args"].get("Input Dims", [])) > 1 and len(e["args"]["Input Dims"][1]) == 4]
+    f = _finding(analysis_of, name)
+    assert adds and f is not None and not f.record.seen and f.severity.value == "info"
+    assert f.record.length == adds[0][1][3] and adds[0][1][1:3] == [1, 1]
