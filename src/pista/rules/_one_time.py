@@ -21,6 +21,7 @@ host work while the GPU runs delays nothing.
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -29,8 +30,8 @@ import numpy as np
 
 from pista.findings import Context, Finding
 from pista.rules import catalogue
-from pista.rules._common import COMPILE_EVENT, busy_ns_many, nearest_ancestor, pattern_mask
-from pista.rules._idle import subtract
+from pista.rules._common import COMPILE_EVENT, busy_ns_many, kernel_launches, nearest_ancestor, pattern_mask
+from pista.rules._idle import COLD_RATIO, subtract, sum_under
 from pista.trace.facts import Facts, Intervals, merge_intervals
 
 # the names CUPTI gives module/function loads on the overhead lane (seed_mm64_cold, recompile)
@@ -44,6 +45,20 @@ GEMM_OPS = frozenset({
     "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_scaled_mm", "aten::_addmm_activation",
     "aten::addmv", "aten::mv", "aten::matmul", "aten::linear",
 })
+# Start-up a window may hold with no load event to show it (CUDA before 11.7, older CUPTI, ROCm; issue 35:
+# context creation, the first cuBLAS/cuDNN calls and a 1.3 s first cudaLaunchKernel took 74-100% of four
+# foreign windows): a runtime or driver call at least STARTUP_CALL_NS long that neither waits, copies nor
+# allocates (warm, these calls take 1-50 µs: gpu/window_sync_warm's longest cudaLaunchKernel 37 µs; cold,
+# gpu/window_sync_cold's first cudaLaunchKernel 4.0 ms, seed_mm64_cold's 5.6 ms, hta_alexnet's
+# cudaStreamCreateWithFlags 733 ms), and an op's first call with STARTUP_SELF_NS of host time in no
+# recorded call (cuBLAS's or cuDNN's set-up: gpu/window_sync_cold's first aten::mm 91.6 ms, aten::add
+# 11.1 ms; warm GEMMs 20-230 µs in every fixture).
+STARTUP_CALL_NS = 1_000_000
+STARTUP_SELF_NS = 5_000_000
+# waits, copies, allocations and graph replays: long for other reasons than start-up (a cudaFree that
+# is the window's first runtime call is the context's creation: cudaFree(0) is how programs make it)
+NOT_STARTUP = re.compile(r"Synchroni[sz]e|Memcpy|Memset|Malloc|Free|HostAlloc|HostRegister|Query|WaitEvent|Graph")
+CONTEXT_CALLS = frozenset({"cudaFree", "hipFree"})
 ORDER = ("cold-start", "dead-window", "profiler-overhead", "gemm-heuristics", "cudnn-setup", "lazy-loading")
 
 # the causes a cold step or region call is put down to, for the advice
@@ -135,6 +150,72 @@ def idle_ns(facts: Facts, iv: Intervals) -> int:
 
 
 # -- events ------------------------------------------------------------------------------------
+
+def startup_calls(facts: Facts, taken: Intervals) -> dict[int, list[int]]:
+    """The calls in the window, outside taken, that start CUDA up without a load event to show it: per
+    outermost op (or the runtime call itself, outside any op), its long start-up runtime calls (empty: its
+    own untraced host time is the set-up). An op's call counts where its later calls, if any, take under
+    1 / COLD_RATIO of it."""
+    trace = facts.trace
+    lo, hi = facts.window
+    runtime = facts.is_host & trace.category_mask({"cuda_runtime", "cuda_driver"}) & (trace.ts >= lo) & (trace.ts < hi)
+    calls = np.flatnonzero(runtime)
+    calls = calls[np.argsort(trace.ts[calls], kind="stable")]
+    out: dict[int, list[int]] = {}
+    for i in calls[trace.dur[calls] >= STARTUP_CALL_NS].tolist():
+        name = trace.event_name(i)
+        if NOT_STARTUP.search(name) and not (name in CONTEXT_CALLS and i == int(calls[0])):
+            continue
+        op = outermost_op(facts, i)
+        out.setdefault(op if op >= 0 else i, []).append(i)
+    for op in _untraced_first_calls(facts).tolist():
+        out.setdefault(op, [])
+    # a call that holds compiling (a compiled region's first call) is recompilation's, not start-up
+    compiling = compile_spans(facts)
+    out = {op: mine for op, mine in out.items()
+           if not covered(taken, trace.ts[[op]])[0] and _cold_call(facts, op)
+           and compiling.clip(int(trace.ts[op]), int(trace.ts[op] + trace.dur[op])).total == 0}
+    return dict(sorted(out.items(), key=lambda kv: int(trace.ts[kv[0]])))
+
+
+def _outermost_ops(facts: Facts) -> np.ndarray:
+    """The ops in the window no op holds, in time order."""
+    trace = facts.trace
+    lo, hi = facts.window
+    ops = facts.is_host & trace.category_mask({"cpu_op"})
+    outer = np.flatnonzero(ops & ~(ops[facts.parent] & (facts.parent >= 0)) & (trace.ts >= lo) & (trace.ts < hi))
+    return outer[np.argsort(trace.ts[outer], kind="stable")]
+
+
+def _untraced_first_calls(facts: Facts) -> np.ndarray:
+    """The first call of each outermost op name that launches device work and spends STARTUP_SELF_NS of
+    host time in no recorded call (its own and its ops' self time)."""
+    trace = facts.trace
+    outer = _outermost_ops(facts)
+    if outer.size == 0:
+        return outer
+    _, first = np.unique(trace.name[outer], return_index=True)
+    outer = np.sort(outer[first])
+    outer = outer[trace.dur[outer] >= STARTUP_SELF_NS]
+    if outer.size == 0:
+        return outer
+    ops = facts.is_host & trace.category_mask({"cpu_op"})
+    own = facts.self_time[outer] + sum_under(facts, ops, outer, facts.self_time)
+    launches = sum_under(facts, kernel_launches(facts), outer)
+    return outer[(own >= STARTUP_SELF_NS) & (launches > 0)]
+
+
+def _cold_call(facts: Facts, op: int) -> bool:
+    """Whether an op's call is far slower than its name's later calls (true where it has none, and for a
+    runtime call outside any op)."""
+    trace = facts.trace
+    if int(trace.cat[op]) != trace.category_id("cpu_op"):
+        return True
+    same = np.flatnonzero((trace.name == trace.name[op]) & (facts.depth == facts.depth[op]) & facts.is_host
+                          & (trace.ts > trace.ts[op]))
+    return same.size == 0 or float(trace.dur[op]) >= COLD_RATIO * float(np.median(trace.dur[same]))
+
+
 
 def loading_mask(facts: Facts) -> np.ndarray:
     trace = facts.trace

@@ -11,21 +11,55 @@ TITLE = "Host overhead bound: the GPU waits while the host dispatches ops"
 ELSEWHERE = {
     "sync_us": "after syncs (host-sync, trailing-sync, pageable-memcpy)",
     "data_us": "under regions that launch almost nothing (gpu-idle)",
-    "cold_us": "in one-time set-up (cold-start, dead-window, lazy-loading)",
+    "cold_us": "in one-time set-up",
     "compile_us": "while compiling (recompilation)",
-    "profiler_us": "in the profiler's buffer requests (profiler-overhead)",
-    "setup_us": "while cuDNN sets up new shapes (cudnn-setup)",
+    "profiler_us": "in the profiler's buffer requests",
+    "setup_us": "while cuDNN sets up new shapes",
     "launch_us": "before tiny kernels (launch-bound)",
     "calls_us": "under very repeated calls (many-calls)",
 }
+# the ledger's one-time claims, named by the one-time rules among these that reported; where none did, the
+# time is said to be one-time without pointing at a finding that is not printed (issue 35)
+OWNERS = {
+    "cold_us": ("cold-start", "dead-window", "lazy-loading"),
+    "profiler_us": ("profiler-overhead", "cold-start", "dead-window"),
+    "setup_us": ("cudnn-setup",),
+}
+UNOWNED = {
+    "cold_us": "one-time set-up (first calls: CUDA's context, libraries and kernel loading)",
+    "profiler_us": "the profiler's own buffer requests",
+    "setup_us": "cuDNN setting up new shapes",
+}
+
+
+def _owned(r: OverheadBound, key: str) -> tuple[str, ...] | None:
+    """The reporting rules a claim is left to (None: a one-time claim no printed finding owns)."""
+    owners = OWNERS.get(key)
+    if owners is None:
+        return ()
+    named = tuple(o for o in owners if o in r.elsewhere.one_time)
+    return named or None
+
+
+def _big(r: OverheadBound, us: float) -> bool:
+    return us >= 0.005 * r.step_us
 
 
 def _left(r: OverheadBound) -> list[str]:
     e = r.elsewhere
-    out = [f"{t(getattr(e, k))} {label}" for k, label in ELSEWHERE.items() if getattr(e, k) >= 0.005 * r.step_us]
-    if e.others_us >= 0.005 * r.step_us:
+    out = []
+    for k, label in ELSEWHERE.items():
+        named = _owned(r, k)
+        if _big(r, getattr(e, k)) and named is not None:
+            out.append(f"{t(getattr(e, k))} {label}" + (f" ({', '.join(named)})" if named else ""))
+    if _big(r, e.others_us):
         out.append(f"{t(e.others_us)} claimed by {', '.join(e.others)}")
     return out
+
+
+def _unowned(r: OverheadBound) -> list[str]:
+    return [f"{t(getattr(r.elsewhere, k))} {label}" for k, label in UNOWNED.items()
+            if _big(r, getattr(r.elsewhere, k)) and _owned(r, k) is None]
 
 
 def _share(r: OverheadBound, us: float) -> str:
@@ -74,6 +108,9 @@ def message(r: OverheadBound) -> str:
     left = _left(r)
     if left:
         text += " Left to other findings, per step: " + "; ".join(left) + "."
+    unowned = _unowned(r)
+    if unowned:
+        text += " Not per-op overhead either, per step: " + "; ".join(unowned) + "."
     if r.near_threshold:
         text += (f" The verdict sits near its threshold ({_ratio(r)} against {r.ratio_threshold:g}x, GPU busy "
                  f"{r.gpu_busy_percent:.0f}% against at most {r.busy_threshold_percent:.0f}%).")

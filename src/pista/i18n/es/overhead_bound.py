@@ -11,21 +11,54 @@ TITLE = "Limitado por la sobrecarga del host: la GPU espera mientras el host des
 ELSEWHERE = {
     "sync_us": "tras sincronizaciones (host-sync, trailing-sync, pageable-memcpy)",
     "data_us": "bajo regiones que casi no lanzan nada (gpu-idle)",
-    "cold_us": "en preparación de una sola vez (cold-start, dead-window, lazy-loading)",
+    "cold_us": "en preparación de una sola vez",
     "compile_us": "mientras se compila (recompilation)",
-    "profiler_us": "en las peticiones de búfer del profiler (profiler-overhead)",
-    "setup_us": "mientras cuDNN prepara formas nuevas (cudnn-setup)",
+    "profiler_us": "en las peticiones de búfer del profiler",
+    "setup_us": "mientras cuDNN prepara formas nuevas",
     "launch_us": "antes de kernels diminutos (launch-bound)",
     "calls_us": "bajo llamadas muy repetidas (many-calls)",
 }
+# las reclamaciones de una sola vez del libro, con las reglas de una sola vez que las informan; si ninguna
+# las informa, se dicen de una sola vez sin apuntar a un hallazgo que no se imprime (issue 35)
+OWNERS = {
+    "cold_us": ("cold-start", "dead-window", "lazy-loading"),
+    "profiler_us": ("profiler-overhead", "cold-start", "dead-window"),
+    "setup_us": ("cudnn-setup",),
+}
+UNOWNED = {
+    "cold_us": "preparación de una sola vez (primeras llamadas: el contexto de CUDA, las bibliotecas y la carga de kernels)",
+    "profiler_us": "las propias peticiones de búfer del profiler",
+    "setup_us": "cuDNN preparando formas nuevas",
+}
+
+
+def _owned(r: OverheadBound, key: str) -> tuple[str, ...] | None:
+    owners = OWNERS.get(key)
+    if owners is None:
+        return ()
+    named = tuple(o for o in owners if o in r.elsewhere.one_time)
+    return named or None
+
+
+def _big(r: OverheadBound, us: float) -> bool:
+    return us >= 0.005 * r.step_us
 
 
 def _left(r: OverheadBound) -> list[str]:
     e = r.elsewhere
-    out = [f"{t(getattr(e, k))} {label}" for k, label in ELSEWHERE.items() if getattr(e, k) >= 0.005 * r.step_us]
-    if e.others_us >= 0.005 * r.step_us:
+    out = []
+    for k, label in ELSEWHERE.items():
+        named = _owned(r, k)
+        if _big(r, getattr(e, k)) and named is not None:
+            out.append(f"{t(getattr(e, k))} {label}" + (f" ({', '.join(named)})" if named else ""))
+    if _big(r, e.others_us):
         out.append(f"{t(e.others_us)} que reclaman {', '.join(e.others)}")
     return out
+
+
+def _unowned(r: OverheadBound) -> list[str]:
+    return [f"{t(getattr(r.elsewhere, k))} {label}" for k, label in UNOWNED.items()
+            if _big(r, getattr(r.elsewhere, k)) and _owned(r, k) is None]
 
 
 def _share(r: OverheadBound, us: float) -> str:
@@ -76,6 +109,9 @@ def message(r: OverheadBound) -> str:
     left = _left(r)
     if left:
         text += " Queda para otros hallazgos, por paso: " + "; ".join(left) + "."
+    unowned = _unowned(r)
+    if unowned:
+        text += " Tampoco es sobrecarga por operación, por paso: " + "; ".join(unowned) + "."
     if r.near_threshold:
         text += (f" El veredicto está cerca de su umbral ({_ratio(r)} frente a {r.ratio_threshold:g}x, GPU ocupada "
                  f"el {r.gpu_busy_percent:.0f}% frente a un máximo del {r.busy_threshold_percent:.0f}%).")
