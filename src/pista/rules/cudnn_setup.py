@@ -77,6 +77,7 @@ class CudnnSetup(Record):
     typical_us: float | None  # median GPU idle in the same ops' other calls, where there are some
     new_shapes: int | None  # slow calls on an input shape not seen earlier (None: shapes not recorded)
     slowest: tuple[SetupCall, ...]
+    once: bool = False  # a window without steps whose set-up shapes all run again later, fast: a first pass
 
 
 class CallNote(Record):
@@ -107,12 +108,14 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     claim = one_time.spans(trace.ts[idx], trace.ts[idx] + trace.dur[idx])
     typical = _typical_idle(facts, idx)
     total = max(0.0, one_time.idle_ns(facts, one_time.minus(claim, taken)) - (typical or 0.0) * idx.size)
-    impact = ctx.per_step(total)
+    dims = _dims(facts, idx)
+    # without steps, set-up whose every shape runs again later, fast, is a first pass (a cold forward), paid once
+    once = not facts.steps and _warmed_up(facts, idx, dims)
+    impact = ctx.once(total) if once else ctx.per_step(total)
     if impact.share < MIN_STEP_SHARE:
         return [], one_time.EMPTY
 
     names = sorted({trace.event_name(i) for i in idx.tolist()})
-    dims = _dims(facts, idx)
     launches, syncs = _launches_and_syncs(facts, idx)
     benchmark = bool(syncs.sum()) and float(launches.mean()) >= BENCHMARK_MIN_LAUNCHES
     kind = "attention" if any("attention" in n for n in names) else "rnn" if any("rnn" in n for n in names) else "conv"
@@ -124,7 +127,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         launches_per_call=float(launches.mean()), syncs=int(syncs.sum()), steps=len(facts.steps),
         in_steps=steps, idle_us=us(total), per_call_us=us(float(np.median(idle))),
         typical_us=None if typical is None else typical / 1000.0, new_shapes=_new_shapes(facts, idx, dims),
-        slowest=rows)
+        slowest=rows, once=once)
     ev = [evidence(facts, int(idx[k]), CallNote(dims[k], us(idle[k]), int(launches[k]))) for k in sorted(slowest.tolist())]
     return [Finding(ID, record, impact, ev)], claim
 
@@ -137,6 +140,22 @@ def _typical_idle(facts: Facts, idx: np.ndarray) -> float | None:
     if same.size == 0:
         return None
     return float(np.median(idle_ns_in(facts, same)))
+
+
+def _warmed_up(facts: Facts, idx: np.ndarray, dims: list[str]) -> bool:
+    """Whether each slow call's op runs again after the last slow call on the same input shape (the same op,
+    where shapes are not recorded), setting nothing up: the set-up was a first pass over shapes that repeat
+    (a cold forward), not shapes that keep changing (gpu/kv_decode's 12 layers reuse each token's new length,
+    then the next token brings another)."""
+    trace = facts.trace
+    same = np.flatnonzero(facts.is_host & np.isin(trace.name, np.unique(trace.name[idx])))
+    later = same[~np.isin(same, idx)]
+    last: dict[tuple[int, str], int] = {}
+    for i, d in zip(later.tolist(), _dims(facts, later), strict=True):
+        key = (int(trace.name[i]), d)
+        last[key] = max(last.get(key, -1), int(trace.ts[i]))
+    done = int(trace.ts[idx].max())  # after the last set-up: a decoder's layers reuse the token's new length
+    return all(last.get((int(trace.name[i]), d), -1) > done for i, d in zip(idx.tolist(), dims, strict=True))
 
 
 def _dims(facts: Facts, idx: np.ndarray) -> list[str]:

@@ -76,6 +76,7 @@ class GemmHeuristics(Record):
     queries: int  # cudaOccupancy* queries inside the calls
     loads: int  # CUDA kernel loads inside the calls
     new: tuple[NewShape, ...]  # in time order
+    once: bool = False  # a first pass over shapes that repeat (one step of several, or repeated after it)
 
 
 class ShapeNote(Record):
@@ -148,8 +149,11 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     typical_all = float(np.median(typicals)) if typicals else None
     idle = max(0.0, one_time.idle_ns(facts, one_time.minus(claim, taken)) - sum(t or 0.0 for _, t in picked))
     in_steps = tuple(sorted({s for lo in starts if (s := step_at(facts, lo)) is not None}))
-    # new shapes in one step of several are a one-time cost (a first pass over the shapes), not a recurring one
-    impact = ctx.once(idle) if len(facts.steps) > 1 and len(in_steps) < 2 else ctx.per_step(idle)
+    # new shapes in one step of several are a one-time cost (a first pass over the shapes), not a recurring one;
+    # so are they, without steps, where every new shape runs again after the last of them (a cold forward)
+    once = len(facts.steps) > 1 and len(in_steps) < 2
+    once |= not facts.steps and _repeated_after(trace, ops, dims, [k for k, _ in picked])
+    impact = ctx.once(idle) if once else ctx.per_step(idle)
     if impact.share < MIN_STEP_SHARE:
         return [], one_time.EMPTY
 
@@ -171,7 +175,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         in_steps=in_steps,
         wait_us=us(sum(b - a for a, b in zip(starts, stops, strict=True))),
         typical_us=None if typical_all is None else typical_all / 1000.0, idle_us=us(idle),
-        queries=n_queries, loads=n_loads, new=tuple(rows),
+        queries=n_queries, loads=n_loads, new=tuple(rows), once=once,
     )
     ev = []
     slowest = sorted(((k, r) for (k, _), r in zip(picked, rows, strict=True)), key=lambda kr: -kr[1].wait_us)
@@ -182,3 +186,12 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         if work >= 0:
             ev.append(evidence(facts, work, KernelNote(us(trace.dur[work]))))
     return [Finding(ID, record, impact, ev)], claim
+
+
+def _repeated_after(trace, ops: np.ndarray, dims: list[bytes], picked: list[int]) -> bool:
+    """Whether every picked call's op and shape runs again after the last picked call: the new shapes were a
+    first pass over shapes that repeat, not shapes that keep changing (gpu/gemm_new_shapes: a new M each
+    call, never seen again)."""
+    done = max(int(trace.ts[ops[k]]) for k in picked)
+    after = {(int(trace.name[op]), dims[k]) for k, op in enumerate(ops.tolist()) if int(trace.ts[op]) > done}
+    return all((int(trace.name[ops[k]]), dims[k]) in after for k in picked)

@@ -32,6 +32,10 @@ def message(r: GemmHeuristics) -> str:
 
 def advice(r: GemmHeuristics) -> str:
     dims = ", ".join(n.dims for n in r.new[:3])
+    if r.once:
+        return (f"Las formas nuevas ({dims}) son una primera pasada: vuelven a ejecutarse después sin la espera, así "
+                "que cuBLAS eligió sus kernels una sola vez. Calienta cada forma antes de perfilar (una iteración, o "
+                "torch.profiler.schedule(wait=1, warmup=1, active=N)); nada se repite en régimen estable.")
     return (f"La forma del GEMM cambia de una llamada a otra ({dims}): rellena o agrupa la dimensión variable en unos "
             "pocos tamaños y calienta cada uno antes de perfilar; con torch.compile márcala dinámica; los CUDA graphs "
             "también necesitan formas estáticas.")
@@ -39,7 +43,7 @@ def advice(r: GemmHeuristics) -> str:
 
 def fix(r: GemmHeuristics) -> str:
     n = r.new[0]
-    if r.steps > 1 and len(r.in_steps) == 1:
+    if r.once or (r.steps > 1 and len(r.in_steps) == 1):
         return (f"{n.op} recibe {r.shapes} formas nuevas en {_steps(r)} ({' -> '.join(x.dims for x in r.new[:3])}), "
                 f"{t(r.wait_us)} antes de sus lanzamientos mientras cuBLAS elige kernels: calienta cada forma antes "
                 "de perfilar y limita las formas a unos pocos tamaños.")
@@ -51,7 +55,7 @@ def fix(r: GemmHeuristics) -> str:
 def basis(r: GemmHeuristics) -> str:
     usual = (", menos la espera del op con formas ya vistas" if r.typical_us is not None
              else ", una cota superior (sin formas ya vistas con que comparar)")
-    per = "por paso" if r.steps else "sobre la ventana"
+    per = "una sola vez, una primera pasada" if r.once else "por paso" if r.steps else "sobre la ventana"
     return (f"la GPU inactiva desde el inicio de cada GEMM con forma nueva hasta su lanzamiento ({t(r.idle_us)})"
             f"{usual}, {per}")
 
