@@ -30,9 +30,16 @@ import numpy as np
 
 from pista.findings import Context, Finding
 from pista.rules import catalogue
-from pista.rules._common import COMPILE_EVENT, busy_ns_many, kernel_launches, nearest_ancestor, pattern_mask
+from pista.rules._common import (
+    COMPILE_EVENT,
+    busy_ns_many,
+    kernel_launches,
+    kernels,
+    nearest_ancestor,
+    pattern_mask,
+)
 from pista.rules._idle import COLD_RATIO, subtract, sum_under
-from pista.trace.facts import Facts, Intervals, merge_intervals
+from pista.trace.facts import STEP_NAME, Facts, Intervals, merge_intervals
 
 # the names CUPTI gives module/function loads on the overhead lane (seed_mm64_cold, recompile)
 LOADING_NAMES = frozenset({"Runtime Triggered Module Loading", "Lazy Function Loading"})
@@ -154,10 +161,13 @@ def idle_ns(facts: Facts, iv: Intervals) -> int:
 def startup_calls(facts: Facts, taken: Intervals) -> dict[int, list[int]]:
     """The calls in the window, outside taken, that start CUDA up without a load event to show it: per
     outermost op (or the runtime call itself, outside any op), its long start-up runtime calls (empty: its
-    own untraced host time is the set-up). An op's call counts where its later calls, if any, take under
-    1 / COLD_RATIO of it."""
+    own untraced host time is the set-up). A call counts where the other calls of its name take under
+    1 / COLD_RATIO of it (hta_cupti_profiler's CUPTI range profiling makes every launch 68 ms: no start-up),
+    and only in a window with device work (a CPU-only run's device queries start nothing it uses)."""
     trace = facts.trace
     lo, hi = facts.window
+    if not kernels(facts).any():
+        return {}
     runtime = facts.is_host & trace.category_mask({"cuda_runtime", "cuda_driver"}) & (trace.ts >= lo) & (trace.ts < hi)
     calls = np.flatnonzero(runtime)
     calls = calls[np.argsort(trace.ts[calls], kind="stable")]
@@ -166,8 +176,9 @@ def startup_calls(facts: Facts, taken: Intervals) -> dict[int, list[int]]:
         name = trace.event_name(i)
         if NOT_STARTUP.search(name) and not (name in CONTEXT_CALLS and i == int(calls[0])):
             continue
-        op = outermost_op(facts, i)
-        out.setdefault(op if op >= 0 else i, []).append(i)
+        if _cold_call(facts, i):
+            op = outermost_op(facts, i)
+            out.setdefault(op if op >= 0 else i, []).append(i)
     for op in _untraced_first_calls(facts).tolist():
         out.setdefault(op, [])
     # a call that holds compiling (a compiled region's first call) is recompilation's, not start-up
@@ -179,11 +190,14 @@ def startup_calls(facts: Facts, taken: Intervals) -> dict[int, list[int]]:
 
 
 def _outermost_ops(facts: Facts) -> np.ndarray:
-    """The ops in the window no op holds, in time order."""
+    """The torch ops (named `ns::op`, not the steps that old traces record as ops) in the window that no
+    op holds, in time order."""
     trace = facts.trace
     lo, hi = facts.window
     ops = facts.is_host & trace.category_mask({"cpu_op"})
     outer = np.flatnonzero(ops & ~(ops[facts.parent] & (facts.parent >= 0)) & (trace.ts >= lo) & (trace.ts < hi))
+    torch_op = np.array(["::" in name and not STEP_NAME.match(name) for name in trace.names], dtype=bool)
+    outer = outer[torch_op[trace.name[outer]]]
     return outer[np.argsort(trace.ts[outer], kind="stable")]
 
 
@@ -205,16 +219,12 @@ def _untraced_first_calls(facts: Facts) -> np.ndarray:
     return outer[(own >= STARTUP_SELF_NS) & (launches > 0)]
 
 
-def _cold_call(facts: Facts, op: int) -> bool:
-    """Whether an op's call is far slower than its name's later calls (true where it has none, and for a
-    runtime call outside any op)."""
+def _cold_call(facts: Facts, i: int) -> bool:
+    """Whether a call is far slower than the other calls of its name at its depth (true where it has none)."""
     trace = facts.trace
-    if int(trace.cat[op]) != trace.category_id("cpu_op"):
-        return True
-    same = np.flatnonzero((trace.name == trace.name[op]) & (facts.depth == facts.depth[op]) & facts.is_host
-                          & (trace.ts > trace.ts[op]))
-    return same.size == 0 or float(trace.dur[op]) >= COLD_RATIO * float(np.median(trace.dur[same]))
-
+    same = np.flatnonzero((trace.name == trace.name[i]) & (facts.depth == facts.depth[i]) & facts.is_host)
+    same = same[same != i]
+    return same.size == 0 or float(trace.dur[i]) >= COLD_RATIO * float(np.median(trace.dur[same]))
 
 
 def loading_mask(facts: Facts) -> np.ndarray:
