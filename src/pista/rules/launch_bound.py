@@ -42,7 +42,7 @@ import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
 from pista.rules._common import COMPILED_CODE, nearest_ancestor, new_shapes, pattern_mask, short_name, us
-from pista.rules._launches import MAX_MEDIAN_KERNEL_US, tiny_kernels
+from pista.rules._launches import MAX_MEDIAN_KERNEL_US, graph_replays, tiny_kernels
 from pista.timeline import Edit
 
 ID = "launch-bound"
@@ -81,6 +81,10 @@ class LaunchBound(Record):
     new_shapes_percent: float  # of the steps' launching ops, those on a shape seen in one step only
     new_shape_op: str  # the op with most of them ("" under opargs.CHANGING_SHAPES_SHARE: shapes repeat)
     new_shape_calls_per_step: float
+    # the CUDA graphs the steps already replay ("" none, "partly", "mostly"): their kernels are not counted here,
+    # and the fix is not "capture the step as a graph" (_launches.graph_replays)
+    graphed: str = ""
+    graph_launches_per_step: float = 0.0
 
 
 class TinyKernel(Record):
@@ -121,6 +125,7 @@ def check(ctx: Context) -> list[Finding]:
     compiled_mask = pattern_mask(facts, COMPILED_CODE)
     in_compiled = nearest_ancestor(facts, compiled_mask)[facts.launcher[tiny]] >= 0
     evidence, examples = [], []
+    graphs = graph_replays(facts)
     for name_id, count in Counter(trace.name[tiny].tolist()).most_common(EXAMPLES):
         first = int(tiny[trace.name[tiny] == name_id][0])
         owner = int(facts.owner[first])
@@ -141,5 +146,6 @@ def check(ctx: Context) -> list[Finding]:
         idle_us_per_step=impact.us, tiny_per_step=tiny.size / n, tiny_max_us=MAX_MEDIAN_KERNEL_US,
         has_steps=bool(facts.steps), step_us=us(ctx.step_ns),
         compiled=bool(in_compiled.mean() >= 0.5) if in_compiled.size else False,
-        examples=tuple(examples), **new_shapes(facts))
+        examples=tuple(examples), graphed=graphs.graphed, graph_launches_per_step=graphs.per_step,
+        **new_shapes(facts))
     return [Finding(ID, record, impact, evidence, edit=Edit("launches batched", host_scale_spans=((found.claim, BATCHED_HOST_SHARE),)))]

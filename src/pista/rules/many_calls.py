@@ -39,6 +39,7 @@ import numpy as np
 from pista.findings import Context, Finding, Record
 from pista.rules._common import evidence, us
 from pista.rules._idle import intersect, spans
+from pista.rules._launches import graph_replays
 from pista.rules._repeated import MIN_SHARE, repeated_calls
 from pista.timeline import Edit
 
@@ -69,6 +70,7 @@ class ManyCalls(Record):
     has_gpu: bool
     idle_us_per_step: float  # the impact: the listed calls together
     calls: tuple[RepeatedCall, ...]  # largest idle first
+    graphed: bool = False  # the steps already replay CUDA graphs (_launches.graph_replays): no "graph the step"
 
 
 class OneOfMany(Record):
@@ -100,6 +102,6 @@ def check(ctx: Context) -> list[Finding]:
         shown.append((own, [evidence(facts, int(i), OneOfMany(members.size / n, bool(facts.steps))) for i in first]))
     order = np.argsort([-r.idle_us_per_step for r in rows], kind="stable")
     record = ManyCalls(steps=n, has_steps=bool(facts.steps), step_us=us(ctx.step_ns), has_gpu=facts.has_gpu, idle_us_per_step=impact.us,
-                       calls=tuple(rows[k] for k in order))
+                       calls=tuple(rows[k] for k in order), graphed=bool(graph_replays(facts).graphed))
     return [Finding(ID, record, impact, [e for k in order for e in shown[k][1]],
                     edit=Edit("calls batched", host_scale_spans=((found.claim, BATCHED_HOST_SHARE),)))]

@@ -68,7 +68,7 @@ from pista.rules._common import (
     us,
 )
 from pista.rules._idle import intersect, ledger, spans, subtract, union
-from pista.rules._launches import launch_bound_idle
+from pista.rules._launches import graph_replays, launch_bound_idle
 from pista.rules._repeated import many_calls_idle
 from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals
@@ -149,6 +149,10 @@ class OverheadBound(Record):
     new_shapes_percent: float  # of the steps' launching ops, those on a shape seen in one step only
     new_shape_op: str  # the op with most of them ("" under opargs.CHANGING_SHAPES_SHARE: shapes repeat)
     new_shape_calls_per_step: float
+    # the CUDA graphs the steps already replay ("" none, "partly", "mostly": _launches.graph_replays): a step
+    # that replays graphs is not told to capture one; mostly graphed, its idle is the host's work around them
+    graphed: str = ""
+    graph_launches_per_step: float = 0.0
 
     @property
     def syncs_first(self) -> bool:
@@ -233,6 +237,7 @@ def check(ctx: Context) -> list[Finding]:
     near = (ratio is not None and ratio < NEAR_RATIO * OVERHEAD_RATIO) or busy > NEAR_BUSY * OVERHEAD_MAX_GPU_BUSY
     shapes, stack = _profiler_options(facts)
     step_ns = ctx.step_ns
+    graphs = graph_replays(facts)
     unprofiled = _unprofiled(impact.us, us(step_ns), busy)
     record = OverheadBound(
         cpu_to_device_ratio=ratio, ratio_threshold=OVERHEAD_RATIO, gpu_busy_percent=100.0 * busy,
@@ -252,7 +257,7 @@ def check(ctx: Context) -> list[Finding]:
         end_syncs_per_step=book.end_syncs_per_step, near_threshold=bool(near),
         record_shapes=shapes, with_stack=stack, unprofiled_us_per_step=unprofiled,
         where=_where(compiled.total, others.get("compile-overhead", 0), between.total, rest.total),
-        **new_shapes(facts))
+        graphed=graphs.graphed, graph_launches_per_step=graphs.per_step, **new_shapes(facts))
     return [Finding(ID, record, impact, evidence, edit=Edit("step graphed", host_scale_spans=((rest, GRAPH_HOST_SHARE),)))]
 
 

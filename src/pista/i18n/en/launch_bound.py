@@ -36,7 +36,15 @@ def static_first(r) -> str:
             "recompiles and records a graph per shape.")
 
 
+def _graphed(r: LaunchBound) -> str:
+    return (f"The step already replays CUDA graphs ({r.graph_launches_per_step:.0f} graph launch(es) per step); these "
+            "kernels are launched one by one outside them")
+
+
 def advice(r: LaunchBound) -> str:
+    if r.graphed:
+        return (f"{_graphed(r)}: fuse the small ops ({_ops(r)}) with torch.compile, or capture them into the graphs "
+                "with the rest, so their launches ride on a replay." + static_first(r))
     if r.compiled:
         return ("These tiny kernels come from code that is already compiled: capture the step as a CUDA graph "
                 "(torch.compile(mode='reduce-overhead')) so their launches cost one graph launch, or give each "
@@ -50,6 +58,8 @@ def advice(r: LaunchBound) -> str:
 def fix(r: LaunchBound) -> str:
     head = (f"{r.tiny_per_step:.0f} tiny kernels per step ({_ops(r)}) wait for the host to dispatch and launch "
             f"them, {t(r.idle_us_per_step)} of GPU idle per step")
+    if r.graphed:
+        return f"{head}, outside the CUDA graphs the step replays: fuse them, or capture them into those graphs"
     if r.compiled:
         return f"{head}: capture the compiled step as a CUDA graph (mode='reduce-overhead')"
     graph = (f"a CUDA graph once its shapes are static ({r.new_shape_op} changes shape every step)"

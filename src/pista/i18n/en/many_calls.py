@@ -52,7 +52,8 @@ def message(r: ManyCalls) -> str:
 def advice(r: ManyCalls) -> str:
     sources = list(dict.fromkeys(c.source for c in r.calls))
     return (" ".join(ADVICE[s] for s in sources)
-            + (" A CUDA graph of the whole step also pays the per-call cost once." if r.has_gpu else ""))
+            + (" A CUDA graph of the whole step also pays the per-call cost once." if r.has_gpu and not r.graphed
+               else ""))
 
 
 def fix(r: ManyCalls) -> str:

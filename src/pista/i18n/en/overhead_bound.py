@@ -134,7 +134,19 @@ ADVICE = {
 }
 
 
+GRAPHED = {
+    "mostly": ("The step already replays CUDA graphs ({n:.0f} graph launch(es) per step, most of its kernels): the GPU "
+               "waits for the host's work around the replays (its Python, sampling, scheduling, input preparation), "
+               "not for launches. Overlap that work with the replay (prepare the next step while the graph runs) or "
+               "give each replay more work (a bigger batch); another CUDA graph or torch.compile will not help."),
+    "partly": ("Part of the step already replays CUDA graphs ({n:.0f} graph launch(es) per step): capture the ops "
+               "launched outside them into those graphs, or fuse them with torch.compile."),
+}
+
+
 def advice(r: OverheadBound) -> str:
+    if r.graphed:
+        return GRAPHED[r.graphed].format(n=r.graph_launches_per_step) + static_first(r)
     text = ""
     if r.syncs_at_end:
         text += (f"The {r.end_syncs_per_step:.0f} {r.sync_op} sync(s) per step come after the step's last kernel (its "
@@ -156,6 +168,10 @@ def fix(r: OverheadBound) -> str:
     top = r.top_ops[0].name if r.top_ops else "the ops"
     head = (f"the GPU waits {t(r.per_op_us_per_step)} per step ({_share(r, r.per_op_us_per_step)}) while the host "
             f"dispatches ops ({top})")
+    if r.graphed == "mostly":
+        return f"{head} around its CUDA graph replays: overlap that host work with the replay, or batch more per replay"
+    if r.graphed:
+        return f"{head} outside the CUDA graphs it replays: capture those ops into the graphs, or fuse them"
     if r.syncs_first:
         return (f"{head}: remove the {r.syncs_per_step - r.end_syncs_per_step:.0f} {r.sync_op} sync(s) per step, then "
                 "capture the step as a CUDA graph")

@@ -37,7 +37,15 @@ def static_first(r) -> str:
             "rellenadas o por tramos), o torch.compile recompila y graba un grafo por forma.")
 
 
+def _graphed(r: LaunchBound) -> str:
+    return (f"El paso ya reproduce CUDA graphs ({r.graph_launches_per_step:.0f} lanzamiento(s) de graph por paso); estos "
+            "kernels se lanzan uno a uno fuera de ellos")
+
+
 def advice(r: LaunchBound) -> str:
+    if r.graphed:
+        return (f"{_graphed(r)}: fusiona las operaciones pequeñas ({_ops(r)}) con torch.compile, o captúralas en los "
+                "graphs con el resto, para que sus lanzamientos vayan en una reproducción." + static_first(r))
     if r.compiled:
         return ("Estos kernels diminutos vienen de código ya compilado: captura el paso como CUDA graph "
                 "(torch.compile(mode='reduce-overhead')) para que sus lanzamientos cuesten uno solo, o da más "
@@ -51,6 +59,8 @@ def advice(r: LaunchBound) -> str:
 def fix(r: LaunchBound) -> str:
     head = (f"{r.tiny_per_step:.0f} kernels diminutos por paso ({_ops(r)}) esperan a que el host los despache y "
             f"lance, {t(r.idle_us_per_step)} de GPU inactiva por paso")
+    if r.graphed:
+        return f"{head}, fuera de los CUDA graphs que el paso reproduce: fusiónalos o captúralos en esos graphs"
     if r.compiled:
         return f"{head}: captura el paso compilado como CUDA graph (mode='reduce-overhead')"
     graph = (f"CUDA graph cuando sus formas sean estáticas ({r.new_shape_op} cambia de forma en cada paso)"

@@ -57,7 +57,8 @@ def message(r: ManyCalls) -> str:
 def advice(r: ManyCalls) -> str:
     sources = list(dict.fromkeys(c.source for c in r.calls))
     return (" ".join(ADVICE[s] for s in sources)
-            + (" Un CUDA graph del paso entero también paga una sola vez el coste por llamada." if r.has_gpu else ""))
+            + (" Un CUDA graph del paso entero también paga una sola vez el coste por llamada."
+               if r.has_gpu and not r.graphed else ""))
 
 
 def fix(r: ManyCalls) -> str:

@@ -135,7 +135,20 @@ ADVICE = {
 }
 
 
+GRAPHED = {
+    "mostly": ("El paso ya reproduce CUDA graphs ({n:.0f} lanzamiento(s) de graph por paso, la mayoría de sus kernels): "
+               "la GPU espera al trabajo del host alrededor de las reproducciones (su Python, el muestreo, la "
+               "planificación, la preparación de entradas), no a los lanzamientos. Solapa ese trabajo con la "
+               "reproducción (prepara el paso siguiente mientras corre el graph) o da más trabajo a cada reproducción "
+               "(un lote mayor); otro CUDA graph o torch.compile no ayudará."),
+    "partly": ("Parte del paso ya reproduce CUDA graphs ({n:.0f} lanzamiento(s) de graph por paso): captura en esos "
+               "graphs las operaciones lanzadas fuera de ellos, o fusiónalas con torch.compile."),
+}
+
+
 def advice(r: OverheadBound) -> str:
+    if r.graphed:
+        return GRAPHED[r.graphed].format(n=r.graph_launches_per_step) + static_first(r)
     text = ""
     if r.syncs_at_end:
         text += (f"Las {r.end_syncs_per_step:.0f} sincronizaciones por paso de {r.sync_op} llegan tras el último kernel "
@@ -157,6 +170,11 @@ def fix(r: OverheadBound) -> str:
     top = r.top_ops[0].name if r.top_ops else "las operaciones"
     head = (f"la GPU espera {t(r.per_op_us_per_step)} por paso ({_share(r, r.per_op_us_per_step)}) mientras el host "
             f"despacha operaciones ({top})")
+    if r.graphed == "mostly":
+        return (f"{head} alrededor de sus reproducciones de CUDA graph: solapa ese trabajo del host con la "
+                "reproducción, o da más trabajo a cada una")
+    if r.graphed:
+        return f"{head} fuera de los CUDA graphs que reproduce: captura esas operaciones en los graphs, o fusiónalas"
     if r.syncs_first:
         return (f"{head}: quita las {r.syncs_per_step - r.end_syncs_per_step:.0f} sincronizaciones por paso de "
                 f"{r.sync_op} y luego captura el paso como CUDA graph")
