@@ -25,6 +25,12 @@ The GPU idle inside those calls, less what the same ops' other calls hold it idl
 have any; else an upper bound), per step. Calls inside a cold step, a dead window, compile spans or
 new-shape GEMMs belong to those rules; one call alone is a first call (lazy-loading's).
 
+In a window without steps, set-up whose every shape (op, where shapes are not recorded) runs
+again after the last set-up call without set-up is a first pass, a cold forward: one-time, and the
+fix is a warm-up, not bucketing (issue 35: foreign/hta_alexnet, 1075.6 ms once, said "per step"
+with "bucket the input sizes" before; gpu/kv_decode without steps stays recurring: each token's
+length is never seen again).
+
 Fix:
 Attention: pin SDPA to the flash or memory-efficient kernels
 (`torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION])`) or

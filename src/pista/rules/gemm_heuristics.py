@@ -24,6 +24,10 @@ rule counted occupancy queries, whatever they cost: it reported CUB's sorts in
 big_gpt_eager_20steps (9 µs per step) and cuBLAS's first call inside seed_mm64_cold's cold step
 (cold-start's). A call inside a cold step, a dead window or compile spans belongs to those.
 
+Without steps, new shapes that all run again after the last of them are a first pass: one-time
+(issue 35: first-call cuBLAS set-up shown as a per-step cost); gpu/gemm_new_shapes without its
+steps stays recurring (a new M each call, never seen again).
+
 Fix:
 Keep shapes static: pad or bucket the varying dimension to a few sizes (and warm each up before
 profiling); under torch.compile mark it dynamic; CUDA graphs need static shapes too.

@@ -26,6 +26,14 @@ them cost 500x more. Loads inside a cold first step, a dead window, a new-shape 
 compile spans belong to cold-start, dead-window, gemm-heuristics and recompilation (seed_mm64_cold,
 gpu/window_sync_cold, gpu/gemm_new_shapes, gpu/recompile: 5, 5, 3 and 8 loads, reported here before).
 
+Without load events (CUDA before 11.7, older CUPTI, ROCm) the same first calls are found by their
+start-up (issue 35): a runtime call of 1 ms or more that neither waits, copies nor allocates
+(context creation, a first launch loading its module: TraceLens' tl_normalization on an MI300X,
+331 ms in a first hipLaunchKernel), or a torch op's first call with 5 ms of host time in no
+recorded call (cuBLAS's or cuDNN's set-up), each five times the other calls of its name or alone.
+gpu/window_sync_cold without its region and load events: 108.7 ms once, where overhead-bound
+reported 109 ms "per step" of per-op overhead with torch.compile advice before.
+
 Fix:
 Run every code path once before profiling (warm-up iterations that take the branch, or
 `torch.profiler.schedule(wait=1, warmup=1, active=N)`). `CUDA_MODULE_LOADING=EAGER` moves the

@@ -62,9 +62,14 @@ def _unowned(r: OverheadBound) -> list[str]:
             if _big(r, getattr(r.elsewhere, k)) and _owned(r, k) is None]
 
 
+def _whole(r) -> float:
+    """The mean step (the window): the per-step figures are means over the steps, so their whole is one too."""
+    return r.mean_step_us or r.step_us
+
+
 def _share(r: OverheadBound, us: float) -> str:
-    share = pct(min(us / r.step_us, 1.0)) if r.step_us else "0.0%"
-    return f"{share} of the {t(r.step_us)} {'median step' if r.has_steps else 'window'}"
+    share = pct(min(us / _whole(r), 1.0)) if _whole(r) else "0.0%"
+    return f"{share} of the {t(_whole(r))} {'mean step' if r.has_steps else 'window'}"
 
 
 def _ratio(r: OverheadBound) -> str:

@@ -117,6 +117,12 @@ hay; si no, una cota superior), por paso. Las llamadas dentro de un paso frío, 
 compilación o GEMMs con formas nuevas pertenecen a esos hallazgos; una sola llamada es una primera
 llamada (de lazy-loading).
 
+En una ventana sin pasos, la preparación cuyas formas (el op, si no se registran formas) vuelven
+todas a ejecutarse sin preparación tras la última llamada que prepara es una primera pasada, un
+forward en frío: de una sola vez, y la solución es calentar, no agrupar tamaños (issue 35:
+foreign/hta_alexnet, 1075.6 ms una sola vez, antes "por paso" con "agrupa los tamaños"; gpu/kv_decode
+sin pasos sigue siendo recurrente: la longitud de cada token no vuelve a verse).
+
 Solución:
 Atención: fija SDPA a los kernels flash o memory-efficient
 (`torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION])`) o fija

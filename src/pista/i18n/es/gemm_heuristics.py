@@ -93,6 +93,10 @@ big_gpt_eager_20steps (9 µs por paso) y de la primera llamada a cuBLAS dentro d
 seed_mm64_cold (de cold-start). Una llamada dentro de un paso frío, una ventana muerta o la compilación
 pertenece a esos hallazgos.
 
+Sin pasos, las formas nuevas que vuelven todas a ejecutarse tras la última de ellas son una primera
+pasada: de una sola vez (issue 35: la preparación de cuBLAS de una primera llamada mostrada como coste
+por paso); gpu/gemm_new_shapes sin sus pasos sigue siendo recurrente (una M nueva en cada llamada).
+
 Solución:
 Mantén las formas estáticas: rellena o agrupa la dimensión variable en unos pocos tamaños (y calienta
 cada uno antes de perfilar); con torch.compile márcala dinámica; los CUDA graphs también necesitan formas

@@ -102,6 +102,15 @@ con forma nueva o la compilación son de cold-start, dead-window, gemm-heuristic
 (seed_mm64_cold, gpu/window_sync_cold, gpu/gemm_new_shapes, gpu/recompile: 5, 5, 3 y 8 cargas, antes
 informadas aquí).
 
+Sin eventos de carga (CUDA anterior a 11.7, CUPTI antiguo, ROCm) las mismas primeras llamadas se
+encuentran por su arranque (issue 35): una llamada al runtime de 1 ms o más que no espera, copia ni
+reserva (la creación del contexto, un primer lanzamiento que carga su módulo: tl_normalization de
+TraceLens en una MI300X, 331 ms en un primer hipLaunchKernel), o la primera llamada de un op de torch
+con 5 ms de tiempo de host en ninguna llamada registrada (la preparación de cuBLAS o cuDNN), cada una
+cinco veces las otras llamadas de su nombre o sola. gpu/window_sync_cold sin su región ni eventos de
+carga: 108.7 ms una sola vez, donde antes overhead-bound informaba 109 ms "por paso" de sobrecarga por
+operación con el consejo de torch.compile.
+
 Solución:
 Recorre cada camino del código una vez antes de perfilar (iteraciones de calentamiento que tomen la
 rama, o `torch.profiler.schedule(wait=1, warmup=1, active=N)`). `CUDA_MODULE_LOADING=EAGER` lleva la

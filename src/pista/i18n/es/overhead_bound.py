@@ -61,9 +61,14 @@ def _unowned(r: OverheadBound) -> list[str]:
             if _big(r, getattr(r.elsewhere, k)) and _owned(r, k) is None]
 
 
+def _whole(r) -> float:
+    """El paso medio (la ventana): las cifras por paso son medias sobre los pasos, y su total también."""
+    return r.mean_step_us or r.step_us
+
+
 def _share(r: OverheadBound, us: float) -> str:
-    share = pct(min(us / r.step_us, 1.0)) if r.step_us else "0.0%"
-    return f"el {share} de {'la mediana de paso' if r.has_steps else 'la ventana'} de {t(r.step_us)}"
+    share = pct(min(us / _whole(r), 1.0)) if _whole(r) else "0.0%"
+    return f"el {share} {'del paso medio' if r.has_steps else 'de la ventana'} de {t(_whole(r))}"
 
 
 def _ratio(r: OverheadBound) -> str:
@@ -242,6 +247,16 @@ poco mientras el host sea así de lento (medido sin perfilar en la H200: 505 µs
 bucle además capturado como CUDA graph), pero hay que quitarlas para que un graph pueda capturar el
 bucle, y la corrección lo dice. Antes el hallazgo era siempre crítico y sin impacto, aunque la
 inactividad fuera de un cargador de datos.
+
+Se deja fuera todo tramo que poseen los hallazgos de las reglas de una sola vez (las primeras
+llamadas de lazy-loading en una ventana sin pasos eran antes "sobrecarga por operación", con el
+consejo de torch.compile), y el texto nombra solo las reglas de una sola vez que informan; la
+inactividad de una sola vez que ningún hallazgo impreso posee se dice como preparación de una sola vez
+(issue 35: seed_mm4096_compile_cold apuntaba 1.17 ms a cold-start, dead-window y lazy-loading, ninguno
+impreso). A un paso que ya reproduce CUDA graphs no se le dice que capture uno: si casi todo está en
+graphs, su inactividad es el trabajo del host alrededor de las reproducciones. Las cifras por paso son
+partes del paso medio (seed_mm64_cold: antes 46.1 ms de inactividad por paso frente a una mediana de
+paso de 368 µs).
 
 Solución:
 Según dónde esté la inactividad: Python entre operaciones eager y su despacho -> torch.compile
