@@ -60,6 +60,7 @@ verdict near its threshold should be checked against an unprofiled timing of the
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 
 from pista import findings
@@ -126,6 +127,9 @@ class Elsewhere(Record):
     # the one-time rules with a finding (_one_time.ORDER): the only ones the text may name; the ledger's
     # one-time claims (cold_us, profiler_us, setup_us) no printed finding owns are said as one-time, unnamed
     one_time: tuple[str, ...] = ()
+    # the rules with a finding in the reading, once the engine has settled it (None: not known, without the
+    # replay): the text names no other (issue 35: no finding's text may point at one that is not printed)
+    printed: tuple[str, ...] | None = None
 
 
 class OverheadBound(Record):
@@ -162,6 +166,11 @@ class OverheadBound(Record):
     graphed: str = ""
     graph_launches_per_step: float = 0.0
     mean_step_us: float = 0.0  # the mean step: what the per-step figures (means over the steps) are shares of
+
+    def with_printed(self, rules: frozenset[str]) -> OverheadBound:
+        """This record once the reading is known: the rules with a finding in it (pista.engine)."""
+        return msgspec.structs.replace(self, elsewhere=msgspec.structs.replace(self.elsewhere,
+                                                                               printed=tuple(sorted(rules))))
 
     @property
     def syncs_first(self) -> bool:

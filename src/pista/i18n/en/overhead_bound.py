@@ -9,36 +9,52 @@ from pista.rules.overhead_bound import BetweenOps, GpuWaitedUnder, OverheadBound
 TITLE = "Host overhead bound: the GPU waits while the host dispatches ops"
 
 ELSEWHERE = {
-    "sync_us": "after syncs (host-sync, trailing-sync, pageable-memcpy)",
-    "data_us": "under regions that launch almost nothing (gpu-idle)",
+    "sync_us": "after syncs",
+    "data_us": "under regions that launch almost nothing",
     "cold_us": "in one-time set-up",
-    "compile_us": "while compiling (recompilation)",
+    "compile_us": "while compiling",
     "profiler_us": "in the profiler's buffer requests",
     "setup_us": "while cuDNN sets up new shapes",
-    "launch_us": "before tiny kernels (launch-bound)",
-    "calls_us": "under very repeated calls (many-calls)",
+    "launch_us": "before tiny kernels",
+    "calls_us": "under very repeated calls",
 }
-# the ledger's one-time claims, named by the one-time rules among these that reported; where none did, the
-# time is said to be one-time without pointing at a finding that is not printed (issue 35)
+# each claim named by the rules among these with a finding in the reading (r.elsewhere.printed; without it,
+# the one-time rules that reported and every other owner); where none has, the time is said without pointing
+# at a finding that is not printed (issue 35)
 OWNERS = {
+    "sync_us": ("host-sync", "trailing-sync", "pageable-memcpy"),
+    "data_us": ("gpu-idle",),
     "cold_us": ("cold-start", "dead-window", "lazy-loading"),
+    "compile_us": ("recompilation",),
     "profiler_us": ("profiler-overhead", "cold-start", "dead-window"),
     "setup_us": ("cudnn-setup",),
+    "launch_us": ("launch-bound",),
+    "calls_us": ("many-calls",),
 }
+ONE_TIME = ("cold_us", "profiler_us", "setup_us")
 UNOWNED = {
+    "sync_us": "waiting after syncs",
+    "data_us": "under regions that launch almost nothing",
     "cold_us": "one-time set-up (first calls: CUDA's context, libraries and kernel loading)",
+    "compile_us": "compiling",
     "profiler_us": "the profiler's own buffer requests",
     "setup_us": "cuDNN setting up new shapes",
+    "launch_us": "before tiny kernels",
+    "calls_us": "under very repeated calls",
 }
+
+
+def _named(r: OverheadBound, rules: tuple[str, ...], one_time: bool = False) -> tuple[str, ...]:
+    """Of the rules, those the text may name: with a finding in the reading."""
+    known = r.elsewhere.printed
+    if known is None:
+        return tuple(o for o in rules if o in r.elsewhere.one_time) if one_time else rules
+    return tuple(o for o in rules if o in known)
 
 
 def _owned(r: OverheadBound, key: str) -> tuple[str, ...] | None:
-    """The reporting rules a claim is left to (None: a one-time claim no printed finding owns)."""
-    owners = OWNERS.get(key)
-    if owners is None:
-        return ()
-    named = tuple(o for o in owners if o in r.elsewhere.one_time)
-    return named or None
+    """The reporting rules a claim is left to (None: no printed finding owns it)."""
+    return _named(r, OWNERS[key], key in ONE_TIME) or None
 
 
 def _big(r: OverheadBound, us: float) -> bool:
@@ -51,9 +67,10 @@ def _left(r: OverheadBound) -> list[str]:
     for k, label in ELSEWHERE.items():
         named = _owned(r, k)
         if _big(r, getattr(e, k)) and named is not None:
-            out.append(f"{t(getattr(e, k))} {label}" + (f" ({', '.join(named)})" if named else ""))
-    if _big(r, e.others_us):
-        out.append(f"{t(e.others_us)} claimed by {', '.join(e.others)}")
+            out.append(f"{t(getattr(e, k))} {label} ({', '.join(named)})")
+    others = _named(r, e.others)
+    if _big(r, e.others_us) and others:
+        out.append(f"{t(e.others_us)} claimed by {', '.join(others)}")
     return out
 
 
@@ -158,9 +175,9 @@ def advice(r: OverheadBound) -> str:
                  "result read back): capture what comes before them as a CUDA graph, and read the result after the "
                  "replay. ")
     if r.syncs_first:
-        text += (f"First remove the {r.syncs_per_step - r.end_syncs_per_step:.0f} sync(s) per step inside ops (see "
-                 "host-sync, "
-                "pageable-memcpy): a CUDA graph cannot "
+        see = _named(r, ("host-sync", "pageable-memcpy"))
+        text += (f"First remove the {r.syncs_per_step - r.end_syncs_per_step:.0f} sync(s) per step inside ops"
+                 + (f" (see {', '.join(see)})" if see else "") + ": a CUDA graph cannot "
                 "capture a sync (.item(), .cpu(), torch.cuda.synchronize()) and torch.compile breaks its graph at "
                 "one. ")
     text += ADVICE[_where(r)] + static_first(r)

@@ -9,35 +9,50 @@ from pista.rules.overhead_bound import BetweenOps, GpuWaitedUnder, OverheadBound
 TITLE = "Limitado por la sobrecarga del host: la GPU espera mientras el host despacha operaciones"
 
 ELSEWHERE = {
-    "sync_us": "tras sincronizaciones (host-sync, trailing-sync, pageable-memcpy)",
-    "data_us": "bajo regiones que casi no lanzan nada (gpu-idle)",
+    "sync_us": "tras sincronizaciones",
+    "data_us": "bajo regiones que casi no lanzan nada",
     "cold_us": "en preparación de una sola vez",
-    "compile_us": "mientras se compila (recompilation)",
+    "compile_us": "mientras se compila",
     "profiler_us": "en las peticiones de búfer del profiler",
     "setup_us": "mientras cuDNN prepara formas nuevas",
-    "launch_us": "antes de kernels diminutos (launch-bound)",
-    "calls_us": "bajo llamadas muy repetidas (many-calls)",
+    "launch_us": "antes de kernels diminutos",
+    "calls_us": "bajo llamadas muy repetidas",
 }
-# las reclamaciones de una sola vez del libro, con las reglas de una sola vez que las informan; si ninguna
-# las informa, se dicen de una sola vez sin apuntar a un hallazgo que no se imprime (issue 35)
+# cada reclamación, con las reglas entre estas que tienen un hallazgo en la lectura (r.elsewhere.printed; sin
+# ella, las reglas de una sola vez que informan y los demás dueños); si ninguna lo tiene, el tiempo se dice sin
+# apuntar a un hallazgo que no se imprime (issue 35)
 OWNERS = {
+    "sync_us": ("host-sync", "trailing-sync", "pageable-memcpy"),
+    "data_us": ("gpu-idle",),
     "cold_us": ("cold-start", "dead-window", "lazy-loading"),
+    "compile_us": ("recompilation",),
     "profiler_us": ("profiler-overhead", "cold-start", "dead-window"),
     "setup_us": ("cudnn-setup",),
+    "launch_us": ("launch-bound",),
+    "calls_us": ("many-calls",),
 }
+ONE_TIME = ("cold_us", "profiler_us", "setup_us")
 UNOWNED = {
+    "sync_us": "esperando tras sincronizaciones",
+    "data_us": "bajo regiones que casi no lanzan nada",
     "cold_us": "preparación de una sola vez (primeras llamadas: el contexto de CUDA, las bibliotecas y la carga de kernels)",
+    "compile_us": "compilando",
     "profiler_us": "las propias peticiones de búfer del profiler",
     "setup_us": "cuDNN preparando formas nuevas",
+    "launch_us": "antes de kernels diminutos",
+    "calls_us": "bajo llamadas muy repetidas",
 }
+
+
+def _named(r: OverheadBound, rules: tuple[str, ...], one_time: bool = False) -> tuple[str, ...]:
+    known = r.elsewhere.printed
+    if known is None:
+        return tuple(o for o in rules if o in r.elsewhere.one_time) if one_time else rules
+    return tuple(o for o in rules if o in known)
 
 
 def _owned(r: OverheadBound, key: str) -> tuple[str, ...] | None:
-    owners = OWNERS.get(key)
-    if owners is None:
-        return ()
-    named = tuple(o for o in owners if o in r.elsewhere.one_time)
-    return named or None
+    return _named(r, OWNERS[key], key in ONE_TIME) or None
 
 
 def _big(r: OverheadBound, us: float) -> bool:
@@ -50,9 +65,10 @@ def _left(r: OverheadBound) -> list[str]:
     for k, label in ELSEWHERE.items():
         named = _owned(r, k)
         if _big(r, getattr(e, k)) and named is not None:
-            out.append(f"{t(getattr(e, k))} {label}" + (f" ({', '.join(named)})" if named else ""))
-    if _big(r, e.others_us):
-        out.append(f"{t(e.others_us)} que reclaman {', '.join(e.others)}")
+            out.append(f"{t(getattr(e, k))} {label} ({', '.join(named)})")
+    others = _named(r, e.others)
+    if _big(r, e.others_us) and others:
+        out.append(f"{t(e.others_us)} que reclaman {', '.join(others)}")
     return out
 
 
@@ -160,9 +176,9 @@ def advice(r: OverheadBound) -> str:
                  "del paso (leen su resultado): captura como CUDA graph lo que va antes y lee el resultado tras la "
                  "repetición. ")
     if r.syncs_first:
+        see = _named(r, ("host-sync", "pageable-memcpy"))
         text += (f"Quita primero las {r.syncs_per_step - r.end_syncs_per_step:.0f} sincronizaciones por paso dentro "
-                 "de operaciones (ver "
-                "host-sync, pageable-memcpy): un CUDA graph no "
+                 "de operaciones" + (f" (ver {', '.join(see)})" if see else "") + ": un CUDA graph no "
                 "puede capturar una sincronización (.item(), .cpu(), torch.cuda.synchronize()) y torch.compile corta "
                 "su grafo en ellas. ")
     text += ADVICE[_where(r)] + static_first(r)
