@@ -39,7 +39,7 @@ from pista.rules._common import (
     pattern_mask,
 )
 from pista.rules._idle import COLD_RATIO, subtract, sum_under
-from pista.trace.facts import STEP_NAME, Facts, Intervals, merge_intervals
+from pista.trace.facts import STEP_NAME, Facts, Intervals, merge_intervals, per_facts
 
 # the names CUPTI gives module/function loads on the overhead lane (seed_mm64_cold, recompile)
 LOADING_NAMES = frozenset({"Runtime Triggered Module Loading", "Lazy Function Loading"})
@@ -159,7 +159,14 @@ def idle_ns(facts: Facts, iv: Intervals) -> int:
 # -- events ------------------------------------------------------------------------------------
 
 def startup_calls(facts: Facts, taken: Intervals) -> dict[int, list[int]]:
-    """The calls in the window, outside taken, that start CUDA up without a load event to show it: per
+    """startup_ops' calls that start outside taken."""
+    trace = facts.trace
+    return {op: mine for op, mine in startup_ops(facts).items() if not covered(taken, trace.ts[[op]])[0]}
+
+
+@per_facts
+def startup_ops(facts: Facts) -> dict[int, list[int]]:
+    """The calls in the window that start CUDA up without a load event to show it: per
     outermost op (or the runtime call itself, outside any op), its long start-up runtime calls (empty: its
     own untraced host time is the set-up). A call counts where the other calls of its name take under
     1 / COLD_RATIO of it (hta_cupti_profiler's CUPTI range profiling makes every launch 68 ms: no start-up),
@@ -184,8 +191,7 @@ def startup_calls(facts: Facts, taken: Intervals) -> dict[int, list[int]]:
     # a call that holds compiling (a compiled region's first call) is recompilation's, not start-up
     compiling = compile_spans(facts)
     out = {op: mine for op, mine in out.items()
-           if not covered(taken, trace.ts[[op]])[0] and _cold_call(facts, op)
-           and compiling.clip(int(trace.ts[op]), int(trace.ts[op] + trace.dur[op])).total == 0}
+           if _cold_call(facts, op) and compiling.clip(int(trace.ts[op]), int(trace.ts[op] + trace.dur[op])).total == 0}
     return dict(sorted(out.items(), key=lambda kv: int(trace.ts[kv[0]])))
 
 

@@ -35,6 +35,8 @@ profiling); under torch.compile mark it dynamic; CUDA graphs need static shapes 
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 import numpy as np
 
@@ -145,6 +147,9 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
             picked.append((k, typical))
     if len({dims[k] for k, _ in picked}) < MIN_NEW_SHAPES:
         return [], one_time.EMPTY
+    once = not facts.steps and _repeated_after(trace, ops, dims, [k for k, _ in picked])
+    if not facts.steps and not once and not _a_size_varies([dims[k] for k, _ in picked]):
+        return [], one_time.EMPTY  # different layers' first calls, nothing varying: lazy-loading's first calls
 
     starts = [int(trace.ts[ops[k]]) for k, _ in picked]
     stops = [int(trace.ts[first_launch[int(ops[k])]]) for k, _ in picked]
@@ -155,8 +160,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     in_steps = tuple(sorted({s for lo in starts if (s := step_at(facts, lo)) is not None}))
     # new shapes in one step of several are a one-time cost (a first pass over the shapes), not a recurring one;
     # so are they, without steps, where every new shape runs again after the last of them (a cold forward)
-    once = len(facts.steps) > 1 and len(in_steps) < 2
-    once |= not facts.steps and _repeated_after(trace, ops, dims, [k for k, _ in picked])
+    once |= len(facts.steps) > 1 and len(in_steps) < 2
     impact = ctx.once(idle) if once else ctx.per_step(idle)
     if impact.share < MIN_STEP_SHARE:
         return [], one_time.EMPTY
@@ -172,7 +176,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         end = int(trace.ts[op] + trace.dur[op])
         n_loads += int((loads & (trace.ts >= lo) & (trace.ts < end)).sum())
         work = int(work_of[first_launch[op]])
-        rows.append(NewShape(trace.event_name(op), dims[k].decode("utf-8", "replace"),
+        rows.append(NewShape(trace.event_name(op), _compact(dims[k]),
                              trace.event_name(work) if work >= 0 else "", us(hi - lo), step_at(facts, lo)))
     record = GemmHeuristics(
         calls=len(picked), shapes=len({dims[k] for k, _ in picked}), steps=len(facts.steps),
@@ -199,3 +203,25 @@ def _repeated_after(trace, ops: np.ndarray, dims: list[bytes], picked: list[int]
     done = max(int(trace.ts[ops[k]]) for k in picked)
     after = {(int(trace.name[op]), dims[k]) for k, op in enumerate(ops.tolist()) if int(trace.ts[op]) > done}
     return all((int(trace.name[ops[k]]), dims[k]) in after for k in picked)
+
+
+def _a_size_varies(dims: list[bytes]) -> bool:
+    """Whether two of the new shapes are one shape with one size changed (a batch or sequence length that
+    varies: gpu/gemm_new_shapes' M in [[M, 1024], [1024, 1024]]), not different layers' shapes (TraceLens'
+    tl_b200_eager: vLLM's first pass, four addmm/mm of different weights, each a first call loading its
+    kernel). Without steps, only a varying size says the shapes keep changing."""
+    flat = [_numbers(d) for d in dims]
+    return any(len(a) == len(b) and sum(x != y for x, y in zip(a, b, strict=True)) == 1
+               for i, a in enumerate(flat) for b in flat[i + 1:])
+
+
+def _numbers(dims: bytes) -> tuple[int, ...]:
+    """The sizes in an Input Dims, in order (the nesting left out)."""
+    return tuple(int(n) for n in re.findall(rb"\d+", dims))
+
+
+def _compact(dims: bytes) -> str:
+    """An Input Dims on one line, as torch writes it ("[[1000, 1024], [1024, 1024]]"): TraceLens' traces indent
+    it over many lines."""
+    text = re.sub(r"\s+", " ", dims.decode("utf-8", "replace"))
+    return re.sub(r"\s+\]", "]", re.sub(r"\[\s+", "[", text))
