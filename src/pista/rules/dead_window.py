@@ -28,6 +28,12 @@ own account: the profiler's buffer request inside the wait does not count toward
 belongs to this finding where it fires. A window inside a cold first step is cold-start's
 (seed_mm64_cold's 107 ms, reported here before), one inside compile spans recompilation's.
 
+A first call with no load event (older CUPTI, ROCm) counts where it starts CUDA up
+(_one_time.startup_ops) for 1 ms or more past the wait (foreign/hta_alexnet: the first convolution's
+10.0 s past the region's first launch, nobody's before). A wait more than half the profiler's own
+buffer requests is profiler-overhead's, and the first calls after it lazy-loading's (TraceLens'
+tl_b200_eager: 2.6 ms, 1.5 ms of it an Activity Buffer Request; issue 35).
+
 Fix:
 Warm up outside the profiler: run the step (every shape, every branch) a few times before
 profiling, or use `torch.profiler.schedule(wait=1, warmup=1, active=N)` so the set-up falls outside

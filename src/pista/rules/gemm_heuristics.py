@@ -26,7 +26,9 @@ big_gpt_eager_20steps (9 µs per step) and cuBLAS's first call inside seed_mm64_
 
 Without steps, new shapes that all run again after the last of them are a first pass: one-time
 (issue 35: first-call cuBLAS set-up shown as a per-step cost); gpu/gemm_new_shapes without its
-steps stays recurring (a new M each call, never seen again).
+steps stays recurring (a new M each call, never seen again). New shapes of different layers (no two
+differing in one size) in a window without steps are first calls, lazy-loading's (TraceLens'
+tl_b200_eager: vLLM's first four GEMMs, each loading its kernel).
 
 Fix:
 Keep shapes static: pad or bucket the varying dimension to a few sizes (and warm each up before

@@ -95,7 +95,10 @@ pertenece a esos hallazgos.
 
 Sin pasos, las formas nuevas que vuelven todas a ejecutarse tras la última de ellas son una primera
 pasada: de una sola vez (issue 35: la preparación de cuBLAS de una primera llamada mostrada como coste
-por paso); gpu/gemm_new_shapes sin sus pasos sigue siendo recurrente (una M nueva en cada llamada).
+por paso); gpu/gemm_new_shapes sin sus pasos sigue siendo recurrente (una M nueva en cada llamada). Las formas nuevas de
+capas distintas (ninguna pareja que difiera en un solo tamaño) en una ventana sin pasos son primeras
+llamadas, de lazy-loading (tl_b200_eager de TraceLens: los cuatro primeros GEMM de vLLM, cada uno
+cargando su kernel).
 
 Solución:
 Mantén las formas estáticas: rellena o agrupa la dimensión variable en unos pocos tamaños (y calienta
