@@ -156,6 +156,16 @@ def idle_ns(facts: Facts, iv: Intervals) -> int:
     return int((iv.end - iv.start).sum() - busy_ns_many(facts, iv.start, iv.end).sum())
 
 
+def first_pass(slow: list[tuple[object, int]], others: list[tuple[object, int]]) -> bool:
+    """Whether every slow call's key (its op and input shape) runs again, in one of the other calls, after the
+    last slow call: the set-up was a first pass over shapes that repeat (a cold forward), not shapes that keep
+    changing (gpu/kv_decode: each token's length reused by its 12 layers, never after; cudnn-setup's and
+    gemm-heuristics' test in a window without steps). Each call as (key, start ns)."""
+    done = max(ts for _, ts in slow)
+    after = {key for key, ts in others if ts > done}
+    return all(key in after for key, _ in slow)
+
+
 # -- events ------------------------------------------------------------------------------------
 
 def startup_calls(facts: Facts, taken: Intervals) -> dict[int, list[int]]:

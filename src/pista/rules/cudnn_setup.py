@@ -149,19 +149,14 @@ def _typical_idle(facts: Facts, idx: np.ndarray) -> float | None:
 
 
 def _warmed_up(facts: Facts, idx: np.ndarray, dims: list[str]) -> bool:
-    """Whether each slow call's op runs again after the last slow call on the same input shape (the same op,
-    where shapes are not recorded), setting nothing up: the set-up was a first pass over shapes that repeat
-    (a cold forward), not shapes that keep changing (gpu/kv_decode's 12 layers reuse each token's new length,
-    then the next token brings another)."""
+    """Whether the slow calls are a first pass (_one_time.first_pass) over shapes the same ops run again without
+    set-up: keyed by op and input shape (the op alone, where shapes are not recorded)."""
     trace = facts.trace
     same = np.flatnonzero(facts.is_host & np.isin(trace.name, np.unique(trace.name[idx])))
     later = same[~np.isin(same, idx)]
-    last: dict[tuple[int, str], int] = {}
-    for i, d in zip(later.tolist(), _dims(facts, later), strict=True):
-        key = (int(trace.name[i]), d)
-        last[key] = max(last.get(key, -1), int(trace.ts[i]))
-    done = int(trace.ts[idx].max())  # after the last set-up: a decoder's layers reuse the token's new length
-    return all(last.get((int(trace.name[i]), d), -1) > done for i, d in zip(idx.tolist(), dims, strict=True))
+    return one_time.first_pass(
+        [((int(trace.name[i]), d), int(trace.ts[i])) for i, d in zip(idx.tolist(), dims, strict=True)],
+        [((int(trace.name[i]), d), int(trace.ts[i])) for i, d in zip(later.tolist(), _dims(facts, later), strict=True)])
 
 
 def _dims(facts: Facts, idx: np.ndarray) -> list[str]:

@@ -199,12 +199,10 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
 
 
 def _repeated_after(trace, ops: np.ndarray, dims: list[bytes], picked: list[int]) -> bool:
-    """Whether every picked call's op and shape runs again after the last picked call: the new shapes were a
-    first pass over shapes that repeat, not shapes that keep changing (gpu/gemm_new_shapes: a new M each
-    call, never seen again)."""
-    done = max(int(trace.ts[ops[k]]) for k in picked)
-    after = {(int(trace.name[op]), dims[k]) for k, op in enumerate(ops.tolist()) if int(trace.ts[op]) > done}
-    return all((int(trace.name[ops[k]]), dims[k]) in after for k in picked)
+    """Whether the picked calls are a first pass (_one_time.first_pass): every op and shape among them runs
+    again after the last of them (gpu/gemm_new_shapes: a new M each call, never seen again, is not)."""
+    calls = [((int(trace.name[op]), dims[k]), int(trace.ts[op])) for k, op in enumerate(ops.tolist())]
+    return one_time.first_pass([calls[k] for k in picked], calls)
 
 
 def _a_size_varies(dims: list[bytes]) -> bool:

@@ -100,6 +100,21 @@ NEAR_BUSY = 0.75
 # Below this share of the step the per-op idle is noise (REVIEW.md: under ~1% is worth nothing).
 MIN_SHARE = 0.01
 TOP_OPS = 3
+# Who reports each claim of Elsewhere (the text names those with a finding in the reading; a claim none of them
+# reports is said without pointing at a finding that is not printed, issue 35), and which claims are one-time.
+CLAIM_OWNERS = {
+    "sync_us": ("host-sync", "trailing-sync", "pageable-memcpy"),
+    "data_us": ("gpu-idle",),
+    "cold_us": ("cold-start", "dead-window", "lazy-loading"),
+    "compile_us": ("recompilation",),
+    "profiler_us": ("profiler-overhead", "cold-start", "dead-window"),
+    "setup_us": ("cudnn-setup",),
+    "launch_us": ("launch-bound",),
+    "calls_us": ("many-calls",),
+}
+ONE_TIME_CLAIMS = ("cold_us", "profiler_us", "setup_us")
+# A claim under this share of the step is not worth a word (presentation).
+LEFT_MIN_SHARE = 0.005
 # The one-time rules whose spans are first calls (a cold step, a dead window, lazy loading): what they claim
 # beyond the ledger's cold claim is told with it, as one-time set-up.
 FIRST_CALL_RULES = frozenset({"cold-start", "dead-window", "lazy-loading"})
@@ -166,6 +181,36 @@ class OverheadBound(Record):
     graphed: str = ""
     graph_launches_per_step: float = 0.0
     mean_step_us: float = 0.0  # the mean step: what the per-step figures (means over the steps) are shares of
+
+    def named(self, rules: tuple[str, ...], one_time: bool = False) -> tuple[str, ...]:
+        """Of the rules, those the text may name: with a finding in the reading (without it known, the one-time
+        rules that reported, for a one-time claim; every rule otherwise)."""
+        known = self.elsewhere.printed
+        if known is None:
+            return tuple(o for o in rules if o in self.elsewhere.one_time) if one_time else rules
+        return tuple(o for o in rules if o in known)
+
+    def owners(self, claim: str) -> tuple[str, ...] | None:
+        """The rules with a finding that a claim of `elsewhere` (sync_us...) is left to (None: no printed one)."""
+        return self.named(CLAIM_OWNERS[claim], claim in ONE_TIME_CLAIMS) or None
+
+    def left_to(self) -> list[tuple[str, float, tuple[str, ...]]]:
+        """The claims of `elsewhere` worth saying (LEFT_MIN_SHARE of the step) that a printed finding reports:
+        (claim, µs per step, its rules), in CLAIM_OWNERS' order; then the declared claims', as "others"."""
+        out = [(k, float(getattr(self.elsewhere, k)), self.owners(k) or ()) for k in CLAIM_OWNERS
+               if self._worth(getattr(self.elsewhere, k)) and self.owners(k) is not None]
+        others = self.named(self.elsewhere.others)
+        if self._worth(self.elsewhere.others_us) and others:
+            out.append(("others", self.elsewhere.others_us, others))
+        return out
+
+    def unowned(self) -> list[tuple[str, float]]:
+        """The claims worth saying that no printed finding reports: (claim, µs per step)."""
+        return [(k, float(getattr(self.elsewhere, k))) for k in CLAIM_OWNERS
+                if self._worth(getattr(self.elsewhere, k)) and self.owners(k) is None]
+
+    def _worth(self, us_per_step: float) -> bool:
+        return us_per_step >= LEFT_MIN_SHARE * self.step_us
 
     def with_printed(self, rules: frozenset[str]) -> OverheadBound:
         """This record once the reading is known: the rules with a finding in it (pista.engine)."""

@@ -18,20 +18,8 @@ ELSEWHERE = {
     "launch_us": "before tiny kernels",
     "calls_us": "under very repeated calls",
 }
-# each claim named by the rules among these with a finding in the reading (r.elsewhere.printed; without it,
-# the one-time rules that reported and every other owner); where none has, the time is said without pointing
-# at a finding that is not printed (issue 35)
-OWNERS = {
-    "sync_us": ("host-sync", "trailing-sync", "pageable-memcpy"),
-    "data_us": ("gpu-idle",),
-    "cold_us": ("cold-start", "dead-window", "lazy-loading"),
-    "compile_us": ("recompilation",),
-    "profiler_us": ("profiler-overhead", "cold-start", "dead-window"),
-    "setup_us": ("cudnn-setup",),
-    "launch_us": ("launch-bound",),
-    "calls_us": ("many-calls",),
-}
-ONE_TIME = ("cold_us", "profiler_us", "setup_us")
+
+# a claim no rule with a finding reports (OverheadBound.owners), said as what it is
 UNOWNED = {
     "sync_us": "waiting after syncs",
     "data_us": "under regions that launch almost nothing",
@@ -44,39 +32,13 @@ UNOWNED = {
 }
 
 
-def _named(r: OverheadBound, rules: tuple[str, ...], one_time: bool = False) -> tuple[str, ...]:
-    """Of the rules, those the text may name: with a finding in the reading."""
-    known = r.elsewhere.printed
-    if known is None:
-        return tuple(o for o in rules if o in r.elsewhere.one_time) if one_time else rules
-    return tuple(o for o in rules if o in known)
-
-
-def _owned(r: OverheadBound, key: str) -> tuple[str, ...] | None:
-    """The reporting rules a claim is left to (None: no printed finding owns it)."""
-    return _named(r, OWNERS[key], key in ONE_TIME) or None
-
-
-def _big(r: OverheadBound, us: float) -> bool:
-    return us >= 0.005 * r.step_us
-
-
 def _left(r: OverheadBound) -> list[str]:
-    e = r.elsewhere
-    out = []
-    for k, label in ELSEWHERE.items():
-        named = _owned(r, k)
-        if _big(r, getattr(e, k)) and named is not None:
-            out.append(f"{t(getattr(e, k))} {label} ({', '.join(named)})")
-    others = _named(r, e.others)
-    if _big(r, e.others_us) and others:
-        out.append(f"{t(e.others_us)} claimed by {', '.join(others)}")
-    return out
+    return [f"{t(us)} claimed by {', '.join(rules)}" if claim == "others" else f"{t(us)} {ELSEWHERE[claim]} ({', '.join(rules)})"
+            for claim, us, rules in r.left_to()]
 
 
 def _unowned(r: OverheadBound) -> list[str]:
-    return [f"{t(getattr(r.elsewhere, k))} {label}" for k, label in UNOWNED.items()
-            if _big(r, getattr(r.elsewhere, k)) and _owned(r, k) is None]
+    return [f"{t(us)} {UNOWNED[claim]}" for claim, us in r.unowned()]
 
 
 def _whole(r) -> float:
@@ -175,7 +137,7 @@ def advice(r: OverheadBound) -> str:
                  "result read back): capture what comes before them as a CUDA graph, and read the result after the "
                  "replay. ")
     if r.syncs_first:
-        see = _named(r, ("host-sync", "pageable-memcpy"))
+        see = r.named(("host-sync", "pageable-memcpy"))
         text += (f"First remove the {r.syncs_per_step - r.end_syncs_per_step:.0f} sync(s) per step inside ops"
                  + (f" (see {', '.join(see)})" if see else "") + ": a CUDA graph cannot "
                 "capture a sync (.item(), .cpu(), torch.cuda.synchronize()) and torch.compile breaks its graph at "

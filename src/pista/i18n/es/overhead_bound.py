@@ -18,20 +18,8 @@ ELSEWHERE = {
     "launch_us": "antes de kernels diminutos",
     "calls_us": "bajo llamadas muy repetidas",
 }
-# cada reclamación, con las reglas entre estas que tienen un hallazgo en la lectura (r.elsewhere.printed; sin
-# ella, las reglas de una sola vez que informan y los demás dueños); si ninguna lo tiene, el tiempo se dice sin
-# apuntar a un hallazgo que no se imprime (issue 35)
-OWNERS = {
-    "sync_us": ("host-sync", "trailing-sync", "pageable-memcpy"),
-    "data_us": ("gpu-idle",),
-    "cold_us": ("cold-start", "dead-window", "lazy-loading"),
-    "compile_us": ("recompilation",),
-    "profiler_us": ("profiler-overhead", "cold-start", "dead-window"),
-    "setup_us": ("cudnn-setup",),
-    "launch_us": ("launch-bound",),
-    "calls_us": ("many-calls",),
-}
-ONE_TIME = ("cold_us", "profiler_us", "setup_us")
+
+# una reclamación que ninguna regla con hallazgo informa (OverheadBound.owners), dicha tal cual
 UNOWNED = {
     "sync_us": "esperando tras sincronizaciones",
     "data_us": "bajo regiones que casi no lanzan nada",
@@ -44,37 +32,13 @@ UNOWNED = {
 }
 
 
-def _named(r: OverheadBound, rules: tuple[str, ...], one_time: bool = False) -> tuple[str, ...]:
-    known = r.elsewhere.printed
-    if known is None:
-        return tuple(o for o in rules if o in r.elsewhere.one_time) if one_time else rules
-    return tuple(o for o in rules if o in known)
-
-
-def _owned(r: OverheadBound, key: str) -> tuple[str, ...] | None:
-    return _named(r, OWNERS[key], key in ONE_TIME) or None
-
-
-def _big(r: OverheadBound, us: float) -> bool:
-    return us >= 0.005 * r.step_us
-
-
 def _left(r: OverheadBound) -> list[str]:
-    e = r.elsewhere
-    out = []
-    for k, label in ELSEWHERE.items():
-        named = _owned(r, k)
-        if _big(r, getattr(e, k)) and named is not None:
-            out.append(f"{t(getattr(e, k))} {label} ({', '.join(named)})")
-    others = _named(r, e.others)
-    if _big(r, e.others_us) and others:
-        out.append(f"{t(e.others_us)} que reclaman {', '.join(others)}")
-    return out
+    return [f"{t(us)} que reclaman {', '.join(rules)}" if claim == "others" else f"{t(us)} {ELSEWHERE[claim]} ({', '.join(rules)})"
+            for claim, us, rules in r.left_to()]
 
 
 def _unowned(r: OverheadBound) -> list[str]:
-    return [f"{t(getattr(r.elsewhere, k))} {label}" for k, label in UNOWNED.items()
-            if _big(r, getattr(r.elsewhere, k)) and _owned(r, k) is None]
+    return [f"{t(us)} {UNOWNED[claim]}" for claim, us in r.unowned()]
 
 
 def _whole(r) -> float:
@@ -176,7 +140,7 @@ def advice(r: OverheadBound) -> str:
                  "del paso (leen su resultado): captura como CUDA graph lo que va antes y lee el resultado tras la "
                  "repetición. ")
     if r.syncs_first:
-        see = _named(r, ("host-sync", "pageable-memcpy"))
+        see = r.named(("host-sync", "pageable-memcpy"))
         text += (f"Quita primero las {r.syncs_per_step - r.end_syncs_per_step:.0f} sincronizaciones por paso dentro "
                  "de operaciones" + (f" (ver {', '.join(see)})" if see else "") + ": un CUDA graph no "
                 "puede capturar una sincronización (.item(), .cpu(), torch.cuda.synchronize()) y torch.compile corta "
