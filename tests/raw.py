@@ -178,3 +178,25 @@ def without_steps(name: str, directory: Path) -> Path:
     out = directory / (Path(name).name + ".no_steps.json")
     out.write_text(json.dumps(data))
     return out
+
+
+def cut(name: str, directory: Path, drop, suffix: str) -> Path:
+    """A copy of a fixture without the events `drop(event)` picks (regions, steps, CUPTI's load events: a
+    window as another capture would record it), written as plain JSON under directory."""
+    path = FIXTURES / (name if name.endswith((".json", ".gz")) else name + ".json.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        data = json.load(f)
+    data["traceEvents"] = [e for e in data["traceEvents"] if not (isinstance(e, dict) and drop(e))]
+    out = directory / f"{Path(name).name}.{suffix}.json"
+    out.write_text(json.dumps(data))
+    return out
+
+
+def annotation(event: dict) -> bool:
+    """A record_function region or a ProfilerStep, on the host or the GPU lane."""
+    return event.get("cat") in ("user_annotation", "gpu_user_annotation")
+
+
+def kernel_load(event: dict) -> bool:
+    """CUPTI's lazy-loading events (older CUPTI does not record them)."""
+    return event.get("name") in ("Runtime Triggered Module Loading", "Lazy Function Loading")

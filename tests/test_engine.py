@@ -90,3 +90,21 @@ def test_replay_off_keeps_each_rule_s_own_estimate():
     assert any(f.impact.replayed for f in b.findings)
     assert b.summary.replay_error is not None and b.summary.replay_error < 0.05
     assert "replay of the profiled steps" in b.finding("host-sync").basis
+
+
+@pytest.mark.parametrize("name", ["seed_mm4096_compile_cold", "seed_mm64_cold", "gpu/host_sync_item",
+                                  "gpu/window_sync_cold", "foreign/hta_alexnet"])
+def test_no_finding_points_at_a_finding_that_is_not_printed(name):
+    # issue 35: overhead-bound set 1.17 ms of seed_mm4096_compile_cold aside "in one-time set-up (cold-start,
+    # dead-window, lazy-loading)", none of them printed, and its idle "after syncs (host-sync, trailing-sync,
+    # pageable-memcpy)" whichever of them reported
+    from pista.rules import catalogue
+
+    fixtures = Path(__file__).parent / "fixtures"
+    findings = analyze(fixtures / f"{name}.json.gz").findings
+    printed = {f.rule for f in findings}
+    for f in findings:
+        text = " ".join((f.message, f.advice, f.fix))
+        named = {rule.id for rule in catalogue() if rule.id != f.rule
+                 and any(f"{before}{rule.id}" in text for before in ("(", ", ", "see "))}
+        assert named <= printed, (f.rule, named - printed)

@@ -118,3 +118,53 @@ def test_the_evidence_shows_the_new_lengths(load_facts):
     shown = [json.loads(e.detail.dims)[1][2] for e in finding.evidence]
     assert len(shown) == 3 and len(set(shown)) == 3
     assert all(e.name == ATTENTION for e in finding.evidence)
+
+
+# -- a first pass in a window without steps (issue 35, item 2) ------------------------------------------------
+
+LAUNCHES = ("cudaLaunchKernel", "cudaMemsetAsync", "cudaMemcpyAsync")
+
+
+def test_a_cold_forward_without_steps_sets_its_shapes_up_once():
+    # foreign/hta_alexnet (A100, no ProfilerStep, no shapes recorded): AlexNet's warm-up forward then a measured
+    # one; the warm-up's convolutions build their cuDNN plans (1.05 s for the second), the measured pass reuses
+    # them. Before: "1075.612 ms per step", and "bucket the input sizes"
+    name = "foreign/hta_alexnet"
+    analysis = analyze(raw.FIXTURES / f"{name}.json.gz")
+    finding = analysis.finding(ID)
+    r = finding.record
+    assert r.once and finding.impact.once and r.steps == 0
+    busy = raw.busy_intervals(name)
+    convs = sorted(raw.complete(name, "cpu_op", "aten::cudnn_convolution"), key=lambda e: float(e["ts"]))
+    idle = {id(e): _idle_us(busy, float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in convs}
+    # the model's region waits until a launch inside its first convolution: that call is the dead window's
+    # (dead-window, reported before)
+    region = raw.complete(name, "user_annotation", "[param|pytorch.model.alex_net|0|0|0]")[0]
+    first_launch = min(float(e["ts"]) for e in raw.complete(name) if e["name"] in LAUNCHES
+                       and float(e["ts"]) > float(region["ts"]))
+    slow = [e for e in convs if idle[id(e)] >= SETUP_MIN_US and float(e["ts"]) > first_launch]
+    others = [e for e in convs if idle[id(e)] < SETUP_MIN_US]
+    assert r.calls == len(slow)
+    # every convolution runs again after the last slow one without set-up: the shapes repeat
+    assert any(float(e["ts"]) > max(float(s["ts"]) for s in slow) for e in others)
+    typical = statistics.median(idle[id(e)] for e in others)
+    assert finding.impact.us == pytest.approx(sum(idle[id(e)] for e in slow) - typical * len(slow), rel=1e-3)
+    assert "per step" not in finding.message and "bucket" not in finding.fix
+    assert "one iteration before profiling" in finding.fix
+
+
+def test_cudnn_benchmark_in_a_first_iteration_without_steps_is_paid_once():
+    # foreign/kineto_resnet50_autograd_api (kineto's sample: ResNet-50 training, cudnn.benchmark, no
+    # ProfilerStep): the first iteration times every algorithm; later ones reuse the choice. Before: critical,
+    # "1883.944 ms per step" and "set torch.backends.cudnn.benchmark = False"
+    finding = analyze(raw.FIXTURES / "foreign/kineto_resnet50_autograd_api.json.gz").finding(ID)
+    assert finding.record.benchmark and finding.record.once and finding.impact.once
+    assert "benchmark = False" not in finding.advice and "keep it" in finding.advice
+
+
+def test_shapes_that_keep_changing_without_steps_stay_a_recurring_cost(tmp_path):
+    # the twin: gpu/kv_decode without its steps: each token's length is new, and never seen again after the
+    # last one; the cost stays recurring, over the window
+    finding = analyze(raw.without_steps("gpu/kv_decode", tmp_path)).finding(ID)
+    assert finding is not None and not finding.record.once and not finding.impact.once
+    assert "in the window" in finding.message

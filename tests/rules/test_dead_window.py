@@ -164,3 +164,40 @@ def test_a_cold_process_shows_untraced_set_up_a_warm_one_only_the_buffer_request
 def test_healthy_traces_stay_quiet(load_facts, name):
     mine = _findings(load_facts, name, ONE_TIME_RULES)
     assert all(f.severity.value == "info" for f in mine), [(f.rule, f.severity) for f in mine]
+
+
+def test_a_first_call_with_no_load_event_is_a_first_call_of_the_region(load_facts):
+    # foreign/hta_alexnet (HTA's A100 sample, older CUPTI: no load events): the first convolution runs 10.8 s,
+    # 10.0 s of it past the region's first launch (cuDNN's set-up, untraced). It was nobody's: the window's
+    # dead windows and cudnn-setup said 74% of it; now the region's dead window holds it as a first call
+    name = "foreign/hta_alexnet"
+    findings = analyze(load_facts(name)).findings
+    windows = [f for f in findings if f.rule == ID]
+    region = raw.complete(name, "user_annotation", "[param|cuda]")[0]
+    (finding,) = [f for f in windows if f.record.region == region["name"]]
+    conv = min(raw.complete(name, "cpu_op", "aten::conv2d"), key=lambda e: float(e["ts"]))
+    launches = [e for e in raw.complete(name) if e.get("cat") == "cuda_runtime" and e["name"] in (
+        "cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync") and float(e["ts"]) >= float(region["ts"])]
+    first = min(float(e["ts"]) for e in launches)
+    assert [c.name for c in finding.record.first_calls] == ["aten::conv2d"]
+    assert finding.record.first_calls[0].dur_us == pytest.approx(float(conv["ts"]) + float(conv["dur"])
+                                                                 - max(float(conv["ts"]), first))
+    assert finding.record.loading_us == 0
+    # with the cudnn-setup's first pass, the window's one-time costs now cover most of it
+    once = sum(f.impact.us for f in findings if f.impact.once)
+    assert once >= 0.9 * (float(region["dur"]))
+
+
+def test_a_wait_that_is_mostly_the_profiler_s_is_no_dead_window(load_facts):
+    # foreign/tl_b200_eager (TraceLens' vLLM eager decode on a B200, no steps): 2.6 ms before the first launch,
+    # 1.5 ms of it the profiler's Activity Buffer Request. It was a dead window of 11.7 ms (its first calls with
+    # it); the wait is the profiler's, and the first calls, each loading its kernel, are lazy-loading's
+    name = "foreign/tl_b200_eager"
+    analysis = analyze(load_facts(name))
+    assert analysis.finding(ID) is None
+    lazy = analysis.finding("lazy-loading")
+    loads = [e for e in raw.complete(name, "overhead") if e["name"] in LOADS]
+    assert lazy is not None and lazy.record.events == len(loads)
+    assert {c.op for c in lazy.record.calls} >= {"aten::linear"}
+    # the GEMMs among those first calls are different layers' first shapes, nothing varying: no gemm-heuristics
+    assert analysis.finding("gemm-heuristics") is None

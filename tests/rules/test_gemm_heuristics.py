@@ -93,3 +93,11 @@ def test_overhead_bound_leaves_its_wait_to_it(analysis_of):
     assert heuristics.impact.us + rest.impact.us <= idle * 1.01
     assert rest.record.elsewhere.others == ("gemm-heuristics",)
     assert rest.record.elsewhere.others_us >= 0.9 * heuristics.impact.us
+
+
+def test_without_steps_shapes_that_keep_changing_stay_recurring(tmp_path):
+    # issue 35: a first pass over shapes that repeat is one-time in a window without steps; gpu/gemm_new_shapes
+    # without its steps is the twin that must not become one: a new M each call, never seen again
+    finding = analyze(raw.without_steps("gpu/gemm_new_shapes", tmp_path)).finding("gemm-heuristics")
+    assert finding is not None and not finding.record.once and not finding.impact.once
+    assert "pad or bucket" in finding.fix

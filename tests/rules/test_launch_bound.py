@@ -160,3 +160,63 @@ def test_a_few_shapes_taken_in_turn_are_not_new_shapes(analysis_of):
     # other step has" was false there); too few steps to tell a rotation from growth
     finding = analysis_of("gpu/recompile_limit").finding("overhead-bound")
     assert finding.record.new_shape_op == "" and "static" not in finding.advice
+
+
+# -- CUDA graph replays (issue 35, item 3) ---------------------------------------------------------------------
+
+GRAPH_LAUNCHES = ("cudaGraphLaunch", "hipGraphLaunch")
+
+
+def test_kernels_a_graph_replays_are_not_launched_one_by_one(load_facts):
+    # foreign/hta_negq_rank0 (HolisticTraceAnalysis' sample, A100, 5 steps): 14 cudaGraphLaunch a step beside
+    # ~1200 kernels launched one by one. Before: "capture the step as a CUDA graph (torch.compile(mode=
+    # 'reduce-overhead'))" to a program that replays graphs, and the graphs' kernels counted as launched one by one
+    import raw
+
+    from pista.findings import analyze
+
+    name = "foreign/hta_negq_rank0"
+    analysis = analyze(load_facts(name), rules=["launch-bound"])
+    finding = analysis.finding("launch-bound")
+    r = finding.record
+    steps = raw.steps(name)
+    lo, hi = float(steps[0]["ts"]), float(steps[-1]["ts"]) + float(steps[-1]["dur"])
+    graphs = [e for e in raw.complete(name, "cuda_runtime") if e["name"] in GRAPH_LAUNCHES and lo <= float(e["ts"]) < hi]
+    ids = {e["args"]["correlation"] for e in graphs}
+    # every kernel of this trace runs in the steps (705 of them recorded without their launch, HTA's sample for a
+    # negative queue length); those a graph launch replays are not counted as launched one by one
+    kernels = raw.complete(name, "kernel")
+    one_by_one = [k for k in kernels if k["args"]["correlation"] not in ids]
+    assert len(graphs) > 0 and len(one_by_one) < len(kernels)
+    assert r.graphed == "partly" and r.graph_launches_per_step == pytest.approx(len(graphs) / len(steps))
+    assert r.kernels == len(one_by_one)
+    assert "capture the step as" not in finding.fix and "reduce-overhead" not in finding.advice
+    assert "already replays CUDA graphs" in finding.advice
+
+
+def test_a_program_without_graphs_is_still_told_to_capture_one(analysis_of):
+    # the twin: gpu/launch_bound replays no graph; the advice keeps the CUDA graph
+    finding = analysis_of("gpu/launch_bound").finding("launch-bound")
+    assert finding.record.graphed == "" and finding.record.graph_launches_per_step == 0
+    assert "capture the step as a CUDA graph" in finding.fix
+
+
+def test_a_graphed_decode_step_gets_no_graph_advice(load_facts):
+    # foreign/tl_vllm_graph_exec (TraceLens' vLLM decode on MI300X: one hipGraphLaunch replays 421 of 425
+    # kernels): mostly graphed, and no finding tells it to capture a graph or to torch.compile for launches
+    import raw
+
+    from pista.findings import analyze
+    from pista.rules._launches import graph_replays
+
+    name = "foreign/tl_vllm_graph_exec"
+    analysis = analyze(load_facts(name))
+    graphs = [e for e in raw.complete(name) if e["name"] in GRAPH_LAUNCHES]
+    ids = {e["args"]["correlation"] for e in graphs}
+    kernels = raw.complete(name, "kernel")
+    replays = graph_replays(analysis.facts)
+    assert replays.per_step == len(graphs)
+    assert replays.kernel_share == pytest.approx(sum(k["args"]["correlation"] in ids for k in kernels) / len(kernels))
+    assert replays.graphed == "mostly"
+    for f in analysis.findings:
+        assert "as a CUDA graph" not in f.advice + f.fix, f.rule

@@ -146,3 +146,47 @@ def test_a_models_own_layers_are_not_a_loop(analysis_of):
     # a loop over slices still is one: the same aten::select between every two matmuls
     loop = analysis_of("gpu/python_loop_cpu").finding("many-calls")
     assert loop is not None and loop.record.calls[0].source == "loop"
+
+
+# -- a kernel's launches and its GPU time apart (issue 35, item 6) -----------------------------------------
+
+def test_a_repeated_kernel_says_its_launch_calls_and_its_gpu_time_apart(load_facts):
+    # savings/h100/anomaly_ctx__broken: an eq kernel launched 106x a step. Before, "X each, Y per step" summed
+    # each launch call with its kernel, read as GPU time (issue 35: 181.7 ms of copies claimed, 82.7 ms on the
+    # GPU); now the launch calls and the device's time are given apart
+    name = "savings/h100/anomaly_ctx__broken"
+    (finding,) = _findings(load_facts, name)
+    (row,) = [c for c in finding.record.calls if c.kind == "kernel"]
+    steps = raw.steps(name)
+    runtime = {e["args"]["correlation"]: e for e in raw.complete(name, "cuda_runtime") + raw.complete(name, "cuda_driver")
+               if "correlation" in e.get("args", {})}
+    kernels = [k for k in raw.complete(name, "kernel") if k["name"] == row.name and any(
+        float(s["ts"]) <= float(runtime[k["args"]["correlation"]]["ts"]) < float(s["ts"]) + float(s["dur"]) for s in steps)]
+    assert row.calls == len(kernels)
+    assert row.gpu_us_per_step == pytest.approx(sum(float(k["dur"]) for k in kernels) / len(steps))
+    launches = sum(float(runtime[k["args"]["correlation"]]["dur"]) for k in kernels)
+    assert row.launch_us_per_step == pytest.approx(launches / len(steps))
+    assert f"{row.gpu_us_per_step:.3f} µs on the GPU per step" in finding.message
+
+
+def test_a_blocking_copy_and_its_launch_call_count_once(load_facts):
+    # foreign/hta_negq_rank0: each pageable device-to-host copy runs inside its cudaMemcpyAsync, which blocks
+    # until the copy is done; the call's cost is the union of the two, not their sum
+    from pista.rules._repeated import launch_and_run
+
+    name = "foreign/hta_negq_rank0"
+    facts = load_facts(name)
+    trace = facts.trace
+    copies = np.flatnonzero(trace.name_array[trace.name] == "Memcpy DtoH (Device -> Pageable)")
+    runtime = {e["args"]["correlation"]: e for e in raw.complete(name, "cuda_runtime")}
+    expected = []
+    for e in raw.complete(name, "gpu_memcpy", "Memcpy DtoH (Device -> Pageable)"):
+        call = runtime[e["args"]["correlation"]]
+        a, b = float(e["ts"]), float(e["ts"]) + float(e["dur"])
+        c, d = float(call["ts"]), float(call["ts"]) + float(call["dur"])
+        expected.append(max(b, d) - min(a, c) if min(b, d) > max(a, c) else (b - a) + (d - c))
+    got = launch_and_run(facts, copies[np.argsort(trace.ts[copies], kind="stable")]) / 1000.0
+    assert sorted(got.tolist()) == pytest.approx(sorted(expected), abs=0.01)
+    summed = sum(float(e["dur"]) + float(runtime[e["args"]["correlation"]]["dur"])
+                 for e in raw.complete(name, "gpu_memcpy", "Memcpy DtoH (Device -> Pageable)"))
+    assert sum(got) < summed

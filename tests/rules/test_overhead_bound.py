@@ -297,3 +297,21 @@ def test_the_autograd_engine_s_start_and_finish_are_told_apart(analysis_of):
     gap = next(e for e in finding.evidence if e.name == "GPU idle")
     assert "around the backward" in gap.note
     assert analysis_of("gpu/kv_flash").finding("overhead-bound").record.engine_us_per_step == 0  # no backward
+
+
+def test_per_step_figures_are_shares_of_the_mean_step(analysis_of):
+    # issue 35, item 6: a per-step figure (the window's total over its steps, a mean) was set against the median
+    # step, so a part could exceed its whole ("30.3 ms of the 22.3 ms median step"). seed_mm64_cold's step 0 is
+    # 138 ms against 368 µs: 46.1 ms of idle per step "in a 368 µs median step"; now both are means
+    import raw
+
+    from pista.i18n._fmt import t
+
+    name = "seed_mm64_cold"
+    finding = analysis_of(name).finding("overhead-bound")
+    r = finding.record
+    durs = [float(s["dur"]) for s in raw.steps(name)]
+    mean = sum(durs) / len(durs)
+    assert r.mean_step_us == pytest.approx(mean)
+    assert r.idle_us_per_step <= r.mean_step_us and r.per_op_us_per_step <= r.mean_step_us
+    assert f"of the {t(mean)} mean step" in finding.message and "median step" not in finding.message

@@ -101,3 +101,19 @@ def test_silent_where_it_costs_under_one_percent_of_the_step(load_facts):
 def test_healthy_traces_stay_quiet(load_facts, name):
     mine = _findings(load_facts, name, ONE_TIME_RULES)
     assert all(f.severity.value == "info" for f in mine), [(f.rule, f.severity) for f in mine]
+
+
+def test_an_empty_window_is_not_profiler_overhead(tmp_path):
+    # issue 35, item 6: a window that recorded no op, region or device work, only runtime calls (a foreign
+    # trace: 5 device queries and a synchronize) was read as 8.4% profiler overhead "inflating the ops it lands
+    # in"; here gpu/window_sync_warm cut to its runtime calls and the profiler's own events (64% before). The
+    # twin, the whole trace, still reports its buffer request inside aten::mm
+    def program(e: dict) -> bool:
+        return e.get("ph") == "X" and e.get("cat") not in ("overhead", "Trace", "cuda_runtime", "cuda_driver")
+
+    empty = raw.cut("gpu/window_sync_warm", tmp_path, program, "empty")
+    assert not [e for e in raw.complete(str(empty)) if program(e)]
+    assert analyze(empty).finding("profiler-overhead") is None
+    whole = analyze(FIXTURES / "gpu/window_sync_warm.json.gz").finding("profiler-overhead")
+    request = raw.complete("gpu/window_sync_warm", "overhead", "Activity Buffer Request")[0]
+    assert whole is not None and whole.record.total_us == pytest.approx(float(request["dur"]))

@@ -21,6 +21,7 @@ host work while the GPU runs delays nothing.
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -29,9 +30,16 @@ import numpy as np
 
 from pista.findings import Context, Finding
 from pista.rules import catalogue
-from pista.rules._common import COMPILE_EVENT, busy_ns_many, nearest_ancestor, pattern_mask
-from pista.rules._idle import subtract
-from pista.trace.facts import Facts, Intervals, merge_intervals
+from pista.rules._common import (
+    COMPILE_EVENT,
+    busy_ns_many,
+    kernel_launches,
+    kernels,
+    nearest_ancestor,
+    pattern_mask,
+)
+from pista.rules._idle import COLD_RATIO, subtract, sum_under
+from pista.trace.facts import STEP_NAME, Facts, Intervals, merge_intervals, per_facts
 
 # the names CUPTI gives module/function loads on the overhead lane (seed_mm64_cold, recompile)
 LOADING_NAMES = frozenset({"Runtime Triggered Module Loading", "Lazy Function Loading"})
@@ -44,6 +52,20 @@ GEMM_OPS = frozenset({
     "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_scaled_mm", "aten::_addmm_activation",
     "aten::addmv", "aten::mv", "aten::matmul", "aten::linear",
 })
+# Start-up a window may hold with no load event to show it (CUDA before 11.7, older CUPTI, ROCm; issue 35:
+# context creation, the first cuBLAS/cuDNN calls and a 1.3 s first cudaLaunchKernel took 74-100% of four
+# foreign windows): a runtime or driver call at least STARTUP_CALL_NS long that neither waits, copies nor
+# allocates (warm, these calls take 1-50 µs: gpu/window_sync_warm's longest cudaLaunchKernel 37 µs; cold,
+# gpu/window_sync_cold's first cudaLaunchKernel 4.0 ms, seed_mm64_cold's 5.6 ms, hta_alexnet's
+# cudaStreamCreateWithFlags 733 ms), and an op's first call with STARTUP_SELF_NS of host time in no
+# recorded call (cuBLAS's or cuDNN's set-up: gpu/window_sync_cold's first aten::mm 91.6 ms, aten::add
+# 11.1 ms; warm GEMMs 20-230 µs in every fixture).
+STARTUP_CALL_NS = 1_000_000
+STARTUP_SELF_NS = 5_000_000
+# waits, copies, allocations and graph replays: long for other reasons than start-up (a cudaFree that
+# is the window's first runtime call is the context's creation: cudaFree(0) is how programs make it)
+NOT_STARTUP = re.compile(r"Synchroni[sz]e|Memcpy|Memset|Malloc|Free|HostAlloc|HostRegister|Query|WaitEvent|Graph")
+CONTEXT_CALLS = frozenset({"cudaFree", "hipFree"})
 ORDER = ("cold-start", "dead-window", "profiler-overhead", "gemm-heuristics", "cudnn-setup", "lazy-loading")
 
 # the causes a cold step or region call is put down to, for the advice
@@ -134,7 +156,92 @@ def idle_ns(facts: Facts, iv: Intervals) -> int:
     return int((iv.end - iv.start).sum() - busy_ns_many(facts, iv.start, iv.end).sum())
 
 
+def first_pass(slow: list[tuple[object, int]], others: list[tuple[object, int]]) -> bool:
+    """Whether every slow call's key (its op and input shape) runs again, in one of the other calls, after the
+    last slow call: the set-up was a first pass over shapes that repeat (a cold forward), not shapes that keep
+    changing (gpu/kv_decode: each token's length reused by its 12 layers, never after; cudnn-setup's and
+    gemm-heuristics' test in a window without steps). Each call as (key, start ns)."""
+    done = max(ts for _, ts in slow)
+    after = {key for key, ts in others if ts > done}
+    return all(key in after for key, _ in slow)
+
+
 # -- events ------------------------------------------------------------------------------------
+
+def startup_calls(facts: Facts, taken: Intervals) -> dict[int, list[int]]:
+    """startup_ops' calls that start outside taken."""
+    trace = facts.trace
+    return {op: mine for op, mine in startup_ops(facts).items() if not covered(taken, trace.ts[[op]])[0]}
+
+
+@per_facts
+def startup_ops(facts: Facts) -> dict[int, list[int]]:
+    """The calls in the window that start CUDA up without a load event to show it: per
+    outermost op (or the runtime call itself, outside any op), its long start-up runtime calls (empty: its
+    own untraced host time is the set-up). A call counts where the other calls of its name take under
+    1 / COLD_RATIO of it (hta_cupti_profiler's CUPTI range profiling makes every launch 68 ms: no start-up),
+    and only in a window with device work (a CPU-only run's device queries start nothing it uses)."""
+    trace = facts.trace
+    lo, hi = facts.window
+    if not kernels(facts).any():
+        return {}
+    runtime = facts.is_host & trace.category_mask({"cuda_runtime", "cuda_driver"}) & (trace.ts >= lo) & (trace.ts < hi)
+    calls = np.flatnonzero(runtime)
+    calls = calls[np.argsort(trace.ts[calls], kind="stable")]
+    out: dict[int, list[int]] = {}
+    for i in calls[trace.dur[calls] >= STARTUP_CALL_NS].tolist():
+        name = trace.event_name(i)
+        if NOT_STARTUP.search(name) and not (name in CONTEXT_CALLS and i == int(calls[0])):
+            continue
+        if _cold_call(facts, i):
+            op = outermost_op(facts, i)
+            out.setdefault(op if op >= 0 else i, []).append(i)
+    for op in _untraced_first_calls(facts).tolist():
+        out.setdefault(op, [])
+    # a call that holds compiling (a compiled region's first call) is recompilation's, not start-up
+    compiling = compile_spans(facts)
+    out = {op: mine for op, mine in out.items()
+           if _cold_call(facts, op) and compiling.clip(int(trace.ts[op]), int(trace.ts[op] + trace.dur[op])).total == 0}
+    return dict(sorted(out.items(), key=lambda kv: int(trace.ts[kv[0]])))
+
+
+def _outermost_ops(facts: Facts) -> np.ndarray:
+    """The torch ops (named `ns::op`, not the steps that old traces record as ops) in the window that no
+    op holds, in time order."""
+    trace = facts.trace
+    lo, hi = facts.window
+    ops = facts.is_host & trace.category_mask({"cpu_op"})
+    outer = np.flatnonzero(ops & ~(ops[facts.parent] & (facts.parent >= 0)) & (trace.ts >= lo) & (trace.ts < hi))
+    torch_op = np.array(["::" in name and not STEP_NAME.match(name) for name in trace.names], dtype=bool)
+    outer = outer[torch_op[trace.name[outer]]]
+    return outer[np.argsort(trace.ts[outer], kind="stable")]
+
+
+def _untraced_first_calls(facts: Facts) -> np.ndarray:
+    """The first call of each outermost op name that launches device work and spends STARTUP_SELF_NS of
+    host time in no recorded call (its own and its ops' self time)."""
+    trace = facts.trace
+    outer = _outermost_ops(facts)
+    if outer.size == 0:
+        return outer
+    _, first = np.unique(trace.name[outer], return_index=True)
+    outer = np.sort(outer[first])
+    outer = outer[trace.dur[outer] >= STARTUP_SELF_NS]
+    if outer.size == 0:
+        return outer
+    ops = facts.is_host & trace.category_mask({"cpu_op"})
+    own = facts.self_time[outer] + sum_under(facts, ops, outer, facts.self_time)
+    launches = sum_under(facts, kernel_launches(facts), outer)
+    return outer[(own >= STARTUP_SELF_NS) & (launches > 0)]
+
+
+def _cold_call(facts: Facts, i: int) -> bool:
+    """Whether a call is far slower than the other calls of its name at its depth (true where it has none)."""
+    trace = facts.trace
+    same = np.flatnonzero((trace.name == trace.name[i]) & (facts.depth == facts.depth[i]) & facts.is_host)
+    same = same[same != i]
+    return same.size == 0 or float(trace.dur[i]) >= COLD_RATIO * float(np.median(trace.dur[same]))
+
 
 def loading_mask(facts: Facts) -> np.ndarray:
     trace = facts.trace

@@ -25,6 +25,12 @@ The GPU idle inside those calls, less what the same ops' other calls hold it idl
 have any; else an upper bound), per step. Calls inside a cold step, a dead window, compile spans or
 new-shape GEMMs belong to those rules; one call alone is a first call (lazy-loading's).
 
+In a window without steps, set-up whose every shape (op, where shapes are not recorded) runs
+again after the last set-up call without set-up is a first pass, a cold forward: one-time, and the
+fix is a warm-up, not bucketing (issue 35: foreign/hta_alexnet, 1075.6 ms once, said "per step"
+with "bucket the input sizes" before; gpu/kv_decode without steps stays recurring: each token's
+length is never seen again).
+
 Fix:
 Attention: pin SDPA to the flash or memory-efficient kernels
 (`torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION])`) or
@@ -77,6 +83,7 @@ class CudnnSetup(Record):
     typical_us: float | None  # median GPU idle in the same ops' other calls, where there are some
     new_shapes: int | None  # slow calls on an input shape not seen earlier (None: shapes not recorded)
     slowest: tuple[SetupCall, ...]
+    once: bool = False  # a window without steps whose set-up shapes all run again later, fast: a first pass
 
 
 class CallNote(Record):
@@ -107,12 +114,14 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     claim = one_time.spans(trace.ts[idx], trace.ts[idx] + trace.dur[idx])
     typical = _typical_idle(facts, idx)
     total = max(0.0, one_time.idle_ns(facts, one_time.minus(claim, taken)) - (typical or 0.0) * idx.size)
-    impact = ctx.per_step(total)
+    dims = _dims(facts, idx)
+    # without steps, set-up whose every shape runs again later, fast, is a first pass (a cold forward), paid once
+    once = not facts.steps and _warmed_up(facts, idx, dims)
+    impact = ctx.once(total) if once else ctx.per_step(total)
     if impact.share < MIN_STEP_SHARE:
         return [], one_time.EMPTY
 
     names = sorted({trace.event_name(i) for i in idx.tolist()})
-    dims = _dims(facts, idx)
     launches, syncs = _launches_and_syncs(facts, idx)
     benchmark = bool(syncs.sum()) and float(launches.mean()) >= BENCHMARK_MIN_LAUNCHES
     kind = "attention" if any("attention" in n for n in names) else "rnn" if any("rnn" in n for n in names) else "conv"
@@ -124,7 +133,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         launches_per_call=float(launches.mean()), syncs=int(syncs.sum()), steps=len(facts.steps),
         in_steps=steps, idle_us=us(total), per_call_us=us(float(np.median(idle))),
         typical_us=None if typical is None else typical / 1000.0, new_shapes=_new_shapes(facts, idx, dims),
-        slowest=rows)
+        slowest=rows, once=once)
     ev = [evidence(facts, int(idx[k]), CallNote(dims[k], us(idle[k]), int(launches[k]))) for k in sorted(slowest.tolist())]
     return [Finding(ID, record, impact, ev)], claim
 
@@ -137,6 +146,17 @@ def _typical_idle(facts: Facts, idx: np.ndarray) -> float | None:
     if same.size == 0:
         return None
     return float(np.median(idle_ns_in(facts, same)))
+
+
+def _warmed_up(facts: Facts, idx: np.ndarray, dims: list[str]) -> bool:
+    """Whether the slow calls are a first pass (_one_time.first_pass) over shapes the same ops run again without
+    set-up: keyed by op and input shape (the op alone, where shapes are not recorded)."""
+    trace = facts.trace
+    same = np.flatnonzero(facts.is_host & np.isin(trace.name, np.unique(trace.name[idx])))
+    later = same[~np.isin(same, idx)]
+    return one_time.first_pass(
+        [((int(trace.name[i]), d), int(trace.ts[i])) for i, d in zip(idx.tolist(), dims, strict=True)],
+        [((int(trace.name[i]), d), int(trace.ts[i])) for i, d in zip(later.tolist(), _dims(facts, later), strict=True)])
 
 
 def _dims(facts: Facts, idx: np.ndarray) -> list[str]:

@@ -24,12 +24,20 @@ rule counted occupancy queries, whatever they cost: it reported CUB's sorts in
 big_gpt_eager_20steps (9 µs per step) and cuBLAS's first call inside seed_mm64_cold's cold step
 (cold-start's). A call inside a cold step, a dead window or compile spans belongs to those.
 
+Without steps, new shapes that all run again after the last of them are a first pass: one-time
+(issue 35: first-call cuBLAS set-up shown as a per-step cost); gpu/gemm_new_shapes without its
+steps stays recurring (a new M each call, never seen again). New shapes of different layers (no two
+differing in one size) in a window without steps are first calls, lazy-loading's (TraceLens'
+tl_b200_eager: vLLM's first four GEMMs, each loading its kernel).
+
 Fix:
 Keep shapes static: pad or bucket the varying dimension to a few sizes (and warm each up before
 profiling); under torch.compile mark it dynamic; CUDA graphs need static shapes too.
 """
 
 from __future__ import annotations
+
+import re
 
 import msgspec
 import numpy as np
@@ -76,6 +84,7 @@ class GemmHeuristics(Record):
     queries: int  # cudaOccupancy* queries inside the calls
     loads: int  # CUDA kernel loads inside the calls
     new: tuple[NewShape, ...]  # in time order
+    once: bool = False  # a first pass over shapes that repeat (one step of several, or repeated after it)
 
 
 class ShapeNote(Record):
@@ -140,6 +149,9 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
             picked.append((k, typical))
     if len({dims[k] for k, _ in picked}) < MIN_NEW_SHAPES:
         return [], one_time.EMPTY
+    once = not facts.steps and _repeated_after(trace, ops, dims, [k for k, _ in picked])
+    if not facts.steps and not once and not _a_size_varies([dims[k] for k, _ in picked]):
+        return [], one_time.EMPTY  # different layers' first calls, nothing varying: lazy-loading's first calls
 
     starts = [int(trace.ts[ops[k]]) for k, _ in picked]
     stops = [int(trace.ts[first_launch[int(ops[k])]]) for k, _ in picked]
@@ -148,8 +160,10 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     typical_all = float(np.median(typicals)) if typicals else None
     idle = max(0.0, one_time.idle_ns(facts, one_time.minus(claim, taken)) - sum(t or 0.0 for _, t in picked))
     in_steps = tuple(sorted({s for lo in starts if (s := step_at(facts, lo)) is not None}))
-    # new shapes in one step of several are a one-time cost (a first pass over the shapes), not a recurring one
-    impact = ctx.once(idle) if len(facts.steps) > 1 and len(in_steps) < 2 else ctx.per_step(idle)
+    # new shapes in one step of several are a one-time cost (a first pass over the shapes), not a recurring one;
+    # so are they, without steps, where every new shape runs again after the last of them (a cold forward)
+    once |= len(facts.steps) > 1 and len(in_steps) < 2
+    impact = ctx.once(idle) if once else ctx.per_step(idle)
     if impact.share < MIN_STEP_SHARE:
         return [], one_time.EMPTY
 
@@ -164,14 +178,14 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         end = int(trace.ts[op] + trace.dur[op])
         n_loads += int((loads & (trace.ts >= lo) & (trace.ts < end)).sum())
         work = int(work_of[first_launch[op]])
-        rows.append(NewShape(trace.event_name(op), dims[k].decode("utf-8", "replace"),
+        rows.append(NewShape(trace.event_name(op), _compact(dims[k]),
                              trace.event_name(work) if work >= 0 else "", us(hi - lo), step_at(facts, lo)))
     record = GemmHeuristics(
         calls=len(picked), shapes=len({dims[k] for k, _ in picked}), steps=len(facts.steps),
         in_steps=in_steps,
         wait_us=us(sum(b - a for a, b in zip(starts, stops, strict=True))),
         typical_us=None if typical_all is None else typical_all / 1000.0, idle_us=us(idle),
-        queries=n_queries, loads=n_loads, new=tuple(rows),
+        queries=n_queries, loads=n_loads, new=tuple(rows), once=once,
     )
     ev = []
     slowest = sorted(((k, r) for (k, _), r in zip(picked, rows, strict=True)), key=lambda kr: -kr[1].wait_us)
@@ -182,3 +196,32 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         if work >= 0:
             ev.append(evidence(facts, work, KernelNote(us(trace.dur[work]))))
     return [Finding(ID, record, impact, ev)], claim
+
+
+def _repeated_after(trace, ops: np.ndarray, dims: list[bytes], picked: list[int]) -> bool:
+    """Whether the picked calls are a first pass (_one_time.first_pass): every op and shape among them runs
+    again after the last of them (gpu/gemm_new_shapes: a new M each call, never seen again, is not)."""
+    calls = [((int(trace.name[op]), dims[k]), int(trace.ts[op])) for k, op in enumerate(ops.tolist())]
+    return one_time.first_pass([calls[k] for k in picked], calls)
+
+
+def _a_size_varies(dims: list[bytes]) -> bool:
+    """Whether two of the new shapes are one shape with one size changed (a batch or sequence length that
+    varies: gpu/gemm_new_shapes' M in [[M, 1024], [1024, 1024]]), not different layers' shapes (TraceLens'
+    tl_b200_eager: vLLM's first pass, four addmm/mm of different weights, each a first call loading its
+    kernel). Without steps, only a varying size says the shapes keep changing."""
+    flat = [_numbers(d) for d in dims]
+    return any(len(a) == len(b) and sum(x != y for x, y in zip(a, b, strict=True)) == 1
+               for i, a in enumerate(flat) for b in flat[i + 1:])
+
+
+def _numbers(dims: bytes) -> tuple[int, ...]:
+    """The sizes in an Input Dims, in order (the nesting left out)."""
+    return tuple(int(n) for n in re.findall(rb"\d+", dims))
+
+
+def _compact(dims: bytes) -> str:
+    """An Input Dims on one line, as torch writes it ("[[1000, 1024], [1024, 1024]]"): TraceLens' traces indent
+    it over many lines."""
+    text = re.sub(r"\s+", " ", dims.decode("utf-8", "replace"))
+    return re.sub(r"\s+\]", "]", re.sub(r"\[\s+", "[", text))

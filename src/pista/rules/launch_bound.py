@@ -26,6 +26,12 @@ left, so the same idle is never reported twice (on gpu/launch_bound overhead-bou
 1.3%, and many-calls nothing). Before, the rule had no impact and restated overhead-bound's
 verdict and many-calls' aten::mul / aten::add.
 
+Kernels a graph launch replays (cudaGraphLaunch, hipGraphLaunch) are not launched one by one and
+are left out; a program that already replays graphs is told to fuse the rest or capture it into
+those graphs, not to capture the step (issue 35: foreign/hta_negq_rank0, 14 graph launches a step,
+its 135 graph kernels counted before). Per-step figures are means over the steps, shares of the
+mean step (a mean part against the median step could exceed it).
+
 Fix:
 Fuse the ops: torch.compile (Inductor fuses elementwise chains into one Triton kernel),
 foreach/fused optimizers (`fused=True`), vectorise over a batch instead of looping in Python;
@@ -42,7 +48,7 @@ import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
 from pista.rules._common import COMPILED_CODE, nearest_ancestor, new_shapes, pattern_mask, short_name, us
-from pista.rules._launches import MAX_MEDIAN_KERNEL_US, tiny_kernels
+from pista.rules._launches import MAX_MEDIAN_KERNEL_US, graph_replays, mean_step_us, tiny_kernels
 from pista.timeline import Edit
 
 ID = "launch-bound"
@@ -81,6 +87,11 @@ class LaunchBound(Record):
     new_shapes_percent: float  # of the steps' launching ops, those on a shape seen in one step only
     new_shape_op: str  # the op with most of them ("" under opargs.CHANGING_SHAPES_SHARE: shapes repeat)
     new_shape_calls_per_step: float
+    # the CUDA graphs the steps already replay ("" none, "partly", "mostly"): their kernels are not counted here,
+    # and the fix is not "capture the step as a graph" (_launches.graph_replays)
+    graphed: str = ""
+    graph_launches_per_step: float = 0.0
+    mean_step_us: float = 0.0  # the mean step: what the per-step figures (means over the steps) are shares of
 
 
 class TinyKernel(Record):
@@ -121,6 +132,7 @@ def check(ctx: Context) -> list[Finding]:
     compiled_mask = pattern_mask(facts, COMPILED_CODE)
     in_compiled = nearest_ancestor(facts, compiled_mask)[facts.launcher[tiny]] >= 0
     evidence, examples = [], []
+    graphs = graph_replays(facts)
     for name_id, count in Counter(trace.name[tiny].tolist()).most_common(EXAMPLES):
         first = int(tiny[trace.name[tiny] == name_id][0])
         owner = int(facts.owner[first])
@@ -139,7 +151,8 @@ def check(ctx: Context) -> list[Finding]:
         kernel_us_per_step=us(trace.dur[idx].sum()) / n,
         launch_us_per_step=us(trace.dur[np.unique(launchers[linked])].sum()) / n,
         idle_us_per_step=impact.us, tiny_per_step=tiny.size / n, tiny_max_us=MAX_MEDIAN_KERNEL_US,
-        has_steps=bool(facts.steps), step_us=us(ctx.step_ns),
+        has_steps=bool(facts.steps), step_us=us(ctx.step_ns), mean_step_us=mean_step_us(facts),
         compiled=bool(in_compiled.mean() >= 0.5) if in_compiled.size else False,
-        examples=tuple(examples), **new_shapes(facts))
+        examples=tuple(examples), graphed=graphs.graphed, graph_launches_per_step=graphs.per_step,
+        **new_shapes(facts))
     return [Finding(ID, record, impact, evidence, edit=Edit("launches batched", host_scale_spans=((found.claim, BATCHED_HOST_SHARE),)))]

@@ -26,6 +26,14 @@ them cost 500x more. Loads inside a cold first step, a dead window, a new-shape 
 compile spans belong to cold-start, dead-window, gemm-heuristics and recompilation (seed_mm64_cold,
 gpu/window_sync_cold, gpu/gemm_new_shapes, gpu/recompile: 5, 5, 3 and 8 loads, reported here before).
 
+Without load events (CUDA before 11.7, older CUPTI, ROCm) the same first calls are found by their
+start-up (issue 35): a runtime call of 1 ms or more that neither waits, copies nor allocates
+(context creation, a first launch loading its module: TraceLens' tl_normalization on an MI300X,
+331 ms in a first hipLaunchKernel), or a torch op's first call with 5 ms of host time in no
+recorded call (cuBLAS's or cuDNN's set-up), each five times the other calls of its name or alone.
+gpu/window_sync_cold without its region and load events: 108.7 ms once, where overhead-bound
+reported 109 ms "per step" of per-op overhead with torch.compile advice before.
+
 Fix:
 Run every code path once before profiling (warm-up iterations that take the branch, or
 `torch.profiler.schedule(wait=1, warmup=1, active=N)`). `CUDA_MODULE_LOADING=EAGER` moves the
@@ -41,7 +49,8 @@ import numpy as np
 from pista.findings import Context, Finding, Record
 from pista.rules import _one_time as one_time
 from pista.rules._common import evidence, step_at, us
-from pista.trace.facts import Intervals
+from pista.rules._idle import sum_under
+from pista.trace.facts import Facts, Intervals
 
 ID = "lazy-loading"
 
@@ -61,6 +70,10 @@ class FirstCall(Record):
     load_us: float
     via: str  # the call the load sits in (cudaLaunchKernel...), or the op itself
     step: int | None
+    # without a load event (older CUPTI, ROCm): the longest start-up runtime call inside ("": the op's own
+    # host time in no recorded call, cuBLAS's or cuDNN's set-up), and its time
+    setup: str = ""
+    setup_us: float = 0.0
 
 
 class LazyLoading(Record):
@@ -71,6 +84,7 @@ class LazyLoading(Record):
     steps: int  # ProfilerSteps the window holds (0 without: the impact is per window)
     in_steps: tuple[int, ...]
     calls: tuple[FirstCall, ...]  # longest first
+    startup: int = 0  # of them, calls that start CUDA up with no load event recorded (_one_time.startup_calls)
 
 
 class CallNote(Record):
@@ -86,6 +100,19 @@ class LoadNote(Record):
     via: str
 
 
+class StartupNote(Record):
+    """Note on a first call that starts CUDA up with no load event recorded."""
+
+    setup: str  # its longest start-up runtime call ("": untraced set-up)
+    setup_us: float
+
+
+class SetupNote(Record):
+    """Note on the start-up runtime call inside it."""
+
+    dur_us: float
+
+
 def check(ctx: Context) -> list[Finding]:
     return one_time.findings(ctx, ID)
 
@@ -96,14 +123,22 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     lo, hi = facts.window
     loads = np.flatnonzero(one_time.loading_mask(facts) & (trace.ts >= lo) & (trace.ts < hi))
     loads = loads[~one_time.covered(taken, trace.ts[loads])]
-    if loads.size == 0:
-        return [], one_time.EMPTY
     holders: dict[int, list[int]] = defaultdict(list)
     for i in loads.tolist():
         op = one_time.outermost_op(facts, i)
         if op < 0:
             op = int(facts.parent[i]) if facts.parent[i] >= 0 else i
         holders[op].append(i)
+    # first calls that start CUDA up with no load event recorded (older CUPTI, ROCm): their set-up calls
+    setups = one_time.startup_calls(facts, taken)
+    for op in setups:
+        a, b = int(trace.ts[op]), int(trace.ts[op] + trace.dur[op])
+        # one mostly inside another finding's span is told there (kineto's resnet50 sample: the first conv2d's
+        # cudnn_convolution is cudnn-setup's first pass)
+        if one_time.minus(one_time.spans([a], [b]), taken).total * 2 >= b - a:
+            holders.setdefault(op, [])
+    if not holders:
+        return [], one_time.EMPTY
     calls = sorted(holders, key=lambda op: int(trace.ts[op]))
     claim = one_time.spans([int(trace.ts[op]) for op in calls], [int(trace.ts[op] + trace.dur[op]) for op in calls])
     typical = {op: _usual(facts, op, holders) for op in calls}
@@ -112,30 +147,47 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     if impact.share < MIN_STEP_SHARE:
         return [], one_time.EMPTY
 
-    rows = []
-    for op in calls:
-        mine = holders[op]
-        via = int(facts.parent[mine[0]])
-        rows.append((op, FirstCall(
-            op=trace.event_name(op), dur_us=us(trace.dur[op]),
-            typical_us=None if typical[op] is None else typical[op] / 1000.0, loads=len(mine),
-            load_us=us(trace.dur[mine].sum()), via=trace.event_name(via) if via >= 0 else trace.event_name(op),
-            step=step_at(facts, int(trace.ts[op])))))
+    rows = [(op, _first_call(facts, op, holders[op], setups.get(op, []), typical[op])) for op in calls]
     rows.sort(key=lambda r: -r[1].dur_us)
     record = LazyLoading(
         events=int(loads.size), load_us=us(trace.dur[loads].sum()),
         first_calls_us=us(sum(int(trace.dur[op]) for op in calls)), idle_us=us(idle), steps=len(facts.steps),
         in_steps=tuple(sorted({r.step for _, r in rows if r.step is not None})), calls=tuple(r for _, r in rows),
+        startup=sum(1 for _, r in rows if r.loads == 0),
     )
     ev = []
     for op, row in sorted(rows[:EVIDENCE_CALLS], key=lambda r: int(trace.ts[r[0]])):
+        if not holders[op]:
+            ev.append(evidence(facts, op, StartupNote(row.setup, row.setup_us)))
+            ev += [evidence(facts, int(i), SetupNote(us(trace.dur[i]))) for i in setups.get(op, [])[:1] if i != op]
+            continue
         if op not in loads:
             ev.append(evidence(facts, op, CallNote(row.loads, row.load_us)))
         ev += [evidence(facts, int(i), LoadNote(row.via)) for i in holders[op]]
     return [Finding(ID, record, impact, ev)], claim
 
 
-def _usual(facts, op: int, holders: dict[int, list[int]]) -> float | None:
+def _first_call(facts: Facts, op: int, loads: list[int], setups: list[int], typical: float | None) -> FirstCall:
+    """The row of one first call: its loads, or the start-up it holds without one."""
+    trace = facts.trace
+    via = int(facts.parent[loads[0]]) if loads else -1
+    setup, setup_ns = "", 0
+    if not loads:
+        longest = max(setups, key=lambda i: int(trace.dur[i]), default=-1)
+        if longest >= 0:
+            setup, setup_ns = trace.event_name(longest), int(trace.dur[longest])
+        else:  # its own host time in no recorded call: cuBLAS's or cuDNN's set-up, the context's creation
+            ops = facts.is_host & trace.category_mask({"cpu_op"})
+            setup_ns = int(facts.self_time[op] + sum_under(facts, ops, np.array([op]), facts.self_time)[0])
+    return FirstCall(
+        op=trace.event_name(op), dur_us=us(trace.dur[op]),
+        typical_us=None if typical is None else typical / 1000.0, loads=len(loads),
+        load_us=us(trace.dur[loads].sum()) if loads else 0.0,
+        via=trace.event_name(via) if via >= 0 else trace.event_name(op),
+        step=step_at(facts, int(trace.ts[op])), setup=setup, setup_us=us(setup_ns))
+
+
+def _usual(facts: Facts, op: int, holders: dict[int, list[int]]) -> float | None:
     """The median wall time (ns) of the same op's calls at the same depth that load nothing."""
     trace = facts.trace
     same = np.flatnonzero((trace.name == trace.name[op]) & (facts.depth == facts.depth[op]) & facts.is_host)

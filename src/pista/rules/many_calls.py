@@ -25,6 +25,10 @@ bound; the batched op still costs one call). Host time hidden behind GPU work sa
 not counted. Without a GPU the calls' own host time counts. Before, each op was its own warning
 with its wall time as the cost, hidden or not, and restated overhead-bound.
 
+A kernel's (or copy's) row gives its launch calls and its GPU time apart, and its cost counts a
+blocking copy's launch call and the copy once (issue 35: copies' CPU calls summed with their GPU
+time, 181.7 ms claimed where the GPU ran 82.7 ms). Per-step figures are shares of the mean step.
+
 Fix:
 Batch the work (one op on a stacked tensor instead of a loop of ops on slices), use the
 `torch._foreach_*` / fused optimizer variants (`fused=True`), keep the weights in the compute dtype
@@ -39,6 +43,7 @@ import numpy as np
 from pista.findings import Context, Finding, Record
 from pista.rules._common import evidence, us
 from pista.rules._idle import intersect, spans
+from pista.rules._launches import graph_replays, mean_step_us
 from pista.rules._repeated import MIN_SHARE, repeated_calls
 from pista.timeline import Edit
 
@@ -60,6 +65,10 @@ class RepeatedCall(Record):
     avg_us: float  # mean wall time of a call (an op) or launch + kernel (a kernel)
     cost_us_per_step: float  # all its calls' own cost per step, hidden or not
     idle_us_per_step: float  # GPU idle while the host is inside them (its share of the impact)
+    # a kernel's or copy's calls apart: their launch calls, and the device's time (not a GPU time summed with
+    # the launches); 0 for an op
+    launch_us_per_step: float = 0.0
+    gpu_us_per_step: float = 0.0
 
 
 class ManyCalls(Record):
@@ -69,6 +78,8 @@ class ManyCalls(Record):
     has_gpu: bool
     idle_us_per_step: float  # the impact: the listed calls together
     calls: tuple[RepeatedCall, ...]  # largest idle first
+    graphed: bool = False  # the steps already replay CUDA graphs (_launches.graph_replays): no "graph the step"
+    mean_step_us: float = 0.0  # the mean step: what the per-step figures (means over the steps) are shares of
 
 
 class OneOfMany(Record):
@@ -91,15 +102,19 @@ def check(ctx: Context) -> list[Finding]:
     rows, shown = [], []
     for kind, name_id, members, hosts, total, source in found.record_calls:
         own = intersect(found.claim, spans(facts, hosts)).total
+        kernel = kind == "kernel"
         rows.append(RepeatedCall(
             kind=kind, name=trace.names[name_id], source=source,
             calls=int(members.size), calls_per_step=members.size / n, avg_us=us(total / members.size),
-            cost_us_per_step=us(total) / n, idle_us_per_step=us(own) / n))
+            cost_us_per_step=us(total) / n, idle_us_per_step=us(own) / n,
+            launch_us_per_step=us(trace.dur[hosts].sum()) / n if kernel else 0.0,
+            gpu_us_per_step=us(trace.dur[members].sum()) / n if kernel else 0.0))
         ordered = members[np.argsort(trace.ts[members], kind="stable")]
         first = ordered[facts.event_step[ordered] == facts.event_step[ordered[0]]][:EVIDENCE_PER_OP]
         shown.append((own, [evidence(facts, int(i), OneOfMany(members.size / n, bool(facts.steps))) for i in first]))
     order = np.argsort([-r.idle_us_per_step for r in rows], kind="stable")
     record = ManyCalls(steps=n, has_steps=bool(facts.steps), step_us=us(ctx.step_ns), has_gpu=facts.has_gpu, idle_us_per_step=impact.us,
-                       calls=tuple(rows[k] for k in order))
+                       calls=tuple(rows[k] for k in order), graphed=bool(graph_replays(facts).graphed),
+                       mean_step_us=mean_step_us(facts))
     return [Finding(ID, record, impact, [e for k in order for e in shown[k][1]],
                     edit=Edit("calls batched", host_scale_spans=((found.claim, BATCHED_HOST_SHARE),)))]

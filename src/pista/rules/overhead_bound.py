@@ -37,6 +37,14 @@ still the limit, and 172 µs with the loop also captured as a CUDA graph), but t
 graph can capture the loop, and the fix says so. Before, the finding was always critical with no impact, even where the idle was a
 data loader's.
 
+Every span the one-time rules' findings own is left out (lazy-loading's first calls in a window
+without steps were "per-op overhead" before, with torch.compile advice), and the text names only the
+one-time rules that reported; one-time idle no printed finding owns is said as one-time set-up
+(issue 35: seed_mm4096_compile_cold pointed 1.17 ms at cold-start, dead-window and lazy-loading,
+none printed). A step that already replays CUDA graphs is not told to capture one: mostly graphed,
+its idle is the host's work around the replays. Per-step figures are shares of the mean step
+(seed_mm64_cold: 46.1 ms of idle per step against a 368 µs median step before).
+
 Fix:
 Fitted to where the idle is: Python between eager ops and their dispatch -> torch.compile (fuses
 ops, cuts dispatch) or a CUDA graph of the whole step (`torch.compile(mode="reduce-overhead")`,
@@ -52,6 +60,7 @@ verdict near its threshold should be checked against an unprofiled timing of the
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 
 from pista import findings
@@ -68,7 +77,7 @@ from pista.rules._common import (
     us,
 )
 from pista.rules._idle import intersect, ledger, spans, subtract, union
-from pista.rules._launches import launch_bound_idle
+from pista.rules._launches import graph_replays, launch_bound_idle, mean_step_us
 from pista.rules._repeated import many_calls_idle
 from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals
@@ -91,6 +100,24 @@ NEAR_BUSY = 0.75
 # Below this share of the step the per-op idle is noise (REVIEW.md: under ~1% is worth nothing).
 MIN_SHARE = 0.01
 TOP_OPS = 3
+# Who reports each claim of Elsewhere (the text names those with a finding in the reading; a claim none of them
+# reports is said without pointing at a finding that is not printed, issue 35), and which claims are one-time.
+CLAIM_OWNERS = {
+    "sync_us": ("host-sync", "trailing-sync", "pageable-memcpy"),
+    "data_us": ("gpu-idle",),
+    "cold_us": ("cold-start", "dead-window", "lazy-loading"),
+    "compile_us": ("recompilation",),
+    "profiler_us": ("profiler-overhead", "cold-start", "dead-window"),
+    "setup_us": ("cudnn-setup",),
+    "launch_us": ("launch-bound",),
+    "calls_us": ("many-calls",),
+}
+ONE_TIME_CLAIMS = ("cold_us", "profiler_us", "setup_us")
+# A claim under this share of the step is not worth a word (presentation).
+LEFT_MIN_SHARE = 0.005
+# The one-time rules whose spans are first calls (a cold step, a dead window, lazy loading): what they claim
+# beyond the ledger's cold claim is told with it, as one-time set-up.
+FIRST_CALL_RULES = frozenset({"cold-start", "dead-window", "lazy-loading"})
 
 
 class IdleUnderOp(Record):
@@ -112,6 +139,12 @@ class Elsewhere(Record):
     calls_us: float  # many-calls
     others_us: float  # rules that declare the idle they claim (`claimed_idle`), below
     others: tuple[str, ...]
+    # the one-time rules with a finding (_one_time.ORDER): the only ones the text may name; the ledger's
+    # one-time claims (cold_us, profiler_us, setup_us) no printed finding owns are said as one-time, unnamed
+    one_time: tuple[str, ...] = ()
+    # the rules with a finding in the reading, once the engine has settled it (None: not known, without the
+    # replay): the text names no other (issue 35: no finding's text may point at one that is not printed)
+    printed: tuple[str, ...] | None = None
 
 
 class OverheadBound(Record):
@@ -143,6 +176,46 @@ class OverheadBound(Record):
     new_shapes_percent: float  # of the steps' launching ops, those on a shape seen in one step only
     new_shape_op: str  # the op with most of them ("" under opargs.CHANGING_SHAPES_SHARE: shapes repeat)
     new_shape_calls_per_step: float
+    # the CUDA graphs the steps already replay ("" none, "partly", "mostly": _launches.graph_replays): a step
+    # that replays graphs is not told to capture one; mostly graphed, its idle is the host's work around them
+    graphed: str = ""
+    graph_launches_per_step: float = 0.0
+    mean_step_us: float = 0.0  # the mean step: what the per-step figures (means over the steps) are shares of
+
+    def named(self, rules: tuple[str, ...], one_time: bool = False) -> tuple[str, ...]:
+        """Of the rules, those the text may name: with a finding in the reading (without it known, the one-time
+        rules that reported, for a one-time claim; every rule otherwise)."""
+        known = self.elsewhere.printed
+        if known is None:
+            return tuple(o for o in rules if o in self.elsewhere.one_time) if one_time else rules
+        return tuple(o for o in rules if o in known)
+
+    def owners(self, claim: str) -> tuple[str, ...] | None:
+        """The rules with a finding that a claim of `elsewhere` (sync_us...) is left to (None: no printed one)."""
+        return self.named(CLAIM_OWNERS[claim], claim in ONE_TIME_CLAIMS) or None
+
+    def left_to(self) -> list[tuple[str, float, tuple[str, ...]]]:
+        """The claims of `elsewhere` worth saying (LEFT_MIN_SHARE of the step) that a printed finding reports:
+        (claim, µs per step, its rules), in CLAIM_OWNERS' order; then the declared claims', as "others"."""
+        out = [(k, float(getattr(self.elsewhere, k)), self.owners(k) or ()) for k in CLAIM_OWNERS
+               if self._worth(getattr(self.elsewhere, k)) and self.owners(k) is not None]
+        others = self.named(self.elsewhere.others)
+        if self._worth(self.elsewhere.others_us) and others:
+            out.append(("others", self.elsewhere.others_us, others))
+        return out
+
+    def unowned(self) -> list[tuple[str, float]]:
+        """The claims worth saying that no printed finding reports: (claim, µs per step)."""
+        return [(k, float(getattr(self.elsewhere, k))) for k in CLAIM_OWNERS
+                if self._worth(getattr(self.elsewhere, k)) and self.owners(k) is None]
+
+    def _worth(self, us_per_step: float) -> bool:
+        return us_per_step >= LEFT_MIN_SHARE * self.step_us
+
+    def with_printed(self, rules: frozenset[str]) -> OverheadBound:
+        """This record once the reading is known: the rules with a finding in it (pista.engine)."""
+        return msgspec.structs.replace(self, elsewhere=msgspec.structs.replace(self.elsewhere,
+                                                                               printed=tuple(sorted(rules))))
 
     @property
     def syncs_first(self) -> bool:
@@ -183,15 +256,22 @@ def check(ctx: Context) -> list[Finding]:
     calls = subtract(many_calls_idle(facts), launch)
     rest = subtract(subtract(book.per_op, launch), calls)
     others: dict[str, int] = {}
+    # first the spans the one-time rules' findings own: the ledger's set-up and cold claims hold only part of
+    # them (not the GEMMs that wait for cuBLAS on new shapes, gpu/gemm_new_shapes: 3.0 ms a step was both
+    # rules' whole step; not a first call seen once in a window without steps, window_sync_cold without its
+    # region: 108.7 ms of lazy-loading's first calls were this rule's "per-op overhead" with graph advice)
+    fired = tuple(rule_id for rule_id in one_time.ORDER if one_time.findings(ctx, rule_id))
+    claims = {rule_id: one_time.claimed_by(ctx, rule_id) for rule_id in fired}
     # then the idle the other rules declare they claim (their `claimed_idle`), in catalogue order
-    claims = other_claims(facts, {ID, "launch-bound", "many-calls", "gpu-idle"})
-    # the ledger's set-up and cold claims hold the other one-time rules' spans, not the GEMMs that wait
-    # for cuBLAS on new shapes (gpu/gemm_new_shapes: 3.0 ms a step was both rules' whole step)
-    claims["gemm-heuristics"] = one_time.claimed_by(ctx, "gemm-heuristics")
+    claims |= other_claims(facts, {ID, "launch-bound", "many-calls", "gpu-idle"})
+    first_calls = 0  # of it, cold-start's, dead-window's and lazy-loading's: one-time set-up, with the ledger's
     for rule_id, claim in claims.items():
         taken = intersect(rest, claim)
         if taken.total > 0:
-            others[rule_id] = taken.total
+            if rule_id in FIRST_CALL_RULES:
+                first_calls += taken.total
+            else:
+                others[rule_id] = taken.total
             rest = subtract(rest, claim)
     impact = ctx.per_step(rest.total)
     if impact.share < MIN_SHARE:
@@ -220,6 +300,7 @@ def check(ctx: Context) -> list[Finding]:
     near = (ratio is not None and ratio < NEAR_RATIO * OVERHEAD_RATIO) or busy > NEAR_BUSY * OVERHEAD_MAX_GPU_BUSY
     shapes, stack = _profiler_options(facts)
     step_ns = ctx.step_ns
+    graphs = graph_replays(facts)
     unprofiled = _unprofiled(impact.us, us(step_ns), busy)
     record = OverheadBound(
         cpu_to_device_ratio=ratio, ratio_threshold=OVERHEAD_RATIO, gpu_busy_percent=100.0 * busy,
@@ -228,16 +309,18 @@ def check(ctx: Context) -> list[Finding]:
         idle_us_per_step=us(book.idle.total) / n, per_op_us_per_step=impact.us,
         elsewhere=Elsewhere(
             sync_us=us(book.sync.total) / n, data_us=us(book.total("data")) / n,
-            cold_us=us(book.total("cold")) / n, compile_us=us(book.total("compile")) / n,
+            cold_us=us(book.total("cold") + first_calls) / n, compile_us=us(book.total("compile")) / n,
             profiler_us=us(book.total("profiler")) / n, setup_us=us(book.total("setup")) / n,
             launch_us=us(launch.total) / n,
-            calls_us=us(calls.total) / n, others_us=us(sum(others.values())) / n, others=tuple(others)),
+            calls_us=us(calls.total) / n, others_us=us(sum(others.values())) / n, others=tuple(others),
+            one_time=fired),
         between_ops_us_per_step=us(between.total) / n, engine_us_per_step=us(engine.total) / n,
         compiled_us_per_step=us(compiled.total) / n,
         top_ops=top, syncs_per_step=book.syncs_per_step, sync_op=book.sync_op,
         end_syncs_per_step=book.end_syncs_per_step, near_threshold=bool(near),
         record_shapes=shapes, with_stack=stack, unprofiled_us_per_step=unprofiled,
         where=_where(compiled.total, others.get("compile-overhead", 0), between.total, rest.total),
+        graphed=graphs.graphed, graph_launches_per_step=graphs.per_step, mean_step_us=mean_step_us(facts),
         **new_shapes(facts))
     return [Finding(ID, record, impact, evidence, edit=Edit("step graphed", host_scale_spans=((rest, GRAPH_HOST_SHARE),)))]
 

@@ -22,7 +22,10 @@ window. gpu/profiler_first_step: 2.6 ms over 3 steps, 867 µs per step against a
 (critical); gpu/window_sync_warm 1.8 ms, 77% of its window; seed_mm4096_compile_cold 2.9 ms, 58%.
 Events inside a cold first step or a dead window belong to those findings (seed_mm64_cold,
 gpu/window_sync_cold), and a request that costs under 1% of the step is noise: big_gpt_eager_20steps'
-3.1 ms over 20 steps is 0.3% of its 52.7 ms step (an info finding before).
+3.1 ms over 20 steps is 0.3% of its 52.7 ms step (an info finding before). A window that recorded no
+op, region or device work (a few runtime calls at most) holds nothing the profiler inflated:
+flowmatch_pytorch_trace (foreign: 0 ops, no kernel) read as 8.4% profiler overhead inside an idle
+cudaDeviceSynchronize before (issue 35).
 
 Fix:
 Nothing to change in the program: profile with `schedule(wait=1, warmup=1, active=N)` (the buffers
@@ -94,7 +97,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     lo, hi = facts.window
     idx = np.flatnonzero(one_time.profiler_mask(facts) & (trace.ts >= lo) & (trace.ts < hi))
     idx = idx[~one_time.covered(taken, trace.ts[idx])]  # inside a cold step or a dead window: theirs
-    if idx.size == 0:
+    if idx.size == 0 or not _recorded_anything(facts):
         return [], one_time.EMPTY
     claim = one_time.spans(trace.ts[idx], trace.ts[idx] + trace.dur[idx])
     idle = one_time.idle_ns(facts, one_time.minus(claim, taken))
@@ -135,3 +138,14 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     )
     ev = [evidence(facts, int(i), notes[int(i)]) for i in idx[:EVIDENCE_EVENTS]]
     return [Finding(ID, record, impact, ev)], claim
+
+
+def _recorded_anything(facts) -> bool:
+    """Whether the window holds the program's work (an op, a region, device work): a window of the
+    profiler's own events and a few runtime calls (device queries, a synchronize) recorded nothing the
+    profiler inflated (issue 35: flowmatch_pytorch_trace, 0 ops and no kernel, read as 8.4% profiler
+    overhead inside an idle cudaDeviceSynchronize)."""
+    lo, hi = facts.window
+    trace = facts.trace
+    work = (facts.is_host & trace.category_mask({"cpu_op", "user_annotation"})) | facts.is_device_work
+    return bool((work & (trace.ts >= lo) & (trace.ts < hi)).any())

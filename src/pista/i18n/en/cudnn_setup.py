@@ -21,10 +21,16 @@ def _steps(r: CudnnSetup) -> str:
     return f"step {r.in_steps[0]}" if len(r.in_steps) == 1 else "steps " + ", ".join(map(str, r.in_steps))
 
 
+def _per(r: CudnnSetup) -> str:
+    return "per step" if r.steps else "in the window"
+
+
 def message(r: CudnnSetup) -> str:
     usual = f", against {t(r.typical_us)} in their other calls" if r.typical_us is not None else ""
+    total = (f"{t(r.idle_us)} once: the window's first pass, every shape runs again later without set-up" if r.once
+             else f"{t(r.idle_us / max(r.steps, 1))} {_per(r)}")
     text = (f"{r.calls} calls of {', '.join(r.ops)} in {_steps(r)} hold the GPU idle {t(r.per_call_us)} each "
-            f"(median){usual}: {t(r.idle_us / max(r.steps, 1))} per step.")
+            f"(median){usual}: {total}.")
     if r.new_shapes is not None:
         text += f" {r.new_shapes} of them had an input shape not seen earlier in the trace."
     if r.benchmark:
@@ -36,6 +42,11 @@ def message(r: CudnnSetup) -> str:
 
 
 def advice(r: CudnnSetup) -> str:
+    if r.once:
+        return ("The shapes repeat: cuDNN set each up once, in the first pass (a cold forward), not in the steady "
+                "state. Run one iteration before profiling, or profile with torch.profiler.schedule(wait=1, warmup=1, "
+                "active=N)" + ("; cudnn.benchmark's search pays off on shapes that repeat, keep it." if r.benchmark
+                               else "."))
     if r.benchmark:
         return ("Set torch.backends.cudnn.benchmark = False while input shapes keep changing (it pays only for "
                 "shapes that repeat), or keep them fixed: bucket the sizes to a few and warm each one up before "
@@ -52,19 +63,22 @@ def advice(r: CudnnSetup) -> str:
 def fix(r: CudnnSetup) -> str:
     op = r.slowest[0].op if r.slowest else r.ops[0]
     per_step = t(r.idle_us / max(r.steps, 1))
+    if r.once:
+        return (f"{op} sets up each shape once in the window's first pass ({t(r.idle_us)} once); the shapes repeat "
+                "after it: run one iteration before profiling.")
     if r.benchmark:
-        return (f"{op} runs cudnn.benchmark's algorithm search for every new input shape, {per_step} per step: set "
+        return (f"{op} runs cudnn.benchmark's algorithm search for every new input shape, {per_step} {_per(r)}: set "
                 "torch.backends.cudnn.benchmark = False or keep the shapes fixed.")
     if r.kind == "attention":
-        return (f"{op} builds a cuDNN graph for every new sequence length, {per_step} per step: pin SDPA to flash/"
+        return (f"{op} builds a cuDNN graph for every new sequence length, {per_step} {_per(r)}: pin SDPA to flash/"
                 "efficient (torch.nn.attention.sdpa_kernel) or use a static KV cache.")
-    return f"{op} builds a cuDNN plan for every new shape, {per_step} per step: bucket the input sizes to a few."
+    return f"{op} builds a cuDNN plan for every new shape, {per_step} {_per(r)}: bucket the input sizes to a few."
 
 
 def basis(r: CudnnSetup) -> str:
     usual = (", less the same ops' idle in their other calls" if r.typical_us is not None
              else ", an upper bound (no other call of these ops to compare with)")
-    per = "per step" if r.steps else "over the window"
+    per = "once, a first pass" if r.once else "per step" if r.steps else "over the window"
     return f"the GPU idle inside the cuDNN calls that set up a shape ({t(r.idle_us)}){usual}, {per}"
 
 

@@ -32,6 +32,10 @@ def message(r: GemmHeuristics) -> str:
 
 def advice(r: GemmHeuristics) -> str:
     dims = ", ".join(n.dims for n in r.new[:3])
+    if r.once:
+        return (f"The new shapes ({dims}) are a first pass: they run again afterwards without the wait, so cuBLAS "
+                "chose their kernels once. Warm each shape up before profiling (one iteration, or "
+                "torch.profiler.schedule(wait=1, warmup=1, active=N)); nothing recurs in the steady state.")
     return (f"The GEMM's shape changes from call to call ({dims}): pad or bucket the varying dimension to a few sizes "
             "and warm each one up before profiling; under torch.compile mark it dynamic; CUDA graphs need static "
             "shapes too.")
@@ -39,7 +43,7 @@ def advice(r: GemmHeuristics) -> str:
 
 def fix(r: GemmHeuristics) -> str:
     n = r.new[0]
-    if r.steps > 1 and len(r.in_steps) == 1:
+    if r.once or (r.steps > 1 and len(r.in_steps) == 1):
         return (f"{n.op} meets {r.shapes} new shapes in {_steps(r)} ({' -> '.join(x.dims for x in r.new[:3])}), "
                 f"{t(r.wait_us)} before their launches while cuBLAS chooses kernels: warm each shape up before "
                 "profiling, and keep the shapes to a few sizes.")
@@ -50,7 +54,7 @@ def fix(r: GemmHeuristics) -> str:
 def basis(r: GemmHeuristics) -> str:
     usual = (", less the op's wait on shapes seen before" if r.typical_us is not None
              else ", an upper bound (no shape seen before to compare with)")
-    per = "per step" if r.steps else "over the window"
+    per = "once, a first pass" if r.once else "per step" if r.steps else "over the window"
     return f"the GPU idle from each new-shape GEMM call's start to its launch ({t(r.idle_us)}){usual}, {per}"
 
 

@@ -15,13 +15,14 @@ def _ops(r: LaunchBound) -> str:
 
 def message(r: LaunchBound) -> str:
     op = f", the median dispatching op {t(r.median_op_us)}" if r.median_op_us is not None else ""
-    share = pct(min(r.idle_us_per_step / r.step_us, 1.0)) if r.step_us else "0.0%"
-    step = "median step" if r.has_steps else "window"
+    whole = r.mean_step_us or r.step_us  # the per-step figures are means over the steps: so is their whole
+    share = pct(min(r.idle_us_per_step / whole, 1.0)) if whole else "0.0%"
+    step = "mean step" if r.has_steps else "window"
     examples = "; ".join(f"{e.count}x {e.kernel}" + (f" from {e.op}" if e.op else "") for e in r.examples)
     return (f"{r.kernels} kernels in {r.steps} step(s) ({r.kernels_per_step:.0f} per step), median "
             f"{t(r.median_kernel_us)} each, while the median launch call takes {t(r.median_launch_us)}{op}; per "
             f"step {t(r.kernel_us_per_step)} of kernels for {t(r.launch_us_per_step)} of launch calls. The GPU "
-            f"waits {t(r.idle_us_per_step)} per step ({share} of the {t(r.step_us)} {step}) for the {r.tiny_per_step:.0f} "
+            f"waits {t(r.idle_us_per_step)} per step ({share} of the {t(whole)} {step}) for the {r.tiny_per_step:.0f} "
             f"of them that run {t(r.tiny_max_us)} or less to be launched"
             + (" from compiled code" if r.compiled else "") + f". Most launched: {examples}.")
 
@@ -36,7 +37,15 @@ def static_first(r) -> str:
             "recompiles and records a graph per shape.")
 
 
+def _graphed(r: LaunchBound) -> str:
+    return (f"The step already replays CUDA graphs ({r.graph_launches_per_step:.0f} graph launch(es) per step); these "
+            "kernels are launched one by one outside them")
+
+
 def advice(r: LaunchBound) -> str:
+    if r.graphed:
+        return (f"{_graphed(r)}: fuse the small ops ({_ops(r)}) with torch.compile, or capture them into the graphs "
+                "with the rest, so their launches ride on a replay." + static_first(r))
     if r.compiled:
         return ("These tiny kernels come from code that is already compiled: capture the step as a CUDA graph "
                 "(torch.compile(mode='reduce-overhead')) so their launches cost one graph launch, or give each "
@@ -50,6 +59,8 @@ def advice(r: LaunchBound) -> str:
 def fix(r: LaunchBound) -> str:
     head = (f"{r.tiny_per_step:.0f} tiny kernels per step ({_ops(r)}) wait for the host to dispatch and launch "
             f"them, {t(r.idle_us_per_step)} of GPU idle per step")
+    if r.graphed:
+        return f"{head}, outside the CUDA graphs the step replays: fuse them, or capture them into those graphs"
     if r.compiled:
         return f"{head}: capture the compiled step as a CUDA graph (mode='reduce-overhead')"
     graph = (f"a CUDA graph once its shapes are static ({r.new_shape_op} changes shape every step)"

@@ -37,22 +37,28 @@ def _step(r: ManyCalls) -> str:
 
 def _call(c: RepeatedCall, r: ManyCalls) -> str:
     hidden = f"{t(c.idle_us_per_step)} of it with the GPU idle" if r.has_gpu else f"{t(c.idle_us_per_step)} of host time"
-    return (f"{'op' if c.kind == 'op' else 'kernel'} {c.name} {c.calls_per_step:.0f}x per {_step(r)} "
+    if c.kind == "kernel":  # its launch calls and the device's time apart: a sum of both is no GPU time
+        return (f"kernel {c.name} {c.calls_per_step:.0f}x per {_step(r)} ({SOURCE[c.source]}): "
+                f"{t(c.launch_us_per_step)} of launch calls and {t(c.gpu_us_per_step)} on the GPU per {_step(r)}, "
+                f"{hidden}")
+    return (f"op {c.name} {c.calls_per_step:.0f}x per {_step(r)} "
             f"({SOURCE[c.source]}), {t(c.avg_us)} each, {t(c.cost_us_per_step)} per {_step(r)}, {hidden}")
 
 
 def message(r: ManyCalls) -> str:
-    share = pct(min(r.idle_us_per_step / r.step_us, 1.0)) if r.step_us else "0.0%"
+    whole = r.mean_step_us or r.step_us  # the per-step figures are means over the steps: so is their whole
+    share = pct(min(r.idle_us_per_step / whole, 1.0)) if whole else "0.0%"
     what = ("the GPU waits while the host is inside them" if r.has_gpu else "the host spends in them")
     return (f"{len(r.calls)} op(s) called very many times per {_step(r)}: " + "; ".join(_call(c, r) for c in r.calls)
-            + f". Together {what}: {t(r.idle_us_per_step)} per {_step(r)}, {share} of the {t(r.step_us)} "
-            + ("median step." if r.has_steps else "window."))
+            + f". Together {what}: {t(r.idle_us_per_step)} per {_step(r)}, {share} of the {t(whole)} "
+            + ("mean step." if r.has_steps else "window."))
 
 
 def advice(r: ManyCalls) -> str:
     sources = list(dict.fromkeys(c.source for c in r.calls))
     return (" ".join(ADVICE[s] for s in sources)
-            + (" A CUDA graph of the whole step also pays the per-call cost once." if r.has_gpu else ""))
+            + (" A CUDA graph of the whole step also pays the per-call cost once." if r.has_gpu and not r.graphed
+               else ""))
 
 
 def fix(r: ManyCalls) -> str:

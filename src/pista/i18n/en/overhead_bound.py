@@ -9,28 +9,46 @@ from pista.rules.overhead_bound import BetweenOps, GpuWaitedUnder, OverheadBound
 TITLE = "Host overhead bound: the GPU waits while the host dispatches ops"
 
 ELSEWHERE = {
-    "sync_us": "after syncs (host-sync, trailing-sync, pageable-memcpy)",
-    "data_us": "under regions that launch almost nothing (gpu-idle)",
-    "cold_us": "in one-time set-up (cold-start, dead-window, lazy-loading)",
-    "compile_us": "while compiling (recompilation)",
-    "profiler_us": "in the profiler's buffer requests (profiler-overhead)",
-    "setup_us": "while cuDNN sets up new shapes (cudnn-setup)",
-    "launch_us": "before tiny kernels (launch-bound)",
-    "calls_us": "under very repeated calls (many-calls)",
+    "sync_us": "after syncs",
+    "data_us": "under regions that launch almost nothing",
+    "cold_us": "in one-time set-up",
+    "compile_us": "while compiling",
+    "profiler_us": "in the profiler's buffer requests",
+    "setup_us": "while cuDNN sets up new shapes",
+    "launch_us": "before tiny kernels",
+    "calls_us": "under very repeated calls",
+}
+
+# a claim no rule with a finding reports (OverheadBound.owners), said as what it is
+UNOWNED = {
+    "sync_us": "waiting after syncs",
+    "data_us": "under regions that launch almost nothing",
+    "cold_us": "one-time set-up (first calls: CUDA's context, libraries and kernel loading)",
+    "compile_us": "compiling",
+    "profiler_us": "the profiler's own buffer requests",
+    "setup_us": "cuDNN setting up new shapes",
+    "launch_us": "before tiny kernels",
+    "calls_us": "under very repeated calls",
 }
 
 
 def _left(r: OverheadBound) -> list[str]:
-    e = r.elsewhere
-    out = [f"{t(getattr(e, k))} {label}" for k, label in ELSEWHERE.items() if getattr(e, k) >= 0.005 * r.step_us]
-    if e.others_us >= 0.005 * r.step_us:
-        out.append(f"{t(e.others_us)} claimed by {', '.join(e.others)}")
-    return out
+    return [f"{t(us)} claimed by {', '.join(rules)}" if claim == "others" else f"{t(us)} {ELSEWHERE[claim]} ({', '.join(rules)})"
+            for claim, us, rules in r.left_to()]
+
+
+def _unowned(r: OverheadBound) -> list[str]:
+    return [f"{t(us)} {UNOWNED[claim]}" for claim, us in r.unowned()]
+
+
+def _whole(r) -> float:
+    """The mean step (the window): the per-step figures are means over the steps, so their whole is one too."""
+    return r.mean_step_us or r.step_us
 
 
 def _share(r: OverheadBound, us: float) -> str:
-    share = pct(min(us / r.step_us, 1.0)) if r.step_us else "0.0%"
-    return f"{share} of the {t(r.step_us)} {'median step' if r.has_steps else 'window'}"
+    share = pct(min(us / _whole(r), 1.0)) if _whole(r) else "0.0%"
+    return f"{share} of the {t(_whole(r))} {'mean step' if r.has_steps else 'window'}"
 
 
 def _ratio(r: OverheadBound) -> str:
@@ -74,6 +92,9 @@ def message(r: OverheadBound) -> str:
     left = _left(r)
     if left:
         text += " Left to other findings, per step: " + "; ".join(left) + "."
+    unowned = _unowned(r)
+    if unowned:
+        text += " Not per-op overhead either, per step: " + "; ".join(unowned) + "."
     if r.near_threshold:
         text += (f" The verdict sits near its threshold ({_ratio(r)} against {r.ratio_threshold:g}x, GPU busy "
                  f"{r.gpu_busy_percent:.0f}% against at most {r.busy_threshold_percent:.0f}%).")
@@ -97,16 +118,28 @@ ADVICE = {
 }
 
 
+GRAPHED = {
+    "mostly": ("The step already replays CUDA graphs ({n:.0f} graph launch(es) per step, most of its kernels): the GPU "
+               "waits for the host's work around the replays (its Python, sampling, scheduling, input preparation), "
+               "not for launches. Overlap that work with the replay (prepare the next step while the graph runs) or "
+               "give each replay more work (a bigger batch); another CUDA graph or torch.compile will not help."),
+    "partly": ("Part of the step already replays CUDA graphs ({n:.0f} graph launch(es) per step): capture the ops "
+               "launched outside them into those graphs, or fuse them with torch.compile."),
+}
+
+
 def advice(r: OverheadBound) -> str:
+    if r.graphed:
+        return GRAPHED[r.graphed].format(n=r.graph_launches_per_step) + static_first(r)
     text = ""
     if r.syncs_at_end:
         text += (f"The {r.end_syncs_per_step:.0f} {r.sync_op} sync(s) per step come after the step's last kernel (its "
                  "result read back): capture what comes before them as a CUDA graph, and read the result after the "
                  "replay. ")
     if r.syncs_first:
-        text += (f"First remove the {r.syncs_per_step - r.end_syncs_per_step:.0f} sync(s) per step inside ops (see "
-                 "host-sync, "
-                "pageable-memcpy): a CUDA graph cannot "
+        see = r.named(("host-sync", "pageable-memcpy"))
+        text += (f"First remove the {r.syncs_per_step - r.end_syncs_per_step:.0f} sync(s) per step inside ops"
+                 + (f" (see {', '.join(see)})" if see else "") + ": a CUDA graph cannot "
                 "capture a sync (.item(), .cpu(), torch.cuda.synchronize()) and torch.compile breaks its graph at "
                 "one. ")
     text += ADVICE[_where(r)] + static_first(r)
@@ -119,6 +152,10 @@ def fix(r: OverheadBound) -> str:
     top = r.top_ops[0].name if r.top_ops else "the ops"
     head = (f"the GPU waits {t(r.per_op_us_per_step)} per step ({_share(r, r.per_op_us_per_step)}) while the host "
             f"dispatches ops ({top})")
+    if r.graphed == "mostly":
+        return f"{head} around its CUDA graph replays: overlap that host work with the replay, or batch more per replay"
+    if r.graphed:
+        return f"{head} outside the CUDA graphs it replays: capture those ops into the graphs, or fuse them"
     if r.syncs_first:
         return (f"{head}: remove the {r.syncs_per_step - r.end_syncs_per_step:.0f} {r.sync_op} sync(s) per step, then "
                 "capture the step as a CUDA graph")

@@ -21,10 +21,16 @@ def _steps(r: CudnnSetup) -> str:
     return f"el paso {r.in_steps[0]}" if len(r.in_steps) == 1 else "los pasos " + ", ".join(map(str, r.in_steps))
 
 
+def _per(r: CudnnSetup) -> str:
+    return "por paso" if r.steps else "en la ventana"
+
+
 def message(r: CudnnSetup) -> str:
     usual = f", frente a {t(r.typical_us)} en sus otras llamadas" if r.typical_us is not None else ""
+    total = (f"{t(r.idle_us)} una sola vez: la primera pasada de la ventana, cada forma vuelve a ejecutarse después "
+             "sin preparación" if r.once else f"{t(r.idle_us / max(r.steps, 1))} {_per(r)}")
     text = (f"{r.calls} llamadas de {', '.join(r.ops)} en {_steps(r)} dejan la GPU ociosa {t(r.per_call_us)} cada "
-            f"una (mediana){usual}: {t(r.idle_us / max(r.steps, 1))} por paso.")
+            f"una (mediana){usual}: {total}.")
     if r.new_shapes is not None:
         text += f" {r.new_shapes} de ellas tenían una forma de entrada no vista antes en la traza."
     if r.benchmark:
@@ -36,6 +42,12 @@ def message(r: CudnnSetup) -> str:
 
 
 def advice(r: CudnnSetup) -> str:
+    if r.once:
+        return ("Las formas se repiten: cuDNN preparó cada una una sola vez, en la primera pasada (un forward en frío), "
+                "no en régimen estable. Ejecuta una iteración antes de perfilar, o perfila con "
+                "torch.profiler.schedule(wait=1, warmup=1, active=N)"
+                + ("; la búsqueda de cudnn.benchmark compensa con formas que se repiten, mantenla." if r.benchmark
+                   else "."))
     if r.benchmark:
         return ("Pon torch.backends.cudnn.benchmark = False mientras las formas de entrada sigan cambiando (solo "
                 "compensa con formas que se repiten), o fíjalas: agrupa los tamaños en unos pocos y calienta cada "
@@ -52,19 +64,22 @@ def advice(r: CudnnSetup) -> str:
 def fix(r: CudnnSetup) -> str:
     op = r.slowest[0].op if r.slowest else r.ops[0]
     per_step = t(r.idle_us / max(r.steps, 1))
+    if r.once:
+        return (f"{op} prepara cada forma una sola vez en la primera pasada de la ventana ({t(r.idle_us)} una sola "
+                "vez); las formas se repiten después: ejecuta una iteración antes de perfilar.")
     if r.benchmark:
-        return (f"{op} ejecuta la búsqueda de algoritmos de cudnn.benchmark para cada forma nueva, {per_step} por "
-                "paso: pon torch.backends.cudnn.benchmark = False o fija las formas.")
+        return (f"{op} ejecuta la búsqueda de algoritmos de cudnn.benchmark para cada forma nueva, {per_step} "
+                f"{_per(r)}: pon torch.backends.cudnn.benchmark = False o fija las formas.")
     if r.kind == "attention":
-        return (f"{op} construye un grafo de cuDNN para cada longitud de secuencia nueva, {per_step} por paso: fija "
+        return (f"{op} construye un grafo de cuDNN para cada longitud de secuencia nueva, {per_step} {_per(r)}: fija "
                 "SDPA a flash/efficient (torch.nn.attention.sdpa_kernel) o usa una caché KV estática.")
-    return f"{op} construye un plan de cuDNN para cada forma nueva, {per_step} por paso: agrupa los tamaños en unos pocos."
+    return f"{op} construye un plan de cuDNN para cada forma nueva, {per_step} {_per(r)}: agrupa los tamaños en unos pocos."
 
 
 def basis(r: CudnnSetup) -> str:
     usual = (", menos la ociosidad de esas ops en sus otras llamadas" if r.typical_us is not None
              else ", una cota superior (ninguna otra llamada de esas ops con la que comparar)")
-    per = "por paso" if r.steps else "en la ventana"
+    per = "una sola vez, una primera pasada" if r.once else "por paso" if r.steps else "en la ventana"
     return f"la GPU ociosa dentro de las llamadas de cuDNN que preparan una forma ({t(r.idle_us)}){usual}, {per}"
 
 
@@ -101,6 +116,12 @@ La GPU ociosa dentro de esas llamadas, menos la ociosidad de las otras llamadas 
 hay; si no, una cota superior), por paso. Las llamadas dentro de un paso frío, una ventana muerta, la
 compilación o GEMMs con formas nuevas pertenecen a esos hallazgos; una sola llamada es una primera
 llamada (de lazy-loading).
+
+En una ventana sin pasos, la preparación cuyas formas (el op, si no se registran formas) vuelven
+todas a ejecutarse sin preparación tras la última llamada que prepara es una primera pasada, un
+forward en frío: de una sola vez, y la solución es calentar, no agrupar tamaños (issue 35:
+foreign/hta_alexnet, 1075.6 ms una sola vez, antes "por paso" con "agrupa los tamaños"; gpu/kv_decode
+sin pasos sigue siendo recurrente: la longitud de cada token no vuelve a verse).
 
 Solución:
 Atención: fija SDPA a los kernels flash o memory-efficient

@@ -116,6 +116,13 @@ de profiler-overhead), pero pertenece a este hallazgo cuando salta. Una ventana 
 frío es de cold-start (los 107 ms de seed_mm64_cold, antes informados aquí); una dentro de la
 compilación, de recompilation.
 
+Una primera llamada sin evento de carga (CUPTI antiguo, ROCm) cuenta si arranca CUDA
+(_one_time.startup_ops) durante 1 ms o más pasada la espera (foreign/hta_alexnet: los 10.0 s de la
+primera convolución tras el primer lanzamiento de la región, de nadie antes). Una espera que es en más
+de la mitad las peticiones de búfer del propio profiler es de profiler-overhead, y las primeras llamadas
+que siguen, de lazy-loading (tl_b200_eager de TraceLens: 2.6 ms, 1.5 ms de ellos un Activity Buffer
+Request; issue 35).
+
 Solución:
 Calienta fuera del profiler: ejecuta el paso (cada forma, cada rama) unas veces antes de perfilar, o usa
 `torch.profiler.schedule(wait=1, warmup=1, active=N)` para que la preparación quede fuera de la ventana."""

@@ -32,6 +32,10 @@ def message(r: GemmHeuristics) -> str:
 
 def advice(r: GemmHeuristics) -> str:
     dims = ", ".join(n.dims for n in r.new[:3])
+    if r.once:
+        return (f"Las formas nuevas ({dims}) son una primera pasada: vuelven a ejecutarse después sin la espera, así "
+                "que cuBLAS eligió sus kernels una sola vez. Calienta cada forma antes de perfilar (una iteración, o "
+                "torch.profiler.schedule(wait=1, warmup=1, active=N)); nada se repite en régimen estable.")
     return (f"La forma del GEMM cambia de una llamada a otra ({dims}): rellena o agrupa la dimensión variable en unos "
             "pocos tamaños y calienta cada uno antes de perfilar; con torch.compile márcala dinámica; los CUDA graphs "
             "también necesitan formas estáticas.")
@@ -39,7 +43,7 @@ def advice(r: GemmHeuristics) -> str:
 
 def fix(r: GemmHeuristics) -> str:
     n = r.new[0]
-    if r.steps > 1 and len(r.in_steps) == 1:
+    if r.once or (r.steps > 1 and len(r.in_steps) == 1):
         return (f"{n.op} recibe {r.shapes} formas nuevas en {_steps(r)} ({' -> '.join(x.dims for x in r.new[:3])}), "
                 f"{t(r.wait_us)} antes de sus lanzamientos mientras cuBLAS elige kernels: calienta cada forma antes "
                 "de perfilar y limita las formas a unos pocos tamaños.")
@@ -51,7 +55,7 @@ def fix(r: GemmHeuristics) -> str:
 def basis(r: GemmHeuristics) -> str:
     usual = (", menos la espera del op con formas ya vistas" if r.typical_us is not None
              else ", una cota superior (sin formas ya vistas con que comparar)")
-    per = "por paso" if r.steps else "sobre la ventana"
+    per = "una sola vez, una primera pasada" if r.once else "por paso" if r.steps else "sobre la ventana"
     return (f"la GPU inactiva desde el inicio de cada GEMM con forma nueva hasta su lanzamiento ({t(r.idle_us)})"
             f"{usual}, {per}")
 
@@ -88,6 +92,13 @@ contaba consultas de ocupación, costaran lo que costaran: informaba de los sort
 big_gpt_eager_20steps (9 µs por paso) y de la primera llamada a cuBLAS dentro del paso frío de
 seed_mm64_cold (de cold-start). Una llamada dentro de un paso frío, una ventana muerta o la compilación
 pertenece a esos hallazgos.
+
+Sin pasos, las formas nuevas que vuelven todas a ejecutarse tras la última de ellas son una primera
+pasada: de una sola vez (issue 35: la preparación de cuBLAS de una primera llamada mostrada como coste
+por paso); gpu/gemm_new_shapes sin sus pasos sigue siendo recurrente (una M nueva en cada llamada). Las formas nuevas de
+capas distintas (ninguna pareja que difiera en un solo tamaño) en una ventana sin pasos son primeras
+llamadas, de lazy-loading (tl_b200_eager de TraceLens: los cuatro primeros GEMM de vLLM, cada uno
+cargando su kernel).
 
 Solución:
 Mantén las formas estáticas: rellena o agrupa la dimensión variable en unos pocos tamaños (y calienta

@@ -15,14 +15,15 @@ def _ops(r: LaunchBound) -> str:
 
 def message(r: LaunchBound) -> str:
     op = f", la operación que los despacha {t(r.median_op_us)} de mediana" if r.median_op_us is not None else ""
-    share = pct(min(r.idle_us_per_step / r.step_us, 1.0)) if r.step_us else "0.0%"
-    step = "la mediana de paso" if r.has_steps else "la ventana"
+    whole = r.mean_step_us or r.step_us  # las cifras por paso son medias sobre los pasos: su total también
+    share = pct(min(r.idle_us_per_step / whole, 1.0)) if whole else "0.0%"
+    step = "del paso medio" if r.has_steps else "de la ventana"
     examples = "; ".join(f"{e.count}x {e.kernel}" + (f" desde {e.op}" if e.op else "") for e in r.examples)
     return (f"{r.kernels} kernels en {r.steps} paso(s) ({r.kernels_per_step:.0f} por paso), de mediana "
             f"{t(r.median_kernel_us)} cada uno, mientras la llamada de lanzamiento mediana tarda "
             f"{t(r.median_launch_us)}{op}; por paso, {t(r.kernel_us_per_step)} de kernels para "
             f"{t(r.launch_us_per_step)} de llamadas de lanzamiento. La GPU espera {t(r.idle_us_per_step)} por paso "
-            f"(el {share} de {step} de {t(r.step_us)}) a que se lancen los {r.tiny_per_step:.0f} que duran "
+            f"(el {share} {step} de {t(whole)}) a que se lancen los {r.tiny_per_step:.0f} que duran "
             f"{t(r.tiny_max_us)} o menos"
             + (" desde código compilado" if r.compiled else "") + f". Los más lanzados: {examples}.")
 
@@ -37,7 +38,15 @@ def static_first(r) -> str:
             "rellenadas o por tramos), o torch.compile recompila y graba un grafo por forma.")
 
 
+def _graphed(r: LaunchBound) -> str:
+    return (f"El paso ya reproduce CUDA graphs ({r.graph_launches_per_step:.0f} lanzamiento(s) de graph por paso); estos "
+            "kernels se lanzan uno a uno fuera de ellos")
+
+
 def advice(r: LaunchBound) -> str:
+    if r.graphed:
+        return (f"{_graphed(r)}: fusiona las operaciones pequeñas ({_ops(r)}) con torch.compile, o captúralas en los "
+                "graphs con el resto, para que sus lanzamientos vayan en una reproducción." + static_first(r))
     if r.compiled:
         return ("Estos kernels diminutos vienen de código ya compilado: captura el paso como CUDA graph "
                 "(torch.compile(mode='reduce-overhead')) para que sus lanzamientos cuesten uno solo, o da más "
@@ -51,6 +60,8 @@ def advice(r: LaunchBound) -> str:
 def fix(r: LaunchBound) -> str:
     head = (f"{r.tiny_per_step:.0f} kernels diminutos por paso ({_ops(r)}) esperan a que el host los despache y "
             f"lance, {t(r.idle_us_per_step)} de GPU inactiva por paso")
+    if r.graphed:
+        return f"{head}, fuera de los CUDA graphs que el paso reproduce: fusiónalos o captúralos en esos graphs"
     if r.compiled:
         return f"{head}: captura el paso compilado como CUDA graph (mode='reduce-overhead')"
     graph = (f"CUDA graph cuando sus formas sean estáticas ({r.new_shape_op} cambia de forma en cada paso)"
@@ -98,6 +109,12 @@ kernels diminutos: `many-calls` y `overhead-bound` solo toman lo que queda, así
 inactividad nunca se cuenta dos veces (en gpu/launch_bound overhead-bound se queda 59 µs, el 1.3%, y
 many-calls nada). Antes la regla no tenía impacto y repetía el veredicto de overhead-bound y los
 aten::mul / aten::add de many-calls.
+
+Los kernels que reproduce un lanzamiento de graph (cudaGraphLaunch, hipGraphLaunch) no se lanzan uno
+a uno y quedan fuera; a un programa que ya reproduce graphs se le dice que fusione el resto o lo
+capture en esos graphs, no que capture el paso (issue 35: foreign/hta_negq_rank0, 14 lanzamientos de
+graph por paso, sus 135 kernels contados antes). Las cifras por paso son medias sobre los pasos,
+partes del paso medio (una parte media frente a la mediana de paso podía superarla).
 
 Solución:
 Fusiona las operaciones: torch.compile (Inductor fusiona cadenas elementales en un kernel Triton),

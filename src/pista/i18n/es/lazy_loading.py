@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fmt import t
-from pista.rules.lazy_loading import CallNote, LazyLoading, LoadNote
+from pista.rules.lazy_loading import CallNote, FirstCall, LazyLoading, LoadNote, SetupNote, StartupNote
 
 TITLE = "Primeras llamadas dentro de la ventana: CUDA carga sus kernels de forma perezosa"
 
@@ -18,9 +18,20 @@ def _schedule(r: LazyLoading) -> str:
     return f"torch.profiler.schedule(wait=1, warmup=1, active={r.steps or 'N'})"
 
 
+def _call(c: FirstCall) -> str:
+    usual = f" (normalmente {t(c.typical_us)})" if c.typical_us is not None else ""
+    if c.loads:
+        return f"{c.op} {t(c.dur_us)}{usual}, {c.loads} carga(s) en {c.via}"
+    where = f"{t(c.setup_us)} en {c.setup}" if c.setup else f"{t(c.setup_us)} de preparación que ninguna llamada registra"
+    return f"{c.op} {t(c.dur_us)}{usual}, {where}"
+
+
 def message(r: LazyLoading) -> str:
-    calls = "; ".join(f"{c.op} {t(c.dur_us)}" + (f" (normalmente {t(c.typical_us)})" if c.typical_us is not None else "")
-                      + f", {c.loads} carga(s) en {c.via}" for c in r.calls)
+    calls = "; ".join(_call(c) for c in r.calls)
+    if not r.events:
+        return (f"{len(r.calls)} llamada(s) arrancan CUDA por primera vez en el proceso, en {_steps(r)}, "
+                f"{t(r.first_calls_us)} en total: el contexto, los handles de cuBLAS/cuDNN y la carga de sus kernels "
+                f"(esta traza no registra eventos de carga para ellas): {calls}.")
     return (f"{len(r.calls)} llamada(s) a ops se ejecutan por primera vez en el proceso, en {_steps(r)}: "
             f"{r.events} evento(s) de carga de kernels, {t(r.load_us)}, pero las llamadas que los contienen tardan "
             f"{t(r.first_calls_us)}: {calls}.")
@@ -28,6 +39,10 @@ def message(r: LazyLoading) -> str:
 
 def advice(r: LazyLoading) -> str:
     ops = ", ".join(c.op for c in r.calls[:3])
+    if not r.events:
+        return (f"{ops} arrancan CUDA dentro de la ventana: un coste de una sola vez del proceso, no del régimen "
+                f"estable. Ejecuta una iteración antes de perfilar, o perfila con {_schedule(r)}; no hay nada que "
+                "optimizar en el bucle.")
     return (f"{ops} se ejecutan por primera vez dentro de la ventana (una rama tomada tarde, una evaluación, un dtype "
             f"nuevo): recorre cada camino del código una vez antes de perfilar, o perfila con {_schedule(r)}; "
             "CUDA_MODULE_LOADING=EAGER carga los kernels al arranque si una primera llamada debe ser rápida.")
@@ -36,17 +51,26 @@ def advice(r: LazyLoading) -> str:
 def fix(r: LazyLoading) -> str:
     c = r.calls[0]
     others = f" y {len(r.calls) - 1} op(s) más" if len(r.calls) > 1 else ""
+    if not r.events:
+        return (f"{c.op}{others} arrancan CUDA en {_steps(r)} ({t(r.first_calls_us)} de arranque de una sola vez): "
+                "ejecuta una iteración antes de perfilar.")
     return (f"{c.op}{others} se ejecutan por primera vez en {_steps(r)} ({t(r.first_calls_us)} de primeras llamadas, "
             "kernels cargados de forma perezosa): recorre ese camino una vez antes de perfilar.")
 
 
 def basis(r: LazyLoading) -> str:
+    if not r.events:
+        return "única vez: la GPU inactiva en las primeras llamadas que arrancan CUDA, menos el tiempo habitual de esos ops"
     return "única vez: la GPU inactiva en las llamadas que cargan sus kernels, menos el tiempo habitual de esos ops"
 
 
 NOTES = {
     CallNote: lambda n: f"una primera llamada: {n.loads} carga(s) de kernel, {t(n.load_us)}",
     LoadNote: lambda n: f"dentro de {n.via}",
+    StartupNote: lambda n: (f"una primera llamada: {t(n.setup_us)} en {n.setup}" if n.setup
+                            else f"una primera llamada: {t(n.setup_us)} de tiempo de host que ninguna llamada registra "
+                                 "(preparación)"),
+    SetupNote: lambda n: f"arranque dentro de ella, {t(n.dur_us)}",
 }
 
 DOCS = """Qué:
@@ -77,6 +101,15 @@ contienen cuestan 500 veces más. Las cargas dentro de un primer paso frío, una
 con forma nueva o la compilación son de cold-start, dead-window, gemm-heuristics y recompilation
 (seed_mm64_cold, gpu/window_sync_cold, gpu/gemm_new_shapes, gpu/recompile: 5, 5, 3 y 8 cargas, antes
 informadas aquí).
+
+Sin eventos de carga (CUDA anterior a 11.7, CUPTI antiguo, ROCm) las mismas primeras llamadas se
+encuentran por su arranque (issue 35): una llamada al runtime de 1 ms o más que no espera, copia ni
+reserva (la creación del contexto, un primer lanzamiento que carga su módulo: tl_normalization de
+TraceLens en una MI300X, 331 ms en un primer hipLaunchKernel), o la primera llamada de un op de torch
+con 5 ms de tiempo de host en ninguna llamada registrada (la preparación de cuBLAS o cuDNN), cada una
+cinco veces las otras llamadas de su nombre o sola. gpu/window_sync_cold sin su región ni eventos de
+carga: 108.7 ms una sola vez, donde antes overhead-bound informaba 109 ms "por paso" de sobrecarga por
+operación con el consejo de torch.compile.
 
 Solución:
 Recorre cada camino del código una vez antes de perfilar (iteraciones de calentamiento que tomen la

@@ -40,24 +40,30 @@ def _step(r: ManyCalls) -> str:
 def _call(c: RepeatedCall, r: ManyCalls) -> str:
     hidden = (f"{t(c.idle_us_per_step)} de ellos con la GPU inactiva" if r.has_gpu
               else f"{t(c.idle_us_per_step)} de tiempo de host")
-    kind = "operación" if c.kind == "op" else "kernel"
+    if c.kind == "kernel":  # sus llamadas de lanzamiento y el tiempo del dispositivo por separado
+        return (f"kernel {c.name} {c.calls_per_step:.0f} veces por {_step(r)} ({SOURCE[c.source]}): "
+                f"{t(c.launch_us_per_step)} de llamadas de lanzamiento y {t(c.gpu_us_per_step)} en la GPU por "
+                f"{_step(r)}, {hidden}")
+    kind = "operación"
     return (f"{kind} {c.name} {c.calls_per_step:.0f} veces por {_step(r)} ({SOURCE[c.source]}), {t(c.avg_us)} cada "
             f"una, {t(c.cost_us_per_step)} por {_step(r)}, {hidden}")
 
 
 def message(r: ManyCalls) -> str:
-    share = pct(min(r.idle_us_per_step / r.step_us, 1.0)) if r.step_us else "0.0%"
+    whole = r.mean_step_us or r.step_us  # las cifras por paso son medias sobre los pasos: su total también
+    share = pct(min(r.idle_us_per_step / whole, 1.0)) if whole else "0.0%"
     what = ("la GPU espera mientras el host está dentro de ellas" if r.has_gpu else "el host pasa en ellas")
     return (f"{len(r.calls)} operación(es) llamadas muchísimas veces por {_step(r)}: "
             + "; ".join(_call(c, r) for c in r.calls)
             + f". En total {what}: {t(r.idle_us_per_step)} por {_step(r)}, el {share} de "
-            + (f"la mediana de paso de {t(r.step_us)}." if r.has_steps else f"la ventana de {t(r.step_us)}."))
+            + (f"el paso medio de {t(whole)}." if r.has_steps else f"la ventana de {t(whole)}."))
 
 
 def advice(r: ManyCalls) -> str:
     sources = list(dict.fromkeys(c.source for c in r.calls))
     return (" ".join(ADVICE[s] for s in sources)
-            + (" Un CUDA graph del paso entero también paga una sola vez el coste por llamada." if r.has_gpu else ""))
+            + (" Un CUDA graph del paso entero también paga una sola vez el coste por llamada."
+               if r.has_gpu and not r.graphed else ""))
 
 
 def fix(r: ManyCalls) -> str:
@@ -107,6 +113,11 @@ launch-bound): lo que agruparlas o fusionarlas ahorraría como mucho (cota super
 agrupada sigue costando una). El tiempo de host oculto tras trabajo de GPU no ahorra nada y no cuenta.
 Sin GPU cuenta el propio tiempo de host de las llamadas. Antes cada operación era su propio aviso, con
 su tiempo total como coste, oculto o no, y repetía overhead-bound.
+
+La fila de un kernel (o una copia) da por separado sus llamadas de lanzamiento y su tiempo de GPU, y
+su coste cuenta una sola vez la llamada de una copia bloqueante y la copia (issue 35: las llamadas de
+CPU de las copias sumadas a su tiempo de GPU, 181.7 ms donde la GPU corrió 82.7 ms). Las cifras por
+paso son partes del paso medio.
 
 Solución:
 Agrupa el trabajo (una operación sobre un tensor apilado en vez de un bucle de operaciones sobre

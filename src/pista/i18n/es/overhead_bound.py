@@ -9,28 +9,46 @@ from pista.rules.overhead_bound import BetweenOps, GpuWaitedUnder, OverheadBound
 TITLE = "Limitado por la sobrecarga del host: la GPU espera mientras el host despacha operaciones"
 
 ELSEWHERE = {
-    "sync_us": "tras sincronizaciones (host-sync, trailing-sync, pageable-memcpy)",
-    "data_us": "bajo regiones que casi no lanzan nada (gpu-idle)",
-    "cold_us": "en preparación de una sola vez (cold-start, dead-window, lazy-loading)",
-    "compile_us": "mientras se compila (recompilation)",
-    "profiler_us": "en las peticiones de búfer del profiler (profiler-overhead)",
-    "setup_us": "mientras cuDNN prepara formas nuevas (cudnn-setup)",
-    "launch_us": "antes de kernels diminutos (launch-bound)",
-    "calls_us": "bajo llamadas muy repetidas (many-calls)",
+    "sync_us": "tras sincronizaciones",
+    "data_us": "bajo regiones que casi no lanzan nada",
+    "cold_us": "en preparación de una sola vez",
+    "compile_us": "mientras se compila",
+    "profiler_us": "en las peticiones de búfer del profiler",
+    "setup_us": "mientras cuDNN prepara formas nuevas",
+    "launch_us": "antes de kernels diminutos",
+    "calls_us": "bajo llamadas muy repetidas",
+}
+
+# una reclamación que ninguna regla con hallazgo informa (OverheadBound.owners), dicha tal cual
+UNOWNED = {
+    "sync_us": "esperando tras sincronizaciones",
+    "data_us": "bajo regiones que casi no lanzan nada",
+    "cold_us": "preparación de una sola vez (primeras llamadas: el contexto de CUDA, las bibliotecas y la carga de kernels)",
+    "compile_us": "compilando",
+    "profiler_us": "las propias peticiones de búfer del profiler",
+    "setup_us": "cuDNN preparando formas nuevas",
+    "launch_us": "antes de kernels diminutos",
+    "calls_us": "bajo llamadas muy repetidas",
 }
 
 
 def _left(r: OverheadBound) -> list[str]:
-    e = r.elsewhere
-    out = [f"{t(getattr(e, k))} {label}" for k, label in ELSEWHERE.items() if getattr(e, k) >= 0.005 * r.step_us]
-    if e.others_us >= 0.005 * r.step_us:
-        out.append(f"{t(e.others_us)} que reclaman {', '.join(e.others)}")
-    return out
+    return [f"{t(us)} que reclaman {', '.join(rules)}" if claim == "others" else f"{t(us)} {ELSEWHERE[claim]} ({', '.join(rules)})"
+            for claim, us, rules in r.left_to()]
+
+
+def _unowned(r: OverheadBound) -> list[str]:
+    return [f"{t(us)} {UNOWNED[claim]}" for claim, us in r.unowned()]
+
+
+def _whole(r) -> float:
+    """El paso medio (la ventana): las cifras por paso son medias sobre los pasos, y su total también."""
+    return r.mean_step_us or r.step_us
 
 
 def _share(r: OverheadBound, us: float) -> str:
-    share = pct(min(us / r.step_us, 1.0)) if r.step_us else "0.0%"
-    return f"el {share} de {'la mediana de paso' if r.has_steps else 'la ventana'} de {t(r.step_us)}"
+    share = pct(min(us / _whole(r), 1.0)) if _whole(r) else "0.0%"
+    return f"el {share} {'del paso medio' if r.has_steps else 'de la ventana'} de {t(_whole(r))}"
 
 
 def _ratio(r: OverheadBound) -> str:
@@ -76,6 +94,9 @@ def message(r: OverheadBound) -> str:
     left = _left(r)
     if left:
         text += " Queda para otros hallazgos, por paso: " + "; ".join(left) + "."
+    unowned = _unowned(r)
+    if unowned:
+        text += " Tampoco es sobrecarga por operación, por paso: " + "; ".join(unowned) + "."
     if r.near_threshold:
         text += (f" El veredicto está cerca de su umbral ({_ratio(r)} frente a {r.ratio_threshold:g}x, GPU ocupada "
                  f"el {r.gpu_busy_percent:.0f}% frente a un máximo del {r.busy_threshold_percent:.0f}%).")
@@ -99,16 +120,29 @@ ADVICE = {
 }
 
 
+GRAPHED = {
+    "mostly": ("El paso ya reproduce CUDA graphs ({n:.0f} lanzamiento(s) de graph por paso, la mayoría de sus kernels): "
+               "la GPU espera al trabajo del host alrededor de las reproducciones (su Python, el muestreo, la "
+               "planificación, la preparación de entradas), no a los lanzamientos. Solapa ese trabajo con la "
+               "reproducción (prepara el paso siguiente mientras corre el graph) o da más trabajo a cada reproducción "
+               "(un lote mayor); otro CUDA graph o torch.compile no ayudará."),
+    "partly": ("Parte del paso ya reproduce CUDA graphs ({n:.0f} lanzamiento(s) de graph por paso): captura en esos "
+               "graphs las operaciones lanzadas fuera de ellos, o fusiónalas con torch.compile."),
+}
+
+
 def advice(r: OverheadBound) -> str:
+    if r.graphed:
+        return GRAPHED[r.graphed].format(n=r.graph_launches_per_step) + static_first(r)
     text = ""
     if r.syncs_at_end:
         text += (f"Las {r.end_syncs_per_step:.0f} sincronizaciones por paso de {r.sync_op} llegan tras el último kernel "
                  "del paso (leen su resultado): captura como CUDA graph lo que va antes y lee el resultado tras la "
                  "repetición. ")
     if r.syncs_first:
+        see = r.named(("host-sync", "pageable-memcpy"))
         text += (f"Quita primero las {r.syncs_per_step - r.end_syncs_per_step:.0f} sincronizaciones por paso dentro "
-                 "de operaciones (ver "
-                "host-sync, pageable-memcpy): un CUDA graph no "
+                 "de operaciones" + (f" (ver {', '.join(see)})" if see else "") + ": un CUDA graph no "
                 "puede capturar una sincronización (.item(), .cpu(), torch.cuda.synchronize()) y torch.compile corta "
                 "su grafo en ellas. ")
     text += ADVICE[_where(r)] + static_first(r)
@@ -121,6 +155,11 @@ def fix(r: OverheadBound) -> str:
     top = r.top_ops[0].name if r.top_ops else "las operaciones"
     head = (f"la GPU espera {t(r.per_op_us_per_step)} por paso ({_share(r, r.per_op_us_per_step)}) mientras el host "
             f"despacha operaciones ({top})")
+    if r.graphed == "mostly":
+        return (f"{head} alrededor de sus reproducciones de CUDA graph: solapa ese trabajo del host con la "
+                "reproducción, o da más trabajo a cada una")
+    if r.graphed:
+        return f"{head} fuera de los CUDA graphs que reproduce: captura esas operaciones en los graphs, o fusiónalas"
     if r.syncs_first:
         return (f"{head}: quita las {r.syncs_per_step - r.end_syncs_per_step:.0f} sincronizaciones por paso de "
                 f"{r.sync_op} y luego captura el paso como CUDA graph")
@@ -188,6 +227,16 @@ poco mientras el host sea así de lento (medido sin perfilar en la H200: 505 µs
 bucle además capturado como CUDA graph), pero hay que quitarlas para que un graph pueda capturar el
 bucle, y la corrección lo dice. Antes el hallazgo era siempre crítico y sin impacto, aunque la
 inactividad fuera de un cargador de datos.
+
+Se deja fuera todo tramo que poseen los hallazgos de las reglas de una sola vez (las primeras
+llamadas de lazy-loading en una ventana sin pasos eran antes "sobrecarga por operación", con el
+consejo de torch.compile), y el texto nombra solo las reglas de una sola vez que informan; la
+inactividad de una sola vez que ningún hallazgo impreso posee se dice como preparación de una sola vez
+(issue 35: seed_mm4096_compile_cold apuntaba 1.17 ms a cold-start, dead-window y lazy-loading, ninguno
+impreso). A un paso que ya reproduce CUDA graphs no se le dice que capture uno: si casi todo está en
+graphs, su inactividad es el trabajo del host alrededor de las reproducciones. Las cifras por paso son
+partes del paso medio (seed_mm64_cold: antes 46.1 ms de inactividad por paso frente a una mediana de
+paso de 368 µs).
 
 Solución:
 Según dónde esté la inactividad: Python entre operaciones eager y su despacho -> torch.compile

@@ -79,6 +79,11 @@ la ventana. gpu/profiler_first_step: 2.6 ms en 3 pasos, 867 µs por paso frente 
 (seed_mm64_cold, gpu/window_sync_cold), y una petición que cuesta menos del 1% del paso es ruido: los
 3.1 ms de big_gpt_eager_20steps en 20 pasos son el 0.3% de su paso de 52.7 ms (antes, un hallazgo info).
 
+Una ventana que no registró ninguna operación, región ni trabajo del dispositivo (a lo sumo unas
+llamadas al runtime) no contiene nada que el profiler infle: flowmatch_pytorch_trace (ajena: 0
+operaciones, ningún kernel) se leía antes como un 8.4% de sobrecarga del profiler dentro de un
+cudaDeviceSynchronize ocioso (issue 35).
+
 Solución:
 Nada que cambiar en el programa: perfila con `schedule(wait=1, warmup=1, active=N)` (los búferes se
 piden en los pasos de calentamiento), perfila más pasos para que una petición pese menos, y descuenta ese
