@@ -89,6 +89,8 @@ def test_each_cycle_is_the_single_file_analysis(capsys):
 
 
 def test_the_text_shows_each_cycle_and_what_changed(capsys):
+    from pista.i18n._fmt import sig3
+
     assert main(["analyze", str(CYCLES)]) == 0
     text = capsys.readouterr().out
     result = analyze_cycles(cycle_files(CYCLES), str(CYCLES))
@@ -98,14 +100,17 @@ def test_the_text_shows_each_cycle_and_what_changed(capsys):
         block = text[text.index(f"Cycle {n} "):]
         s = cycle.analysis.summary
         assert block.split("\n")[0].split()[-1] == cycle.path.rsplit("/", 1)[1]
-        assert f"{s.verdict}   median step {s.step_us / 1000:.3f} ms   GPU busy {100 * s.gpu_busy_share:.1f}%" in block
-        assert f"Start here: {cycle.analysis.top_fix.fix_here}"[:60] in " ".join(block.split())
+        # three significant digits: the steps are a fraction of a millisecond, written in µs
+        assert s.step_us < 1000
+        assert f"{s.verdict}   median step {sig3(s.step_us)} µs   GPU busy {sig3(100 * s.gpu_busy_share)}%" in block
+        assert f"Start here: {cycle.analysis.top_fix.fix_here}"[:30] in " ".join(block.split())
         f = cycle.analysis.findings[0]
-        assert f"{f.rule} ({f.severity.value}, {100 * f.impact.share:.1f}%)" in block
+        assert f"{f.rule} ({f.severity.value}, {sig3(100 * f.impact.share)}%)" in block
     change = result.changes[0]
     assert "What changed" in text
-    assert f"Cycle 1 -> 2: median step {change.step_us_before / 1000:.3f} ms -> " \
-           f"{change.step_us_after / 1000:.3f} ms ({100 * change.step_change:+.1f}%)" in text
+    sign = "+" if change.step_change >= 0 else ""
+    assert f"Cycle 1 -> 2: median step {sig3(change.step_us_before)} µs -> " \
+           f"{sig3(change.step_us_after)} µs ({sign}{sig3(100 * change.step_change)}%)" in text
 
 
 def test_cycle_labels_in_spanish(capsys):

@@ -16,7 +16,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run only this rule (repeatable)")
     parser.add_argument("--select", metavar="IDS", help="only these rules (comma-separated; over [tool.pista])")
     parser.add_argument("--ignore", metavar="IDS", help="leave these rules out (comma-separated)")
-    parser.add_argument("--no-table", action="store_true", help="text output without the table")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="each finding in full: the whole message, how its impact was estimated, more evidence, "
+                             "the advice (by default a finding shows a few lines; JSON and the HTML report hold all)")
+    table = parser.add_mutually_exclusive_group()
+    table.add_argument("--table", action="store_true",
+                       help="append torch's key_averages() table, as torch prints it (about 200 columns; "
+                            "`pista table TRACE` prints it alone, with its own options)")
+    table.add_argument("--no-table", action="store_true", help="no table (the default; kept for older scripts)")
     parser.add_argument("--peaks", metavar="FILE", help="the card's peak TFLOP/s and TB/s as JSON (pista.efficiency."
                                                         "load_peaks), over the built-in table")
     parser.add_argument("--lang", default="en", help="language of findings (en, es)")
@@ -57,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
         from pista.render import terminal
 
         color, width = output_style(args.color)
-        sys.stdout.write(terminal.render(analysis, color=color, width=width, show_table=not args.no_table,
-                                         lang=args.lang))
+        sys.stdout.write(terminal.render(analysis, color=color, width=width, show_table=args.table,
+                                         lang=args.lang, verbose=args.verbose))
     return 0
 
 
@@ -70,8 +77,9 @@ def _run_folder(args: argparse.Namespace) -> int:
 
     if _run_cycles(args):
         return 0
-    if args.no_table:
-        raise UsageError("--no-table is for one trace; a folder's report has the per-rank table, not the op table")
+    if args.table or args.no_table:
+        raise UsageError(f"--{'table' if args.table else 'no-table'} is for one trace; a folder's report has the "
+                         "per-rank table, not the op table")
     result = analyze_ranks(args.trace, engine=args.engine, workers=args.workers, scheduler=args.scheduler,
                            rules=args.rules, lang=args.lang)
     if args.format == "json":

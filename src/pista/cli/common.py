@@ -318,17 +318,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
-# Width for output that goes to a pipe or file (no terminal to ask): wide enough for torch's table.
-PIPE_WIDTH = 110
 # The widest text pista lays out: rich pads every line of a panel to the width, so COLUMNS=1000000000
 # ran out of memory.
 MAX_WIDTH = 1000
 
 
-def output_style(color: bool | None, stream=None) -> tuple[bool, int]:
+def output_style(color: bool | None, stream=None) -> tuple[bool, int | None]:
     """(color, width) for text written to `stream` (stdout): --color/--no-color first, then NO_COLOR
     and FORCE_COLOR (https://no-color.org, force-color.org), then whether it is a terminal; the width
-    is the terminal's (COLUMNS where set), else PIPE_WIDTH, and from 40 to MAX_WIDTH."""
+    is the terminal's (COLUMNS where set), from 40 to MAX_WIDTH. Off a terminal with no COLUMNS it is
+    None: one logical line per line, unwrapped and unpadded (pista.render.layout), as ruff, pytest
+    and git write into a pipe."""
     import shutil
 
     stream = stream or sys.stdout
@@ -340,5 +340,7 @@ def output_style(color: bool | None, stream=None) -> tuple[bool, int]:
             color = True
         else:
             color = tty
-    width = shutil.get_terminal_size((PIPE_WIDTH, 24)).columns if tty or os.environ.get("COLUMNS") else PIPE_WIDTH
+    if not tty and not os.environ.get("COLUMNS"):
+        return color, None
+    width = shutil.get_terminal_size((100, 24)).columns
     return color, min(MAX_WIDTH, max(40, width))
