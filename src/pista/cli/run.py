@@ -90,14 +90,16 @@ def run(args: argparse.Namespace) -> int:
 def cycle_line(n: int, first, later, lang: str = "en") -> str:
     """One line for a later profiler cycle: its verdict, its step against the first cycle's, its top fix."""
     from pista.i18n import localize, word
+    from pista.i18n._fmt import num, short_figures, t
     from pista.render.controls import sanitize_line
 
     later = localize(later, lang)
     a, b = first.summary.step_us, later.summary.step_us
-    change = f" ({100 * (b - a) / a:+.1f}%)" if a > 0 else ""
-    top = later.top_fix
-    fix = f"; {word('Start here', lang)}: {sanitize_line(top.fix)}" if top is not None else ""
-    return f"\n{word('cycle', lang)} {n}: {later.summary.verdict}, {word('median step', lang)} {b:.1f} µs{change}{fix}\n"
+    with short_figures():
+        change = f" ({'+' if b >= a else ''}{num(100 * (b - a) / a, 1)}%)" if a > 0 else ""
+        top = later.top_fix
+        fix = f"; {word('Start here', lang)}: {sanitize_line(top.fix)}" if top is not None else ""
+        return f"\n{word('cycle', lang)} {n}: {later.summary.verdict}, {word('median step', lang)} {t(b)}{change}{fix}\n"
 
 
 def print_result(result, analysis, color: bool | None, lang: str = "en") -> None:
