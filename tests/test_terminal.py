@@ -294,3 +294,32 @@ def test_the_torch_table_on_request_is_pista_tables():
     table = _piped([*PISTA, "table", trace, "--sort-by", "cuda_time_total", "--row-limit", "15"])
     # the same rows as torch prints them (off a terminal without the spaces at the lines' ends)
     assert "\n".join(line.rstrip() for line in table.splitlines()) in out
+
+
+def test_default_output_names_come_from_the_run_and_a_replaced_file_is_said(tmp_path):
+    # every capture is OUT/trace.json.gz: the second report silently overwrote the first
+    # (./trace.report.html); the default names now come from the run's folder
+    import shutil
+
+    for run in ("bert", "gpt"):
+        (tmp_path / "runs" / run).mkdir(parents=True)
+        shutil.copy(fixture("gpu/host_sync_item"), tmp_path / "runs" / run / "trace.json.gz")
+    for run in ("bert", "gpt"):
+        for verb in ("report", "annotate"):
+            proc = subprocess.run([*PISTA, verb, f"runs/{run}/trace.json.gz"], cwd=tmp_path, capture_output=True,
+                                  text=True, timeout=300, check=True)
+            assert "replaced" not in proc.stderr
+    made = sorted(p.name for p in tmp_path.iterdir() if p.is_file())
+    assert made == ["bert.pista.json.gz", "bert.report.html", "gpt.pista.json.gz", "gpt.report.html"]
+    # a later cycle's trace keeps its cycle; a trace with a name of its own keeps that name
+    shutil.copy(fixture("gpu/host_sync_item"), tmp_path / "runs" / "bert" / "trace.cycle2.json.gz")
+    subprocess.run([*PISTA, "report", "runs/bert/trace.cycle2.json.gz"], cwd=tmp_path, capture_output=True,
+                   timeout=300, check=True)
+    assert (tmp_path / "bert.cycle2.report.html").exists()
+    # the same run again: the file is replaced, and the line that says where it wrote says so
+    before = (tmp_path / "bert.report.html").stat().st_mtime_ns
+    for verb in ("report", "annotate"):
+        proc = subprocess.run([*PISTA, verb, "runs/bert/trace.json.gz"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, check=True)
+        assert "(replaced the file that was there)" in proc.stderr, proc.stderr
+    assert (tmp_path / "bert.report.html").stat().st_mtime_ns >= before

@@ -140,10 +140,28 @@ def _from_stdin(quiet: bool, events_view: bool) -> Trace:
     return trace
 
 
+# Trace names every capture shares (pista's own OUT/trace.json.gz and its later cycles'
+# trace.cycleN.json.gz): an output named after one of them would be the same for every run.
+_GENERIC_STEM = re.compile(r"trace(\.cycle\d+)?\Z")
+
+
 def default_output(trace: str, suffix: str) -> Path:
-    """An output beside where the user is (the current folder), named after the trace."""
-    stem = "stdin" if trace == STDIN else Path(trace).name.removesuffix(".gz").removesuffix(".json")
+    """An output beside where the user is (the current folder), named after the run: the trace's own
+    name, or where that is a name every capture has (trace.json.gz) its folder's, so the reports of
+    runs/a/trace.json.gz and runs/b/trace.json.gz are a.report.html and b.report.html, not one file."""
+    if trace == STDIN:
+        return Path.cwd() / ("stdin" + suffix)
+    path = Path(trace)
+    stem = path.name.removesuffix(".gz").removesuffix(".json")
+    if _GENERIC_STEM.match(stem):
+        folder = path.resolve().parent.name or "trace"  # the root folder has no name
+        stem = folder + stem.removeprefix("trace")  # trace.cycle2 in runs/a: a.cycle2
     return Path.cwd() / (stem + suffix)
+
+
+def replaced_note(path: Path) -> str:
+    """What the 'wrote' line adds when the output was already there: nothing is replaced unsaid."""
+    return " (replaced the file that was there)" if path.exists() else ""
 
 
 def _utf8(text: str) -> bytes:
