@@ -7,6 +7,13 @@ import argparse
 import os
 import sys
 
+# `pista analyze --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista analyze runs/bert/trace.json.gz                  # the top fix, where the time goes, the findings
+  pista analyze trace.json.gz -v | less                   # every finding whole
+  pista analyze trace.json.gz --format json | jq .summary.top_fix
+  pista analyze logs/                                     # a folder of per-rank traces, or of cycles
+"""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz), or a folder of "

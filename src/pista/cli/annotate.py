@@ -14,6 +14,13 @@ if TYPE_CHECKING:
     from pista.trace.model import Trace
 
 
+
+# `pista annotate --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista annotate runs/bert/trace.json.gz                # ./bert.pista.json.gz, for ui.perfetto.dev
+  pista annotate trace.json.gz -o - | gzip > marked.json.gz
+"""
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
     parser.add_argument("-o", "--output", help="where to write (default: ./NAME.pista.json.gz, NAME the trace's, or "

@@ -11,6 +11,12 @@ import re
 import sys
 from typing import Any
 
+# `pista check --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista check trace.json.gz --fail-on warning             # exit 1 on a warning or worse
+  pista check new.json.gz --baseline old.json.gz --max-regression 5
+  pista check trace.json.gz --format markdown >> "$GITHUB_STEP_SUMMARY"
+"""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")

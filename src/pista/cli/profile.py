@@ -15,6 +15,11 @@ import time
 
 from pista.errors import EXIT_INTERRUPTED
 
+# `pista profile --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista profile train.py --epochs 1                     # the script calls pista.step() per step
+  pista profile --function train_step --with-stack train.py
+"""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from pista.cli.run import add_device_and_schedule

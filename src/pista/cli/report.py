@@ -8,6 +8,11 @@ import argparse
 import sys
 from pathlib import Path
 
+# `pista report --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista report runs/bert/trace.json.gz                  # ./bert.report.html
+  pista report trace.json.gz -o report.html --lang es
+"""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")

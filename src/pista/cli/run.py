@@ -17,6 +17,13 @@ WORKLOADS = ("matmul_add", "linear", "mlp", "transformer")  # = pista.capture.wo
 DEFAULT_WARMUP_CALLS = 10  # = pista.capture.runner.DEFAULT_WARMUP_CALLS (no torch import here)
 
 
+
+# `pista run --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista run matmul_add --size 64                        # overhead-bound on a GPU
+  pista run matmul_add --size 4096 --warmup --compile -o runs/mm4096
+"""
+
 def add_capture_arguments(parser: argparse.ArgumentParser, sizes: bool = True) -> None:
     """Options `run` and `sweep` share: the workload's shape, the device, the schedule."""
     if sizes:

@@ -14,6 +14,10 @@ import sys
 from pista.cli.run import DEFAULT_WARMUP_CALLS, WORKLOADS, add_capture_arguments, config_from
 from pista.errors import EXIT_INTERRUPTED, UsageError
 
+# `pista sweep --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista sweep matmul_add --sizes 64,256,1024,4096 --html sweep.html
+"""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workload", choices=WORKLOADS)

@@ -16,6 +16,13 @@ import sys
 EXAMPLES = __doc__.split("\n\n", 1)[1]
 
 
+
+# `pista whatif --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista whatif trace.json.gz --drop 'aten::item'          # those ops, their kernels and syncs gone
+  pista whatif trace.json.gz --scale-kernels 'gemm|nvjet=0.5'
+"""
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "Replay the profiled steps with your edits: what would change save?"
     parser.epilog = "examples:\n" + EXAMPLES
