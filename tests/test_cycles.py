@@ -209,3 +209,18 @@ def test_no_table_is_accepted_on_cycles(capsys):
     # the cycles report has no op table: --no-table asks for what it gives (a folder of ranks refuses it)
     assert main(["analyze", str(CYCLES), "--no-table"]) == 0
     assert "Cycle 2" in capsys.readouterr().out
+
+
+def test_a_folder_of_one_trace_reads_as_that_trace(tmp_path, capsys):
+    # tensorboard_trace_handler's folder after one cycle: analyzed as a one-rank distributed job before
+    import shutil
+
+    first = sorted(CYCLES.iterdir())[0]
+    shutil.copy(first, tmp_path / first.name)
+    folder = _json(capsys, tmp_path)
+    alone = _json(capsys, first)
+    assert folder.pop("source") == str(tmp_path / first.name) and alone.pop("source") == str(first)
+    assert folder == alone and "ranks" not in folder
+    assert main(["analyze", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "rank" not in text and text.startswith(f"pista: {tmp_path / first.name}")

@@ -61,7 +61,10 @@ def run(args: argparse.Namespace) -> int:
 
     args.lang = check_lang(args.lang)
     if os.path.isdir(args.trace):
-        return _run_folder(args)
+        single = _single_trace(args.trace)
+        if single is None:
+            return _run_folder(args)
+        args.trace = single
     analysis = analyze(open_trace(args.trace), rules=args.rules, replay=args.replay)
     if args.format == "json":
         from pista.render import json as renderer
@@ -74,6 +77,25 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(terminal.render(analysis, color=color, width=width, show_table=args.table,
                                          lang=args.lang, verbose=args.verbose))
     return 0
+
+
+def _single_trace(folder: str) -> str | None:
+    """The folder's one trace file (tensorboard_trace_handler's folder after one cycle), read as that
+    trace: one file is no job of ranks, nor cycles. None where it holds several, or its one file is a
+    rank of a distributed job (it says so: distributedInfo's rank, or rank-N in its name)."""
+    from pista.cli.common import print_notices
+    from pista.cycles import read_header
+    from pista.distributed.rank import trace_files
+
+    notices: list[str] = []
+    files = trace_files(folder, notices)
+    if len(files) != 1:
+        return None
+    header = read_header(files[0])
+    if header.rank is not None or header.name_rank is not None:
+        return None
+    print_notices(folder, notices)
+    return str(files[0])
 
 
 def _run_folder(args: argparse.Namespace) -> int:
