@@ -192,6 +192,22 @@ def test_profile_script(how, user_script, tmp_path, capsys):
     assert_close(pista_table_total(out / "trace.json.gz", capsys), self_cpu_totals(printed)[0])
 
 
+def test_profile_with_stack_prints_the_ops_table_without_frames(user_script, tmp_path, capsys):
+    # with_stack=True: torch's own table listed every Python frame as a row, pista's own
+    # (pista/cli/__init__.py(109): main ...) among them, and the script's <module> with a negative Self CPU
+    out = tmp_path / "stack"
+    assert main(["profile", "--with-stack", "--device", "cpu", "--out", str(out), str(user_script), "6",
+                 "--mark"]) == 0
+    printed = capsys.readouterr().out
+    table = printed[: printed.index("Self CPU time total")].splitlines()
+    rows = [line for line in table[3:] if line.strip() and not line.startswith("---")]
+    assert rows and not [r for r in rows if ".py(" in r or "pista/" in r]
+    assert not [r for r in rows if re.search(r"\s-\d", r)]  # no negative time
+    names = [r.split()[0] for r in rows]
+    assert "aten::matmul" in names and "user_step" in names  # the ops and the user's regions stay
+    assert ".py(" in (out / "table.txt").read_text()  # torch's own table, frames and all, is kept there
+
+
 def test_a_script_with_fewer_steps_than_the_schedule_is_warned(user_script, tmp_path, capsys):
     # 3 steps for a schedule of 1 + 1 + 3: one active step completes, the rest is the script's tail
     out = tmp_path / "few"

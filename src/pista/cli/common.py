@@ -140,6 +140,21 @@ def _from_stdin(quiet: bool, events_view: bool) -> Trace:
     return trace
 
 
+def capture_table(session, analysis) -> str:
+    """The op table a capture prints: torch's own, as it printed it; but with Python stacks recorded
+    (with_stack) torch lists every Python frame as a row, pista's and the profiler's own among them,
+    with negative Self CPU where frames and ops overlap without nesting: then pista's rebuilt table
+    of the same trace, which leaves the frames out (table.txt keeps torch's)."""
+    text = session.table_text or ""
+    if not (session.with_stack and analysis is not None):
+        return text
+    from pista.table import render_text
+
+    rebuilt = render_text(analysis.table, session.sort_by, session.row_limit, has_device=analysis.facts.has_gpu)
+    return (rebuilt.rstrip("\n") + "\n(the ops' table rebuilt by pista, without the Python frames torch lists as "
+            "rows under with_stack; torch's own is in table.txt)\n")
+
+
 # Trace names every capture shares (pista's own OUT/trace.json.gz and its later cycles'
 # trace.cycleN.json.gz): an output named after one of them would be the same for every run.
 _GENERIC_STEM = re.compile(r"trace(\.cycle\d+)?\Z")

@@ -111,10 +111,10 @@ def cycle_line(n: int, first, later, lang: str = "en") -> str:
 
 def print_result(result, analysis, color: bool | None, lang: str = "en") -> None:
     """torch's table, pista's diagnosis, and where the files went."""
-    from pista.cli.common import output_style
+    from pista.cli.common import capture_table, output_style
     from pista.render import terminal
 
-    sys.stdout.write(result.table_text or "")
+    sys.stdout.write(capture_table(result.session, analysis))
     sys.stdout.write("\n")
     if analysis is not None:
         use_color, width = output_style(color)
