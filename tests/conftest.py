@@ -77,3 +77,15 @@ def _earlier_tests_threads_are_idle(monkeypatch):
     before = set(threading.enumerate())
     monkeypatch.setattr(forked, "other_threads",
                         lambda: sum(1 for t in threading.enumerate() if t not in before))
+
+
+# The tests measured slow (tests/slow_tests.txt): marked `slow`, so plain `pytest` (addopts: -m "not slow")
+# is the quick loop and scripts/test (-m "", in parallel) runs them all
+_SLOW = {line.strip() for line in (Path(__file__).parent / "slow_tests.txt").read_text().splitlines()
+         if line.strip() and not line.startswith("#")}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid in _SLOW or item.nodeid.encode("unicode_escape").decode() in _SLOW:
+            item.add_marker(pytest.mark.slow)

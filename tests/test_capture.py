@@ -87,10 +87,20 @@ def test_run_matmul_add_records_the_seed_ops(tmp_path, capsys):
     assert json.loads((out / "run.json").read_text())["config"]["warmup"] == 10  # bare --warmup
 
 
-def test_schedule_options_and_steps(tmp_path, capsys):
+def test_schedule_options_and_steps(tmp_path, capsys, monkeypatch):
+    import warnings
+
+    import torch.profiler.profiler as torch_profiler
+
+    # torch warns once per process that a new cycle clears the last one's events (--repeat): pista saved
+    # that cycle already, and the UserWarning leaked to the user; a fresh process's state for the test
+    monkeypatch.setattr(torch_profiler, "_WARNINGS_SHOWN", set())
     out = tmp_path / "sched"
-    assert main(["run", "matmul_add", "--size", "16", "--device", "cpu", "--out", str(out),
-                 "--wait", "0", "--warmup-steps", "2", "--active", "2", "--repeat", "2"]) == 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["run", "matmul_add", "--size", "16", "--device", "cpu", "--out", str(out),
+                     "--wait", "0", "--warmup-steps", "2", "--active", "2", "--repeat", "2"]) == 0
+    assert not [w for w in caught if "clears events" in str(w.message)]
     capsys.readouterr()
     first = load_trace(out / "trace.json.gz")
     second = load_trace(out / "trace.cycle2.json.gz")
@@ -180,6 +190,22 @@ def test_profile_script(how, user_script, tmp_path, capsys):
     user_rows = [r for r in analysis["table"]["rows"] if r["name"] == "user_step"]
     assert user_rows[0]["calls"] == 3
     assert_close(pista_table_total(out / "trace.json.gz", capsys), self_cpu_totals(printed)[0])
+
+
+def test_profile_with_stack_prints_the_ops_table_without_frames(user_script, tmp_path, capsys):
+    # with_stack=True: torch's own table listed every Python frame as a row, pista's own
+    # (pista/cli/__init__.py(109): main ...) among them, and the script's <module> with a negative Self CPU
+    out = tmp_path / "stack"
+    assert main(["profile", "--with-stack", "--device", "cpu", "--out", str(out), str(user_script), "6",
+                 "--mark"]) == 0
+    printed = capsys.readouterr().out
+    table = printed[: printed.index("Self CPU time total")].splitlines()
+    rows = [line for line in table[3:] if line.strip() and not line.startswith("---")]
+    assert rows and not [r for r in rows if ".py(" in r or "pista/" in r]
+    assert not [r for r in rows if re.search(r"\s-\d", r)]  # no negative time
+    names = [r.split()[0] for r in rows]
+    assert "aten::matmul" in names and "user_step" in names  # the ops and the user's regions stay
+    assert ".py(" in (out / "table.txt").read_text()  # torch's own table, frames and all, is kept there
 
 
 def test_a_script_with_fewer_steps_than_the_schedule_is_warned(user_script, tmp_path, capsys):

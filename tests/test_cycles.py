@@ -89,6 +89,8 @@ def test_each_cycle_is_the_single_file_analysis(capsys):
 
 
 def test_the_text_shows_each_cycle_and_what_changed(capsys):
+    from pista.i18n._fmt import sig3
+
     assert main(["analyze", str(CYCLES)]) == 0
     text = capsys.readouterr().out
     result = analyze_cycles(cycle_files(CYCLES), str(CYCLES))
@@ -98,14 +100,17 @@ def test_the_text_shows_each_cycle_and_what_changed(capsys):
         block = text[text.index(f"Cycle {n} "):]
         s = cycle.analysis.summary
         assert block.split("\n")[0].split()[-1] == cycle.path.rsplit("/", 1)[1]
-        assert f"{s.verdict}   median step {s.step_us / 1000:.3f} ms   GPU busy {100 * s.gpu_busy_share:.1f}%" in block
-        assert f"Start here: {cycle.analysis.top_fix.fix_here}"[:60] in " ".join(block.split())
+        # three significant digits: the steps are a fraction of a millisecond, written in µs
+        assert s.step_us < 1000
+        assert f"{s.verdict}   median step {sig3(s.step_us)} µs   GPU busy {sig3(100 * s.gpu_busy_share)}%" in block
+        assert f"Start here: {cycle.analysis.top_fix.fix_here}"[:30] in " ".join(block.split())
         f = cycle.analysis.findings[0]
-        assert f"{f.rule} ({f.severity.value}, {100 * f.impact.share:.1f}%)" in block
+        assert f"{f.rule} ({f.severity.value}, {sig3(100 * f.impact.share)}%)" in block
     change = result.changes[0]
     assert "What changed" in text
-    assert f"Cycle 1 -> 2: median step {change.step_us_before / 1000:.3f} ms -> " \
-           f"{change.step_us_after / 1000:.3f} ms ({100 * change.step_change:+.1f}%)" in text
+    sign = "+" if change.step_change >= 0 else ""
+    assert f"Cycle 1 -> 2: median step {sig3(change.step_us_before)} µs -> " \
+           f"{sig3(change.step_us_after)} µs ({sign}{sig3(100 * change.step_change)}%)" in text
 
 
 def test_cycle_labels_in_spanish(capsys):
@@ -204,3 +209,18 @@ def test_no_table_is_accepted_on_cycles(capsys):
     # the cycles report has no op table: --no-table asks for what it gives (a folder of ranks refuses it)
     assert main(["analyze", str(CYCLES), "--no-table"]) == 0
     assert "Cycle 2" in capsys.readouterr().out
+
+
+def test_a_folder_of_one_trace_reads_as_that_trace(tmp_path, capsys):
+    # tensorboard_trace_handler's folder after one cycle: analyzed as a one-rank distributed job before
+    import shutil
+
+    first = sorted(CYCLES.iterdir())[0]
+    shutil.copy(first, tmp_path / first.name)
+    folder = _json(capsys, tmp_path)
+    alone = _json(capsys, first)
+    assert folder.pop("source") == str(tmp_path / first.name) and alone.pop("source") == str(first)
+    assert folder == alone and "ranks" not in folder
+    assert main(["analyze", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "rank" not in text and text.startswith(f"pista: {tmp_path / first.name}")

@@ -74,7 +74,7 @@ def assert_inert(data: bytes, color: bool) -> str:
 @pytest.mark.parametrize("color", [False, True])
 def test_analyze_shows_hostile_names_as_text(tmp_path, color):
     trace = hostile_trace(tmp_path, STACK_TRACE)
-    proc = run(["analyze", str(trace)], color)
+    proc = run(["analyze", str(trace), "--table"], color)
     assert proc.returncode == 0, proc.stderr
     assert bool(SGR.search(proc.stdout)) == color  # pista's colours still work
     text = assert_inert(proc.stdout, color)
@@ -340,7 +340,7 @@ def test_a_long_name_is_cut_and_renders_in_linear_time(tmp_path):
         best = float("inf")
         for _ in range(3):
             start = time.perf_counter()
-            text = terminal.render(analysis, width=110)
+            text = terminal.render(analysis, width=110, show_table=True)
             best = min(best, time.perf_counter() - start)
         times.append(best)
         outputs.append(text)

@@ -150,7 +150,7 @@ def test_analyze_json_in_spanish(capsys):
 
 
 def test_analyze_text_and_explain_in_spanish(capsys):
-    assert main(["analyze", str(FIXTURES / "seed_mm64_warm.json.gz"), "--lang", "es", "--no-table"]) == 0
+    assert main(["analyze", str(FIXTURES / "seed_mm64_warm.json.gz"), "--lang", "es", "-v"]) == 0
     text = capsys.readouterr().out
     assert rule_title("overhead-bound", "es") in " ".join(text.split()) and "solución:" in text
     evidence = [line for line in text.splitlines() if line.startswith("  - ")]

@@ -32,6 +32,11 @@ def check_run(out, capsys) -> dict:
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("pista: profiled")]
     assert len(lines) == 1 and f"steps {START}-{START + ACTIVE - 1}" in lines[0] and str(trace) in lines[0]
+    # the run's steps, and the numbers the trace gives them (torch counts from the profiler's start)
+    numbers = [int(n.removeprefix("ProfilerStep#")) for n in profiler_steps(trace)]
+    assert f"(ProfilerStep#{numbers[0]}-#{numbers[-1]} in the trace)" in lines[0], lines[0]
+    # analysis.txt is a file: each finding whole, one logical line per line
+    assert all(line == line.rstrip() for line in text.splitlines())
     return analysis
 
 

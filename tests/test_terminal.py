@@ -199,3 +199,127 @@ def test_an_ascii_stdout(verb):
         assert " us" in text and "\\u" not in text  # µs as torch writes it; nothing escaped
     else:
         assert "µ".encode() not in utf8.stdout or "\\u00b5" in text  # or as an escape
+
+
+def _piped(args: list[str], **env: str) -> str:
+    """stdout through a pipe (a file, `| grep`), with no COLUMNS: what a redirect gets."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR")}
+    proc = subprocess.run(args, capture_output=True, text=True, env={**clean, **env}, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _short(analysis, part):
+    """A finding's text as the renderers for people write it (three significant digits)."""
+    from pista.i18n._fmt import short_figures
+
+    with short_figures():
+        return part(analysis)
+
+
+@pytest.mark.parametrize("name", ["gpu/host_sync_item", "seed_mm4096_warm"])
+def test_a_pipe_gets_one_logical_line_per_line(name, analysis_of):
+    # `pista analyze t | grep "Start here"` returned half a sentence: the text was hard-wrapped at 110
+    # columns and padded with spaces, in a box; off a terminal each line is now one whole line
+    from pista.findings import analyze as analyze_trace
+
+    trace = fixture(name)
+    out = _piped([*PISTA, "analyze", str(trace)])
+    lines = out.splitlines()
+    assert not [line for line in lines if line != line.rstrip()]  # no padding
+    assert not any(c in out for c in "│─╭╮╰╯")  # no box
+    analysis = analyze_trace(trace)
+    top = _short(analysis, lambda a: a.top_fix.fix_here)
+    start = [line for line in lines if line.startswith("Start here: ")]
+    assert len(start) == 1 and start[0].startswith(f"Start here: {top} (")  # the whole sentence on its line
+    assert len(start[0]) > 110  # longer than the old wrap: not cut
+    for f in analysis.findings:  # each finding's title line, with its rule, whole
+        assert sum(line.startswith(f"{f.severity.value.upper():8s} {f.rule}: {f.title} (") for line in lines) >= 1
+
+
+def test_a_terminal_still_wraps_at_its_width():
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    out = _in_pty([*PISTA, "analyze", str(fixture("gpu/host_sync_item"))], 100, {**env, "NO_COLOR": "1"})
+    lines = out.replace("\r\n", "\n").splitlines()
+    assert max(len(line) for line in lines) == 100  # the box spans the terminal
+    assert any(line.startswith("╭") for line in lines)
+    start = next(i for i, line in enumerate(lines) if line.startswith("Start here"))
+    assert lines[start + 1].strip()  # the long top fix goes on onto the next line
+
+
+def _finding_blocks(lines: list[str]) -> list[list[str]]:
+    """The findings' blocks of the terminal text: from a severity's line to the next blank one."""
+    import re
+
+    heads = [i for i, line in enumerate(lines) if re.match(r"(CRITICAL|WARNING |INFO    ) [a-z0-9-]+: ", line)]
+    blocks = []
+    for i in heads:
+        end = next((j for j in range(i + 1, len(lines)) if not lines[j].strip()), len(lines))
+        blocks.append(lines[i:end])
+    return blocks
+
+
+@pytest.mark.parametrize("name", ["gpu/host_sync_item", "gpu/bert_as_written"])
+def test_findings_are_brief_in_a_terminal_and_whole_with_v(name, analysis_of):
+    # a finding printed 10-15 lines before its evidence: in a 100-column terminal it is now its title, a
+    # message of at most 3 lines, at most 3 evidence rows and its fix in at most 2 lines
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    trace = str(fixture(name))
+    out = _in_pty([*PISTA, "analyze", trace], 100, {**env, "NO_COLOR": "1"})
+    blocks = _finding_blocks(out.replace("\r\n", "\n").splitlines())
+    analysis = analysis_of(name)
+    assert len(blocks) == len(analysis.findings) > 0
+    for block in blocks:
+        rows = [i for i, line in enumerate(block) if line.startswith("  - ")]
+        fix = next(i for i, line in enumerate(block) if line.startswith("  fix: "))
+        message = next(i for i, line in enumerate(block) if line.startswith("  "))  # after the title (wrapped)
+        assert 1 <= (rows[0] if rows else fix) - message <= 3, block
+        assert len(rows) <= 3, block
+        assert len(block) - fix <= 2, block  # the fix and at most one more line
+    # -v (into a pipe): every finding's message and advice whole, as the JSON has them
+    full = _piped([*PISTA, "analyze", trace, "-v"])
+    for f in analysis.findings:
+        assert f"  {_short(f, lambda x: x.message)}\n" in full
+        assert f"  fix: {_short(f, lambda x: x.advice)}\n" in full
+    brief = _piped([*PISTA, "analyze", trace])
+    assert len(brief.splitlines()) < len(full.splitlines())
+    assert "-v: each finding in full" in brief and "-v: each finding in full" not in full
+    assert "Self CPU time total" not in brief  # torch's 200-column table is `pista table`'s (or --table)
+    assert f"pista table {trace}" in brief
+
+
+def test_the_torch_table_on_request_is_pista_tables():
+    trace = str(fixture("seed_mm4096_warm"))
+    out = _piped([*PISTA, "analyze", trace, "--table"])
+    table = _piped([*PISTA, "table", trace, "--sort-by", "cuda_time_total", "--row-limit", "15"])
+    # the same rows as torch prints them (off a terminal without the spaces at the lines' ends)
+    assert "\n".join(line.rstrip() for line in table.splitlines()) in out
+
+
+def test_default_output_names_come_from_the_run_and_a_replaced_file_is_said(tmp_path):
+    # every capture is OUT/trace.json.gz: the second report silently overwrote the first
+    # (./trace.report.html); the default names now come from the run's folder
+    import shutil
+
+    for run in ("bert", "gpt"):
+        (tmp_path / "runs" / run).mkdir(parents=True)
+        shutil.copy(fixture("gpu/host_sync_item"), tmp_path / "runs" / run / "trace.json.gz")
+    for run in ("bert", "gpt"):
+        for verb in ("report", "annotate"):
+            proc = subprocess.run([*PISTA, verb, f"runs/{run}/trace.json.gz"], cwd=tmp_path, capture_output=True,
+                                  text=True, timeout=300, check=True)
+            assert "replaced" not in proc.stderr
+    made = sorted(p.name for p in tmp_path.iterdir() if p.is_file())
+    assert made == ["bert.pista.json.gz", "bert.report.html", "gpt.pista.json.gz", "gpt.report.html"]
+    # a later cycle's trace keeps its cycle; a trace with a name of its own keeps that name
+    shutil.copy(fixture("gpu/host_sync_item"), tmp_path / "runs" / "bert" / "trace.cycle2.json.gz")
+    subprocess.run([*PISTA, "report", "runs/bert/trace.cycle2.json.gz"], cwd=tmp_path, capture_output=True,
+                   timeout=300, check=True)
+    assert (tmp_path / "bert.cycle2.report.html").exists()
+    # the same run again: the file is replaced, and the line that says where it wrote says so
+    before = (tmp_path / "bert.report.html").stat().st_mtime_ns
+    for verb in ("report", "annotate"):
+        proc = subprocess.run([*PISTA, verb, "runs/bert/trace.json.gz"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, check=True)
+        assert "(replaced the file that was there)" in proc.stderr, proc.stderr
+    assert (tmp_path / "bert.report.html").stat().st_mtime_ns >= before

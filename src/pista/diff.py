@@ -104,6 +104,9 @@ class Diff:
     findings_kept: list[str] = field(default_factory=list)
     mode: str = WHOLE_WINDOW  # PER_STEP | WHOLE_WINDOW
     note: str = ""  # the mode in words, for every output format
+    # the gained and lost findings' messages as people read them (three significant digits), by rule:
+    # the HTML page's; the JSON keeps the dicts' own, every digit
+    short_messages: dict[str, str] = field(default_factory=dict)
 
     @property
     def per_step(self) -> bool:
@@ -292,5 +295,10 @@ def diff(a: Analysis | Digest, b: Analysis | Digest) -> Diff:
             for r, f in rules_a.items() if r not in rules_b]
     kept = [r for r in rules_a if r in rules_b]
     per_step = mode == PER_STEP
+    from pista.i18n._fmt import short_figures
+
+    with short_figures():
+        short = {f.rule: f.message for f in [*rules_a.values(), *rules_b.values()]
+                 if (f.rule in rules_a) != (f.rule in rules_b)}
     return Diff(_totals(a, table_a if per_step else None), _totals(b, table_b if per_step else None), rows,
-                gained, lost, kept, mode, _note(mode, steps_a, steps_b))
+                gained, lost, kept, mode, _note(mode, steps_a, steps_b), short)

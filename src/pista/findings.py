@@ -350,6 +350,18 @@ class Analysis:
     def finding(self, rule: str) -> Finding | None:
         return next((f for f in self.findings if f.rule == rule), None)
 
+    def __repr__(self) -> str:
+        # one line, not the dataclass's dump of every column of the trace (a notebook's text/plain, a REPL)
+        top = self.top_fix
+        return (f"<pista Analysis of {self.source}: {self.summary.verdict}, {len(self.findings)} finding(s)"
+                + (f"; start here: {top.rule}" if top is not None else "") + ">")
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the report's summary and findings, inline (pista.render.notebook)."""
+        from pista.render.notebook import render_html
+
+        return render_html(self)
+
     @property
     def rules_fired(self) -> list[str]:
         return [f.rule for f in self.findings]

@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -183,7 +184,11 @@ class Session:
             # started (an expert review's threads1.py read 2 threads for a one-thread run)
             host = dict(self._host, intra_op_threads=int(self._torch.get_num_threads()))
             self._prof.add_metadata_json("pista_host", json.dumps(host))
-        self._prof.step()
+        with warnings.catch_warnings():
+            # torch warns at each new cycle that the last one's events are cleared (acc_events=False): the
+            # session has saved that cycle already (_on_trace_ready), so the warning is no news to the user
+            warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
+            self._prof.step()
         self.steps_done += 1
         self.active_steps_done += recording
         if self.on_step is not None:

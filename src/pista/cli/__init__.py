@@ -81,7 +81,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             if err.name == f"pista.cli.{module_name}":
                 continue
             raise
-        p = sub.add_parser(verb, help=help_text, description=(module.__doc__ or help_text).strip())
+        examples = getattr(module, "EXAMPLES", "")
+        p = sub.add_parser(verb, help=help_text, description=(module.__doc__ or help_text).strip(),
+                           epilog=f"examples:\n{examples.rstrip()}" if examples else None,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)  # the examples' lines as written
         module.add_arguments(p)
         p.set_defaults(_run=module.run, _parser=p)
     return parser

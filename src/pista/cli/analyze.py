@@ -7,6 +7,13 @@ import argparse
 import os
 import sys
 
+# `pista analyze --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista analyze runs/bert/trace.json.gz                  # the top fix, where the time goes, the findings
+  pista analyze trace.json.gz -v | less                   # every finding whole
+  pista analyze trace.json.gz --format json | jq .summary.top_fix
+  pista analyze logs/                                     # a folder of per-rank traces, or of cycles
+"""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz), or a folder of "
@@ -16,7 +23,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run only this rule (repeatable)")
     parser.add_argument("--select", metavar="IDS", help="only these rules (comma-separated; over [tool.pista])")
     parser.add_argument("--ignore", metavar="IDS", help="leave these rules out (comma-separated)")
-    parser.add_argument("--no-table", action="store_true", help="text output without the table")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="each finding in full: the whole message, how its impact was estimated, more evidence, "
+                             "the advice (by default a finding shows a few lines; JSON and the HTML report hold all)")
+    table = parser.add_mutually_exclusive_group()
+    table.add_argument("--table", action="store_true",
+                       help="append torch's key_averages() table, as torch prints it (about 200 columns; "
+                            "`pista table TRACE` prints it alone, with its own options)")
+    table.add_argument("--no-table", action="store_true", help="no table (the default; kept for older scripts)")
     parser.add_argument("--peaks", metavar="FILE", help="the card's peak TFLOP/s and TB/s as JSON (pista.efficiency."
                                                         "load_peaks), over the built-in table")
     parser.add_argument("--lang", default="en", help="language of findings (en, es)")
@@ -47,7 +61,10 @@ def run(args: argparse.Namespace) -> int:
 
     args.lang = check_lang(args.lang)
     if os.path.isdir(args.trace):
-        return _run_folder(args)
+        single = _single_trace(args.trace)
+        if single is None:
+            return _run_folder(args)
+        args.trace = single
     analysis = analyze(open_trace(args.trace), rules=args.rules, replay=args.replay)
     if args.format == "json":
         from pista.render import json as renderer
@@ -57,9 +74,28 @@ def run(args: argparse.Namespace) -> int:
         from pista.render import terminal
 
         color, width = output_style(args.color)
-        sys.stdout.write(terminal.render(analysis, color=color, width=width, show_table=not args.no_table,
-                                         lang=args.lang))
+        sys.stdout.write(terminal.render(analysis, color=color, width=width, show_table=args.table,
+                                         lang=args.lang, verbose=args.verbose))
     return 0
+
+
+def _single_trace(folder: str) -> str | None:
+    """The folder's one trace file (tensorboard_trace_handler's folder after one cycle), read as that
+    trace: one file is no job of ranks, nor cycles. None where it holds several, or its one file is a
+    rank of a distributed job (it says so: distributedInfo's rank, or rank-N in its name)."""
+    from pista.cli.common import print_notices
+    from pista.cycles import read_header
+    from pista.distributed.rank import trace_files
+
+    notices: list[str] = []
+    files = trace_files(folder, notices)
+    if len(files) != 1:
+        return None
+    header = read_header(files[0])
+    if header.rank is not None or header.name_rank is not None:
+        return None
+    print_notices(folder, notices)
+    return str(files[0])
 
 
 def _run_folder(args: argparse.Namespace) -> int:
@@ -70,8 +106,9 @@ def _run_folder(args: argparse.Namespace) -> int:
 
     if _run_cycles(args):
         return 0
-    if args.no_table:
-        raise UsageError("--no-table is for one trace; a folder's report has the per-rank table, not the op table")
+    if args.table or args.no_table:
+        raise UsageError(f"--{'table' if args.table else 'no-table'} is for one trace; a folder's report has the "
+                         "per-rank table, not the op table")
     result = analyze_ranks(args.trace, engine=args.engine, workers=args.workers, scheduler=args.scheduler,
                            rules=args.rules, lang=args.lang)
     if args.format == "json":

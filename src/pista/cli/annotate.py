@@ -14,15 +14,23 @@ if TYPE_CHECKING:
     from pista.trace.model import Trace
 
 
+
+# `pista annotate --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista annotate runs/bert/trace.json.gz                # ./bert.pista.json.gz, for ui.perfetto.dev
+  pista annotate trace.json.gz -o - | gzip > marked.json.gz
+"""
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
-    parser.add_argument("-o", "--output", help="where to write (default: ./NAME.pista.json.gz; - for standard "
-                                               "output, plain JSON)")
+    parser.add_argument("-o", "--output", help="where to write (default: ./NAME.pista.json.gz, NAME the trace's, or "
+                                               "its folder's for a trace.json.gz; - for standard output, plain JSON; "
+                                               "a file that was there is replaced, and the 'wrote' line says so)")
     parser.add_argument("--lang", default="en", help="language of the markers' text (en, es)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from pista.cli.common import STDIN, default_output, print_notices
+    from pista.cli.common import STDIN, default_output, print_notices, replaced_note
     from pista.findings import analyze
     from pista.i18n import check_lang, localize
     from pista.render import annotated
@@ -38,10 +46,12 @@ def run(args: argparse.Namespace) -> int:
     del trace  # the analysis keeps what it needs
     out = Path(args.output) if args.output else default_output(args.trace, ".pista.json.gz")
     copy_notices: list[str] = []
+    replaced = "" if args.output == STDIN else replaced_note(out)
     _write(args, out, analysis, data, end, copy_notices)
     print_notices(args.trace, copy_notices)
     where = "standard output" if args.output == STDIN else out
-    print(f"pista: wrote {sanitize_line(where)}: {len(analysis.findings)} findings as markers", file=sys.stderr)
+    print(f"pista: wrote {sanitize_line(where)}: {len(analysis.findings)} findings as markers{replaced}",
+          file=sys.stderr)
     return 0
 
 

@@ -11,6 +11,12 @@ import re
 import sys
 from typing import Any
 
+# `pista check --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista check trace.json.gz --fail-on warning             # exit 1 on a warning or worse
+  pista check new.json.gz --baseline old.json.gz --max-regression 5
+  pista check trace.json.gz --format markdown >> "$GITHUB_STEP_SUMMARY"
+"""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
@@ -79,25 +85,36 @@ def _json(result: dict[str, Any]) -> str:
 
 
 def _verdict_line(result: dict[str, Any]) -> str:
+    from pista.i18n._fmt import num, t
+
     parts = [f"{len(result['failing'])} finding(s) at or above {result['fail_on']}"]
     reg = result["regression"]
     if reg is not None:
-        parts.append(f"median step {reg['step_us']:.1f} µs vs {reg['baseline_step_us']:.1f} µs in the baseline "
-                     f"({reg['change_percent']:+.1f}%"
+        change = reg["change_percent"]
+        parts.append(f"median step {t(reg['step_us'])} vs {t(reg['baseline_step_us'])} in the baseline "
+                     f"({'+' if change >= 0 else ''}{num(change, 1)}%"
                      + (f", limit +{reg['max_regression_percent']:g}%)" if reg["max_regression_percent"] is not None
                         else ")"))
     return ("FAILED: " if not result["passed"] else "passed: ") + "; ".join(parts)
 
 
 def _text(result: dict[str, Any]) -> str:
+    from pista.i18n._fmt import short_figures
+
+    with short_figures():
+        return _text_lines(result)
+
+
+def _text_lines(result: dict[str, Any]) -> str:
+    from pista.i18n._fmt import pct, t
     from pista.render.controls import sanitize_line
 
     lines = [f"pista check {sanitize_line(result['trace'])}: {_verdict_line(result)}"]
     for f in result["findings"]:
         mark = "x" if f in result["failing"] else "-"
         lines.append(f"  {mark} {f['severity']:8s} {f['rule']}: {sanitize_line(f['title'])} "
-                     f"({f['impact_us']:.1f} µs{' once' if f['impact_once'] else '/step'}, "
-                     f"{100 * f['impact_share']:.1f}%{' of the window' if f['impact_once'] else ''})")
+                     f"({t(f['impact_us'])}{' once' if f['impact_once'] else '/step'}, "
+                     f"{pct(f['impact_share'])}{' of the window' if f['impact_once'] else ''})")
     return "\n".join(lines) + "\n"
 
 
@@ -126,6 +143,15 @@ def markdown_code(text: object) -> str:
 
 
 def _markdown(result: dict[str, Any]) -> str:
+    from pista.i18n._fmt import short_figures
+
+    with short_figures():
+        return _markdown_lines(result)
+
+
+def _markdown_lines(result: dict[str, Any]) -> str:
+    from pista.i18n._fmt import num, pct
+
     cell = markdown_text
     icon = "✅" if result["passed"] else "❌"
     # the verdict line is pista's own words and numbers
@@ -135,6 +161,6 @@ def _markdown(result: dict[str, Any]) -> str:
                   "|---|---|---|---|---:|---:|---|"]
         for f in result["findings"]:
             mark = "❌" if f in result["failing"] else ""
-            lines.append(f"| {mark} | {f['severity']} | `{f['rule']}` | {cell(f['title'])} | {f['impact_us']:.1f}{' once' if f['impact_once'] else ''} | "
-                         f"{100 * f['impact_share']:.1f}% | {cell(f['fix'])} |")
+            lines.append(f"| {mark} | {f['severity']} | `{f['rule']}` | {cell(f['title'])} | {num(f['impact_us'], 1)}{' once' if f['impact_once'] else ''} | "
+                         f"{pct(f['impact_share'])} | {cell(f['fix'])} |")
     return "\n".join(lines) + "\n"

@@ -140,10 +140,43 @@ def _from_stdin(quiet: bool, events_view: bool) -> Trace:
     return trace
 
 
+def capture_table(session, analysis) -> str:
+    """The op table a capture prints: torch's own, as it printed it; but with Python stacks recorded
+    (with_stack) torch lists every Python frame as a row, pista's and the profiler's own among them,
+    with negative Self CPU where frames and ops overlap without nesting: then pista's rebuilt table
+    of the same trace, which leaves the frames out (table.txt keeps torch's)."""
+    text = session.table_text or ""
+    if not (session.with_stack and analysis is not None):
+        return text
+    from pista.table import render_text
+
+    rebuilt = render_text(analysis.table, session.sort_by, session.row_limit, has_device=analysis.facts.has_gpu)
+    return (rebuilt.rstrip("\n") + "\n(the ops' table rebuilt by pista, without the Python frames torch lists as "
+            "rows under with_stack; torch's own is in table.txt)\n")
+
+
+# Trace names every capture shares (pista's own OUT/trace.json.gz and its later cycles'
+# trace.cycleN.json.gz): an output named after one of them would be the same for every run.
+_GENERIC_STEM = re.compile(r"trace(\.cycle\d+)?\Z")
+
+
 def default_output(trace: str, suffix: str) -> Path:
-    """An output beside where the user is (the current folder), named after the trace."""
-    stem = "stdin" if trace == STDIN else Path(trace).name.removesuffix(".gz").removesuffix(".json")
+    """An output beside where the user is (the current folder), named after the run: the trace's own
+    name, or where that is a name every capture has (trace.json.gz) its folder's, so the reports of
+    runs/a/trace.json.gz and runs/b/trace.json.gz are a.report.html and b.report.html, not one file."""
+    if trace == STDIN:
+        return Path.cwd() / ("stdin" + suffix)
+    path = Path(trace)
+    stem = path.name.removesuffix(".gz").removesuffix(".json")
+    if _GENERIC_STEM.match(stem):
+        folder = path.resolve().parent.name or "trace"  # the root folder has no name
+        stem = folder + stem.removeprefix("trace")  # trace.cycle2 in runs/a: a.cycle2
     return Path.cwd() / (stem + suffix)
+
+
+def replaced_note(path: Path) -> str:
+    """What the 'wrote' line adds when the output was already there: nothing is replaced unsaid."""
+    return " (replaced the file that was there)" if path.exists() else ""
 
 
 def _utf8(text: str) -> bytes:
@@ -318,17 +351,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
-# Width for output that goes to a pipe or file (no terminal to ask): wide enough for torch's table.
-PIPE_WIDTH = 110
 # The widest text pista lays out: rich pads every line of a panel to the width, so COLUMNS=1000000000
 # ran out of memory.
 MAX_WIDTH = 1000
 
 
-def output_style(color: bool | None, stream=None) -> tuple[bool, int]:
+def output_style(color: bool | None, stream=None) -> tuple[bool, int | None]:
     """(color, width) for text written to `stream` (stdout): --color/--no-color first, then NO_COLOR
     and FORCE_COLOR (https://no-color.org, force-color.org), then whether it is a terminal; the width
-    is the terminal's (COLUMNS where set), else PIPE_WIDTH, and from 40 to MAX_WIDTH."""
+    is the terminal's (COLUMNS where set), from 40 to MAX_WIDTH. Off a terminal with no COLUMNS it is
+    None: one logical line per line, unwrapped and unpadded (pista.render.layout), as ruff, pytest
+    and git write into a pipe."""
     import shutil
 
     stream = stream or sys.stdout
@@ -340,5 +373,7 @@ def output_style(color: bool | None, stream=None) -> tuple[bool, int]:
             color = True
         else:
             color = tty
-    width = shutil.get_terminal_size((PIPE_WIDTH, 24)).columns if tty or os.environ.get("COLUMNS") else PIPE_WIDTH
+    if not tty and not os.environ.get("COLUMNS"):
+        return color, None
+    width = shutil.get_terminal_size((100, 24)).columns
     return color, min(MAX_WIDTH, max(40, width))

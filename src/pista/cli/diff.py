@@ -11,6 +11,11 @@ import argparse
 import gc
 import sys
 
+# `pista diff --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista diff eager.json.gz compiled.json.gz
+  pista diff a.json.gz b.json.gz --format html -o diff.html
+"""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("a", help="the first trace (the baseline)")

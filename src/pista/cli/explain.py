@@ -5,6 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+# `pista explain --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista explain host-sync
+  pista explain host-sync --lang es
+"""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("rule", help="a rule id, as `pista rules` lists them")

@@ -15,6 +15,11 @@ import time
 
 from pista.errors import EXIT_INTERRUPTED
 
+# `pista profile --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista profile train.py --epochs 1                     # the script calls pista.step() per step
+  pista profile --function train_step --with-stack train.py
+"""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from pista.cli.run import add_device_and_schedule
@@ -97,10 +102,10 @@ def run(args: argparse.Namespace) -> int:
               f"schedule needs (wait={sched['wait']}, warmup={sched['warmup']}, active={sched['active']}): the trace "
               f"holds {session.active_steps_done} complete active step(s) and the script's tail after the last "
               "pista.step(); run more steps for a steady reading", file=sys.stderr)
-    from pista.cli.common import output_style
+    from pista.cli.common import capture_table, output_style
     from pista.render import terminal
 
-    sys.stdout.write(session.table_text or "")
+    sys.stdout.write(capture_table(session, analysis))
     sys.stdout.write("\n")
     color, width = output_style(args.color)
     sys.stdout.write(terminal.render(analysis, color=color, width=width, show_table=False, lang=args.lang))

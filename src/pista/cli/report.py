@@ -8,17 +8,31 @@ import argparse
 import sys
 from pathlib import Path
 
+# `pista report --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista report runs/bert/trace.json.gz                  # ./bert.report.html
+  pista report trace.json.gz -o report.html --lang es
+"""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
-    parser.add_argument("-o", "--output", help="the HTML file to write (default: ./NAME.report.html)")
+    parser.add_argument("-o", "--output", help="the HTML file to write (default: ./NAME.report.html, NAME the "
+                                               "trace's, or its folder's for a trace.json.gz; a file that was there "
+                                               "is replaced, and the line that says where it wrote says so)")
     parser.add_argument("--peaks", metavar="FILE", help="the card's peak TFLOP/s and TB/s as JSON (pista.efficiency."
                                                         "load_peaks), over the built-in table")
     parser.add_argument("--lang", default="en", help="language of the findings (en, es)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from pista.cli.common import apply_peaks, default_output, open_trace, refuse_input, write_output
+    from pista.cli.common import (
+        apply_peaks,
+        default_output,
+        open_trace,
+        refuse_input,
+        replaced_note,
+        write_output,
+    )
     from pista.findings import analyze
     from pista.i18n import check_lang
     from pista.render import html
@@ -29,10 +43,11 @@ def run(args: argparse.Namespace) -> int:
     apply_peaks(args.peaks)
     analysis = analyze(open_trace(args.trace))
     page = html.render(analysis, lang=lang)
+    replaced = replaced_note(out)
     write_output(out, page, inputs=(args.trace,))
     from pista.render.controls import sanitize_line
 
     # the name as given may hold control characters or a newline: written out, like every notice
-    print(f"pista: wrote {sanitize_line(out)} ({len(page.encode(errors='surrogatepass')) / 1e6:.2f} MB)",
+    print(f"pista: wrote {sanitize_line(out)} ({len(page.encode(errors='surrogatepass')) / 1e6:.2f} MB){replaced}",
           file=sys.stderr)
     return 0

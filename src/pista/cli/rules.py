@@ -6,6 +6,11 @@ import argparse
 import json
 import sys
 
+# `pista rules --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista rules
+  pista rules --format json
+"""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text")

@@ -17,6 +17,13 @@ WORKLOADS = ("matmul_add", "linear", "mlp", "transformer")  # = pista.capture.wo
 DEFAULT_WARMUP_CALLS = 10  # = pista.capture.runner.DEFAULT_WARMUP_CALLS (no torch import here)
 
 
+
+# `pista run --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista run matmul_add --size 64                        # overhead-bound on a GPU
+  pista run matmul_add --size 4096 --warmup --compile -o runs/mm4096
+"""
+
 def add_capture_arguments(parser: argparse.ArgumentParser, sizes: bool = True) -> None:
     """Options `run` and `sweep` share: the workload's shape, the device, the schedule."""
     if sizes:
@@ -90,22 +97,24 @@ def run(args: argparse.Namespace) -> int:
 def cycle_line(n: int, first, later, lang: str = "en") -> str:
     """One line for a later profiler cycle: its verdict, its step against the first cycle's, its top fix."""
     from pista.i18n import localize, word
+    from pista.i18n._fmt import num, short_figures, t
     from pista.render.controls import sanitize_line
 
     later = localize(later, lang)
     a, b = first.summary.step_us, later.summary.step_us
-    change = f" ({100 * (b - a) / a:+.1f}%)" if a > 0 else ""
-    top = later.top_fix
-    fix = f"; {word('Start here', lang)}: {sanitize_line(top.fix)}" if top is not None else ""
-    return f"\n{word('cycle', lang)} {n}: {later.summary.verdict}, {word('median step', lang)} {b:.1f} µs{change}{fix}\n"
+    with short_figures():
+        change = f" ({'+' if b >= a else ''}{num(100 * (b - a) / a, 1)}%)" if a > 0 else ""
+        top = later.top_fix
+        fix = f"; {word('Start here', lang)}: {sanitize_line(top.fix)}" if top is not None else ""
+        return f"\n{word('cycle', lang)} {n}: {later.summary.verdict}, {word('median step', lang)} {t(b)}{change}{fix}\n"
 
 
 def print_result(result, analysis, color: bool | None, lang: str = "en") -> None:
     """torch's table, pista's diagnosis, and where the files went."""
-    from pista.cli.common import output_style
+    from pista.cli.common import capture_table, output_style
     from pista.render import terminal
 
-    sys.stdout.write(result.table_text or "")
+    sys.stdout.write(capture_table(result.session, analysis))
     sys.stdout.write("\n")
     if analysis is not None:
         use_color, width = output_style(color)

@@ -26,6 +26,11 @@ from typing import Any
 
 from pista.render.controls import sanitize, sanitize_line
 
+# `pista sql --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista sql trace.json.gz "SELECT rule, severity, title FROM findings"
+  pista sql --schema
+"""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter

@@ -14,6 +14,10 @@ import sys
 from pista.cli.run import DEFAULT_WARMUP_CALLS, WORKLOADS, add_capture_arguments, config_from
 from pista.errors import EXIT_INTERRUPTED, UsageError
 
+# `pista sweep --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista sweep matmul_add --sizes 64,256,1024,4096 --html sweep.html
+"""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workload", choices=WORKLOADS)
@@ -68,13 +72,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def render_points(workload: str, points: list[dict]) -> str:
-    from pista.table import format_time
+    from pista.i18n._fmt import short_figures
+
+    with short_figures():
+        return _points(workload, points)
+
+
+def _points(workload: str, points: list[dict]) -> str:
+    from pista.i18n._fmt import num
+    from pista.i18n._fmt import t as format_time
 
     lines = [f"{'size':>6}  {'Self CPU total':>14}  {'Self CUDA total':>15}  {'CUDA/CPU':>8}  {'GPU busy':>8}  verdict"]
     for p in points:
         cpu, dev = p["self_cpu_total_us"], p["self_device_total_us"]
-        ratio = f"{dev / cpu:.2f}" if cpu else "-"
-        busy = "-" if p["gpu_busy_share"] is None else f"{100 * p['gpu_busy_share']:.1f}%"
+        ratio = num(dev / cpu, 2) if cpu else "-"
+        busy = "-" if p["gpu_busy_share"] is None else f"{num(100 * p['gpu_busy_share'], 1)}%"
         lines.append(f"{p['size']:>6}  {format_time(cpu):>14}  {format_time(dev):>15}  {ratio:>8}  {busy:>8}  "
                      f"{p['verdict']}")
     lines.append(turning_point(workload, points))

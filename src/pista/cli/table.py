@@ -21,6 +21,14 @@ SORT_CHOICES = ("cuda_time_total", "self_cuda_time_total", "cpu_time_total", "se
 MAX_GROUP_BY_STACK = 128
 
 
+
+# `pista table --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista table trace.json.gz                               # sorted by CUDA total, as torch's default
+  pista table trace.json.gz --sort-by self_cpu_time_total --row-limit 10
+  pista table trace.json.gz --group-by-input-shape --format json
+"""
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="a torch.profiler chrome trace (.json or .json.gz)")
     parser.add_argument("--sort-by", default=None, choices=SORT_CHOICES,

@@ -16,6 +16,13 @@ import sys
 EXAMPLES = __doc__.split("\n\n", 1)[1]
 
 
+
+# `pista whatif --help` ends with these (cli.build_parser)
+EXAMPLES = """\
+  pista whatif trace.json.gz --drop 'aten::item'          # those ops, their kernels and syncs gone
+  pista whatif trace.json.gz --scale-kernels 'gemm|nvjet=0.5'
+"""
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "Replay the profiled steps with your edits: what would change save?"
     parser.epilog = "examples:\n" + EXAMPLES
@@ -92,7 +99,7 @@ def build_edit(facts, args: argparse.Namespace):  # noqa: ANN001, ANN201 - the t
 def run(args: argparse.Namespace) -> int:
     from pista.cli.common import open_trace
     from pista.errors import UsageError
-    from pista.render.controls import sanitize, sanitize_line
+    from pista.render.controls import sanitize
     from pista.timeline import timeline
 
     facts = open_trace(args.trace)
@@ -118,14 +125,22 @@ def run(args: argparse.Namespace) -> int:
         json.dump(result, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
-    out = [f"replay of {len(rows)} step(s), {100 * tl.error:.2f}% from the trace unchanged"]
-    out += [f"  {flag}: {n} event(s)" for flag, n in matched.items()]
-    out.append(f"{'step':>6} {'observed':>12} {'replayed':>12} {'after':>12}")
-    out += [f"{r['step']:>6} {r['observed_us']:>9.1f} µs {r['replayed_us']:>9.1f} µs {r['after_us']:>9.1f} µs" for r in rows]
-    out.append("per lane, per step:")
-    out += [f"  {sanitize_line(x['lane'])} {x['what']}: {x['before_us']:.1f} µs -> {x['after_us']:.1f} µs"
-            for x in lanes]
-    out.append(f"median step: {result['step_us']:.1f} µs -> {result['after_us']:.1f} µs, saves {saved:.1f} µs "
-               f"({100 * result['saved_share']:.1f}%)")
-    sys.stdout.write(sanitize("\n".join(out) + "\n"))
+    sys.stdout.write(sanitize(_text(result, rows, lanes, matched, tl.error, saved)))
     return 0
+
+
+def _text(result: dict, rows: list[dict], lanes: list[dict], matched: dict, error: float, saved: float) -> str:
+    """The replay for people: figures in three significant digits (the JSON keeps every digit)."""
+    from pista.i18n._fmt import pct, short_figures, t
+    from pista.render.controls import sanitize_line
+
+    with short_figures():
+        out = [f"replay of {len(rows)} step(s), {pct(error)} from the trace unchanged"]
+        out += [f"  {flag}: {n} event(s)" for flag, n in matched.items()]
+        out.append(f"{'step':>6} {'observed':>12} {'replayed':>12} {'after':>12}")
+        out += [f"{r['step']:>6} {t(r['observed_us']):>12} {t(r['replayed_us']):>12} {t(r['after_us']):>12}" for r in rows]
+        out.append("per lane, per step:")
+        out += [f"  {sanitize_line(x['lane'])} {x['what']}: {t(x['before_us'])} -> {t(x['after_us'])}" for x in lanes]
+        out.append(f"median step: {t(result['step_us'])} -> {t(result['after_us'])}, saves {t(saved)} "
+                   f"({pct(result['saved_share'])})")
+    return "\n".join(out) + "\n"

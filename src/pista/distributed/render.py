@@ -6,11 +6,12 @@ import json
 from collections import defaultdict
 
 from rich.console import Console
-from rich.panel import Panel
 from rich.table import Table
 
 from pista.distributed import DistributedAnalysis
 from pista.findings import Finding
+from pista.i18n._fmt import num, short_figures
+from pista.render import layout
 from pista.render.controls import TextBuffer, sanitize_json
 from pista.render.terminal import SEVERITY_STYLE, safe_markup
 
@@ -24,23 +25,28 @@ def render_json(result: DistributedAnalysis) -> str:
     return sanitize_json(json.dumps(result.to_dict(), indent=1, ensure_ascii=False)) + "\n"
 
 
-def render_text(result: DistributedAnalysis, color: bool = False, width: int = 110, lang: str = "en") -> str:
-    """The findings arrive localized (analyze_ranks' lang); `lang` is for the labels around them."""
+def render_text(result: DistributedAnalysis, color: bool = False, width: int | None = 110, lang: str = "en") -> str:
+    """The findings arrive localized (analyze_ranks' lang); `lang` is for the labels around them;
+    `width` None: for a pipe (pista.render.layout)."""
+    with short_figures():
+        return layout.finish(_render_text(result, color, width, lang), width)
+
+
+def _render_text(result: DistributedAnalysis, color: bool, width: int | None, lang: str) -> str:
     from pista.i18n import word
 
     out = TextBuffer()  # rich draws ASCII boxes for an ASCII stdout
-    console = Console(file=out, force_terminal=color, no_color=not color, width=width, highlight=False)
+    console = layout.console(out, color, width)
     overlap = result.overlap()
     share = overlap["overlap_share"]
     cross = result.cross
     backends = sorted({r.backend for r in result.ranks if r.backend})
-    console.print(Panel(
+    layout.header(console, f"pista: {safe_markup(result.source)}", (
         f"{len(result.ranks)} rank(s), backend {', '.join(backends) or 'unknown'}   "
-        f"median step {_ms(cross.median_step_ms)}   communication {overlap['comm_ms']:.3f} ms, "
-        f"exposed {overlap['exposed_ms']:.3f} ms, overlapped {_pct(share)} (all ranks)   "
+        f"median step {_ms(cross.median_step_ms)}   communication {_ms(overlap['comm_ms'])}, "
+        f"exposed {_ms(overlap['exposed_ms'])}, overlapped {_pct(share)} (all ranks)   "
         f"matched collectives {cross.matched_collectives}\n"
-        f"per rank: medians per step; late = when it calls its collectives vs the other ranks (+ later)",
-        title=f"pista: {safe_markup(result.source)}", expand=True))
+        f"per rank: medians per step; late = when it calls its collectives vs the other ranks (+ later)"), width)
     for notice in result.notices:
         console.print(f"[dim]{word('notice', lang)}: {safe_markup(notice)}[/]")
     console.print(_rank_table(result))
@@ -112,7 +118,7 @@ def _finding(console: Console, f: Finding, ranks: list[int] | None, shown: int |
         step = f"{w('step')} {e.step}" if e.step is not None else w("no step")
         note = f"  ({safe_markup(e.note)})" if e.note else ""
         console.print(f"  [dim]-[/] {safe_markup(e.name[:70])}  [dim]{safe_markup(lane_label(e.lane, lang))}, {step}, "
-                      f"{w('dur')} {e.dur_us / 1000:.3f} ms[/]{note}")
+                      f"{w('dur')} {t(e.dur_us)}[/]{note}")
     console.print(f"  [green]{w('fix')}:[/] {safe_markup(f.advice)}")
 
 
@@ -128,12 +134,14 @@ def _median_ms(values: list[int]) -> float | None:
 
 
 def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f} ms"
+    from pista.i18n._fmt import t
+
+    return "-" if value is None else t(value * 1000.0)
 
 
 def _num(value: float | None, signed: bool = False) -> str:
-    return "-" if value is None else (f"{value:+.3f}" if signed else f"{value:.3f}")
+    return "-" if value is None else (f"+{num(value)}" if signed and value > 0 else num(value))
 
 
 def _pct(share: float | None) -> str:
-    return "-" if share is None else f"{100 * share:.1f}%"
+    return "-" if share is None else f"{num(100 * share, 1)}%"

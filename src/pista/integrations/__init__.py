@@ -13,7 +13,8 @@ For transformers a step is one optimizer step (`on_step_end`, gradient accumulat
 Lightning one training batch (`on_train_batch_end`), as Lightning's own profilers count. When the
 last active step ends the profiler stops and OUT gets `trace.json.gz`, `table.txt` (torch's
 `key_averages().table()`), `analysis.json` (as `pista analyze --format json`) and `analysis.txt` (as
-`pista analyze`, without the table); one line on stderr says where. With several processes each
+`pista analyze -v` into a file); one line on stderr says where, with the steps both as the run counts
+them and as the trace numbers them (ProfilerStep#N counts from the profiler's start). With several processes each
 writes under OUT/rank-N.
 
 This module imports neither transformers nor Lightning (nor torch); the two submodules import
@@ -154,20 +155,31 @@ class StepProfiler:
         from pista.render import terminal
 
         first = self.start_step
-        steps = f"step {first}" if recorded == 1 else f"steps {first}-{first + recorded - 1}"
+        steps = f"training step {first}" if recorded == 1 else f"training steps {first}-{first + recorded - 1}"
         partial = "" if recorded >= self.active else f" (training ended after {recorded} of {self.active})"
         try:
             analysis = analyze(session)
             out = self.trace_path.parent
             write_output(out / "analysis.json", json_render.render(analysis, lang=self.lang))
-            write_output(out / "analysis.txt", terminal.render(analysis, show_table=False, lang=self.lang))
+            # a file: every finding whole, one logical line per line (as `pista analyze -v > file`)
+            write_output(out / "analysis.txt", terminal.render(analysis, width=None, verbose=True, lang=self.lang))
         except Exception as err:  # the trace is saved; say so and go on
             warnings.warn(f"pista: profiled {steps} to {self.trace_path}, but the analysis failed: "
                           f"{type(err).__name__}: {err}; training continues", PistaWarning, stacklevel=4)
             return
         self.analysis = analysis
+        steps += _trace_steps(analysis.summary.step_numbers)
         print(f"pista: profiled {steps}{partial} -> {self.trace_path}; {analysis.summary.verdict}, "
               f"{len(analysis.findings)} finding(s): {out / 'analysis.txt'}", file=sys.stderr, flush=True)
+
+
+def _trace_steps(numbers: list[int]) -> str:
+    """How the trace numbers the steps the callback counted ("ProfilerStep#1-#3"): torch counts from
+    the profiler's start, the callback from the run's, and a user reads both."""
+    if not numbers:
+        return ""
+    span = f"#{numbers[0]}" if len(numbers) == 1 else f"#{numbers[0]}-#{numbers[-1]}"
+    return f" (ProfilerStep{span} in the trace)"
 
 
 class ProfiledRun:

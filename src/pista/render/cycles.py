@@ -8,10 +8,11 @@ from collections import Counter
 from pathlib import Path
 
 from rich.console import Console
-from rich.panel import Panel
 
 from pista.cycles import CycleChange, CyclesAnalysis
 from pista.findings import Analysis
+from pista.i18n._fmt import pct, short_figures, t
+from pista.render import layout
 from pista.render.controls import TextBuffer, sanitize_json
 from pista.render.json import _finite
 from pista.render.terminal import SEVERITY_STYLE, VERDICT_STYLE, impact_text, safe_markup
@@ -28,8 +29,14 @@ def render_json(result: CyclesAnalysis, row_limit: int = 25) -> str:
     return sanitize_json(text) + "\n"
 
 
-def render_text(result: CyclesAnalysis, color: bool = False, width: int = 110, lang: str = "en") -> str:
-    """The findings arrive localized (analyze_cycles' lang); `lang` is for the labels around them."""
+def render_text(result: CyclesAnalysis, color: bool = False, width: int | None = 110, lang: str = "en") -> str:
+    """The findings arrive localized (analyze_cycles' lang); `lang` is for the labels around them;
+    `width` None: for a pipe (pista.render.layout)."""
+    with short_figures():
+        return layout.finish(_render_text(result, color, width, lang), width)
+
+
+def _render_text(result: CyclesAnalysis, color: bool, width: int | None, lang: str) -> str:
     from pista.i18n import words
 
     labels = {**_HINTS, **words(lang)}
@@ -38,13 +45,12 @@ def render_text(result: CyclesAnalysis, color: bool = False, width: int = 110, l
         return labels.get(key, key)
 
     out = TextBuffer()  # rich draws ASCII boxes for an ASCII stdout
-    console = Console(file=out, force_terminal=color, no_color=not color, width=width, highlight=False)
+    console = layout.console(out, color, width)
     who = ", ".join(part for part in (f"{w('host')} {result.host}" if result.host else "",
                                       f"pid {result.pid}" if result.pid is not None else "") if part)
-    console.print(Panel(
-        f"{len(result.cycles)} {w('profiler cycles of one process')}{f' ({safe_markup(who)})' if who else ''}, "
-        f"{w('in time order')}\n{w('cycles hint')}",
-        title=f"pista: {safe_markup(result.source)}", expand=True))
+    layout.header(console, f"pista: {safe_markup(result.source)}",
+                  f"{len(result.cycles)} {w('profiler cycles of one process')}{f' ({safe_markup(who)})' if who else ''}, "
+                  f"{w('in time order')}\n{w('cycles hint')}", width)
     for notice in result.notices:
         console.print(f"[dim]{w('notice')}: {safe_markup(notice)}[/]")
     for n, cycle in enumerate(result.cycles, start=1):
@@ -63,7 +69,7 @@ def _cycle(console: Console, n: int, name: str, a: Analysis, lang: str) -> None:
         return word(key, lang)
 
     s = a.summary
-    busy = "n/a" if s.gpu_busy_share is None else f"{100 * s.gpu_busy_share:.1f}%"
+    busy = "n/a" if s.gpu_busy_share is None else pct(s.gpu_busy_share)
     steps = f"{s.steps}" + (f" (#{s.step_numbers[0]}-#{s.step_numbers[-1]})" if s.step_numbers else "")
     console.print(f"\n[bold]{w('Cycle')} {n}[/]  [dim]{safe_markup(name)}[/]")
     console.print(f"  [{VERDICT_STYLE.get(s.verdict, 'bold')}]{s.verdict}[/]   {w('median step')} {_ms(s.step_us)}   "
@@ -88,7 +94,7 @@ def _cycle(console: Console, n: int, name: str, a: Analysis, lang: str) -> None:
         times = f" x{count[f.rule]}" if count[f.rule] > 1 else ""
         style = SEVERITY_STYLE.get(f.severity.value, "")  # type: ignore[union-attr]
         parts.append(f"{safe_markup(f.rule)}{times} ([{style}]{w(f.severity.value)}[/], "  # type: ignore[union-attr]
-                     f"{100 * f.impact.share:.1f}%)")
+                     f"{pct(f.impact.share)})")
     console.print(f"  {w('Findings')}: {', '.join(parts)}")
 
 
@@ -99,11 +105,11 @@ def _change(console: Console, c: CycleChange, lang: str) -> None:
         return word(key, lang)
 
     share = c.step_change
-    pct = "" if share is None else f" ({100 * share:+.1f}%)"
+    change = "" if share is None else f" ({'+' if share >= 0 else ''}{pct(share)})"
     verdict = (f"{c.verdict_before} -> {c.verdict_after}" if c.verdict_changed
                else f"{c.verdict_after} ({w('unchanged')})")
     console.print(f"  {w('Cycle')} {c.before + 1} -> {c.after + 1}: {w('median step')} {_ms(c.step_us_before)} -> "
-                  f"{_ms(c.step_us_after)}{pct}; {w('verdict')} {verdict}")
+                  f"{_ms(c.step_us_after)}{change}; {w('verdict')} {verdict}")
     listed = [(w("appeared"), [f"{r} ({w(s)})" for r, s in c.appeared]),
               (w("vanished"), [f"{r} ({w(s)})" for r, s in c.vanished]),
               (w("severity changed"), [f"{r} ({w(a)} -> {w(b)})" for r, a, b in c.severity_changed])]
@@ -112,4 +118,4 @@ def _change(console: Console, c: CycleChange, lang: str) -> None:
 
 
 def _ms(us: float) -> str:
-    return f"{us / 1000.0:.3f} ms"
+    return t(us)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 
 from pista.diff import KINDS, Diff, RowDiff
+from pista.i18n._fmt import short_figures
+from pista.i18n._fmt import t as format_time
 from pista.render.diff_text import (
     KIND_LABEL,
     busy,
@@ -16,7 +18,6 @@ from pista.render.diff_text import (
     total_labels,
 )
 from pista.render.html import _asset
-from pista.table import format_time
 
 STATUS_LABEL = {"appeared": "appeared (only in B)", "vanished": "vanished (only in A)", "changed": "changed"}
 
@@ -50,6 +51,12 @@ def _delta(us: float) -> str:
 
 
 def render(d: Diff) -> str:
+    """The page, figures in three significant digits."""
+    with short_figures():
+        return _render(d)
+
+
+def _render(d: Diff) -> str:
     e = html.escape
     cpu_label, cuda_label = total_labels(d)
     totals = [(cpu_label, format_time(d.a.self_cpu_total_us), format_time(d.b.self_cpu_total_us),
@@ -76,7 +83,7 @@ def render(d: Diff) -> str:
     def finding_list(items: list[dict[str, str]], mark: str) -> str:
         return "".join(f'<article class="finding sev-{e(f["severity"])}"><header><span class="sev">{mark} '
                        f'{e(f["severity"])}</span> <code class="rule">{e(f["rule"])}</code><h3>{e(f["title"])}</h3>'
-                       f'</header><p class="message">{e(f["message"])}</p></article>' for f in items)
+                       f'</header><p class="message">{e(d.short_messages.get(f["rule"], f["message"]))}</p></article>' for f in items)
 
     findings = ""
     if d.findings_gained:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 from pista.diff import KINDS, Diff, RowDiff, Totals
+from pista.i18n._fmt import num, short_figures
+from pista.i18n._fmt import t as format_time
 from pista.render.controls import sanitize, sanitize_json, sanitize_line
-from pista.table import format_time
 
 KIND_LABEL = {"op": "Ops", "kernel": "Kernels and copies", "gpu-annotation": "GPU regions (record_function)"}
 MAX_ROWS = 15
@@ -15,16 +16,17 @@ MAX_ROWS = 15
 def change(a: float, b: float) -> str:
     if a == 0:
         return "new" if b else "="
-    return f"{100 * (b - a) / a:+.1f}%"
+    share = 100 * (b - a) / a
+    return f"{'+' if share >= 0 else ''}{num(share, 1)}%"
 
 
 def busy(t: Totals) -> str:
-    return "n/a" if t.gpu_busy_share is None else f"{100 * t.gpu_busy_share:.1f}%"
+    return "n/a" if t.gpu_busy_share is None else f"{num(100 * t.gpu_busy_share, 1)}%"
 
 
 def format_calls(calls: float) -> str:
     # per step an average: whole ones print as such, the rest with two decimals
-    return str(round(calls)) if abs(calls - round(calls)) < 1e-9 else f"{calls:.2f}"
+    return str(round(calls)) if abs(calls - round(calls)) < 1e-9 else num(calls, 2)
 
 
 def calls_label(d: Diff) -> str:
@@ -63,7 +65,12 @@ def outside_rows(d: Diff) -> list[tuple[str, float, float]]:
 
 def render_text(d: Diff) -> str:
     """Plain text, no colour: each name from the traces on one line (a newline in one would forge a
-    line of the report), and the whole string sanitized."""
+    line of the report), and the whole string sanitized; figures in three significant digits."""
+    with short_figures():
+        return _render_text(d)
+
+
+def _render_text(d: Diff) -> str:
     lines = [f"pista diff\n  A: {sanitize_line(d.a.source)}\n  B: {sanitize_line(d.b.source)}", f"  Compared {d.note}", ""]
     w = 24
     cpu_label, cuda_label = total_labels(d)

@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 
 from pista.findings import Analysis, Finding
-from pista.rules._common import fmt_ns
-from pista.table import format_time
+from pista.i18n._fmt import num, pct, short_figures, t
 from pista.trace.facts import Facts
 
 # Timeline budget: the 64 MB GPT trace has ~140k events. Two layers: zoomed out, runs of events
@@ -58,6 +57,12 @@ _HINTS = {
 
 
 def render(analysis: Analysis, lang: str = "en") -> str:
+    """The page; its figures in three significant digits (the charts' data keeps every digit)."""
+    with short_figures():
+        return _render(analysis, lang)
+
+
+def _render(analysis: Analysis, lang: str) -> str:
     from pista.i18n import localize, words
 
     analysis = localize(analysis, lang)
@@ -296,12 +301,12 @@ def _header(analysis: Analysis, labels: dict[str, str], lang: str = "en") -> str
         return labels.get(key, key)
 
     s = analysis.summary
-    busy = "n/a" if s.gpu_busy_share is None else f"{100 * s.gpu_busy_share:.1f}%"
+    busy = "n/a" if s.gpu_busy_share is None else pct(s.gpu_busy_share)
     counts = {sev: sum(f.severity.value == sev for f in analysis.findings) for sev in ("critical", "warning", "info")}
     stats = [
-        ("Self CPU total", format_time(s.self_cpu_total_us)),
-        ("Self CUDA total", format_time(s.self_device_total_us)),
-        (w("GPU busy"), f"{busy} {w('of')} {format_time(s.window_us)}"),
+        ("Self CPU total", t(s.self_cpu_total_us)),
+        ("Self CUDA total", t(s.self_device_total_us)),
+        (w("GPU busy"), f"{busy} {w('of')} {t(s.window_us)}"),
         (w("Steps"), str(s.steps)),
         (w("Events"), f"{s.events:,}"),
         (w("Device"), ", ".join(s.devices) or w("none recorded")),
@@ -332,9 +337,9 @@ def _memory_chart(analysis: Analysis, labels: dict[str, str]) -> str:
     lines = timelines(analysis.facts)
     if not lines:
         return ""
-    t0 = min(int(t.ts[0]) for t in lines)
-    t1 = max(int(t.ts[-1]) for t in lines)
-    top = max(max(t.peak_allocated, 1) for t in lines)
+    t0 = min(int(tl.ts[0]) for tl in lines)
+    t1 = max(int(tl.ts[-1]) for tl in lines)
+    top = max(max(tl.peak_allocated, 1) for tl in lines)
     width, height = 1000.0, 120.0
 
     def x(ns: float) -> float:
@@ -344,13 +349,13 @@ def _memory_chart(analysis: Analysis, labels: dict[str, str]) -> str:
                     f'width="{max(0.0, x(min(st.end, t1)) - x(max(st.start, t0))):.1f}" height="{height}"/>'
                     for k, st in enumerate(analysis.facts.steps) if k % 2 == 0)
     paths = []
-    for t in lines:
-        pick = np.unique(np.linspace(0, t.ts.size - 1, min(t.ts.size, MEMORY_CHART_POINTS)).astype(np.int64))
-        points = " ".join(f"{x(float(t.ts[k])):.1f},{height - t.allocated[k] / top * (height - 4):.1f}" for k in pick)
-        paths.append(f'<polyline class="mem" points="{points}"><title>{html.escape(t.device)}</title></polyline>')
-    legend = "".join(f"<li>{html.escape(t.device)}: {html.escape(labels.get('peak allocated', 'peak allocated'))} "
-                     f"{t.peak_allocated / 2**20:,.1f} MiB, {html.escape(labels.get('reserved', 'reserved'))} "
-                     f"{t.peak_reserved / 2**20:,.1f} MiB</li>" for t in lines)
+    for tl in lines:
+        pick = np.unique(np.linspace(0, tl.ts.size - 1, min(tl.ts.size, MEMORY_CHART_POINTS)).astype(np.int64))
+        points = " ".join(f"{x(float(tl.ts[k])):.1f},{height - tl.allocated[k] / top * (height - 4):.1f}" for k in pick)
+        paths.append(f'<polyline class="mem" points="{points}"><title>{html.escape(tl.device)}</title></polyline>')
+    legend = "".join(f"<li>{html.escape(tl.device)}: {html.escape(labels.get('peak allocated', 'peak allocated'))} "
+                     f"{num(tl.peak_allocated / 2**20, 1)} MiB, {html.escape(labels.get('reserved', 'reserved'))} "
+                     f"{num(tl.peak_reserved / 2**20, 1)} MiB</li>" for tl in lines)
     head = html.escape(labels.get("Memory allocated over time", "Memory allocated over time"))
     return (f'<div class="memory"><span class="k">{head}</span><svg viewBox="0 0 {width:.0f} {height:.0f}" '
             f'preserveAspectRatio="none">{steps}{"".join(paths)}</svg><ul>{legend}</ul></div>')
@@ -363,9 +368,9 @@ def _stacked(head: str, by_purpose: dict[str, float], labels: dict[str, str]) ->
         return ""
     parts = [(p, v) for p, v in sorted(by_purpose.items(), key=lambda kv: -kv[1]) if v > 0]
     bar = "".join(f'<span class="seg p-{p}" style="width:{100 * v / total:.3f}%" '
-                  f'title="{html.escape(labels.get(p, p))}: {html.escape(fmt_ns(v * 1000))}"></span>' for p, v in parts)
+                  f'title="{html.escape(labels.get(p, p))}: {html.escape(t(v))}"></span>' for p, v in parts)
     legend = "".join(f'<li><span class="sw p-{p}"></span>{html.escape(labels.get(p, p))} '
-                     f'{html.escape(fmt_ns(v * 1000))} ({100 * v / total:.1f}%)</li>' for p, v in parts)
+                     f'{html.escape(t(v))} ({pct(v / total)})</li>' for p, v in parts)
     return f'<div class="purposes"><span class="k">{html.escape(head)}</span><div class="bar">{bar}</div><ul>{legend}</ul></div>'
 
 
@@ -394,8 +399,8 @@ def _findings(analysis: Analysis, labels: dict[str, str], lang: str) -> str:
                 f'<tr class="ev" data-finding="{k}" data-start="{e.ts_us:.3f}" data-dur="{e.dur_us:.3f}">'
                 f'<td class="name" title="{html.escape(e.name)}">{html.escape(e.name)}</td>'
                 f"<td>{html.escape(lane_label(e.lane, lang))}</td><td>{step}</td>"
-                f'<td class="num">+{(e.ts_us - origin_us) / 1000:.3f} ms</td>'
-                f'<td class="num">{html.escape(fmt_ns(e.dur_us * 1000))}</td><td>{html.escape(e.note)}'
+                f'<td class="num">+{t(e.ts_us - origin_us)}</td>'
+                f'<td class="num">{html.escape(t(e.dur_us))}</td><td>{html.escape(e.note)}'
                 f'{_frame(e.stack, labels)}</td></tr>')
         more = (f'<p class="more">... {w("and")} {len(f.evidence) - MAX_EVIDENCE_SHOWN} {w("more events")}</p>'
                 if len(f.evidence) > MAX_EVIDENCE_SHOWN else "")
@@ -422,35 +427,35 @@ def _frame(stack: tuple[str, ...], labels: dict[str, str]) -> str:
 
 
 def _table(analysis: Analysis) -> str:
-    t = analysis.table
+    table = analysis.table
     has_gpu = analysis.facts.has_gpu
     sort_by = "cuda_time_total" if has_gpu else "cpu_time_total"
-    rows = t.sorted(sort_by, TABLE_ROWS)
+    rows = table.sorted(sort_by, TABLE_ROWS)
     head = ["Name", "Self CPU", "Self CPU %", "CPU total", "CPU avg"]
     if has_gpu:
         head += ["Self CUDA", "Self CUDA %", "CUDA total", "CUDA avg"]
     head.append("# Calls")
 
-    def pct(part: float, whole: float) -> str:
-        return f"{100 * part / whole:.2f}%" if whole else "0.00%"
+    def share(part: float, whole: float) -> str:
+        return f"{num(100 * part / whole, 2)}%" if whole else "0%"
 
     body = []
     for r in rows:
-        cells = [format_time(r.self_cpu_us), pct(r.self_cpu_us, t.self_cpu_total_us), format_time(r.cpu_total_us),
-                 format_time(r.cpu_avg_us)]
+        cells = [t(r.self_cpu_us), share(r.self_cpu_us, table.self_cpu_total_us), t(r.cpu_total_us),
+                 t(r.cpu_avg_us)]
         if has_gpu:
-            cells += [format_time(r.self_device_us), pct(r.self_device_us, t.self_device_total_us),
-                      format_time(r.device_total_us), format_time(r.device_avg_us)]
+            cells += [t(r.self_device_us), share(r.self_device_us, table.self_device_total_us),
+                      t(r.device_total_us), t(r.device_avg_us)]
         cells.append(str(r.calls))
         body.append(f'<tr class="{r.device_type.lower()}"><td class="name" title="{html.escape(r.name)}">'
                     f"{html.escape(r.name)}</td>" + "".join(f'<td class="num">{c}</td>' for c in cells) + "</tr>")
-    totals = f"Self CPU time total: {format_time(t.self_cpu_total_us)}"
+    totals = f"Self CPU time total: {t(table.self_cpu_total_us)}"
     if has_gpu:
-        totals += f" &middot; Self CUDA time total: {format_time(t.self_device_total_us)}"
+        totals += f" &middot; Self CUDA time total: {t(table.self_device_total_us)}"
     header = "".join('<th>Name</th>' if h == "Name" else f'<th class="num">{h}</th>' for h in head)
     return (f'<table class="kavg"><thead><tr>{header}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table><p class="totals">{totals} &middot; sorted by {sort_by}, '
-            f"top {len(rows)} of {len(t.rows)} rows</p>")
+            f"top {len(rows)} of {len(table.rows)} rows</p>")
 
 
 _PAGE = """<!DOCTYPE html>

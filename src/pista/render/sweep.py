@@ -68,6 +68,8 @@ def describe(points: list[dict[str, Any]]) -> str:
 
 
 def render(points: list[dict[str, Any]], title: str = "pista sweep") -> str:
+    from pista.i18n._fmt import sig3
+
     pts = sorted(points, key=lambda p: p["size"])
     turn = verdict_turn(pts)
     data = {"points": [{"size": int(p["size"]), "cpu": float(p["self_cpu_total_us"]),
@@ -75,7 +77,7 @@ def render(points: list[dict[str, Any]], title: str = "pista sweep") -> str:
             "crossover": crossover(pts), "turn": None if turn is None else int(turn[1]["size"]),
             "colors": VERDICT_COLOR}
     rows = "".join(
-        f"<tr><td class='num'>{p['size']}</td><td class='num'>{p['cpu']:.3f}</td><td class='num'>{p['gpu']:.3f}</td>"
+        f"<tr><td class='num'>{p['size']}</td><td class='num'>{sig3(p['cpu'])}</td><td class='num'>{sig3(p['gpu'])}</td>"
         f"<td><span class='chip' style='background:{VERDICT_COLOR.get(p['verdict'], '#5f6b7a')}'>"
         f"{html.escape(p['verdict'])}</span></td></tr>" for p in data["points"])
     return _PAGE.format(title=html.escape(title), css=_asset("report.css"), note=html.escape(describe(pts)),

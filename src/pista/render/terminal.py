@@ -7,12 +7,12 @@ from collections.abc import Callable
 
 from rich.console import Console
 from rich.markup import escape
-from rich.panel import Panel
 
-from pista.findings import Analysis, Finding
+from pista.findings import Analysis, Evidence, Finding
+from pista.i18n._fmt import pct, t
+from pista.render import layout
 from pista.render.controls import TextBuffer, sanitize, sanitize_line
-from pista.rules._common import fmt_ns
-from pista.table import format_time, render_text
+from pista.table import render_text
 
 
 def safe_markup(text: object) -> str:
@@ -27,9 +27,19 @@ VERDICT_STYLE = {"overhead-bound": "bold red", "compute-bound": "bold green", "b
 MAX_EVIDENCE = 5
 
 
-def render(analysis: Analysis, color: bool = False, width: int = 110, show_table: bool = True,
-           row_limit: int = 15, lang: str = "en") -> str:
-    from pista.i18n import lane_label, localize, word
+def render(analysis: Analysis, color: bool = False, width: int | None = 110, show_table: bool = False,
+           row_limit: int = 15, lang: str = "en", verbose: bool = False) -> str:
+    """The report for people: figures with three significant digits; `width` None lays it out for a
+    pipe (pista.render.layout); brief findings unless `verbose` (BRIEF_* below)."""
+    from pista.i18n._fmt import short_figures
+
+    with short_figures():
+        return layout.finish(_render(analysis, color, width, show_table, row_limit, lang, verbose), width)
+
+
+def _render(analysis: Analysis, color: bool, width: int | None, show_table: bool, row_limit: int, lang: str,
+            verbose: bool) -> str:
+    from pista.i18n import localize, word
 
     analysis = localize(analysis, lang)
 
@@ -37,14 +47,13 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
         return word(key, lang)
 
     out = TextBuffer()  # rich draws ASCII boxes for an ASCII stdout
-    console = Console(file=out, force_terminal=color, no_color=not color, width=width, highlight=False)
+    console = layout.console(out, color, width)
     s = analysis.summary
-    busy = "n/a" if s.gpu_busy_share is None else f"{100 * s.gpu_busy_share:.1f}%"
-    console.print(Panel(
-        f"[{VERDICT_STYLE.get(s.verdict, 'bold')}]{s.verdict}[/]\n"
-        f"Self CPU total {format_time(s.self_cpu_total_us)}   Self CUDA total {format_time(s.self_device_total_us)}   "
-        f"{w('GPU busy')} {busy} {w('of')} {format_time(s.window_us)}   {w('steps')} {s.steps}",
-        title=f"pista: {safe_markup(analysis.source)}", expand=True))
+    busy = "n/a" if s.gpu_busy_share is None else pct(s.gpu_busy_share)
+    layout.header(console, f"pista: {safe_markup(analysis.source)}",
+                  f"[{VERDICT_STYLE.get(s.verdict, 'bold')}]{s.verdict}[/]\n"
+                  f"Self CPU total {t(s.self_cpu_total_us)}   Self CUDA total {t(s.self_device_total_us)}   "
+                  f"{w('GPU busy')} {busy} {w('of')} {t(s.window_us)}   {w('steps')} {s.steps}", width)
     # what changes how to read all the rest (a contended CPU, a window of one-time costs), then the first
     # thing to fix (REVIEW.md), then where the time goes
     for notice in analysis.notices:
@@ -53,29 +62,57 @@ def render(analysis: Analysis, color: bool = False, width: int = 110, show_table
         console.print()
     top = analysis.top_fix
     if top is not None:
+        impact = impact_text(top, lang) if verbose else brief_impact(top, lang)
         console.print(f"[bold green]{w('Start here')}:[/] {safe_markup(top.fix_here)} [dim]({safe_markup(top.rule)}, "
-                      f"{impact_text(top, lang)})[/]\n")
-    purposes = purpose_line(s.gpu_time_by_purpose, lang)
-    if purposes:
-        console.print(f"{w('GPU time per step')}: {safe_markup(purposes)}")
-    kernels = kernel_line(analysis, lang)
-    if kernels:
-        console.print(f"{w('Top kernels')}: {safe_markup(kernels)}")
-    for lane, regions in list(s.host_time_by_region.items())[:MAX_THREADS]:
-        console.print(f"{w('Host time per step')}, {safe_markup(lane_label(lane, lang))}: "
-                      f"{safe_markup(purpose_line(regions, lang))}")
+                      f"{impact})[/]\n")
+    _where_time_goes(console, analysis, lang)
     if not analysis.findings:
         console.print(word("No findings.", lang))
     origin_us = analysis.facts.trace.start_ns / 1000.0
+    cut = False
     for finding in analysis.findings:
-        _finding(console, finding, origin_us, lang)
+        cut = (_finding if verbose else _brief_finding)(console, finding, origin_us, lang) or cut
     if show_table:
         console.print()
         sort_by = "cuda_time_total" if analysis.facts.has_gpu else "cpu_time_total"
-        # the table's own lines (each name in it already sanitized for one line, and cut)
+        # the table's own lines (each name in it already sanitized for one line, and cut), as torch prints it
         console.print(escape(sanitize(render_text(analysis.table, sort_by, row_limit,
                                                   has_device=analysis.facts.has_gpu))), soft_wrap=True, end="")
+    elif cut or analysis.findings:
+        console.print(f"\n[dim]{safe_markup(_more_hint(analysis.source, cut, lang))}[/]")
     return out.getvalue()
+
+
+def _where_time_goes(console: Console, analysis: Analysis, lang: str) -> None:
+    from pista.i18n import lane_label, word
+
+    s = analysis.summary
+    purposes = purpose_line(s.gpu_time_by_purpose, lang)
+    if purposes:
+        console.print(f"{word('GPU time per step', lang)}: {safe_markup(purposes)}")
+    kernels = kernel_line(analysis, lang)
+    if kernels:
+        console.print(f"{word('Top kernels', lang)}: {safe_markup(kernels)}")
+    for lane, regions in list(s.host_time_by_region.items())[:MAX_THREADS]:
+        console.print(f"{word('Host time per step', lang)}, {safe_markup(lane_label(lane, lang))}: "
+                      f"{safe_markup(purpose_line(regions, lang))}")
+
+
+def _more_hint(source: str, cut: bool, lang: str) -> str:
+    """Where the rest is: -v for the findings in full, the HTML page, and the op table."""
+    from pista.i18n import word
+
+    trace = shlex_quote(source)
+    parts = [word("more hint -v", lang)] if cut else []
+    parts.append(f"pista report {trace}: {word('more hint report', lang)}")
+    parts.append(f"pista table {trace}: {word('more hint table', lang)}")
+    return "; ".join(parts)
+
+
+def shlex_quote(path: str) -> str:
+    import shlex
+
+    return "-" if path == "<stdin>" else shlex.quote(path)
 
 
 MAX_THREADS = 2  # host threads shown in the terminal (the HTML page shows every one)
@@ -91,7 +128,7 @@ def purpose_line(by_purpose: dict[str, float], lang: str = "en") -> str:
     if total <= 0:
         return ""
     parts = [(p, v) for p, v in sorted(by_purpose.items(), key=lambda kv: -kv[1]) if v >= PURPOSE_LINE_MIN_SHARE * total]
-    return ", ".join(f"{word(p, lang)} {fmt_ns(v * 1000)} ({100 * v / total:.0f}%)" for p, v in parts)
+    return ", ".join(f"{word(p, lang)} {t(v)} ({100 * v / total:.0f}%)" for p, v in parts)
 
 
 TOP_KERNELS = 3  # kernels named in the terminal's efficiency line
@@ -125,7 +162,7 @@ def kernel_line(analysis: Analysis, lang: str = "en") -> str:
                 rate = f"{k.tbps:.2f} TB/s" if k.tbps >= 0.1 else f"{k.tbps * 1000:.1f} GB/s"
             if rate and k.peak_share:
                 rate += f", {100 * k.peak_share:.0f}% {word('of peak', lang)}"
-        parts.append(f"{name} {word(k.purpose, lang)} {fmt_ns(k.total_us * 1000 / steps)}"
+        parts.append(f"{name} {word(k.purpose, lang)} {t(k.total_us / steps)}"
                      + (f" ({rate})" if rate else ""))
     return "; ".join(parts)
 
@@ -154,14 +191,66 @@ def impact_words(f: Finding, label: Callable[[str], str]) -> str:
     first where the engine replayed one (it ranks the findings), the profiled figure beside it."""
     unit, of = ("once", "of the window") if f.impact.once else ("per step", "of the step")
     if f.impact.unprofiled_us is not None and f.impact.unprofiled_share is not None:
-        return (f"{fmt_ns(f.impact.unprofiled_us * 1000)} {label(unit)} {label('without the profiler')}, "
-                f"{100 * f.impact.unprofiled_share:.1f}% {label(of)} ({label('as profiled')}: "
-                f"{fmt_ns(f.impact.us * 1000)}, {100 * f.impact.share:.1f}%)")
-    return f"{fmt_ns(f.impact.us * 1000)} {label(unit)}, {100 * f.impact.share:.1f}% {label(of)}"
+        return (f"{t(f.impact.unprofiled_us)} {label(unit)} {label('without the profiler')}, "
+                f"{pct(f.impact.unprofiled_share)} {label(of)} ({label('as profiled')}: "
+                f"{t(f.impact.us)}, {pct(f.impact.share)})")
+    return f"{t(f.impact.us)} {label(unit)}, {pct(f.impact.share)} {label(of)}"
 
 
-def _finding(console: Console, f: Finding, origin_us: float, lang: str = "en") -> None:
+def brief_impact(f: Finding, lang: str = "en") -> str:
+    """The impact in one figure: the prediction without the profiler where the engine made one (it
+    ranks the findings), else the profiled one ('42.1 µs per step, 19.6% of the step')."""
+    from pista.i18n import word
+
+    unit, of = ("once", "of the window") if f.impact.once else ("per step", "of the step")
+    us, share = f.impact.us, f.impact.share
+    if f.impact.unprofiled_us is not None and f.impact.unprofiled_share is not None:
+        us, share = f.impact.unprofiled_us, f.impact.unprofiled_share
+    return f"{t(us)} {word(unit, lang)}, {pct(share)} {word(of, lang)}"
+
+
+# The brief finding a terminal shows by default (-v: all of it): the message in lines of this many
+# columns, at most so many of them, so many evidence rows, the fix in so many lines.
+BRIEF_WIDTH = 100
+BRIEF_MESSAGE_LINES = 3
+BRIEF_EVIDENCE = 3
+BRIEF_FIX_LINES = 2
+
+
+def _brief_finding(console: Console, f: Finding, origin_us: float, lang: str = "en") -> bool:
+    """The title with the impact, the message and the fix clipped, the first evidence rows; whether
+    anything was left out (then the report's last line points at -v)."""
+    from pista.i18n import word
+
+    style = SEVERITY_STYLE.get(f.severity.value, "")
+    console.print(f"\n[{style}]{word(f.severity.value.upper(), lang):8s}[/] [bold]{safe_markup(f.rule)}[/]: "
+                  f"{safe_markup(f.title)} [dim]({brief_impact(f, lang)})[/]")
+    message, cut = layout.clip(sanitize_line(f.message), BRIEF_MESSAGE_LINES, BRIEF_WIDTH)
+    console.print(f"  {escape(message)}")
+    for e in f.evidence[:BRIEF_EVIDENCE]:
+        _evidence_row(console, e, origin_us, lang)
+    if len(f.evidence) > BRIEF_EVIDENCE:
+        console.print(f"  [dim]... {len(f.evidence) - BRIEF_EVIDENCE} {word('more', lang)}[/]")
+    fix, fix_cut = layout.clip(sanitize_line(f.fix), BRIEF_FIX_LINES, BRIEF_WIDTH, indent=2 + len(word("fix", lang)) + 2)
+    console.print(f"  [green]{word('fix', lang)}:[/] {escape(fix)}")
+    return cut or fix_cut or len(f.evidence) > BRIEF_EVIDENCE or f.advice != f.fix
+
+
+def _evidence_row(console: Console, e: Evidence, origin_us: float, lang: str) -> None:
     from pista.i18n import lane_label, word
+
+    step = f"{word('step', lang)} {e.step}" if e.step is not None else word("no step", lang)
+    note = f"  ({safe_markup(e.note)})" if e.note else ""
+    if e.stack:
+        note += f" [dim]{word('in', lang)} {safe_markup(e.stack[0])}[/]"
+    console.print(f"  [dim]-[/] {safe_markup(word(e.name, lang)[:70])}  "
+                  f"[dim]{safe_markup(lane_label(e.lane, lang))}, {step}, "
+                  f"{word('at', lang)} +{t(e.ts_us - origin_us)}, {word('dur', lang)} {t(e.dur_us)}[/]{note}")
+
+
+def _finding(console: Console, f: Finding, origin_us: float, lang: str = "en") -> bool:
+    """A finding in full (-v): the message, the impact and how it was estimated, the evidence, the advice."""
+    from pista.i18n import word
 
     def w(key: str) -> str:
         return word(key, lang)
@@ -172,13 +261,8 @@ def _finding(console: Console, f: Finding, origin_us: float, lang: str = "en") -
     console.print(f"  {safe_markup(f.message)}")
     console.print(f"  [dim]{w('impact')}: {impact_text(f, lang)}: {safe_markup(f.basis)}[/]")
     for e in f.evidence[:MAX_EVIDENCE]:
-        step = f"{w('step')} {e.step}" if e.step is not None else w("no step")
-        note = f"  ({safe_markup(e.note)})" if e.note else ""
-        if e.stack:
-            note += f" [dim]{w('in')} {safe_markup(e.stack[0])}[/]"
-        console.print(f"  [dim]-[/] {safe_markup(w(e.name)[:70])}  "
-                      f"[dim]{safe_markup(lane_label(e.lane, lang))}, {step}, "
-                      f"{w('at')} +{(e.ts_us - origin_us) / 1000:.3f} ms, {w('dur')} {fmt_ns(e.dur_us * 1000)}[/]{note}")
+        _evidence_row(console, e, origin_us, lang)
     if len(f.evidence) > MAX_EVIDENCE:
         console.print(f"  [dim]... {len(f.evidence) - MAX_EVIDENCE} {w('more')}[/]")
     console.print(f"  [green]{w('fix')}:[/] {safe_markup(f.advice)}")
+    return False

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pista.i18n._fmt import pct, t
+from pista.i18n._fmt import num, pct, t
 from pista.rules._common import short_name
 from pista.rules.dominant_event import SMALL_GEMM_FLOPS, TILE_MULTIPLE, DominantEvent, Instance
 
@@ -37,7 +37,7 @@ def _rate(r: DominantEvent) -> str:
 
 def message(r: DominantEvent) -> str:
     where = f", launched by {r.launched_by}" if r.kind != "op" and r.launched_by else ""
-    text = (f"{KIND[r.kind]} {r.name} holds {r.share_percent:.2f}% of the {t(r.self_device_total_us)} Self CUDA "
+    text = (f"{KIND[r.kind]} {r.name} holds {num(r.share_percent, 2)}% of the {t(r.self_device_total_us)} Self CUDA "
             f"total{where}: {r.calls} call{'s' if r.calls != 1 else ''}, {t(r.total_us)} in all, {t(r.avg_us)} per "
             f"call on average.{_rate(r)} The GPU is busy {r.gpu_busy_percent:.1f}% of the window "
             f"({r.verdict}: {VERDICT.get(r.verdict, r.verdict)}).")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pista.i18n._fmt import t
+from pista.i18n._fmt import num, t
 from pista.rules.inference_grad_mode import BuildsNodes, InferenceGradMode, NodeOp
 
 TITLE = "Inference runs in grad mode: every op builds an autograd node"
@@ -53,7 +53,7 @@ def fix(r: InferenceGradMode) -> str:
 def basis(r: InferenceGradMode) -> str:
     cap = ", at most the GPU idle while the host dispatches in those steps" if r.capped else ""
     source = "the median of the H200 twins: 2.75-8.2 µs" if r.gpu else "a CPU MLP's twins, without a GPU"
-    return (f"the autograd nodes a step times {r.node_us:.2f} µs each (unprofiled, {source}) times "
+    return (f"the autograd nodes a step times {num(r.node_us, 2)} µs each (unprofiled, {source}) times "
             f"{r.inflation:.0f} for the profiler's inflation of host time{cap}; memory not counted")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pista.i18n._fmt import t
+from pista.i18n._fmt import num, t
 from pista.rules.profiler_overhead import InsideOp, OutsideOps, ProfilerOverhead
 
 TITLE = "Profiler overhead inflates the ops it lands in"
@@ -24,7 +24,7 @@ def message(r: ProfilerOverhead) -> str:
     if r.outside_us:
         parts.append(f"{t(r.outside_us)} outside any op")
     return (f"{r.events} profiler overhead event(s) ({', '.join(r.names)}){_where(r)}, {t(r.total_us)} in all, "
-            f"{r.window_percent:.2f}% of the window, {t(r.idle_us)} of it with the GPU idle: " + "; ".join(parts)
+            f"{num(r.window_percent, 2)}% of the window, {t(r.idle_us)} of it with the GPU idle: " + "; ".join(parts)
             + ". The program does not pay it without the profiler.")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pista.i18n._fmt import t
+from pista.i18n._fmt import num, t
 from pista.rules.unfused_optimizer import CpuStepCall, OptimizerKernel, StepCall, UnfusedOptimizer
 
 TITLE = "The optimizer step runs unfused (foreach or per parameter)"
@@ -72,11 +72,11 @@ def fix(r: UnfusedOptimizer) -> str:
 
 def basis(r: UnfusedOptimizer) -> str:
     if r.device == "cpu":
-        return (f"Optimizer.step's CPU time per step times 1 - {r.fused_host_ratio:.3f}, the share fused kept of "
+        return (f"Optimizer.step's CPU time per step times 1 - {num(r.fused_host_ratio, 3)}, the share fused kept of "
                 f"{r.mode} AdamW on a 2-core AMD EPYC (torch 2.13; gpu/cpu_adamw_loop vs gpu/cpu_adamw_fused); an "
                 "estimate for other models and CPUs")
     return (f"how much earlier the device work after each Optimizer.step could start if its kernels took "
-            f"{r.fused_gpu_ratio:.3f} of their time and its host call {r.fused_host_ratio:.3f} of its own, as fused "
+            f"{num(r.fused_gpu_ratio, 3)} of their time and its host call {num(r.fused_host_ratio, 3)} of its own, as fused "
             "did on the H200 (gpu/adamw_foreach vs gpu/adamw_fused, the same MLP), per step; an estimate for other "
             "models")
 

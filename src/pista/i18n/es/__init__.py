@@ -4,6 +4,8 @@ from __future__ import annotations
 
 WORDS = {
     "fix": "solución",
+    "more hint -v": "-v: cada hallazgo completo", "more hint report": "la página HTML",
+    "more hint table": "la tabla de ops",
     "GPU time per step": "Tiempo de GPU por paso", "GPU time by purpose": "Tiempo de GPU por propósito",
     "gemm": "GEMM", "conv": "convolución", "attention": "atención", "optimizer": "optimizador", "cast": "conversiones",
     "elementwise": "elemento a elemento", "reduction": "reducciones", "copy": "copias", "memset": "memsets",

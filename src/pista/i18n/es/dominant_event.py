@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pista.i18n._fmt import pct, t
+from pista.i18n._fmt import num, pct, t
 from pista.rules._common import short_name
 from pista.rules.dominant_event import SMALL_GEMM_FLOPS, TILE_MULTIPLE, DominantEvent, Instance
 
@@ -41,7 +41,7 @@ def _rate(r: DominantEvent) -> str:
 def message(r: DominantEvent) -> str:
     launched = "lanzada" if r.kind == "copy" else "lanzado"
     where = f", {launched} por {r.launched_by}" if r.kind != "op" and r.launched_by else ""
-    text = (f"{KIND[r.kind]} {r.name} acumula el {r.share_percent:.2f}% del Self CUDA total de "
+    text = (f"{KIND[r.kind]} {r.name} acumula el {num(r.share_percent, 2)}% del Self CUDA total de "
             f"{t(r.self_device_total_us)}{where}: {r.calls} llamada(s), {t(r.total_us)} en total, {t(r.avg_us)} por "
             f"llamada de media.{_rate(r)} La GPU está ocupada el {r.gpu_busy_percent:.1f}% de la ventana "
             f"({r.verdict}: {VERDICT.get(r.verdict, r.verdict)}).")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pista.i18n._fmt import t
+from pista.i18n._fmt import num, t
 from pista.rules.inference_grad_mode import BuildsNodes, InferenceGradMode, NodeOp
 
 SEVERITY_EXCEPTION = ("info sin marcas ProfilerStep: el forward de un entrenamiento perfilado solo, con su backward "
@@ -57,7 +57,7 @@ def basis(r: InferenceGradMode) -> str:
     cap = ", como mucho la inactividad de la GPU mientras el host despacha en esos pasos" if r.capped else ""
     source = ("la mediana de los gemelos en la H200: 2.75-8.2 µs" if r.gpu
               else "los gemelos de un MLP en CPU, sin GPU")
-    return (f"los nodos de autograd por paso por {r.node_us:.2f} µs cada uno (sin profiler, {source}) por "
+    return (f"los nodos de autograd por paso por {num(r.node_us, 2)} µs cada uno (sin profiler, {source}) por "
             f"{r.inflation:.0f} por la inflación del tiempo de host del profiler{cap}; la memoria no cuenta")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pista.i18n._fmt import t
+from pista.i18n._fmt import num, t
 from pista.rules.profiler_overhead import InsideOp, OutsideOps, ProfilerOverhead
 
 TITLE = "La sobrecarga del profiler infla las operaciones donde cae"
@@ -24,7 +24,7 @@ def message(r: ProfilerOverhead) -> str:
     if r.outside_us:
         parts.append(f"{t(r.outside_us)} fuera de cualquier op")
     return (f"{r.events} evento(s) de sobrecarga del profiler ({', '.join(r.names)}){_where(r)}, {t(r.total_us)} en "
-            f"total, el {r.window_percent:.2f}% de la ventana, {t(r.idle_us)} de ello con la GPU inactiva: "
+            f"total, el {num(r.window_percent, 2)}% de la ventana, {t(r.idle_us)} de ello con la GPU inactiva: "
             + "; ".join(parts) + ". Sin el profiler, el programa no lo paga.")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pista.i18n._fmt import t
+from pista.i18n._fmt import num, t
 from pista.rules.unfused_optimizer import CpuStepCall, OptimizerKernel, StepCall, UnfusedOptimizer
 
 TITLE = "El paso del optimizador no está fusionado (foreach o por parámetro)"
@@ -78,11 +78,11 @@ def fix(r: UnfusedOptimizer) -> str:
 
 def basis(r: UnfusedOptimizer) -> str:
     if r.device == "cpu":
-        return (f"el tiempo de CPU de Optimizer.step por paso por 1 - {r.fused_host_ratio:.3f}, la parte que "
+        return (f"el tiempo de CPU de Optimizer.step por paso por 1 - {num(r.fused_host_ratio, 3)}, la parte que "
                 "conservó la versión fusionada de AdamW en una AMD EPYC de 2 núcleos (torch 2.13; "
                 "gpu/cpu_adamw_loop frente a gpu/cpu_adamw_fused); una estimación para otros modelos y CPU")
     return (f"cuánto antes podría empezar el trabajo de GPU que sigue a cada Optimizer.step si sus kernels tardaran "
-            f"{r.fused_gpu_ratio:.3f} de su tiempo y su llamada en el host {r.fused_host_ratio:.3f} del suyo, como la "
+            f"{num(r.fused_gpu_ratio, 3)} de su tiempo y su llamada en el host {num(r.fused_host_ratio, 3)} del suyo, como la "
             "versión fusionada en la H200 (gpu/adamw_foreach frente a gpu/adamw_fused, el mismo MLP), por paso; una "
             "estimación para otros modelos")
 

@@ -14,11 +14,19 @@
       return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c];
     });
   }
+  // three significant digits, as pista.i18n._fmt.sig3 writes them (the page's text does too)
+  function sig3(v) {
+    var r = Number(v.toPrecision(3)), a = Math.abs(r);
+    if (a === 0) return "0";
+    if (a >= 100) return v.toFixed(0);
+    return r.toFixed(a >= 10 ? 1 : a >= 1 ? 2 : 2 - Math.floor(Math.log10(a)));
+  }
   function fmtMs(ms) {
-    var us = ms * 1000;
-    if (Math.abs(us) >= 1e6) return (us / 1e6).toFixed(3) + " s";
-    if (Math.abs(us) >= 1e3) return (us / 1e3).toFixed(3) + " ms";
-    return us.toFixed(3) + " µs";
+    var us = ms * 1000, a = Math.abs(Number(us.toPrecision(3)));
+    if (a >= 1e6) return sig3(us / 1e6) + " s";
+    if (a >= 1e3) return sig3(us / 1e3) + " ms";
+    if (a >= 1 || a === 0) return sig3(us) + " µs";
+    return sig3(us * 1e3) + " ns";
   }
   function fmtUs(us) { return fmtMs(us / 1000); }
   function hash(s) { var h = 0; for (var i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0; return Math.abs(h); }
@@ -206,7 +214,7 @@
         var k = ks[p.dataIndex];
         return "<b>" + esc(short(k.name, 160)) + "</b><br>" + k.calls + " " + w("calls") + ", " + w("total") + " " + fmtUs(k.total_us) +
           "<br>" + w("min") + " " + fmtUs(k.box[0]) + " · " + w("median") + " " + fmtUs(k.box[2]) + " · " + w("max") + " " + fmtUs(k.box[4]) +
-          "<br>" + w("mean") + " " + fmtUs(k.mean) + ", CV " + (100 * k.cv).toFixed(1) + "%" + (k.flagged ? "<br><b>" + esc(w("flagged: kernel-variability")) + "</b>" : "");
+          "<br>" + w("mean") + " " + fmtUs(k.mean) + ", CV " + sig3(100 * k.cv) + "%" + (k.flagged ? "<br><b>" + esc(w("flagged: kernel-variability")) + "</b>" : "");
       } },
       xAxis: { type: "log", name: "µs", nameLocation: "end", axisLabel: { formatter: function (v) { return fmtUs(v); } },
         splitLine: { lineStyle: { color: "#eef0f3" } } },
@@ -236,8 +244,8 @@
       legend: { top: 0, data: hasBusy ? ["step wall time", "GPU busy"] : ["step wall time"], formatter: function (n) { return w(n); } },
       tooltip: { trigger: "axis", formatter: function (ps) {
         var s = data.steps[ps[0].dataIndex];
-        return w("step") + " " + s.number + ": " + fmtMs(s.ms) + (s.gpu_busy != null ? "<br>" + w("GPU busy") + " " + (100 * s.gpu_busy).toFixed(1) + "%" : "") +
-          "<br>" + (s.ms / median).toFixed(2) + w("× the median step");
+        return w("step") + " " + s.number + ": " + fmtMs(s.ms) + (s.gpu_busy != null ? "<br>" + w("GPU busy") + " " + sig3(100 * s.gpu_busy) + "%" : "") +
+          "<br>" + sig3(s.ms / median) + w("× the median step");
       } },
       xAxis: { type: "category", data: data.steps.map(function (s) { return String(s.number); }) },
       yAxis: [{ type: "value", name: "ms", axisLabel: { formatter: function (v) { return v; } } },
@@ -247,7 +255,7 @@
             return { value: s.ms, itemStyle: { color: s.ms > 1.5 * median ? "#e08a00" : "#4c78a8" } };
           }),
           markLine: { silent: true, symbol: "none", data: [{ yAxis: median, name: "median" }],
-            label: { formatter: w("median") + " " + median.toFixed(3) + " ms", position: "insideEndTop" }, lineStyle: { color: "#2e7d32", type: "dashed" } } },
+            label: { formatter: w("median") + " " + fmtMs(median), position: "insideEndTop" }, lineStyle: { color: "#2e7d32", type: "dashed" } } },
         { type: "line", name: "GPU busy", yAxisIndex: 1, symbolSize: 5, lineStyle: { color: "#b279a2" }, itemStyle: { color: "#b279a2" },
           data: data.steps.map(function (s) { return s.gpu_busy == null ? null : +(100 * s.gpu_busy).toFixed(2); }) }
       ]
