@@ -68,6 +68,15 @@ def analysis_of():
 
 
 @pytest.fixture(autouse=True)
+def _no_terminal_size_from_outside(monkeypatch):
+    """Text off a terminal is one logical line per line unless COLUMNS is set (issue 37): a COLUMNS from the
+    caller's shell, or one an earlier test's library left in os.environ (CI's workers had COLUMNS=80), would
+    wrap what the tests read. A test that wants a width sets it itself."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _earlier_tests_threads_are_idle(monkeypatch):
     """pista does not fork while other Python threads run (one may hold a lock the child needs).
     Threads left by earlier tests (Dask's offload pool, Playwright's) are idle, so only threads a

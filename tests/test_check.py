@@ -15,6 +15,7 @@ import raw
 from conftest import fixture
 
 from pista.cli import main
+from pista.i18n._fmt import num, pct, short_figures, t
 from pista.findings import JSON_SCHEMA_VERSION
 
 
@@ -119,6 +120,7 @@ def test_a_one_time_cost_is_shown_as_once(capsys, analysis_of):
     (row,) = [f for f in json.loads(out)["findings"] if f["rule"] == "dead-window"]
     assert row["impact_once"] is True and row["impact_us"] == dead.impact.us and row["severity"] == "warning"
     code, out = _check(capsys, str(fixture(name)))
-    assert f"({dead.impact.us:.1f} µs once, {100 * dead.impact.share:.1f}% of the window)" in out
-    code, out = _check(capsys, str(fixture(name)), "--format", "markdown")
-    assert f"| {dead.impact.us:.1f} once |" in out
+    with short_figures():  # text for people: three significant digits (issue 37)
+        assert f"({t(dead.impact.us)} once, {pct(dead.impact.share)} of the window)" in out
+        code, out = _check(capsys, str(fixture(name)), "--format", "markdown")
+        assert f"| {num(dead.impact.us, 1)} once |" in out

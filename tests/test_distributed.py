@@ -211,8 +211,11 @@ def test_cli_text_shows_severity_and_impact(capsys):
     # each with what fixing it saves per step and its share of the step, then how that was estimated
     result = analyze_ranks(GLOO / "straggler_2", engine="inline")
     text = " ".join(lines)
-    for f in (result.cross.findings[0], result.rank(0).findings[0]):
-        assert f"{f.impact.us / 1000:.3f} ms, {100 * f.impact.share:.1f}%: {f.basis[:40]}" in text
+    from pista.i18n._fmt import pct, short_figures, t
+
+    with short_figures():  # figures for people: three significant digits (issue 37)
+        for f in (result.cross.findings[0], result.rank(0).findings[0]):
+            assert f"{t(f.impact.us)}, {pct(f.impact.share)}: {f.basis[:40]}" in text
 
 
 def test_cli_text(capsys):

@@ -149,8 +149,11 @@ def test_report_shows_findings_and_timeline(browser, tmp_path, analysis_of):
 def test_the_spanish_report_reads_in_spanish(browser, tmp_path, analysis_of):
     from pista.i18n import localize, words
 
+    from pista.i18n._fmt import short_figures
+
     analysis = analysis_of("seed_mm64_cold")
-    spanish = localize(analysis, "es")
+    with short_figures():  # the report's figures for people: three significant digits (issue 37)
+        spanish = localize(analysis, "es")
     out = write_report(tmp_path, fixture("seed_mm64_cold"), "report_es.html", "--lang", "es")
     page = Page(browser, out)
     headings = page.page.locator("h2").all_inner_texts()
@@ -165,9 +168,10 @@ def test_the_spanish_report_reads_in_spanish(browser, tmp_path, analysis_of):
     # each shown note is the Spanish one for what the rule wrote, not the English text
     notes = first.locator("table.evidence tr.ev td:last-child").all_inner_texts()
     english = [e.note for e in analysis.findings[0].evidence[: len(notes)]]
-    spanish_notes = [e.note for e in spanish.findings[0].evidence[: len(notes)]]
+    with short_figures():
+        spanish_notes = [e.note for e in spanish.findings[0].evidence[: len(notes)]]
     assert [n.split(" en ")[0] if " en " in n else n for n in notes] != english
-    assert all(n.startswith(s) for n, s in zip(notes, spanish_notes, strict=True))
+    assert all(n.startswith(s) for n, s in zip(notes, spanish_notes, strict=True)), (notes, spanish_notes)
     lanes = first.locator("table.evidence tr.ev td:nth-child(2)").all_inner_texts()
     assert any(lane.startswith("hilo ") for lane in lanes) and not any(lane.startswith("thread ") for lane in lanes)
     legend = page.page.evaluate("pistaCharts[2].getOption().legend[0].formatter('step wall time')")

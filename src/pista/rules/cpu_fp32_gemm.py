@@ -120,7 +120,8 @@ def check(ctx: Context) -> list[Finding]:
     impact = ctx.per_step(saved)
     if impact.share < MIN_STEP_SHARE:
         return []
-    flops = [gemm_flops(trace.event_name(int(i)), a.dims) for i, a in zip(idx.tolist(), args, strict=True)]
+    flops = [gemm_flops(trace.event_name(int(i)), a.dims if a is not None else None)
+             for i, a in zip(idx.tolist(), args, strict=True)]
     known_flops = [f for f in flops if f]
     if known_flops and sum(known_flops) / len(known_flops) < MIN_MFLOP_PER_CALL * 1e6:
         return []
