@@ -15,8 +15,8 @@ import raw
 from conftest import fixture
 
 from pista.cli import main
-from pista.i18n._fmt import num, pct, short_figures, t
 from pista.findings import JSON_SCHEMA_VERSION
+from pista.i18n._fmt import num, pct, short_figures, t
 
 
 def _check(capsys, *args: str) -> tuple[int, str]:

@@ -148,7 +148,6 @@ def test_report_shows_findings_and_timeline(browser, tmp_path, analysis_of):
 @pytest.mark.browser
 def test_the_spanish_report_reads_in_spanish(browser, tmp_path, analysis_of):
     from pista.i18n import localize, words
-
     from pista.i18n._fmt import short_figures
 
     analysis = analysis_of("seed_mm64_cold")
