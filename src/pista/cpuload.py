@@ -5,16 +5,12 @@ busy processes took 18.2 ms a call (tests/fixtures/cpu_busy_mm64); alone on the 
 
 from __future__ import annotations
 
-import re
-
 import msgspec
 import numpy as np
 
-from pista.efficiency import gemm_flops
-from pista.opargs import op_args
+from pista.efficiency import ARITHMETIC_GEMM_OPS, call_flops
 from pista.trace.facts import Facts, per_facts
 
-GEMM_OPS = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|addbmm|_addmm_activation)$")
 # A tenth of one AVX2 core's fp32 GEMM rate (~10 GFLOP/s at 64^3 on any x86 core since 2013; the fixtures'
 # CPU GEMMs run at 25-380 GFLOP/s, gpu/cpu_grouped's small grouped ones at 0.2-2.7): the slowest a core does.
 SLOW_CORE_FLOPS = 1e9
@@ -44,8 +40,7 @@ def busy_cpu(facts: Facts) -> BusyCpu | None:
     idx = np.flatnonzero(facts.is_host & (trace.ts >= lo) & (trace.ts < hi) & _gemm_names(facts)[trace.name])
     if idx.size < MIN_CALLS:
         return None
-    flops = np.array([gemm_flops(trace.event_name(i), a.dims if a is not None else None) or np.nan
-                      for i, a in zip(idx.tolist(), op_args(facts, idx.tolist()), strict=True)])
+    flops = call_flops(facts, idx)
     known = ~np.isnan(flops)
     if known.sum() < MIN_CALLS:
         return None
@@ -62,4 +57,4 @@ def busy_cpu(facts: Facts) -> BusyCpu | None:
 
 def _gemm_names(facts: Facts) -> np.ndarray:
     """Per interned name: whether it is a GEMM op (a table lookup per event after)."""
-    return np.array([bool(GEMM_OPS.match(n)) for n in facts.trace.names], dtype=bool)
+    return np.array([bool(ARITHMETIC_GEMM_OPS.match(n)) for n in facts.trace.names], dtype=bool)

@@ -355,6 +355,17 @@ def gemm_mnk(op: str, dims: Any) -> tuple[int, int, int, int] | None:
     return 1, a[0], b[1], a[1]
 
 
+# The aten ops that are one GEMM each (the CPU rules' and the busy-CPU notice's work).
+ARITHMETIC_GEMM_OPS = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|addbmm|_addmm_activation)$")
+
+
+def call_flops(facts: Facts, idx: np.ndarray) -> np.ndarray:
+    """Each GEMM call's FLOPs from its recorded Input Dims; NaN where they are unknown (no shapes)."""
+    trace = facts.trace
+    return np.array([gemm_flops(trace.event_name(int(i)), a.dims if a is not None else None) or np.nan
+                     for i, a in zip(idx.tolist(), op_args(facts, idx.tolist()), strict=True)], dtype=np.float64)
+
+
 def gemm_flops(op: str, dims: Any) -> float | None:
     """2*M*N*K times the batch for one call of a GEMM op, from its `Input Dims`."""
     mnk = gemm_mnk(op, dims)

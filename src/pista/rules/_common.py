@@ -9,6 +9,7 @@ import weakref
 
 import numpy as np
 
+from pista.efficiency import ARITHMETIC_GEMM_OPS
 from pista.findings import Evidence
 from pista.trace.facts import INDEX, Facts, indices, per_facts
 
@@ -207,7 +208,6 @@ DATA_REGION = re.compile(r"^enumerate\(DataLoader\)#|data|dataset|collate|prefet
 # autograd function of a compiled backward (series_mlp_compile, seed_mm64_compile).
 COMPILED_CODE = re.compile(r"^Torch-Compiled Region: |^## Call CompiledFxGraph|^CompiledFunction")
 # The GEMM ops that do the arithmetic (matmul and linear are wrappers around them): the CPU GEMM rules' calls.
-ARITHMETIC_GEMM_OPS = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|addbmm|_addmm_activation)$")
 CACHE_LOOKUP = "TorchDynamo Cache Lookup"
 
 _ancestor_cache: weakref.WeakKeyDictionary[Facts, dict[bytes, tuple[np.ndarray, np.ndarray]]] = (

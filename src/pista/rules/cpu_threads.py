@@ -33,9 +33,8 @@ from __future__ import annotations
 import numpy as np
 
 from pista.cpuload import busy_cpu
-from pista.efficiency import gemm_flops
+from pista.efficiency import call_flops
 from pista.findings import Context, Finding, Record
-from pista.opargs import op_args
 from pista.rules._common import evidence, gemm_calls, idle_cores, ops_by_time, us
 
 ID = "cpu-threads"
@@ -93,7 +92,5 @@ def _splittable(facts, idx: np.ndarray) -> np.ndarray:
     recorded shapes)."""
     if idx.size == 0:
         return idx
-    trace = facts.trace
-    flops = np.array([gemm_flops(trace.event_name(int(i)), a.dims if a is not None else None) or np.nan
-                      for i, a in zip(idx.tolist(), op_args(facts, idx), strict=True)], dtype=np.float64)
+    flops = call_flops(facts, idx)
     return idx[np.isnan(flops) | (flops >= MIN_THREADED_MFLOP * 1e6)]
