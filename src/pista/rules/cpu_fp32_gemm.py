@@ -97,17 +97,10 @@ def check(ctx: Context) -> list[Finding]:
     if facts.has_gpu or (known and host.get("bf16_gemm") is not True):
         return []
     host = host if known else {}
-    trace = facts.trace
-    idx = gemm_calls(facts)
-    args = op_args(facts, idx.tolist())
-    # record_shapes off: no call has its dtype (monisha_trace, 79% of the CPU time in aten::mm/addmm):
-    # the GEMMs are taken as fp32, torch's default, and the finding says the dtype was not recorded
-    unrecorded = bool(args) and all(a is None or a.types is None for a in args)
-    fp32 = np.array([unrecorded or (a is not None and _is_fp32(a.types)) for a in args], dtype=bool)
-    idx = idx[fp32]
-    args = [a for a, keep in zip(args, fp32.tolist(), strict=True) if keep]
-    if idx.size == 0:
+    calls = _fp32_calls(facts)
+    if calls is None:
         return []
+    idx, args, unrecorded = calls
     own_ns = facts.self_time[idx].astype(float)
     if unrecorded and own_ns.mean() < MIN_UNRECORDED_CALL_US * 1e3:
         return []
@@ -116,28 +109,53 @@ def check(ctx: Context) -> list[Finding]:
         return []
     idle = idle_cores(host)
     scale = idle[0] / idle[1] if idle else 1.0
-    saved = float(own_ns.sum()) * scale * (1.0 - 1.0 / CPU_BF16_SPEEDUP)
-    impact = ctx.per_step(saved)
+    impact = ctx.per_step(float(own_ns.sum()) * scale * (1.0 - 1.0 / CPU_BF16_SPEEDUP))
     if impact.share < MIN_STEP_SHARE:
         return []
-    flops = [gemm_flops(trace.event_name(int(i)), a.dims if a is not None else None)
+    flops = [gemm_flops(facts.trace.event_name(int(i)), a.dims if a is not None else None)
              for i, a in zip(idx.tolist(), args, strict=True)]
     known_flops = [f for f in flops if f]
     if known_flops and sum(known_flops) / len(known_flops) < MIN_MFLOP_PER_CALL * 1e6:
         return []
+    record = _record(ctx, host, idx, own_ns, flops, step_share, scale, impact.us, known, unrecorded)
+    return [Finding(ID, record, impact, _evidence(facts, idx, own_ns, flops),
+                    severity=None if known and not unrecorded else Severity.INFO)]
+
+
+def _record(ctx: Context, host: dict, idx: np.ndarray, own_ns: np.ndarray, flops: list, step_share: float,
+            scale: float, saved_us: float, known: bool, unrecorded: bool) -> CpuFp32Gemm:
     rated = [(f, d) for f, d in zip(flops, own_ns.tolist(), strict=True) if f and d > 0]
-    gflops = sum(f for f, _ in rated) / sum(d for _, d in rated) if rated else None
     steps = ctx.step_count
-    record = CpuFp32Gemm(
-        ops=ops_by_time(facts, idx, own_ns), calls=int(idx.size), gemm_us=us(own_ns.sum()) / steps,
-        step_share_percent=100.0 * min(1.0, step_share), gflops=gflops, cpu_capability=str(host.get("cpu_capability", "")),
-        amx=host.get("amx") is True, known_cpu=known, threads_scale=scale, speedup=CPU_BF16_SPEEDUP,
-        saved_us=impact.us, steps=steps, dtype_known=not unrecorded)
+    return CpuFp32Gemm(
+        ops=ops_by_time(ctx.facts, idx, own_ns), calls=int(idx.size), gemm_us=us(own_ns.sum()) / steps,
+        step_share_percent=100.0 * min(1.0, step_share),
+        gflops=sum(f for f, _ in rated) / sum(d for _, d in rated) if rated else None,
+        cpu_capability=str(host.get("cpu_capability", "")), amx=host.get("amx") is True,
+        known_cpu=known, threads_scale=scale, speedup=CPU_BF16_SPEEDUP, saved_us=saved_us, steps=steps,
+        dtype_known=not unrecorded)
+
+
+def _fp32_calls(facts) -> tuple[np.ndarray, list, bool] | None:
+    """The fp32 GEMM calls, their args, and whether record_shapes was off (then every GEMM is taken as
+    fp32); None without any."""
+    idx = gemm_calls(facts)
+    args = op_args(facts, idx.tolist())
+    # record_shapes off: no call has its dtype (monisha_trace, 79% of the CPU time in aten::mm/addmm):
+    # the GEMMs are taken as fp32, torch's default, and the finding says the dtype was not recorded
+    unrecorded = bool(args) and all(a is None or a.types is None for a in args)
+    fp32 = np.array([unrecorded or (a is not None and _is_fp32(a.types)) for a in args], dtype=bool)
+    if not fp32.any():
+        return None
+    return idx[fp32], [a for a, keep in zip(args, fp32.tolist(), strict=True) if keep], unrecorded
+
+
+def _evidence(facts, idx: np.ndarray, own_ns: np.ndarray, flops: list) -> list:
+    """The calls with the most CPU time, each with its shapes and achieved GFLOP/s."""
     ev = []
     for pos in np.argsort(-own_ns, kind="stable")[:EVIDENCE_EVENTS].tolist():
         f, d = flops[pos], own_ns[pos]
         ev.append(evidence(facts, int(idx[pos]), Fp32Call(op_dims(facts, int(idx[pos])), f / d if f and d > 0 else None)))
-    return [Finding(ID, record, impact, ev, severity=None if known and not unrecorded else Severity.INFO)]
+    return ev
 
 
 def _is_fp32(types: Any) -> bool:

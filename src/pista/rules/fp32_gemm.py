@@ -119,11 +119,52 @@ def check(ctx: Context) -> list[Finding]:
         major = _major_from_kernels(facts)
     if major is not None and major < TENSOR_CORE_MAJOR:
         return []  # Pascal and older: no tensor cores to move to
+    found = _simt_kernels(facts)
+    if found is None:
+        return []
+    idx, ops = found
+    device_ns = float(trace.dur[facts.is_device_work].sum())
+    gemm_ns = float(trace.dur[idx].sum())
+    share = gemm_ns / device_ns if device_ns else 0.0
+    if share < MIN_DEVICE_SHARE:
+        return []
     target, speedup = _target(card, major, device_name(trace) or "")
+    target_tflops = card.ceiling(target) if card else None
+    target_ns = _target_ns(facts, idx, card, target_tflops, speedup)
+    saved = float((trace.dur[idx] - target_ns).sum())
+    impact = ctx.per_step(saved)
+    if impact.share < MIN_STEP_SHARE:
+        return []
+    record = _record(ctx, idx, ops, card, target, speedup, gemm_ns, share, saved)
+    edit = Edit("GEMMs at the target dtype", device_dur=(idx.astype(np.int64), target_ns))
+    return [Finding(ID, record, impact, _evidence(facts, idx, ops), edit=edit)]
+
+
+def _record(ctx: Context, idx: np.ndarray, ops: np.ndarray, card, target: str, speedup: float, gemm_ns: float,
+            share: float, saved: float) -> Fp32Gemm:
+    facts = ctx.facts
+    trace = facts.trace
+    rated = [g for i in idx.tolist() if (g := gemms(facts).get(int(i))) is not None]
+    rated_ns = sum(int(trace.dur[g.kernel]) for g in rated)
+    longest = max(rated, key=lambda g: int(trace.dur[g.kernel])) if rated else None
+    return Fp32Gemm(
+        kernels=int(idx.size), ops=tuple(sorted({trace.event_name(int(o)) for o in ops.tolist() if o >= 0})),
+        gemm_us=us(gemm_ns), device_share_percent=100.0 * share,
+        tflops=sum(g.flops for g in rated) / rated_ns / 1e3 if rated and rated_ns else None,
+        shape=longest.mnk if longest else None, card=card.name if card else device_name(trace), target=target,
+        target_tflops=card.ceiling(target) if card else None,
+        target_measured=bool(card and card.ceiling_measured(target)),
+        saved_us=us(saved), steps=ctx.step_count, assumed_speedup=None if card else speedup,
+        geforce=bool(GEFORCE.search(device_name(trace) or "")))
+
+
+def _simt_kernels(facts: Facts) -> tuple[np.ndarray, np.ndarray] | None:
+    """The fp32 SIMT GEMM kernels whose op takes float inputs (or does not say), each with the GEMM op that
+    launched it (-1: none found); None without any."""
     k = kernels(facts)
     simt = k & pattern_mask(facts, SIMT_FP32_GEMM) & ~pattern_mask(facts, TENSOR_CORE)
     if not simt.any():
-        return []
+        return None
     idx = np.flatnonzero(simt)
     # the GEMM op that launched each kernel (its External-id owner or the nearest GEMM op above it)
     gemm_op = nearest_ancestor(facts, facts.is_host & pattern_mask(facts, GEMM_OPS))
@@ -131,32 +172,15 @@ def check(ctx: Context) -> list[Finding]:
     # without record_shapes an op has no `Input type`: the SIMT fp32 kernel's name is enough
     # (gpu/compile_float_arg: inductor's extern mm/addmm, 74% of the GPU time, no shapes recorded)
     keep = np.array([op < 0 or _float_or_unknown(facts, int(op)) for op in ops.tolist()], dtype=bool)
-    idx, ops = idx[keep], ops[keep]
-    if idx.size == 0:
-        return []
-    device_ns = float(trace.dur[facts.is_device_work].sum())
-    gemm_ns = float(trace.dur[idx].sum())
-    share = gemm_ns / device_ns if device_ns else 0.0
-    if share < MIN_DEVICE_SHARE:
-        return []
+    if not keep.any():
+        return None
+    return idx[keep], ops[keep]
+
+
+def _evidence(facts: Facts, idx: np.ndarray, ops: np.ndarray) -> list:
+    """The longest kernels, each with its achieved TFLOP/s, and the op that launched it with its shapes."""
+    trace = facts.trace
     table = gemms(facts)
-    target_tflops = card.ceiling(target) if card else None
-    target_ns = _target_ns(facts, idx, card, target_tflops, speedup)
-    saved = float((trace.dur[idx] - target_ns).sum())
-    impact = ctx.per_step(saved)
-    if impact.share < MIN_STEP_SHARE:
-        return []
-    rated = [table[int(i)] for i in idx.tolist() if int(i) in table]
-    rated_ns = sum(int(trace.dur[g.kernel]) for g in rated)
-    tflops = sum(g.flops for g in rated) / rated_ns / 1e3 if rated and rated_ns else None
-    longest = max(rated, key=lambda g: int(trace.dur[g.kernel])) if rated else None
-    record = Fp32Gemm(
-        kernels=int(idx.size), ops=tuple(sorted({trace.event_name(int(o)) for o in ops.tolist() if o >= 0})),
-        gemm_us=us(gemm_ns), device_share_percent=100.0 * share, tflops=tflops,
-        shape=longest.mnk if longest else None, card=card.name if card else device_name(trace), target=target,
-        target_tflops=target_tflops, target_measured=bool(card and card.ceiling_measured(target)),
-        saved_us=us(saved), steps=ctx.step_count, assumed_speedup=None if card else speedup,
-        geforce=bool(GEFORCE.search(device_name(trace) or "")))
     ev = []
     for pos in np.argsort(-trace.dur[idx], kind="stable")[:EVIDENCE_EVENTS].tolist():
         i, op = int(idx[pos]), int(ops[pos])
@@ -164,8 +188,7 @@ def check(ctx: Context) -> list[Finding]:
         ev.append(evidence(facts, i, SimtKernel(g.tflops(int(trace.dur[i])) if g else None)))
         if op >= 0 and all(e.ts_us != trace.ts[op] / 1000.0 for e in ev):
             ev.append(evidence(facts, op, FloatOp(op_dims(facts, op))))
-    edit = Edit("GEMMs at the target dtype", device_dur=(idx.astype(np.int64), target_ns))
-    return [Finding(ID, record, impact, ev, edit=edit)]
+    return ev
 
 
 def _major_from_kernels(facts: Facts) -> int | None:

@@ -111,9 +111,66 @@ def check(ctx: Context) -> list[Finding]:
 def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     facts = ctx.facts
     trace = facts.trace
+    chosen = _new_shape_calls(facts, taken)
+    if chosen is None:
+        return [], one_time.EMPTY
+    ops, first_launch, dims, picked, once = chosen
+    starts = [int(trace.ts[ops[k]]) for k, _ in picked]
+    stops = [int(trace.ts[first_launch[int(ops[k])]]) for k, _ in picked]
+    claim = one_time.spans(starts, stops)
+    idle = max(0.0, one_time.idle_ns(facts, one_time.minus(claim, taken)) - sum(t or 0.0 for _, t in picked))
+    in_steps = tuple(sorted({s for lo in starts if (s := step_at(facts, lo)) is not None}))
+    # new shapes in one step of several are a one-time cost (a first pass over the shapes), not a recurring one;
+    # so are they, without steps, where every new shape runs again after the last of them (a cold forward)
+    once |= len(facts.steps) > 1 and len(in_steps) < 2
+    impact = ctx.once(idle) if once else ctx.per_step(idle)
+    if impact.share < MIN_STEP_SHARE:
+        return [], one_time.EMPTY
+    rows = _rows(facts, ops, dims, first_launch, picked, starts, stops)
+    typicals = [t for _, t in picked if t is not None]
+    record = GemmHeuristics(
+        calls=len(picked), shapes=len({dims[k] for k, _ in picked}), steps=len(facts.steps),
+        in_steps=in_steps,
+        wait_us=us(sum(b - a for a, b in zip(starts, stops, strict=True))),
+        typical_us=float(np.median(typicals)) / 1000.0 if typicals else None, idle_us=us(idle),
+        queries=_count_inside(one_time.query_mask(facts), trace.ts, starts, stops),
+        loads=_count_inside(one_time.loading_mask(facts), trace.ts, starts,
+                            [int(trace.ts[ops[k]] + trace.dur[ops[k]]) for k, _ in picked]),
+        new=tuple(rows), once=once,
+    )
+    return [Finding(ID, record, impact, _evidence(facts, ops, first_launch, picked, rows))], claim
+
+
+def _new_shape_calls(facts, taken: Intervals):
+    """The GEMM calls this rule is about: (ops, first launch of each, Input Dims of each, the picked
+    calls with their op's typical wait, whether they are a first pass), or None where there are fewer
+    than MIN_NEW_SHAPES new shapes, or (without steps) only different layers' first calls."""
+    trace = facts.trace
+    calls = _first_launches(facts)
+    if calls is None:
+        return None
+    ops, first_launch, waits = calls
+    slow = waits >= GEMM_HEURISTICS_MIN_US * 1000
+    slow &= ~one_time.covered(taken, trace.ts[ops])
+    if int(slow.sum()) < MIN_NEW_SHAPES:
+        return None
+    dims = [bytes(d.input_dims) if d is not None else b"" for d in trace.decode_args(ops.tolist(), _Dims)]
+    picked = _picked(trace, ops, dims, waits, slow)
+    if len({dims[k] for k, _ in picked}) < MIN_NEW_SHAPES:
+        return None
+    once = not facts.steps and _repeated_after(trace, ops, dims, [k for k, _ in picked])
+    if not facts.steps and not once and not _a_size_varies([dims[k] for k, _ in picked]):
+        return None  # different layers' first calls, nothing varying: lazy-loading's first calls
+    return ops, first_launch, dims, picked, once
+
+
+def _first_launches(facts) -> tuple[np.ndarray, dict[int, int], np.ndarray] | None:
+    """The GEMM ops that launch a kernel, in time order, each with its first launch and the ns from its
+    start to that launch; None without any."""
+    trace = facts.trace
     gemm_ids = [i for i, name in enumerate(trace.names) if name in one_time.GEMM_OPS]
     if not gemm_ids:
-        return [], one_time.EMPTY
+        return None
     gemm = facts.is_host & trace.category_mask({"cpu_op"}) & np.isin(trace.name, gemm_ids)
     # the innermost GEMM op above each launch: aten::mm under aten::matmul
     launches = np.flatnonzero(kernel_launches(facts))
@@ -121,19 +178,20 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     keep = owner >= 0
     launches, owner = launches[keep], owner[keep]
     if launches.size == 0:
-        return [], one_time.EMPTY
+        return None
+    order = np.argsort(trace.ts[launches], kind="stable")
     first_launch: dict[int, int] = {}
-    for launch, op in zip(launches[np.argsort(trace.ts[launches], kind="stable")].tolist(),
-                          owner[np.argsort(trace.ts[launches], kind="stable")].tolist(), strict=True):
+    for launch, op in zip(launches[order].tolist(), owner[order].tolist(), strict=True):
         first_launch.setdefault(op, launch)
     ops = np.array(sorted(first_launch, key=lambda o: int(trace.ts[o])), dtype=np.int64)
     waits = np.array([int(trace.ts[first_launch[o]] - trace.ts[o]) for o in ops.tolist()], dtype=np.int64)
-    slow = waits >= GEMM_HEURISTICS_MIN_US * 1000
-    slow &= ~one_time.covered(taken, trace.ts[ops])
-    if int(slow.sum()) < MIN_NEW_SHAPES:
-        return [], one_time.EMPTY
+    return ops, first_launch, waits
 
-    dims = [bytes(d.input_dims) if d is not None else b"" for d in trace.decode_args(ops.tolist(), _Dims)]
+
+def _picked(trace, ops: np.ndarray, dims: list[bytes], waits: np.ndarray,
+            slow: np.ndarray) -> list[tuple[int, float | None]]:
+    """The slow calls on a shape their op has not run before, each with what the op takes on shapes it
+    has seen (None where it has seen none), kept where it is GEMM_HEURISTICS_RATIO times that."""
     seen: set[tuple[int, bytes]] = set()
     new = np.zeros(ops.size, dtype=bool)
     for k, op in enumerate(ops.tolist()):
@@ -147,46 +205,30 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         typical = float(np.median(waits[same])) if same.any() else None
         if typical is None or waits[k] >= GEMM_HEURISTICS_RATIO * max(typical, 1.0):
             picked.append((k, typical))
-    if len({dims[k] for k, _ in picked}) < MIN_NEW_SHAPES:
-        return [], one_time.EMPTY
-    once = not facts.steps and _repeated_after(trace, ops, dims, [k for k, _ in picked])
-    if not facts.steps and not once and not _a_size_varies([dims[k] for k, _ in picked]):
-        return [], one_time.EMPTY  # different layers' first calls, nothing varying: lazy-loading's first calls
+    return picked
 
-    starts = [int(trace.ts[ops[k]]) for k, _ in picked]
-    stops = [int(trace.ts[first_launch[int(ops[k])]]) for k, _ in picked]
-    claim = one_time.spans(starts, stops)
-    typicals = [t for _, t in picked if t is not None]
-    typical_all = float(np.median(typicals)) if typicals else None
-    idle = max(0.0, one_time.idle_ns(facts, one_time.minus(claim, taken)) - sum(t or 0.0 for _, t in picked))
-    in_steps = tuple(sorted({s for lo in starts if (s := step_at(facts, lo)) is not None}))
-    # new shapes in one step of several are a one-time cost (a first pass over the shapes), not a recurring one;
-    # so are they, without steps, where every new shape runs again after the last of them (a cold forward)
-    once |= len(facts.steps) > 1 and len(in_steps) < 2
-    impact = ctx.once(idle) if once else ctx.per_step(idle)
-    if impact.share < MIN_STEP_SHARE:
-        return [], one_time.EMPTY
 
+def _count_inside(mask: np.ndarray, ts: np.ndarray, starts: list[int], stops: list[int]) -> int:
+    """Events of `mask` that start inside any of the spans."""
+    return sum(int((mask & (ts >= lo) & (ts < hi)).sum()) for lo, hi in zip(starts, stops, strict=True))
+
+
+def _rows(facts, ops, dims, first_launch, picked, starts, stops) -> list[NewShape]:
+    trace = facts.trace
     work_of = launched_by(facts)
-    queries = one_time.query_mask(facts)
-    loads = one_time.loading_mask(facts)
-    n_queries = n_loads = 0
     rows = []
     for (k, _), lo, hi in zip(picked, starts, stops, strict=True):
         op = int(ops[k])
-        n_queries += int((queries & (trace.ts >= lo) & (trace.ts < hi)).sum())
-        end = int(trace.ts[op] + trace.dur[op])
-        n_loads += int((loads & (trace.ts >= lo) & (trace.ts < end)).sum())
         work = int(work_of[first_launch[op]])
         rows.append(NewShape(trace.event_name(op), _compact(dims[k]),
                              trace.event_name(work) if work >= 0 else "", us(hi - lo), step_at(facts, lo)))
-    record = GemmHeuristics(
-        calls=len(picked), shapes=len({dims[k] for k, _ in picked}), steps=len(facts.steps),
-        in_steps=in_steps,
-        wait_us=us(sum(b - a for a, b in zip(starts, stops, strict=True))),
-        typical_us=None if typical_all is None else typical_all / 1000.0, idle_us=us(idle),
-        queries=n_queries, loads=n_loads, new=tuple(rows), once=once,
-    )
+    return rows
+
+
+def _evidence(facts, ops, first_launch, picked, rows) -> list:
+    """The slowest calls, in time order, each with the kernel it launched."""
+    trace = facts.trace
+    work_of = launched_by(facts)
     ev = []
     slowest = sorted(((k, r) for (k, _), r in zip(picked, rows, strict=True)), key=lambda kr: -kr[1].wait_us)
     for k, row in sorted(slowest[:EVIDENCE_CALLS], key=lambda kr: int(trace.ts[ops[kr[0]]])):
@@ -195,7 +237,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         work = int(work_of[first_launch[op]])
         if work >= 0:
             ev.append(evidence(facts, work, KernelNote(us(trace.dur[work]))))
-    return [Finding(ID, record, impact, ev)], claim
+    return ev
 
 
 def _repeated_after(trace, ops: np.ndarray, dims: list[bytes], picked: list[int]) -> bool:
