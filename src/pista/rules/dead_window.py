@@ -47,7 +47,7 @@ import numpy as np
 from pista.findings import Context, Evidence, Finding, Record, top_indices
 from pista.rules import _one_time as one_time
 from pista.rules._common import enclosing_op, evidence, kernel_launches, mark_ancestors, step_at, us
-from pista.trace.facts import STEP_NAME, Intervals
+from pista.trace.facts import STEP_NAME, Facts, Intervals
 
 ID = "dead-window"
 
@@ -158,14 +158,32 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     tgt = np.flatnonzero(targets)
     if tgt.size == 0:
         return [], one_time.EMPTY
+    gaps, ends = _first_targets(trace, regions, tgt)
+    candidates = _candidates(facts, taken, regions, gaps, ends)
+    # nested regions waiting for the same launch: keep the innermost (latest start)
+    best: dict[int, tuple[int, int, int, float | None]] = {}
+    for cand in candidates:
+        held = best.get(cand[1])
+        if held is None or trace.ts[cand[0]] > trace.ts[held[0]]:
+            best[cand[1]] = cand
+    out, claimed = [], one_time.EMPTY
+    for cand in sorted(best.values(), key=lambda c: -c[2]):
+        finding, spans = _finding(ctx, *cand, target_kind=target_kind, taken=one_time.union(taken, claimed))
+        if finding is not None and len(out) < DEAD_WINDOW_MAX_FINDINGS:
+            out.append(finding)
+            claimed = one_time.union(claimed, spans)
+    return out, claimed
+
+
+def _first_targets(trace, regions: np.ndarray, tgt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per region: the ns from its start to the first target (launch or aten op) on its own thread at or
+    after its start, and that target, where it falls inside the region (-1 where none does)."""
     # lanes of the targets and regions only, not one int64 per event of the trace
     tgt_key = trace.lane_keys(tgt)
     order = np.lexsort((trace.ts[tgt], tgt_key))
     tgt, tgt_key = tgt[order], tgt_key[order]
     tgt_ts = trace.ts[tgt]
     region_key = trace.lane_keys(regions)
-
-    # first target on the region's own thread at or after its start, if inside the region
     gaps = np.full(regions.size, -1, dtype=np.int64)
     ends = np.full(regions.size, -1, dtype=np.int64)
     for key in np.unique(region_key).tolist():
@@ -180,7 +198,14 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         ok &= trace.ts[np.maximum(first, 0)] < trace.ts[r] + trace.dur[r]
         gaps[sel[ok]] = trace.ts[first[ok]] - trace.ts[r[ok]]
         ends[sel[ok]] = first[ok]
+    return gaps, ends
 
+
+def _candidates(facts: Facts, taken: Intervals, regions: np.ndarray, gaps: np.ndarray,
+                ends: np.ndarray) -> list[tuple[int, int, int, float | None]]:
+    """(region, its first target, the gap, the same region's typical gap) for each region whose wait, less
+    the profiler's own calls in it, is DEAD_WINDOW_MIN_US and DEAD_WINDOW_RATIO times its typical one."""
+    trace = facts.trace
     has = gaps >= 0
     # ProfilerStep#2, #3... are one region for the comparison
     step_ids = [i for i, name in enumerate(trace.names) if STEP_NAME.match(name)]
@@ -199,19 +224,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         if int(gaps[k]) - own > MAX_PROFILER_SHARE * int(gaps[k]):
             continue
         candidates.append((int(regions[k]), int(ends[k]), int(gaps[k]), typical))
-    # nested regions waiting for the same launch: keep the innermost (latest start)
-    best: dict[int, tuple[int, int, int, float | None]] = {}
-    for cand in candidates:
-        held = best.get(cand[1])
-        if held is None or trace.ts[cand[0]] > trace.ts[held[0]]:
-            best[cand[1]] = cand
-    out, claimed = [], one_time.EMPTY
-    for cand in sorted(best.values(), key=lambda c: -c[2]):
-        finding, spans = _finding(ctx, *cand, target_kind=target_kind, taken=one_time.union(taken, claimed))
-        if finding is not None and len(out) < DEAD_WINDOW_MAX_FINDINGS:
-            out.append(finding)
-            claimed = one_time.union(claimed, spans)
-    return out, claimed
+    return candidates
 
 
 def _first_calls(ctx: Context, region: int, after: int) -> list[int]:

@@ -108,11 +108,7 @@ def check(ctx: Context) -> list[Finding]:
     if not odd:
         return []
     reference = _reference_rates(calls, dur)
-    card = card_of(trace)
-    for dtype in {g.dtype or "" for g in odd} - set(reference):  # every GEMM misaligned: the card's ceiling
-        ceiling = card.ceiling(dtype) if card else None
-        if ceiling:
-            reference[dtype] = REFERENCE_CEILING_SHARE * ceiling
+    _add_ceilings(reference, odd, card_of(trace))
     slow = [g for g in odd if g.dtype in reference and g.tflops(dur[g.kernel]) < SLOW_SHARE * reference[g.dtype]]
     if not slow:
         return []
@@ -125,9 +121,17 @@ def check(ctx: Context) -> list[Finding]:
     slowest = sorted(slow, key=lambda g: -dur[g.kernel])[:EVIDENCE_CALLS]
     ev = [evidence(facts, g.kernel, CallNote(g.tflops(dur[g.kernel]), reference[g.dtype]))
           for g in sorted(slowest, key=lambda g: int(trace.ts[g.kernel]))]
-    padded = [g.kernel for g in slow]
-    return [Finding(ID, record, impact, ev, edit=Edit("padded GEMMs", device_dur=(
-        np.asarray(padded, np.int64), np.array([min(dur[g.kernel], g.flops / reference[g.dtype] / 1e3) for g in slow]))))]
+    padded = np.asarray([g.kernel for g in slow], np.int64)
+    at_reference = np.array([min(dur[g.kernel], g.flops / reference[g.dtype] / 1e3) for g in slow])
+    return [Finding(ID, record, impact, ev, edit=Edit("padded GEMMs", device_dur=(padded, at_reference)))]
+
+
+def _add_ceilings(reference: dict[str, float], odd: list[Gemm], card) -> None:
+    """Where every GEMM of a dtype is misaligned, its reference is a share of the card's ceiling."""
+    for dtype in {g.dtype or "" for g in odd} - set(reference):
+        ceiling = card.ceiling(dtype) if card else None
+        if ceiling:
+            reference[dtype] = REFERENCE_CEILING_SHARE * ceiling
 
 
 def _record(facts, slow: list[Gemm], dur: dict[int, float], reference: dict[str, float], steps: int,

@@ -120,23 +120,7 @@ def check(ctx: Context) -> list[Finding]:
 def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     facts = ctx.facts
     trace = facts.trace
-    lo, hi = facts.window
-    loads = np.flatnonzero(one_time.loading_mask(facts) & (trace.ts >= lo) & (trace.ts < hi))
-    loads = loads[~one_time.covered(taken, trace.ts[loads])]
-    holders: dict[int, list[int]] = defaultdict(list)
-    for i in loads.tolist():
-        op = one_time.outermost_op(facts, i)
-        if op < 0:
-            op = int(facts.parent[i]) if facts.parent[i] >= 0 else i
-        holders[op].append(i)
-    # first calls that start CUDA up with no load event recorded (older CUPTI, ROCm): their set-up calls
-    setups = one_time.startup_calls(facts, taken)
-    for op in setups:
-        a, b = int(trace.ts[op]), int(trace.ts[op] + trace.dur[op])
-        # one mostly inside another finding's span is told there (kineto's resnet50 sample: the first conv2d's
-        # cudnn_convolution is cudnn-setup's first pass)
-        if one_time.minus(one_time.spans([a], [b]), taken).total * 2 >= b - a:
-            holders.setdefault(op, [])
+    loads, holders, setups = _holders(facts, taken)
     if not holders:
         return [], one_time.EMPTY
     calls = sorted(holders, key=lambda op: int(trace.ts[op]))
@@ -155,6 +139,38 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         in_steps=tuple(sorted({r.step for _, r in rows if r.step is not None})), calls=tuple(r for _, r in rows),
         startup=sum(1 for _, r in rows if r.loads == 0),
     )
+    return [Finding(ID, record, impact, _evidence(facts, rows, holders, setups, loads))], claim
+
+
+def _holders(facts: Facts, taken: Intervals) -> tuple[np.ndarray, dict[int, list[int]], dict[int, list[int]]]:
+    """The kernel loads in the window (outside other findings' spans), the first calls holding them (each
+    with its loads; a first call that starts CUDA up with no load recorded holds none), and those
+    start-up calls' set-up runtime calls."""
+    trace = facts.trace
+    lo, hi = facts.window
+    loads = np.flatnonzero(one_time.loading_mask(facts) & (trace.ts >= lo) & (trace.ts < hi))
+    loads = loads[~one_time.covered(taken, trace.ts[loads])]
+    holders: dict[int, list[int]] = defaultdict(list)
+    for i in loads.tolist():
+        op = one_time.outermost_op(facts, i)
+        if op < 0:
+            op = int(facts.parent[i]) if facts.parent[i] >= 0 else i
+        holders[op].append(i)
+    # first calls that start CUDA up with no load event recorded (older CUPTI, ROCm): their set-up calls
+    setups = one_time.startup_calls(facts, taken)
+    for op in setups:
+        a, b = int(trace.ts[op]), int(trace.ts[op] + trace.dur[op])
+        # one mostly inside another finding's span is told there (kineto's resnet50 sample: the first conv2d's
+        # cudnn_convolution is cudnn-setup's first pass)
+        if one_time.minus(one_time.spans([a], [b]), taken).total * 2 >= b - a:
+            holders.setdefault(op, [])
+    return loads, holders, setups
+
+
+def _evidence(facts: Facts, rows: list, holders: dict[int, list[int]], setups: dict[int, list[int]],
+              loads: np.ndarray) -> list:
+    """The longest first calls, in time order: each with its loads, or its longest set-up call."""
+    trace = facts.trace
     ev = []
     for op, row in sorted(rows[:EVIDENCE_CALLS], key=lambda r: int(trace.ts[r[0]])):
         if not holders[op]:
@@ -164,7 +180,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         if op not in loads:
             ev.append(evidence(facts, op, CallNote(row.loads, row.load_us)))
         ev += [evidence(facts, int(i), LoadNote(row.via)) for i in holders[op]]
-    return [Finding(ID, record, impact, ev)], claim
+    return ev
 
 
 def _first_call(facts: Facts, op: int, loads: list[int], setups: list[int], typical: float | None) -> FirstCall:

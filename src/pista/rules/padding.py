@@ -150,14 +150,10 @@ def _pads(facts: Facts) -> dict[int, tuple[int, int, int, int]]:
 def _sequence_pad(dims, types, concrete) -> tuple[int, int, int] | None:
     """(batch, longest, padded) where a pad widens a [B, l] token/mask tensor or a [B, l, d] one on axis 1;
     (0, l, padded) for one sample's [l] tokens."""
-    if not (isinstance(dims, list) and dims and isinstance(dims[0], list) and isinstance(concrete, list)
-            and len(concrete) > 1 and isinstance(types, list) and types):
+    read = _pad_call(dims, types, concrete)
+    if read is None:
         return None
-    shape, pad = dims[0], _ints(concrete[1])
-    if pad is None or len(shape) not in (1, 2, 3) or not all(isinstance(d, int) for d in shape):
-        return None
-    if len(shape) < 3 and types[0] not in TOKEN_TYPES:
-        return None
+    shape, pad = read
     pad = pad + [0] * (2 * len(shape) - len(pad))
     widened = [pad[2 * k] + pad[2 * k + 1] for k in range(len(shape))]  # last axis first
     axis = max(len(shape) - 2, 0)  # the sequence axis (1 of a batch, 0 of a sample), this far from the last
@@ -168,6 +164,20 @@ def _sequence_pad(dims, types, concrete) -> tuple[int, int, int] | None:
     if padded < MIN_LENGTH or (batch and longest > (1.0 - MIN_PADDED_SHARE) * padded):
         return None
     return batch, longest, padded
+
+
+def _pad_call(dims, types, concrete) -> tuple[list[int], list[int]] | None:
+    """A pad's input shape and its pad widths, where the input is a [l], [B, l] token or mask tensor or any
+    [B, l, d] one; None otherwise."""
+    if not (isinstance(dims, list) and dims and isinstance(dims[0], list) and isinstance(concrete, list)
+            and len(concrete) > 1 and isinstance(types, list) and types):
+        return None
+    shape, pad = dims[0], _ints(concrete[1])
+    if pad is None or len(shape) not in (1, 2, 3) or not all(isinstance(d, int) for d in shape):
+        return None
+    if len(shape) < 3 and types[0] not in TOKEN_TYPES:
+        return None
+    return shape, pad
 
 
 def _ints(text) -> list[int] | None:
