@@ -5,7 +5,10 @@ ops repeat as one block many times in a row. Two kinds are told apart by what th
   `aten::narrow`, from `x[i]` or `x[i:i+1]`), or one `aten::unbind` comes right before the first pass
   (`for row in x`): a loss, a metric or an augmentation computed sample by sample;
 - **per model**: the passes' results are gathered by `aten::stack`/`aten::cat` (`torch.stack([m(x) for m
-  in models])`): an ensemble, or heads, run one after the other.
+  in models])`), or summed (`sum(m(x) for m in models)`, a loss summed over the members): an ensemble,
+  or heads, run one after the other. Where the trace has shapes, 3 passes are enough when every pass
+  starts from the same input shape and, summed, each ends adding a result of another shape than that
+  input (an ensemble of 5 is common; a model's residual blocks add what has their input's shape).
 A model's own layers also repeat, but neither start with an index nor end in a stack: they are the
 model's structure, not a loop to remove (healthy_gpt_bf16's blocks stay quiet).
 
@@ -19,7 +22,9 @@ savings/h100/loop_per_sample_loss: a weighted loss summed sample by sample over 
 loss + w[i] * F.cross_entropy(logits[i:i+1], y[i:i+1])`): 32 passes of select, slice, slice,
 cross_entropy, mul, add a step; the batched `cross_entropy(reduction="none")` twin is 84% faster
 unprofiled. savings/h100/loop_ensemble: 16 MLPs run one by one and stacked; `torch.func.
-stack_module_state` + `torch.vmap` is 74% faster.
+stack_module_state` + `torch.vmap` is 74% faster. loop_ensemble_cnn: 5 CNNs averaged with `sum(m(x) for m
+in models) / n`; loop_ensemble_train: the loss of 4 MLPs summed member by member, against one module
+holding them as stacked weights.
 
 Impact:
 The step replayed with one pass kept and batched: the other passes' host time goes (their ops, the
@@ -41,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pista.findings import Context, Finding, Record
+from pista.opargs import op_args
 from pista.rules._common import (
     DATA_REGION,
     OPTIMIZER_STEP,
@@ -58,14 +64,26 @@ ID = "python-loop"
 # At least this many passes in a row: savings/h100/loop_per_sample_loss has 32 (a batch), loop_ensemble 16
 # (models); a 4-layer GPT's blocks repeat 4 times and are not a loop (they start with no index anyway).
 MIN_PASSES = 8
-# Blocks of up to this many top-level ops are looked for (loop_per_sample_loss: 6, loop_ensemble: 5).
-MAX_BLOCK = 48
+# Per model, with shapes recorded, every pass starting from one input and the results gathered or summed:
+# this many passes are enough (loop_ensemble_cnn: 5 members; deep ensembles of 3-10 are common).
+MIN_MODEL_PASSES = 3
+# Blocks of up to this many top-level ops are looked for (loop_per_sample_loss: 6, loop_ensemble: 5,
+# loop_ensemble_cnn: 12; a ResNet-18 member is ~60).
+MAX_BLOCK = 160
 # A pass starts with one of these (x[i], x[i:i+1], narrow, or iterating over a tensor): a loop per sample.
 INDEXING = frozenset({"aten::select", "aten::slice", "aten::narrow"})
 # Iterating over a tensor (`for row in x`, `zip(x, y)`) unbinds it once, right before the first pass.
 ITERATING = frozenset({"aten::unbind"})
 # The passes' results gathered by one of these right after the loop: a loop per model.
 GATHER = frozenset({"aten::stack", "aten::cat"})
+# ...or each pass ends adding its result to a running sum (Python's sum(), `loss = loss + ...`).
+SUM = frozenset({"aten::add", "aten::add_"})
+# A member model computes: a pass of fewer than MIN_PASSES counts only where it runs one of these (a
+# hand-written optimizer's per-layer mul_/add_ in savings/h100/optim_manual_sgd, GPT-2's q/k/v view and
+# transpose before a cat in gpu/kv_flash, are not models).
+MODEL_OPS = frozenset({"aten::linear", "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution",
+                       "aten::matmul", "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::einsum",
+                       "aten::lstm", "aten::gru", "aten::scaled_dot_product_attention"})
 # A pass of a loop per model runs at least this many ops (resnet_loader's collate: one aten::lift_fresh per
 # sample, then aten::stack, is a loader's work, not a model's).
 MIN_MODEL_OPS = 2
@@ -143,7 +161,7 @@ def _loops(facts: Facts, outer: np.ndarray, lane: np.ndarray):
             continue
         names = facts.trace.name[outer[lo:hi]].astype(np.int64)
         names[owned[lo:hi]] = -1 - np.arange(lo, hi)[owned[lo:hi]]  # never equal: no loop runs through them
-        for loop in _find(facts, names):
+        for loop in _find(facts, names, outer[lo:hi]):
             yield (lo, hi), loop
 
 
@@ -155,36 +173,66 @@ def _owned_elsewhere(facts: Facts, outer: np.ndarray) -> np.ndarray:
     return nearest_in(facts, regions, outer, inclusive=False) >= 0
 
 
-def _find(facts: Facts, names: np.ndarray) -> list[_Loop]:
+def _find(facts: Facts, names: np.ndarray, ops: np.ndarray) -> list[_Loop]:
     """The loops in one sequence of op names: for each block length, runs where every name equals the one a
     block later; the longest run wins where they overlap, shorter blocks first."""
     found: list[_Loop] = []
     taken = np.zeros(names.size, dtype=bool)
-    for period in range(1, min(MAX_BLOCK, names.size // MIN_PASSES) + 1):
+    for period in range(1, min(MAX_BLOCK, names.size // MIN_MODEL_PASSES) + 1):
         same = np.concatenate((names[period:] == names[:-period], [False]))
         edges = np.flatnonzero(np.diff(np.concatenate(([0], same.astype(np.int8), [0]))))
         for start, end in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
             passes = (end - start) // period + 1
-            if passes < MIN_PASSES or taken[start:start + period * passes].any():
+            if passes < MIN_MODEL_PASSES or taken[start:start + period * passes].any():
                 continue
-            kind = _kind(facts, names, start, period, passes)
+            kind = _kind(facts, names, ops, start, period, passes)
             if kind:
                 found.append(_Loop(kind=kind, start=start, period=period, passes=passes))
                 taken[start:start + period * passes] = True
     return found
 
 
-def _kind(facts: Facts, names: np.ndarray, start: int, period: int, passes: int) -> str:
-    """'sample' where a pass starts by indexing, 'model' where the passes' results are stacked, else ''
-    (a model's layers)."""
+def _kind(facts: Facts, names: np.ndarray, ops: np.ndarray, start: int, period: int, passes: int) -> str:
+    """'sample' where a pass starts by indexing, 'model' where the passes' results are stacked (or, with
+    shapes, summed), else '' (a model's layers)."""
     trace = facts.trace
-    if trace.names[int(names[start])] in INDEXING or (start and names[start - 1] >= 0 and trace.names[int(names[start - 1])] in ITERATING):
-        return "sample"
+    indexed = trace.names[int(names[start])] in INDEXING or (
+        start and names[start - 1] >= 0 and trace.names[int(names[start - 1])] in ITERATING)
+    if indexed:
+        return "sample" if passes >= MIN_PASSES else ""
+    if period < MIN_MODEL_OPS:
+        return ""  # a model is more than one op (a collate's torch.tensor per sample, then stacked, is a loader's)
     after = start + period * passes
-    # a model is more than one op (a collate's torch.tensor per sample, then stacked, is a loader's)
-    if period >= MIN_MODEL_OPS and after < names.size and names[after] >= 0 and trace.names[int(names[after])] in GATHER:
+    gathered = after < names.size and names[after] >= 0 and trace.names[int(names[after])] in GATHER
+    if gathered and passes >= MIN_PASSES:
         return "model"
-    return ""
+    if passes < MIN_MODEL_PASSES:
+        return ""
+    if not any(trace.names[int(n)] in MODEL_OPS for n in names[start:start + period].tolist() if n >= 0):
+        return ""
+    firsts = ops[start:after:period]
+    lasts = ops[start + period - 1:after:period]
+    return "model" if _one_input(facts, firsts) and (gathered or _summed(facts, firsts, lasts)) else ""
+
+
+def _one_input(facts: Facts, firsts: np.ndarray) -> bool:
+    """Whether every pass's first op takes the same recorded input shapes (the same batch, model after
+    model), not the previous pass's output of another shape."""
+    dims = [a.dims if a is not None else None for a in op_args(facts, firsts.tolist())]
+    return bool(dims[0]) and all(d == dims[0] for d in dims)
+
+
+def _summed(facts: Facts, firsts: np.ndarray, lasts: np.ndarray) -> bool:
+    """Whether each pass ends adding a result whose shape is not its input's: a running sum of the members'
+    outputs or losses, not a residual block (which adds what has its input's shape)."""
+    trace = facts.trace
+    if any(trace.event_name(int(i)) not in SUM for i in lasts.tolist()):
+        return False
+    first = op_args(facts, [int(firsts[0])])[0]
+    last = op_args(facts, [int(lasts[-1])])[0]
+    if first is None or last is None or not first.dims or not last.dims:
+        return False
+    return first.dims[0] != last.dims[0]
 
 
 def _edit(facts: Facts, first: list[np.ndarray], rest: list[np.ndarray], spans: list[tuple[int, int]]) -> Edit:

@@ -7,7 +7,7 @@ from pista.rules.python_loop import Pass, PythonLoop
 
 TITLE = "A Python loop runs the same ops once per sample or per model"
 _WHAT = {"sample": "once per sample (each pass starts by indexing one element out of the batch)",
-         "model": "once per model (the passes' results are stacked or concatenated afterwards)"}
+         "model": "once per model (the passes' results are stacked, concatenated or summed)"}
 
 
 def _block(r: PythonLoop) -> str:

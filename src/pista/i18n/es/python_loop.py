@@ -7,7 +7,7 @@ from pista.rules.python_loop import Pass, PythonLoop
 
 TITLE = "Un bucle de Python ejecuta las mismas ops una vez por muestra o por modelo"
 _WHAT = {"sample": "una vez por muestra (cada pasada empieza indexando un elemento del lote)",
-         "model": "una vez por modelo (los resultados de las pasadas se apilan o concatenan después)"}
+         "model": "una vez por modelo (los resultados de las pasadas se apilan, concatenan o suman)"}
 
 
 def _block(r: PythonLoop) -> str:
