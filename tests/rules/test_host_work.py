@@ -68,3 +68,37 @@ def test_the_same_work_outside_any_region_is_host_work(tmp_path):
 def test_dispatch_autograd_optimizer_and_profiler_gaps_are_quiet(name):
     loud = [f for f in analyze(fixture(name)).findings if f.rule == ID and f.severity.value != "info"]
     assert not loud, [f.impact for f in loud]
+
+
+def _frames_at(name: str, t: float, tid) -> list[str]:
+    """From the raw JSON: the python_function frames running at t on the thread, outermost first."""
+    frames = [e for e in raw.complete(name, "python_function") if e["tid"] == tid
+              and float(e["ts"]) <= t < float(e["ts"]) + float(e["dur"])]
+    return [e["name"] for e in sorted(frames, key=lambda e: (float(e["ts"]), -float(e["dur"])))]
+
+
+@pytest.mark.parametrize("name", ["foreign/tl_h100_bert_small", "foreign/tl_mi300_bert_small"])
+def test_a_librarys_python_in_the_standard_library_is_not_the_users_work(name):
+    """TraceLens' BERT traces: Hugging Face's forward checks signatures each call, 140-150 µs a step in
+    inspect.py under transformers' frames. That is the framework's Python (overhead-bound's, which says what
+    removes it), not preprocessing to move to DataLoader workers, and it must not lead the reading."""
+    step = raw.steps(name)[0]
+    lo, hi = float(step["ts"]), float(step["ts"]) + float(step["dur"])
+    inspect = [e for e in raw.complete(name, "python_function") if e["name"].startswith("inspect.py(")
+               and lo <= float(e["ts"]) < hi]
+    assert sum(float(e["dur"]) for e in inspect) > 100  # µs: the stretch is there
+    # the first frame above inspect's that is not the standard library's is transformers'
+    e = max(inspect, key=lambda e: float(e["dur"]))
+    callers = [f for f in _frames_at(name, float(e["ts"]), e["tid"])
+               if not f.startswith(("inspect.py(", "<", "typing.py(", "functools.py("))]
+    assert callers and callers[-1].startswith("transformers/")
+    analysis = analyze(fixture(name))
+    assert ID not in {f.rule for f in analysis.findings if f.severity.value != "info"}
+    assert analysis.top_fix is not None and analysis.top_fix.rule == "overhead-bound"
+
+
+def test_the_users_frames_are_still_named_with_the_standard_library_below_them():
+    """savings/h100/python_tokenize: the user's tokenizer (str.split, dict lookups) stays the user's work."""
+    f = next(f for f in analyze(fixture("savings/h100/python_tokenize__broken")).findings if f.rule == ID)
+    assert f.record.frames and all(not n.startswith(("inspect.py", "typing.py")) for n, _ in f.record.frames)
+    assert "pairs.py(" in f.record.frames[0][0]
