@@ -130,7 +130,7 @@ def test_bert_left_in_train_mode(analysis_of):
     assert "batch-norm" not in finding.fix
 
 
-def test_without_steps_it_says_the_condition_and_does_not_come_first(tmp_path):
+def test_without_steps_it_says_the_condition_and_does_not_come_first(tmp_path, analysis_of):
     # a training forward profiled alone looks the same: info, the condition said, not the top fix
     from pista.findings import analyze
 
@@ -139,3 +139,8 @@ def test_without_steps_it_says_the_condition_and_does_not_come_first(tmp_path):
     finding = analysis.finding(RULE)
     assert finding is not None and finding.severity.value == "info" and "does not apply" in finding.message
     assert analysis.top_fix is not finding
+    # nothing says the window is inference: the wrong outputs are a condition, not a fact (issue 35: benchmark
+    # windows '[param|...|warmup|forward]' were told "The outputs are wrong")
+    assert "If this window is inference" in finding.message and "The outputs are wrong" not in finding.message
+    assert "Si esta ventana es inferencia" in localize_finding(finding, "es").message
+    assert "The outputs are wrong" in analysis_of("gpu/resnet50_train").finding(RULE).message  # with steps: a fact

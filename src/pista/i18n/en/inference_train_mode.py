@@ -26,7 +26,9 @@ def message(r: InferenceTrainMode) -> str:
             "profiled window, this does not apply)" if not r.has_steps else
             "No step runs a backward" if r.steps == r.of_steps
             else f"{r.steps} of the {r.of_steps} steps run no backward")
-    return (f"{lead}, yet the model is in training mode: {_what(r)}. The outputs are wrong, not only slower. "
+    wrong = ("The outputs are wrong, not only slower." if r.has_steps else
+             "If this window is inference, its outputs are wrong, not only slower; nothing in it says which.")
+    return (f"{lead}, yet the model is in training mode: {_what(r)}. {wrong} "
             f"The training-only kernels take {t(r.kernel_us_per_step)} of GPU time a step{_idle(r)}.")
 
 

@@ -29,9 +29,10 @@ def message(r: InferenceTrainMode) -> str:
             "ventana perfilada, esto no aplica)" if not r.has_steps else
             "Ningún paso ejecuta backward" if r.steps == r.of_steps
             else f"{r.steps} de los {r.of_steps} pasos no ejecutan backward")
-    return (f"{lead}, y aun así el modelo está en modo entrenamiento: {_what(r)}. Las salidas son incorrectas, no "
-            f"solo más lentas. Los kernels propios del entrenamiento ocupan {t(r.kernel_us_per_step)} de GPU por paso"
-            f"{_idle(r)}.")
+    wrong = ("Las salidas son incorrectas, no solo más lentas." if r.has_steps else
+             "Si esta ventana es inferencia, sus salidas son incorrectas, no solo más lentas; nada en ella dice cuál.")
+    return (f"{lead}, y aun así el modelo está en modo entrenamiento: {_what(r)}. {wrong} Los kernels propios del "
+            f"entrenamiento ocupan {t(r.kernel_us_per_step)} de GPU por paso{_idle(r)}.")
 
 
 def _idle(r: InferenceTrainMode) -> str:
