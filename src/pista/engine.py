@@ -167,6 +167,7 @@ class _Credit:
         tl, prof = self.tl, self.prof
         base, clean_base = tl.replay(applied), tl.replay(prof + applied)
         alone = {id(f): base.median_ns - tl.replay(applied + e).median_ns for f, e in group}
+        clean_alone = {id(f): clean_base.median_ns - tl.replay(prof + applied + e).median_ns for f, e in group}
         for f, e in sorted(group, key=lambda g: -alone[id(g[0])]):
             now = applied + e
             after, clean_after = tl.replay(now), tl.replay(prof + now)
@@ -174,7 +175,7 @@ class _Credit:
             clean_saved = clean_base.median_ns - clean_after.median_ns
             if saved <= MIN_SAVING_SHARE * self.step and clean_saved <= MIN_SAVING_SHARE * self.clean_step:
                 continue
-            if alone[id(f)] > 0 and max(saved, 0.0) < RESTATED_SHARE * alone[id(f)]:
+            if _restated(saved, alone[id(f)]) and _restated(clean_saved, clean_alone[id(f)]):
                 continue  # what the fixes before it already save: the same time, said again
             self.settled[id(f)] = Impact(
                 max(saved, 0.0) / 1000.0, min(1.0, max(saved, 0.0) / self.step), replayed=True,
@@ -183,6 +184,14 @@ class _Credit:
             self.edits[id(f)] = e
             applied, base, clean_base = now, after, clean_after
         return applied
+
+
+def _restated(saved: float, alone: float) -> bool:
+    """Whether a fix saves, on top of those credited before it, under RESTATED_SHARE of what it saves alone.
+    Judged as profiled and without the profiler both: a step the profiled host bounds once one GPU fix is in
+    leaves a second GPU fix nothing as profiled, yet it saves without the profiler (foreign/hta_ns_resolution:
+    channels-last, then fp16 GEMMs on a V100 ResNet, 20 ms a step)."""
+    return alone > 0 and max(saved, 0.0) < RESTATED_SHARE * alone
 
 
 def _budget(findings: list[Finding], step_ns: float, settled: dict[int, Impact],

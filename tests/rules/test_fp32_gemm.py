@@ -164,3 +164,21 @@ def test_without_device_properties_the_kernels_names_give_the_architecture():
     assert arch == {"volta"}
     finding = analyze(str(path)).finding(ID)
     assert finding.record.target == "fp16" and "no TF32" in finding.advice and "float16" in finding.fix
+
+
+def test_cudnns_fp32_gemms_for_convolutions_are_named_as_convolutions():
+    """kineto's fp32 ResNet-50 on a V100 (HTA's ns_resolution sample): cuDNN runs convolutions as volta_sgemm
+    kernels under aten::cudnn_convolution / convolution_backward; the GEMM ops (mm/addmm, the FC) are a
+    few. The finding names the convolutions first and says how many kernels are theirs; it is printed (the
+    engine once dropped it as 'restated' after channels-last, as profiled, where the profiled host bounds
+    the step) and leads."""
+    name = "foreign/hta_ns_resolution"
+    kernels = [e for e in raw.complete(name, "kernel") if "sgemm" in e["name"]]
+    ops = {e["args"]["External id"]: e["name"] for e in raw.complete(name, "cpu_op") if "External id" in e.get("args", {})}
+    conv = [k for k in kernels if "conv" in ops.get(k["args"].get("External id"), "")]
+    assert len(conv) > len(kernels) / 2
+    analysis = analyze(fixture(name))
+    f = next(f for f in analysis.findings if f.rule == "fp32-gemm")
+    assert f.record.conv_kernels == len(conv)
+    assert "conv" in f.record.ops[0] and "for convolutions" in f.message
+    assert analysis.top_fix is f

@@ -75,6 +75,12 @@ KINDS = (
 # Convolutions must be at least this share of the GPU time: batch norm over (N, C) in an MLP runs the
 # same kernels, and channels_last is for 4-D activations.
 MIN_CONV_SHARE = 0.05
+# cuDNN's fp32 convolutions on the CUDA cores (no tensor cores: Volta and Turing in fp32, any card with TF32
+# off): the NHWC gain is a tensor-core gain, not shown there (kineto's fp32 ResNet-50 on V100s: the replay of
+# channels_last gave -1.19 ms on kineto_resnet50_w0_2021); mixed precision comes first (fp32-gemm's).
+SIMT_CONV = re.compile(r"scudnn|sgemm|_ffma_|_simt_", re.I)
+# ...where they hold more than this share of the convolutions' time.
+MAX_SIMT_CONV_SHARE = 0.5
 MIN_STEP_SHARE = 0.01  # REVIEW.md: under 1% of the step is noise
 EVIDENCE_KINDS = 3
 
@@ -116,9 +122,12 @@ def check(ctx: Context) -> list[Finding]:
     # kernels only training mode runs in inference are inference-train-mode's: eval() removes them
     in_window &= ~index_mask(facts, training_kernels(facts))
     device_ns = device_ns_in_window(facts)
-    conv_ns = float(trace.dur[in_window & (classify(facts) == CODE["conv"])].sum())
+    conv = in_window & (classify(facts) == CODE["conv"])
+    conv_ns = float(trace.dur[conv].sum())
     if conv_ns < MIN_CONV_SHARE * device_ns:
         return []
+    if float(trace.dur[conv & pattern_mask(facts, SIMT_CONV)].sum()) > MAX_SIMT_CONV_SHARE * conv_ns:
+        return []  # fp32 on the CUDA cores: mixed precision first, then the layout
     found = [(kind, np.flatnonzero(in_window & pattern_mask(facts, pattern)), keep) for kind, pattern, keep in KINDS]
     found = [(kind, idx, keep) for kind, idx, keep in found if idx.size]
     if not any(kind == "transpose" for kind, _, _ in found):

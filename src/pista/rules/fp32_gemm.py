@@ -81,7 +81,7 @@ GEMM_OPS = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|_addmm
 
 class Fp32Gemm(Record):
     kernels: int
-    ops: tuple[str, ...]
+    ops: tuple[str, ...]  # the GEMM and convolution ops that launched them, most kernel time first
     gemm_us: float  # over the window
     device_share_percent: float
     tflops: float | None  # achieved, over the calls with recorded shapes
@@ -94,6 +94,7 @@ class Fp32Gemm(Record):
     steps: int
     assumed_speedup: float | None = None  # card unknown: the target's assumed speed over fp32
     geforce: bool = False  # a GeForce card: TF32 no faster than fp32 there
+    conv_kernels: int = 0  # of them, cuDNN's SIMT GEMMs for convolutions (volta_sgemm under aten::cudnn_convolution)
 
 
 class SimtKernel(Record):
@@ -147,8 +148,15 @@ def _record(ctx: Context, idx: np.ndarray, ops: np.ndarray, card, target: str, s
     rated = [g for i in idx.tolist() if (g := gemms(facts).get(int(i))) is not None]
     rated_ns = sum(int(trace.dur[g.kernel]) for g in rated)
     longest = max(rated, key=lambda g: int(trace.dur[g.kernel])) if rated else None
+    conv = _conv_ops(facts, idx, ops)
+    by_time: dict[str, int] = {}
+    for o, c, d in zip(ops.tolist(), conv, trace.dur[idx].tolist(), strict=True):
+        name = trace.event_name(int(o)) if o >= 0 else c
+        if name:
+            by_time[name] = by_time.get(name, 0) + int(d)
     return Fp32Gemm(
-        kernels=int(idx.size), ops=tuple(sorted({trace.event_name(int(o)) for o in ops.tolist() if o >= 0})),
+        kernels=int(idx.size), conv_kernels=sum(1 for c in conv if c),
+        ops=tuple(sorted(by_time, key=lambda n: (-by_time[n], n))),
         gemm_us=us(gemm_ns), device_share_percent=100.0 * share,
         tflops=sum(g.flops for g in rated) / rated_ns / 1e3 if rated and rated_ns else None,
         shape=longest.mnk if longest else None, card=card.name if card else device_name(trace), target=target,
@@ -156,6 +164,19 @@ def _record(ctx: Context, idx: np.ndarray, ops: np.ndarray, card, target: str, s
         target_measured=bool(card and card.ceiling_measured(target)),
         saved_us=us(saved), steps=ctx.step_count, assumed_speedup=None if card else speedup,
         geforce=bool(GEFORCE.search(device_name(trace) or "")))
+
+
+def _conv_ops(facts: Facts, idx: np.ndarray, ops: np.ndarray) -> list[str]:
+    """Per kernel without a GEMM op above it: the convolution op that launched it ("" otherwise): cuDNN runs
+    convolutions as SIMT GEMMs too (volta_sgemm under aten::cudnn_convolution and convolution_backward in
+    kineto's fp32 ResNet-50 traces), and autocast moves them onto the tensor cores the same way."""
+    trace = facts.trace
+    out = []
+    for i, op in zip(idx.tolist(), ops.tolist(), strict=True):
+        owner = int(facts.owner[i])
+        name = trace.event_name(owner) if op < 0 and owner >= 0 else ""
+        out.append(name if "conv" in name else "")
+    return out
 
 
 def _simt_kernels(facts: Facts) -> tuple[np.ndarray, np.ndarray] | None:

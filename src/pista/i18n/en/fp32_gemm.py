@@ -26,7 +26,8 @@ def _target(r: Fp32Gemm) -> str:
 def message(r: Fp32Gemm) -> str:
     ops = f" for {', '.join(r.ops)}" if r.ops else ""
     rate = f" at {r.tflops:.1f} TFLOP/s" if r.tflops else ""
-    return (f"{r.kernels} GEMM kernel(s) ran in full fp32 on the CUDA cores{ops}{_shape(r)}: {t(r.gemm_us)}, "
+    conv = f" ({r.conv_kernels} of them cuDNN's, for convolutions)" if r.conv_kernels else ""
+    return (f"{r.kernels} GEMM kernel(s){conv} ran in full fp32 on the CUDA cores{ops}{_shape(r)}: {t(r.gemm_us)}, "
             f"{r.device_share_percent:.1f}% of the GPU time{rate}. At {_target(r)} they would take "
             f"{t(r.saved_us / r.steps)} less per step.")
 

@@ -26,7 +26,8 @@ def _target(r: Fp32Gemm) -> str:
 def message(r: Fp32Gemm) -> str:
     ops = f" para {', '.join(r.ops)}" if r.ops else ""
     rate = f", a {r.tflops:.1f} TFLOP/s" if r.tflops else ""
-    return (f"{r.kernels} kernel(s) GEMM en fp32 completo en los núcleos CUDA{ops}{_shape(r)}: {t(r.gemm_us)}, el "
+    conv = f" ({r.conv_kernels} de ellos de cuDNN, para convoluciones)" if r.conv_kernels else ""
+    return (f"{r.kernels} kernel(s) GEMM{conv} en fp32 completo en los núcleos CUDA{ops}{_shape(r)}: {t(r.gemm_us)}, el "
             f"{r.device_share_percent:.1f}% del tiempo de GPU{rate}. En {_target(r)} tardarían "
             f"{t(r.saved_us / r.steps)} menos por paso.")
 
