@@ -83,6 +83,8 @@ H200_HBM_TBPS = 4.8
 # its own datasheet in that dtype (an estimate, said so wherever a ceiling is shown).
 PRACTICAL_SHARE = {d: H200_MEASURED[d] / H200_DATASHEET[d] for d in DTYPES}
 PRACTICAL_SHARE_HBM = H200_MEASURED["hbm"] / H200_HBM_TBPS
+# GEMM ceilings of the MI300X as published (see its entry in CARDS): bf16 and fp16 run at one rate there.
+MI300X_MEASURED = {"bf16": 620.0, "fp16": 620.0, "fp8": 990.0}
 # A call at or above this share of the ceiling runs as fast as the card allows: the measured
 # ceilings move by ~5% from run to run (bf16 794.7 one day, 756.7 the next) and the seed GEMMs sit
 # at 1.04-1.06 of it (seed_mm4096_warm 803, seed_mm4096_compile 784 TFLOP/s), gpu/tf32_gemm at 1.13.
@@ -158,9 +160,14 @@ CARDS: tuple[Card, ...] = (
     # or fp8; matched for MI250 (gfx90a) too, whose figures are about 0.87 of these.
     Card("MI250X", r"MI250|gfx90a", {"bf16": 383.0, "fp16": 383.0, "fp32": 95.7, "fp64": 95.7}, 3.2768, 9,
          "AMD Instinct MI250X data sheet"),
-    # AMD Instinct MI300X data sheet (amd.com): matrix cores, dense (sparsity halved).
+    # AMD Instinct MI300X data sheet (amd.com): matrix cores, dense (sparsity halved). Its GEMMs reach a smaller
+    # share of the datasheet than the H200's (the estimate would be 1000 bf16): measured by SemiAnalysis
+    # ("MI300X vs H100 vs H200 Benchmark Part 1: Training", 2024-12-22), bf16 GEMMs ~620 TFLOP/s, fp8 ~990
+    # (their H100: ~720, beside our H200's 757). TraceLens' MI300X traces sit there: tl_compile_triton's
+    # 32768x2048x8192 bf16 GEMM runs 489-619 TFLOP/s.
     Card("MI300X", r"MI300X|gfx942", {"fp8": 2614.9, "bf16": 1307.4, "fp16": 1307.4, "tf32": 653.7, "fp32": 163.4,
-                                      "fp64": 163.4}, 5.3, 9, "AMD Instinct MI300X data sheet, dense"),
+                                      "fp64": 163.4}, 5.3, 9, "AMD Instinct MI300X data sheet, dense",
+         MI300X_MEASURED),
 )
 
 
