@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import msgspec
 import pytest
 import raw
 
@@ -72,3 +75,15 @@ def test_unfused_elementwise_leaves_the_scores_passes_to_it(analysis_of):
     scores = set(score_kernels(analysis.facts).tolist())
     assert scores
     assert analysis.finding("unfused-elementwise") is None  # its one chain was the scores' (dropout backward > mul)
+
+
+@pytest.mark.parametrize("name", ["gpu/attn_manual", "gpu/attn_hf_eager"])
+def test_the_call_given_follows_the_mask_the_trace_shows(analysis_of, name):
+    """A mask applied between the matmuls (masked_fill, an added mask) may be causal or padding: the advice gives
+    both calls, not is_causal=True alone (issue 35: OWLv2's and TimeSformer's encoders were told is_causal=True)."""
+    f = analysis_of(name).finding(RULE)
+    ops = {e["name"] for e in raw.complete(name, "cpu_op")}
+    assert ops & {"aten::masked_fill", "aten::masked_fill_", "aten::add", "aten::where"}
+    assert "is_causal=True) for a causal" in f.advice and "attn_mask=mask" in f.advice
+    no_mask = dataclasses.replace(f, record=msgspec.structs.replace(f.record, ops=("aten::mul", "aten::softmax")))
+    assert "is_causal" not in localize_finding(no_mask, "en").advice

@@ -46,6 +46,11 @@ ID = "manual-attention"
 EVIDENCE_KERNELS = 2
 
 
+# Ops between the matmuls that apply a mask (nanoGPT's masked_fill, HF eager's added mask, a where): whether it
+# is causal, the trace does not say (the advice gives both calls).
+MASK_OPS = frozenset({"aten::masked_fill", "aten::masked_fill_", "aten::where", "aten::add", "aten::add_"})
+
+
 class ManualAttention(Record):
     steps: int
     layers_per_step: float  # attentions (softmaxes between matmuls) per step

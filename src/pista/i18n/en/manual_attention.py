@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fmt import t
-from pista.rules.manual_attention import ManualAttention, ScoreKernel
+from pista.rules.manual_attention import MASK_OPS, ManualAttention, ScoreKernel
 
 TITLE = "Attention written out op by op: every step passes over the whole score tensor"
 
@@ -20,10 +20,18 @@ def message(r: ManualAttention) -> str:
             f"{t(r.gpu_saved_us)} less GPU time per step.")
 
 
+def _mask(r: ManualAttention) -> str:
+    """How the mask goes into the call: the trace shows whether one is applied, not whether it is causal."""
+    if not set(r.ops) & MASK_OPS:
+        return "(q, k, v, dropout_p=p)"
+    return ("(q, k, v, dropout_p=p, is_causal=True) for a causal (triangular) mask, attn_mask=mask for any other "
+            "(a padding mask)")
+
+
 def advice(r: ManualAttention) -> str:
-    return ("Call torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True) in place of "
-            "the matmul-mask-softmax-matmul code (nanoGPT: flash=True); for a transformers model, load it with "
-            "attn_implementation='sdpa' (or 'flash_attention_2'). The scores' memory goes too.")
+    return (f"Call torch.nn.functional.scaled_dot_product_attention{_mask(r)} in place of the matmul-mask-softmax-matmul "
+            "code (nanoGPT: flash=True); for a transformers model, load it with attn_implementation='sdpa' (or "
+            "'flash_attention_2'). The scores' memory goes too.")
 
 
 def fix(r: ManualAttention) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fmt import t
-from pista.rules.manual_attention import ManualAttention, ScoreKernel
+from pista.rules.manual_attention import MASK_OPS, ManualAttention, ScoreKernel
 
 TITLE = "Atención escrita operación a operación: cada paso recorre el tensor de puntuaciones entero"
 
@@ -20,9 +20,16 @@ def message(r: ManualAttention) -> str:
             f"las puntuaciones: unos {t(r.gpu_saved_us)} menos de GPU por paso.")
 
 
+def _mask(r: ManualAttention) -> str:
+    if not set(r.ops) & MASK_OPS:
+        return "(q, k, v, dropout_p=p)"
+    return ("(q, k, v, dropout_p=p, is_causal=True) para una máscara causal (triangular), attn_mask=mask para "
+            "cualquier otra (una máscara de relleno)")
+
+
 def advice(r: ManualAttention) -> str:
-    return ("Llama a torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True) en lugar "
-            "del código matmul-máscara-softmax-matmul (nanoGPT: flash=True); en un modelo de transformers, cárgalo con "
+    return (f"Llama a torch.nn.functional.scaled_dot_product_attention{_mask(r)} en lugar del código "
+            "matmul-máscara-softmax-matmul (nanoGPT: flash=True); en un modelo de transformers, cárgalo con "
             "attn_implementation='sdpa' (o 'flash_attention_2'). También desaparece la memoria de las puntuaciones.")
 
 
