@@ -3,6 +3,7 @@ traces whose repeated ops are a model's layers, a loader's collate or an optimiz
 
 from __future__ import annotations
 
+import pytest
 import raw
 
 from pista.findings import analyze
@@ -81,3 +82,26 @@ def test_layers_loaders_optimizers_and_fixed_twins_are_quiet(analysis_of):
         assert _finding(analysis_of, SAVINGS + name) is None, name
     for name in ("gpu/resnet_loader", "gpu/data_loading_per_sample", "big_gpt_eager_20steps", "series_mlp_eager"):
         assert _finding(analysis_of, name) is None, name
+
+
+@pytest.mark.parametrize("name, model_op, per_pass", [("loop_ensemble_cnn", "aten::conv2d", 3),
+                                                      ("loop_ensemble_train", "aten::linear", 3)])
+def test_an_ensemble_summed_member_by_member_is_a_loop_per_model(analysis_of, name, model_op, per_pass):
+    """Ensembles written as Python sums (`sum(m(x) for m in models) / n`; a loss summed over 4 members): no stack
+    gathers them, and 4-5 members are fewer than a per-sample loop needs. Every pass starts from the same input
+    and ends adding a result of another shape: a loop per model."""
+    f = _finding(analysis_of, SAVINGS + name + "__broken")
+    assert f is not None and f.record.kind == "model" and f.record.block[-1] == "aten::add"
+    step = _outer_names(SAVINGS + name + "__broken")[1]
+    assert f.record.passes == step.count(model_op) // per_pass == step.count("aten::add")
+    assert _finding(analysis_of, SAVINGS + name + "__fixed") is None
+
+
+@pytest.mark.parametrize("name", ["gpu/kv_flash", "savings/h100/optim_manual_sgd__broken", "healthy_gpt_bf16__broken"])
+def test_few_repeats_without_a_model_op_are_not_an_ensemble(analysis_of, name):
+    """GPT-2's q/k/v view and transpose before a cat (3 passes, no model op), a hand-written SGD's per-layer
+    mul_/add_ (24 passes, no model op, no gather), a GPT's residual blocks (they add what has their input's
+    shape) stay quiet."""
+    name = name if "/" in name else SAVINGS + name
+    f = _finding(analysis_of, name)
+    assert f is None or f.record.kind != "model"
