@@ -30,11 +30,23 @@ and the profiler's buffer requests (profiler-overhead). The GPU-idle ledger (`_i
 and overhead-bound leaves them out too. Before, the rule reported every gap of 1 ms or more as one
 warning without an impact, whatever filled it, restating those rules.
 
+Each region is read from its own name and ops, and the advice follows: input (the DataLoader's
+marker, a region named for data on word boundaries, or one whose idle holds host work, copies and no
+compute op), the optimizer's step (named for it, or mostly under `Optimizer.step#` and foreach/fused
+ops: hta_nccl_data's and hta_sampled_rank0's '## optimizer ##', told "load in DataLoader workers"
+before), start-up (the calls that start CUDA up, or a window's one-off region before the GPU's first
+work: damaged_fields' '[param|cuda]'), or the model's own ops on the host. The idle under the
+optimizer steps unfused-optimizer reports is its finding, priced from a measured fused pair, and left
+out here.
+
 Fix:
-Take the work off the GPU's critical path: `DataLoader(num_workers>0, pin_memory=True)` with
+Input: take the work off the GPU's critical path: `DataLoader(num_workers>0, pin_memory=True)` with
 prefetching, so batch N+1 is ready while the GPU runs batch N; copy with `non_blocking=True` from
 pinned memory; build the data on the GPU; move checkpointing and logging out of the step or to a
-thread.
+thread. The optimizer: unfused-optimizer's remedies for the mode its ops show (`fused=True` for Adam,
+AdamW and SGD; foreach or a compiled step for a per-parameter one), none where it already runs fused
+or foreach with no fused version. Start-up: profile after a warm-up. The model's ops on the host:
+find where they run (`with_stack=True`) and move them to the GPU.
 """
 
 from __future__ import annotations

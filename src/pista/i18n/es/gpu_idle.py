@@ -174,8 +174,22 @@ El registro de la GPU inactiva (`_idle`) las marca todas y overhead-bound tambi�
 informaba de cada hueco de 1 ms o más como un aviso sin impacto, fuera cual fuera su causa, repitiendo
 esas reglas.
 
+Cada región se lee por su propio nombre y sus operaciones, y el consejo sigue a esa lectura: entrada
+(la marca del DataLoader, una región con nombre de datos en límites de palabra, o una cuya inactividad
+tiene trabajo del host, copias y ninguna op de cómputo), el paso del optimizador (con nombre de
+optimizador, o casi todo bajo `Optimizer.step#` y ops foreach/fused: el '## optimizer ##' de
+hta_nccl_data y de hta_sampled_rank0, a los que antes se decía "carga en workers del DataLoader"),
+arranque (las llamadas que arrancan CUDA, o una región única de una ventana antes del primer trabajo
+de la GPU: el '[param|cuda]' de damaged_fields), u operaciones del propio modelo en el host. La
+inactividad bajo los pasos del optimizador que informa unfused-optimizer es hallazgo suyo, con el
+precio de un par medido con fused, y queda fuera aquí.
+
 Solución:
-Saca el trabajo del camino crítico de la GPU: `DataLoader(num_workers>0, pin_memory=True)` con
-prefetch, para que el lote N+1 esté listo mientras la GPU procesa el lote N; copia con
+Entrada: saca el trabajo del camino crítico de la GPU: `DataLoader(num_workers>0, pin_memory=True)`
+con prefetch, para que el lote N+1 esté listo mientras la GPU procesa el lote N; copia con
 `non_blocking=True` desde memoria fijada; genera los datos en la GPU; saca del paso los checkpoints y
-los logs o llévalos a un hilo."""
+los logs o llévalos a un hilo. El optimizador: los remedios de unfused-optimizer para el modo que
+muestran sus ops (`fused=True` para Adam, AdamW y SGD; foreach o un paso compilado para uno por
+parámetro), ninguno si ya corre fusionado o foreach sin versión fusionada. Arranque: perfila tras un
+calentamiento. Operaciones del modelo en el host: averigua dónde corren (`with_stack=True`) y llévalas
+a la GPU."""
