@@ -202,6 +202,10 @@ GRAPH_CALL = re.compile(r"^## Call CompiledFxGraph (\w+)")  # a compiled graph's
 # The autograd engine's node events (the backward's work, on its own thread).
 AUTOGRAD_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.(step|zero_grad)#")
+# An optimizer's step, with its class (Optimizer.step#AdamW.step), and the classes with a fused CUDA
+# implementation (torch.optim: `fused=True`): unfused-optimizer's, and gpu-idle's reading of an optimizer region.
+OPTIMIZER_CLASS = re.compile(r"^Optimizer\.step#(\w+)\.step$")
+FUSED_OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD"})
 # Regions that fetch or build data: data-loading's, and gpu-idle reads them as input. torch's marker for
 # each batch a DataLoader yields, in whatever host category the profiler gives it (torch 1.8 writes it as
 # an 'Operator', a cpu_op here: kineto_resnet50_w0_2021's 62-73 ms `__next__` of each ~170 ms step; later

@@ -58,9 +58,11 @@ import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
 from pista.rules import _one_time as one_time
-from pista.rules import unfused_optimizer
+from pista.rules._claims import claim_of
 from pista.rules._common import (
     AUTOGRAD_NODE,
+    FUSED_OPTIMIZERS,
+    OPTIMIZER_CLASS,
     OPTIMIZER_STEP,
     data_region_mask,
     index_mask,
@@ -125,7 +127,7 @@ class Region(Record):
     @property
     def fusable(self) -> bool:
         """The optimizer has fused=True (torch.optim's Adam, AdamW, SGD)."""
-        return self.optimizer in unfused_optimizer.FUSABLE
+        return self.optimizer in FUSED_OPTIMIZERS
 
 
 class GpuIdle(Record):
@@ -173,7 +175,7 @@ def check(ctx: Context) -> list[Finding]:
         return []
     # the idle under the optimizer steps unfused-optimizer reports is its finding (fused=True, priced from a
     # measured pair), not this one's: hta_nccl_data's '## optimizer ##' is Optimizer.step#SGD.step's
-    claim = subtract(book.claims["data"], unfused_optimizer.claimed_idle(facts))
+    claim = subtract(book.claims["data"], claim_of(facts, "unfused-optimizer"))
     impact = ctx.per_step(claim.total)
     if impact.share < MIN_SHARE:
         return []
@@ -281,7 +283,7 @@ def _optimizer(facts: Facts, marks: _Marks, calls: np.ndarray, idle: Intervals) 
     steps = steps[over > 0]
     by_class: dict[str, int] = {}
     for i, ns in zip(steps.tolist(), over[over > 0].tolist(), strict=True):
-        found = unfused_optimizer.STEP_EVENT.match(trace.event_name(i))
+        found = OPTIMIZER_CLASS.match(trace.event_name(i))
         if found:
             by_class[found.group(1)] = by_class.get(found.group(1), 0) + int(ns)
     optimizer = max(by_class, key=lambda c: by_class[c]) if by_class else ""
