@@ -85,17 +85,23 @@ def test_a_batch_built_sample_by_sample_before_the_model_is_named(analysis_of):
 # -- data regions on word boundaries, frameworks' names left out (review 2: TorchRec's '## sparse_data_dist ##'
 # read as the DataLoader, 'load in workers') -----------------------------------------------------------------
 
-@pytest.mark.parametrize(("region", "data"), [
-    ("data_loading", True), ("## load_batch ##", True), ("## copy_batch_to_gpu ##", True), ("## data_load ##", True),
-    ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", True), ("get_batch", True), ("inputs", True),
-    ("DistributedDataParallel.forward", False), ("BatchNorm affine=False", False), ("## sparse_data_dist ##", False),
-    ("## wait_sparse_data_dist ##", False), ("## all2all_tw_data:init ##", False), ("metadata", False),
-    ("FullyShardedDataParallel.forward", False), ("update", False),
+@pytest.mark.parametrize(("region", "data", "loading"), [
+    ("data_loading", True, True), ("## data_load ##", True, True), ("my_dataset", True, True),
+    ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", True, True),
+    ("## load_batch ##", False, True), ("## copy_batch_to_gpu ##", False, True), ("get_batch", False, True),
+    ("slow_input", False, True),
+    ("DistributedDataParallel.forward", False, False), ("BatchNorm affine=False", False, False),
+    ("## sparse_data_dist ##", False, False), ("## wait_sparse_data_dist ##", False, False),
+    ("## all2all_tw_data:init ##", False, False), ("metadata", False, False),
+    ("FullyShardedDataParallel.forward", False, False), ("update", False, False),
 ])
-def test_a_region_is_named_for_data_on_word_boundaries(region, data):
-    from pista.rules._common import DATA_REGION
+def test_a_region_is_named_for_data_on_word_boundaries(region, data, loading):
+    """DATA_REGION (data-loading's regions) and the wider LOADER_REGION (the host-time header's data, gpu-idle's
+    input): words bounded by anything but a letter, frameworks' names left out."""
+    from pista.rules._common import DATA_REGION, LOADER_REGION
 
     assert bool(DATA_REGION.search(region)) is data
+    assert bool(LOADER_REGION.search(region)) is loading
 
 
 def test_torchrecs_sparse_feature_distribution_is_not_data_loading(analysis_of):

@@ -2,7 +2,7 @@
 A CPU-only step that spends a large part of its time getting its input: the DataLoader's
 `enumerate(DataLoader)#..._DataLoaderIter.__next__` region torch records each step, in whatever
 category (torch 1.8 writes it as an 'Operator'), or a record_function region named for data on word
-boundaries (`data_loading`, `load_batch`, `dataset`, `collate`, `prefetch`, `inputs`; not
+boundaries (`data_loading`, `## data_load ##`, `dataset`, `collate`, `prefetch`; not
 `DistributedDataParallel.forward` nor TorchRec's `## sparse_data_dist ##`, its all-to-all). With
 `_SingleProcessDataLoaderIter` (num_workers=0) the loading runs in the training process itself;
 many `aten::select` calls and a `aten::stack` inside it mean the batch is fetched sample by sample

@@ -62,6 +62,7 @@ from pista.rules._claims import claim_of
 from pista.rules._common import (
     AUTOGRAD_NODE,
     FUSED_OPTIMIZERS,
+    LOADER_REGION,
     OPTIMIZER_CLASS,
     OPTIMIZER_STEP,
     data_region_mask,
@@ -98,7 +99,7 @@ NO_OP_SHARE = 0.1
 # - "start-up": at least STARTUP_SHARE of its idle in calls that start CUDA up (_one_time.startup_ops, CUDA's
 #   module loading), or, in a window without steps, its only call starts before the trace's first device
 #   work (damaged_fields' '[param|cuda]', whose 29.9 s cudaDeviceGetStreamPriorityRange the damage hid);
-# - "input": a data region (the DataLoader's marker, a region named for data: _common.DATA_REGION), or one
+# - "input": a data region (the DataLoader's marker, a region named for loading input: _common.LOADER_REGION), or one
 #   whose idle holds no compute op (GEMM, convolution, attention, recurrent, an autograd node): host work,
 #   copies, Python (gpu/gpu_idle_dataloader, numpy_preprocess);
 # - "host": the rest, work of the model's own on the host (hta_backward_thread's '## backward ##').
@@ -252,7 +253,7 @@ def _marks(facts: Facts) -> _Marks:
     work = np.flatnonzero(facts.is_device_work)
     first = int(trace.ts[work].min()) if work.size else int(np.iinfo(np.int64).max)
     return _Marks(steps, spans(facts, np.r_[steps, ops]), spans(facts, np.r_[np.asarray(startup, np.int64), loading]),
-                  spans(facts, compute), data_region_mask(facts), first)
+                  spans(facts, compute), data_region_mask(facts, LOADER_REGION), first)
 
 
 def _reading(facts: Facts, marks: _Marks, calls: np.ndarray, claim: Intervals) -> tuple[str, str, str]:
