@@ -17,19 +17,23 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pista.rules._common import SYNC_NAMES, _levels, name_mask, pattern_mask
+from pista.rules._common import DATALOADER_MARKER, LOADER_REGION, SYNC_NAMES, _levels, name_mask, pattern_mask
 from pista.trace.facts import Facts, merge_intervals
 
 REGIONS = ("forward", "backward", "optimizer", "data", "python", "waiting")
 _CODE = {r: i for i, r in enumerate(REGIONS)}
 # Earlier entries win where regions nest (an optimizer step inside a region named "train"). Names of
-# record_function regions (user annotations) only, but for torch's own markers: a cpu_op or a Python
-# frame whose name holds "load" or "input" is not a data loader.
+# record_function regions (user annotations) only, but for torch's own markers (the optimizer's, the
+# autograd engine's, the DataLoader's, whatever category the profiler gives them: torch 1.8's are
+# 'Operator's): a cpu_op or a Python frame whose name holds "load" or "input" is not a data loader. Regions
+# named for loading input are matched on word boundaries, frameworks' names left out (_common.LOADER_REGION: DDP's
+# forward and 'BatchNorm affine=False' read as data before).
 PATTERNS = (
     ("optimizer", re.compile(r"^Optimizer\.(step|zero_grad)#"), None),
     ("backward", re.compile(r"^autograd::engine::evaluate_function"), None),
     ("backward", re.compile(r"backward", re.I), "user_annotation"),
-    ("data", re.compile(r"data|load|batch|input|collate|prefetch|dataset", re.I), "user_annotation"),
+    ("data", DATALOADER_MARKER, None),
+    ("data", LOADER_REGION, "user_annotation"),
     ("forward", re.compile(r"forward", re.I), "user_annotation"),
     ("forward", re.compile(r"^nn\.Module:"), None),
     # a compiled module's call (its backward runs under the autograd engine, above): series_mlp_compile's

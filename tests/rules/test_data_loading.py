@@ -80,3 +80,41 @@ def test_a_batch_built_sample_by_sample_before_the_model_is_named(analysis_of):
     assert "whole batch" in finding.fix and analysis_of(name).top_fix is finding
     assert all(n < 64 for n, _ in _before_first_layer("gpu/input_prep_batched"))
     assert analysis_of("gpu/input_prep_batched").finding(RULE) is None
+
+
+# -- data regions on word boundaries, frameworks' names left out (review 2: TorchRec's '## sparse_data_dist ##'
+# read as the DataLoader, 'load in workers') -----------------------------------------------------------------
+
+@pytest.mark.parametrize(("region", "data", "loading"), [
+    ("data_loading", True, True), ("## data_load ##", True, True), ("my_dataset", True, True),
+    ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", True, True),
+    ("## load_batch ##", False, True), ("## copy_batch_to_gpu ##", False, True), ("get_batch", False, True),
+    ("slow_input", False, True),
+    ("DistributedDataParallel.forward", False, False), ("BatchNorm affine=False", False, False),
+    ("## sparse_data_dist ##", False, False), ("## wait_sparse_data_dist ##", False, False),
+    ("## all2all_tw_data:init ##", False, False), ("metadata", False, False),
+    ("FullyShardedDataParallel.forward", False, False), ("update", False, False),
+])
+def test_a_region_is_named_for_data_on_word_boundaries(region, data, loading):
+    """DATA_REGION (data-loading's regions) and the wider LOADER_REGION (the host-time header's data, gpu-idle's
+    input): words bounded by anything but a letter, frameworks' names left out."""
+    from pista.rules._common import DATA_REGION, LOADER_REGION
+
+    assert bool(DATA_REGION.search(region)) is data
+    assert bool(LOADER_REGION.search(region)) is loading
+
+
+def test_torchrecs_sparse_feature_distribution_is_not_data_loading(analysis_of):
+    """hta_distinfo_missing (its GPU records missing: a CPU-only reading): '## sparse_data_dist ##' is TorchRec's
+    all-to-all of sparse features (its nccl:all_to_all calls inside), not a DataLoader."""
+    name = "foreign/hta_distinfo_missing"
+    dist = raw.complete(name, "user_annotation", "## sparse_data_dist ##")
+    inside = [e for e in raw.complete(name) if e["name"].startswith(("nccl:all_to_all", "record_param_comms"))
+              and any(raw.inside(d, e) for d in dist)]
+    assert dist and inside
+    analysis = analysis_of(name)
+    assert analysis.finding(RULE) is None
+    # what is named for data there is the pipeline's own '## load_batch ##', a millisecond
+    load = raw.complete(name, "user_annotation", "## load_batch ##")
+    (times,) = analysis.summary.host_time_by_region.values()
+    assert times["data"] == pytest.approx(sum(float(e["dur"]) for e in load), rel=0.2)

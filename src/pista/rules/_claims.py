@@ -33,3 +33,12 @@ def other_claims(facts: Facts, leave_out: set[str]) -> dict[str, Intervals]:
         if rule.id not in leave_out and callable(claim):
             out[rule.id] = claim(facts)
     return out
+
+
+def claim_of(facts: Facts, rule_id: str) -> Intervals:
+    """The GPU idle one rule declares it claims (empty where it declares none or does not fire)."""
+    for rule in catalogue():
+        claim = getattr(rule.module, "claimed_idle", None)
+        if rule.id == rule_id and callable(claim):
+            return claim(facts)
+    return union(np.empty(0), np.empty(0))

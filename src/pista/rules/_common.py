@@ -202,8 +202,32 @@ GRAPH_CALL = re.compile(r"^## Call CompiledFxGraph (\w+)")  # a compiled graph's
 # The autograd engine's node events (the backward's work, on its own thread).
 AUTOGRAD_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.(step|zero_grad)#")
-# Regions that fetch or build data (the DataLoader's marker, regions named for data): data-loading's
-DATA_REGION = re.compile(r"^enumerate\(DataLoader\)#|data|dataset|collate|prefetch", re.I)
+# An optimizer's step, with its class (Optimizer.step#AdamW.step), and the classes with a fused CUDA
+# implementation (torch.optim: `fused=True`): unfused-optimizer's, and gpu-idle's reading of an optimizer region.
+OPTIMIZER_CLASS = re.compile(r"^Optimizer\.step#(\w+)\.step$")
+FUSED_OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD"})
+# Regions that fetch or build data: data-loading's, and gpu-idle reads them as input. torch's marker for
+# each batch a DataLoader yields, in whatever host category the profiler gives it (torch 1.8 writes it as
+# an 'Operator', a cpu_op here: kineto_resnet50_w0_2021's 62-73 ms `__next__` of each ~170 ms step; later
+# torch a user_annotation).
+DATALOADER_MARKER = re.compile(r"^enumerate\(DataLoader\)#")
+# A record_function region the user names for data: one of these words on word boundaries, where '_',
+# digits and punctuation separate words and a letter does not ('data_loading', '## data_load ##'; not
+# 'DistributedDataParallel.forward' nor 'metadata', which the substring match read as data)...
+DATA_WORDS = re.compile(r"(?<![a-z])(?:data|datasets?|dataloaders?|collate|prefetch(?:er)?)(?![a-z])", re.I)
+# ... and, for where the host's time goes and what a region's idle is, the wider words of loading input
+# ('## load_batch ##', '## copy_batch_to_gpu ##', 'slow_input'; not 'BatchNorm affine=False', read as data before:
+# 'data 461 ms' for tl_normalization, 'data 103 ms' for hta_nccl_data's DDP forward)...
+LOADING_WORDS = re.compile(
+    rf"{DATA_WORDS.pattern}|(?<![a-z])(?:loaders?|loading|load|batch(?:es)?|inputs?)(?![a-z])", re.I)
+# ... but for frameworks' regions that hold such a word and fetch no input: TorchRec's all-to-all of sparse
+# features ('## sparse_data_dist ##', '## wait_sparse_data_dist ##', '## all2all_tw_data:init ##', input_dist:
+# hta_distinfo_missing, hta_negq_rank0), DDP and FSDP, batch norm.
+NOT_DATA = re.compile(
+    r"sparse_data_dist|all_?(?:2|to)_?all|input_?dist|DistributedDataParallel|FullyShardedDataParallel|FSDP"
+    r"|batch_?norm", re.I)
+DATA_REGION = re.compile(rf"^(?!.*(?:{NOT_DATA.pattern})).*(?:{DATA_WORDS.pattern})", re.I | re.S)
+LOADER_REGION = re.compile(rf"^(?!.*(?:{NOT_DATA.pattern})).*(?:{LOADING_WORDS.pattern})", re.I | re.S)
 # Compiled code, as torch 2.x records it: the compiled frame, its generated wrapper, and the
 # autograd function of a compiled backward (series_mlp_compile, seed_mm64_compile).
 COMPILED_CODE = re.compile(r"^Torch-Compiled Region: |^## Call CompiledFxGraph|^CompiledFunction")
@@ -445,12 +469,20 @@ def backward_nodes(facts: Facts, ops: np.ndarray) -> np.ndarray:
     return nodes[np.isin(sequence_numbers(facts, nodes), seqs)].astype(np.int64)
 
 
+def data_region_mask(facts: Facts, named_for: re.Pattern[str] = DATA_REGION) -> np.ndarray:
+    """Host events that are data regions: the DataLoader's marker in any host category, and user annotations
+    named for data (DATA_REGION, or the wider LOADER_REGION: on word boundaries, frameworks' names left out)."""
+    trace = facts.trace
+    named = trace.category_mask({"user_annotation"}) & pattern_mask(facts, named_for)
+    return facts.is_host & (named | pattern_mask(facts, DATALOADER_MARKER))
+
+
 @per_facts
 def data_regions(facts: Facts) -> np.ndarray:
-    """The outermost data regions in the steps (user annotations: the DataLoader's marker, regions
-    named for data), in time order: data-loading's, and many-calls leaves the calls in them to it."""
+    """The outermost data regions in the steps (data_region_mask: the DataLoader's marker, regions named for
+    data), in time order: data-loading's, and many-calls leaves the calls in them to it."""
     trace = facts.trace
-    mask = facts.is_host & trace.category_mask({"user_annotation"}) & pattern_mask(facts, DATA_REGION)
+    mask = data_region_mask(facts)
     if facts.steps:
         mask &= facts.event_step >= 0
     idx = np.flatnonzero(mask & (nearest_ancestor(facts, mask, inclusive=False) < 0))

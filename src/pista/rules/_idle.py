@@ -17,6 +17,7 @@ import numpy as np
 from pista.findings import Record
 from pista.rules._common import (
     COMPILE_EVENT,
+    DATALOADER_MARKER,
     SYNC_NAMES,
     first_calls,
     kernel_launches,
@@ -238,15 +239,17 @@ def _sync_claim(facts: Facts, busy: Intervals, calls: np.ndarray) -> Intervals:
 
 def _slow_regions(facts: Facts, in_window: np.ndarray, compiling: np.ndarray, cold_calls: np.ndarray
                   ) -> list[SlowRegion]:
-    """record_function regions (not the steps) that last long and during which (almost) nothing is
+    """record_function regions (not the steps) and the DataLoader's marker that last long and during which (almost) nothing is
     launched on any thread, the profiler's own events inside them not counted, with their cause: compile when compile spans run
     inside; cold for a first call far slower than the later ones (cold_calls), or a region seen once whose time
     is mostly inside ops that launch GPU work (their first-call set-up); data when most of its time
     is host work that launches nothing (building a batch, I/O, sleeping). A region that recurs and
     spends its time inside GPU ops is per-op overhead, not claimed here."""
     trace = facts.trace
-    region = np.flatnonzero(facts.is_host & trace.category_mask({"user_annotation"}) & ~pattern_mask(facts, STEP_NAME)
-                            & in_window)
+    # the user's record_function regions, and the DataLoader's marker in any category (torch 1.8's is a cpu_op)
+    regions = trace.category_mask({"user_annotation"}) | pattern_mask(facts, DATALOADER_MARKER)
+    region = np.flatnonzero(facts.is_host & regions & ~pattern_mask(facts, STEP_NAME) & in_window)
+    del regions
     own = trace.dur[region] - sum_under(facts, facts.is_overhead, region, trace.dur)
     idx, own = region[own >= SLOW_REGION_NS], own[own >= SLOW_REGION_NS]
     if idx.size == 0:

@@ -1,7 +1,9 @@
 """What:
 A CPU-only step that spends a large part of its time getting its input: the DataLoader's
-`enumerate(DataLoader)#..._DataLoaderIter.__next__` region torch records each step (or a
-record_function region named for data: `data`, `dataset`, `collate`, `prefetch`). With
+`enumerate(DataLoader)#..._DataLoaderIter.__next__` region torch records each step, in whatever
+category (torch 1.8 writes it as an 'Operator'), or a record_function region named for data on word
+boundaries (`data_loading`, `## data_load ##`, `dataset`, `collate`, `prefetch`; not
+`DistributedDataParallel.forward` nor TorchRec's `## sparse_data_dist ##`, its all-to-all). With
 `_SingleProcessDataLoaderIter` (num_workers=0) the loading runs in the training process itself;
 many `aten::select` calls and a `aten::stack` inside it mean the batch is fetched sample by sample
 (`Dataset.__getitem__` per index, then `default_collate`). Without a data region: a step that runs

@@ -26,15 +26,30 @@ warning. balanced_2: 2.6 ms of a 6.7 ms step on rank 0 (38%), 5.6 of 9.8 ms on r
 straggler_2 rank 0 alone 36.4 of 39.4 ms (92%), of which 31.9 ms is its wait for rank 1 (in the
 folder: 4.6 ms, 12%, warning).
 
+The advice follows the collective that exposes the most, read from the trace: the work's own
+'Collective name' argument, else the host call that launched it (`nccl:all_to_all`, `c10d::alltoall_base_`,
+`record_param_comms`' 'Collective name'), else the kernel's name (AllReduce, AllGather, ReduceScatter,
+Broadcast; SendRecv alone says nothing: NCCL 2.1x runs every collective of hta_negq_rank0 as
+`ncclKernel_SendRecv`). Before, every exposure got DDP's all-reduce advice, TorchRec's all-to-all of
+embeddings included (hta_diff_control: 42 `nccl:all_to_all`; hta_negq_rank0, hta_sampled_rank0:
+`c10d::alltoall_base_`).
+
 Fix:
-Give communication compute to hide behind: tune DDP's `bucket_cap_mb` so buckets start earlier,
-keep `gradient_as_bucket_view=True`, accumulate gradients over several micro-batches under
-`no_sync()`, shard with FSDP/ZeRO and prefetch, or compress gradients (DDP comm hooks). If a peer
-is late (see `straggler`), fix that rank first: the wait is its lateness.
+Give communication compute to hide behind. An all-reduce (DDP's gradients): tune DDP's
+`bucket_cap_mb` so buckets start earlier, keep `gradient_as_bucket_view=True`, accumulate gradients
+over several micro-batches under `no_sync()`, shard with FSDP/ZeRO and prefetch, or compress
+gradients (DDP comm hooks). An all-to-all (TorchRec's input and embedding distribution, a mixture of
+experts' tokens): overlap it with the previous batch's compute (TorchRec's `TrainPipelineSparseDist`
+runs the next batch's input distribution during this one's forward and backward), and check the ranks
+for imbalance (a rank with more ids or tokens makes every other wait). All-gather and reduce-scatter
+(FSDP's parameters and gradients): prefetch (`forward_prefetch=True`,
+`backward_prefetch=BackwardPrefetch.BACKWARD_PRE`; FSDP2 `set_modules_to_forward_prefetch`) and wrap in
+fewer, larger units. If a peer is late (see `straggler`), fix that rank first: the wait is its lateness.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 import msgspec
@@ -43,6 +58,7 @@ import numpy as np
 from pista.distributed.comm import communication
 from pista.findings import Context, Evidence, Finding, Impact, Record
 from pista.rules._common import short_name, us
+from pista.trace.facts import Facts
 
 ID = "exposed-communication"
 # Share of the median step spent in communication with no compute beside it. A well-bucketed DDP
@@ -54,6 +70,21 @@ MIN_EXPOSED_SHARE = 0.10
 # ... and at least this much per step (µs), so sub-millisecond toy steps do not fire on noise.
 MIN_EXPOSED_US = 500.0
 EVIDENCE_EVENTS = 5
+# The collective a name says, read lower-cased with its '_', ':' and spaces taken out ('nccl:_all_gather_base',
+# 'c10d::alltoall_base_', 'ncclKernel_AllReduce_RING_LL_Sum_float', record_param_comms' 'allreduce'); the first
+# that matches wins (all-to-all before all-reduce: 'alltoall' holds no 'allreduce', but 'reducescatter' holds
+# 'reduce'). SendRecv is left out: NCCL runs all-to-all, point-to-point and, in some versions, every collective
+# as ncclKernel_SendRecv (hta_negq_rank0's all-reduces too).
+KIND_OF = (
+    (re.compile(r"alltoall|all2all"), "all_to_all"),
+    (re.compile(r"allreduce"), "all_reduce"),
+    (re.compile(r"allgather"), "all_gather"),
+    (re.compile(r"reducescatter"), "reduce_scatter"),
+    (re.compile(r"broadcast"), "broadcast"),
+)
+# How far up from the launching runtime call the host's collective call is looked for: cudaLaunchKernel <
+# nccl:all_to_all < record_param_comms < c10d::alltoall_base_ (hta_negq_rank0)
+KIND_DEPTH = 6
 
 
 class LatePeer(Record):
@@ -73,6 +104,10 @@ class ExposedCommunication(Record):
     step_us: float  # the median step (the window without steps)
     overlap_share: float  # of the communication, the part with compute beside it
     late_peer: LatePeer | None = None  # set over a folder: the wait for a late rank, inside exposed_us
+    # what that work is, the kind exposing most of its time: all_reduce, all_to_all, all_gather, reduce_scatter,
+    # broadcast, or "" where the trace does not say (a SendRecv kernel with no host call above it)
+    kind: str = ""
+    kinds: tuple[tuple[str, float], ...] = ()  # per kind the trace names, the exposed µs per step, most first
 
     @property
     def own_exposed_us(self) -> float:
@@ -100,9 +135,13 @@ def check(ctx: Context) -> list[Finding]:
     by_name: dict[str, int] = defaultdict(int)
     for i, e in zip(idx.tolist(), exposed.tolist(), strict=True):
         by_name[trace.event_name(i)] += e
+    top = max(by_name, key=lambda n: by_name[n])
+    named = np.array([trace.event_name(i) == top for i in idx.tolist()], dtype=bool)
     record = ExposedCommunication(
         domain=stats.domain,
-        collective=short_name(max(by_name, key=lambda n: by_name[n])),
+        collective=short_name(top),
+        kind=_top(_by_kind(facts, idx[named], exposed[named])),
+        kinds=tuple((k, us(v) / ctx.step_count) for k, v in _by_kind(facts, idx, exposed).items()),
         collectives=stats.collectives,
         steps=ctx.step_count,
         exposed_us=impact.us,
@@ -113,6 +152,42 @@ def check(ctx: Context) -> list[Finding]:
     top = np.argsort(-exposed, kind="stable")[:EVIDENCE_EVENTS]
     evidence = [Evidence.of(facts, int(idx[k]), ExposedCall(us(exposed[k]), us(trace.dur[idx[k]]))) for k in top]
     return [Finding(ID, record, impact, evidence)]
+
+
+def _by_kind(facts: Facts, idx: np.ndarray, exposed: np.ndarray) -> dict[str, int]:
+    """Per collective kind the trace names (KIND_OF), the exposed ns of these work events, most first."""
+    by_kind: dict[str, int] = defaultdict(int)
+    for i, e in zip(idx.tolist(), exposed.tolist(), strict=True):
+        kind = _collective(facts, int(i))
+        if kind:
+            by_kind[kind] += int(e)
+    return dict(sorted(by_kind.items(), key=lambda kv: -kv[1]))
+
+
+def _top(by_kind: dict[str, int]) -> str:
+    return next(iter(by_kind), "")
+
+
+def _collective(facts: Facts, i: int) -> str:
+    """What one communication work event is: its own 'Collective name', else the host call that launched it
+    (climbing from the launch), else its name."""
+    trace = facts.trace
+    names = [str(trace.args(i).get("Collective name") or "")]
+    j, depth = int(facts.launcher[i]), 0
+    while j >= 0 and depth < KIND_DEPTH:
+        names += [str(trace.args(j).get("Collective name") or ""), trace.event_name(j)]
+        j, depth = int(facts.parent[j]), depth + 1
+    names.append(trace.event_name(i))
+    for name in names:
+        found = _kind(name)
+        if found:
+            return found
+    return ""
+
+
+def _kind(name: str) -> str:
+    flat = re.sub(r"[\s_:.\-]", "", name.lower())
+    return next((kind for pattern, kind in KIND_OF if pattern.search(flat)), "")
 
 
 def with_late_peer(finding: Finding, peer_rank: int, wait_us: float) -> Finding | None:

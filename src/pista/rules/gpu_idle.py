@@ -30,23 +30,54 @@ and the profiler's buffer requests (profiler-overhead). The GPU-idle ledger (`_i
 and overhead-bound leaves them out too. Before, the rule reported every gap of 1 ms or more as one
 warning without an impact, whatever filled it, restating those rules.
 
+Each region is read from its own name and ops, and the advice follows: input (the DataLoader's
+marker, a region named for data on word boundaries, or one whose idle holds host work, copies and no
+compute op), the optimizer's step (named for it, or mostly under `Optimizer.step#` and foreach/fused
+ops: hta_nccl_data's and hta_sampled_rank0's '## optimizer ##', told "load in DataLoader workers"
+before), start-up (the calls that start CUDA up, or a window's one-off region before the GPU's first
+work: damaged_fields' '[param|cuda]'), or the model's own ops on the host. The idle under the
+optimizer steps unfused-optimizer reports is its finding, priced from a measured fused pair, and left
+out here.
+
 Fix:
-Take the work off the GPU's critical path: `DataLoader(num_workers>0, pin_memory=True)` with
+Input: take the work off the GPU's critical path: `DataLoader(num_workers>0, pin_memory=True)` with
 prefetching, so batch N+1 is ready while the GPU runs batch N; copy with `non_blocking=True` from
 pinned memory; build the data on the GPU; move checkpointing and logging out of the step or to a
-thread.
+thread. The optimizer: unfused-optimizer's remedies for the mode its ops show (`fused=True` for Adam,
+AdamW and SGD; foreach or a compiled step for a per-parameter one), none where it already runs fused
+or foreach with no fused version. Start-up: profile after a warm-up. The model's ops on the host:
+find where they run (`with_stack=True`) and move them to the GPU.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
+from pista.rules import _one_time as one_time
+from pista.rules._claims import claim_of
+from pista.rules._common import (
+    AUTOGRAD_NODE,
+    FUSED_OPTIMIZERS,
+    LOADER_REGION,
+    OPTIMIZER_CLASS,
+    OPTIMIZER_STEP,
+    data_region_mask,
+    index_mask,
+    kernel_launches,
+    name_mask,
+    nearest_in,
+    pattern_mask,
+    step_at,
+    us,
+)
 from pista.rules._common import evidence as event_evidence
-from pista.rules._common import kernel_launches, step_at, us
 from pista.rules._idle import ledger, spans, subtract, sum_under
 from pista.timeline import Edit
-from pista.trace.facts import Facts, Intervals
+from pista.trace.facts import Facts, Intervals, merge_intervals
 
 ID = "gpu-idle"
 # A symptom: the engine credits it with what is left once every cause's fix is replayed (pista.engine).
@@ -60,6 +91,26 @@ CHUNK = 1 << 18  # ops _ops_inside measures at a time (memory, not output)
 # The idle in no recorded op is named where it is this share of the claimed idle (gpu/gpu_idle_dataloader:
 # its time.sleep, ~4.7 of 13.8 ms a step; below a tenth it is the gaps between ops).
 NO_OP_SHARE = 0.1
+# What a region's idle is, read from its own name and ops, for the advice (issue: every region was told
+# "input work: load in DataLoader workers", hta_nccl_data's '## optimizer ##' included):
+# - "optimizer": named for the optimizer, or at least OPTIMIZER_SHARE of its time under the optimizer's
+#   step markers (Optimizer.step#) and foreach/fused ops (hta_nccl_data's '## optimizer ##': 14.7 of 14.8 ms
+#   in Optimizer.step#SGD.step; hta_sampled_rank0's: Shampoo's and EMAOptimizer's steps);
+# - "start-up": at least STARTUP_SHARE of its idle in calls that start CUDA up (_one_time.startup_ops, CUDA's
+#   module loading), or, in a window without steps, its only call starts before the trace's first device
+#   work (damaged_fields' '[param|cuda]', whose 29.9 s cudaDeviceGetStreamPriorityRange the damage hid);
+# - "input": a data region (the DataLoader's marker, a region named for loading input: _common.LOADER_REGION), or one
+#   whose idle holds no compute op (GEMM, convolution, attention, recurrent, an autograd node): host work,
+#   copies, Python (gpu/gpu_idle_dataloader, numpy_preprocess);
+# - "host": the rest, work of the model's own on the host (hta_backward_thread's '## backward ##').
+KINDS = ("input", "optimizer", "start-up", "host")
+OPTIMIZER_SHARE = 0.5
+STARTUP_SHARE = 0.5
+OPTIMIZER_NAME = re.compile(r"(?<![a-z])optim(?:i[sz]ers?)?(?![a-z])", re.I)
+OPTIMIZER_OPS = re.compile(r"^aten::_(?:foreach|fused)_")
+COMPUTE_OPS = re.compile(
+    r"^aten::(?:mm|addmm|bmm|baddbmm|matmul|linear|einsum|_?convolution|conv\d?d|cudnn_convolution\w*"
+    r"|scaled_dot_product_attention|_scaled_dot_product\w*|lstm|gru|rnn_tanh|rnn_relu)$")
 
 
 class Region(Record):
@@ -70,6 +121,14 @@ class Region(Record):
     host_us_per_call: float  # their mean wall time
     launches_per_call: float  # kernel, copy and memset launches under each
     idle_us_per_step: float
+    kind: str = "input"  # what its idle is (KINDS): input, optimizer, start-up, host
+    optimizer: str = ""  # an optimizer region's class, the one with most time in it (Optimizer.step#SGD.step: SGD)
+    mode: str = ""  # an optimizer region's mode from its ops: fused | foreach | per-parameter ("" none recorded)
+
+    @property
+    def fusable(self) -> bool:
+        """The optimizer has fused=True (torch.optim's Adam, AdamW, SGD)."""
+        return self.optimizer in FUSED_OPTIMIZERS
 
 
 class GpuIdle(Record):
@@ -115,7 +174,9 @@ def check(ctx: Context) -> list[Finding]:
     book = ledger(facts)
     if book is None:
         return []
-    claim = book.claims["data"]
+    # the idle under the optimizer steps unfused-optimizer reports is its finding (fused=True, priced from a
+    # measured pair), not this one's: hta_nccl_data's '## optimizer ##' is Optimizer.step#SGD.step's
+    claim = subtract(book.claims["data"], claim_of(facts, "unfused-optimizer"))
     impact = ctx.per_step(claim.total)
     if impact.share < MIN_SHARE:
         return []
@@ -124,14 +185,7 @@ def check(ctx: Context) -> list[Finding]:
     src = np.unique(book.sources["data"])
     launches = sum_under(facts, kernel_launches(facts), src)  # aligned with src
     idle = claim.covered(trace.ts[src], trace.ts[src] + trace.dur[src])
-    regions = []
-    for name_id in np.unique(trace.name[src]).tolist():
-        mine = (trace.name[src] == name_id) & (idle > 0)
-        if mine.any():
-            calls = src[mine]
-            regions.append(Region(trace.names[name_id], int(calls.size), us(trace.dur[calls].mean()),
-                                  float(launches[mine].mean()), us(idle[mine].sum()) / n))
-    regions.sort(key=lambda r: -r.idle_us_per_step)
+    regions = _regions(facts, claim, src, launches, idle, n)
     longest = np.argsort(claim.start - claim.end, kind="stable")
     ops = _ops_inside(facts, claim)
     record = GpuIdle(steps=n, has_steps=bool(facts.steps), step_us=us(ctx.step_ns),
@@ -157,6 +211,104 @@ def check(ctx: Context) -> list[Finding]:
     # under no region is a symptom of what runs there
     return [Finding(ID, record, impact, evidence, edit=Edit("work off the GPU's path", host_scale_spans=((claim, 0.0),)),
                     symptom=False if regions else None)]
+
+
+def _regions(facts: Facts, claim: Intervals, src: np.ndarray, launches: np.ndarray, idle: np.ndarray,
+             steps: int) -> list[Region]:
+    """Per region name with idle under its calls: the calls, their launches, the idle and what it is; most
+    idle first."""
+    trace = facts.trace
+    marks = _marks(facts)
+    out = []
+    for name_id in np.unique(trace.name[src]).tolist():
+        mine = (trace.name[src] == name_id) & (idle > 0)
+        if mine.any():
+            calls = src[mine]
+            kind, optimizer, mode = _reading(facts, marks, calls, claim)
+            out.append(Region(trace.names[name_id], int(calls.size), us(trace.dur[calls].mean()),
+                              float(launches[mine].mean()), us(idle[mine].sum()) / steps, kind, optimizer, mode))
+    out.sort(key=lambda r: -r.idle_us_per_step)
+    return out
+
+
+@dataclass(frozen=True)
+class _Marks:
+    """What tells the regions apart (KINDS), once per check."""
+
+    steps: np.ndarray  # the optimizer's step markers (Optimizer.step#, zero_grad#)
+    optimizer: Intervals  # their spans and the foreach/fused ops'
+    startup: Intervals  # calls that start CUDA up, CUDA's module and function loading
+    compute: Intervals  # compute ops and autograd nodes, on any thread
+    data: np.ndarray  # mask: data regions (the DataLoader's marker, regions named for data)
+    first_work: int  # when the trace's first device work starts
+
+
+def _marks(facts: Facts) -> _Marks:
+    trace = facts.trace
+    steps = np.flatnonzero(facts.is_host & pattern_mask(facts, OPTIMIZER_STEP))
+    ops = np.flatnonzero(facts.is_host & pattern_mask(facts, OPTIMIZER_OPS))
+    startup = [i for op, calls in one_time.startup_ops(facts).items() for i in (calls or [op])]
+    loading = np.flatnonzero(name_mask(facts, one_time.LOADING_NAMES))
+    compute = np.flatnonzero(facts.is_host & (pattern_mask(facts, COMPUTE_OPS) | pattern_mask(facts, AUTOGRAD_NODE)))
+    work = np.flatnonzero(facts.is_device_work)
+    first = int(trace.ts[work].min()) if work.size else int(np.iinfo(np.int64).max)
+    return _Marks(steps, spans(facts, np.r_[steps, ops]), spans(facts, np.r_[np.asarray(startup, np.int64), loading]),
+                  spans(facts, compute), data_region_mask(facts, LOADER_REGION), first)
+
+
+def _reading(facts: Facts, marks: _Marks, calls: np.ndarray, claim: Intervals) -> tuple[str, str, str]:
+    """What a region's idle is (KINDS), with an optimizer region's class and mode."""
+    trace = facts.trace
+    span = spans(facts, calls)
+    mine = claim.intersect(span)  # the region's idle
+    name = trace.event_name(int(calls[0]))
+    if (OPTIMIZER_STEP.search(name) or OPTIMIZER_NAME.search(name)
+            or marks.optimizer.intersect(span).total >= OPTIMIZER_SHARE * span.total):
+        return ("optimizer", *_optimizer(facts, marks, calls, mine))
+    if mine.total and marks.startup.intersect(mine).total >= STARTUP_SHARE * mine.total:
+        return "start-up", "", ""
+    if marks.data[calls].any():
+        return "input", "", ""
+    if not facts.steps and calls.size == 1 and int(trace.ts[calls[0]]) <= marks.first_work:
+        return "start-up", "", ""  # a window's one-off region before the GPU's first work: the program starting
+    return ("host" if marks.compute.intersect(mine).total else "input"), "", ""
+
+
+def _optimizer(facts: Facts, marks: _Marks, calls: np.ndarray, idle: Intervals) -> tuple[str, str]:
+    """An optimizer region's class (the step marker over most of its idle: '## optimizer ##' holds
+    Optimizer.step#SGD.step) and its mode, from the ops that launched its kernels: fused, foreach,
+    per-parameter (plain aten ops), or "" (none recorded: hta_sampled_rank0's ops are sampled out)."""
+    trace = facts.trace
+    steps = marks.steps
+    over = idle.covered(trace.ts[steps], trace.ts[steps] + trace.dur[steps]) if steps.size else np.empty(0)
+    steps = steps[over > 0]
+    by_class: dict[str, int] = {}
+    for i, ns in zip(steps.tolist(), over[over > 0].tolist(), strict=True):
+        found = OPTIMIZER_CLASS.match(trace.event_name(i))
+        if found:
+            by_class[found.group(1)] = by_class.get(found.group(1), 0) + int(ns)
+    optimizer = max(by_class, key=lambda c: by_class[c]) if by_class else ""
+    mine = np.asarray([i for i in steps.tolist() if optimizer and trace.event_name(i).startswith(
+        f"Optimizer.step#{optimizer}.")] or calls.tolist(), dtype=np.int64)
+    return optimizer, _mode(facts, mine)
+
+
+def _mode(facts: Facts, under: np.ndarray) -> str:
+    """fused | foreach | per-parameter: what launched the kernels under these events; "" none recorded."""
+    trace = facts.trace
+    launch = np.flatnonzero(kernel_launches(facts))
+    ends = trace.ts[under] + trace.dur[under]
+    inside = merge_intervals(trace.ts[under], ends).covered(trace.ts[launch], trace.ts[launch] + 1) > 0
+    launch = launch[inside]
+    launch = launch[nearest_in(facts, index_mask(facts, under), launch) >= 0]
+    cpu_op = facts.is_host & trace.category_mask({"cpu_op"})
+    ops = nearest_in(facts, cpu_op, launch, inclusive=False)
+    names = {trace.event_name(int(o)) for o in ops[ops >= 0].tolist()}
+    if any(n.startswith("aten::_fused_") for n in names):
+        return "fused"
+    if any(n.startswith("aten::_foreach_") for n in names):
+        return "foreach"
+    return "per-parameter" if any(n.startswith("aten::") for n in names) else ""
 
 
 def _outside_ops(facts: Facts, claimed: Intervals) -> Intervals:

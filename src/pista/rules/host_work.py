@@ -39,8 +39,8 @@ import numpy as np
 from pista.findings import NOT_USER_FRAME, Context, Evidence, Finding, Record
 from pista.rules._common import (
     COMPILE_EVENT,
-    DATA_REGION,
     OPTIMIZER_STEP,
+    data_region_mask,
     pattern_mask,
     step_at,
     us,
@@ -143,8 +143,8 @@ def _stretches(facts: Facts, lane: int) -> Intervals:
     # recorded): 130-340 µs stretches on either side of it on healthy_gpt_bf16 and series_mlp_eager
     edges = Intervals(others.start - AUTOGRAD_EDGE_NS, others.end + AUTOGRAD_EDGE_NS)
     others = merge_intervals(edges.start, edges.end) if others.start.size else others
-    owned = _spans(facts, np.flatnonzero(host & trace.category_mask({"user_annotation", "cpu_op"}) & (
-        pattern_mask(facts, DATA_REGION) | pattern_mask(facts, COMPILE_EVENT) | pattern_mask(facts, OPTIMIZER_STEP))))
+    owned = _spans(facts, np.flatnonzero(data_region_mask(facts) | host & trace.category_mask({"user_annotation", "cpu_op"}) & (
+        pattern_mask(facts, COMPILE_EVENT) | pattern_mask(facts, OPTIMIZER_STEP))))
     out = []
     for s in facts.steps:
         gaps = busy.gaps(int(s.start), int(s.end))

@@ -51,6 +51,7 @@ import numpy as np
 from pista.findings import Context, Evidence, Finding, Record
 from pista.rules._common import (
     COMPILE_EVENT,
+    LOADER_REGION,
     SYNC_NAMES,
     memcpys,
     name_mask,
@@ -83,8 +84,8 @@ PINNED = re.compile(r"Pinned")
 DIRECTION = re.compile(r"^Memcpy (\w+)")
 STEP_REGION = re.compile(r"^ProfilerStep#")
 # A region that loads input: the record_function names of hand-written loaders (gpu/gpu_idle_dataloader's
-# `data_loading`) and the DataLoader iterator's own (`enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`).
-LOADER_REGION = re.compile(r"data|load|batch|input|collate|prefetch", re.IGNORECASE)
+# `data_loading`) and the DataLoader iterator's own (`enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`),
+# on word boundaries, frameworks' names left out (a copy in DDP's forward is not the batch's): _common.LOADER_REGION.
 # torch's DataLoader iterator: where it feeds the steps, a host-to-device copy after it is the batch's
 # (gpu/resnet_loader: `x.cuda()` right after `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`)
 DATALOADER = re.compile(r"^enumerate\(DataLoader\)#")

@@ -48,9 +48,9 @@ import numpy as np
 from pista.findings import Context, Finding, Record
 from pista.opargs import op_args
 from pista.rules._common import (
-    DATA_REGION,
     OPTIMIZER_STEP,
     backward_nodes,
+    data_region_mask,
     evidence,
     nearest_in,
     outer_ops,
@@ -168,8 +168,8 @@ def _loops(facts: Facts, outer: np.ndarray, lane: np.ndarray):
 def _owned_elsewhere(facts: Facts, outer: np.ndarray) -> np.ndarray:
     """Per outer op: whether it runs in a data region (a DataLoader fetching sample by sample:
     data-loading's) or in the optimizer's step (a loop over parameters: unfused-optimizer's)."""
-    regions = facts.is_host & facts.trace.category_mask({"user_annotation"}) & (
-        pattern_mask(facts, DATA_REGION) | pattern_mask(facts, OPTIMIZER_STEP))
+    regions = data_region_mask(facts) | facts.is_host & facts.trace.category_mask({"user_annotation"}) & pattern_mask(
+        facts, OPTIMIZER_STEP)
     return nearest_in(facts, regions, outer, inclusive=False) >= 0
 
 

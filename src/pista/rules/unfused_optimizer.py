@@ -70,6 +70,8 @@ from pista.findings import Context, Evidence, Finding, Record, steps_of
 from pista.purpose import CODE, classify
 from pista.rules._common import (
     AUTOGRAD_NODE,
+    FUSED_OPTIMIZERS,
+    OPTIMIZER_CLASS,
     busy_ns,
     index_mask,
     name_mask,
@@ -83,11 +85,11 @@ from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts
 
 ID = "unfused-optimizer"
-STEP_EVENT = re.compile(r"^Optimizer\.step#(\w+)\.step$")
+STEP_EVENT = OPTIMIZER_CLASS
 FOREACH_OP = re.compile(r"^aten::_foreach_")
 FUSED_OP = re.compile(r"^aten::_fused_")
 # Optimizers with a fused CUDA implementation (torch.optim: `fused=True`).
-FUSABLE = frozenset({"Adam", "AdamW", "SGD"})
+FUSABLE = FUSED_OPTIMIZERS
 # The optimizer's share of the device time, or its host span's share of the step, from which it is
 # worth fusing: foreach AdamW is 62.6% of the GPU time in series_mlp_eager, 32.7% in gpu/adamw_foreach,
 # 12.8% in gpu/gpt_autocast, whose Optimizer.step is also 15.8% of the step on the host.

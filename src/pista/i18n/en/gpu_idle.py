@@ -22,9 +22,29 @@ def _launches(g: Region) -> str:
     return f"launches {g.launches_per_call:.0f} kernel(s) or copies"
 
 
+def _optimizer(g: Region) -> str:
+    return g.optimizer or "the optimizer"
+
+
+_MODES = {"fused": "fused", "foreach": "foreach", "per-parameter": "per parameter"}
+
+
+def _reading(g: Region) -> str:
+    """What the region's idle is, where it is not input."""
+    if g.kind == "optimizer":
+        mode = f", {_MODES[g.mode]}" if g.mode else ""
+        return f"the optimizer's step: {_optimizer(g)}{mode}"
+    if g.kind == "start-up":
+        return "start-up"
+    if g.kind == "host":
+        return "the model's own ops on the host"
+    return ""
+
+
 def _region(g: Region, r: GpuIdle) -> str:
     calls = f"{g.calls} calls of {t(g.host_us_per_call)}" if g.calls > 1 else f"one call of {t(g.host_us_per_call)}"
-    return f"'{g.name}' ({calls}, each {_launches(g)}): {t(g.idle_us_per_step)} per {_step(r)}"
+    reading = f"{_reading(g)}; " if _reading(g) else ""
+    return f"'{g.name}' ({reading}{calls}, each {_launches(g)}): {t(g.idle_us_per_step)} per {_step(r)}"
 
 
 def message(r: GpuIdle) -> str:
@@ -45,8 +65,39 @@ def message(r: GpuIdle) -> str:
 WORKERS = "_MultiProcessingDataLoaderIter"
 
 
+def _optimizer_remedy(g: Region) -> str:
+    """unfused-optimizer's remedies for the mode the region's ops show, or none where it has no faster mode."""
+    name = _optimizer(g)
+    if g.mode == "fused" or (g.mode == "foreach" and not g.fusable):
+        return (f"{name} already runs {g.mode}, so there is no faster mode to switch to: what holds the GPU is the "
+                "host code around its kernels (gradient clipping, schedulers, per-parameter bookkeeping); record with "
+                "with_stack=True to see it")
+    if g.fusable:
+        return (f"torch.optim.{g.optimizer}(..., fused=True) runs the update as one kernel with a couple of host ops "
+                "instead of an op and a launch per parameter and pass")
+    if g.mode == "per-parameter":
+        return ("pass foreach=True if it takes it, or compile its step (torch.compile(opt.step)), so the update is a "
+                "few kernels over all parameters instead of an op per parameter")
+    return (f"its ops are not in the trace; if {name} updates the parameters one by one, compile its step "
+            "(torch.compile(opt.step)) or give it a foreach implementation; with_stack=True names its code")
+
+
 def advice(r: GpuIdle) -> str:
-    if WORKERS in r.regions[0].name:
+    g = r.regions[0]
+    if g.kind == "optimizer":
+        return (f"'{g.name}' is the optimizer's step ({_optimizer(g)}), not input: its host time is the GPU's idle. "
+                f"{_optimizer_remedy(g)[0].upper()}{_optimizer_remedy(g)[1:]}.")
+    if g.kind == "start-up":
+        return (f"'{g.name}' is start-up, not input: it runs once, before the GPU's first work or in the calls that "
+                "start CUDA up (the context, cuBLAS/cuDNN handles, building the model and its data), not in the steady "
+                "state. Run one iteration before profiling, or profile with torch.profiler.schedule(wait=1, warmup=1, "
+                "active=N), to read the steps.")
+    if g.kind == "host":
+        return (f"'{g.name}' runs the model's own ops on the host (compute ops or autograd nodes) and launches "
+                "almost nothing while the GPU waits: check where they run (tensors left on the CPU, a thread the "
+                "step waits for); record with_stack=True to see its code, then move that work to the GPU or off the "
+                "step.")
+    if WORKERS in g.name:
         return (f"'{r.regions[0].name}' already loads in worker processes, and the GPU still waits for it: the "
                 "workers are slower than the step. Give them more (num_workers up to the free cores, prefetch_factor, "
                 "persistent_workers=True), keep the step's threads off their cores, and make each sample cheaper "
@@ -59,6 +110,15 @@ def advice(r: GpuIdle) -> str:
 
 def fix(r: GpuIdle) -> str:
     g = r.regions[0]
+    if g.kind == "optimizer":
+        return f"{g.name} takes {t(g.host_us_per_call)} of {_of(r)} with the GPU idle: it is the optimizer's step: " + (
+            f"torch.optim.{g.optimizer}(..., fused=True)" if g.fusable and g.mode != "fused" else _optimizer_remedy(g))
+    if g.kind == "start-up":
+        return (f"{g.name} takes {t(g.host_us_per_call)} of {_of(r)} once, before the GPU's work: start-up, profile "
+                "after a warm-up")
+    if g.kind == "host":
+        return (f"{g.name} takes {t(g.host_us_per_call)} of {_of(r)} running the model's ops on the host: record "
+                "with_stack=True and move that work to the GPU")
     if WORKERS in g.name:
         return f"{g.name} takes {t(g.host_us_per_call)} of {_of(r)} though it has workers: more workers, cheaper samples"
     return (f"{g.name} takes {t(g.host_us_per_call)} of {_of(r)} and {_launches(g)}: load in DataLoader workers "

@@ -81,8 +81,10 @@ NOTES = {
 
 DOCS = """Qué:
 Un paso solo de CPU que pasa buena parte de su tiempo consiguiendo sus datos: la región
-`enumerate(DataLoader)#..._DataLoaderIter.__next__` que torch registra cada paso (o una región de
-record_function con nombre de datos: `data`, `dataset`, `collate`, `prefetch`). Con
+`enumerate(DataLoader)#..._DataLoaderIter.__next__` que torch registra cada paso, en cualquier
+categoría (torch 1.8 la escribe como 'Operator'), o una región de record_function con nombre de datos
+en límites de palabra (`data_loading`, `## data_load ##`, `dataset`, `collate`, `prefetch`; no
+`DistributedDataParallel.forward` ni el `## sparse_data_dist ##` de TorchRec, su all-to-all). Con
 `_SingleProcessDataLoaderIter` (num_workers=0) la carga corre en el propio proceso de entrenamiento;
 muchos `aten::select` y un `aten::stack` dentro significan que el lote se lee muestra a muestra
 (`Dataset.__getitem__` por índice, luego `default_collate`). Sin región de datos: un paso que ejecuta

@@ -22,13 +22,42 @@ def message(r: ExposedCommunication) -> str:
             f"{_share(r, r.exposed_us)} de un paso de {t(r.step_us)}. De {t(r.comm_us)} de colectivas por paso "
             f"{_where(r)} ({r.collectives} eventos en {r.steps} paso(s)), el {pct(r.overlap_share)} se solapa con "
             f"cómputo; {r.collective} es la que más expone.")
+    if len(r.kinds) > 1:
+        text += " Por colectiva, por paso: " + ", ".join(f"{KINDS[k]} {t(v)}" for k, v in r.kinds) + "."
     if r.late_peer is not None:
         text += (f" {t(r.late_peer.wait_us)} de ello es este rango esperando al rango {r.late_peer.rank}, que llega "
                  f"tarde (ver straggler); {t(r.own_exposed_us)} son suyos.")
     return text
 
 
+KINDS = {"all_reduce": "all-reduce", "all_to_all": "all-to-all", "all_gather": "all-gather",
+         "reduce_scatter": "reduce-scatter", "broadcast": "broadcast"}
+
+
+def _kind_advice(r: ExposedCommunication) -> str:
+    """El consejo para una colectiva que no es un all-reduce de gradientes ("" para un all-reduce o una sin nombre)."""
+    if r.kind == "all_to_all":
+        return (f"este all-to-all ({r.collective}) es la distribución de entradas y embeddings de TorchRec o el "
+                "intercambio de tokens de una mezcla de expertos, no un all-reduce de gradientes, así que los ajustes "
+                "de buckets de DDP no lo tocan: solápalo con cómputo encadenando la distribución de entradas, para que "
+                "el all-to-all del lote siguiente corra durante el forward y el backward de este (TrainPipelineSparseDist "
+                "de TorchRec), y compara los rangos: uno con más ids o tokens que enviar hace esperar a todos los demás")
+    if r.kind in ("all_gather", "reduce_scatter"):
+        return (f"este {KINDS[r.kind]} ({r.collective}) mueve los parámetros y gradientes de FSDP o ZeRO: precarga los "
+                "parámetros de la unidad siguiente mientras esta calcula (forward_prefetch=True y "
+                "backward_prefetch=BackwardPrefetch.BACKWARD_PRE en FSDP; set_modules_to_forward_prefetch y "
+                "set_modules_to_backward_prefetch en FSDP2), y agrupa en menos unidades más grandes para que cada "
+                "colectiva mueva más")
+    if r.kind == "broadcast":
+        return (f"este broadcast ({r.collective}): si son los buffers de DDP (las estadísticas de batch norm) enviados "
+                "en cada forward, pon broadcast_buffers=False donde los rangos ya los mantienen iguales (o usa "
+                "SyncBatchNorm); si no, lánzalo con async_op=True y espéralo solo donde se necesita su resultado")
+    return ""
+
+
 def _own_advice(r: ExposedCommunication) -> str:
+    if _kind_advice(r):
+        return _kind_advice(r)
     if r.domain == "gpu":
         return (f"deja que {r.collective} se solape con el backward: ajusta bucket_cap_mb de DDP para que los "
                 "primeros buckets empiecen mientras el backward sigue, mantén gradient_as_bucket_view=True, acumula "
@@ -48,7 +77,22 @@ def advice(r: ExposedCommunication) -> str:
     return own[0].upper() + own[1:] + "."
 
 
+_KIND_FIX = {
+    "all_to_all": "encadena la distribución de entradas (TrainPipelineSparseDist de TorchRec) y revisa el equilibrio "
+                  "entre rangos",
+    "all_gather": "precarga los parámetros de la unidad siguiente (forward_prefetch y backward_prefetch de FSDP)",
+    "reduce_scatter": "precarga los parámetros de la unidad siguiente (forward_prefetch y backward_prefetch de FSDP)",
+    "broadcast": "broadcast_buffers=False si son los buffers de DDP; si no, async_op=True",
+}
+
+
 def fix(r: ExposedCommunication) -> str:
+    if r.kind in _KIND_FIX:
+        if r.late_peer is not None:
+            return (f"{r.collective} expone {t(r.own_exposed_us)} por paso propios además de esperar al rango "
+                    f"{r.late_peer.rank}: arregla primero el rango {r.late_peer.rank} y luego {_KIND_FIX[r.kind]}")
+        return (f"{r.collective} ({KINDS[r.kind]}) corre {t(r.exposed_us)} de cada paso de {t(r.step_us)} sin "
+                f"cómputo al lado: {_KIND_FIX[r.kind]}")
     if r.late_peer is not None:
         return (f"{r.collective} expone {t(r.own_exposed_us)} por paso propios además de esperar al rango "
                 f"{r.late_peer.rank}: arregla primero el rango {r.late_peer.rank} y luego acumula gradientes con "
@@ -59,8 +103,8 @@ def fix(r: ExposedCommunication) -> str:
 
 
 def basis(r: ExposedCommunication) -> str:
-    text = ("comunicación sin cómputo al lado, sumada por paso (cota superior: el all-reduce del último bucket no "
-            "puede ocultarse)")
+    last = "el all-reduce del último bucket" if r.kind in ("all_reduce", "") else f"el último {KINDS[r.kind]}"
+    text = f"comunicación sin cómputo al lado, sumada por paso (cota superior: {last} no puede ocultarse)"
     if r.late_peer is not None:
         text += f", menos la espera al rango {r.late_peer.rank}, que cuenta en straggler"
     return text
@@ -98,9 +142,23 @@ mediana y un aviso fijo. balanced_2: 2.6 ms de un paso de 6.7 ms en el rango 0 (
 en el rango 1 (57%); el rango 0 de straggler_2 solo, 36.4 de 39.4 ms (92%), de los que 31.9 ms son
 su espera al rango 1 (en la carpeta: 4.6 ms, 12%, aviso).
 
+El consejo sigue a la colectiva que más expone, leída de la traza: el argumento 'Collective name'
+del propio trabajo, si no la llamada del host que lo lanzó (`nccl:all_to_all`, `c10d::alltoall_base_`,
+el 'Collective name' de `record_param_comms`), si no el nombre del kernel (AllReduce, AllGather,
+ReduceScatter, Broadcast; SendRecv solo no dice nada: NCCL 2.1x ejecuta todas las colectivas de
+hta_negq_rank0 como `ncclKernel_SendRecv`). Antes, toda exposición recibía el consejo del all-reduce de
+DDP, también el all-to-all de embeddings de TorchRec (hta_diff_control: 42 `nccl:all_to_all`;
+hta_negq_rank0, hta_sampled_rank0: `c10d::alltoall_base_`).
+
 Solución:
-Dale a la comunicación cómputo tras el que ocultarse: ajusta `bucket_cap_mb` de DDP para que los
-buckets empiecen antes, mantén `gradient_as_bucket_view=True`, acumula gradientes en varios
-micro-lotes con `no_sync()`, fragmenta con FSDP/ZeRO con prefetch, o comprime gradientes (comm
-hooks de DDP). Si un rango llega tarde (ver `straggler`), arregla primero ese rango: la espera es su
-retraso."""
+Dale a la comunicación cómputo tras el que ocultarse. Un all-reduce (los gradientes de DDP): ajusta
+`bucket_cap_mb` de DDP para que los buckets empiecen antes, mantén `gradient_as_bucket_view=True`,
+acumula gradientes en varios micro-lotes con `no_sync()`, fragmenta con FSDP/ZeRO con prefetch, o
+comprime gradientes (comm hooks de DDP). Un all-to-all (la distribución de entradas y embeddings de
+TorchRec, los tokens de una mezcla de expertos): solápalo con el cómputo del lote anterior
+(`TrainPipelineSparseDist` de TorchRec corre la distribución de entradas del lote siguiente durante el
+forward y el backward de este) y revisa el desequilibrio entre rangos (uno con más ids o tokens hace
+esperar a todos). All-gather y reduce-scatter (los parámetros y gradientes de FSDP): precarga
+(`forward_prefetch=True`, `backward_prefetch=BackwardPrefetch.BACKWARD_PRE`; en FSDP2
+`set_modules_to_forward_prefetch`) y agrupa en menos unidades más grandes. Si un rango llega tarde
+(ver `straggler`), arregla primero ese rango: la espera es su retraso."""

@@ -22,10 +22,30 @@ def _launches(g: Region) -> str:
     return f"lanza {g.launches_per_call:.0f} kernel(s) o copias"
 
 
+def _optimizer(g: Region) -> str:
+    return g.optimizer or "el optimizador"
+
+
+_MODES = {"fused": "fusionado", "foreach": "foreach", "per-parameter": "por parámetro"}
+
+
+def _reading(g: Region) -> str:
+    """Qué es la inactividad de la región, cuando no es entrada."""
+    if g.kind == "optimizer":
+        mode = f", {_MODES[g.mode]}" if g.mode else ""
+        return f"el paso del optimizador: {_optimizer(g)}{mode}"
+    if g.kind == "start-up":
+        return "arranque"
+    if g.kind == "host":
+        return "operaciones del propio modelo en el host"
+    return ""
+
+
 def _region(g: Region, r: GpuIdle) -> str:
     calls = (f"{g.calls} llamadas de {t(g.host_us_per_call)}" if g.calls > 1
              else f"una llamada de {t(g.host_us_per_call)}")
-    return f"'{g.name}' ({calls}; cada una {_launches(g)}): {t(g.idle_us_per_step)} por {_step(r)}"
+    reading = f"{_reading(g)}; " if _reading(g) else ""
+    return f"'{g.name}' ({reading}{calls}; cada una {_launches(g)}): {t(g.idle_us_per_step)} por {_step(r)}"
 
 
 def message(r: GpuIdle) -> str:
@@ -47,8 +67,39 @@ def message(r: GpuIdle) -> str:
 WORKERS = "_MultiProcessingDataLoaderIter"
 
 
+def _optimizer_remedy(g: Region) -> str:
+    """Los remedios de unfused-optimizer para el modo que muestran sus ops, o ninguno si no tiene un modo más rápido."""
+    name = _optimizer(g)
+    if g.mode == "fused" or (g.mode == "foreach" and not g.fusable):
+        return (f"{name} ya corre {_MODES[g.mode]}, así que no hay un modo más rápido al que cambiar: lo que retiene "
+                "a la GPU es el código del host alrededor de sus kernels (recorte de gradientes, schedulers, contabilidad "
+                "por parámetro); graba con with_stack=True para verlo")
+    if g.fusable:
+        return (f"torch.optim.{g.optimizer}(..., fused=True) hace la actualización en un kernel con un par de ops del "
+                "host en lugar de una op y un lanzamiento por parámetro y pasada")
+    if g.mode == "per-parameter":
+        return ("pasa foreach=True si lo admite, o compila su paso (torch.compile(opt.step)), para que la actualización "
+                "sean unos pocos kernels sobre todos los parámetros en lugar de una op por parámetro")
+    return (f"sus ops no están en la traza; si {name} actualiza los parámetros uno a uno, compila su paso "
+            "(torch.compile(opt.step)) o dale una implementación foreach; with_stack=True nombra su código")
+
+
 def advice(r: GpuIdle) -> str:
-    if WORKERS in r.regions[0].name:
+    g = r.regions[0]
+    if g.kind == "optimizer":
+        return (f"'{g.name}' es el paso del optimizador ({_optimizer(g)}), no entrada: su tiempo en el host es la "
+                f"inactividad de la GPU. {_optimizer_remedy(g)[0].upper()}{_optimizer_remedy(g)[1:]}.")
+    if g.kind == "start-up":
+        return (f"'{g.name}' es arranque, no entrada: corre una vez, antes del primer trabajo de la GPU o en las "
+                "llamadas que arrancan CUDA (el contexto, los handles de cuBLAS/cuDNN, construir el modelo y sus datos), "
+                "no en el régimen estable. Ejecuta una iteración antes de perfilar, o perfila con "
+                "torch.profiler.schedule(wait=1, warmup=1, active=N), para leer los pasos.")
+    if g.kind == "host":
+        return (f"'{g.name}' ejecuta operaciones del propio modelo en el host (ops de cómputo o nodos de autograd) y "
+                "casi no lanza nada mientras la GPU espera: mira dónde corren (tensores que quedaron en la CPU, un hilo "
+                "al que espera el paso); graba con with_stack=True para ver su código y lleva ese trabajo a la GPU o "
+                "fuera del paso.")
+    if WORKERS in g.name:
         return (f"'{r.regions[0].name}' ya carga en procesos workers y la GPU aún lo espera: los workers son más "
                 "lentos que el paso. Dales más (num_workers hasta los núcleos libres, prefetch_factor, "
                 "persistent_workers=True), aparta los hilos del paso de sus núcleos y abarata cada muestra "
@@ -61,6 +112,15 @@ def advice(r: GpuIdle) -> str:
 
 def fix(r: GpuIdle) -> str:
     g = r.regions[0]
+    if g.kind == "optimizer":
+        return f"{g.name} tarda {t(g.host_us_per_call)} de {_of(r)} con la GPU inactiva: es el paso del optimizador: " + (
+            f"torch.optim.{g.optimizer}(..., fused=True)" if g.fusable and g.mode != "fused" else _optimizer_remedy(g))
+    if g.kind == "start-up":
+        return (f"{g.name} tarda {t(g.host_us_per_call)} de {_of(r)} una vez, antes del trabajo de la GPU: arranque, "
+                "perfila tras un calentamiento")
+    if g.kind == "host":
+        return (f"{g.name} tarda {t(g.host_us_per_call)} de {_of(r)} ejecutando operaciones del modelo en el host: "
+                "graba con with_stack=True y lleva ese trabajo a la GPU")
     if WORKERS in g.name:
         return f"{g.name} tarda {t(g.host_us_per_call)} de {_of(r)} aunque tiene workers: más workers, muestras más baratas"
     return (f"{g.name} tarda {t(g.host_us_per_call)} de {_of(r)} y {_launches(g)}: carga en workers del DataLoader "
@@ -114,8 +174,22 @@ El registro de la GPU inactiva (`_idle`) las marca todas y overhead-bound tambi�
 informaba de cada hueco de 1 ms o más como un aviso sin impacto, fuera cual fuera su causa, repitiendo
 esas reglas.
 
+Cada región se lee por su propio nombre y sus operaciones, y el consejo sigue a esa lectura: entrada
+(la marca del DataLoader, una región con nombre de datos en límites de palabra, o una cuya inactividad
+tiene trabajo del host, copias y ninguna op de cómputo), el paso del optimizador (con nombre de
+optimizador, o casi todo bajo `Optimizer.step#` y ops foreach/fused: el '## optimizer ##' de
+hta_nccl_data y de hta_sampled_rank0, a los que antes se decía "carga en workers del DataLoader"),
+arranque (las llamadas que arrancan CUDA, o una región única de una ventana antes del primer trabajo
+de la GPU: el '[param|cuda]' de damaged_fields), u operaciones del propio modelo en el host. La
+inactividad bajo los pasos del optimizador que informa unfused-optimizer es hallazgo suyo, con el
+precio de un par medido con fused, y queda fuera aquí.
+
 Solución:
-Saca el trabajo del camino crítico de la GPU: `DataLoader(num_workers>0, pin_memory=True)` con
-prefetch, para que el lote N+1 esté listo mientras la GPU procesa el lote N; copia con
+Entrada: saca el trabajo del camino crítico de la GPU: `DataLoader(num_workers>0, pin_memory=True)`
+con prefetch, para que el lote N+1 esté listo mientras la GPU procesa el lote N; copia con
 `non_blocking=True` desde memoria fijada; genera los datos en la GPU; saca del paso los checkpoints y
-los logs o llévalos a un hilo."""
+los logs o llévalos a un hilo. El optimizador: los remedios de unfused-optimizer para el modo que
+muestran sus ops (`fused=True` para Adam, AdamW y SGD; foreach o un paso compilado para uno por
+parámetro), ninguno si ya corre fusionado o foreach sin versión fusionada. Arranque: perfila tras un
+calentamiento. Operaciones del modelo en el host: averigua dónde corren (`with_stack=True`) y llévalas
+a la GPU."""
