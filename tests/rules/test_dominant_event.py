@@ -174,3 +174,19 @@ def test_spanish_renders_every_field(analysis_of, load_facts, monkeypatch):
 
     docs = rule_docs(ID, "es")
     assert all(s in docs for s in ("Qué:", "Por qué:", "Ejemplo:", "Impacto:", "Solución:"))
+
+
+def test_a_collectives_kernel_is_left_to_exposed_communication():
+    """HTA's hta_sampled_rank0: ncclKernel_SendRecv holds 65% of the GPU time. What it costs the step is its
+    exposure (exposed-communication's); 'check it with ncu' at 0 µs said nothing."""
+    import raw
+    from conftest import fixture
+
+    from pista.findings import analyze
+
+    name = "foreign/hta_sampled_rank0"
+    work = [e for e in raw.complete(name) if e.get("cat") == "kernel"]
+    nccl = sum(float(e["dur"]) for e in work if "ncclKernel" in e["name"])
+    assert nccl > 0.5 * sum(float(e["dur"]) for e in work)
+    rules = {f.rule for f in analyze(fixture(name)).findings}
+    assert "dominant-event" not in rules and "exposed-communication" in rules

@@ -40,6 +40,8 @@ pinned memory without blocking. If the trace is host-bound, fix the host side fi
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from pista import efficiency
@@ -88,6 +90,10 @@ class Instance(Record):
     tflops: float | None
 
 
+# A collective's kernel or op, by name: NCCL/RCCL kernels, c10d ops, the profiler's record_param_comms.
+COLLECTIVE = re.compile(r"nccl|rccl|^c10d::|^record_param_comms", re.I)
+
+
 def check(ctx: Context) -> list[Finding]:
     if ctx.summary.verdict == "overhead-bound":
         return []  # the GPU waits for the host: a faster kernel would only wait longer
@@ -96,6 +102,10 @@ def check(ctx: Context) -> list[Finding]:
         return []  # a copy's cost and fix are the copy rules' (pageable-memcpy): told once, there
     facts = ctx.facts
     trace = facts.trace
+    if COLLECTIVE.search(found.name):
+        # a collective's kernel (HTA's hta_sampled_rank0: ncclKernel_SendRecv 65% of the GPU time): what it
+        # costs the step is its exposure, exposed-communication's; "check it with ncu" says nothing there
+        return []
     members = found.members
     spent = int(trace.dur[members].sum())
     if found.kind == "op":
