@@ -59,3 +59,24 @@ def test_every_field_renders_in_spanish(analysis_of):
     assert "no contiene" in finding.title and "hipMemcpyWithStream" in finding.message
     assert finding.advice and finding.fix and finding.basis
     assert all(e.note for e in finding.evidence)
+
+
+def test_a_copy_staging_its_own_bytes_is_pageable_memcpy_s(tmp_path):
+    # kineto's resnet50_num_workers_4 sample (remote.json): an 18.4 MiB pageable cudaMemcpyAsync blocks 40 ms with
+    # the GPU idle, the host staging the bytes itself. tl_sglang_decode's 463 ms copy, given that many bytes to
+    # move, is such a copy too: no outside wait
+    import gzip
+    import json
+
+    from conftest import fixture
+
+    from pista.findings import analyze
+
+    data = json.loads(gzip.decompress(fixture("foreign/tl_sglang_decode").read_bytes()))
+    call = max((e for e in data["traceEvents"] if e.get("cat") == "cuda_runtime"), key=lambda e: float(e["dur"]))
+    (copy,) = [e for e in data["traceEvents"] if e.get("cat") == "gpu_memcpy"
+               and e["args"].get("correlation") == call["args"]["correlation"]]
+    copy["args"]["bytes"] = int(0.2 * float(call["dur"]) * 1e3)  # 0.2 GB/s over the call
+    path = tmp_path / "staging.json"
+    path.write_text(json.dumps(data))
+    assert analyze(path).finding(ID) is None

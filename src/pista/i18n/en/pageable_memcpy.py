@@ -26,10 +26,10 @@ def _group(g: CopyGroup) -> str:
             f"the host blocked {t(g.blocked_us)}, {_saved(g.saved_us, g.direction == 'DtoH')}")
 
 
-def _saved(saved_us: float, read_back: bool) -> str:
+def _saved(saved_us: float, read_back: bool, why: bool = True) -> str:
     if read_back:
-        return (f"{t(saved_us)} of it the copy's staging through pageable memory (the rest waits for the work queued "
-                "before the read-back, which the host needs done with pinned memory too)")
+        return (f"{t(saved_us)} of it staging through pageable memory"
+                + (" (a pinned read-back still waits for its copy and the work queued before it)" if why else ""))
     return f"{t(saved_us)} of it with the GPU computing nothing"
 
 
@@ -71,7 +71,7 @@ def fix(r: PageableMemcpy) -> str:
     g = r.groups[0]
     side = "into" if g.direction == "DtoH" else "from"
     return (f"{_where(g)} copies {g.mib / max(g.copies, 1):.1f} MiB per call {side} pageable memory, blocking the "
-            f"host {t(g.blocked_us / r.steps)} per step ({_saved(g.saved_us / r.steps, g.direction == 'DtoH')}): "
+            f"host {t(g.blocked_us / r.steps)} per step ({_saved(g.saved_us / r.steps, g.direction == 'DtoH', why=False)}): "
             f"{_change(g)}.")
 
 

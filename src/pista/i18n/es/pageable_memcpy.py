@@ -26,10 +26,11 @@ def _group(g: CopyGroup) -> str:
             f"el host se bloquea {t(g.blocked_us)}, {_saved(g.saved_us, g.direction == 'DtoH')}")
 
 
-def _saved(saved_us: float, read_back: bool) -> str:
+def _saved(saved_us: float, read_back: bool, why: bool = True) -> str:
     if read_back:
-        return (f"{t(saved_us)} de ellos el paso de la copia por memoria paginable (el resto espera al trabajo "
-                "encolado antes de la lectura, que el host necesita terminado también con memoria fijada)")
+        return (f"{t(saved_us)} de ellos pasando por memoria paginable"
+                + (" (una lectura a memoria fijada sigue esperando a su copia y al trabajo encolado antes)"
+                   if why else ""))
     return f"{t(saved_us)} de ellos con la GPU sin calcular nada"
 
 
@@ -71,7 +72,7 @@ def fix(r: PageableMemcpy) -> str:
     g = r.groups[0]
     return (f"{_where(g)} copia {g.mib / max(g.copies, 1):.1f} MiB por llamada "
             f"{'hacia' if g.direction == 'DtoH' else 'desde'} memoria paginable y bloquea el host "
-            f"{t(g.blocked_us / r.steps)} por paso ({_saved(g.saved_us / r.steps, g.direction == 'DtoH')}): "
+            f"{t(g.blocked_us / r.steps)} por paso ({_saved(g.saved_us / r.steps, g.direction == 'DtoH', why=False)}): "
             f"{_change(g)}.")
 
 
