@@ -112,3 +112,57 @@ def test_no_finding_points_at_a_finding_that_is_not_printed(name):
         named = {rule.id for rule in catalogue() if rule.id != f.rule
                  and any(f"{before}{rule.id}" in text for before in ("(", ", ", "see "))}
         assert named <= printed, (f.rule, named - printed)
+
+
+def test_no_fix_saves_more_than_the_step():
+    """foreign/hta_negq_rank0: the host runs ~165 ms ahead of the GPU and the replay is 62% off its trace (406 ms
+    steps for 216 ms ones). Unblocking its 30 pageable read-backs 'saved' 335 ms per step, more than the step.
+    Whatever an edit replays to, the saving credited is at most the median step the trace shows."""
+    import raw
+
+    from pista.engine import settle
+    from pista.findings import Finding, Impact
+    from pista.rules._common import outermost_aten
+    from pista.rules.pageable_memcpy import _pinned_edit
+
+    name = "foreign/hta_negq_rank0"
+    facts = analyze(str(FIXTURES / f"{name}.json.gz"), rules=[]).facts
+    trace = facts.trace
+    names = trace.name_array[trace.name].astype(str)
+    backs = np.flatnonzero(facts.is_device_work & (facts.event_step >= 0) & (facts.launcher >= 0)
+                           & np.char.find(names, "Pageable") >= 0)
+    by_op: dict[int, list[int]] = {}
+    for w in backs.tolist():
+        by_op.setdefault(outermost_aten(facts, int(facts.launcher[w])), []).append(w)
+    runtime = np.flatnonzero(facts.is_host & trace.category_mask({"cuda_runtime"}))
+    waits = [i for i in runtime.tolist() if outermost_aten(facts, i) in by_op]  # the copies and their ops' syncs
+    # the pinned-copy edit as it was: every wait of the pageable copies dropped, the read-backs' too
+    unblocked = Finding("pageable-memcpy", None, Impact(1.0, 0.01), edit=_pinned_edit(facts, by_op, waits, {}))
+    tl = timeline(facts)
+    step = raw.step_us(name)
+    assert (tl.baseline.median_ns - tl.replay(unblocked.edit).median_ns) / 1000 > step  # the replay alone
+    (settled,) = settle(facts, [unblocked], step * 1000)
+    assert settled.impact.us <= step and settled.impact.share <= 1.0
+    assert all(f.impact.us <= step for f in analyze(str(FIXTURES / f"{name}.json.gz")).findings if not f.impact.once)
+
+
+@pytest.mark.parametrize("name", ["foreign/tl_h100_qwen05", "foreign/tl_mi300_qwen05"])
+def test_a_sync_waiting_for_work_before_the_window_saves_the_idle_it_left(name):
+    """TraceLens' Qwen1.5-0.5B (one step, H100 and MI300X): the harness's device synchronize at the step's start
+    waits 13-14 ms for ~500 kernels launched before the window, the GPU busy all along. Replayed as removed, the
+    host ran 14 ms ahead into the step and host-sync claimed 3.1% / 8.6% of it; its fix cannot take the wait for
+    earlier work away, only the GPU idle it left before the step's first kernel (283 / 632 µs)."""
+    import raw
+
+    (step,) = raw.steps(name)
+    (sync,) = [e for e in raw.complete(name) if e["name"].endswith("DeviceSynchronize") and raw.inside(step, e)
+               and float(e["ts"]) < float(step["ts"]) + 1000]
+    end = float(sync["ts"]) + float(sync["dur"])
+    launched = {e["args"]["correlation"] for e in raw.complete(name) if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                and "correlation" in e.get("args", {})}
+    during = [k for k in raw.device_work(name) if float(k["ts"]) < end and float(k["ts"]) + float(k["dur"]) > float(sync["ts"])]
+    assert during and not [k for k in during if k["args"].get("correlation") in launched]  # all pre-window
+    idle = min(float(k["ts"]) for k in raw.device_work(name) if float(k["ts"]) >= end) - end
+    assert 200 <= idle <= 700
+    finding = analyze(str(FIXTURES / f"{name}.json.gz")).finding("host-sync")
+    assert finding is None or finding.impact.us <= 1.25 * idle + 50

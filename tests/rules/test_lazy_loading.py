@@ -164,3 +164,42 @@ def test_a_start_up_call_another_finding_holds_is_told_there(load_facts):
     listed = sum(c.dur_us for c in finding.record.calls)
     assert finding.record.first_calls_us == pytest.approx(listed)
     assert finding.impact.us == pytest.approx(listed, rel=0.01)
+
+
+def _launch_delays(name: str, min_us: float) -> list[tuple[dict, float, int | None]]:
+    """The launch calls of min_us or more in the file, each with how long after it returned its device work
+    started (µs), and the step it ran in (its number, None outside steps)."""
+    starts: dict = {}
+    for k in raw.device_work(name):
+        c = k.get("args", {}).get("correlation")
+        starts[c] = min(starts.get(c, float("inf")), float(k["ts"]))
+    steps = raw.steps(name)
+    out = []
+    for e in raw.complete(name):
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "Launch" in e["name"] and float(e["dur"]) >= min_us:
+            c = e.get("args", {}).get("correlation")
+            step = next((s["name"] for s in steps if raw.inside(s, e)), None)
+            if c in starts:
+                out.append((e, starts[c] - _end(e), step))
+    return out
+
+
+def test_a_slow_launch_behind_a_full_queue_is_no_first_call(load_facts):
+    # foreign/hta_negq_rank0 (HTA's TorchRec rank 0, steps 550-554, no load events): 1-7 ms cudaLaunchKernel calls
+    # in NEMetric:update, in every step, whose kernels start 164-176 ms after they return: the host is that far
+    # ahead of the GPU and the launch waited for room in the queue. They were 'first calls starting CUDA up'
+    # (lazy-loading, 48 ms once); a cold launch's kernel starts as it returns (tl_normalization's, below)
+    name = "foreign/hta_negq_rank0"
+    slow = _launch_delays(name, 1000.0)
+    assert len(slow) >= 10 and all(delay >= 100_000 for _, delay, _ in slow)
+    assert {step for _, _, step in slow} == {s["name"] for s in raw.steps(name)}  # every step
+    analysis = analyze(load_facts(name))
+    assert not [f for f in analysis.findings if f.rule in ONE_TIME_RULES]
+    # the twin: TraceLens' normalization test on an MI300X (no steps), whose first launches of each op take
+    # 8.6-332 ms with their kernels starting within 0.1 ms of the return: start-up, still lazy-loading's
+    twin = "foreign/tl_normalization"
+    cold = _launch_delays(twin, 5000.0)
+    assert len(cold) >= 5 and all(delay < 100 for _, delay, _ in cold)
+    finding = analyze(load_facts(twin)).finding(ID)
+    assert finding is not None and finding.impact.once
+    assert {c.op for c in finding.record.calls} >= {"aten::batch_norm", "aten::group_norm", "aten::instance_norm"}

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import weakref
+from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
@@ -66,6 +67,13 @@ STARTUP_SELF_NS = 5_000_000
 # is the window's first runtime call is the context's creation: cudaFree(0) is how programs make it)
 NOT_STARTUP = re.compile(r"Synchroni[sz]e|Memcpy|Memset|Malloc|Free|HostAlloc|HostRegister|Query|WaitEvent|Graph")
 CONTEXT_CALLS = frozenset({"cudaFree", "hipFree"})
+# A slow launch whose device work starts later after the call returns than the call itself took waited for a
+# free slot in a full launch queue (the host far ahead of the GPU), not for a module to load: a cold launch's
+# kernel starts within 0.1 ms of its return (kineto_resnet50_autograd_api's 1.57 s first cudaLaunchKernel -8 µs,
+# tl_normalization's 331 ms first hipLaunchKernel 6 µs, hta_alexnet's 3.1 s -3 µs), a blocked one 65-176 ms
+# after it (foreign/hta_negq_rank0's 1.2-7.0 ms cudaLaunchKernel in NEMetric:update, every step; hta_ns_resolution's
+# 1.0-2.0 ms in the backward, steps 102-105).
+QUEUED_LAUNCH_RATIO = 1.0
 ORDER = ("cold-start", "dead-window", "profiler-overhead", "gemm-heuristics", "cudnn-setup", "lazy-loading")
 
 # the causes a cold step or region call is put down to, for the advice
@@ -189,13 +197,15 @@ def startup_ops(facts: Facts) -> dict[int, list[int]]:
     calls = np.flatnonzero(runtime)
     calls = calls[np.argsort(trace.ts[calls], kind="stable")]
     out: dict[int, list[int]] = {}
+    waited = _queued_launches(facts)
     for i in calls[trace.dur[calls] >= STARTUP_CALL_NS].tolist():
         name = trace.event_name(i)
         if NOT_STARTUP.search(name) and not (name in CONTEXT_CALLS and i == int(calls[0])):
             continue
-        if _cold_call(facts, i):
+        if _cold_call(facts, i) and i not in waited:
             op = outermost_op(facts, i)
             out.setdefault(op if op >= 0 else i, []).append(i)
+    out = _once(facts, out)
     for op in _untraced_first_calls(facts).tolist():
         out.setdefault(op, [])
     # a call that holds compiling (a compiled region's first call) is recompilation's, not start-up
@@ -203,6 +213,43 @@ def startup_ops(facts: Facts) -> dict[int, list[int]]:
     out = {op: mine for op, mine in out.items()
            if _cold_call(facts, op) and compiling.clip(int(trace.ts[op]), int(trace.ts[op] + trace.dur[op])).total == 0}
     return dict(sorted(out.items(), key=lambda kv: int(trace.ts[kv[0]])))
+
+
+def _queued_launches(facts: Facts) -> set[int]:
+    """Launch calls whose first device work started QUEUED_LAUNCH_RATIO times the call's own time or more after
+    it returned: the call waited for room in the launch queue (back-pressure), not for start-up."""
+    trace = facts.trace
+    work = np.flatnonzero(facts.is_device_work & (facts.launcher >= 0))
+    if work.size == 0:
+        return set()
+    launch = facts.launcher[work].astype(np.int64)
+    first = np.full(len(trace), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, launch, trace.ts[work].astype(np.int64))
+    calls = np.unique(launch)
+    end = trace.ts[calls] + trace.dur[calls]
+    late = first[calls] - end >= QUEUED_LAUNCH_RATIO * trace.dur[calls]
+    return set(calls[late & (trace.dur[calls] > 0)].tolist())
+
+
+def _once(facts: Facts, found: dict[int, list[int]]) -> dict[int, list[int]]:
+    """The start-up calls whose op (its name, and the call's) shows one in a single step: one that recurs in
+    later steps is what the op costs every step (foreign/hta_negq_rank0's slow launches in NEMetric:update's
+    aten::add_, aten::mul and aten::log2, in each of its five steps), not a first call."""
+    if len(facts.steps) < 2:
+        return found
+    trace = facts.trace
+    seen: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for op, mine in found.items():
+        for i in mine:
+            step = int(facts.event_step[i])
+            if step >= 0:
+                seen[(trace.event_name(op), trace.event_name(i))].add(step)
+    out: dict[int, list[int]] = {}
+    for op, mine in found.items():
+        keep = [i for i in mine if len(seen[(trace.event_name(op), trace.event_name(i))]) < 2]
+        if keep:
+            out[op] = keep
+    return out
 
 
 def _outermost_ops(facts: Facts) -> np.ndarray:
@@ -241,6 +288,37 @@ def _cold_call(facts: Facts, i: int) -> bool:
     same = np.flatnonzero((trace.name == trace.name[i]) & (facts.depth == facts.depth[i]) & facts.is_host)
     same = same[same != i]
     return same.size == 0 or float(trace.dur[i]) >= COLD_RATIO * float(np.median(trace.dur[same]))
+
+
+def cold_op(facts: Facts, i: int) -> bool:
+    """Whether an op call's own (self) time is COLD_RATIO times that of the other calls of its name (true where
+    it has none): a first call's untraced set-up, not the work the op does every call."""
+    counts, sums, medians = _op_self_times(facts)
+    name = int(facts.trace.name[i])
+    n, own = int(counts[name]), max(float(facts.self_time[i]), 0.0)
+    if n <= 1:
+        return True
+    other = (float(sums[name]) - own) if n == 2 else float(medians[name])
+    return own >= COLD_RATIO * max(other, 1.0)
+
+
+@per_facts
+def _op_self_times(facts: Facts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per interned name: how many host cpu_op calls have it, their self time summed, and its median."""
+    trace = facts.trace
+    ops = np.flatnonzero(facts.is_host & trace.category_mask({"cpu_op"}))
+    size = len(trace.names)
+    own = np.maximum(facts.self_time[ops], 0).astype(np.float64)
+    names = trace.name[ops].astype(np.int64)
+    counts = np.bincount(names, minlength=size)
+    sums = np.bincount(names, weights=own, minlength=size)
+    medians = np.zeros(size, dtype=np.float64)
+    order = np.lexsort((own, names))
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    for k in np.flatnonzero(counts >= 3).tolist():
+        a, b = int(bounds[k]), int(bounds[k + 1])
+        medians[k] = float(np.median(own[order[a:b]]))
+    return counts, sums, medians
 
 
 def loading_mask(facts: Facts) -> np.ndarray:

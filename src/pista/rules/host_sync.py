@@ -35,7 +35,10 @@ and the Python frame that called only it, `torch.cuda.synchronize()` with its wr
 to SYNC_WRAPPER_GAP_NS of the gap before it), a boolean-mask index with its backward (the shape kept
 static by a multiply or torch.where), and reads after the same op in a loop over tensors batch those ops
 (savings/h100: sync_cuda_synchronize 7.3% predicted for 12.9% measured, sync_bool_mask 12.5% for 9.6%,
-sync_per_param 17.6% for 20.5%).
+sync_per_param 17.6% for 20.5%). A sync that waits for work launched before the window (a harness's
+torch.cuda.synchronize() at the step's start) keeps its wait: the fix saves the GPU idle it left after
+it, not the earlier work (TraceLens' Qwen1.5-0.5B: 283 µs of a 14.1 ms wait on the H100, 632 µs of
+13.1 ms on the MI300X, replayed before as 3.1% and 8.6% of the step).
 
 Fix:
 Keep values on the GPU (accumulate losses in a tensor, `.item()` once every N steps), move
@@ -143,7 +146,8 @@ def check(ctx: Context) -> list[Finding]:
     ops = _by_op(facts, syncs, hits, blocked, stall)
     record = HostSync(syncs=len(hits), steps=ctx.step_count, syncs_per_step=len(hits) / ctx.step_count,
                       stall_us=us(total), step_share_percent=100.0 * impact.share, ops=ops)
-    return [Finding(ID, record, impact, _evidence(facts, syncs, hits, blocked, stall), edit=_edit(facts, hits))]
+    return [Finding(ID, record, impact, _evidence(facts, syncs, hits, blocked, stall),
+                    edit=_edit(facts, hits, stall))]
 
 
 # Ops that exist only to bring a value to the host: the fix (keep it on the GPU) removes the op with its copy
@@ -166,13 +170,21 @@ SYNC_WRAPPER_GAP_NS = 15_000
 MIN_READS_IN_LOOP = 8
 LOOP_PRODUCER_SHARE = 0.8  # the reads that follow the same op, at least
 BATCHED_PRODUCER_HOST = 0.1
+# A sync whose GPU work during the call is at least this share work launched before the window (a harness's
+# torch.cuda.synchronize() at the step's start, draining the kernels of the run before it: tl_h100_qwen05's
+# cudaDeviceSynchronize waits 14.1 ms for 500 of them, GPU busy 13.4 ms, all pre-window) waits for work that is
+# not the step's: its fix cannot take that wait away, only the GPU idle it caused after it (283 µs; replayed as
+# a removed sync, the host ran 14 ms ahead into the step and the saving was 5x that).
+PRE_WINDOW_SHARE = 0.5
 
 
-def _edit(facts: Facts, hits: list[tuple[int, list[int]]]) -> Edit:
+def _edit(facts: Facts, hits: list[tuple[int, list[int]]], stall: dict[int, int]) -> Edit:
     """What the fix does: a value read goes (the op, its copy and its sync, and the Python statement that
     called only it), an explicit sync goes with its wrapper, a masked op goes with its backward, any other
-    syncing op stops waiting; reads in a loop over tensors batch their producers."""
+    syncing op stops waiting; reads in a loop over tensors batch their producers. A sync that waits for work
+    launched before the window keeps its wait: the host's time after it, up to the GPU idle it caused, goes."""
     trace = facts.trace
+    hits, cut = _waits_kept(facts, hits, stall)
     gone = [op for op, parts in hits if parts == [op] or trace.event_name(op) in READ_OPS]
     masked = [op for op, parts in hits if op not in gone and trace.event_name(op) in MASKED_OPS]
     unblock = [j for op, parts in hits if op not in gone and op not in masked for j in parts]
@@ -182,7 +194,39 @@ def _edit(facts: Facts, hits: list[tuple[int, list[int]]]) -> Edit:
     spans = [(work.gaps_before([op for op, parts in hits if parts == [op] and work.statement(op) == op]), 0.0)]
     scale = _batched_producers(facts, work, [op for op in gone if trace.event_name(op) in READ_OPS])
     return Edit("the syncs gone", remove=np.array(remove, np.int64), unblock=np.array(unblock, np.int64),
-                host_scale=scale, host_scale_spans=tuple((s, f) for s, f in spans if s.start.size))
+                host_scale=scale, host_scale_spans=tuple((s, f) for s, f in spans if s.start.size),
+                host_remove_ns=cut)
+
+
+def _waits_kept(facts: Facts, hits: list[tuple[int, list[int]]],
+                stall: dict[int, int]) -> tuple[list[tuple[int, list[int]]], tuple[np.ndarray, np.ndarray] | None]:
+    """The hits the fix takes away, and for those that wait for work launched before the window, the host time
+    it takes out right after each (the GPU idle it caused): (instants, ns)."""
+    trace = facts.trace
+    early = _pre_window(facts, hits)
+    if not early:
+        return hits, None
+    cut = (np.array([int(trace.ts[op] + trace.dur[op]) for op in early], np.int64),
+           np.array([stall[op] for op in early], np.int64))
+    return [(op, parts) for op, parts in hits if op not in early], cut
+
+
+def _pre_window(facts: Facts, hits: list[tuple[int, list[int]]]) -> set[int]:
+    """The hits whose GPU work during their calls is PRE_WINDOW_SHARE or more work launched before the window
+    (no launch recorded, or one before the first step)."""
+    trace = facts.trace
+    lo = facts.steps[0].start if facts.steps else facts.window[0]
+    work = np.flatnonzero(facts.is_device_work)
+    launch = facts.launcher[work]
+    work = work[(launch < 0) | (trace.ts[np.maximum(launch, 0)] < lo)]
+    early = merge_intervals(trace.ts[work], trace.ts[work] + trace.dur[work])
+    out = set()
+    for op, parts in hits:
+        a, b = int(trace.ts[parts].min()), int((trace.ts[parts] + trace.dur[parts]).max())
+        busy = busy_ns(facts, a, b)
+        if busy > 0 and early.clip(a, b).total >= PRE_WINDOW_SHARE * busy:
+            out.add(op)
+    return out
 
 
 class _WorkIndex:

@@ -32,7 +32,11 @@ start-up (issue 35): a runtime call of 1 ms or more that neither waits, copies n
 331 ms in a first hipLaunchKernel), or a torch op's first call with 5 ms of host time in no
 recorded call (cuBLAS's or cuDNN's set-up), each five times the other calls of its name or alone.
 gpu/window_sync_cold without its region and load events: 108.7 ms once, where overhead-bound
-reported 109 ms "per step" of per-op overhead with torch.compile advice before.
+reported 109 ms "per step" of per-op overhead with torch.compile advice before. A slow launch whose
+kernel starts later after it returns than the call took waited for room in a full launch queue, and
+one whose op shows one in several steps is what the op costs every step: neither is start-up
+(foreign/hta_negq_rank0: 1-7 ms cudaLaunchKernel calls in NEMetric:update in all 5 steps, their
+kernels starting 164-176 ms after they return, read as 48 ms of first calls before).
 
 Fix:
 Run every code path once before profiling (warm-up iterations that take the branch, or

@@ -30,6 +30,10 @@ bytes / pinned bandwidth (1.21 ms per 64 MiB on the H200). gpu/pageable_memcpy: 
 64.6 ms step (15%, warning); gpu/gpu_idle_dataloader: 264 µs of 15.4 ms (1.7%, info);
 gpu/pageable_behind_kernels, a 256 KiB copy issued behind 4 ms of queued GEMMs: the host blocks
 3.5 ms per step, the GPU computes through all but the 154 µs of idle it leaves after (3.7%, info).
+A read-back (DtoH) saves at most its staging, the copy's time beyond a pinned one's: the host needs the
+values, so with pinned memory it still waits for the work queued before the copy (foreign/hta_negq_rank0:
+30 read-backs of 8.6 KB a step, each blocking the host up to 146 ms behind TorchRec's all-to-all, were
+82% of the step; their staging is a few µs). Replayed, its calls keep waiting; an upload's stop.
 It used to be a warning for any copy of 1 MiB or more; bytes no longer decide. One copy, one
 finding: every copy to or from pageable memory is this rule's, with the stream sync of its op;
 host-sync keeps the syncs of ops that copy nothing pageable (`.item()` reads through a pinned
@@ -103,7 +107,9 @@ class CopyGroup(Record):
     device_us: float  # the copies on the GPU
     gb_s: float  # their bandwidth
     blocked_us: float  # host blocked in their runtime calls and the op's syncs
-    saved_us: float  # of that, what the GPU spent computing nothing (the impact, over the window)
+    # of that, what the GPU spent computing nothing (the impact, over the window); for a read-back (DtoH) at
+    # most its staging, the copies' time beyond pinned ones'
+    saved_us: float
     pinned_gb_s: float | None  # pinned copies of the same direction in this trace, to compare
 
 
@@ -128,6 +134,7 @@ class BlockedCopyCall(Record):
 
     blocked_us: float
     saved_us: float
+    read_back: bool = False  # a DtoH copy: saved_us is its staging, the rest a wait for queued work
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -151,20 +158,25 @@ def check(ctx: Context) -> list[Finding]:
         op = outermost_aten(facts, launch)
         calls[op if op >= 0 else launch].append(w)
     syncs = _syncs_by_op(facts, set(calls))
+    pinned = _pinned_bandwidth(facts, copies)
     blocked: dict[int, int] = {}
     saved: dict[int, int] = {}
     starts = _busy_starts(facts)
     waits: list[int] = []
     for op, work in calls.items():
         parts = sorted({int(facts.launcher[w]) for w in work} | set(syncs.get(op, [])))
-        waits += parts
         blocked[op], saved[op] = _cost(facts, starts, op, parts)
+        if _reads_back(facts.trace, work):
+            # the host needs the values: it still waits for the work queued before the copy; the fix saves
+            # the staging, the copy's time beyond a pinned one's
+            saved[op] = min(saved[op], _staging_ns(facts.trace, work, pinned))
+        else:
+            waits += parts
     total = sum(saved.values())
     impact = ctx.per_step(total)
     if impact.share < MIN_STEP_SHARE:
         return []
 
-    pinned = _pinned_bandwidth(facts, copies)
     groups = _groups(facts, calls, blocked, saved, pinned)
     record = PageableMemcpy(steps=ctx.step_count, groups=groups, blocked_us=us(sum(blocked.values())),
                             saved_us=us(total), step_share_percent=100.0 * impact.share)
@@ -172,17 +184,34 @@ def check(ctx: Context) -> list[Finding]:
                     edit=_pinned_edit(facts, calls, waits, pinned))]
 
 
+def _reads_back(trace, work: list[int]) -> bool:
+    """Whether an op call's pageable copies bring values to the host (DtoH): the host reads them, so a pinned
+    copy still waits for the work queued before it."""
+    return any(_direction(trace, w) == "DtoH" for w in work)
+
+
+def _pinned_ns(trace, w: int, pinned: dict[str, float]) -> float:
+    """ns a copy takes at the pinned bandwidth (the trace's own pinned copies, else PINNED_GB_S), at most its own."""
+    nbytes = _bytes(trace, w)
+    rate = pinned.get(_direction(trace, w), PINNED_GB_S)
+    return min(nbytes / rate, float(trace.dur[w])) if nbytes > 0 else float(trace.dur[w])
+
+
+def _staging_ns(trace, work: list[int], pinned: dict[str, float]) -> int:
+    """ns the copies take beyond pinned ones of the same bytes: what pinning saves a read-back."""
+    return int(sum(float(trace.dur[w]) - _pinned_ns(trace, w, pinned) for w in work))
+
+
 def _pinned_edit(facts: Facts, calls: dict[int, list[int]], waits: list[int], pinned: dict[str, float]) -> Edit:
     """What a pinned copy with non_blocking=True does: the host stops waiting for it (its calls and its op's
-    syncs), its copy calls stop staging the data through the driver's bounce buffer (a pageable H2D call
-    returns when the last chunk is staged, before its copy ends: savings/h100/copy_pageable_tensor's
-    cudaMemcpyAsync held the host 3.3 ms for a 3.2 ms copy), and the copy runs at the pinned bandwidth (the
-    trace's own pinned copies, else PINNED_GB_S)."""
+    syncs; `waits`, an upload's: a read-back's host still waits for the values, and for the work queued before
+    them, foreign/hta_negq_rank0's 8.6 KB read-backs 146 ms behind an all-to-all), its copy calls stop staging
+    the data through the driver's bounce buffer (a pageable H2D call returns when the last chunk is staged,
+    before its copy ends: savings/h100/copy_pageable_tensor's cudaMemcpyAsync held the host 3.3 ms for a 3.2 ms
+    copy), and the copy runs at the pinned bandwidth (the trace's own pinned copies, else PINNED_GB_S)."""
     trace = facts.trace
     work = np.asarray(sorted(w for ws in calls.values() for w in ws), np.int64)
-    rate = np.array([pinned.get(_direction(trace, int(w)), PINNED_GB_S) for w in work])
-    nbytes = np.array([_bytes(trace, int(w)) for w in work], dtype=np.float64)
-    dur = np.where(nbytes > 0, np.minimum(nbytes / rate, trace.dur[work]), trace.dur[work])
+    dur = np.array([_pinned_ns(trace, int(w), pinned) for w in work], dtype=np.float64)
     calls = np.unique(facts.launcher[work]).astype(np.int64)
     return Edit("pinned copies", unblock=np.asarray(waits, np.int64), device_dur=(work, dur),
                 host_scale=((calls, PINNED_CALL_SHARE),))
@@ -255,7 +284,8 @@ def _evidence(facts: Facts, calls: dict[int, list[int]], blocked: dict[int, int]
             out.append(Evidence.of(facts, w, PageableCopy(_bytes(trace, w) / 2**20, float(rate),
                                                           pinned.get(_direction(trace, w)))))
             launch = int(facts.launcher[w])
-            out.append(Evidence.of(facts, launch, BlockedCopyCall(us(blocked[op]), us(saved[op]))))
+            out.append(Evidence.of(facts, launch, BlockedCopyCall(us(blocked[op]), us(saved[op]),
+                                                                  _direction(trace, w) == "DtoH")))
     return out
 
 

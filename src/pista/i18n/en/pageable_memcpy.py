@@ -23,7 +23,14 @@ def _kind(g: CopyGroup) -> str:
 def _group(g: CopyGroup) -> str:
     pinned = f" (pinned {g.direction} copies in this trace: {g.pinned_gb_s:.1f} GB/s)" if g.pinned_gb_s else ""
     return (f"{_where(g)}: {_kind(g)} ({g.mib:.1f} MiB), {t(g.device_us)} on the GPU at {g.gb_s:.1f} GB/s{pinned}; "
-            f"the host blocked {t(g.blocked_us)}, {t(g.saved_us)} of it with the GPU computing nothing")
+            f"the host blocked {t(g.blocked_us)}, {_saved(g.saved_us, g.direction == 'DtoH')}")
+
+
+def _saved(saved_us: float, read_back: bool, why: bool = True) -> str:
+    if read_back:
+        return (f"{t(saved_us)} of it staging through pageable memory"
+                + (" (a pinned read-back still waits for its copy and the work queued before it)" if why else ""))
+    return f"{t(saved_us)} of it with the GPU computing nothing"
 
 
 def message(r: PageableMemcpy) -> str:
@@ -64,18 +71,19 @@ def fix(r: PageableMemcpy) -> str:
     g = r.groups[0]
     side = "into" if g.direction == "DtoH" else "from"
     return (f"{_where(g)} copies {g.mib / max(g.copies, 1):.1f} MiB per call {side} pageable memory, blocking the "
-            f"host {t(g.blocked_us / r.steps)} per step ({t(g.saved_us / r.steps)} of it with the GPU computing "
-            f"nothing): {_change(g)}.")
+            f"host {t(g.blocked_us / r.steps)} per step ({_saved(g.saved_us / r.steps, g.direction == 'DtoH', why=False)}): "
+            f"{_change(g)}.")
 
 
 def basis(r: PageableMemcpy) -> str:
-    return ("host blocked in the pageable copies' calls while the GPU computed nothing, up to the next device work, "
-            "per step (upper bound: a pinned copy still occupies the copy engine)")
+    return ("host blocked in the pageable copies' calls while the GPU computed nothing, up to the next device work "
+            "(a read-back's at most its staging, the copy's time beyond a pinned one's), per step (upper bound: a "
+            "pinned copy still occupies the copy engine)")
 
 
 NOTES = {
     PageableCopy: lambda n: (f"{n.mib:.1f} MiB at {n.gb_s:.1f} GB/s"
                              + (f" (pinned copies here: {n.pinned_gb_s:.1f} GB/s)" if n.pinned_gb_s else "")),
     BlockedCopyCall: lambda n: (f"its op blocked the host {t(n.blocked_us)} (copy call and stream sync), "
-                                f"{t(n.saved_us)} of it with the GPU computing nothing"),
+                                f"{_saved(n.saved_us, n.read_back)}"),
 }

@@ -121,7 +121,12 @@ Una primera llamada sin evento de carga (CUPTI antiguo, ROCm) cuenta si arranca 
 primera convolución tras el primer lanzamiento de la región, de nadie antes). Una espera que es en más
 de la mitad las peticiones de búfer del propio profiler es de profiler-overhead, y las primeras llamadas
 que siguen, de lazy-loading (tl_b200_eager de TraceLens: 2.6 ms, 1.5 ms de ellos un Activity Buffer
-Request; issue 35).
+Request; issue 35). Una espera que es en más de la mitad trabajo propio del host tampoco es preparación:
+los frames de Python, las sincronizaciones que vacían trabajo encolado antes de la región y los ops cuyas
+otras llamadas tardan lo mismo son lo que la región hace cada vez (trazas de TraceLens reservadas:
+los 218 ms de preprocesado de VideoMAE por vídeo de tl_h100_timesformer, antes el 57% de su ventana
+'una sola vez'; el cudaDeviceSynchronize de 14.1 ms del arnés de tl_h100_qwen05, esperando a 500
+kernels anteriores); por debajo de esa parte su tiempo queda fuera del impacto.
 
 Solución:
 Calienta fuera del profiler: ejecuta el paso (cada forma, cada rama) unas veces antes de perfilar, o usa

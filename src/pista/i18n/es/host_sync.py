@@ -88,7 +88,11 @@ con su op y el frame de Python que solo la llamaba, `torch.cuda.synchronize()` c
 frames, o hasta SYNC_WRAPPER_GAP_NS del hueco anterior), un indexado con máscara booleana con su backward
 (la forma fija con una multiplicación o torch.where), y las lecturas tras la misma op en un bucle sobre
 tensores agrupan esas ops (savings/h100: sync_cuda_synchronize 7.3% previsto para 12.9% medido,
-sync_bool_mask 12.5% para 9.6%, sync_per_param 17.6% para 20.5%).
+sync_bool_mask 12.5% para 9.6%, sync_per_param 17.6% para 20.5%). Una sincronización que espera a
+trabajo lanzado antes de la ventana (el torch.cuda.synchronize() de un arnés al empezar el paso)
+conserva su espera: el arreglo ahorra la GPU inactiva que deja tras ella, no el trabajo anterior
+(Qwen1.5-0.5B de TraceLens: 283 µs de una espera de 14.1 ms en la H100, 632 µs de 13.1 ms en la
+MI300X, reproducidos antes como el 3.1% y el 8.6% del paso).
 
 Solución:
 Deja los valores en la GPU (acumula las pérdidas en un tensor, `.item()` cada N pasos), saca las

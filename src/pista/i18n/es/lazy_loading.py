@@ -109,7 +109,11 @@ TraceLens en una MI300X, 331 ms en un primer hipLaunchKernel), o la primera llam
 con 5 ms de tiempo de host en ninguna llamada registrada (la preparación de cuBLAS o cuDNN), cada una
 cinco veces las otras llamadas de su nombre o sola. gpu/window_sync_cold sin su región ni eventos de
 carga: 108.7 ms una sola vez, donde antes overhead-bound informaba 109 ms "por paso" de sobrecarga por
-operación con el consejo de torch.compile.
+operación con el consejo de torch.compile. Un lanzamiento lento cuyo kernel empieza tras su retorno más
+tarde de lo que duró la llamada esperó sitio en una cola de lanzamientos llena, y uno cuyo op lo muestra
+en varios pasos es lo que el op cuesta en cada paso: ninguno es arranque (foreign/hta_negq_rank0:
+llamadas cudaLaunchKernel de 1-7 ms en NEMetric:update en los 5 pasos, con sus kernels empezando
+164-176 ms después de volver, leídas antes como 48 ms de primeras llamadas).
 
 Solución:
 Recorre cada camino del código una vez antes de perfilar (iteraciones de calentamiento que tomen la

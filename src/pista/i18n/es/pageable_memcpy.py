@@ -23,7 +23,15 @@ def _kind(g: CopyGroup) -> str:
 def _group(g: CopyGroup) -> str:
     pinned = (f" (copias {g.direction} fijadas en esta traza: {g.pinned_gb_s:.1f} GB/s)" if g.pinned_gb_s else "")
     return (f"{_where(g)}: {_kind(g)} ({g.mib:.1f} MiB), {t(g.device_us)} en la GPU a {g.gb_s:.1f} GB/s{pinned}; "
-            f"el host se bloquea {t(g.blocked_us)}, {t(g.saved_us)} de ellos con la GPU sin calcular nada")
+            f"el host se bloquea {t(g.blocked_us)}, {_saved(g.saved_us, g.direction == 'DtoH')}")
+
+
+def _saved(saved_us: float, read_back: bool, why: bool = True) -> str:
+    if read_back:
+        return (f"{t(saved_us)} de ellos pasando por memoria paginable"
+                + (" (una lectura a memoria fijada sigue esperando a su copia y al trabajo encolado antes)"
+                   if why else ""))
+    return f"{t(saved_us)} de ellos con la GPU sin calcular nada"
 
 
 def message(r: PageableMemcpy) -> str:
@@ -64,20 +72,21 @@ def fix(r: PageableMemcpy) -> str:
     g = r.groups[0]
     return (f"{_where(g)} copia {g.mib / max(g.copies, 1):.1f} MiB por llamada "
             f"{'hacia' if g.direction == 'DtoH' else 'desde'} memoria paginable y bloquea el host "
-            f"{t(g.blocked_us / r.steps)} por paso ({t(g.saved_us / r.steps)} de ellos con la GPU sin calcular "
-            f"nada): {_change(g)}.")
+            f"{t(g.blocked_us / r.steps)} por paso ({_saved(g.saved_us / r.steps, g.direction == 'DtoH', why=False)}): "
+            f"{_change(g)}.")
 
 
 def basis(r: PageableMemcpy) -> str:
     return ("host bloqueado en las llamadas de las copias paginables mientras la GPU no calculaba nada, hasta el "
-            "siguiente trabajo de la GPU, por paso (cota superior: una copia fijada sigue ocupando el motor de copia)")
+            "siguiente trabajo de la GPU (en una lectura, como mucho el paso por memoria paginable, lo que la copia "
+            "tarda más que una fijada), por paso (cota superior: una copia fijada sigue ocupando el motor de copia)")
 
 
 NOTES = {
     PageableCopy: lambda n: (f"{n.mib:.1f} MiB a {n.gb_s:.1f} GB/s"
                              + (f" (copias fijadas aquí: {n.pinned_gb_s:.1f} GB/s)" if n.pinned_gb_s else "")),
     BlockedCopyCall: lambda n: (f"su op bloquea el host {t(n.blocked_us)} (llamada de copia y sincronización de "
-                                f"stream), {t(n.saved_us)} de ellos con la GPU sin calcular nada"),
+                                f"stream), {_saved(n.saved_us, n.read_back)}"),
 }
 
 DOCS = """Qué:
@@ -113,7 +122,11 @@ sigue ocupando el motor de copia bytes / ancho de banda fijado (1.21 ms por 64 M
 gpu/pageable_memcpy: 9.71 ms de un paso de 64.6 ms (15%, warning); gpu/gpu_idle_dataloader: 264 µs de
 15.4 ms (1.7%, info); gpu/pageable_behind_kernels, una copia de 256 KiB lanzada tras 4 ms de GEMMs en
 cola: el host se bloquea 3.5 ms por paso, pero la GPU calcula durante casi todo ese tiempo y solo
-cuestan los 154 µs de inactividad que deja detrás (3.7%, info). Antes era warning para cualquier
+cuestan los 154 µs de inactividad que deja detrás (3.7%, info). Una lectura (DtoH) ahorra como mucho
+su paso por memoria paginable, lo que la copia tarda más que una fijada: el host necesita los valores,
+así que con memoria fijada sigue esperando al trabajo encolado antes de la copia (foreign/hta_negq_rank0:
+30 lecturas de 8.6 KB por paso, cada una bloqueando el host hasta 146 ms tras el all-to-all de
+TorchRec, eran el 82% del paso; su paso por memoria paginable son unos µs). Antes era warning para cualquier
 copia de 1 MiB o más; los bytes ya no deciden. Una copia, un hallazgo: toda copia desde o hacia
 memoria paginable es de esta regla, con la sincronización de su op; host-sync se queda con las
 sincronizaciones de los ops que no copian nada paginable (`.item()` lee a través de un búfer fijado).
