@@ -44,10 +44,11 @@ def readings(path: Path) -> dict[str, str]:
     from pista.trace.facts import derive
     from pista.trace.load import load_trace
 
-    rel = str(path.relative_to(ROOT))
+    rel = str(path.relative_to(ROOT))  # the reading names the file: relative, so any clone reads the same
+    os.chdir(ROOT)
     err = io.StringIO()
     try:
-        trace = load_trace(str(path))
+        trace = load_trace(rel)
         with contextlib.redirect_stderr(err):
             print_notices(rel, trace.notices)
         trace.drop_events_view_columns()
