@@ -969,7 +969,8 @@ def load_streamed(path: str | os.PathLike[str], workers: int | None = None, even
             try:
                 return _load(source, workers, events_view)
             except _Damaged:
-                give_back_freed_memory()  # what the read kept before it met the damage
+                pass
+            give_back_freed_memory()  # what the read kept before it met the damage
         return _load_salvaged(source, events_view)
     except (Unstreamable, msgspec.DecodeError, msgspec.ValidationError, OverflowError, ValueError,
             EOFError, OSError, RecursionError):
@@ -1348,20 +1349,42 @@ def _check_repairs(source: str, unread: list[tuple[int, int]], size: int) -> Non
     elsewhere the salvage read JSON, which has no bare values and starts each line outside a string.
     A change is that loader's to make (the file is then read otherwise)."""
     with open(source, "rb") as handle:
+        fd = handle.fileno()
         for start, end in unread:
-            lo, hi = max(0, start - REPAIR_LINE_BYTES), min(size, end + REPAIR_LINE_BYTES)
-            if end - start > REPAIR_LINE_BYTES:
-                _check_all_tokens(handle)
-                return
-            chunk = os.pread(handle.fileno(), hi - lo, lo)
-            first = chunk.rfind(b"\n", 0, start - lo) + 1
-            last = chunk.find(b"\n", end - lo)
-            if (first == 0 and lo > 0) or (last < 0 and hi < size):
+            first, last = _line_start(fd, start), _line_end(fd, end, size)
+            if first < 0 or last < 0 or last - first > REPAIR_LINE_BYTES:
                 _check_all_tokens(handle)  # a line longer than REPAIR_LINE_BYTES
                 return
-            lines = chunk[first : len(chunk) if last < 0 else last]
+            lines = os.pread(fd, last - first, first)
             if load._repair(lines, []) is not lines:
                 raise Unstreamable("bare NaN/inf/N/A values: the in-memory loader mends them")
+
+
+_LINE_STEP = 1 << 16
+
+
+def _line_start(fd: int, at: int) -> int:
+    """Where the line holding byte `at` starts; -1 past REPAIR_LINE_BYTES before it."""
+    end = at
+    while end > 0 and at - end <= REPAIR_LINE_BYTES:
+        start = max(0, end - _LINE_STEP)
+        newline = os.pread(fd, end - start, start).rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        end = start
+    return 0 if end == 0 else -1
+
+
+def _line_end(fd: int, at: int, size: int) -> int:
+    """Where the line holding byte `at` ends (its newline, or the end of the file); -1 past
+    REPAIR_LINE_BYTES after it."""
+    start = at
+    while start < size and start - at <= REPAIR_LINE_BYTES:
+        newline = os.pread(fd, _LINE_STEP, start).find(b"\n")
+        if newline >= 0:
+            return start + newline
+        start += _LINE_STEP
+    return size if start >= size else -1
 
 
 def _check_all_tokens(handle: BinaryIO) -> None:
