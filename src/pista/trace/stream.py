@@ -7,8 +7,11 @@ fields analysis reads; of the rest only the place of every ARGS_BLOCK-th event i
 `trace.args(i)` finds its event again in the file, and reads its `args`, when asked. Plain files are split in two at
 an event boundary and read by two processes at once.
 
-Any surprise (a malformed event, a field of the wrong type, a cut-off file) makes `load_streamed`
-return None, and the in-memory loader, with its lenient paths and salvage, takes the file instead.
+An event with a field of the wrong type or a bad ts/dur is skipped and counted, as the in-memory
+loader does. A file damaged inside its event list (a cut-off file, a bad value) is salvaged a window
+at a time by the in-memory loader's own salvage walk (load.SalvageWalk), its events decoded as a
+clean file's are. Any other surprise (bytes that loader mends first, an entry that is no event, an
+odd id) makes `load_streamed` return None, and the in-memory loader takes the file instead.
 """
 
 from __future__ import annotations
