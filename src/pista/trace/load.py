@@ -1142,6 +1142,27 @@ def _build(events: list[_Event], meta: dict[str, Any], source: str, notices: lis
     skipped = skipped or _Skipped()
     if not events and skipped.count == 0:
         raise BadTrace(source, "the trace holds no events ('traceEvents' is empty)")
+    events, ph_col, ts_ns, dur_ns, bad = _timed(events, meta, source, notices)
+    names, name_col = _intern_names(events)
+    absurd, absurd_why = _absurd(names, name_col, dur_ns)
+    notices += absurd_why
+    if absurd is not None:
+        kept = np.flatnonzero(~absurd)
+        events = [events[i] for i in kept]
+        ph_col, ts_ns, dur_ns = ph_col[kept], ts_ns[kept], dur_ns[kept]
+        names, name_col = _intern_names(events)
+    dropped = 0 if absurd is None else int(absurd.sum())
+    _skip_notice(notices, skipped, bad, len(events) + dropped)
+    if not events:
+        why = skipped.first or (absurd_why[0] if absurd_why else "negative or non-finite ts/dur")
+        raise BadTrace(source, f"none of the trace's events could be read ({why})")
+    return _columns(events, names, name_col, ph_col, ts_ns, dur_ns, meta, source, notices)
+
+
+def _timed(events: list[_Event], meta: dict[str, Any], source: str,
+           notices: list[str]) -> tuple[list[_Event], np.ndarray, np.ndarray, np.ndarray, int]:
+    """The events whose ts and dur are times, with their ph codes and times in ns, and how many were
+    not (skipped). An event list in which nothing has a phase and a time is no trace."""
     n = len(events)
     ts_us = np.fromiter((e.ts for e in events), dtype=np.float64, count=n)
     dur_us = np.fromiter((e.dur for e in events), dtype=np.float64, count=n)
@@ -1161,21 +1182,7 @@ def _build(events: list[_Event], meta: dict[str, Any], source: str, notices: lis
     ts_ns = np.rint(ts_us[keep] * 1000.0).astype(np.int64) if exact is None else exact[0][keep]
     dur_ns = np.rint(dur_us[keep] * 1000.0).astype(np.int64) if exact is None else exact[1][keep]
     events = [events[i] for i in keep] if keep.size < n else events
-    ph_col = ph_col[keep]
-    names, name_col = _intern_names(events)
-    absurd, absurd_why = _absurd(names, name_col, dur_ns)
-    notices += absurd_why
-    if absurd is not None:
-        kept = np.flatnonzero(~absurd)
-        events = [events[i] for i in kept]
-        ph_col, ts_ns, dur_ns = ph_col[kept], ts_ns[kept], dur_ns[kept]
-        names, name_col = _intern_names(events)
-    dropped = 0 if absurd is None else int(absurd.sum())
-    _skip_notice(notices, skipped, int(bad.sum()), len(events) + dropped)
-    if not events:
-        why = skipped.first or (absurd_why[0] if absurd_why else "negative or non-finite ts/dur")
-        raise BadTrace(source, f"none of the trace's events could be read ({why})")
-    return _columns(events, names, name_col, ph_col, ts_ns, dur_ns, meta, source, notices)
+    return events, ph_col[keep], ts_ns, dur_ns, int(bad.sum())
 
 
 def _intern_names(events: list[_Event]) -> tuple[dict[str, int], np.ndarray]:
@@ -1282,23 +1289,28 @@ def _decode_ids(raw_args: list[Raw | None], notices: list[str]) -> tuple[np.ndar
         unreadable = sum(1 for d in decoded if d is False)
         notices.append(f"{unreadable} event(s) have an id, correlation, stream or device of the wrong type; "
                        "treated as missing")
-    n = len(decoded)
     columns = []
     overflowing = 0
     for attr in ("external_id", "correlation", "stream", "device"):
         values = [getattr(d, attr) if d else NO_ID for d in decoded]
         if attr == "external_id":
             values = [v if v != NO_ID or not d else d.external_id_old for v, d in zip(values, decoded, strict=True)]
-        try:
-            columns.append(np.array(values, dtype=np.int64) if n else np.empty(0, dtype=np.int64))
-        except OverflowError:
-            clipped = [v if -INT64_MAX <= v <= INT64_MAX else NO_ID for v in values]
-            overflowing += sum(1 for v in values if not -INT64_MAX <= v <= INT64_MAX)
-            columns.append(np.array(clipped, dtype=np.int64))
+        column, past = _int64_column(values)
+        columns.append(column)
+        overflowing += past
     if overflowing:
         notices.append(f"{overflowing} External id/correlation/stream/device value(s) overflow int64; "
                        "treated as missing")
     return tuple(columns)
+
+
+def _int64_column(values: list[int]) -> tuple[np.ndarray, int]:
+    """`values` as int64, those past its range as NO_ID; and how many were."""
+    try:
+        return (np.array(values, dtype=np.int64) if values else np.empty(0, dtype=np.int64)), 0
+    except OverflowError:
+        clipped = [v if -INT64_MAX <= v <= INT64_MAX else NO_ID for v in values]
+        return np.array(clipped, dtype=np.int64), sum(1 for v in values if not -INT64_MAX <= v <= INT64_MAX)
 
 
 def _decode_one_ids(raw: Raw | None) -> _IdArgs | None | bool:
