@@ -178,11 +178,12 @@ def test_cut_off_file_is_salvaged_as_before(tmp_path, always_stream):
     whole = write_document(tmp_path / "w.json", TRICKY * 3, tail_keys=False).read_bytes()
     cut = tmp_path / "cut.json"
     cut.write_bytes(whole[: int(len(whole) * 0.7)])
-    assert stream.load_streamed(cut) is None
     trace = load.load_trace(cut)
+    assert isinstance(trace.raw_args, stream.OffsetArgs)  # salvaged streamed (issue 38 item 7)
     expected = in_memory(cut)
     assert trace.notices == expected.notices and any("cut off" in n for n in trace.notices)
     assert len(trace) == len(expected) > 0
+    assert_same(expected, trace)
 
 
 def test_wrong_field_types_are_skipped_as_before(tmp_path, always_stream):
@@ -326,16 +327,18 @@ JUNK = st.sampled_from([b"x", b"\xff", b"\x00", b'"', b"{", b"}", b"[", b"]", b"
 @settings(max_examples=150, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(start=st.floats(0, 1), length=st.integers(1, 80), junk=st.lists(JUNK, min_size=1, max_size=8),
-       how=st.sampled_from(["overwrite", "insert", "delete"]), block=st.sampled_from([200, 4096]))
+       how=st.sampled_from(["overwrite", "insert", "delete", "cut"]), block=st.sampled_from([200, 4096]),
+       window=st.sampled_from([97, 4 << 20]))
 def test_damage_anywhere_reads_as_the_careful_loader_reads_it(tmp_path_factory, monkeypatch, kineto_bytes,
-                                                              start, length, junk, how, block):
-    # the streamed reader (two processes, small blocks) on a damaged real trace: it must give
-    # exactly what the in-memory loader gives (events, notices) or hand the file over to it
+                                                              start, length, junk, how, block, window):
+    # the streamed reader (two processes, small blocks; the streamed salvage's window small or not) on
+    # a damaged real trace: it must give exactly what the in-memory loader gives (events, notices) or
+    # hand the file over to it
     data = kineto_bytes
     at = int(start * (len(data) - 1))
     filler = (b"".join(junk) * length)[:length]
     damaged = {"overwrite": data[:at] + filler + data[at + length:], "insert": data[:at] + filler + data[at:],
-               "delete": data[:at] + data[at + length:]}[how]
+               "delete": data[:at] + data[at + length:], "cut": (data[:at] + filler)[: at + length // 8]}[how]
     path = tmp_path_factory.mktemp("damage") / "t.json"
     path.write_bytes(damaged)
     monkeypatch.setattr(load, "STREAM_MIN_BYTES", 1 << 40)
@@ -343,11 +346,73 @@ def test_damage_anywhere_reads_as_the_careful_loader_reads_it(tmp_path_factory, 
     monkeypatch.setattr(load, "STREAM_MIN_BYTES", 0)
     monkeypatch.setattr(stream, "BLOCK_BYTES", block)
     monkeypatch.setattr(stream, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(stream, "SALVAGE_READ_BYTES", window)
     got = _load_or_error(path)
     if isinstance(expected, str):
         assert got == expected
     else:
         assert_same(expected, got)
+
+
+def _damaged_copies(data: bytes) -> dict[str, bytes]:
+    mid = len(data) // 2
+    dur = data.index(b'"dur": ', mid) + len(b'"dur": ')
+    name = data.index(b'"name": "', mid) + len(b'"name": ')
+    copies = {f"cut at {f:.1%}": data[: int(len(data) * f)] for f in (0.1, 0.5, 0.9, 0.999)}
+    copies.update({
+        "a bad value": data[:dur] + b"x" + data[dur + 1 :],
+        "a quote taken out": data[:name] + data[name + 1 :],
+        "a value of the wrong type": data[:dur] + b'"1' + data[dur + 1 :].replace(b",", b'",', 1),
+        "a negative duration": data[:dur] + b"-" + data[dur:],
+        "junk after the end": data + b"garbage12345",
+        "a bad value, then cut": (data[:dur] + b"x" + data[dur + 1 :])[: int(len(data) * 0.9)],
+        "a bad value, then junk": data[:dur] + b"x" + data[dur + 1 :] + b"]]",
+    })
+    return copies
+
+
+@pytest.mark.parametrize("damage", list(_damaged_copies(b'"traceEvents": ' + b'"dur": 1, "name": "x"' * 3)))
+@pytest.mark.parametrize("window", [97, 4 << 20])
+def test_damage_inside_the_event_list_is_salvaged_streamed(tmp_path, monkeypatch, kineto_bytes, damage, window):
+    # read whole in memory before: a 560 MB trace cut off at 90% took 2.4 GiB (issue 38 item 7)
+    path = tmp_path / "t.json"
+    path.write_bytes(_damaged_copies(kineto_bytes)[damage])
+    expected = in_memory(path)
+    assert expected.notices
+    monkeypatch.setattr(load, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(stream, "BLOCK_BYTES", 997)
+    monkeypatch.setattr(stream, "SALVAGE_READ_BYTES", window)
+    trace = load.load_trace(path)
+    assert isinstance(trace.raw_args, stream.OffsetArgs)
+    assert_same(expected, trace)
+
+
+@pytest.mark.parametrize("mended", ["a bare NaN", "bytes that are not UTF-8", "a block of NULs",
+                                    "a list among the events, not cut"])
+def test_damage_the_in_memory_reader_mends_first_is_left_to_it(tmp_path, always_stream, kineto_bytes, mended):
+    # it reads the file otherwise (mended, its zeroed blocks counted, or valid JSON with an entry that
+    # is no event, which it counts): the streamed reader hands it over
+    data = kineto_bytes
+    args = data.index(b'"args": {', len(data) // 2) + len(b'"args": {')
+    between = data.index(b"},", len(data) // 2) + 2
+    damaged = {"a bare NaN": data[:args] + b'"x": NaN, ' + data[args:],
+               "bytes that are not UTF-8": data[:args] + b'"x": "\xff", ' + data[args:],
+               "a block of NULs": data[:args] + b"\x00" * 40 + data[args:],
+               "a list among the events, not cut": data[:between] + b' [{"a": 1}], ' + data[between:]}[mended]
+    path = tmp_path / "t.json"
+    path.write_bytes(damaged if mended.endswith("not cut") else damaged[: int(len(damaged) * 0.9)])
+    assert stream.load_streamed(path) is None
+    assert_same(in_memory(path), load.load_trace(path))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(data=st.lists(st.sampled_from([b",", b"[", b"{", b"}", b" ", b"\n", b"\t", b"\x0b", b"\x0c", b"a", b" " * 9]),
+                     max_size=40).map(b"".join), lo=st.integers(0, 40), hi=st.integers(0, 400))
+def test_the_streamed_salvage_finds_the_pieces_the_in_memory_one_does(data, lo, hi):
+    lo, hi = min(lo, len(data)), min(max(lo, hi), len(data))
+    seps, starts = stream._piece_starts(data, lo, hi)
+    assert list(zip(seps.tolist(), starts.tolist(), strict=True)) == \
+        [(m.start(), m.end()) for m in load._EVENT_START.finditer(data, lo, hi)]
 
 
 def _die(source, split):

@@ -26,7 +26,7 @@ import stat
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
@@ -678,7 +678,6 @@ _TRAILING_AT = re.compile(r"trailing characters \(byte (\d+)\)")
 def _salvage(data: bytes, source: str, notices: list[str],
              skipped: _Skipped) -> tuple[list[_Event], dict[str, Any], _Skipped]:
     """A file cut off mid-write or damaged in places: keep every event that decodes on its own."""
-    whole_error = _first_error(data)
     key = _EVENTS_KEY.search(data)
     start = re.match(rb"\s*", data).end()  # type: ignore[union-attr]
     if key is not None:
@@ -686,111 +685,24 @@ def _salvage(data: bytes, source: str, notices: list[str],
         meta = _prefix_metadata(data[: key.start()])
     elif data[start : start + 1] == b"[":
         list_at, meta = start, {}
-    elif whole_error == _describe("Input data was truncated"):
+    elif (whole_error := _first_error(data)) == _describe("Input data was truncated"):
         raise BadTrace(source, f"cut off before the first complete event ({whole_error})")
     else:
         raise BadTrace(source, f"not valid JSON ({whole_error}), and no 'traceEvents' list in it to salvage")
-
-    seps, starts = _event_starts(data, list_at)
-    view = memoryview(data)
-    n = len(starts)
-    events: list[_Event] = []
-    good_end = list_at + 1
-    tail_at: int | None = None  # where the bytes after the last event begin, once it decoded
-    cut_off = False
-    i = 0
-    # pieces that failed even joined up to the end of the data: fragments of a last event cut off
-    # mid-write (not counted) unless a later piece decodes after all (then they were damage)
-    unsure: list[BaseException | None] = []
-    piecewise_until = 0  # a block that failed as a whole is read piece by piece up to here
-    while i < n:
-        if i >= piecewise_until and i + SALVAGE_BLOCK < n:
-            # the usual case, intact events: a whole block of pieces decodes as one list
-            block_end = seps[i + SALVAGE_BLOCK]
-            try:
-                batch = _EVENT_LIST_DECODER.decode(b"".join((b"[", view[starts[i] : block_end], b"]")))
-            except (msgspec.ValidationError, *_DECODE_ERRORS):
-                piecewise_until = i + SALVAGE_BLOCK
-            else:
-                for error in unsure:
-                    skipped.add(len(events) + skipped.count, error or "unreadable")
-                unsure = []
-                events.extend(batch)
-                good_end, i = block_end, i + SALVAGE_BLOCK
-                continue
-        result: _Event | BaseException | None = None
-        last_error: BaseException | None = None
-        list_ends_here = False
-        for j in range(i, min(i + SALVAGE_MAX_JOIN, n)):
-            end, after = (seps[j + 1], None) if j + 1 < n else _last_event_end(data, starts[i])
-            try:
-                result = _EVENT_DECODER.decode(view[starts[i] : end])
-            except msgspec.ValidationError as err:
-                result = err  # readable JSON, a field of the wrong type
-            except _DECODE_ERRORS as err:
-                last_error = err
-                if j == i and j + 1 < n:
-                    # the list may end after this event, with objects in the keys that follow
-                    # ("deviceProperties": [{...}] after the events) making more pieces
-                    stop = _object_end(data, starts[i], err)
-                    if stop is not None and _LIST_END.match(data, starts[i] + stop):
-                        end = after = starts[i] + stop
-                        try:
-                            result = _EVENT_DECODER.decode(view[starts[i] : end])
-                        except msgspec.ValidationError as inner:
-                            result = inner
-                        except _DECODE_ERRORS:
-                            continue
-                        list_ends_here = True
-                        break
-                continue
-            break
-        if result is None:
-            if i == n - 1:
-                cut_off = True  # the last event was being written when the file ended
-                break
-            if j + 1 == n:
-                unsure.append(last_error)
-            else:
-                for error in [*unsure, last_error]:
-                    skipped.add(len(events) + skipped.count, error or "unreadable")
-                unsure = []
-            i += 1
-            continue
-        for error in unsure:
-            skipped.add(len(events) + skipped.count, error or "unreadable")
-        unsure = []
-        if isinstance(result, BaseException):
-            skipped.add(len(events) + skipped.count, result)
-        else:
-            events.append(result)
-        good_end, i = end, j + 1
-        if list_ends_here:
-            tail_at = after
-            break
-        if i == n:
-            tail_at = after
-
-    extra_meta, closed, ignored = _tail_metadata(data, tail_at, key is not None)
-    meta.update(extra_meta)
-    cut_off = cut_off or (tail_at is not None and not closed)
+    sink = _EventList()
+    walk = SalvageWalk(_Pieces(data, list_at), sink, skipped, list_at)
+    walk.run()
+    events = sink.events
+    ending = salvage_ending(data, walk, key is not None, meta)
     if not events:
+        whole_error = _first_error(data)
         if whole_error == NESTED_TOO_DEEP:
             raise BadTrace(source, f"JSON {NESTED_TOO_DEEP}; no event could be read")
-        if cut_off or whole_error == _describe("Input data was truncated"):
+        if ending.cut_off or whole_error == _describe("Input data was truncated"):
             raise BadTrace(source, f"cut off before the first complete event ({whole_error})")
         raise BadTrace(source, f"not valid JSON ({whole_error}), and no complete event in it to salvage")
-    list_closed = tail_at is not None and _LIST_END.match(data, tail_at) is not None
-    if cut_off and list_closed:
-        notices.append(f"the file is cut off mid-write after its event list: all {len(events)} events read, "
-                       "the keys after the list are lost")
-    elif cut_off:
-        notices.append(f"the file is cut off mid-write (not valid JSON at the end); salvaged {len(events)} "
-                       f"complete event(s) from its first {good_end:,} of {len(data):,} bytes; the event "
-                       "being written and whatever followed it are lost")
-    if ignored:
-        notices.append(f"ignored {ignored} byte(s) of junk after the end of the trace")
-    list_end = len(data) if tail_at is None else tail_at  # junk after the trace has its own notice
+    notices += ending.notices(len(events), walk.good_end, len(data))
+    list_end = len(data) if walk.tail_at is None else walk.tail_at  # junk after the trace has its own notice
     zeroed = [m.span() for m in _ZEROED.finditer(data, 0, list_end)]
     if zeroed:
         # a crash or power loss leaves blocks of the file zero-filled: events that lay there leave
@@ -799,6 +711,218 @@ def _salvage(data: bytes, source: str, notices: list[str],
         notices.append(f"{total:,} byte(s) of the file are zeroed (NUL), in {len(zeroed)} place(s), the first "
                        f"at byte {zeroed[0][0]:,}: the events written there are lost and cannot be counted")
     return events, meta, skipped
+
+
+class SalvageEnding(NamedTuple):
+    """How salvage found the end: cut off or not, whether the event list closed, junk after it."""
+
+    cut_off: bool
+    list_closed: bool
+    ignored: int
+
+    def notices(self, kept: int, good_end: int, size: int) -> list[str]:
+        """What the salvage notices say (the zeroed blocks aside): `kept` events read, the last
+        complete one ending at `good_end` of `size` bytes."""
+        out = []
+        if self.cut_off and self.list_closed:
+            out.append(f"the file is cut off mid-write after its event list: all {kept} events read, "
+                       "the keys after the list are lost")
+        elif self.cut_off:
+            out.append(f"the file is cut off mid-write (not valid JSON at the end); salvaged {kept} "
+                       f"complete event(s) from its first {good_end:,} of {size:,} bytes; the event "
+                       "being written and whatever followed it are lost")
+        if self.ignored:
+            out.append(f"ignored {self.ignored} byte(s) of junk after the end of the trace")
+        return out
+
+
+def salvage_ending(tail: bytes, walk: SalvageWalk, keyed: bool, meta: dict[str, Any], at: int = 0) -> SalvageEnding:
+    """Read the keys after the event list into `meta`; `tail` holds the data from its byte `at` on
+    (the whole data in memory, at 0; from the walk's tail_at on, streamed)."""
+    tail_at = None if walk.tail_at is None else walk.tail_at - at
+    extra_meta, closed, ignored = _tail_metadata(tail, tail_at, keyed)
+    meta.update(extra_meta)
+    list_closed = tail_at is not None and _LIST_END.match(tail, tail_at) is not None
+    return SalvageEnding(walk.cut_off or (tail_at is not None and not closed), list_closed, ignored)
+
+
+class _EventList:
+    """Where the in-memory salvage puts the events it reads."""
+
+    def __init__(self) -> None:
+        self.events: list[_Event] = []
+
+    @property
+    def count(self) -> int:
+        return len(self.events)
+
+    def block(self, batch: list[_Event], start: int, end: int) -> None:
+        self.events.extend(batch)
+
+    def event(self, event: _Event, start: int, end: int) -> None:
+        self.events.append(event)
+
+
+class _Pieces:
+    """Salvage's view of the data: its bytes and the pieces they split into (each an event, or part
+    of one, from a '{' after the list's '[' or a ','). In memory: all of them, found at once; the
+    streamed reader (pista.trace.stream) finds them a window of the file at a time. Offsets are the
+    data's; pieces are numbered from the list's first."""
+
+    def __init__(self, data: bytes, list_at: int) -> None:
+        self.data = data
+        self.base = 0  # offset of data[0]
+        self.seps, self.starts = _event_starts(data, list_at)
+        self.first = 0  # number of the piece at seps[0]
+
+    def has(self, k: int) -> bool:
+        """Whether piece k exists."""
+        return k < self.first + len(self.starts)
+
+    def sep(self, k: int) -> int:
+        """Where piece k-1 ends: the ',' or '[' before piece k (or a block of NULs)."""
+        return self.seps[k - self.first]
+
+    def start(self, k: int) -> int:
+        """Where piece k begins: its '{'."""
+        return self.starts[k - self.first]
+
+    def release(self, k: int) -> None:
+        """Pieces before k are no longer read."""
+
+    def view(self, start: int, end: int) -> memoryview:
+        return memoryview(self.data)[start - self.base : end - self.base]
+
+    def decode_list(self, start: int, end: int) -> list[_Event]:
+        return _EVENT_LIST_DECODER.decode(b"".join((b"[", self.view(start, end), b"]")))
+
+    def decode_one(self, start: int, end: int) -> _Event:
+        return _EVENT_DECODER.decode(self.view(start, end))
+
+    def object_end(self, start: int, err: BaseException) -> int | None:
+        """_object_end of the object at `start` (its length), given the error decoding from there."""
+        return _object_end(self.data, start - self.base, err)
+
+    def list_ends_at(self, at: int) -> bool:
+        return _LIST_END.match(self.data, at - self.base) is not None
+
+    def last_event_end(self, start: int) -> tuple[int, int | None]:
+        """_last_event_end of the last piece, which starts at `start`."""
+        end, after = _last_event_end(self.data, start - self.base)
+        return end + self.base, None if after is None else after + self.base
+
+
+class SalvageWalk:
+    """Salvage's walk over the pieces: a block of SALVAGE_BLOCK pieces decoded as one list while they
+    are intact, else piece by piece, joining up to SALVAGE_MAX_JOIN pieces where one alone does not
+    decode. Events go to `sink` (its block and event methods, with their byte spans), skipped ones
+    to `skipped`. Both readers walk this way, so both keep and skip the same events."""
+
+    def __init__(self, pieces: Any, sink: Any, skipped: _Skipped, list_at: int) -> None:
+        self.pieces = pieces
+        self.sink = sink
+        self.skipped = skipped
+        self.good_end = list_at + 1  # where the last event read ends
+        self.tail_at: int | None = None  # where the bytes after the last event begin, once it decoded
+        self.cut_off = False
+        # pieces that failed even joined up to the end of the data: fragments of a last event cut off
+        # mid-write (not counted) unless a later piece decodes after all (then they were damage)
+        self.unsure: list[BaseException | None] = []
+        self.piecewise_until = 0  # a block that failed as a whole is read piece by piece up to here
+
+    def run(self) -> None:
+        i: int | None = 0
+        pieces = self.pieces
+        while i is not None and pieces.has(i):
+            pieces.release(i)
+            if i >= self.piecewise_until and pieces.has(i + SALVAGE_BLOCK):
+                # the usual case, intact events: a whole block of pieces decodes as one list
+                after = self._block(i)
+                if after is not None:
+                    i = after
+                    continue
+            i = self._piece(i)
+
+    def _skip(self, errors: list[BaseException | None]) -> None:
+        for error in errors:
+            self.skipped.add(self.sink.count + self.skipped.count, error or "unreadable")
+
+    def _block(self, i: int) -> int | None:
+        start, end = self.pieces.start(i), self.pieces.sep(i + SALVAGE_BLOCK)
+        try:
+            batch = self.pieces.decode_list(start, end)
+        except (msgspec.ValidationError, *_DECODE_ERRORS):
+            self.piecewise_until = i + SALVAGE_BLOCK
+            return None
+        self._skip(self.unsure)
+        self.unsure = []
+        self.sink.block(batch, start, end)
+        self.good_end = end
+        return i + SALVAGE_BLOCK
+
+    def _piece(self, i: int) -> int | None:
+        """Read piece i, joined to the next ones if need be; the next piece to read (None: done)."""
+        pieces = self.pieces
+        result, j, end, after, last_error, list_ends_here = self._join(i)
+        if result is None:
+            if not pieces.has(i + 1):
+                self.cut_off = True  # the last event was being written when the file ended
+                return None
+            if not pieces.has(j + 1):
+                self.unsure.append(last_error)
+            else:
+                self._skip([*self.unsure, last_error])
+                self.unsure = []
+            return i + 1
+        self._skip(self.unsure)
+        self.unsure = []
+        if isinstance(result, BaseException):
+            self._skip([result])
+        else:
+            self.sink.event(result, pieces.start(i), end)
+        self.good_end = end
+        if list_ends_here:
+            self.tail_at = after
+            return None
+        if not pieces.has(j + 1):
+            self.tail_at = after
+        return j + 1
+
+    def _join(self, i: int) -> tuple[_Event | BaseException | None, int, int, int | None, BaseException | None, bool]:
+        """Piece i alone, else joined to the next (up to SALVAGE_MAX_JOIN pieces): (the event, or the
+        error of one with a field of the wrong type, or None; the last piece joined; where the event
+        ends; where the bytes after the list begin, if it is the last; the last decode error; whether
+        the list ends after it)."""
+        pieces = self.pieces
+        start = pieces.start(i)
+        result: _Event | BaseException | None = None
+        last_error: BaseException | None = None
+        after: int | None = None
+        stop = i + SALVAGE_MAX_JOIN if pieces.has(i + SALVAGE_MAX_JOIN - 1) else pieces.first + len(pieces.starts)
+        for j in range(i, stop):  # noqa: B007 - j is returned
+            end, after = (pieces.sep(j + 1), None) if pieces.has(j + 1) else pieces.last_event_end(start)
+            try:
+                result = pieces.decode_one(start, end)
+            except msgspec.ValidationError as err:
+                result = err  # readable JSON, a field of the wrong type
+            except _DECODE_ERRORS as err:
+                last_error = err
+                if j == i and pieces.has(j + 1):
+                    # the list may end after this event, with objects in the keys that follow
+                    # ("deviceProperties": [{...}] after the events) making more pieces
+                    length = pieces.object_end(start, err)
+                    if length is not None and pieces.list_ends_at(start + length):
+                        end = after = start + length
+                        try:
+                            result = pieces.decode_one(start, end)
+                        except msgspec.ValidationError as inner:
+                            result = inner
+                        except _DECODE_ERRORS:
+                            continue
+                        return result, j, end, after, last_error, True
+                continue
+            break
+        return result, j, end, after, last_error, False
 
 
 # How far back from a block of NULs to look for the comma before it (Kineto's separator is ",\n  ").
@@ -1018,6 +1142,27 @@ def _build(events: list[_Event], meta: dict[str, Any], source: str, notices: lis
     skipped = skipped or _Skipped()
     if not events and skipped.count == 0:
         raise BadTrace(source, "the trace holds no events ('traceEvents' is empty)")
+    events, ph_col, ts_ns, dur_ns, bad = _timed(events, meta, source, notices)
+    names, name_col = _intern_names(events)
+    absurd, absurd_why = _absurd(names, name_col, dur_ns)
+    notices += absurd_why
+    if absurd is not None:
+        kept = np.flatnonzero(~absurd)
+        events = [events[i] for i in kept]
+        ph_col, ts_ns, dur_ns = ph_col[kept], ts_ns[kept], dur_ns[kept]
+        names, name_col = _intern_names(events)
+    dropped = 0 if absurd is None else int(absurd.sum())
+    _skip_notice(notices, skipped, bad, len(events) + dropped)
+    if not events:
+        why = skipped.first or (absurd_why[0] if absurd_why else "negative or non-finite ts/dur")
+        raise BadTrace(source, f"none of the trace's events could be read ({why})")
+    return _columns(events, names, name_col, ph_col, ts_ns, dur_ns, meta, source, notices)
+
+
+def _timed(events: list[_Event], meta: dict[str, Any], source: str,
+           notices: list[str]) -> tuple[list[_Event], np.ndarray, np.ndarray, np.ndarray, int]:
+    """The events whose ts and dur are times, with their ph codes and times in ns, and how many were
+    not (skipped). An event list in which nothing has a phase and a time is no trace."""
     n = len(events)
     ts_us = np.fromiter((e.ts for e in events), dtype=np.float64, count=n)
     dur_us = np.fromiter((e.dur for e in events), dtype=np.float64, count=n)
@@ -1037,21 +1182,7 @@ def _build(events: list[_Event], meta: dict[str, Any], source: str, notices: lis
     ts_ns = np.rint(ts_us[keep] * 1000.0).astype(np.int64) if exact is None else exact[0][keep]
     dur_ns = np.rint(dur_us[keep] * 1000.0).astype(np.int64) if exact is None else exact[1][keep]
     events = [events[i] for i in keep] if keep.size < n else events
-    ph_col = ph_col[keep]
-    names, name_col = _intern_names(events)
-    absurd, absurd_why = _absurd(names, name_col, dur_ns)
-    notices += absurd_why
-    if absurd is not None:
-        kept = np.flatnonzero(~absurd)
-        events = [events[i] for i in kept]
-        ph_col, ts_ns, dur_ns = ph_col[kept], ts_ns[kept], dur_ns[kept]
-        names, name_col = _intern_names(events)
-    dropped = 0 if absurd is None else int(absurd.sum())
-    _skip_notice(notices, skipped, int(bad.sum()), len(events) + dropped)
-    if not events:
-        why = skipped.first or (absurd_why[0] if absurd_why else "negative or non-finite ts/dur")
-        raise BadTrace(source, f"none of the trace's events could be read ({why})")
-    return _columns(events, names, name_col, ph_col, ts_ns, dur_ns, meta, source, notices)
+    return events, ph_col[keep], ts_ns, dur_ns, int(bad.sum())
 
 
 def _intern_names(events: list[_Event]) -> tuple[dict[str, int], np.ndarray]:
@@ -1158,23 +1289,28 @@ def _decode_ids(raw_args: list[Raw | None], notices: list[str]) -> tuple[np.ndar
         unreadable = sum(1 for d in decoded if d is False)
         notices.append(f"{unreadable} event(s) have an id, correlation, stream or device of the wrong type; "
                        "treated as missing")
-    n = len(decoded)
     columns = []
     overflowing = 0
     for attr in ("external_id", "correlation", "stream", "device"):
         values = [getattr(d, attr) if d else NO_ID for d in decoded]
         if attr == "external_id":
             values = [v if v != NO_ID or not d else d.external_id_old for v, d in zip(values, decoded, strict=True)]
-        try:
-            columns.append(np.array(values, dtype=np.int64) if n else np.empty(0, dtype=np.int64))
-        except OverflowError:
-            clipped = [v if -INT64_MAX <= v <= INT64_MAX else NO_ID for v in values]
-            overflowing += sum(1 for v in values if not -INT64_MAX <= v <= INT64_MAX)
-            columns.append(np.array(clipped, dtype=np.int64))
+        column, past = _int64_column(values)
+        columns.append(column)
+        overflowing += past
     if overflowing:
         notices.append(f"{overflowing} External id/correlation/stream/device value(s) overflow int64; "
                        "treated as missing")
     return tuple(columns)
+
+
+def _int64_column(values: list[int]) -> tuple[np.ndarray, int]:
+    """`values` as int64, those past its range as NO_ID; and how many were."""
+    try:
+        return (np.array(values, dtype=np.int64) if values else np.empty(0, dtype=np.int64)), 0
+    except OverflowError:
+        clipped = [v if -INT64_MAX <= v <= INT64_MAX else NO_ID for v in values]
+        return np.array(clipped, dtype=np.int64), sum(1 for v in values if not -INT64_MAX <= v <= INT64_MAX)
 
 
 def _decode_one_ids(raw: Raw | None) -> _IdArgs | None | bool:
