@@ -809,20 +809,11 @@ def _read_range(path: str, start: int, stop: int | None, gzipped: bool, names: _
     carry = b""  # the bytes after the last complete event
     origin = start  # file offset of carry[0]
     run: _LongRun | None = None  # the carry, once it outgrows a block
-    limit = load.max_unpacked() if gzipped else None
     opener = gzip.open if gzipped else open
     with opener(path, "rb") as handle:
-        raw = handle.fileobj if gzipped else handle  # type: ignore[attr-defined]
-        handle.seek(start)
-        offset = start
+        blocks = _Blocks(path, handle, start, stop, gzipped, progress)
         while True:
-            want = BLOCK_BYTES if stop is None else min(BLOCK_BYTES, stop - offset)
-            buf = handle.read(want) if want > 0 else b""
-            offset += len(buf)
-            if limit is not None and offset > limit:
-                raise load.too_big(path, limit)
-            if progress is not None:
-                progress(raw.tell() if gzipped else offset)
+            buf = blocks.next()
             if run is not None:
                 if buf and not run.add(buf):
                     continue  # still inside one event (or between two): nothing to decode yet
@@ -831,9 +822,7 @@ def _read_range(path: str, start: int, stop: int | None, gzipped: bool, names: _
                 cut = -1 if not buf else _take_run_end(window, origin, part, names, cats)
             else:
                 window = carry + buf if carry else buf
-                cut = -1
-                if buf and (cut := _last_boundary(window, part.separator)) >= 0:
-                    cut = _take(window, cut, origin, part, names, cats)
+                cut = _take_complete(window, buf, origin, part, names, cats)
             if not buf:
                 _finish(window, origin, stop is not None, part, names, cats)
                 return part
@@ -847,6 +836,36 @@ def _read_range(path: str, start: int, stop: int | None, gzipped: bool, names: _
             origin += cut + 1
             if len(carry) > BLOCK_BYTES:
                 run = _LongRun(carry, origin, part.entries() > 0)
+
+
+def _take_complete(window: bytes, buf: bytes, origin: int, part: _Part, names: _Interner, cats: _Interner) -> int:
+    """Decode the window's complete events; the offset in it of the last one's end (-1: none yet)."""
+    if not buf:
+        return -1
+    cut = _last_boundary(window, part.separator)
+    return _take(window, cut, origin, part, names, cats) if cut >= 0 else -1
+
+
+class _Blocks:
+    """The range's bytes a block at a time (b"" at its end), the unpacked size bounded for a gzipped file
+    and the progress told in the file's own bytes."""
+
+    def __init__(self, path: str, handle: Any, start: int, stop: int | None, gzipped: bool, progress: Any) -> None:
+        self.path, self.handle, self.stop, self.progress = path, handle, stop, progress
+        self.raw = handle.fileobj if gzipped else None  # type: ignore[attr-defined]
+        self.limit = load.max_unpacked() if gzipped else None
+        handle.seek(start)
+        self.offset = start
+
+    def next(self) -> bytes:
+        want = BLOCK_BYTES if self.stop is None else min(BLOCK_BYTES, self.stop - self.offset)
+        buf = self.handle.read(want) if want > 0 else b""
+        self.offset += len(buf)
+        if self.limit is not None and self.offset > self.limit:
+            raise load.too_big(self.path, self.limit)
+        if self.progress is not None:
+            self.progress(self.raw.tell() if self.raw is not None else self.offset)
+        return buf
 
 
 class _LongRun:
