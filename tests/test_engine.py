@@ -166,3 +166,34 @@ def test_a_sync_waiting_for_work_before_the_window_saves_the_idle_it_left(name):
     assert 200 <= idle <= 700
     finding = analyze(str(FIXTURES / f"{name}.json.gz")).finding("host-sync")
     assert finding is None or finding.impact.us <= 1.25 * idle + 50
+
+
+def test_the_profiler_model_keeps_long_host_work_unscaled():
+    """An op that works on the host for a millisecond or more itself (a CPU GEMM, torch.randn on the CPU) runs
+    as fast without the profiler: only dispatch is deflated. gpu/cpu_mlp's CPU GEMMs take milliseconds each."""
+    import raw
+
+    from pista.engine import LONG_HOST_OP_NS
+
+    facts = analyze(str(FIXTURES / "gpu" / "cpu_mlp.json.gz")).facts
+    ops = raw.complete("gpu/cpu_mlp", "cpu_op")
+
+    def own_us(e):
+        lo, hi = float(e["ts"]), float(e["ts"]) + float(e["dur"])
+        kids = [c for c in ops if c is not e and c["tid"] == e["tid"] and lo <= float(c["ts"]) < hi
+                and float(c["ts"]) + float(c["dur"]) <= hi]
+        outer = [c for c in kids if not any(d is not c and float(d["ts"]) <= float(c["ts"]) and
+                                             float(c["ts"]) + float(c["dur"]) <= float(d["ts"]) + float(d["dur"]) for d in kids)]
+        return float(e["dur"]) - sum(float(c["dur"]) for c in outer)
+
+    work = [e for e in sorted(ops, key=lambda e: -float(e["dur"]))[:200] if own_us(e) * 1000 >= LONG_HOST_OP_NS][:5]
+    assert work
+    (spans, _), = profiler_edit(facts).host_scale_spans
+    trace = facts.trace
+    for e in work:
+        i = next(j for j in range(len(trace)) if trace.event_name(j) == e["name"]
+                 and abs(int(trace.dur[j]) - round(float(e["dur"]) * 1000)) <= 1000
+                 and abs(int(trace.ts[j]) - round(float(e["ts"]) * 1000)) <= 1000)
+        mid = int(trace.ts[i] + trace.dur[i] // 2)
+        k = int(np.searchsorted(spans.start, mid, side="right")) - 1
+        assert not (k >= 0 and mid < spans.end[k]), e["name"]
