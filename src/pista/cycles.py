@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pista.findings import Analysis, Finding
+    from pista.analysis import Analysis
+    from pista.finding import Finding
 
 __all__ = ["CycleChange", "CyclesAnalysis", "Header", "analyze_cycles", "cycle_files", "read_header"]
 
@@ -240,7 +241,7 @@ class CyclesAnalysis:
 
     def to_dict(self, row_limit: int = 25) -> dict[str, Any]:
         from pista import __version__
-        from pista.findings import JSON_SCHEMA_VERSION
+        from pista.schema import JSON_SCHEMA_VERSION
 
         return {"schema_version": JSON_SCHEMA_VERSION, "pista_version": __version__, "folder": self.source,
                 "process": {"host": self.host, "pid": self.pid},
@@ -252,7 +253,7 @@ def analyze_cycles(headers: list[Header], source: str, rules: list[str] | None =
                    lang: str = "en") -> CyclesAnalysis:
     """Analyze every file as one cycle (`pista.findings.analyze`), in the order the traces start,
     with findings in `lang`, and what changed from each cycle to the next."""
-    from pista.findings import analyze
+    from pista.analysis import analyze
     from pista.i18n import localize
     from pista.trace.facts import derive
     from pista.trace.load import load_trace
@@ -278,7 +279,7 @@ def analyze_cycles(headers: list[Header], source: str, rules: list[str] | None =
 
 def _by_rule(findings: list[Finding]) -> dict[str, str]:
     """Each rule that fired, with its worst severity."""
-    from pista.findings import SEVERITY_ORDER
+    from pista.policy import SEVERITY_ORDER
 
     worst: dict[str, str] = {}
     for f in findings:

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from pista.findings import Analysis, Finding, Summary
+from pista.analysis import Analysis, Summary
+from pista.finding import Finding
 from pista.table import Row, Table, build_table
 from pista.trace.facts import OWNER_CATEGORIES, Facts, _link
 

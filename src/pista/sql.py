@@ -332,7 +332,7 @@ def _lock(con: Any) -> None:
 
 
 def _register_findings(con: Any, facts: Facts, table: Table) -> None:
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     findings = analyze(facts, table=table).findings
     con.register("findings", {

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         files["trace"] = str(session.trace_path)
         files["table"] = str(out / "table.txt")
         if not interrupted:
-            from pista.findings import analyze
+            from pista.analysis import analyze
             from pista.render import json as json_render
 
             analysis = analyze(session.trace_path)

@@ -16,7 +16,7 @@ from pista.errors import BadTrace
 if TYPE_CHECKING:  # the rank and cross-rank modules load with a folder's analysis, not with every rule
     from pista.distributed.rank import RankSummary
     from pista.distributed.straggler import CrossRank
-    from pista.findings import Finding
+    from pista.finding import Finding
 
 __all__ = ["DistributedAnalysis", "analyze_ranks"]
 
@@ -43,7 +43,7 @@ class DistributedAnalysis:
     @property
     def top_fix(self) -> tuple[int | None, Finding] | None:
         """The finding to start with, and its rank: the one that saves most, if it saves enough."""
-        from pista.findings import TOP_FIX_MIN_SHARE
+        from pista.policy import TOP_FIX_MIN_SHARE
 
         return next(((rank, f) for rank, f in self._ranked() if f.impact.share >= TOP_FIX_MIN_SHARE), None)
 

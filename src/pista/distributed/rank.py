@@ -21,7 +21,7 @@ from pista.distributed.comm import (
     communication,
 )
 from pista.errors import PistaError, UsageError
-from pista.findings import Finding
+from pista.finding import Finding
 from pista.trace.facts import Facts
 
 RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.I)
@@ -81,7 +81,7 @@ class RankSummary:
 
 def summarize_rank(path: str, rules: list[str] | None = None) -> RankSummary:
     """Load, analyze and summarise one rank's trace. Runs in a worker: errors come back as data."""
-    from pista.findings import analyze
+    from pista.analysis import analyze
     from pista.trace.facts import derive
     from pista.trace.load import NotATrace, load_trace
 

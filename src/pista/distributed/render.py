@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pista.distributed import DistributedAnalysis
-from pista.findings import Finding
+from pista.finding import Finding
 from pista.i18n._fmt import num, short_figures
 from pista.render import layout
 from pista.render.controls import TextBuffer, sanitize_json

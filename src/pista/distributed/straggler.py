@@ -16,7 +16,7 @@ import numpy as np
 
 from pista.distributed.comm import Collective
 from pista.distributed.rank import RankSummary
-from pista.findings import Evidence, Finding, Impact
+from pista.finding import Evidence, Finding, Impact
 from pista.rules import straggler as rule
 from pista.rules._common import short_name
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from pista.findings import Analysis, Finding
+from pista.analysis import Analysis
+from pista.finding import Finding
 from pista.i18n._fmt import num, pct, short_figures, t
 from pista.trace.facts import Facts
 

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.markup import escape
 
-from pista.findings import Analysis, Evidence, Finding
+from pista.analysis import Analysis
+from pista.finding import Evidence, Finding
 from pista.i18n._fmt import pct, t
 from pista.render import layout
 from pista.render.controls import TextBuffer, sanitize, sanitize_line
