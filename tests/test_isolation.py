@@ -115,3 +115,51 @@ def test_strict_mode_raises(monkeypatch):
     monkeypatch.setenv("PISTA_STRICT_RULES", "1")
     with pytest.raises(ZeroDivisionError):
         analyze(fixture(TRACE))
+
+
+def test_a_folder_reads_on_when_a_rule_fails_on_its_ranks(monkeypatch):
+    """Per rank as in one trace: each rank's notice names the rule (in `lang`), its other findings are those of
+    the folder read without the rule."""
+    from conftest import FIXTURES
+
+    from pista.distributed import analyze_ranks
+
+    folder = FIXTURES / "gloo" / "straggler_2"
+    rule = "overhead-bound"
+
+    def check(ctx):
+        raise ZeroDivisionError("a bug")
+
+    others = [r.id for r in catalogue() if r.id != rule]
+    without = analyze_ranks(folder, engine="inline", rules=others)
+    monkeypatch.setenv("PISTA_STRICT_RULES", "0")
+    monkeypatch.setattr(get_rule(rule).module, "check", check)
+    result = analyze_ranks(folder, engine="inline")
+    assert [f.to_dict() for f in result.findings] == [f.to_dict() for f in without.findings]
+    said = [n for n in result.notices if f"rule {rule} failed on this trace (ZeroDivisionError: a bug)" in n]
+    assert [n.split(":")[0] for n in said] == [f"rank {r.rank}" for r in result.ranks]
+    spanish = analyze_ranks(folder, engine="inline", lang="es")
+    assert len([n for n in spanish.notices if f"la regla {rule} falló" in n]) == len(result.ranks)
+    assert all(f"la regla {rule} falló" in " ".join(r.notices) for r in spanish.ranks)
+
+
+def test_a_folder_reads_on_when_the_cross_rank_check_fails(monkeypatch):
+    from conftest import FIXTURES
+
+    from pista.distributed import analyze_ranks, straggler
+
+    folder = FIXTURES / "gloo" / "straggler_2"
+    whole = analyze_ranks(folder, engine="inline")
+    assert whole.cross.findings
+
+    def findings(*args):
+        raise ValueError("a bug")
+
+    monkeypatch.setenv("PISTA_STRICT_RULES", "0")
+    monkeypatch.setattr(straggler, "_findings", findings)
+    result = analyze_ranks(folder, engine="inline")
+    assert result.cross.findings == [] and result.cross.waits == {}
+    assert result.cross.timings == whole.cross.timings
+    assert [n for n in result.notices if n.startswith("rule straggler failed on this trace (ValueError: a bug)")]
+    spanish = analyze_ranks(folder, engine="inline", lang="es")
+    assert [n for n in spanish.notices if n.startswith("la regla straggler falló")]

@@ -22,6 +22,7 @@ from pista.distributed.comm import (
 )
 from pista.errors import PistaError, UsageError
 from pista.finding import Finding
+from pista.isolation import RuleFailed
 from pista.trace.facts import Facts
 
 RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.I)
@@ -59,6 +60,7 @@ class RankSummary:
     findings: list[Finding] = field(default_factory=list)
     comm: CommStats | None = None
     notices: list[str] = field(default_factory=list)
+    failures: list[RuleFailed] = field(default_factory=list)  # rules that raised on this rank (also notices)
     error: str | None = None  # a bad trace, as its one-line message
     not_a_trace: bool = False  # the error is that the file is JSON but no trace (run details beside the ranks)
     host_regions: tuple[HostRegion, ...] = ()  # the costliest regions per step, not in to_dict
@@ -107,9 +109,16 @@ def summarize_rank(path: str, rules: list[str] | None = None) -> RankSummary:
         summary=analysis.summary.to_dict(),
         findings=analysis.findings,
         comm=comm,
-        notices=list(trace.notices),
+        notices=list(trace.notices) + [n for n in analysis.notices if n in _failure_texts(analysis.failures)],
+        failures=analysis.failures,
         host_regions=host_regions(facts),
     )
+
+
+def _failure_texts(failures: list[RuleFailed]) -> set[str]:
+    from pista.i18n import note_text
+
+    return {note_text(f, "en") for f in failures}
 
 
 def host_regions(facts: Facts) -> tuple[HostRegion, ...]:
