@@ -129,20 +129,17 @@ def settle(facts: Facts, findings: Sequence[Finding], step_ns: float,
     tl = timeline(facts)
     replayable = [f for f in findings if f.edit is not None and not f.impact.once]
     if tl is None or not tl.baseline.ends.size or not replayable:
-        return printed(quiet_symptoms(_budget(list(findings), step_ns, {})))
-    causes = [f for f in replayable if not is_symptom(f)]
-    symptoms = [f for f in replayable if is_symptom(f)]
+        return _finished(list(findings), step_ns, {})
     ctx = _Credit(tl, profiler_edit(facts), tl.baseline.median_ns or 1.0, unprofiled(facts).median_ns or 1.0, {}, {},
                   failures)
-    applied = ctx.credit([(f, f.edit) for f in causes], NO_EDIT)
-    # a symptom claims only host time no cause's fix has changed (an unfused optimizer's launches are not
-    # launch-bound's as well)
-    taken = applied.footprint(facts)
-    ctx.credit(ctx.outside(symptoms, facts, taken), applied)
-    replayed = {id(g) for g in replayable} - ctx.failed
-    out = [_unreplayed(f) if id(f) in ctx.failed else f
-           for f in findings if id(f) not in replayed or id(f) in ctx.settled]
-    return printed(quiet_symptoms(_budget(out, step_ns, ctx.settled, ctx.edits)))
+    ctx.replay(facts, replayable)
+    return _finished(ctx.kept(findings, replayable), step_ns, ctx.settled, ctx.edits)
+
+
+def _finished(findings: list[Finding], step_ns: float, settled: dict[int, Impact],
+              edits: dict[int, Edit] | None = None) -> list[Finding]:
+    """The settled impacts in place, the rest budgeted, symptoms quieted, records told what is printed."""
+    return printed(quiet_symptoms(_budget(findings, step_ns, settled, edits)))
 
 
 def _unreplayed(f: Finding) -> Finding:
@@ -174,6 +171,23 @@ class _Credit:
     edits: dict[int, Edit]
     failures: list[RuleFailed] | None = None
     failed: set[int] = dataclasses.field(default_factory=set)  # findings whose edit could not be replayed
+
+    def replay(self, facts: Facts, replayable: list[Finding]) -> None:
+        """Credit the causes, then the symptoms with what the causes leave."""
+        causes = [f for f in replayable if not is_symptom(f)]
+        symptoms = [f for f in replayable if is_symptom(f)]
+        applied = self.credit([(f, f.edit) for f in causes], NO_EDIT)
+        # a symptom claims only host time no cause's fix has changed (an unfused optimizer's launches are not
+        # launch-bound's as well)
+        taken = applied.footprint(facts)
+        self.credit(self.outside(symptoms, facts, taken), applied)
+
+    def kept(self, findings: Sequence[Finding], replayable: list[Finding]) -> list[Finding]:
+        """The findings left once replayed: those not replayed, those whose fix saves something, and (without
+        their edit) those whose edit could not be replayed."""
+        replayed = {id(g) for g in replayable} - self.failed
+        return [_unreplayed(f) if id(f) in self.failed else f
+                for f in findings if id(f) not in replayed or id(f) in self.settled]
 
     def outside(self, symptoms: list[Finding], facts: Facts, taken: Intervals) -> list[tuple[Finding, Edit]]:
         """Each symptom with its edit outside the host time `taken` by the causes' fixes."""
@@ -225,15 +239,8 @@ def _budget(findings: list[Finding], step_ns: float, settled: dict[int, Impact],
             edits: dict[int, Edit] | None = None) -> list[Finding]:
     """Replayed impacts (with the edits replayed for them) in place; the rest of the steady impacts cut to what
     the step has left."""
-    left = 1.0 - max(sum(i.share for i in settled.values()), sum(i.rank_share for i in settled.values()), 0.0)
+    cut = _cut_to_what_is_left(findings, step_ns, settled)
     out = []
-    legacy = sorted((f for f in findings if id(f) not in settled and not f.impact.once), key=lambda f: -f.impact.share)
-    cut: dict[int, Impact] = {}
-    for f in legacy:
-        share = min(f.impact.share, max(left, 0.0))
-        left -= share
-        if share < f.impact.share:
-            cut[id(f)] = Impact(share * step_ns / 1000.0, share)
     for f in findings:
         impact = settled.get(id(f)) or cut.get(id(f))
         if impact is None:
@@ -243,3 +250,17 @@ def _budget(findings: list[Finding], step_ns: float, settled: dict[int, Impact],
         out.append(dataclasses.replace(f, impact=impact, severity=f.severity if f.severity_fixed else None,
                                        edit=(edits or {}).get(id(f), f.edit)))
     return out
+
+
+def _cut_to_what_is_left(findings: list[Finding], step_ns: float, settled: dict[int, Impact]) -> dict[int, Impact]:
+    """The steady impacts not settled that exceed what the step has left once the settled ones are taken,
+    biggest first, cut to it."""
+    left = 1.0 - max(sum(i.share for i in settled.values()), sum(i.rank_share for i in settled.values()), 0.0)
+    legacy = sorted((f for f in findings if id(f) not in settled and not f.impact.once), key=lambda f: -f.impact.share)
+    cut: dict[int, Impact] = {}
+    for f in legacy:
+        share = min(f.impact.share, max(left, 0.0))
+        left -= share
+        if share < f.impact.share:
+            cut[id(f)] = Impact(share * step_ns / 1000.0, share)
+    return cut

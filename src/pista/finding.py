@@ -217,13 +217,18 @@ def _plain(value: Any) -> Any:
         return {name: _plain(getattr(value, name)) for name in value.__struct_fields__}
     if is_dataclass(value) and not isinstance(value, type):
         return asdict(value)
-    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple
-        return type(value)(*(_plain(v) for v in value))
-    if isinstance(value, (list, tuple)):
-        return type(value)(_plain(v) for v in value)
+    if isinstance(value, (list, tuple, dict)):
+        return _plain_items(value)
+    return value
+
+
+def _plain_items(value: list[Any] | tuple[Any, ...] | dict[Any, Any]) -> Any:
+    """A named tuple, list, tuple or dict of the same type with its items plain."""
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
-    return value
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple
+        return type(value)(*(_plain(v) for v in value))
+    return type(value)(_plain(v) for v in value)
 
 
 def top_indices(values: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:

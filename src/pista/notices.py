@@ -108,11 +108,7 @@ def _no_gpu_work(facts: Facts) -> list[str]:
     calls = np.flatnonzero(facts.is_launch)
     launching = [i for i in calls.tolist() if DEVICE_WORK_CALL.search(trace.event_name(i))]
     if launching:
-        names = ", ".join(sorted({trace.event_name(i) for i in launching})[:3])
-        return [f"{len(launching)} call(s) that put work on the GPU ({names}) but no kernel, copy or memset "
-                "record: the GPU's records were lost (the profiler's activity buffers dropped or not flushed before "
-                "the export); what follows reads the host alone. Export after the profiler has stopped (on_trace_ready "
-                "or after the `with` block)"]
+        return [_lost_records(trace, launching)]
     if _foreign_accelerator(trace):
         return []  # it ran on an accelerator pista does not read (MTIA...): the reader's notice says so
     if calls.size or devices:
@@ -121,6 +117,14 @@ def _no_gpu_work(facts: Facts) -> list[str]:
                 "nothing ran on it: the model ran on the CPU (move it and its inputs with .to('cuda') if the GPU was "
                 "meant), or the profiler ran without ProfilerActivity.CUDA"]
     return []
+
+
+def _lost_records(trace: Trace, launching: list[int]) -> str:
+    names = ", ".join(sorted({trace.event_name(i) for i in launching})[:3])
+    return (f"{len(launching)} call(s) that put work on the GPU ({names}) but no kernel, copy or memset "
+            "record: the GPU's records were lost (the profiler's activity buffers dropped or not flushed before "
+            "the export); what follows reads the host alone. Export after the profiler has stopped (on_trace_ready "
+            "or after the `with` block)")
 
 
 # PyTorch's reference CPU convolutions (im2col and a GEMM per image, ATen's ConvolutionMM2d): what a
