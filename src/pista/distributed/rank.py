@@ -121,6 +121,27 @@ def _failure_texts(failures: list[RuleFailed]) -> set[str]:
     return {note_text(f, "en") for f in failures}
 
 
+def _number_by_order(ranks: list[RankSummary]) -> list[str]:
+    """The ranks still without a number get the free numbers, in file order; a notice says so."""
+    unnamed = [r for r in ranks if r.rank is None]
+    if not unnamed:
+        return []
+    taken = {r.rank for r in ranks if r.rank is not None}
+    free = (n for n in range(len(ranks) * 2 + 1) if n not in taken)
+    for r in unnamed:
+        r.rank, r.rank_from = next(free), "order"
+    return [f"{len(unnamed)} trace(s) carry no rank (no distributedInfo, no rank-N in the "
+            f"name): numbered by file order"]
+
+
+def _refuse_twice(ranks: list[RankSummary]) -> None:
+    seen: dict[int, str] = {}
+    for r in ranks:
+        if r.rank in seen:
+            raise UsageError(f"rank {r.rank} appears twice: {seen[r.rank]} and {r.path}")
+        seen[int(r.rank)] = r.path  # type: ignore[arg-type]
+
+
 def host_regions(facts: Facts) -> tuple[HostRegion, ...]:
     """The regions with the most inclusive time per step, inside the steps (the window without steps),
     communication and the ProfilerStep annotations left out."""
@@ -183,24 +204,12 @@ def _own_traces(paths: list[Path], links: list[Path]) -> list[Path]:
 def assign_ranks(ranks: list[RankSummary]) -> list[str]:
     """Fill in ranks the metadata did not give: from `rank-N`/`rankN` in the file name, else by file
     order. Returns notices; two files claiming one rank is an error."""
-    notices = []
     for r in ranks:
         if r.rank is None:
             match = RANK_IN_NAME.search(Path(r.path).name)
             if match:
                 r.rank, r.rank_from = int(match.group(1)), "file name"
-    unnamed = [r for r in ranks if r.rank is None]
-    if unnamed:
-        taken = {r.rank for r in ranks if r.rank is not None}
-        free = (n for n in range(len(ranks) * 2 + 1) if n not in taken)
-        for r in unnamed:
-            r.rank, r.rank_from = next(free), "order"
-        notices.append(f"{len(unnamed)} trace(s) carry no rank (no distributedInfo, no rank-N in the "
-                       f"name): numbered by file order")
-    seen: dict[int, str] = {}
-    for r in ranks:
-        if r.rank in seen:
-            raise UsageError(f"rank {r.rank} appears twice: {seen[r.rank]} and {r.path}")
-        seen[int(r.rank)] = r.path  # type: ignore[arg-type]
+    notices = _number_by_order(ranks)
+    _refuse_twice(ranks)
     ranks.sort(key=lambda r: int(r.rank))  # type: ignore[arg-type]
     return notices

@@ -253,6 +253,11 @@ def _extra_work(ok: list[RankSummary], i: int, excess_ns: float) -> rule.ExtraWo
         if excess_ns > 0 and extra >= rule.CAUSE_MIN_SHARE_OF_LATENESS * excess_ns:
             work = rule.ExtraWork(short_name(h.name), h.ns_per_step / 1000.0, theirs / 1000.0, h.device)
             best.append((extra, h.depth, work))
+    return _deepest_of_near_ties(best)
+
+
+def _deepest_of_near_ties(best: list[tuple[float, int, rule.ExtraWork]]) -> rule.ExtraWork | None:
+    """Of (extra ns, depth, work), the deepest among those within NEAR_TIE of the largest extra."""
     if not best:
         return None
     top = max(e for e, _, _ in best)
