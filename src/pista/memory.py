@@ -87,9 +87,12 @@ def memory_rows(facts: Facts) -> dict[str, np.ndarray]:
     keep = [k for k, r in enumerate(rows) if r is not None and r.allocated >= 0]
     if not keep:
         return empty
-    args = [rows[k] for k in keep]
+    return {"idx": idx[keep].astype(np.int64), "ts_ns": trace.ts[idx[keep]].astype(np.int64),
+            **_arg_columns([rows[k] for k in keep])}
+
+
+def _arg_columns(args: list[_MemoryArgs]) -> dict[str, np.ndarray]:
     return {
-        "idx": idx[keep].astype(np.int64), "ts_ns": trace.ts[idx[keep]].astype(np.int64),
         "device": np.array([_device(a) for a in args], dtype=object),
         "bytes": np.array([a.bytes for a in args], dtype=np.int64),
         "allocated_bytes": np.array([a.allocated for a in args], dtype=np.int64),
