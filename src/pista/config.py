@@ -219,8 +219,7 @@ def _check_threshold(value: Any, default: object, where: str) -> None:
     them (0 or nan gave ZeroDivisionError, `range()` step 0, IndexError: exit 3). The few constants
     below 0 are markers (sequence numbers), not thresholds."""
     expected = type(default).__name__
-    if isinstance(value, bool) or not (isinstance(value, type(default)) or (isinstance(default, float)
-                                                                            and isinstance(value, int))):
+    if not _same_kind(value, default):
         raise UsageError(f"{where}: expected {expected}, not {_kind(value)}")
     if isinstance(value, str):
         return
@@ -230,6 +229,12 @@ def _check_threshold(value: Any, default: object, where: str) -> None:
         raise UsageError(f"{where}: expected a finite {expected} of at most {MAX_THRESHOLD:g}, not {value!r}")
     if value <= 0:
         raise UsageError(f"{where}: expected {expected} above 0, not {value!r}")
+
+
+def _same_kind(value: Any, default: object) -> bool:
+    """Of the default's type (an int will do for a float), and no boolean."""
+    return not isinstance(value, bool) and (isinstance(value, type(default))
+                                            or (isinstance(default, float) and isinstance(value, int)))
 
 
 def _kind(value: Any) -> str:

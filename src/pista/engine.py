@@ -126,12 +126,11 @@ def settle(facts: Facts, findings: Sequence[Finding], step_ns: float,
     """The findings with the engine's impacts (see the module docstring); those that save nothing left out.
     A finding whose edit cannot be replayed (a bug in its rule) keeps the rule's own estimate, and `failures`
     names the rule (pista.isolation); without `failures` the error goes through."""
-    tl = timeline(facts)
+    tl, clean = timeline(facts), unprofiled(facts)
     replayable = [f for f in findings if f.edit is not None and not f.impact.once]
-    if tl is None or not tl.baseline.ends.size or not replayable:
+    if tl is None or clean is None or not tl.baseline.ends.size or not replayable:
         return _finished(list(findings), step_ns, {})
-    ctx = _Credit(tl, profiler_edit(facts), tl.baseline.median_ns or 1.0, unprofiled(facts).median_ns or 1.0, {}, {},
-                  failures)
+    ctx = _Credit(tl, profiler_edit(facts), tl.baseline.median_ns or 1.0, clean.median_ns or 1.0, {}, {}, failures)
     ctx.replay(facts, replayable)
     return _finished(ctx.kept(findings, replayable), step_ns, ctx.settled, ctx.edits)
 

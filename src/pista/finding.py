@@ -206,7 +206,7 @@ def record_fields(record: Any) -> dict[str, Any]:
     """A rule's record as plain data (JSON's `metrics`)."""
     if isinstance(record, msgspec.Struct):
         return _plain(record)  # type: ignore[no-any-return]
-    return asdict(record) if is_dataclass(record) else dict(record or {})
+    return asdict(record) if is_dataclass(record) and not isinstance(record, type) else dict(record or {})
 
 
 def _plain(value: Any) -> Any:

@@ -84,11 +84,12 @@ def memory_rows(facts: Facts) -> dict[str, np.ndarray]:
     idx = np.flatnonzero(trace.name == name_id)
     idx = idx[np.argsort(trace.ts[idx], kind="stable")]
     rows = trace.decode_args(idx.tolist(), _MemoryArgs)
-    keep = [k for k, r in enumerate(rows) if r is not None and r.allocated >= 0]
-    if not keep:
+    kept = [(k, r) for k, r in enumerate(rows) if r is not None and r.allocated >= 0]
+    if not kept:
         return empty
+    keep = [k for k, _ in kept]
     return {"idx": idx[keep].astype(np.int64), "ts_ns": trace.ts[idx[keep]].astype(np.int64),
-            **_arg_columns([rows[k] for k in keep])}
+            **_arg_columns([r for _, r in kept])}
 
 
 def _arg_columns(args: list[_MemoryArgs]) -> dict[str, np.ndarray]:

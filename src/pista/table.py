@@ -224,9 +224,12 @@ def _rows_of(facts: Facts, sel: np.ndarray, kind: int, device_type: str, keys: _
     first_ts = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(first_ts, inverse, trace.ts[sel])
     shape_text, stack = keys.shape_text(uniq, size), keys.stack(uniq, size)
+    self_cpu, cpu_total, self_device, device_total = times
+    cpu_mem, self_cpu_mem, device_mem, self_device_mem = memory
     return [Row(keys.display_names[name_of[k]], device_type, int(calls[k]), int(first_ts[k]),
-                *(float(t[k]) for t in times), *(int(m[k]) for m in memory), input_shapes=shape_text[k],
-                stack=stack[k])
+                float(self_cpu[k]), float(cpu_total[k]), float(self_device[k]), float(device_total[k]),
+                int(cpu_mem[k]), int(self_cpu_mem[k]), int(device_mem[k]), int(self_device_mem[k]),
+                input_shapes=shape_text[k], stack=stack[k])
             for k in range(size)]
 
 

@@ -86,7 +86,7 @@ def write_csv(out: Any, columns: list[str], chunks: Iterable[list[tuple[Any, ...
     with RFC 4180's "\r\n" and end in "\n" here."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
-    for rows in itertools.chain([[columns]], chunks):
+    for rows in itertools.chain([[tuple(columns)]], chunks):
         for row in rows:
             writer.writerow([_defused(v) for v in row])
             out.write(buffer.getvalue()[:-2] + "\n")

@@ -169,7 +169,7 @@ def host_regions(facts: Facts) -> tuple[HostRegion, ...]:
                  for k in keep.tolist())
 
 
-def trace_files(folder: str | Path, notices: list[str] | None = None) -> list[Path]:
+def trace_files(folder: str | os.PathLike[str], notices: list[str] | None = None) -> list[Path]:
     """The trace files in a folder (then its subfolders, if the top has none), sorted by name.
     Symbolic links in it are skipped, with a notice: a link points anywhere (followed, one to a
     secret file had its first bytes quoted in the error), and the folder's own files are the ranks."""

@@ -337,9 +337,8 @@ def fold_waits(ranks: list[RankSummary], cross: CrossRank) -> None:
         late_rank, wait_us = cross.waits[int(r.rank)]  # type: ignore[arg-type]
         kept = []
         for f in r.findings:
-            if f.rule == exposed.ID:
-                f = exposed.with_late_peer(f, late_rank, wait_us)
-            if f is not None:
-                kept.append(f)
+            g = exposed.with_late_peer(f, late_rank, wait_us) if f.rule == exposed.ID else f
+            if g is not None:
+                kept.append(g)
         kept.sort(key=lambda f: (-f.impact.share, -f.impact.us))
         r.findings = kept

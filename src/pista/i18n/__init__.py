@@ -137,10 +137,10 @@ def rule_title(rule_id: str, lang: str) -> str:
 
 def rule_severity_exception(rule_id: str, lang: str) -> str | None:
     """The language's wording of a rule's SEVERITY_EXCEPTION, None where it has none."""
-    mod = rule_module(rule_id, lang)
-    return str(mod.SEVERITY_EXCEPTION) if mod is not None and getattr(mod, "SEVERITY_EXCEPTION", "") else None
+    text = getattr(rule_module(rule_id, lang), "SEVERITY_EXCEPTION", None)
+    return str(text) if text else None
 
 
 def rule_docs(rule_id: str, lang: str) -> str | None:
-    mod = rule_module(rule_id, lang)
-    return str(mod.DOCS).strip() if mod is not None and getattr(mod, "DOCS", "") else None
+    text = getattr(rule_module(rule_id, lang), "DOCS", None)
+    return str(text).strip() if text else None

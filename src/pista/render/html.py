@@ -221,12 +221,12 @@ def _layer(trace, groups: list[tuple[int, np.ndarray]], gpu_rows: set[int], min_
         parts.append((np.full(keep.size, row), start[keep], end[keep], name[keep], count[keep]))
     if not parts:
         return {"row": [], "start": [], "end": [], "name": [], "count": []}
-    row, start, end, name, count = (np.concatenate(c) for c in zip(*parts, strict=True))
-    ids = {int(n): intern(trace.names[int(n)]) for n in np.unique(name)}
+    rows, starts, ends, names, counts = (np.concatenate(c) for c in zip(*parts, strict=True))
+    ids = {int(n): intern(trace.names[int(n)]) for n in np.unique(names)}
     # ms to 0.1 µs: finer than any pixel at any zoom the page allows, and ~4 bytes less per number
-    return {"row": row.tolist(), "start": np.round((start - origin) / 1e6, 4).tolist(),
-            "end": np.round((end - origin) / 1e6, 4).tolist(), "name": [ids[int(n)] for n in name.tolist()],
-            "count": count.tolist()}
+    return {"row": rows.tolist(), "start": np.round((starts - origin) / 1e6, 4).tolist(),
+            "end": np.round((ends - origin) / 1e6, 4).tolist(), "name": [ids[int(n)] for n in names.tolist()],
+            "count": counts.tolist()}
 
 
 def _caps(row_sizes: list[int], gpu: list[bool], budget: int) -> list[int]:
