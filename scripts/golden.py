@@ -37,8 +37,8 @@ def trace_files() -> list[Path]:
 
 def readings(path: Path) -> dict[str, str]:
     """The outputs of one trace, by view: json-en, json-es, text-en (what `pista analyze` prints)."""
+    from pista.analysis import analyze
     from pista.cli.common import print_notices
-    from pista.findings import analyze
     from pista.render import json as json_renderer
     from pista.render import terminal
     from pista.trace.facts import derive

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from pista.findings import analyze
+from pista.analysis import analyze
 
 
 def row(folder: Path, entry: dict) -> dict:

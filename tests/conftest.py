@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-# a rule that raises fails its test (users get a notice and the other rules' findings: pista.findings._check)
+# a rule that raises fails its test (users get a notice and the other rules' findings: pista.isolation)
 os.environ.setdefault("PISTA_STRICT_RULES", "1")
 sys.path.insert(0, str(Path(__file__).parent))
 

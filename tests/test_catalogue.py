@@ -255,7 +255,7 @@ def test_a_threshold_copied_from_another_module_is_set_at_its_source(monkeypatch
             chain = _copies_of(holder, name)
             if len(chain) > 1 and isinstance(value, (int, float)) and not isinstance(value, bool):
                 copies.append((rule.id, name, value, chain[-1]))
-    assert ("overhead-bound", "OVERHEAD_RATIO", 3.0, sys.modules["pista.findings"]) in copies
+    assert ("overhead-bound", "OVERHEAD_RATIO", 3.0, sys.modules["pista.policy"]) in copies
     for rule_id, name, value, home in copies:
         _restore_everywhere(monkeypatch, name)
         apply_thresholds(Config(thresholds={rule_id: {name: value * 2}}))

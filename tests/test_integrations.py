@@ -143,14 +143,14 @@ def test_lightning_profiles_steps_2_to_4(tmp_path, capsys, package):
 
 def test_lightning_pista_failure_is_a_warning(tmp_path, monkeypatch, capsys):
     """An analysis that raises leaves the trace, warns, and training reaches max_steps."""
-    import pista.findings
+    import pista.analysis
     from pista.integrations import PistaWarning
     from pista.integrations.lightning import PistaCallback
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(pista.findings, "analyze", broken)
+    monkeypatch.setattr(pista.analysis, "analyze", broken)
     callback = PistaCallback(out=tmp_path, start_step=1, active=2)
     with pytest.warns(PistaWarning, match="analysis failed: RuntimeError: boom"):
         trainer = lightning_fit(callback)

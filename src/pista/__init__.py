@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from pista.findings import Analysis
+    from pista.analysis import Analysis
     from pista.trace.model import Trace
 
 
@@ -24,7 +24,7 @@ def load(path: str) -> Trace:
 def analyze(source: Any, rules: list[str] | None = None) -> Analysis:
     """Diagnose a trace: a path, a loaded Trace, or a finished `pista.profile` session; `rules`
     limits the catalogue to those ids."""
-    from pista.findings import analyze as _analyze
+    from pista.analysis import analyze as _analyze
 
     return _analyze(source, rules=rules)
 

@@ -135,29 +135,46 @@ def _copies_of(module: ModuleType, name: str) -> list[ModuleType]:
 
 def _source_module(module: ModuleType, name: str) -> ModuleType | None:
     for node in _tree(module).body:
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pista") and node.level == 0 \
-                and any(a.name == name and a.asname in (None, name) for a in node.names):
-            return importlib.import_module(node.module)
-        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [name] \
-                and isinstance(node.value, ast.Attribute) and node.value.attr == name \
-                and isinstance(node.value.value, ast.Name):
-            home = vars(module).get(node.value.value.id)
+        source = _imported_from(node, name)
+        if source is not None:
+            return importlib.import_module(source)
+        holder = _copied_from(node, name)
+        if holder is not None:
+            home = vars(module).get(holder)
             if isinstance(home, ModuleType):
                 return home
+    return None
+
+
+def _imported_from(node: ast.stmt, name: str) -> str | None:
+    """pista.X of `from pista.X import NAME` (not renamed), else None."""
+    if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pista") and node.level == 0 \
+            and any(a.name == name and a.asname in (None, name) for a in node.names):
+        return node.module
+    return None
+
+
+def _copied_from(node: ast.stmt, name: str) -> str | None:
+    """X of `NAME = X.NAME`, else None."""
+    if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [name] \
+            and isinstance(node.value, ast.Attribute) and node.value.attr == name \
+            and isinstance(node.value.value, ast.Name):
+        return node.value.value.id
     return None
 
 
 def _importers(homes: list[ModuleType], name: str) -> list[ModuleType]:
     """Loaded pista modules (a rule's text in pista.i18n) that imported the name from one of these modules."""
     wanted = {m.__name__ for m in homes}
-    out = []
-    for module in [m for n, m in list(sys.modules.items()) if n.startswith("pista.") and m is not None]:
-        if name not in vars(module) or module.__name__ in wanted:
-            continue
-        if any(isinstance(node, ast.ImportFrom) and node.module in wanted and any(a.name == name for a in node.names)
-               for node in _tree(module).body):
-            out.append(module)
-    return out
+    loaded = [m for n, m in list(sys.modules.items()) if n.startswith("pista.") and m is not None]
+    return [module for module in loaded
+            if name in vars(module) and module.__name__ not in wanted and _imports_from(module, wanted, name)]
+
+
+def _imports_from(module: ModuleType, wanted: set[str], name: str) -> bool:
+    """Whether the module's top level has `from W import NAME` for a W in `wanted`."""
+    return any(isinstance(node, ast.ImportFrom) and node.module in wanted and any(a.name == name for a in node.names)
+               for node in _tree(module).body)
 
 
 @functools.cache
@@ -202,8 +219,7 @@ def _check_threshold(value: Any, default: object, where: str) -> None:
     them (0 or nan gave ZeroDivisionError, `range()` step 0, IndexError: exit 3). The few constants
     below 0 are markers (sequence numbers), not thresholds."""
     expected = type(default).__name__
-    if isinstance(value, bool) or not (isinstance(value, type(default)) or (isinstance(default, float)
-                                                                            and isinstance(value, int))):
+    if not _same_kind(value, default):
         raise UsageError(f"{where}: expected {expected}, not {_kind(value)}")
     if isinstance(value, str):
         return
@@ -213,6 +229,12 @@ def _check_threshold(value: Any, default: object, where: str) -> None:
         raise UsageError(f"{where}: expected a finite {expected} of at most {MAX_THRESHOLD:g}, not {value!r}")
     if value <= 0:
         raise UsageError(f"{where}: expected {expected} above 0, not {value!r}")
+
+
+def _same_kind(value: Any, default: object) -> bool:
+    """Of the default's type (an int will do for a float), and no boolean."""
+    return not isinstance(value, bool) and (isinstance(value, type(default))
+                                            or (isinstance(default, float) and isinstance(value, int)))
 
 
 def _kind(value: Any) -> str:

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pista.findings import Analysis, Finding
+    from pista.analysis import Analysis
+    from pista.finding import Finding
 
 __all__ = ["CycleChange", "CyclesAnalysis", "Header", "analyze_cycles", "cycle_files", "read_header"]
 
@@ -66,24 +67,31 @@ def read_header(path: str | os.PathLike[str]) -> Header:
     no trace: a header never fails, the analysis words the error)."""
     p = Path(path)
     name_match = HANDLER_NAME.match(p.name)
-    worker = name_match.group("worker") if name_match else None
-    host_pid = HOST_PID.match(worker) if worker else None
+    host_pid = _host_pid(name_match)
     rank_match = RANK_IN_NAME.search(p.name)
     meta, pid = _head(p)
     info = meta.get("distributedInfo")
     rank = info.get("rank") if isinstance(info, dict) else None
-    host = meta.get("host_name")
-    trace_id = meta.get("trace_id")
     pid_from = "events" if pid is not None else ""
     if pid is None and host_pid is not None:
         pid, pid_from = int(host_pid.group("pid")), "file name"
-    if not isinstance(host, str) or not host:
-        host = host_pid.group("host") if host_pid else None
+    host = _text(meta.get("host_name")) or (host_pid.group("host") if host_pid else None)
     return Header(path=str(path), pid=pid, pid_from=pid_from, host=host,
                   rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
                   name_rank=int(rank_match.group(1)) if rank_match else None,
                   name_ns=int(name_match.group("ns")) if name_match else None,
-                  trace_id=trace_id if isinstance(trace_id, str) and trace_id else None)
+                  trace_id=_text(meta.get("trace_id")))
+
+
+def _host_pid(name_match: re.Match[str] | None) -> re.Match[str] | None:
+    """The HOST_PID in the handler's file name's worker part, if it is one."""
+    worker = name_match.group("worker") if name_match else None
+    return HOST_PID.match(worker) if worker else None
+
+
+def _text(value: Any) -> str | None:
+    """A non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
 
 
 def _head(path: Path) -> tuple[dict[str, Any], int | None]:
@@ -121,26 +129,36 @@ def _first_host_pid(text: str, at: int) -> int | None:
     """The pid of the first host event (or the CPU's process_labels) from `at`, inside the head."""
     decoder = json.JSONDecoder()
     for _ in range(HEAD_EVENTS):
-        while at < len(text) and text[at] in " \t\r\n,":
-            at += 1
-        if at >= len(text) or text[at] != "{":
-            return None
-        try:
-            event, at = decoder.raw_decode(text, at)
-        except (ValueError, RecursionError):
-            return None  # cut off by the head, or not JSON
-        if not isinstance(event, dict):
+        event, at = _next_event(decoder, text, at)
+        if event is None:
             return None
         pid = event.get("pid")
-        if not isinstance(pid, int) or isinstance(pid, bool) or pid < 0:
-            continue
-        if event.get("cat") in HOST_CATEGORIES:
-            return pid
-        args = event.get("args")
-        if event.get("ph") == "M" and event.get("name") == "process_labels" and isinstance(args, dict) \
-                and args.get("labels") == "CPU":
+        if isinstance(pid, int) and not isinstance(pid, bool) and pid >= 0 and _is_host(event):
             return pid
     return None
+
+
+def _next_event(decoder: json.JSONDecoder, text: str, at: int) -> tuple[dict[str, Any] | None, int]:
+    """The event object at `at` (past commas and white space) and where it ends; None where there is none
+    (the list's end, cut off by the head, not JSON, not an object)."""
+    while at < len(text) and text[at] in " \t\r\n,":
+        at += 1
+    if at >= len(text) or text[at] != "{":
+        return None, at
+    try:
+        event, at = decoder.raw_decode(text, at)
+    except (ValueError, RecursionError):
+        return None, at  # cut off by the head, or not JSON
+    return (event if isinstance(event, dict) else None), at
+
+
+def _is_host(event: dict[str, Any]) -> bool:
+    """A host event, or the CPU's process_labels."""
+    if event.get("cat") in HOST_CATEGORIES:
+        return True
+    args = event.get("args")
+    return (event.get("ph") == "M" and event.get("name") == "process_labels" and isinstance(args, dict)
+            and args.get("labels") == "CPU")
 
 
 def one_process(headers: list[Header]) -> bool:
@@ -153,14 +171,15 @@ def one_process(headers: list[Header]) -> bool:
 def _consistent(headers: list[Header]) -> bool:
     if any(h.pid is None for h in headers) or len({h.pid for h in headers}) > 1:
         return False
-    if len({h.host for h in headers if h.host is not None}) > 1:
-        return False
-    if len({h.rank for h in headers if h.rank is not None}) > 1:
-        return False
-    if len({h.name_rank for h in headers if h.name_rank is not None}) > 1:
+    if not all(_at_most_one([getattr(h, key) for h in headers]) for key in ("host", "rank", "name_rank")):
         return False
     ids = [h.trace_id for h in headers if h.trace_id is not None]
     return len(ids) == len(set(ids))
+
+
+def _at_most_one(values: list[Any]) -> bool:
+    """At most one value other than None."""
+    return len({v for v in values if v is not None}) <= 1
 
 
 def cycle_files(folder: str | os.PathLike[str]) -> list[Header] | None:
@@ -240,7 +259,7 @@ class CyclesAnalysis:
 
     def to_dict(self, row_limit: int = 25) -> dict[str, Any]:
         from pista import __version__
-        from pista.findings import JSON_SCHEMA_VERSION
+        from pista.schema import JSON_SCHEMA_VERSION
 
         return {"schema_version": JSON_SCHEMA_VERSION, "pista_version": __version__, "folder": self.source,
                 "process": {"host": self.host, "pid": self.pid},
@@ -252,7 +271,7 @@ def analyze_cycles(headers: list[Header], source: str, rules: list[str] | None =
                    lang: str = "en") -> CyclesAnalysis:
     """Analyze every file as one cycle (`pista.findings.analyze`), in the order the traces start,
     with findings in `lang`, and what changed from each cycle to the next."""
-    from pista.findings import analyze
+    from pista.analysis import analyze
     from pista.i18n import localize
     from pista.trace.facts import derive
     from pista.trace.load import load_trace
@@ -278,7 +297,7 @@ def analyze_cycles(headers: list[Header], source: str, rules: list[str] | None =
 
 def _by_rule(findings: list[Finding]) -> dict[str, str]:
     """Each rule that fired, with its worst severity."""
-    from pista.findings import SEVERITY_ORDER
+    from pista.policy import SEVERITY_ORDER
 
     worst: dict[str, str] = {}
     for f in findings:

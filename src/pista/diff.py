@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from pista.findings import Analysis, Finding, Summary
+from pista.analysis import Analysis, Summary
+from pista.finding import Finding
 from pista.table import Row, Table, build_table
 from pista.trace.facts import OWNER_CATEGORIES, Facts, _link
 
@@ -262,43 +263,66 @@ def _digest(side: Analysis | Digest, mode: str) -> Digest:
 def diff(a: Analysis | Digest, b: Analysis | Digest) -> Diff:
     mode = compare_mode(a, b)
     a, b = _digest(a, mode), _digest(b, mode)
-    steps_a, steps_b = a.steps, b.steps
-    if mode == PER_STEP:
-        assert a.step_table is not None and b.step_table is not None  # _digest made them
-        table_a, table_b = a.step_table, b.step_table
-        per_a, per_b, fewest = steps_a, steps_b, min(steps_a, steps_b)
-    else:
-        table_a, table_b = a.table, b.table
-        per_a = per_b = None
-        fewest = 1
+    per_step = mode == PER_STEP
+    table_a, table_b = _tables(a, b, per_step)
+    rows = _row_diffs(table_a, table_b, a, b, per_step)
+    gained, lost, kept, short = _finding_changes(a.findings, b.findings)
+    return Diff(_totals(a, table_a if per_step else None), _totals(b, table_b if per_step else None), rows,
+                gained, lost, kept, mode, _note(mode, a.steps, b.steps), short)
+
+
+def _tables(a: Digest, b: Digest, per_step: bool) -> tuple[Table, Table]:
+    """The tables compared: the work inside the steps per step, else the whole window's."""
+    if not per_step:
+        return a.table, b.table
+    assert a.step_table is not None and b.step_table is not None  # _digest made them
+    return a.step_table, b.step_table
+
+
+def _row_diffs(table_a: Table, table_b: Table, a: Digest, b: Digest, per_step: bool) -> list[RowDiff]:
+    """Every row of either table, matched by kind and name, biggest movers first."""
+    per_a, per_b = (a.steps, b.steps) if per_step else (None, None)
+    fewest = min(a.steps, b.steps) if per_step else 1
     rows_a, rows_b = _keyed(table_a, a.annotations), _keyed(table_b, b.annotations)
     rows: list[RowDiff] = []
     for key in list(rows_a) + [k for k in rows_b if k not in rows_a]:
         kind, name = key
         ra, rb = rows_a.get(key), rows_b.get(key)
         sa, sb = (Side.of(ra, per_a) if ra else None), (Side.of(rb, per_b) if rb else None)
-        if sa is None:
-            status = "appeared"
-        elif sb is None:
-            status = "vanished"
-        else:
-            status = "changed" if _changed(sa, sb, fewest) else "same"
-        rows.append(RowDiff(name, kind, status, sa, sb))
-    # biggest movers first
+        rows.append(RowDiff(name, kind, _status(sa, sb, fewest), sa, sb))
     rows.sort(key=lambda r: -r.weight)
+    return rows
 
-    rules_a = {f.rule: f for f in a.findings}
-    rules_b = {f.rule: f for f in b.findings}
-    gained = [{"rule": r, "severity": f.severity.value, "title": f.title, "message": f.message}
-              for r, f in rules_b.items() if r not in rules_a]
-    lost = [{"rule": r, "severity": f.severity.value, "title": f.title, "message": f.message}
-            for r, f in rules_a.items() if r not in rules_b]
+
+def _status(sa: Side | None, sb: Side | None, fewest: int) -> str:
+    if sa is None:
+        return "appeared"
+    if sb is None:
+        return "vanished"
+    return "changed" if _changed(sa, sb, fewest) else "same"
+
+
+def _finding_changes(a: list[Finding], b: list[Finding]
+                     ) -> tuple[list[dict[str, str]], list[dict[str, str]], list[str], dict[str, str]]:
+    """The findings gained and lost (by rule), the rules kept, and the gained and lost messages in three
+    significant digits."""
+    rules_a = {f.rule: f for f in a}
+    rules_b = {f.rule: f for f in b}
+    gained = [_brief(f) for r, f in rules_b.items() if r not in rules_a]
+    lost = [_brief(f) for r, f in rules_a.items() if r not in rules_b]
     kept = [r for r in rules_a if r in rules_b]
-    per_step = mode == PER_STEP
+    return gained, lost, kept, _short_messages(rules_a, rules_b)
+
+
+def _short_messages(rules_a: dict[str, Finding], rules_b: dict[str, Finding]) -> dict[str, str]:
+    """The messages of the findings on one side only, in three significant digits, by rule."""
     from pista.i18n._fmt import short_figures
 
     with short_figures():
-        short = {f.rule: f.message for f in [*rules_a.values(), *rules_b.values()]
-                 if (f.rule in rules_a) != (f.rule in rules_b)}
-    return Diff(_totals(a, table_a if per_step else None), _totals(b, table_b if per_step else None), rows,
-                gained, lost, kept, mode, _note(mode, steps_a, steps_b), short)
+        return {f.rule: f.message for f in [*rules_a.values(), *rules_b.values()]
+                if (f.rule in rules_a) != (f.rule in rules_b)}
+
+
+def _brief(f: Finding) -> dict[str, str]:
+    assert f.severity is not None
+    return {"rule": f.rule, "severity": f.severity.value, "title": f.title, "message": f.message}

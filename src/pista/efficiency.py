@@ -261,14 +261,18 @@ def load_peaks(path: str) -> Card:
         measured = {str(k): _peak(v, MAX_PEAK_TBPS if k == "hbm" else MAX_PEAK_TFLOPS, f"measured.{k}")
                     for k, v in _table(data, "measured", {}).items() if k in (*DTYPES, "hbm")}
         hbm = _peak(data.get("hbm_tbps"), MAX_PEAK_TBPS, "hbm_tbps")
-        major = data.get("compute_major", 0)
-        if isinstance(major, bool) or not isinstance(major, int) or not 0 <= major <= MAX_COMPUTE_MAJOR:
-            raise ValueError(f"compute_major: expected a whole number from 0 to {MAX_COMPUTE_MAJOR}, not {major!r:.40}")
+        major = _compute_major(data.get("compute_major", 0))
     except ValueError as err:
         raise UsageError(f"{path}: not a peaks file: {err}") from None
     if not tflops:
         raise UsageError(f"{path}: no tflops for any of {', '.join(DTYPES)}")
     return Card(str(data.get("name", path)), ".*", tflops, hbm, major, f"--peaks {path}", measured)
+
+
+def _compute_major(major: Any) -> int:
+    if isinstance(major, bool) or not isinstance(major, int) or not 0 <= major <= MAX_COMPUTE_MAJOR:
+        raise ValueError(f"compute_major: expected a whole number from 0 to {MAX_COMPUTE_MAJOR}, not {major!r:.40}")
+    return major
 
 
 def _peaks_json(path: str) -> dict[str, Any]:
@@ -347,16 +351,23 @@ def gemm_mnk(op: str, dims: Any) -> tuple[int, int, int, int] | None:
     a, b = _shape(dims[i]), _shape(dims[j])
     if a is None or b is None:
         return None
-    if op == "aten::linear":  # x [..., K] @ w[N, K]^T
-        if len(b) != 2 or a[-1] != b[1]:
-            return None
-        return 1, math.prod(a[:-1]), b[0], a[-1]
-    if op == "aten::matmul":
-        return _matmul_mnk(a, b)
-    if op in ("aten::bmm", "aten::baddbmm", "aten::addbmm"):
-        if len(a) != 3 or len(b) != 3 or a[0] != b[0] or a[2] != b[1]:
-            return None
-        return a[0], a[1], b[2], a[2]
+    return _MNK.get(op, _mm_mnk)(a, b)
+
+
+def _linear_mnk(a: list[int], b: list[int]) -> tuple[int, int, int, int] | None:
+    """x [..., K] @ w[N, K]^T"""
+    if len(b) != 2 or a[-1] != b[1]:
+        return None
+    return 1, math.prod(a[:-1]), b[0], a[-1]
+
+
+def _bmm_mnk(a: list[int], b: list[int]) -> tuple[int, int, int, int] | None:
+    if len(a) != 3 or len(b) != 3 or a[0] != b[0] or a[2] != b[1]:
+        return None
+    return a[0], a[1], b[2], a[2]
+
+
+def _mm_mnk(a: list[int], b: list[int]) -> tuple[int, int, int, int] | None:
     if len(a) != 2 or len(b) != 2 or a[1] != b[0]:
         return None
     return 1, a[0], b[1], a[1]
@@ -393,6 +404,11 @@ def _matmul_mnk(a: list[int], b: list[int]) -> tuple[int, int, int, int] | None:
         return None
     batch = math.prod(max(x, y) for x, y in zip(batch_a, batch_b, strict=True))
     return batch, a2[-2], b2[-1], a2[-1]
+
+
+# (batch, M, N, K) of each GEMM op from its two matrices (the rest: _mm_mnk)
+_MNK = {"aten::linear": _linear_mnk, "aten::matmul": _matmul_mnk,
+        "aten::bmm": _bmm_mnk, "aten::baddbmm": _bmm_mnk, "aten::addbmm": _bmm_mnk}
 
 
 # `Input type` as torch records it -> the dtype of the peak table.
@@ -512,18 +528,28 @@ def rate(facts: Facts, kernels: np.ndarray, card: Card | None = None) -> Rate:
     flops = float(sum(g.flops for g in rated))
     rated_ns = float(sum(int(trace.dur[g.kernel]) for g in rated))
     tflops = flops / rated_ns / 1e3 if rated and rated_ns > 0 else None
+    dtype = _common_dtype(rated)
+    return Rate(calls=int(kernels.size), rated_calls=len(rated), flops=flops, rated_us=rated_ns / 1000.0,
+                tflops=tflops, dtype=dtype, **_standing(card, dtype, tflops))
+
+
+def _common_dtype(rated: list[Gemm]) -> str | None:
+    """The most common dtype of the calls; a tie goes to the first call's (a set's order moves with the hash
+    seed)."""
     dtypes = [g.dtype for g in rated if g.dtype]
-    # the most common; a tie goes to the first call's (a set's order moves with the hash seed)
-    dtype = max(dict.fromkeys(dtypes), key=dtypes.count) if dtypes else None
-    peak = card.peak(dtype) if card else None
-    ceiling = card.ceiling(dtype) if card else None
-    return Rate(
-        calls=int(kernels.size), rated_calls=len(rated), flops=flops, rated_us=rated_ns / 1000.0, tflops=tflops,
-        dtype=dtype, card=card.name if card else None, peak_tflops=peak, ceiling_tflops=ceiling,
-        ceiling_measured=bool(card and card.ceiling_measured(dtype)),
-        peak_share=tflops / peak if tflops and peak else None,
-        ceiling_share=tflops / ceiling if tflops and ceiling else None,
-    )
+    return max(dict.fromkeys(dtypes), key=dtypes.count) if dtypes else None
+
+
+def _standing(card: Card | None, dtype: str | None, tflops: float | None) -> dict[str, Any]:
+    """Rate's fields that say where `tflops` in `dtype` stands on the card (all None without a card)."""
+    if card is None:
+        return {"card": None, "peak_tflops": None, "ceiling_tflops": None, "ceiling_measured": False,
+                "peak_share": None, "ceiling_share": None}
+    peak, ceiling = card.peak(dtype), card.ceiling(dtype)
+    return {"card": card.name, "peak_tflops": peak, "ceiling_tflops": ceiling,
+            "ceiling_measured": bool(card.ceiling_measured(dtype)),
+            "peak_share": tflops / peak if tflops and peak else None,
+            "ceiling_share": tflops / ceiling if tflops and ceiling else None}
 
 
 def headroom_ns(facts: Facts, kernels: np.ndarray, card: Card | None = None) -> float:
@@ -616,15 +642,25 @@ def _traffic(facts: Facts, events: np.ndarray) -> dict[int, float]:
     todo = np.asarray([k for k in events.tolist() if k not in done], dtype=np.int64)
     if todo.size:
         done.update(dict.fromkeys(todo.tolist()))
-        sent = plan.transfers[np.isin(plan.transfers, todo)].tolist()
-        for i, args in zip(sent, facts.trace.decode_args(sent, _Bytes), strict=True):
-            if args is not None and args.bytes >= 0:
-                done[i] = float(args.bytes)
-        mine = np.flatnonzero(np.isin(plan.picked, todo))
-        for k, args, fill, reduces in zip(plan.picked[mine].tolist(), op_args(facts, plan.ops[mine].tolist()),
-                                          plan.fill[mine].tolist(), plan.reduces[mine].tolist(), strict=True):
-            done[k] = None if args is None else _op_bytes(args.dims_text, args.types_text, fill, reduces)
-    return {k: done[k] for k in events.tolist() if done[k] is not None}
+        _count_transfers(facts, plan, todo)
+        _count_kernels(facts, plan, todo)
+    return {k: v for k in events.tolist() if (v := done[k]) is not None}
+
+
+def _count_transfers(facts: Facts, plan: _BytePlan, todo: np.ndarray) -> None:
+    """The copies and memsets among `todo`: their own `bytes`."""
+    sent = plan.transfers[np.isin(plan.transfers, todo)].tolist()
+    for i, args in zip(sent, facts.trace.decode_args(sent, _Bytes), strict=True):
+        if args is not None and args.bytes >= 0:
+            plan.done[i] = float(args.bytes)
+
+
+def _count_kernels(facts: Facts, plan: _BytePlan, todo: np.ndarray) -> None:
+    """The memory-bound kernels among `todo`: their op's shapes and dtypes."""
+    mine = np.flatnonzero(np.isin(plan.picked, todo))
+    for k, args, fill, reduces in zip(plan.picked[mine].tolist(), op_args(facts, plan.ops[mine].tolist()),
+                                      plan.fill[mine].tolist(), plan.reduces[mine].tolist(), strict=True):
+        plan.done[k] = None if args is None else _op_bytes(args.dims_text, args.types_text, fill, reduces)
 
 
 @functools.lru_cache(maxsize=MEMO_SIZE)
@@ -646,7 +682,7 @@ def _tensor_bytes(dims: Any, types: Any) -> list[int]:
     out = []
     for shape, kind in zip(dims, types, strict=False):
         size = ELEMENT_BYTES.get(kind) if isinstance(kind, str) else None
-        if size and isinstance(shape, list) and shape and all(isinstance(d, int) and d >= 0 for d in shape):
+        if size and _shape(shape) is not None:
             out.append(math.prod(shape) * size)
     return out
 
@@ -671,6 +707,35 @@ class KernelRow:
     op: str = ""  # the op that launched most of its calls ("" where none is known)
 
 
+def _moved(trace: Any, members: np.ndarray, traffic: dict[int, float]) -> tuple[float | None, float | None]:
+    """The bytes these calls moved (those whose bytes are known) and at what rate, TB/s."""
+    moved = [k for k in members.tolist() if k in traffic]
+    nbytes = float(sum(traffic[k] for k in moved)) if moved else None
+    moved_ns = float(trace.dur[moved].sum()) if moved else 0.0
+    return nbytes, (nbytes / moved_ns / 1e3 if nbytes and moved_ns > 0 else None)
+
+
+def _bound(r: Rate, tbps: float | None, hbm_card: Card | None) -> tuple[str | None, float | None]:
+    """What rates a kernel ("compute" by FLOPs, "memory" by bytes, None) and its share of the datasheet peak;
+    `hbm_card` None where the work does not run over HBM (host<->device copies run over PCIe/NVLink-C2C)."""
+    if r.rated_calls:
+        bound, share = "compute", r.peak_share
+    elif tbps is not None:
+        bound, share = "memory", (tbps / hbm_card.hbm_tbps if hbm_card else None)
+    else:
+        return None, None
+    if share is not None and share > 1.0:
+        share = None  # above the datasheet: the byte or FLOP count does not fit this kernel
+    return bound, share
+
+
+def _main_op(facts: Facts, members: np.ndarray) -> str:
+    """The op that launched most of these calls ("" where none is known)."""
+    owners = facts.owner[members]
+    owners = owners[owners >= 0]
+    return facts.trace.names[int(np.bincount(facts.trace.name[owners]).argmax())] if owners.size else ""
+
+
 def kernel_rows(facts: Facts, limit: int | None = None) -> list[KernelRow]:
     """Device work by name (kernels, copies, memsets), most time first."""
     from pista.purpose import PURPOSES, classify
@@ -690,25 +755,11 @@ def kernel_rows(facts: Facts, limit: int | None = None) -> list[KernelRow]:
         members = idx[inverse == g]
         r = rate(facts, members, card)
         total_us = float(totals[g]) / 1000.0
+        name = trace.names[int(ids[g])]
         purpose = PURPOSES[int(np.bincount(codes[members].astype(np.int64)).argmax())]
-        moved = [k for k in members.tolist() if k in traffic]
-        nbytes = float(sum(traffic[k] for k in moved)) if moved else None
-        moved_ns = float(trace.dur[moved].sum()) if moved else 0.0
-        tbps = nbytes / moved_ns / 1e3 if nbytes and moved_ns > 0 else None
-        if r.rated_calls:
-            bound, share = "compute", r.peak_share
-        elif tbps is not None:
-            # host<->device copies run over PCIe/NVLink-C2C, not HBM: no HBM share for them
-            over_hbm = purpose != "copy" or "DtoD" in trace.names[int(ids[g])]
-            bound, share = "memory", (tbps / card.hbm_tbps if card and over_hbm else None)
-        else:
-            bound, share = None, None
-        if share is not None and share > 1.0:
-            share = None  # above the datasheet: the byte or FLOP count does not fit this kernel
-        owners = facts.owner[members]
-        owners = owners[owners >= 0]
-        op = trace.names[int(np.bincount(trace.name[owners]).argmax())] if owners.size else ""
-        rows.append(KernelRow(trace.names[int(ids[g])], int(members.size), total_us, total_us / members.size,
+        nbytes, tbps = _moved(trace, members, traffic)
+        bound, share = _bound(r, tbps, card if purpose != "copy" or "DtoD" in name else None)
+        rows.append(KernelRow(name, int(members.size), total_us, total_us / members.size,
                               purpose, r.flops if r.rated_calls else None, nbytes, r.tflops, tbps, r.dtype, share,
-                              bound, op))
+                              bound, _main_op(facts, members)))
     return rows

@@ -32,9 +32,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pista.findings import Finding, Impact, Severity
+from pista.finding import Finding, Impact
+from pista.isolation import RuleFailed, isolated
+from pista.policy import Severity
 from pista.timeline import NO_EDIT, Edit, Replay, Timeline, timeline
-from pista.trace.facts import Facts, merge_intervals, per_facts
+from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts
 
 # How much longer the host takes to dispatch ops under the profiler with record_shapes, and with with_stack
 # as well (the trace has python_function events): fitted on the savings suite's 56 traces (tests/fixtures/
@@ -127,24 +129,30 @@ def predict(facts: Facts) -> Prediction | None:
     return Prediction(tl.baseline.median_ns, clean.median_ns, tl.error)
 
 
-def settle(facts: Facts, findings: Sequence[Finding], step_ns: float) -> list[Finding]:
-    """The findings with the engine's impacts (see the module docstring); those that save nothing left out."""
-    tl = timeline(facts)
+def settle(facts: Facts, findings: Sequence[Finding], step_ns: float,
+           failures: list[RuleFailed] | None = None) -> list[Finding]:
+    """The findings with the engine's impacts (see the module docstring); those that save nothing left out.
+    A finding whose edit cannot be replayed (a bug in its rule) keeps the rule's own estimate, and `failures`
+    names the rule (pista.isolation); without `failures` the error goes through."""
+    tl, clean = timeline(facts), unprofiled(facts)
     replayable = [f for f in findings if f.edit is not None and not f.impact.once]
-    if tl is None or not tl.baseline.ends.size or not replayable:
-        return printed(quiet_symptoms(_budget(list(findings), step_ns, {})))
-    causes = [f for f in replayable if not is_symptom(f)]
-    symptoms = [f for f in replayable if is_symptom(f)]
-    ctx = _Credit(tl, profiler_edit(facts), tl.baseline.median_ns or 1.0, unprofiled(facts).median_ns or 1.0, {}, {},
-                  step_ns)
-    applied = ctx.credit([(f, f.edit) for f in causes], NO_EDIT)
-    # a symptom claims only host time no cause's fix has changed (an unfused optimizer's launches are not
-    # launch-bound's as well)
-    taken = applied.footprint(facts)
-    ctx.credit([(f, f.edit.outside(facts, taken)) for f in symptoms], applied)
-    replayed = {id(g) for g in replayable}
-    out = [f for f in findings if id(f) not in replayed or id(f) in ctx.settled]
-    return printed(quiet_symptoms(_budget(out, step_ns, ctx.settled, ctx.edits)))
+    if tl is None or clean is None or not tl.baseline.ends.size or not replayable:
+        return _finished(list(findings), step_ns, {})
+    ctx = _Credit(tl, profiler_edit(facts), tl.baseline.median_ns or 1.0, clean.median_ns or 1.0, {}, {},
+                  observed_step=step_ns, failures=failures)
+    ctx.replay(facts, replayable)
+    return _finished(ctx.kept(findings, replayable), step_ns, ctx.settled, ctx.edits)
+
+
+def _finished(findings: list[Finding], step_ns: float, settled: dict[int, Impact],
+              edits: dict[int, Edit] | None = None) -> list[Finding]:
+    """The settled impacts in place, the rest budgeted, symptoms quieted, records told what is printed."""
+    return printed(quiet_symptoms(_budget(findings, step_ns, settled, edits)))
+
+
+def _unreplayed(f: Finding) -> Finding:
+    """A finding whose edit could not be replayed: one without an edit, with the rule's own estimate."""
+    return dataclasses.replace(f, edit=None, severity=f.severity if f.severity_fixed else None)
 
 
 def printed(findings: list[Finding]) -> list[Finding]:
@@ -172,13 +180,54 @@ class _Credit:
     # the median step as the trace shows it: no fix saves more than the step (a replay far off its trace, as
     # foreign/hta_negq_rank0's 62% with the host 165 ms ahead of the GPU, replayed 406 ms steps for 216 ms ones)
     observed_step: float = float("inf")
+    failures: list[RuleFailed] | None = None
+    failed: set[int] = dataclasses.field(default_factory=set)  # findings whose edit could not be replayed
+
+    def replay(self, facts: Facts, replayable: list[Finding]) -> None:
+        """Credit the causes, then the symptoms with what the causes leave."""
+        causes = [f for f in replayable if not is_symptom(f)]
+        symptoms = [f for f in replayable if is_symptom(f)]
+        applied = self.credit([(f, f.edit) for f in causes], NO_EDIT)
+        # a symptom claims only host time no cause's fix has changed (an unfused optimizer's launches are not
+        # launch-bound's as well)
+        taken = applied.footprint(facts)
+        self.credit(self.outside(symptoms, facts, taken), applied)
+
+    def kept(self, findings: Sequence[Finding], replayable: list[Finding]) -> list[Finding]:
+        """The findings left once replayed: those not replayed, those whose fix saves something, and (without
+        their edit) those whose edit could not be replayed."""
+        replayed = {id(g) for g in replayable} - self.failed
+        return [_unreplayed(f) if id(f) in self.failed else f
+                for f in findings if id(f) not in replayed or id(f) in self.settled]
+
+    def outside(self, symptoms: list[Finding], facts: Facts, taken: Intervals) -> list[tuple[Finding, Edit]]:
+        """Each symptom with its edit outside the host time `taken` by the causes' fixes."""
+        group = []
+        for f in symptoms:
+            with isolated(f.rule, "replay", self.failures):
+                group.append((f, f.edit.outside(facts, taken)))
+                continue  # past here only where it raised
+            self.failed.add(id(f))
+        return group
+
+    def _alone(self, group: list[tuple[Finding, Edit]], applied: Edit, base: Replay) -> dict[int, float]:
+        """What each finding's edit saves on top of what is applied; a finding whose edit cannot be replayed
+        is left out of the result (and noted in `failed`)."""
+        alone = {}
+        for f, e in group:
+            with isolated(f.rule, "replay", self.failures):
+                alone[id(f)] = base.median_ns - self.tl.replay(applied + e).median_ns
+                continue  # past here only where it raised
+            self.failed.add(id(f))
+        return alone
 
     def credit(self, group: list[tuple[Finding, Edit]], applied: Edit) -> Edit:
         """Credit each finding of the group with its saving on top of what is applied, biggest alone first;
         what is applied after the group."""
         tl, prof = self.tl, self.prof
         base, clean_base = tl.replay(applied), tl.replay(prof + applied)
-        alone = {id(f): base.median_ns - tl.replay(applied + e).median_ns for f, e in group}
+        alone = self._alone(group, applied, base)
+        group = [g for g in group if id(g[0]) in alone]
         clean_alone = {id(f): clean_base.median_ns - tl.replay(prof + applied + e).median_ns for f, e in group}
         for f, e in sorted(group, key=lambda g: -alone[id(g[0])]):
             now = applied + e
@@ -214,15 +263,8 @@ def _budget(findings: list[Finding], step_ns: float, settled: dict[int, Impact],
             edits: dict[int, Edit] | None = None) -> list[Finding]:
     """Replayed impacts (with the edits replayed for them) in place; the rest of the steady impacts cut to what
     the step has left."""
-    left = 1.0 - max(sum(i.share for i in settled.values()), sum(i.rank_share for i in settled.values()), 0.0)
+    cut = _cut_to_what_is_left(findings, step_ns, settled)
     out = []
-    legacy = sorted((f for f in findings if id(f) not in settled and not f.impact.once), key=lambda f: -f.impact.share)
-    cut: dict[int, Impact] = {}
-    for f in legacy:
-        share = min(f.impact.share, max(left, 0.0))
-        left -= share
-        if share < f.impact.share:
-            cut[id(f)] = Impact(share * step_ns / 1000.0, share)
     for f in findings:
         impact = settled.get(id(f)) or cut.get(id(f))
         if impact is None:
@@ -234,3 +276,17 @@ def _budget(findings: list[Finding], step_ns: float, settled: dict[int, Impact],
         out.append(dataclasses.replace(f, impact=impact, severity=f.severity if f.severity_fixed else None,
                                        edit=(edits or {}).get(id(f), f.edit)))
     return out
+
+
+def _cut_to_what_is_left(findings: list[Finding], step_ns: float, settled: dict[int, Impact]) -> dict[int, Impact]:
+    """The steady impacts not settled that exceed what the step has left once the settled ones are taken,
+    biggest first, cut to it."""
+    left = 1.0 - max(sum(i.share for i in settled.values()), sum(i.rank_share for i in settled.values()), 0.0)
+    legacy = sorted((f for f in findings if id(f) not in settled and not f.impact.once), key=lambda f: -f.impact.share)
+    cut: dict[int, Impact] = {}
+    for f in legacy:
+        share = min(f.impact.share, max(left, 0.0))
+        left -= share
+        if share < f.impact.share:
+            cut[id(f)] = Impact(share * step_ns / 1000.0, share)
+    return cut

@@ -82,14 +82,14 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     inverse = np.searchsorted(lanes, trace.lane_keys(events))
     sums += np.bincount(inverse * width + _CODE["waiting"], weights=asleep, minlength=sums.size)
     sums -= np.bincount(inverse * width + region[events], weights=asleep, minlength=sums.size)
-    sums = sums.reshape(lanes.size, width)
+    per_lane = sums.reshape(lanes.size, width)
     steps = len(facts.steps) or 1
-    total = float(sums.sum()) or 1.0
+    total = float(per_lane.sum()) or 1.0
     out = {}
-    for k in np.argsort(-sums.sum(axis=1)).tolist():
-        if sums[k].sum() < MIN_THREAD_SHARE * total:
+    for k in np.argsort(-per_lane.sum(axis=1)).tolist():
+        if per_lane[k].sum() < MIN_THREAD_SHARE * total:
             continue
-        out[facts.lane_of(int(first[k]))] = {r: float(sums[k, j]) / steps / 1000.0 for j, r in enumerate(REGIONS)}
+        out[facts.lane_of(int(first[k]))] = {r: float(per_lane[k, j]) / steps / 1000.0 for j, r in enumerate(REGIONS)}
     return out
 
 

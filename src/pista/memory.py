@@ -84,12 +84,16 @@ def memory_rows(facts: Facts) -> dict[str, np.ndarray]:
     idx = np.flatnonzero(trace.name == name_id)
     idx = idx[np.argsort(trace.ts[idx], kind="stable")]
     rows = trace.decode_args(idx.tolist(), _MemoryArgs)
-    keep = [k for k, r in enumerate(rows) if r is not None and r.allocated >= 0]
-    if not keep:
+    kept = [(k, r) for k, r in enumerate(rows) if r is not None and r.allocated >= 0]
+    if not kept:
         return empty
-    args = [rows[k] for k in keep]
+    keep = [k for k, _ in kept]
+    return {"idx": idx[keep].astype(np.int64), "ts_ns": trace.ts[idx[keep]].astype(np.int64),
+            **_arg_columns([r for _, r in kept])}
+
+
+def _arg_columns(args: list[_MemoryArgs]) -> dict[str, np.ndarray]:
     return {
-        "idx": idx[keep].astype(np.int64), "ts_ns": trace.ts[idx[keep]].astype(np.int64),
         "device": np.array([_device(a) for a in args], dtype=object),
         "bytes": np.array([a.bytes for a in args], dtype=np.int64),
         "allocated_bytes": np.array([a.allocated for a in args], dtype=np.int64),

@@ -171,6 +171,24 @@ _EVENTS_VIEW = """
 """
 
 
+# `kernels` (device work with its op and launch) and `ops` (host ops), over the trace's own rows.
+_KERNELS_AND_OPS_VIEWS = """
+        CREATE VIEW kernels AS
+        SELECT e.idx::BIGINT AS idx, c.cat, n.name, e.pid::BIGINT AS device, e.tid::BIGINT AS stream, e.ts_ns,
+               e.dur_ns, e.ts_ns + e.dur_ns AS end_ns, NULLIF(e.correlation, -1)::BIGINT AS correlation,
+               NULLIF(e.external_id, -1)::BIGINT AS external_id, NULLIF(e.op, -1)::BIGINT AS op,
+               opn.name AS op_name, NULLIF(e.launcher, -1)::BIGINT AS launcher, e.launch_ts_ns,
+               e.ts_ns - e.launch_ts_ns AS queued_ns, NULLIF(e.step, -1)::BIGINT AS step
+        FROM _kernel_rows e JOIN _names n USING (name_id) JOIN _cats c USING (cat_id)
+             LEFT JOIN _names opn ON opn.name_id = e.op_name_id;
+        CREATE VIEW ops AS
+        SELECT e.idx, c.cat, n.name, e.pid, e.tid, e.ts_ns, e.dur_ns, e.self_ns, NULLIF(e.parent, -1) AS parent,
+               e.depth, NULLIF(e.external_id, -1) AS external_id, NULLIF(e.step, -1) AS step
+        FROM _events e JOIN _names n USING (name_id) JOIN _cats c USING (cat_id)
+        WHERE e.kind_id = 1;
+"""
+
+
 def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) -> Any:
     """A DuckDB connection with the trace's tables registered (numpy columns, not copied), locked
     so that it reaches nothing else (see _LOCKDOWN). Without `with_flows` there is no `events`: the
@@ -179,15 +197,10 @@ def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) 
     query that names it (open_trace)."""
     duckdb = _duckdb()
     trace = facts.trace
-    n = len(trace)
     # no temp directory: nothing spills to disk, so nothing is written anywhere (DuckDB's default,
     # `.tmp` under the current folder, is also a folder the locked connection may still write to)
     con = duckdb.connect(config={"temp_directory": "", "memory_limit": memory_limit()})
-    kind = np.zeros(n, dtype=np.int8)
-    kind[facts.is_host] = KIND["host"]
-    kind[facts.is_device_work] = KIND["device"]
-    kind[facts.is_device_annotation] = KIND["device_annotation"]
-    kind[facts.is_overhead] = KIND["overhead"]
+    kind = _event_kinds(facts)
     # int32 where every number fits (and so each event's step): BIGINT in the views
     step_numbers = narrow(np.array([_step_number(s.number) for s in facts.steps] + [-1], dtype=np.int64))
     rows = trace.file_rows()
@@ -206,6 +219,32 @@ def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) 
         con.register("_flow_rows", _flow_columns(trace, columns))
     con.register("_rows", columns)
     con.register("_kernel_rows", _kernel_columns(facts, np.flatnonzero(kind == KIND["device"]), rows, step))
+    _register_lookups(con, trace)
+    _create_views(con, columns, with_flows)
+    _register_steps(con, facts)
+    _register_memory(con, facts)
+    from pista.table import build_table
+
+    table = build_table(facts)
+    _register_key_averages(con, table)
+    if with_findings:
+        _register_findings(con, facts, table)
+    _lock(con)
+    return con
+
+
+def _event_kinds(facts: Facts) -> np.ndarray:
+    """Each event's kind id (_KINDS): host, device work, a GPU-side region, profiler overhead, else 0."""
+    kind = np.zeros(len(facts.trace), dtype=np.int8)
+    kind[facts.is_host] = KIND["host"]
+    kind[facts.is_device_work] = KIND["device"]
+    kind[facts.is_device_annotation] = KIND["device_annotation"]
+    kind[facts.is_overhead] = KIND["overhead"]
+    return kind
+
+
+def _register_lookups(con: Any, trace: Any) -> None:
+    """The tables the views join ids through: names, categories, kinds, phases."""
     con.register("_names", {"name_id": np.arange(len(trace.names), dtype=np.int32),
                             "name": np.asarray(trace.names, dtype=object)})
     con.register("_cats", {"cat_id": np.arange(len(trace.categories), dtype=np.int16),
@@ -214,6 +253,10 @@ def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) 
                             "kind": np.asarray(_KINDS, dtype=object)})
     codes = np.unique(np.concatenate((trace.ph, trace.flows.get("ph", trace.ph[:0]))))
     con.register("_phases", {"ph_code": codes, "ph": np.asarray([chr(c) for c in codes.tolist()], dtype=object)})
+
+
+def _create_views(con: Any, columns: dict[str, np.ndarray], with_flows: bool) -> None:
+    """`kernels`, `ops`, and with the flows `events`, over the registered rows."""
     # the trace keeps ids and indices as int32 where they fit; the tables say BIGINT whatever the trace
     wide = ", ".join([f"{c}::BIGINT AS {c}" for c in ("idx", *NARROW_COLUMNS, "parent", "self_ns", "step")
                       if c in columns] + ["depth::INTEGER AS depth"])
@@ -222,33 +265,21 @@ def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) 
     if with_flows:
         con.execute(f"CREATE VIEW _flow_events AS SELECT * REPLACE ({wide}) FROM _flow_rows")
         con.execute(_EVENTS_VIEW)
-    con.execute("""
-        CREATE VIEW kernels AS
-        SELECT e.idx::BIGINT AS idx, c.cat, n.name, e.pid::BIGINT AS device, e.tid::BIGINT AS stream, e.ts_ns,
-               e.dur_ns, e.ts_ns + e.dur_ns AS end_ns, NULLIF(e.correlation, -1)::BIGINT AS correlation,
-               NULLIF(e.external_id, -1)::BIGINT AS external_id, NULLIF(e.op, -1)::BIGINT AS op,
-               opn.name AS op_name, NULLIF(e.launcher, -1)::BIGINT AS launcher, e.launch_ts_ns,
-               e.ts_ns - e.launch_ts_ns AS queued_ns, NULLIF(e.step, -1)::BIGINT AS step
-        FROM _kernel_rows e JOIN _names n USING (name_id) JOIN _cats c USING (cat_id)
-             LEFT JOIN _names opn ON opn.name_id = e.op_name_id;
-        CREATE VIEW ops AS
-        SELECT e.idx, c.cat, n.name, e.pid, e.tid, e.ts_ns, e.dur_ns, e.self_ns, NULLIF(e.parent, -1) AS parent,
-               e.depth, NULLIF(e.external_id, -1) AS external_id, NULLIF(e.step, -1) AS step
-        FROM _events e JOIN _names n USING (name_id) JOIN _cats c USING (cat_id)
-        WHERE e.kind_id = 1;
-    """)
+    con.execute(_KERNELS_AND_OPS_VIEWS)
+
+
+def _register_steps(con: Any, facts: Facts) -> None:
     con.register("_steps", {
         "step": np.array([_step_number(s.number) for s in facts.steps], dtype=np.int64),
-        "idx": trace.file_rows([s.index for s in facts.steps]),
+        "idx": facts.trace.file_rows([s.index for s in facts.steps]),
         "start_ns": np.array([s.start for s in facts.steps], dtype=np.int64),
         "end_ns": np.array([s.end for s in facts.steps], dtype=np.int64),
         "dur_ns": np.array([s.dur for s in facts.steps], dtype=np.int64),
     })
     con.execute("CREATE VIEW steps AS SELECT NULLIF(step, -1) AS step, idx, start_ns, end_ns, dur_ns FROM _steps")
-    _register_memory(con, facts)
-    from pista.table import build_table
 
-    table = build_table(facts)
+
+def _register_key_averages(con: Any, table: Table) -> None:
     rows = table.rows
     con.register("key_averages", {
         "name": np.asarray([r.name for r in rows], dtype=object),
@@ -259,10 +290,6 @@ def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) 
         "self_device_us": np.array([r.self_device_us for r in rows], dtype=np.float64),
         "device_total_us": np.array([r.device_total_us for r in rows], dtype=np.float64),
     })
-    if with_findings:
-        _register_findings(con, facts, table)
-    _lock(con)
-    return con
 
 
 def _kernel_columns(facts: Facts, k: np.ndarray, rows: np.ndarray, step: np.ndarray) -> dict[str, np.ndarray]:
@@ -332,10 +359,17 @@ def _lock(con: Any) -> None:
 
 
 def _register_findings(con: Any, facts: Facts, table: Table) -> None:
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     findings = analyze(facts, table=table).findings
-    con.register("findings", {
+    con.register("findings", _finding_columns(findings))
+    con.register("_evidence", _evidence_columns(findings))
+    con.execute("CREATE VIEW evidence AS SELECT finding, name, lane, NULLIF(step, -1) AS step, ts_us, dur_us, note "
+                "FROM _evidence")
+
+
+def _finding_columns(findings: list[Any]) -> dict[str, np.ndarray]:
+    return {
         "finding": np.arange(1, len(findings) + 1, dtype=np.int64),
         "rule": np.asarray([f.rule for f in findings], dtype=object),
         "severity": np.asarray([str(getattr(f.severity, "value", f.severity)) for f in findings], dtype=object),
@@ -345,9 +379,12 @@ def _register_findings(con: Any, facts: Facts, table: Table) -> None:
         "impact_us": np.array([f.impact.us for f in findings], dtype=np.float64),
         "impact_share": np.array([f.impact.share for f in findings], dtype=np.float64),
         "impact_once": np.array([f.impact.once for f in findings], dtype=bool),
-    })
+    }
+
+
+def _evidence_columns(findings: list[Any]) -> dict[str, np.ndarray]:
     evidence = [(k, e) for k, f in enumerate(findings, 1) for e in f.evidence]
-    con.register("_evidence", {
+    return {
         "finding": np.array([k for k, _ in evidence], dtype=np.int64),
         "name": np.asarray([e.name for _, e in evidence], dtype=object),
         "lane": np.asarray([e.lane for _, e in evidence], dtype=object),
@@ -357,9 +394,7 @@ def _register_findings(con: Any, facts: Facts, table: Table) -> None:
         "ts_us": np.array([e.ts_us for _, e in evidence], dtype=np.float64),
         "dur_us": np.array([e.dur_us for _, e in evidence], dtype=np.float64),
         "note": np.asarray([e.note for _, e in evidence], dtype=object),
-    })
-    con.execute("CREATE VIEW evidence AS SELECT finding, name, lane, NULLIF(step, -1) AS step, ts_us, dur_us, note "
-                "FROM _evidence")
+    }
 
 
 _LOCKED_NOTE = "pista sql only queries the trace's tables: no files, extensions or settings"

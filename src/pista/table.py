@@ -129,48 +129,108 @@ def build_table(facts: Facts, group_by_input_shape: bool = False, group_by_stack
     row_kind[duplicate] = 0
     row_kind[facts.is_device_work | facts.is_device_annotation] = 2
 
-    mem = _memory_usage(facts, row_kind == 1, parent, dup, rep)
-    display, display_names = _display_names(trace.names)
-    shapes = _input_shapes(facts, row_kind == 1) if group_by_input_shape else None
-    frames, frame_names = _stacks(facts, python, group_by_stack_n) if group_by_stack_n > 0 else (None, [])
+    keys = _Keys.of(facts, python, row_kind == 1, group_by_input_shape, group_by_stack_n)
+    cpu = _HostTimes(facts, python, parent, self_cpu_time, device, dup, rep,
+                     _memory_usage(facts, row_kind == 1, parent, dup, rep))
     rows = []
     for kind, device_type in ((1, "CPU"), (2, "CUDA")):
         sel = indices(row_kind == kind)
-        if sel.size == 0:
-            continue
-        uniq, inverse = _group(display[trace.name[sel]], shapes[0][sel] if shapes is not None else None,
-                               frames[:, sel].T if frames is not None else None)
-        name_of = uniq[:, 0] if uniq.ndim > 1 else uniq
-        size = name_of.size
-        if kind == 1:
-            # the dropped same-name children's self times go to the rows of the parents they went to
-            moved = inverse[np.searchsorted(sel, rep)]
-            self_cpu = _sums(self_cpu_time, sel, inverse, size)
-            self_cpu += np.bincount(moved, weights=self_cpu_time[dup], minlength=size)
-            self_device = _sums(device, sel, inverse, size)
-            self_device += np.bincount(moved, weights=device[dup], minlength=size)
-            _add_up_the_tree(facts, python, parent, device)  # each event's device time now with its children's
-            times = [self_cpu / 1000.0, _sums(trace.dur, sel, inverse, size) / 1000.0, self_device / 1000.0,
-                     _sums(device, sel, inverse, size) / 1000.0]
-            memory = [_sums(m, sel, inverse, size).astype(np.int64) for m in mem]
-        else:
-            device_us = _sums(trace.dur, sel, inverse, size) / 1000.0
-            times, memory = [np.zeros(size), np.zeros(size), device_us, device_us], [np.zeros(size, dtype=np.int64)] * 4
-        calls = np.bincount(inverse, minlength=size)
-        first_ts = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(first_ts, inverse, trace.ts[sel])
-        shape_text = [shapes[1][i] for i in uniq[:, 1]] if shapes is not None else [""] * size
-        stack = [tuple(frame_names[f] for f in uniq[k, -group_by_stack_n:] if f >= 0) if frames is not None else ()
-                 for k in range(size)]
-        rows.extend(
-            Row(display_names[name_of[k]], device_type, int(calls[k]), int(first_ts[k]), *(float(t[k]) for t in times),
-                *(int(m[k]) for m in memory), input_shapes=shape_text[k], stack=stack[k])
-            for k in range(size)
-        )
+        if sel.size:
+            rows.extend(_rows_of(facts, sel, kind, device_type, keys, cpu))
     rows.extend(_unclaimed_memory_rows(facts, row_kind == 1))
 
     self_device_total = float(trace.dur[facts.is_device_work].sum()) / 1000.0
     return Table(rows, self_cpu_total, self_device_total, has_memory=bool(memory_rows(facts)["idx"].size))
+
+
+@dataclass(frozen=True)
+class _Keys:
+    """What rows are grouped by: the display name, and the input shapes and first Python frames where asked."""
+
+    display: np.ndarray  # name id -> display name id
+    display_names: list[str]
+    shapes: tuple[np.ndarray, list[str]] | None  # per event a shape id, and the shapes' text
+    frames: np.ndarray | None  # (stack_n, events) frame ids, -1 for none
+    frame_names: list[str]
+    stack_n: int
+
+    @classmethod
+    def of(cls, facts: Facts, python: np.ndarray, host_rows: np.ndarray, by_shape: bool, stack_n: int) -> _Keys:
+        display, display_names = _display_names(facts.trace.names)
+        shapes = _input_shapes(facts, host_rows) if by_shape else None
+        frames, frame_names = _stacks(facts, python, stack_n) if stack_n > 0 else (None, [])
+        return cls(display, display_names, shapes, frames, frame_names, stack_n)
+
+    def group(self, facts: Facts, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The rows' unique keys and each selected event's row."""
+        return _group(self.display[facts.trace.name[sel]], self.shapes[0][sel] if self.shapes is not None else None,
+                      self.frames[:, sel].T if self.frames is not None else None)
+
+    def shape_text(self, uniq: np.ndarray, size: int) -> list[str]:
+        return [self.shapes[1][i] for i in uniq[:, 1]] if self.shapes is not None else [""] * size
+
+    def stack(self, uniq: np.ndarray, size: int) -> list[tuple[str, ...]]:
+        if self.frames is None:
+            return [()] * size
+        return [tuple(self.frame_names[f] for f in uniq[k, -self.stack_n:] if f >= 0) for k in range(size)]
+
+
+@dataclass(frozen=True)
+class _HostTimes:
+    """What the host rows sum: self times, each host event's own device time (summed up the tree once the self
+    device times are read), the same-name only children merged into their parents (`dup` into `rep`), and
+    the memory columns."""
+
+    facts: Facts
+    python: np.ndarray
+    parent: np.ndarray
+    self_cpu_time: np.ndarray
+    device: np.ndarray
+    dup: np.ndarray
+    rep: np.ndarray
+    mem: list[np.ndarray]
+
+    def columns(self, sel: np.ndarray, inverse: np.ndarray, size: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """(self CPU, CPU total, self device, device total in µs; the four memory columns), per row."""
+        trace, device = self.facts.trace, self.device
+        # the dropped same-name children's self times go to the rows of the parents they went to
+        moved = inverse[np.searchsorted(sel, self.rep)]
+        self_cpu = _sums(self.self_cpu_time, sel, inverse, size)
+        self_cpu += np.bincount(moved, weights=self.self_cpu_time[self.dup], minlength=size)
+        self_device = _sums(device, sel, inverse, size)
+        self_device += np.bincount(moved, weights=device[self.dup], minlength=size)
+        # each event's device time now with its children's
+        _add_up_the_tree(self.facts, self.python, self.parent, device)
+        times = [self_cpu / 1000.0, _sums(trace.dur, sel, inverse, size) / 1000.0, self_device / 1000.0,
+                 _sums(device, sel, inverse, size) / 1000.0]
+        return times, [_sums(m, sel, inverse, size).astype(np.int64) for m in self.mem]
+
+
+def _device_columns(facts: Facts, sel: np.ndarray, inverse: np.ndarray, size: int
+                    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """A device row's columns: no host time, no memory; its time is both self and total."""
+    device_us = _sums(facts.trace.dur, sel, inverse, size) / 1000.0
+    return [np.zeros(size), np.zeros(size), device_us, device_us], [np.zeros(size, dtype=np.int64)] * 4
+
+
+def _rows_of(facts: Facts, sel: np.ndarray, kind: int, device_type: str, keys: _Keys, cpu: _HostTimes) -> list[Row]:
+    """The rows of one kind (1: host, 2: device) from the events `sel`."""
+    trace = facts.trace
+    uniq, inverse = keys.group(facts, sel)
+    name_of = uniq[:, 0] if uniq.ndim > 1 else uniq
+    size = name_of.size
+    times, memory = cpu.columns(sel, inverse, size) if kind == 1 else _device_columns(facts, sel, inverse, size)
+    calls = np.bincount(inverse, minlength=size)
+    first_ts = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first_ts, inverse, trace.ts[sel])
+    shape_text, stack = keys.shape_text(uniq, size), keys.stack(uniq, size)
+    self_cpu, cpu_total, self_device, device_total = times
+    cpu_mem, self_cpu_mem, device_mem, self_device_mem = memory
+    return [Row(keys.display_names[name_of[k]], device_type, int(calls[k]), int(first_ts[k]),
+                float(self_cpu[k]), float(cpu_total[k]), float(self_device[k]), float(device_total[k]),
+                int(cpu_mem[k]), int(self_cpu_mem[k]), int(device_mem[k]), int(self_device_mem[k]),
+                input_shapes=shape_text[k], stack=stack[k])
+            for k in range(size)]
 
 
 def _self_device_times(facts: Facts) -> np.ndarray:
@@ -566,55 +626,91 @@ SHAPES_WIDTH, SOURCE_WIDTH = 80, 75
 
 def render_text(table: Table, sort_by: str = "cuda_time_total", row_limit: int | None = 25,
                 has_device: bool = True) -> str:
-    # torch adds CUDA Mem columns only when some row allocated device memory of its own
-    memory = (MEMORY_HEADERS if has_device and table.has_device_memory else MEMORY_HEADERS[:2]) \
-        if table.has_memory else ()
-    headers = (HEADERS[:10] if has_device else HEADERS[:6]) + memory + HEADERS[10:]
-    # torch's name column fits the longest name of all rows plus 4, up to NAME_WIDTH
-    # names are shown with control characters written out, so the columns stay in line
-    name_width = min(max((len(sanitize_line(r.name)) for r in table.rows), default=0) + 4, NAME_WIDTH)
-    widths = [name_width] + [12] * (len(headers) - 1)
-    align = [">"] * len(widths)
-    if any(r.input_shapes not in ("", "[]") for r in table.rows):
-        headers += ("Input Shapes",)
-        widths.append(min(max(len(r.input_shapes or "[]") for r in table.rows) + 4, SHAPES_WIDTH))
-        align.append(">")
-    has_stack = any(r.stack for r in table.rows)
-    if has_stack:
-        headers += ("Source Location",)
-        widths.append(min(max(len(sanitize_line(f)) for r in table.rows for f in r.stack) + 4, SOURCE_WIDTH))
-        align.append("<")
-
-    def line_of(cells: list[str]) -> str:
-        # every column is followed by two spaces, the last too, as torch prints it
-        return "".join((c.rjust(w) if a == ">" else c.ljust(w)) + "  " for c, w, a in zip(cells, widths, align,
-                                                                                            strict=True))
-
-    rule = "".join("-" * w + "  " for w in widths)
-    out = [rule, line_of(list(headers)), rule]
-    cpu_all, dev_all = table.self_cpu_total_us, table.self_device_total_us
-    blank = [""] * len(widths)
+    layout = _Layout.of(table, has_device)
+    rule = "".join("-" * w + "  " for w in layout.widths)
+    out = [rule, layout.line(list(layout.headers)), rule]
     for r in table.sorted(sort_by, row_limit):
+        out += layout.row_lines(r, table.self_cpu_total_us, table.self_device_total_us)
+    out.append(rule)
+    out.append(f"Self CPU time total: {format_time(table.self_cpu_total_us)}")
+    if has_device:
+        out.append(f"Self CUDA time total: {format_time(table.self_device_total_us)}")
+    return "\n".join(out) + "\n"
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The text table's columns, as torch lays them out: headers, widths, alignment (">" right, "<" left)."""
+
+    headers: tuple[str, ...]
+    widths: list[int]
+    align: list[str]
+    has_device: bool
+    memory: int  # memory columns shown (0, 2 or 4)
+    shapes: bool
+    stack: bool
+
+    @classmethod
+    def of(cls, table: Table, has_device: bool) -> _Layout:
+        memory = _memory_headers(table, has_device)
+        headers = (HEADERS[:10] if has_device else HEADERS[:6]) + memory + HEADERS[10:]
+        # torch's name column fits the longest name of all rows plus 4, up to NAME_WIDTH
+        # names are shown with control characters written out, so the columns stay in line
+        name_width = min(max((len(sanitize_line(r.name)) for r in table.rows), default=0) + 4, NAME_WIDTH)
+        widths = [name_width] + [12] * (len(headers) - 1)
+        align = [">"] * len(widths)
+        extra = _extra_columns(table)
+        headers += tuple(h for h, _, _ in extra)
+        widths += [w for _, w, _ in extra]
+        align += [a for _, _, a in extra]
+        shapes, stack = "Input Shapes" in headers, "Source Location" in headers
+        return cls(headers, widths, align, has_device, len(memory), shapes, stack)
+
+    def line(self, cells: list[str]) -> str:
+        # every column is followed by two spaces, the last too, as torch prints it
+        return "".join((c.rjust(w) if a == ">" else c.ljust(w)) + "  "
+                       for c, w, a in zip(cells, self.widths, self.align, strict=True))
+
+    def row_lines(self, r: Row, cpu_all: float, dev_all: float) -> list[str]:
+        """A row's line; with stacks, its other frames on lines of their own, then an empty line."""
+        out = [self.line(self.cells(r, cpu_all, dev_all))]
+        if self.stack:
+            blank = [""] * len(self.widths)
+            out += [self.line(blank[:-1] + [_trim_path(sanitize_line(f), self.widths[-1])]) for f in r.stack[1:]]
+            out.append(self.line(blank))
+        return out
+
+    def cells(self, r: Row, cpu_all: float, dev_all: float) -> list[str]:
         cells = [_fit(sanitize_line(r.name)), format_percent(r.self_cpu_us, cpu_all), format_time(r.self_cpu_us),
                  format_percent(r.cpu_total_us, cpu_all), format_time(r.cpu_total_us), format_time(r.cpu_avg_us)]
-        if has_device:
+        if self.has_device:
             cells += [format_time(r.self_device_us), format_percent(r.self_device_us, dev_all),
                       format_time(r.device_total_us), format_time(r.device_avg_us)]
-        cells += [format_memory(b) for b in (r.cpu_mem, r.self_cpu_mem, r.device_mem, r.self_device_mem)][:len(memory)]
+        cells += [format_memory(b) for b in (r.cpu_mem, r.self_cpu_mem, r.device_mem, r.self_device_mem)][:self.memory]
         cells.append(str(r.calls))
-        if "Input Shapes" in headers:
-            cells.append(sanitize_line(r.input_shapes or "[]")[:widths[len(cells)]])
-        if has_stack:
-            cells.append(_trim_path(sanitize_line(r.stack[0]), widths[-1]) if r.stack else "")
-        out.append(line_of(cells))
-        if has_stack:  # the other frames on lines of their own, then an empty line
-            out += [line_of(blank[:-1] + [_trim_path(sanitize_line(f), widths[-1])]) for f in r.stack[1:]]
-            out.append(line_of(blank))
-    out.append(rule)
-    out.append(f"Self CPU time total: {format_time(cpu_all)}")
-    if has_device:
-        out.append(f"Self CUDA time total: {format_time(dev_all)}")
-    return "\n".join(out) + "\n"
+        if self.shapes:
+            cells.append(sanitize_line(r.input_shapes or "[]")[:self.widths[len(cells)]])
+        if self.stack:
+            cells.append(_trim_path(sanitize_line(r.stack[0]), self.widths[-1]) if r.stack else "")
+        return cells
+
+
+def _extra_columns(table: Table) -> list[tuple[str, int, str]]:
+    """The grouped tables' columns (header, width, alignment): the calls' input shapes, their Python frames."""
+    out = []
+    if any(r.input_shapes not in ("", "[]") for r in table.rows):
+        out.append(("Input Shapes", min(max(len(r.input_shapes or "[]") for r in table.rows) + 4, SHAPES_WIDTH), ">"))
+    if any(r.stack for r in table.rows):
+        width = min(max(len(sanitize_line(f)) for r in table.rows for f in r.stack) + 4, SOURCE_WIDTH)
+        out.append(("Source Location", width, "<"))
+    return out
+
+
+def _memory_headers(table: Table, has_device: bool) -> tuple[str, ...]:
+    """torch adds CUDA Mem columns only when some row allocated device memory of its own."""
+    if not table.has_memory:
+        return ()
+    return MEMORY_HEADERS if has_device and table.has_device_memory else MEMORY_HEADERS[:2]
 
 
 def _trim_path(path: str, width: int) -> str:

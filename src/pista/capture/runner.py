@@ -150,7 +150,7 @@ def finish(result: RunResult) -> Any:
             result.files[f"trace_cycle{n}"] = str(extra)
         result.files["table"] = str(out / "table.txt")  # written by the session with the trace
         if not result.interrupted:
-            from pista.findings import analyze
+            from pista.analysis import analyze
             from pista.render import json as json_render
 
             analysis = analyze(result.trace_path)

@@ -104,6 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_BAD_INPUT
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The verb, its failures each as one line and an exit code (pista.errors)."""
     try:
         with _sigterm_raises():
             return int(args._run(args) or 0)
@@ -121,8 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as err:  # an output that cannot be written: no space, no permission
-        where = f"{err.filename}: " if err.filename else ""
-        return _fail(f"{where}{err.strerror or err}", EXIT_BAD_INPUT)
+        return _fail(_os_error(err), EXIT_BAD_INPUT)
     except MemoryError:
         return _fail("out of memory (is the trace bigger than this machine's RAM?)", EXIT_BAD_INPUT)
     except Exception as err:  # a bug: still one line, the traceback on request
@@ -131,8 +135,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"internal error: {type(err).__name__}: {err} (a bug in pista; set PISTA_DEBUG=1 "
                      "for the traceback)", EXIT_INTERNAL)
     finally:
-        if "pista.efficiency" in sys.modules:  # --peaks lasts one command (main() is also called in-process)
-            sys.modules["pista.efficiency"].use_peaks(None)
+        _forget_peaks()
+
+
+def _os_error(err: OSError) -> str:
+    where = f"{err.filename}: " if err.filename else ""
+    return f"{where}{err.strerror or err}"
+
+
+def _forget_peaks() -> None:
+    """--peaks lasts one command (main() is also called in-process)."""
+    if "pista.efficiency" in sys.modules:
+        sys.modules["pista.efficiency"].use_peaks(None)
 
 
 @contextlib.contextmanager
@@ -167,20 +181,29 @@ def entry() -> None:
     teardown, which frees a big trace's objects one by one (25-35 ms of a 0.55 s `pista analyze`
     on the 64 MB trace). Every output file is written and closed by then; stdout and stderr are
     flushed here. Not after capture or Dask runs: torch and distributed clean up at exit."""
+    _tolerant_stdout()
+    code = main()
+    if any(m in sys.modules for m in ("torch", "distributed")) or sys.gettrace() or sys.getprofile():
+        sys.exit(code)  # a tracer or profiler (coverage, cProfile) writes its results at exit
+    _flush_and_exit(code)
+
+
+def _tolerant_stdout() -> None:
+    """What the stdout's encoding cannot hold is no UnicodeEncodeError (exit 3): a file name that is
+    not UTF-8 (held as lone surrogates) is written as its own bytes, as a C or C.UTF-8 locale
+    writes it; with an ASCII stdout (PYTHONIOENCODING=ascii, some containers) µ is written u
+    and the rest as backslash escapes."""
     if getattr(sys.stdout, "errors", None) == "strict" and hasattr(sys.stdout, "reconfigure"):
-        # what the stdout's encoding cannot hold is no UnicodeEncodeError (exit 3): a file name that is
-        # not UTF-8 (held as lone surrogates) is written as its own bytes, as a C or C.UTF-8 locale
-        # writes it; with an ASCII stdout (PYTHONIOENCODING=ascii, some containers) µ is written u
-        # and the rest as backslash escapes
         import codecs
 
         from pista.render.controls import unencodable
 
         codecs.register_error("pista-stdout", unencodable)
         sys.stdout.reconfigure(errors="pista-stdout")
-    code = main()
-    if any(m in sys.modules for m in ("torch", "distributed")) or sys.gettrace() or sys.getprofile():
-        sys.exit(code)  # a tracer or profiler (coverage, cProfile) writes its results at exit
+
+
+def _flush_and_exit(code: int) -> NoReturn:
+    """Flush stdout and stderr (a failure to is the exit code where there was none) and leave at once."""
     try:
         sys.stdout.flush()
     except BrokenPipeError:  # the reader left (`pista table big.json | head`)

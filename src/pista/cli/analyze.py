@@ -50,8 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pista import config
+    from pista.analysis import analyze
     from pista.cli.common import apply_peaks, open_trace, output_style
-    from pista.findings import analyze
 
     apply_peaks(args.peaks)
     settings = config.load(",".join(args.rules) if args.rules else args.select, args.ignore)

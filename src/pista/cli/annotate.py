@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pista.findings import Analysis
+    from pista.analysis import Analysis
     from pista.trace.model import Trace
 
 
@@ -30,8 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pista.analysis import analyze
     from pista.cli.common import STDIN, default_output, print_notices, replaced_note
-    from pista.findings import analyze
     from pista.i18n import check_lang, localize
     from pista.render import annotated
     from pista.render.controls import sanitize_line

@@ -1,5 +1,7 @@
 """A CI gate: exit 1 when a finding at or above --fail-on is present, or when the median step time
-regressed by more than --max-regression percent against --baseline; 0 otherwise; 2 for bad input.
+regressed by more than --max-regression percent against --baseline; else 3 when a rule failed on the trace
+(pista.isolation: what it would have found is unknown, so the check does not pass); 0 otherwise; 2 for bad
+input.
 The markdown output fits a GitHub job summary (`>> $GITHUB_STEP_SUMMARY`)."""
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 # `pista check --help` ends with these (cli.build_parser)
@@ -35,44 +38,68 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pista import __version__, config
-    from pista.cli.common import open_trace
-    from pista.errors import UsageError
-    from pista.findings import JSON_SCHEMA_VERSION, SEVERITY_ORDER, analyze
+    from pista.analysis import analyze
+    from pista.cli.common import apply_peaks, open_trace
     from pista.i18n import check_lang, localize
+    from pista.policy import SEVERITY_ORDER
+    from pista.schema import JSON_SCHEMA_VERSION
 
     lang = check_lang(args.lang)
-    if args.max_regression is not None and args.baseline is None:
-        raise UsageError("--max-regression needs --baseline OLD")
-    if args.max_regression is not None and not 0 <= args.max_regression < math.inf:  # nan fails it too
-        # a nan limit let every regression pass the gate (no comparison with nan is true)
-        raise UsageError(f"--max-regression {args.max_regression:g}: give a percentage of 0 or more")
-    from pista.cli.common import apply_peaks
-
+    _check_regression_args(args)
     apply_peaks(args.peaks)
     settings = config.load(args.select, args.ignore, args.fail_on)
     config.apply_thresholds(settings)
     analysis = localize(analyze(open_trace(args.trace), rules=settings.rules()), lang)
     gate = SEVERITY_ORDER.index(settings.fail_on)
     failing = [f for f in analysis.findings if SEVERITY_ORDER.index(f.severity.value) >= gate]
-    regression = None
-    if args.baseline is not None:
-        base = analyze(open_trace(args.baseline), rules=[])
-        before, after = base.summary.step_us, analysis.summary.step_us
-        change = 100.0 * (after - before) / before if before > 0 else 0.0
-        limit = args.max_regression
-        regression = {"baseline": args.baseline, "baseline_step_us": before, "step_us": after,
-                      "change_percent": change, "max_regression_percent": limit,
-                      "failed": limit is not None and change > limit}
+    regression = _regression(args, analysis.summary.step_us)
     failed = bool(failing) or bool(regression and regression["failed"])
+    # a rule that raised (pista.isolation) may have hidden a finding that fails the gate: the check does not pass
+    rules_failed = [{"rule": r.rule, "stage": r.stage, "error": r.error} for r in analysis.failures]
     result = {
         "schema_version": JSON_SCHEMA_VERSION, "pista_version": __version__, "trace": args.trace,
-        "passed": not failed, "fail_on": settings.fail_on, "step_us": analysis.summary.step_us,
+        "passed": not failed and not rules_failed, "fail_on": settings.fail_on, "step_us": analysis.summary.step_us,
         "failing": [_brief(f) for f in failing], "findings": [_brief(f) for f in analysis.findings],
-        "regression": regression,
+        "regression": regression, "rules_failed": rules_failed,
     }
     out = {"json": _json, "markdown": _markdown, "text": _text}[args.format](result)
     sys.stdout.write(out)
-    return 1 if failed else 0
+    return exit_code(failed, bool(rules_failed))
+
+
+def exit_code(failed: bool, rules_failed: bool) -> int:
+    """1 when a finding or the regression fails the gate; else 3 (pista's bug) when a rule failed on the trace,
+    since what it would have found is unknown; else 0."""
+    from pista.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK
+
+    if failed:
+        return EXIT_FINDINGS
+    return EXIT_INTERNAL if rules_failed else EXIT_OK
+
+
+def _check_regression_args(args: argparse.Namespace) -> None:
+    from pista.errors import UsageError
+
+    if args.max_regression is not None and args.baseline is None:
+        raise UsageError("--max-regression needs --baseline OLD")
+    if args.max_regression is not None and not 0 <= args.max_regression < math.inf:  # nan fails it too
+        # a nan limit let every regression pass the gate (no comparison with nan is true)
+        raise UsageError(f"--max-regression {args.max_regression:g}: give a percentage of 0 or more")
+
+
+def _regression(args: argparse.Namespace, after: float) -> dict[str, Any] | None:
+    """The median step against the baseline's (None without --baseline)."""
+    from pista.analysis import analyze
+    from pista.cli.common import open_trace
+
+    if args.baseline is None:
+        return None
+    before = analyze(open_trace(args.baseline), rules=[]).summary.step_us
+    change = 100.0 * (after - before) / before if before > 0 else 0.0
+    limit = args.max_regression
+    return {"baseline": args.baseline, "baseline_step_us": before, "step_us": after,
+            "change_percent": change, "max_regression_percent": limit,
+            "failed": limit is not None and change > limit}
 
 
 def _brief(f: Any) -> dict[str, Any]:
@@ -84,10 +111,14 @@ def _json(result: dict[str, Any]) -> str:
     return json.dumps(result, indent=2, allow_nan=False) + "\n"
 
 
-def _verdict_line(result: dict[str, Any]) -> str:
+def _verdict_line(result: dict[str, Any], quote: Callable[[object], str]) -> str:
+    """pista's own words and numbers; the exception's text of a rule that failed, which may hold the trace's,
+    through `quote` (the format's escape)."""
     from pista.i18n._fmt import num, t
 
     parts = [f"{len(result['failing'])} finding(s) at or above {result['fail_on']}"]
+    parts += [f"rule {r['rule']} failed on this trace ({quote(r['error'])}), so the check cannot pass"
+              for r in result["rules_failed"]]
     reg = result["regression"]
     if reg is not None:
         change = reg["change_percent"]
@@ -109,7 +140,7 @@ def _text_lines(result: dict[str, Any]) -> str:
     from pista.i18n._fmt import pct, t
     from pista.render.controls import sanitize_line
 
-    lines = [f"pista check {sanitize_line(result['trace'])}: {_verdict_line(result)}"]
+    lines = [f"pista check {sanitize_line(result['trace'])}: {_verdict_line(result, sanitize_line)}"]
     for f in result["findings"]:
         mark = "x" if f in result["failing"] else "-"
         lines.append(f"  {mark} {f['severity']:8s} {f['rule']}: {sanitize_line(f['title'])} "
@@ -154,8 +185,7 @@ def _markdown_lines(result: dict[str, Any]) -> str:
 
     cell = markdown_text
     icon = "✅" if result["passed"] else "❌"
-    # the verdict line is pista's own words and numbers
-    lines = [f"### {icon} pista check: {markdown_code(result['trace'])}", "", _verdict_line(result), ""]
+    lines = [f"### {icon} pista check: {markdown_code(result['trace'])}", "", _verdict_line(result, markdown_code), ""]
     if result["findings"]:
         lines += ["| | severity | rule | what | µs per step (once: in all) | share of the step (once: of the window) | fix |",
                   "|---|---|---|---|---:|---:|---|"]

@@ -26,9 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pista.analysis import analyze
     from pista.cli.common import open_trace, write_output
     from pista.diff import Digest, diff
-    from pista.findings import analyze
     from pista.i18n import check_lang, localize
 
     lang = check_lang(args.lang)

@@ -12,8 +12,14 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pista.errors import EXIT_INTERRUPTED
+
+if TYPE_CHECKING:
+    from pista.analysis import Analysis
+    from pista.capture.session import Session
 
 # `pista profile --help` ends with these (cli.build_parser)
 EXAMPLES = """\
@@ -34,15 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from pista.capture.runner import versions
-    from pista.capture.script import no_trace_reason, run_script
     from pista.i18n import check_lang
 
     args.lang = check_lang(args.lang)  # before the script runs, not after it
     from pista.capture.session import Session, default_run_dir
-    from pista.cli.common import write_output
     from pista.errors import UsageError
 
     script = Path(args.script)
@@ -53,25 +54,62 @@ def run(args: argparse.Namespace) -> int:
                       repeat=args.repeat, sync_steps=args.sync_steps, sort_by=args.sort_by,
                       row_limit=args.row_limit, label=script.stem, with_stack=args.with_stack,
                       profile_memory=args.memory)
-    interrupted = False
+    interrupted, exit_code, error = _run_script(args, script, session)
+    files, analysis = _outputs(session, out, interrupted)
+    _write_record(args, script, session, out, files, analysis, (interrupted, exit_code, error))
+    if interrupted:
+        _say_interrupted(session)
+        return EXIT_INTERRUPTED
+    if session.trace_path is None:
+        from pista.capture.script import no_trace_reason
+
+        print(f"pista: error: no trace: {no_trace_reason(session, args.function)}", file=sys.stderr)
+        return exit_code or 2
+    _warn_short_run(session)
+    _print_reading(args, session, analysis, out, files)
+    if error:
+        print(f"pista: the script failed ({error}); the trace holds the steps before that", file=sys.stderr)
+    return exit_code
+
+
+def _run_script(args: argparse.Namespace, script: Path, session: Session) -> tuple[bool, int, str | None]:
+    """(interrupted, the script's exit code, its error)."""
+    from pista.capture.script import run_script
+
     try:
         result = run_script(str(script), list(args.script_args), session, function=args.function)
-        exit_code, error = result.exit_code, result.error
     except KeyboardInterrupt:
-        interrupted, exit_code, error = True, EXIT_INTERRUPTED, None
+        return True, EXIT_INTERRUPTED, None
+    return False, result.exit_code, result.error
 
-    files = {}
-    analysis = None
-    if session.trace_path is not None:
-        files["trace"] = str(session.trace_path)
-        files["table"] = str(out / "table.txt")
-        if not interrupted:
-            from pista.findings import analyze
-            from pista.render import json as json_render
 
-            analysis = analyze(session.trace_path)
-            write_output(out / "analysis.json", json_render.render(analysis))
-            files["analysis"] = str(out / "analysis.json")
+def _outputs(session: Session, out: Path, interrupted: bool) -> tuple[dict[str, str], Analysis | None]:
+    """The files the run wrote, and the analysis of its trace (None when interrupted or without a trace)."""
+    from pista.cli.common import write_output
+
+    files: dict[str, str] = {}
+    if session.trace_path is None:
+        return files, None
+    files["trace"] = str(session.trace_path)
+    files["table"] = str(out / "table.txt")
+    if interrupted:
+        return files, None
+    from pista.analysis import analyze
+    from pista.render import json as json_render
+
+    analysis = analyze(session.trace_path)
+    write_output(out / "analysis.json", json_render.render(analysis))
+    files["analysis"] = str(out / "analysis.json")
+    return files, analysis
+
+
+def _write_record(args: argparse.Namespace, script: Path, session: Session, out: Path, files: dict[str, str],
+                  analysis: Analysis | None, outcome: tuple[bool, int, str | None]) -> None:
+    """run.json: the command, the schedule, the versions, how the script ended, the files."""
+    from pista.capture.runner import versions
+    from pista.cli.common import write_output
+
+    interrupted, exit_code, error = outcome
     record = {"command": sys.argv, "script": str(script), "script_args": list(args.script_args),
               "function": args.function, "schedule": session.schedule, "device": session.device,
               "versions": versions(session.device or "cpu"), "steps_done": session.steps_done,
@@ -84,17 +122,18 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     write_output(out / "run.json", json.dumps(record, indent=1) + "\n")
 
-    if interrupted:
-        if session.trace_path is None:
-            print(f"pista: interrupted after {session.steps_done} step(s); no active step had completed, "
-                  "nothing saved", file=sys.stderr)
-        else:
-            print(f"pista: interrupted after {session.steps_done} step(s); saved the partial trace of "
-                  f"{session.active_steps_done} active step(s) to {session.trace_path}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+
+def _say_interrupted(session: Session) -> None:
     if session.trace_path is None:
-        print(f"pista: error: no trace: {no_trace_reason(session, args.function)}", file=sys.stderr)
-        return exit_code or 2
+        print(f"pista: interrupted after {session.steps_done} step(s); no active step had completed, "
+              "nothing saved", file=sys.stderr)
+    else:
+        print(f"pista: interrupted after {session.steps_done} step(s); saved the partial trace of "
+              f"{session.active_steps_done} active step(s) to {session.trace_path}", file=sys.stderr)
+
+
+def _warn_short_run(session: Session) -> None:
+    """A script that ended before the schedule's last step."""
     total = session.total_steps
     if total is not None and session.steps_done < total:
         sched = session.schedule
@@ -102,6 +141,12 @@ def run(args: argparse.Namespace) -> int:
               f"schedule needs (wait={sched['wait']}, warmup={sched['warmup']}, active={sched['active']}): the trace "
               f"holds {session.active_steps_done} complete active step(s) and the script's tail after the last "
               "pista.step(); run more steps for a steady reading", file=sys.stderr)
+
+
+def _print_reading(args: argparse.Namespace, session: Session, analysis: Analysis | None, out: Path,
+                   files: dict[str, str]) -> None:
+    """torch's table, the reading and the files saved, on stdout."""
+    assert analysis is not None  # a trace, not interrupted: analyzed
     from pista.cli.common import capture_table, output_style
     from pista.render import terminal
 
@@ -110,6 +155,3 @@ def run(args: argparse.Namespace) -> int:
     color, width = output_style(args.color)
     sys.stdout.write(terminal.render(analysis, color=color, width=width, show_table=False, lang=args.lang))
     sys.stdout.write(f"\nsaved {out}/: {', '.join(sorted(Path(p).name for p in files.values()))}, run.json\n")
-    if error:
-        print(f"pista: the script failed ({error}); the trace holds the steps before that", file=sys.stderr)
-    return exit_code

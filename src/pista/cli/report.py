@@ -25,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pista.analysis import analyze
     from pista.cli.common import (
         apply_peaks,
         default_output,
@@ -33,7 +34,6 @@ def run(args: argparse.Namespace) -> int:
         replaced_note,
         write_output,
     )
-    from pista.findings import analyze
     from pista.i18n import check_lang
     from pista.render import html
 

@@ -86,7 +86,7 @@ def write_csv(out: Any, columns: list[str], chunks: Iterable[list[tuple[Any, ...
     with RFC 4180's "\r\n" and end in "\n" here."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
-    for rows in itertools.chain([[columns]], chunks):
+    for rows in itertools.chain([[tuple(columns)]], chunks):
         for row in rows:
             writer.writerow([_defused(v) for v in row])
             out.write(buffer.getvalue()[:-2] + "\n")
@@ -127,6 +127,11 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, dict):  # STRUCT, and MAP with keys of any type: JSON keys are strings
         return {_key(k): _plain(v) for k, v in value.items()}
+    return _plain_other(value)
+
+
+def _plain_other(value: Any) -> Any:
+    """Times, intervals, blobs and the rest as JSON."""
     if isinstance(value, (datetime.date, datetime.time)):  # datetime is a date too
         return value.isoformat()
     if isinstance(value, datetime.timedelta):  # INTERVAL: seconds, like the other numbers here
@@ -172,17 +177,20 @@ def write_table(out: Any, columns: list[str], chunks: Iterable[list[tuple[Any, .
         if layout is None:
             layout = _layout(headers, rows)
             out.write(_table_line(headers, *layout) + "\n" + "  ".join("-" * w for w in layout[0]) + "\n")
-        widths, numeric = layout
-        # a cut only in rows past the first chunk: text to its column, a number only past MAX_CELL
-        cuts = [MAX_CELL if num else min(w, MAX_CELL) for w, num in zip(widths, numeric, strict=True)]
-        for row in rows:
-            cells = [_fit(_cell(v), cut) for v, cut in zip(row, cuts, strict=True)]
-            out.write(_table_line(cells, widths, numeric) + "\n")
+        _write_rows(out, rows, *layout)
         count += len(rows)
     if layout is None:  # no rows: the headers alone, as numbers (all of no values are)
         out.write(_table_line(headers, [len(h) for h in headers], [True] * len(headers)) + "\n"
                   + "  ".join("-" * len(h) for h in headers) + "\n")
     out.write(f"({count} row{'s' if count != 1 else ''})\n")
+
+
+def _write_rows(out: Any, rows: list[tuple[Any, ...]], widths: list[int], numeric: list[bool]) -> None:
+    # a cut only in rows past the first chunk: text to its column, a number only past MAX_CELL
+    cuts = [MAX_CELL if num else min(w, MAX_CELL) for w, num in zip(widths, numeric, strict=True)]
+    for row in rows:
+        cells = [_fit(_cell(v), cut) for v, cut in zip(row, cuts, strict=True)]
+        out.write(_table_line(cells, widths, numeric) + "\n")
 
 
 def _layout(headers: list[str], rows: list[tuple[Any, ...]]) -> tuple[list[int], list[bool]]:

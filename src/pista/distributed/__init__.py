@@ -16,7 +16,8 @@ from pista.errors import BadTrace
 if TYPE_CHECKING:  # the rank and cross-rank modules load with a folder's analysis, not with every rule
     from pista.distributed.rank import RankSummary
     from pista.distributed.straggler import CrossRank
-    from pista.findings import Finding
+    from pista.finding import Finding
+    from pista.isolation import RuleFailed
 
 __all__ = ["DistributedAnalysis", "analyze_ranks"]
 
@@ -43,7 +44,7 @@ class DistributedAnalysis:
     @property
     def top_fix(self) -> tuple[int | None, Finding] | None:
         """The finding to start with, and its rank: the one that saves most, if it saves enough."""
-        from pista.findings import TOP_FIX_MIN_SHARE
+        from pista.policy import TOP_FIX_MIN_SHARE
 
         return next(((rank, f) for rank, f in self._ranked() if f.impact.share >= TOP_FIX_MIN_SHARE), None)
 
@@ -86,43 +87,86 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
     """Analyze every trace in `folder` as one rank of a job (engine: local | inline | dask), findings in `lang`."""
     from pista.distributed.engine import run_ranks
     from pista.distributed.rank import assign_ranks, trace_files
-    from pista.distributed.straggler import cross_rank, fold_waits
 
     notices: list[str] = []
     paths = [str(p) for p in trace_files(folder, notices)]
-    ranks = run_ranks(paths, engine=engine, workers=workers, scheduler=scheduler, rules=rules, notices=notices)
-    # a JSON file that is no trace (run details, a memory timeline) beside the ranks is not a rank
+    ranks = _traces_only(run_ranks(paths, engine=engine, workers=workers, scheduler=scheduler, rules=rules,
+                                   notices=notices), notices)
+    _refuse_bad(ranks)
+    notices += assign_ranks(ranks)
+    for r in ranks:
+        notices += [f"rank {r.rank}: {n}" for n in _localized_notices(r, lang)]
+    notices += _world_size_notice(ranks)
+    failures: list[RuleFailed] = []
+    cross = _cross(ranks, rules, failures)
+    notices += _failure_notices(failures, lang)
+    if lang != "en":
+        _localize(ranks, cross, lang)
+    return DistributedAnalysis(str(folder), ranks, cross, notices)
+
+
+def _traces_only(ranks: list[RankSummary], notices: list[str]) -> list[RankSummary]:
+    """A JSON file that is no trace (run details, a memory timeline) beside the ranks is not a rank."""
     if any(not r.not_a_trace for r in ranks):
         notices += [f"skipped {r.error}" for r in ranks if r.not_a_trace]
         ranks = [r for r in ranks if not r.not_a_trace]
+    return ranks
+
+
+def _refuse_bad(ranks: list[RankSummary]) -> None:
+    """One unreadable rank spoils the cross-rank picture: say which, like a single bad file."""
     bad = [r for r in ranks if r.error]
     if bad:
-        # one unreadable rank spoils the cross-rank picture: say which, like a single bad file
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
         raise BadTrace(bad[0].path, f"{bad[0].error}{more}".replace(f"{bad[0].path}: ", "", 1))
-    notices += assign_ranks(ranks)
-    for r in ranks:
-        notices += [f"rank {r.rank}: {n}" for n in r.notices]
+
+
+def _world_size_notice(ranks: list[RankSummary]) -> list[str]:
     worlds = {r.world_size for r in ranks if r.world_size}
     if len(worlds) == 1 and (world := worlds.pop()) != len(ranks):
-        notices.append(f"the traces say world_size {world}; the folder holds {len(ranks)} rank(s)")
-    if rules is None or "straggler" in rules:
-        cross = cross_rank(ranks)
-        fold_waits(ranks, cross)  # what a rank waits for the straggler is the straggler's finding
-    else:
-        cross = _no_cross(ranks)
-    if lang != "en":
-        from pista.i18n import localize_finding
+        return [f"the traces say world_size {world}; the folder holds {len(ranks)} rank(s)"]
+    return []
 
-        for r in ranks:
-            r.findings = [localize_finding(f, lang) for f in r.findings]
-        cross.findings = [localize_finding(f, lang) for f in cross.findings]
-    return DistributedAnalysis(str(folder), ranks, cross, notices)
+
+def _cross(ranks: list[RankSummary], rules: list[str] | None, failures: list[RuleFailed]) -> CrossRank:
+    """The cross-rank timings, with the straggler rule's findings where it is selected; what each rank waits
+    for the straggler is folded into the straggler's finding."""
+    from pista.distributed.straggler import cross_rank, fold_waits
+
+    if rules is not None and "straggler" not in rules:
+        return _no_cross(ranks)
+    cross = cross_rank(ranks, failures)
+    fold_waits(ranks, cross)
+    return cross
+
+
+def _localized_notices(r: RankSummary, lang: str) -> list[str]:
+    """A rank's notices, those of the rules that failed on it in `lang` (in the rank's JSON too)."""
+    from pista.i18n import localize_notices
+
+    if lang != "en":
+        r.notices = localize_notices(r, lang)
+    return r.notices
+
+
+def _localize(ranks: list[RankSummary], cross: CrossRank, lang: str) -> None:
+    """Each rank's findings and the cross-rank ones in `lang`."""
+    from pista.i18n import localize_finding
+
+    for r in ranks:
+        r.findings = [localize_finding(f, lang) for f in r.findings]
+    cross.findings = [localize_finding(f, lang) for f in cross.findings]
+
+
+def _failure_notices(failures: list[RuleFailed], lang: str) -> list[str]:
+    from pista.i18n import note_text
+
+    return [note_text(f, lang) for f in failures]
 
 
 def _no_cross(ranks: list[RankSummary]) -> CrossRank:
     from pista.distributed.straggler import cross_rank
 
-    result = cross_rank(ranks)
+    result = cross_rank(ranks, [])  # the rule is not selected: a bug of its is no matter here
     result.findings, result.waits = [], {}
     return result

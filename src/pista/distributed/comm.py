@@ -117,7 +117,29 @@ def communication(facts: Facts) -> CommStats:
         steps = [StepComm(st.number, st.start, st.end, 0, 0, 0) for st in facts.steps]
         return CommStats(domain="none", call_events=call_events, steps=steps)
 
-    # the places communication runs, each with the compute that could hide it
+    domains = _domains(facts, device_comm, host_comm, calls)
+    step_of_event = facts.event_step
+    step_ids = sorted({int(s) for s in np.unique(step_of_event[work]).tolist() if s >= 0})
+    stats = CommStats(domain="gpu" if device_comm.any() else "host", call_events=call_events)
+    in_steps = work & (step_of_event >= 0) if step_ids else work
+    for selector, compute in domains:
+        sel = selector & in_steps
+        stats.comm, stats.exposed = _add(stats.comm, stats.exposed, _exposed(facts, sel, compute))
+    stats.collectives = int(in_steps.sum())
+    exposed_each = _exposed_each(facts, domains, in_steps)
+    stats.steps = [_step_comm(facts, domains, s) for s in range(len(facts.steps))]
+    idx = np.flatnonzero(in_steps)
+    stats.work_index = idx[np.argsort(trace.ts[idx], kind="stable")]
+    stats.work_exposed = exposed_each[stats.work_index]
+    stats.events = _collectives(facts, in_steps)
+    return stats
+
+
+def _domains(facts: Facts, device_comm: np.ndarray, host_comm: np.ndarray, calls: np.ndarray
+             ) -> list[tuple[np.ndarray, Intervals]]:
+    """The places communication runs (each device; the host's comm threads), each with the compute that could
+    hide it."""
+    trace = facts.trace
     domains: list[tuple[np.ndarray, Intervals]] = []
     for dev in np.unique(trace.pid[device_comm]).tolist():
         on_dev = trace.pid == dev
@@ -129,34 +151,30 @@ def communication(facts: Facts) -> CommStats:
         ops = facts.is_host & trace.category_mask({"cpu_op"}) & ~comm_threads
         compute = _subtract(_union(facts, ops & ~calls), _union(facts, calls))
         domains.append((host_comm, compute))
+    return domains
 
-    step_of_event = facts.event_step
-    step_ids = sorted({int(s) for s in np.unique(step_of_event[work]).tolist() if s >= 0})
-    stats = CommStats(domain="gpu" if device_comm.any() else "host", call_events=call_events)
-    in_steps = work & (step_of_event >= 0) if step_ids else work
-    for selector, compute in domains:
-        sel = selector & in_steps
-        stats.comm, stats.exposed = _add(stats.comm, stats.exposed, _exposed(facts, sel, compute))
-    stats.collectives = int(in_steps.sum())
+
+def _exposed_each(facts: Facts, domains: list[tuple[np.ndarray, Intervals]], in_steps: np.ndarray) -> np.ndarray:
+    """Per event, the ns of its communication no compute hides."""
+    trace = facts.trace
     exposed_each = np.zeros(len(trace), dtype=np.int64)
     for selector, compute in domains:
         sel = np.flatnonzero(selector & in_steps)
         start, end = trace.ts[sel], trace.ts[sel] + trace.dur[sel]
         exposed_each[sel] = (end - start) - compute.covered(start, end)
-    for s in range(len(facts.steps)):
-        step = facts.steps[s]
-        comm = exposed = 0
-        count = 0
-        for selector, compute in domains:
-            sel = selector & (step_of_event == s)
-            count += int(sel.sum())
-            comm, exposed = _add(comm, exposed, _exposed(facts, sel, compute))
-        stats.steps.append(StepComm(step.number, step.start, step.end, comm, exposed, count))
-    idx = np.flatnonzero(in_steps)
-    stats.work_index = idx[np.argsort(trace.ts[idx], kind="stable")]
-    stats.work_exposed = exposed_each[stats.work_index]
-    stats.events = _collectives(facts, in_steps)
-    return stats
+    return exposed_each
+
+
+def _step_comm(facts: Facts, domains: list[tuple[np.ndarray, Intervals]], s: int) -> StepComm:
+    """Step s's communication, exposed and in all, and its count."""
+    step = facts.steps[s]
+    comm = exposed = 0
+    count = 0
+    for selector, compute in domains:
+        sel = selector & (facts.event_step == s)
+        count += int(sel.sum())
+        comm, exposed = _add(comm, exposed, _exposed(facts, sel, compute))
+    return StepComm(step.number, step.start, step.end, comm, exposed, count)
 
 
 def _collectives(facts: Facts, mask: np.ndarray) -> list[Collective]:

@@ -21,7 +21,8 @@ from pista.distributed.comm import (
     communication,
 )
 from pista.errors import PistaError, UsageError
-from pista.findings import Finding
+from pista.finding import Finding
+from pista.isolation import RuleFailed
 from pista.trace.facts import Facts
 
 RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.I)
@@ -59,6 +60,7 @@ class RankSummary:
     findings: list[Finding] = field(default_factory=list)
     comm: CommStats | None = None
     notices: list[str] = field(default_factory=list)
+    failures: list[RuleFailed] = field(default_factory=list)  # rules that raised on this rank (also notices)
     error: str | None = None  # a bad trace, as its one-line message
     not_a_trace: bool = False  # the error is that the file is JSON but no trace (run details beside the ranks)
     host_regions: tuple[HostRegion, ...] = ()  # the costliest regions per step, not in to_dict
@@ -81,7 +83,7 @@ class RankSummary:
 
 def summarize_rank(path: str, rules: list[str] | None = None) -> RankSummary:
     """Load, analyze and summarise one rank's trace. Runs in a worker: errors come back as data."""
-    from pista.findings import analyze
+    from pista.analysis import analyze
     from pista.trace.facts import derive
     from pista.trace.load import NotATrace, load_trace
 
@@ -107,9 +109,37 @@ def summarize_rank(path: str, rules: list[str] | None = None) -> RankSummary:
         summary=analysis.summary.to_dict(),
         findings=analysis.findings,
         comm=comm,
-        notices=list(trace.notices),
+        notices=list(trace.notices) + [n for n in analysis.notices if n in _failure_texts(analysis.failures)],
+        failures=analysis.failures,
         host_regions=host_regions(facts),
     )
+
+
+def _failure_texts(failures: list[RuleFailed]) -> set[str]:
+    from pista.i18n import note_text
+
+    return {note_text(f, "en") for f in failures}
+
+
+def _number_by_order(ranks: list[RankSummary]) -> list[str]:
+    """The ranks still without a number get the free numbers, in file order; a notice says so."""
+    unnamed = [r for r in ranks if r.rank is None]
+    if not unnamed:
+        return []
+    taken = {r.rank for r in ranks if r.rank is not None}
+    free = (n for n in range(len(ranks) * 2 + 1) if n not in taken)
+    for r in unnamed:
+        r.rank, r.rank_from = next(free), "order"
+    return [f"{len(unnamed)} trace(s) carry no rank (no distributedInfo, no rank-N in the "
+            f"name): numbered by file order"]
+
+
+def _refuse_twice(ranks: list[RankSummary]) -> None:
+    seen: dict[int, str] = {}
+    for r in ranks:
+        if r.rank in seen:
+            raise UsageError(f"rank {r.rank} appears twice: {seen[r.rank]} and {r.path}")
+        seen[int(r.rank)] = r.path  # type: ignore[arg-type]
 
 
 def host_regions(facts: Facts) -> tuple[HostRegion, ...]:
@@ -139,7 +169,7 @@ def host_regions(facts: Facts) -> tuple[HostRegion, ...]:
                  for k in keep.tolist())
 
 
-def trace_files(folder: str | Path, notices: list[str] | None = None) -> list[Path]:
+def trace_files(folder: str | os.PathLike[str], notices: list[str] | None = None) -> list[Path]:
     """The trace files in a folder (then its subfolders, if the top has none), sorted by name.
     Symbolic links in it are skipped, with a notice: a link points anywhere (followed, one to a
     secret file had its first bytes quoted in the error), and the folder's own files are the ranks."""
@@ -174,24 +204,12 @@ def _own_traces(paths: list[Path], links: list[Path]) -> list[Path]:
 def assign_ranks(ranks: list[RankSummary]) -> list[str]:
     """Fill in ranks the metadata did not give: from `rank-N`/`rankN` in the file name, else by file
     order. Returns notices; two files claiming one rank is an error."""
-    notices = []
     for r in ranks:
         if r.rank is None:
             match = RANK_IN_NAME.search(Path(r.path).name)
             if match:
                 r.rank, r.rank_from = int(match.group(1)), "file name"
-    unnamed = [r for r in ranks if r.rank is None]
-    if unnamed:
-        taken = {r.rank for r in ranks if r.rank is not None}
-        free = (n for n in range(len(ranks) * 2 + 1) if n not in taken)
-        for r in unnamed:
-            r.rank, r.rank_from = next(free), "order"
-        notices.append(f"{len(unnamed)} trace(s) carry no rank (no distributedInfo, no rank-N in the "
-                       f"name): numbered by file order")
-    seen: dict[int, str] = {}
-    for r in ranks:
-        if r.rank in seen:
-            raise UsageError(f"rank {r.rank} appears twice: {seen[r.rank]} and {r.path}")
-        seen[int(r.rank)] = r.path  # type: ignore[arg-type]
+    notices = _number_by_order(ranks)
+    _refuse_twice(ranks)
     ranks.sort(key=lambda r: int(r.rank))  # type: ignore[arg-type]
     return notices

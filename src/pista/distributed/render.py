@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from pista.distributed import DistributedAnalysis
-from pista.findings import Finding
+from pista.finding import Finding
 from pista.i18n._fmt import num, short_figures
 from pista.render import layout
 from pista.render.controls import TextBuffer, sanitize_json
 from pista.render.terminal import SEVERITY_STYLE, safe_markup
+
+if TYPE_CHECKING:
+    from pista.distributed.rank import RankSummary
+    from pista.distributed.straggler import RankTiming
 
 # Past this many ranks the text table keeps the ranks that matter: the latest and the slowest.
 MAX_RANK_ROWS = 16
@@ -37,34 +42,40 @@ def _render_text(result: DistributedAnalysis, color: bool, width: int | None, la
 
     out = TextBuffer()  # rich draws ASCII boxes for an ASCII stdout
     console = layout.console(out, color, width)
-    overlap = result.overlap()
-    share = overlap["overlap_share"]
-    cross = result.cross
-    backends = sorted({r.backend for r in result.ranks if r.backend})
-    layout.header(console, f"pista: {safe_markup(result.source)}", (
-        f"{len(result.ranks)} rank(s), backend {', '.join(backends) or 'unknown'}   "
-        f"median step {_ms(cross.median_step_ms)}   communication {_ms(overlap['comm_ms'])}, "
-        f"exposed {_ms(overlap['exposed_ms'])}, overlapped {_pct(share)} (all ranks)   "
-        f"matched collectives {cross.matched_collectives}\n"
-        f"per rank: medians per step; late = when it calls its collectives vs the other ranks (+ later)"), width)
+    layout.header(console, f"pista: {safe_markup(result.source)}", _summary(result), width)
     for notice in result.notices:
         console.print(f"[dim]{word('notice', lang)}: {safe_markup(notice)}[/]")
     console.print(_rank_table(result))
-    if not cross.findings and not any(r.findings for r in result.ranks):
+    if not result.cross.findings and not any(r.findings for r in result.ranks):
         console.print(word("No findings.", lang))
-    # by what fixing them saves, highest first; a rule that fires on many ranks is shown once, with
-    # the ranks and the evidence of the rank where it costs most
+    for f, ranks, rank in _shown(result):
+        _finding(console, f, ranks=ranks, shown=rank, lang=lang)
+    return out.getvalue()
+
+
+def _summary(result: DistributedAnalysis) -> str:
+    overlap = result.overlap()
+    cross = result.cross
+    backends = sorted({r.backend for r in result.ranks if r.backend})
+    return (f"{len(result.ranks)} rank(s), backend {', '.join(backends) or 'unknown'}   "
+            f"median step {_ms(cross.median_step_ms)}   communication {_ms(overlap['comm_ms'])}, "
+            f"exposed {_ms(overlap['exposed_ms'])}, overlapped {_pct(overlap['overlap_share'])} (all ranks)   "
+            f"matched collectives {cross.matched_collectives}\n"
+            f"per rank: medians per step; late = when it calls its collectives vs the other ranks (+ later)")
+
+
+def _shown(result: DistributedAnalysis) -> list[tuple[Finding, list[int] | None, int | None]]:
+    """(finding, the ranks it fires on, the rank shown), by what fixing them saves, highest first: a rule that
+    fires on many ranks is shown once, with the ranks and the evidence of the rank where it costs most."""
     by_rule: dict[str, list[tuple[int, Finding]]] = defaultdict(list)
     for r in result.ranks:
         for f in r.findings:
             by_rule[f.rule].append((int(r.rank), f))  # type: ignore[arg-type]
-    shown: list[tuple[Finding, list[int] | None, int | None]] = [(f, None, None) for f in cross.findings]
+    shown: list[tuple[Finding, list[int] | None, int | None]] = [(f, None, None) for f in result.cross.findings]
     for hits in by_rule.values():
         worst_rank, worst = max(hits, key=lambda h: _weight(h[1]))
         shown.append((worst, [rank for rank, _ in hits], worst_rank))
-    for f, ranks, rank in sorted(shown, key=lambda x: tuple(-v for v in _weight(x[0]))):
-        _finding(console, f, ranks=ranks, shown=rank, lang=lang)
-    return out.getvalue()
+    return sorted(shown, key=lambda x: tuple(-v for v in _weight(x[0])))
 
 
 def _rank_table(result: DistributedAnalysis) -> Table:
@@ -76,25 +87,35 @@ def _rank_table(result: DistributedAnalysis) -> Table:
         table.add_column(column, justify="left" if column in ("verdict", "findings") else "right",
                          no_wrap=column != "findings", overflow="fold", ratio=1 if column == "findings" else None)
     timing = {t.rank: t for t in result.cross.timings}
-    ranks = result.ranks
-    if len(ranks) > MAX_RANK_ROWS:
-        def key(r):  # latest first, then slowest step
-            t = timing.get(int(r.rank))  # type: ignore[arg-type]
-            return (-(t.late_ms or 0.0), -(t.step_ms or 0.0)) if t else (0.0, 0.0)
-        ranks = sorted(ranks, key=key)[:MAX_RANK_ROWS]
     straggling = {int(f.record.rank) for f in result.cross.findings}
-    for r in ranks:
-        t = timing.get(int(r.rank))  # type: ignore[arg-type]
-        steps = [s for s in r.steps if s.dur]
-        comm = _median_ms([s.comm for s in steps])
-        share = r.comm.overlap_share if r.comm else None
-        rules = sorted({f.rule for f in r.findings} | ({"straggler"} if r.rank in straggling else set()))
-        table.add_row(str(r.rank), str(r.summary.get("verdict", "")), str(len(steps)), _num(t.step_ms if t else None),
-                      _num(comm), _num(t.exposed_ms if t else None), _pct(share),
-                      _num(t.late_ms if t else None, signed=True), ", ".join(rules))
+    for r in _rank_rows(result, timing):
+        table.add_row(*_rank_cells(r, timing.get(int(r.rank)), straggling))  # type: ignore[arg-type]
     if len(result.ranks) > MAX_RANK_ROWS:
         table.caption = f"{MAX_RANK_ROWS} of {len(result.ranks)} ranks shown: the latest first (--format json has all)"
     return table
+
+
+def _rank_rows(result: DistributedAnalysis, timing: dict[int, RankTiming]) -> list[RankSummary]:
+    """The ranks in the table: all of them, or past MAX_RANK_ROWS the latest first, then the slowest step."""
+    ranks = result.ranks
+    if len(ranks) <= MAX_RANK_ROWS:
+        return ranks
+
+    def key(r: RankSummary) -> tuple[float, float]:
+        t = timing.get(int(r.rank))  # type: ignore[arg-type]
+        return (-(t.late_ms or 0.0), -(t.step_ms or 0.0)) if t else (0.0, 0.0)
+
+    return sorted(ranks, key=key)[:MAX_RANK_ROWS]
+
+
+def _rank_cells(r: RankSummary, t: RankTiming | None, straggling: set[int]) -> list[str]:
+    steps = [s for s in r.steps if s.dur]
+    comm = _median_ms([s.comm for s in steps])
+    share = r.comm.overlap_share if r.comm else None
+    rules = sorted({f.rule for f in r.findings} | ({"straggler"} if r.rank in straggling else set()))
+    return [str(r.rank), str(r.summary.get("verdict", "")), str(len(steps)), _num(t.step_ms if t else None),
+            _num(comm), _num(t.exposed_ms if t else None), _pct(share),
+            _num(t.late_ms if t else None, signed=True), ", ".join(rules)]
 
 
 def _finding(console: Console, f: Finding, ranks: list[int] | None, shown: int | None = None,

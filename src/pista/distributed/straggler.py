@@ -16,7 +16,8 @@ import numpy as np
 
 from pista.distributed.comm import Collective
 from pista.distributed.rank import RankSummary
-from pista.findings import Evidence, Finding, Impact
+from pista.finding import Evidence, Finding, Impact
+from pista.isolation import RuleFailed, isolated
 from pista.rules import straggler as rule
 from pista.rules._common import short_name
 
@@ -75,23 +76,64 @@ def leave_one_out_median(values: np.ndarray) -> np.ndarray:
     return (pick(lo) + pick(hi)) / 2.0
 
 
-def cross_rank(ranks: list[RankSummary]) -> CrossRank:
-    ok = [r for r in ranks if r.error is None]
-    step_ms = {r.rank: _median([s.dur for s in r.steps]) for r in ok}
-    exposed_ms = {r.rank: _median([s.exposed for s in r.steps]) for r in ok}
-    known_steps = [v for v in step_ms.values() if v is not None]
-    median_step = float(np.median(known_steps)) if known_steps else None
+@dataclass(frozen=True)
+class _Matched:
+    """The collectives every rank ran, matched by key (step, name, n-th of that name in the step): each rank's
+    aligned start of each (ns, ranks x keys) and its lateness against the other ranks'."""
 
-    # lateness from when each rank *calls* the collective (work on a busy comm thread or stream
-    # starts only when the previous collective is done); the clock alignment from when the work ends
+    keys: list[tuple[int | None, str, int]]
+    aligned: np.ndarray
+    late_each: np.ndarray
+    keys_are_calls: bool  # matched by the host's calls (else by the device work)
+
+    @property
+    def enough(self) -> bool:
+        return len(self.keys) >= rule.MIN_MATCHED_COLLECTIVES
+
+
+def cross_rank(ranks: list[RankSummary], failures: list[RuleFailed] | None = None) -> CrossRank:
+    """The ranks' timings against each other and the straggler rule's findings. Where the rule raises and
+    `failures` is given, the timings stand without findings and `failures` names it (pista.isolation)."""
+    ok = [r for r in ranks if r.error is None]
+    step_ms = [_median([s.dur for s in r.steps]) for r in ok]
+    known_steps = [v for v in step_ms if v is not None]
+    median_step = float(np.median(known_steps)) if known_steps else None
+    offsets = _clock_offsets(ok)
+    matched, late = _lateness(ok, offsets)
+    step_late = _step_start_lateness(ok, offsets)
+    timings = [RankTiming(
+        rank=int(r.rank),  # type: ignore[arg-type]
+        step_ms=_ms(step_ms[i]),
+        exposed_ms=_ms(_median([s.exposed for s in r.steps])),
+        late_ms=_ms(_finite(late[i])),
+        step_start_late_ms=_ms(_finite(step_late[i])),
+        clock_offset_ms=float(offsets[i]) / 1e6,
+    ) for i, r in enumerate(ok)]
+    result = CrossRank(timings, len(matched.keys), _ms(median_step))
+    with isolated(rule.ID, "check", failures):
+        result.findings = _findings(ok, result, matched)
+        return result
+    result.waits = {}  # past here only where the rule raised: no wait half folded
+    return result
+
+
+def _clock_offsets(ok: list[RankSummary]) -> np.ndarray:
+    """Each rank's clock offset (ns), from when the work of the collectives ends (a collective completes at
+    about the same moment on every participant)."""
+    end_keys, ends = _matched(ok, "events", "end")
+    if len(ok) >= 2 and end_keys:
+        return np.asarray(np.median(ends - np.median(ends, axis=0, keepdims=True), axis=1))
+    return np.zeros(len(ok))
+
+
+def _lateness(ok: list[RankSummary], offsets: np.ndarray) -> tuple[_Matched, np.ndarray]:
+    """The matched collectives, and each rank's median lateness at them (ns, NaN where unknown): from when each
+    rank *calls* the collective (work on a busy comm thread or stream starts only when the previous collective
+    is done), else from when its work starts."""
     keys, starts = _matched(ok, "call_events", "start")
     keys_are_calls = len(keys) >= rule.MIN_MATCHED_COLLECTIVES
     if not keys_are_calls:
         keys, starts = _matched(ok, "events", "start")
-    end_keys, ends = _matched(ok, "events", "end")
-    offsets = np.zeros(len(ok))
-    if len(ok) >= 2 and end_keys:
-        offsets = np.median(ends - np.median(ends, axis=0, keepdims=True), axis=1)
     late = np.full(len(ok), np.nan)
     late_each = np.empty((len(ok), 0))
     aligned = np.empty((len(ok), 0))
@@ -99,23 +141,10 @@ def cross_rank(ranks: list[RankSummary]) -> CrossRank:
         aligned = starts - offsets[:, None]
         late_each = aligned - leave_one_out_median(aligned)
         late = np.median(late_each, axis=1)
-    step_late = _step_start_lateness(ok, offsets)
-
-    timings = [RankTiming(
-        rank=int(r.rank),  # type: ignore[arg-type]
-        step_ms=_ms(step_ms[r.rank]),
-        exposed_ms=_ms(exposed_ms[r.rank]),
-        late_ms=_ms(late[i]) if np.isfinite(late[i]) else None,
-        step_start_late_ms=_ms(step_late[i]) if np.isfinite(step_late[i]) else None,
-        clock_offset_ms=float(offsets[i]) / 1e6,
-    ) for i, r in enumerate(ok)]
-    result = CrossRank(timings, len(keys), _ms(median_step))
-    result.findings = _findings(ok, result, keys, aligned, late_each, keys_are_calls)
-    return result
+    return _Matched(keys, aligned, late_each, keys_are_calls), late
 
 
-def _findings(ok: list[RankSummary], result: CrossRank, keys: list[tuple[int | None, str, int]],
-              aligned: np.ndarray, late_each: np.ndarray, keys_are_calls: bool) -> list[Finding]:
+def _findings(ok: list[RankSummary], result: CrossRank, m: _Matched) -> list[Finding]:
     if len(ok) < 2 or result.median_step_ms is None:
         return []
     findings = []
@@ -123,38 +152,66 @@ def _findings(ok: list[RankSummary], result: CrossRank, keys: list[tuple[int | N
     others_step = _others_median([t.step_ms for t in result.timings])
     peer_waits = _others_median([t.exposed_ms for t in result.timings])
     for i, t in enumerate(result.timings):
-        by_lateness = (len(keys) >= rule.MIN_MATCHED_COLLECTIVES and t.late_ms is not None
-                       and t.late_ms >= max(rule.LATE_MIN_MS, rule.LATE_MIN_SHARE_OF_STEP * result.median_step_ms))
-        by_step = bool(len(keys) < rule.MIN_MATCHED_COLLECTIVES and t.step_ms is not None
-                       and np.isfinite(others_step[i]) and t.step_ms >= rule.STEP_SLOWER_RATIO * others_step[i])
-        peer_wait = float(peer_waits[i]) if np.isfinite(peer_waits[i]) else None
-        if by_lateness and peer_wait is not None and t.exposed_ms is not None:
-            # the others must actually wait for it: a rank late by noise makes no one wait
-            by_lateness = peer_wait - t.exposed_ms >= rule.PEER_WAIT_MIN_SHARE_OF_LATENESS * t.late_ms
-        if not (by_lateness or by_step):
-            continue
-        others = float(others_step[i]) if np.isfinite(others_step[i]) else None
-        if by_lateness:
-            wait_ns = _per_step_wait(keys, late_each[i])
-            for j in range(len(ok)):  # what each other rank waits for this one, out of its exposure
-                if j != i:
-                    waited = _per_step_wait(keys, aligned[i] - aligned[j]) / 1000.0
-                    if waited > result.waits.get(result.timings[j].rank, (t.rank, 0.0))[1]:
-                        result.waits[result.timings[j].rank] = (t.rank, waited)
-            evidence = _late_calls(ok[i], t.rank, keys, late_each[i], keys_are_calls)
-        else:
-            wait_ns = max(0.0, (t.step_ms or 0.0) - (others or 0.0)) * 1e6
-            evidence = _slow_steps(ok[i], t.rank, others)
-        step_us = (t.step_ms if t.step_ms else result.median_step_ms) * 1000.0
-        record = rule.Straggler(
-            rank=t.rank, world=len(ok), cause=rule.Cause.LATE if by_lateness else rule.Cause.SLOW_STEPS,
-            wait_us=wait_ns / 1000.0, late_us=_us(t.late_ms), step_us=_us(t.step_ms), others_step_us=_us(others),
-            median_step_us=_us(result.median_step_ms), own_exposed_us=_us(t.exposed_ms),
-            peers_exposed_us=_us(peer_wait), matched_collectives=len(keys),
-            extra=_extra_work(ok, i, wait_ns))
-        impact = Impact(wait_ns / 1000.0, min(1.0, wait_ns / 1000.0 / max(step_us, 1e-9)))
-        findings.append(Finding(rule.ID, record, impact, evidence))
+        others, peer_wait = _finite(others_step[i]), _finite(peer_waits[i])
+        by_lateness = _late(t, m, result.median_step_ms, peer_wait)
+        if by_lateness or _slow(t, m, others):
+            findings.append(_finding(ok, result, m, i, by_lateness, others, peer_wait))
     return findings
+
+
+def _late(t: RankTiming, m: _Matched, median_step_ms: float, peer_wait: float | None) -> bool:
+    """Whether the rank comes late enough to the collectives, and the others actually wait for it (a rank late
+    by noise makes no one wait)."""
+    late = (m.enough and t.late_ms is not None
+            and t.late_ms >= max(rule.LATE_MIN_MS, rule.LATE_MIN_SHARE_OF_STEP * median_step_ms))
+    if late and peer_wait is not None and t.exposed_ms is not None:
+        assert t.late_ms is not None
+        return peer_wait - t.exposed_ms >= rule.PEER_WAIT_MIN_SHARE_OF_LATENESS * t.late_ms
+    return late
+
+
+def _slow(t: RankTiming, m: _Matched, others: float | None) -> bool:
+    """Whether the rank's steps are slower than the others' (where too few collectives match to time them)."""
+    return bool(not m.enough and t.step_ms is not None and others is not None
+                and t.step_ms >= rule.STEP_SLOWER_RATIO * others)
+
+
+def _finding(ok: list[RankSummary], result: CrossRank, m: _Matched, i: int, by_lateness: bool,
+             others: float | None, peer_wait: float | None) -> Finding:
+    """Rank i as the straggler: late at the collectives (by_lateness) or slower in its steps."""
+    t = result.timings[i]
+    assert result.median_step_ms is not None
+    if by_lateness:
+        wait_ns = _per_step_wait(m.keys, m.late_each[i])
+        _fold_peer_waits(result, m, i)
+        evidence = _late_calls(ok[i], t.rank, m.keys, m.late_each[i], m.keys_are_calls)
+    else:
+        wait_ns = max(0.0, (t.step_ms or 0.0) - (others or 0.0)) * 1e6
+        evidence = _slow_steps(ok[i], t.rank, others)
+    step_us = (t.step_ms if t.step_ms else result.median_step_ms) * 1000.0
+    record = rule.Straggler(
+        rank=t.rank, world=len(ok), cause=rule.Cause.LATE if by_lateness else rule.Cause.SLOW_STEPS,
+        wait_us=wait_ns / 1000.0, late_us=_us(t.late_ms), step_us=_us(t.step_ms), others_step_us=_us(others),
+        median_step_us=_us(result.median_step_ms), own_exposed_us=_us(t.exposed_ms),
+        peers_exposed_us=_us(peer_wait), matched_collectives=len(m.keys),
+        extra=_extra_work(ok, i, wait_ns))
+    impact = Impact(wait_ns / 1000.0, min(1.0, wait_ns / 1000.0 / max(step_us, 1e-9)))
+    return Finding(rule.ID, record, impact, evidence)
+
+
+def _fold_peer_waits(result: CrossRank, m: _Matched, i: int) -> None:
+    """What each other rank waits for rank i, per step (µs), kept where it is the longest wait it has: taken
+    out of its exposed communication."""
+    t = result.timings[i]
+    for j in range(len(result.timings)):
+        if j != i:
+            waited = _per_step_wait(m.keys, m.aligned[i] - m.aligned[j]) / 1000.0
+            if waited > result.waits.get(result.timings[j].rank, (t.rank, 0.0))[1]:
+                result.waits[result.timings[j].rank] = (t.rank, waited)
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
 
 
 def _per_step_wait(keys: list[tuple[int | None, str, int]], late: np.ndarray) -> float:
@@ -196,6 +253,11 @@ def _extra_work(ok: list[RankSummary], i: int, excess_ns: float) -> rule.ExtraWo
         if excess_ns > 0 and extra >= rule.CAUSE_MIN_SHARE_OF_LATENESS * excess_ns:
             work = rule.ExtraWork(short_name(h.name), h.ns_per_step / 1000.0, theirs / 1000.0, h.device)
             best.append((extra, h.depth, work))
+    return _deepest_of_near_ties(best)
+
+
+def _deepest_of_near_ties(best: list[tuple[float, int, rule.ExtraWork]]) -> rule.ExtraWork | None:
+    """Of (extra ns, depth, work), the deepest among those within NEAR_TIE of the largest extra."""
     if not best:
         return None
     top = max(e for e, _, _ in best)
@@ -275,9 +337,8 @@ def fold_waits(ranks: list[RankSummary], cross: CrossRank) -> None:
         late_rank, wait_us = cross.waits[int(r.rank)]  # type: ignore[arg-type]
         kept = []
         for f in r.findings:
-            if f.rule == exposed.ID:
-                f = exposed.with_late_peer(f, late_rank, wait_us)
-            if f is not None:
-                kept.append(f)
+            g = exposed.with_late_peer(f, late_rank, wait_us) if f.rule == exposed.ID else f
+            if g is not None:
+                kept.append(g)
         kept.sort(key=lambda f: (-f.impact.share, -f.impact.us))
         r.findings = kept

@@ -114,12 +114,20 @@ def localize_finding(finding: T, lang: str) -> T:
 
 
 def localize(analysis: T, lang: str | None) -> T:
-    """A copy of the Analysis whose findings render in `lang`."""
+    """A copy of the Analysis whose findings, and the notices of rules that failed, render in `lang`."""
     lang = check_lang(lang)
     if lang == "en":
         return analysis
     findings = [localize_finding(f, lang) for f in analysis.findings]  # type: ignore[attr-defined]
-    return dataclasses.replace(analysis, findings=findings)  # type: ignore[type-var]
+    return dataclasses.replace(analysis, findings=findings,  # type: ignore[type-var]
+                               notices=localize_notices(analysis, lang))
+
+
+def localize_notices(analysis: Any, lang: str) -> list[str]:
+    """The analysis's notices with those of its typed failures (pista.isolation.RuleFailed) written in `lang`;
+    the others are pista's English."""
+    said = {note_text(f, "en"): note_text(f, lang) for f in getattr(analysis, "failures", ())}
+    return [said.get(n, n) for n in analysis.notices]
 
 
 def rule_title(rule_id: str, lang: str) -> str:
@@ -129,10 +137,10 @@ def rule_title(rule_id: str, lang: str) -> str:
 
 def rule_severity_exception(rule_id: str, lang: str) -> str | None:
     """The language's wording of a rule's SEVERITY_EXCEPTION, None where it has none."""
-    mod = rule_module(rule_id, lang)
-    return str(mod.SEVERITY_EXCEPTION) if mod is not None and getattr(mod, "SEVERITY_EXCEPTION", "") else None
+    text = getattr(rule_module(rule_id, lang), "SEVERITY_EXCEPTION", None)
+    return str(text) if text else None
 
 
 def rule_docs(rule_id: str, lang: str) -> str | None:
-    mod = rule_module(rule_id, lang)
-    return str(mod.DOCS).strip() if mod is not None and getattr(mod, "DOCS", "") else None
+    text = getattr(rule_module(rule_id, lang), "DOCS", None)
+    return str(text).strip() if text else None

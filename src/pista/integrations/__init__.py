@@ -149,8 +149,8 @@ class StepProfiler:
             warnings.warn(f"pista: {why} before profiled step {self.start_step} completed: nothing was "
                           "recorded", PistaWarning, stacklevel=4)
             return
+        from pista.analysis import analyze
         from pista.cli.common import write_output
-        from pista.findings import analyze
         from pista.render import json as json_render
         from pista.render import terminal
 

@@ -27,8 +27,9 @@ from typing import Any, BinaryIO, Literal
 import msgspec
 import numpy as np
 
+from pista.analysis import Analysis
 from pista.errors import BadTrace
-from pista.findings import Analysis, Finding
+from pista.finding import Finding
 from pista.trace.load import _repair, _text_encoding
 from pista.trace.model import Trace
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from pista.analysis import Analysis
 from pista.cycles import CycleChange, CyclesAnalysis
-from pista.findings import Analysis
 from pista.i18n._fmt import pct, short_figures, t
 from pista.render import layout
 from pista.render.controls import TextBuffer, sanitize_json

@@ -58,6 +58,22 @@ def render(d: Diff) -> str:
 
 def _render(d: Diff) -> str:
     e = html.escape
+    head = ('<table class="kavg"><thead><tr><th></th><th class="num">A</th><th class="num">B</th>'
+            '<th class="num">change</th></tr></thead><tbody>'
+            + "".join(f"<tr><td>{e(k)}</td><td class='num'>{e(a)}</td><td class='num'>{e(b)}</td>"
+                      f"<td class='num'>{e(c)}</td></tr>" for k, a, b, c in _totals(d)) + "</tbody></table>")
+    sections = [_section(d, kind, status) for kind in KINDS for status in ("appeared", "vanished", "changed")]
+    title = f"pista diff: {d.a.source} vs {d.b.source}"
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>'
+            f"<style>{_asset('report.css')}{_STYLE}</style></head><body><header class='top'><div class='brand'>pista</div>"
+            f"<h1>diff</h1></header><main><section class='card'><p>A: <code>{e(d.a.source)}</code><br>"
+            f"B: <code>{e(d.b.source)}</code></p><p class='mode'>Compared {e(d.note)}</p>{head}</section>"
+            f"<section id='findings'>{_findings(d)}</section>"
+            + "".join(sections) + "</main></body></html>\n")
+
+
+def _totals(d: Diff) -> list[tuple[str, str, str, str]]:
+    """(label, A, B, change) of the totals table."""
     cpu_label, cuda_label = total_labels(d)
     totals = [(cpu_label, format_time(d.a.self_cpu_total_us), format_time(d.b.self_cpu_total_us),
                change(d.a.self_cpu_total_us, d.b.self_cpu_total_us)),
@@ -68,37 +84,37 @@ def _render(d: Diff) -> str:
     if d.a.step_avg_us is not None or d.b.step_avg_us is not None:
         totals.append(("Step time (mean)", step_avg(d.a), step_avg(d.b), ""))
     totals.append(("Verdict", d.a.verdict, d.b.verdict, "" if d.a.verdict == d.b.verdict else "changed"))
-    head = ('<table class="kavg"><thead><tr><th></th><th class="num">A</th><th class="num">B</th>'
-            '<th class="num">change</th></tr></thead><tbody>'
-            + "".join(f"<tr><td>{e(k)}</td><td class='num'>{e(a)}</td><td class='num'>{e(b)}</td>"
-                      f"<td class='num'>{e(c)}</td></tr>" for k, a, b, c in totals) + "</tbody></table>")
-    sections = []
-    for kind in KINDS:
-        for status in ("appeared", "vanished", "changed"):
-            rows = d.select(kind, status)
-            if rows:
-                sections.append(f'<section class="card"><h2>{e(KIND_LABEL[kind])} {e(STATUS_LABEL[status])}: '
-                                f"{len(rows)}</h2>{_rows(rows, calls_label(d))}</section>")
+    return totals
 
-    def finding_list(items: list[dict[str, str]], mark: str) -> str:
-        return "".join(f'<article class="finding sev-{e(f["severity"])}"><header><span class="sev">{mark} '
-                       f'{e(f["severity"])}</span> <code class="rule">{e(f["rule"])}</code><h3>{e(f["title"])}</h3>'
-                       f'</header><p class="message">{e(d.short_messages.get(f["rule"], f["message"]))}</p></article>' for f in items)
 
+def _section(d: Diff, kind: str, status: str) -> str:
+    """The rows of one kind that appeared, vanished or changed ("" for none)."""
+    e = html.escape
+    rows = d.select(kind, status)
+    if not rows:
+        return ""
+    return (f'<section class="card"><h2>{e(KIND_LABEL[kind])} {e(STATUS_LABEL[status])}: '
+            f"{len(rows)}</h2>{_rows(rows, calls_label(d))}</section>")
+
+
+def _findings(d: Diff) -> str:
     findings = ""
     if d.findings_gained:
-        findings += "<h2>Findings gained (in B)</h2>" + finding_list(d.findings_gained, "+")
+        findings += "<h2>Findings gained (in B)</h2>" + _finding_list(d, d.findings_gained, "+")
     if d.findings_lost:
-        findings += "<h2>Findings lost (only in A)</h2>" + finding_list(d.findings_lost, "-")
+        findings += "<h2>Findings lost (only in A)</h2>" + _finding_list(d, d.findings_lost, "-")
     if d.findings_kept:
-        findings += "<p class='hint'>In both: " + e(", ".join(d.findings_kept)) + "</p>"
-    title = f"pista diff: {d.a.source} vs {d.b.source}"
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>'
-            f"<style>{_asset('report.css')}{_STYLE}</style></head><body><header class='top'><div class='brand'>pista</div>"
-            f"<h1>diff</h1></header><main><section class='card'><p>A: <code>{e(d.a.source)}</code><br>"
-            f"B: <code>{e(d.b.source)}</code></p><p class='mode'>Compared {e(d.note)}</p>{head}</section>"
-            f"<section id='findings'>{findings}</section>"
-            + "".join(sections) + "</main></body></html>\n")
+        findings += "<p class='hint'>In both: " + html.escape(", ".join(d.findings_kept)) + "</p>"
+    return findings
+
+
+def _finding_list(d: Diff, items: list[dict[str, str]], mark: str) -> str:
+    e = html.escape
+    return "".join(f'<article class="finding sev-{e(f["severity"])}"><header><span class="sev">{mark} '
+                   f'{e(f["severity"])}</span> <code class="rule">{e(f["rule"])}</code><h3>{e(f["title"])}</h3>'
+                   f'</header><p class="message">{e(d.short_messages.get(f["rule"], f["message"]))}</p></article>'
+                   for f in items)
+
 
 _STYLE = """
 table.diff { table-layout: fixed; } .up { color: #c62828; } .down { color: #2e7d32; }

@@ -70,43 +70,60 @@ def render_text(d: Diff) -> str:
         return _render_text(d)
 
 
+# the label column of the totals
+WIDTH = 24
+STATUS_LABEL = (("appeared", "appeared (only in B)"), ("vanished", "vanished (only in A)"), ("changed", "changed"))
+
+
 def _render_text(d: Diff) -> str:
     lines = [f"pista diff\n  A: {sanitize_line(d.a.source)}\n  B: {sanitize_line(d.b.source)}", f"  Compared {d.note}", ""]
-    w = 24
+    lines += _totals_lines(d)
+    for kind in KINDS:
+        for status, label in STATUS_LABEL:
+            lines += _rows_lines(d, kind, status, label)
+    lines.append("")
+    lines += _findings_lines(d)
+    return sanitize("\n".join(lines) + "\n")
+
+
+def _totals_lines(d: Diff) -> list[str]:
+    w = WIDTH
     cpu_label, cuda_label = total_labels(d)
-    lines.append(f"{'':{w}}{'A':>16}{'B':>16}{'change':>10}")
-    lines.append(f"{cpu_label:{w}}{format_time(d.a.self_cpu_total_us):>16}{format_time(d.b.self_cpu_total_us):>16}"
-                 f"{change(d.a.self_cpu_total_us, d.b.self_cpu_total_us):>10}")
-    lines.append(f"{cuda_label:{w}}{format_time(d.a.self_device_total_us):>16}"
-                 f"{format_time(d.b.self_device_total_us):>16}"
-                 f"{change(d.a.self_device_total_us, d.b.self_device_total_us):>10}")
-    for label, a, b in outside_rows(d):
-        lines.append(f"{label:{w}}{format_time(a):>16}{format_time(b):>16}{change(a, b):>10}")
+    lines = [f"{'':{w}}{'A':>16}{'B':>16}{'change':>10}"]
+    totals = [(cpu_label, d.a.self_cpu_total_us, d.b.self_cpu_total_us),
+              (cuda_label, d.a.self_device_total_us, d.b.self_device_total_us), *outside_rows(d)]
+    lines += [f"{label:{w}}{format_time(a):>16}{format_time(b):>16}{change(a, b):>10}" for label, a, b in totals]
     lines.append(f"{'GPU busy':{w}}{busy(d.a):>16}{busy(d.b):>16}")
     lines.append(f"{'steps':{w}}{d.a.steps:>16}{d.b.steps:>16}")
     if d.a.step_avg_us is not None or d.b.step_avg_us is not None:
         lines.append(f"{'step time (mean)':{w}}{step_avg(d.a):>16}{step_avg(d.b):>16}")
     verdict = d.a.verdict if d.a.verdict == d.b.verdict else f"{d.a.verdict} -> {d.b.verdict}"
     lines.append(f"{'verdict':{w}}{verdict:>32}")
+    return lines
+
+
+def _rows_lines(d: Diff, kind: str, status: str, label: str) -> list[str]:
+    """The rows of one kind that appeared, vanished or changed, the first MAX_ROWS of them."""
+    rows = d.select(kind, status)
+    if not rows:
+        return []
     unit = calls_label(d)
-    for kind in KINDS:
-        for status, label in (("appeared", "appeared (only in B)"), ("vanished", "vanished (only in A)"),
-                              ("changed", "changed")):
-            rows = d.select(kind, status)
-            if not rows:
-                continue
-            lines += ["", f"{KIND_LABEL[kind]} {label}: {len(rows)}"]
-            for r in rows[:MAX_ROWS]:
-                if status == "changed":
-                    lines.append(f"  ~ {sanitize_line(r.name[:80])}\n      A: {_side(r, 'a', unit)}\n"
-                                 f"      B: {_side(r, 'b', unit)}")
-                else:
-                    mark = "+" if status == "appeared" else "-"
-                    lines.append(f"  {mark} {sanitize_line(r.name[:80])}  "
-                                 f"({_side(r, 'b' if status == 'appeared' else 'a', unit)})")
-            if len(rows) > MAX_ROWS:
-                lines.append(f"  ... {len(rows) - MAX_ROWS} more")
-    lines.append("")
+    lines = ["", f"{KIND_LABEL[kind]} {label}: {len(rows)}"]
+    lines += [_row_line(r, status, unit) for r in rows[:MAX_ROWS]]
+    if len(rows) > MAX_ROWS:
+        lines.append(f"  ... {len(rows) - MAX_ROWS} more")
+    return lines
+
+
+def _row_line(r: RowDiff, status: str, unit: str) -> str:
+    if status == "changed":
+        return f"  ~ {sanitize_line(r.name[:80])}\n      A: {_side(r, 'a', unit)}\n      B: {_side(r, 'b', unit)}"
+    mark = "+" if status == "appeared" else "-"
+    return f"  {mark} {sanitize_line(r.name[:80])}  ({_side(r, 'b' if status == 'appeared' else 'a', unit)})"
+
+
+def _findings_lines(d: Diff) -> list[str]:
+    lines = []
     if d.findings_gained:
         lines.append("Findings gained (in B):")
         lines += [f"  + {f['severity']:8s} {f['rule']}: {sanitize_line(f['title'])}" for f in d.findings_gained]
@@ -117,7 +134,7 @@ def _render_text(d: Diff) -> str:
         lines.append("Findings in both: " + ", ".join(d.findings_kept))
     if not (d.findings_gained or d.findings_lost or d.findings_kept):
         lines.append("No findings in either trace.")
-    return sanitize("\n".join(lines) + "\n")
+    return lines
 
 
 def render_json(d: Diff) -> str:

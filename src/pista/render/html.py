@@ -12,13 +12,15 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from typing import Any
 
 import numpy as np
 
-from pista.findings import Analysis, Finding
+from pista.analysis import Analysis, Summary
+from pista.finding import Finding
 from pista.i18n._fmt import num, pct, short_figures, t
 from pista.trace.facts import Facts
 
@@ -121,11 +123,7 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
 
     timeline = _timeline(facts, origin, lo, hi, intern)
     timeline["findings"] = _pins(analysis.findings, origin, timeline["rows"])
-    timeline["dead"] = [
-        [_ms(e.ts_us * 1000 - origin), _ms(e.ts_us * 1000 + e.dur_us * 1000 - origin)]
-        for f in analysis.findings if f.rule == "dead-window"
-        for e in [e for e in f.evidence if e.name == "dead window"][:1] or f.evidence[:1] if e.dur_us > 0
-    ]
+    timeline["dead"] = _dead_windows(analysis.findings, origin)
     return {
         "names": names,
         "timeline": timeline,
@@ -134,11 +132,38 @@ def report_data(analysis: Analysis) -> dict[str, Any]:
     }
 
 
+def _dead_windows(findings: list[Finding], origin: int) -> list[list[float]]:
+    """[start, end] ms of each dead-window finding's window (its "dead window" evidence, else its first)."""
+    return [
+        [_ms(e.ts_us * 1000 - origin), _ms(e.ts_us * 1000 + e.dur_us * 1000 - origin)]
+        for f in findings if f.rule == "dead-window"
+        for e in [e for e in f.evidence if e.name == "dead window"][:1] or f.evidence[:1] if e.dur_us > 0
+    ]
+
+
 def _ms(ns: float) -> float:
     return round(float(ns) / 1e6, 6)
 
 
 def _timeline(facts: Facts, origin: int, lo: int, hi: int, intern) -> dict[str, Any]:
+    trace = facts.trace
+    rows, groups = _timeline_rows(facts, lo, hi)
+    span = max(hi - lo, 1)
+    gpu_rows = {i for i, r in enumerate(rows) if r["kind"] == "gpu"}
+    fine = _layer(trace, groups, gpu_rows, max(span // PIXELS_ACROSS, 1), MAX_RECTS, origin, intern)
+    overview = _layer(trace, groups, gpu_rows, max(span // OVERVIEW_PIXELS, 1), MAX_OVERVIEW_RECTS, origin, intern)
+    total = sum(int(g[1].size) for g in groups)
+    shown = len(fine["row"])
+    steps = [[s.number, _ms(s.start - origin), _ms(s.end - origin)] for s in facts.steps]
+    return {"rows": rows, "rects": fine, "overview": overview, "overviewSpan": OVERVIEW_ZOOM,
+            "gaps": _gap_bands(facts, rows, origin, lo, hi), "stepBands": steps,
+            "window": [_ms(lo - origin), _ms(hi - origin)], "origin_us": origin / 1000.0,
+            "events": total, "shown": shown, "cap": MAX_RECTS}
+
+
+def _timeline_rows(facts: Facts, lo: int, hi: int) -> tuple[list[dict[str, Any]], list[tuple[int, np.ndarray]]]:
+    """The timeline's rows (a host thread's up to MAX_HOST_DEPTH levels, each stream, ...) and each row's events
+    in the window."""
     trace = facts.trace
     lanes = sorted((lane for lane in facts.lanes if lane.kind in LANE_ORDER),
                    key=lambda lane: (LANE_ORDER[lane.kind], lane.pid, lane.tid))
@@ -153,12 +178,12 @@ def _timeline(facts: Facts, origin: int, lo: int, hi: int, intern) -> dict[str, 
             rows.append({"label": lane.label if d == 0 else "", "lane": lane.label, "kind": lane.kind,
                          "pid": lane.pid, "depth": d})
             groups.append((len(rows) - 1, ev[depth == d]))
-    span = max(hi - lo, 1)
-    gpu_rows = {i for i, r in enumerate(rows) if r["kind"] == "gpu"}
-    fine = _layer(trace, groups, gpu_rows, max(span // PIXELS_ACROSS, 1), MAX_RECTS, origin, intern)
-    overview = _layer(trace, groups, gpu_rows, max(span // OVERVIEW_PIXELS, 1), MAX_OVERVIEW_RECTS, origin, intern)
-    total = sum(int(g[1].size) for g in groups)
-    shown = len(fine["row"])
+    return rows, groups
+
+
+def _gap_bands(facts: Facts, rows: list[dict[str, Any]], origin: int, lo: int, hi: int) -> list[list[Any]]:
+    """Each device's longest idle gaps (at most MAX_GAPS, each at least MIN_GAP_SHARE of the window), as bands
+    over its stream rows: [first row, last row, start ms, end ms]."""
     gaps: list[list[Any]] = []
     for dev, busy in facts.gpu_busy.items():
         idle = busy.gaps(lo, hi)
@@ -169,11 +194,7 @@ def _timeline(facts: Facts, origin: int, lo: int, hi: int, intern) -> dict[str, 
         if gpu_rows:
             gaps += [[min(gpu_rows), max(gpu_rows), _ms(s - origin), _ms(e - origin)]
                      for s, e in zip(idle.start[order].tolist(), idle.end[order].tolist(), strict=True)]
-
-    steps = [[s.number, _ms(s.start - origin), _ms(s.end - origin)] for s in facts.steps]
-    return {"rows": rows, "rects": fine, "overview": overview, "overviewSpan": OVERVIEW_ZOOM, "gaps": gaps, "stepBands": steps,
-            "window": [_ms(lo - origin), _ms(hi - origin)], "origin_us": origin / 1000.0,
-            "events": total, "shown": shown, "cap": MAX_RECTS}
+    return gaps
 
 
 def _fair_cap(sizes: np.ndarray, budget: int) -> int:
@@ -191,31 +212,38 @@ def _layer(trace, groups: list[tuple[int, np.ndarray]], gpu_rows: set[int], min_
            origin: int, intern) -> dict[str, list]:
     """Rectangles for one zoom level: tiny neighbours merged, then each row cut to its share of the
     budget (rows with few rectangles keep them all), keeping a row's longest."""
-    merged = []
-    for row, sel in groups:
-        start, end, name, count = _merge_tiny(trace.ts[sel], trace.ts[sel] + trace.dur[sel], trace.name[sel], min_ns)
-        merged.append((row, start, end, name, count))
-    sizes = np.array([m[1].size for m in merged] or [0])
-    is_gpu = np.array([g[0] in gpu_rows for g in groups] or [False])
-    # GPU streams first (what the GPU did is the point of the picture), up to GPU_SHARE of the budget
-    gpu_caps = _fair_cap(sizes[is_gpu], int(budget * GPU_SHARE))
-    left = budget - int(np.minimum(sizes[is_gpu], gpu_caps).sum())
-    host_caps = _fair_cap(sizes[~is_gpu], left)
+    merged = [(row, *_merge_tiny(trace.ts[sel], trace.ts[sel] + trace.dur[sel], trace.name[sel], min_ns))
+              for row, sel in groups]
+    caps = _caps([m[1].size for m in merged], [g[0] in gpu_rows for g in groups], budget)
     parts = []
-    for k, (row, start, end, name, count) in enumerate(merged):
-        cap = gpu_caps if is_gpu[k] else host_caps
-        keep = np.arange(start.size)
-        if start.size > cap:
-            keep = np.sort(np.argpartition(-(end - start), cap)[:cap])
+    for cap, (row, start, end, name, count) in zip(caps, merged, strict=False):
+        keep = _longest(start, end, cap)
         parts.append((np.full(keep.size, row), start[keep], end[keep], name[keep], count[keep]))
     if not parts:
         return {"row": [], "start": [], "end": [], "name": [], "count": []}
-    row, start, end, name, count = (np.concatenate(c) for c in zip(*parts, strict=True))
-    ids = {int(n): intern(trace.names[int(n)]) for n in np.unique(name)}
+    rows, starts, ends, names, counts = (np.concatenate(c) for c in zip(*parts, strict=True))
+    ids = {int(n): intern(trace.names[int(n)]) for n in np.unique(names)}
     # ms to 0.1 µs: finer than any pixel at any zoom the page allows, and ~4 bytes less per number
-    return {"row": row.tolist(), "start": np.round((start - origin) / 1e6, 4).tolist(),
-            "end": np.round((end - origin) / 1e6, 4).tolist(), "name": [ids[int(n)] for n in name.tolist()],
-            "count": count.tolist()}
+    return {"row": rows.tolist(), "start": np.round((starts - origin) / 1e6, 4).tolist(),
+            "end": np.round((ends - origin) / 1e6, 4).tolist(), "name": [ids[int(n)] for n in names.tolist()],
+            "count": counts.tolist()}
+
+
+def _caps(row_sizes: list[int], gpu: list[bool], budget: int) -> list[int]:
+    """Each row's cap on its rectangles: GPU streams first (what the GPU did is the point of the picture), up to
+    GPU_SHARE of the budget, the host rows the rest."""
+    sizes, is_gpu = np.array(row_sizes or [0]), np.array(gpu or [False])
+    gpu_caps = _fair_cap(sizes[is_gpu], int(budget * GPU_SHARE))
+    left = budget - int(np.minimum(sizes[is_gpu], gpu_caps).sum())
+    host_caps = _fair_cap(sizes[~is_gpu], left)
+    return [gpu_caps if gpu else host_caps for gpu in is_gpu.tolist()]
+
+
+def _longest(start: np.ndarray, end: np.ndarray, cap: int) -> np.ndarray:
+    """The indices of the `cap` longest rectangles, in order (all of them where there are no more)."""
+    if start.size > cap:
+        return np.sort(np.argpartition(-(end - start), cap)[:cap])
+    return np.arange(start.size)
 
 
 def _merge_tiny(start: np.ndarray, end: np.ndarray, name: np.ndarray,
@@ -264,14 +292,9 @@ def _kernel_distributions(analysis: Analysis) -> list[dict[str, Any]]:
     ids, inverse = np.unique(trace.name[idx], return_inverse=True)
     calls = np.bincount(inverse)
     totals = np.bincount(inverse, weights=trace.dur[idx])
-    name_id = {name: i for i, name in enumerate(trace.names)}
-    flagged = {name_id[n] for f in analysis.findings if f.rule == "kernel-variability"
-               for n in [f.metrics.get("name"), *(e.name for e in f.evidence)] if n in name_id}
-    candidates = [k for k in np.argsort(-totals, kind="stable").tolist() if calls[k] >= 2]
-    chosen = [k for k in candidates if int(ids[k]) in flagged]
-    chosen += [k for k in candidates if k not in chosen][: max(MAX_KERNELS - len(chosen), 0)]
+    flagged = _flagged_kernels(analysis)
     out = []
-    for k in chosen:
+    for k in _chosen_kernels(ids, calls, totals, flagged):
         d = trace.dur[idx[inverse == k]] / 1000.0
         q = np.quantile(d, [0.0, 0.25, 0.5, 0.75, 1.0])
         out.append({"name": trace.names[int(ids[k])], "calls": int(calls[k]),
@@ -279,6 +302,22 @@ def _kernel_distributions(analysis: Analysis) -> list[dict[str, Any]]:
                     "mean": float(d.mean()), "cv": float(d.std() / d.mean()) if d.mean() else 0.0,
                     "flagged": int(ids[k]) in flagged})
     return out
+
+
+def _chosen_kernels(ids: np.ndarray, calls: np.ndarray, totals: np.ndarray, flagged: set[int]) -> list[int]:
+    """The kernels (indices into ids) with two calls or more to draw: those flagged, then the most time, up to
+    MAX_KERNELS."""
+    candidates = [k for k in np.argsort(-totals, kind="stable").tolist() if calls[k] >= 2]
+    chosen = [k for k in candidates if int(ids[k]) in flagged]
+    return chosen + [k for k in candidates if k not in chosen][: max(MAX_KERNELS - len(chosen), 0)]
+
+
+def _flagged_kernels(analysis: Analysis) -> set[int]:
+    """The name ids of the kernels kernel-variability names (its record's and its evidence's)."""
+    trace = analysis.facts.trace
+    name_id = {name: i for i, name in enumerate(trace.names)}
+    return {name_id[n] for f in analysis.findings if f.rule == "kernel-variability"
+            for n in [f.metrics.get("name"), *(e.name for e in f.evidence)] if n in name_id}
 
 
 def _step_widths(analysis: Analysis) -> list[dict[str, Any]]:
@@ -301,9 +340,22 @@ def _header(analysis: Analysis, labels: dict[str, str], lang: str = "en") -> str
         return labels.get(key, key)
 
     s = analysis.summary
-    busy = "n/a" if s.gpu_busy_share is None else pct(s.gpu_busy_share)
     counts = {sev: sum(f.severity.value == sev for f in analysis.findings) for sev in ("critical", "warning", "info")}
-    stats = [
+    stat_html = "".join(f'<div class="stat"><span class="k">{html.escape(k)}</span>'
+                        f'<span class="v">{html.escape(v)}</span></div>' for k, v in _stats(s, w))
+    chips = "".join(f'<span class="chip sev-{sev}">{n} {html.escape(w(sev))}</span>' for sev, n in counts.items() if n)
+    notices = "".join(f'<p class="notice">{html.escape(w("notice"))}: {html.escape(n)}</p>' for n in analysis.notices)
+    bars = _memory_chart(analysis, labels) + _stacked(w("GPU time per step"), s.gpu_time_by_purpose, labels) + "".join(
+        _stacked(w("Host time per step") + ", " + lane_label(lane, lang), regions, labels)
+        for lane, regions in s.host_time_by_region.items())
+    return (f'<div class="verdict v-{html.escape(s.verdict)}">{html.escape(s.verdict)}</div>'
+            f'<div class="stats">{stat_html}</div>{notices}{_start_here(analysis, labels)}{bars}'
+            f'<div class="chips">{chips}</div>')
+
+
+def _stats(s: Summary, w: Callable[[str], str]) -> list[tuple[str, str]]:
+    busy = "n/a" if s.gpu_busy_share is None else pct(s.gpu_busy_share)
+    return [
         ("Self CPU total", t(s.self_cpu_total_us)),
         ("Self CUDA total", t(s.self_device_total_us)),
         (w("GPU busy"), f"{busy} {w('of')} {t(s.window_us)}"),
@@ -311,20 +363,15 @@ def _header(analysis: Analysis, labels: dict[str, str], lang: str = "en") -> str
         (w("Events"), f"{s.events:,}"),
         (w("Device"), ", ".join(s.devices) or w("none recorded")),
     ]
-    stat_html = "".join(f'<div class="stat"><span class="k">{html.escape(k)}</span>'
-                        f'<span class="v">{html.escape(v)}</span></div>' for k, v in stats)
-    chips = "".join(f'<span class="chip sev-{sev}">{n} {html.escape(w(sev))}</span>' for sev, n in counts.items() if n)
-    notices = "".join(f'<p class="notice">{html.escape(w("notice"))}: {html.escape(n)}</p>' for n in analysis.notices)
+
+
+def _start_here(analysis: Analysis, labels: dict[str, str]) -> str:
     top = analysis.top_fix
-    start = ("" if top is None else
-             f'<p class="top-fix"><b>{html.escape(w("Start here"))}:</b> {html.escape(top.fix_here)} '
-             f'<span class="impact">({html.escape(top.rule)}, {html.escape(_impact(top, labels))})</span></p>')
-    bars = _memory_chart(analysis, labels) + _stacked(w("GPU time per step"), s.gpu_time_by_purpose, labels) + "".join(
-        _stacked(w("Host time per step") + ", " + lane_label(lane, lang), regions, labels)
-        for lane, regions in s.host_time_by_region.items())
-    return (f'<div class="verdict v-{html.escape(s.verdict)}">{html.escape(s.verdict)}</div>'
-            f'<div class="stats">{stat_html}</div>{notices}{start}{bars}'
-            f'<div class="chips">{chips}</div>')
+    if top is None:
+        return ""
+    return (f'<p class="top-fix"><b>{html.escape(labels.get("Start here", "Start here"))}:</b> '
+            f'{html.escape(top.fix_here)} '
+            f'<span class="impact">({html.escape(top.rule)}, {html.escape(_impact(top, labels))})</span></p>')
 
 
 MEMORY_CHART_POINTS = 600  # points per device line: enough for a step's shape, small on big traces

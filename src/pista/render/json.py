@@ -6,7 +6,7 @@ import json as _json
 import math
 from typing import Any
 
-from pista.findings import Analysis
+from pista.analysis import Analysis
 from pista.render.controls import sanitize_json
 
 

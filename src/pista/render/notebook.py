@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import re
 
-from pista.findings import Analysis
+from pista.analysis import Analysis
 
 # The element every rule of the report's stylesheet is scoped to: the notebook's own page keeps its look.
 SCOPE = "pista-nb"

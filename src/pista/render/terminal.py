@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
-from pista.findings import Analysis, Evidence, Finding
+from pista.analysis import Analysis
+from pista.finding import Evidence, Finding
 from pista.i18n._fmt import pct, t
 from pista.render import layout
 from pista.render.controls import TextBuffer, sanitize, sanitize_line
 from pista.table import render_text
+
+if TYPE_CHECKING:
+    from pista.efficiency import KernelRow
 
 
 def safe_markup(text: object) -> str:
@@ -48,23 +53,14 @@ def _render(analysis: Analysis, color: bool, width: int | None, show_table: bool
 
     out = TextBuffer()  # rich draws ASCII boxes for an ASCII stdout
     console = layout.console(out, color, width)
-    s = analysis.summary
-    busy = "n/a" if s.gpu_busy_share is None else pct(s.gpu_busy_share)
-    layout.header(console, f"pista: {safe_markup(analysis.source)}",
-                  f"[{VERDICT_STYLE.get(s.verdict, 'bold')}]{s.verdict}[/]\n"
-                  f"Self CPU total {t(s.self_cpu_total_us)}   Self CUDA total {t(s.self_device_total_us)}   "
-                  f"{w('GPU busy')} {busy} {w('of')} {t(s.window_us)}   {w('steps')} {s.steps}", width)
+    _summary_box(console, analysis, w, width)
     # what changes how to read all the rest (a contended CPU, a window of one-time costs), then the first
     # thing to fix (REVIEW.md), then where the time goes
     for notice in analysis.notices:
         console.print(f"[dim]{w('notice')}: {safe_markup(notice)}[/]")
     if analysis.notices:
         console.print()
-    top = analysis.top_fix
-    if top is not None:
-        impact = impact_text(top, lang) if verbose else brief_impact(top, lang)
-        console.print(f"[bold green]{w('Start here')}:[/] {safe_markup(top.fix_here)} [dim]({safe_markup(top.rule)}, "
-                      f"{impact})[/]\n")
+    _start_here(console, analysis, lang, verbose)
     _where_time_goes(console, analysis, lang)
     if not analysis.findings:
         console.print(word("No findings.", lang))
@@ -73,14 +69,38 @@ def _render(analysis: Analysis, color: bool, width: int | None, show_table: bool
     for finding in analysis.findings:
         cut = (_finding if verbose else _brief_finding)(console, finding, origin_us, lang) or cut
     if show_table:
-        console.print()
-        sort_by = "cuda_time_total" if analysis.facts.has_gpu else "cpu_time_total"
-        # the table's own lines (each name in it already sanitized for one line, and cut), as torch prints it
-        console.print(escape(sanitize(render_text(analysis.table, sort_by, row_limit,
-                                                  has_device=analysis.facts.has_gpu))), soft_wrap=True, end="")
+        _table(console, analysis, row_limit)
     elif cut or analysis.findings:
         console.print(f"\n[dim]{safe_markup(_more_hint(analysis.source, cut, lang))}[/]")
     return out.getvalue()
+
+
+def _summary_box(console: Console, analysis: Analysis, w: Callable[[str], str], width: int | None) -> None:
+    s = analysis.summary
+    busy = "n/a" if s.gpu_busy_share is None else pct(s.gpu_busy_share)
+    layout.header(console, f"pista: {safe_markup(analysis.source)}",
+                  f"[{VERDICT_STYLE.get(s.verdict, 'bold')}]{s.verdict}[/]\n"
+                  f"Self CPU total {t(s.self_cpu_total_us)}   Self CUDA total {t(s.self_device_total_us)}   "
+                  f"{w('GPU busy')} {busy} {w('of')} {t(s.window_us)}   {w('steps')} {s.steps}", width)
+
+
+def _start_here(console: Console, analysis: Analysis, lang: str, verbose: bool) -> None:
+    """The top fix's line, where there is one."""
+    from pista.i18n import word
+
+    top = analysis.top_fix
+    if top is not None:
+        impact = impact_text(top, lang) if verbose else brief_impact(top, lang)
+        console.print(f"[bold green]{word('Start here', lang)}:[/] {safe_markup(top.fix_here)} "
+                      f"[dim]({safe_markup(top.rule)}, {impact})[/]\n")
+
+
+def _table(console: Console, analysis: Analysis, row_limit: int) -> None:
+    console.print()
+    sort_by = "cuda_time_total" if analysis.facts.has_gpu else "cpu_time_total"
+    # the table's own lines (each name in it already sanitized for one line, and cut), as torch prints it
+    console.print(escape(sanitize(render_text(analysis.table, sort_by, row_limit,
+                                              has_device=analysis.facts.has_gpu))), soft_wrap=True, end="")
 
 
 def _where_time_goes(console: Console, analysis: Analysis, lang: str) -> None:
@@ -143,28 +163,35 @@ def kernel_line(analysis: Analysis, lang: str = "en") -> str:
     from pista.efficiency import kernel_rows
     from pista.i18n import word
 
-    parts = []
     rows = kernel_rows(analysis.facts, TOP_KERNELS)
     total = sum(k.total_us for k in rows) or 1.0
     steps = max(1, len(analysis.facts.steps))
     rows = [k for k in rows if k.total_us >= PURPOSE_LINE_MIN_SHARE * total and k.purpose != "memset"]
     # kernels whose short names collide (template instances of multi_tensor_apply_kernel) say their op
     short = Counter(kernel_short_name(k.name) for k in rows)
+    parts = []
     for k in rows:
         name = kernel_short_name(k.name)
         if short[name] > 1 and k.op:
             name += f" ({word('from', lang)} {k.op})"
-        rate = ""
-        if k.mean_us >= RATE_MIN_MEAN_US:
-            if k.bound == "compute" and k.tflops:
-                rate = f"{k.tflops:.0f} TFLOP/s" if k.tflops >= 10 else f"{k.tflops:.2f} TFLOP/s"
-            elif k.tbps:
-                rate = f"{k.tbps:.2f} TB/s" if k.tbps >= 0.1 else f"{k.tbps * 1000:.1f} GB/s"
-            if rate and k.peak_share:
-                rate += f", {100 * k.peak_share:.0f}% {word('of peak', lang)}"
-        parts.append(f"{name} {word(k.purpose, lang)} {t(k.total_us / steps)}"
-                     + (f" ({rate})" if rate else ""))
+        parts.append(f"{name} {word(k.purpose, lang)} {t(k.total_us / steps)}{_rate(k, lang)}")
     return "; ".join(parts)
+
+
+def _rate(k: KernelRow, lang: str) -> str:
+    """How a kernel runs against the card (' (803 TFLOP/s, 81% of peak)'); "" for a launch-sized one or no rate."""
+    from pista.i18n import word
+
+    if k.mean_us < RATE_MIN_MEAN_US:
+        return ""
+    rate = ""
+    if k.bound == "compute" and k.tflops:
+        rate = f"{k.tflops:.0f} TFLOP/s" if k.tflops >= 10 else f"{k.tflops:.2f} TFLOP/s"
+    elif k.tbps:
+        rate = f"{k.tbps:.2f} TB/s" if k.tbps >= 0.1 else f"{k.tbps * 1000:.1f} GB/s"
+    if rate and k.peak_share:
+        rate += f", {100 * k.peak_share:.0f}% {word('of peak', lang)}"
+    return f" ({rate})" if rate else ""
 
 
 def kernel_short_name(name: str, limit: int = 48) -> str:

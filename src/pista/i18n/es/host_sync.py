@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pista.findings import WARNING_SHARE
 from pista.i18n._fmt import t
+from pista.policy import WARNING_SHARE
 from pista.rules.host_sync import Blocked, HostSync, SyncedVia, SyncingOp
 
 TITLE = "Operaciones dentro del paso sincronizan el host con la GPU"
