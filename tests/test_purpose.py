@@ -83,3 +83,20 @@ def test_inductor_s_lone_casts_are_casts(analysis_of):
     casts = [k for k in raw.in_steps(name, raw.complete(name, "kernel"))
              if k["name"].startswith("triton_poi_fused__to_copy_")]
     assert by["cast"] >= sum(float(k["dur"]) for k in casts) / len(raw.steps(name)) > 0
+
+
+def test_a_collective_inside_the_optimizer_step_is_communication():
+    """HTA's hta_sampled_rank0: Shampoo's step all-gathers (nccl kernels launched under Optimizer.step): that
+    GPU time is communication, exposed-communication's, not the update's."""
+    import numpy as np
+    from conftest import fixture
+
+    from pista.purpose import CODE, classify
+    from pista.trace.facts import derive
+    from pista.trace.load import load_trace
+
+    facts = derive(load_trace(fixture("foreign/hta_sampled_rank0")))
+    trace = facts.trace
+    nccl = np.array([bool(facts.is_device_work[i]) and "ncclKernel" in trace.event_name(i) for i in range(len(trace))])
+    assert nccl.sum() > 0
+    assert (classify(facts)[nccl] == CODE["communication"]).all()

@@ -4,10 +4,14 @@ the run folder: trace.json.gz, table.txt, analysis.json, run.json.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
+import signal
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,14 +134,38 @@ def capture(config: RunConfig, progress: bool | None = None) -> RunResult:
             sch = session.schedule
             bar.start(f"profiling {steps} steps (wait {sch['wait']}, warmup {sch['warmup']}, "
                       f"active {sch['active']} x {sch['repeat']})", steps)
-            with session:
+            with session, _sigint_between_steps() as interrupted:
                 for _ in range(steps):
                     workload.step()
                     session.step()
                     bar.advance()
+                    if interrupted():
+                        raise KeyboardInterrupt
         except KeyboardInterrupt:
             result.interrupted, result.interrupted_in = True, phase
     return result
+
+
+@contextlib.contextmanager
+def _sigint_between_steps() -> Iterator[Callable[[], bool]]:
+    """Ctrl-C while profiling is taken at the next step boundary: raised inside torch's record_function
+    callbacks, a KeyboardInterrupt failed torch's own assertion ("Expected record to be set") and the process
+    died of SIGSEGV at exit, now and then, with nothing saved. A second Ctrl-C interrupts at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    pending = []
+
+    def handler(signum: int, frame: Any) -> None:
+        if pending:
+            raise KeyboardInterrupt
+        pending.append(signum)
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield lambda: bool(pending)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def finish(result: RunResult) -> Any:
