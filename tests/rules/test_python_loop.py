@@ -3,6 +3,8 @@ traces whose repeated ops are a model's layers, a loader's collate or an optimiz
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import raw
 
@@ -105,3 +107,17 @@ def test_few_repeats_without_a_model_op_are_not_an_ensemble(analysis_of, name):
     name = name if "/" in name else SAVINGS + name
     f = _finding(analysis_of, name)
     assert f is None or f.record.kind != "model"
+
+
+def test_a_layers_own_slice_repeated_is_not_a_loop_per_sample(analysis_of):
+    """TraceLens' TimeSformer: each of the 12 encoder layers starts by slicing the same [1, 25089, 768] tensor
+    the same way (x[:, 0:]); a per-sample loop's index counts (select(logits, 0, i))."""
+    name = "foreign/tl_h100_timesformer"
+    slices = [e for e in raw.complete(name, "cpu_op") if e["name"] == "aten::slice"
+              and e.get("args", {}).get("Input Dims", [[0]])[0] == [1, 25089, 768]]
+    whole = [e for e in slices if e["args"].get("Concrete Inputs") == ["", "0", "0", str(2**63 - 1), "1"]]
+    assert len(whole) >= 12 and len({json.dumps(e["args"]["Concrete Inputs"]) for e in whole}) == 1
+    f = _finding(analysis_of, name)
+    assert f is None or f.record.kind != "sample"
+    # the per-sample loops keep their reading: their select index counts
+    assert _finding(analysis_of, SAVINGS + "loop_per_sample_loss__broken").record.kind == "sample"

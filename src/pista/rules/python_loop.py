@@ -196,10 +196,11 @@ def _kind(facts: Facts, names: np.ndarray, ops: np.ndarray, start: int, period: 
     """'sample' where a pass starts by indexing, 'model' where the passes' results are stacked (or, with
     shapes, summed), else '' (a model's layers)."""
     trace = facts.trace
-    indexed = trace.names[int(names[start])] in INDEXING or (
-        start and names[start - 1] >= 0 and trace.names[int(names[start - 1])] in ITERATING)
+    sliced = trace.names[int(names[start])] in INDEXING
+    indexed = sliced or (start and names[start - 1] >= 0 and trace.names[int(names[start - 1])] in ITERATING)
     if indexed:
-        return "sample" if passes >= MIN_PASSES else ""
+        same_slice = sliced and _same_index(facts, ops[start:start + period * passes:period])
+        return "sample" if passes >= MIN_PASSES and not same_slice else ""
     if period < MIN_MODEL_OPS:
         return ""  # a model is more than one op (a collate's torch.tensor per sample, then stacked, is a loader's)
     after = start + period * passes
@@ -213,6 +214,21 @@ def _kind(facts: Facts, names: np.ndarray, ops: np.ndarray, start: int, period: 
     firsts = ops[start:after:period]
     lasts = ops[start + period - 1:after:period]
     return "model" if _one_input(facts, firsts) and (gathered or _summed(facts, firsts, lasts)) else ""
+
+
+def _same_index(facts: Facts, firsts: np.ndarray) -> bool:
+    """Whether every pass starts indexing at the same place (the index of select, the start of slice and
+    narrow, in the recorded Concrete Inputs): a layer's own slice (TimeSformer's encoder layers each take
+    x[:, 0:]), or TorchRec's per-feature narrow(x, 0, 0, length) (HTA's hta_mtia_inference), not x[i] with i
+    counting samples (loop_per_sample_loss: select(logits, 0, i))."""
+    args = op_args(facts, firsts.tolist())
+    starts = []
+    for a in args:
+        concrete = getattr(a, "concrete", None) if a is not None else None
+        if not isinstance(concrete, list) or len(concrete) < 3:
+            return False  # not recorded: the indexing alone says per sample
+        starts.append(concrete[2])
+    return len(set(map(str, starts))) == 1
 
 
 def _one_input(facts: Facts, firsts: np.ndarray) -> bool:
