@@ -38,22 +38,16 @@ def trace_files() -> list[Path]:
 def readings(path: Path) -> dict[str, str]:
     """The outputs of one trace, by view: json-en, json-es, text-en (what `pista analyze` prints)."""
     from pista.analysis import analyze
-    from pista.cli.common import print_notices
+    from pista.cli.common import open_trace
     from pista.render import json as json_renderer
     from pista.render import terminal
-    from pista.trace.facts import derive
-    from pista.trace.load import load_trace
 
     rel = str(path.relative_to(ROOT))  # the reading names the file: relative, so any clone reads the same
     os.chdir(ROOT)
     err = io.StringIO()
     try:
-        trace = load_trace(rel)
         with contextlib.redirect_stderr(err):
-            print_notices(rel, trace.notices)
-        trace.drop_events_view_columns()
-        facts = derive(trace)
-        trace.drop_link_ids()
+            facts = open_trace(rel)  # as `pista analyze` opens it: notices on stderr, unread columns let go
         analysis = analyze(facts)
     except Exception as exc:  # a fixture that is refused on purpose (bad input): its one line is its reading
         return {"error": f"{type(exc).__name__}: {exc}"}

@@ -30,7 +30,17 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Finding, Record
-from pista.rules._common import evidence, kernel_launches, name_mask, nearest_ancestor, step_at, us
+from pista.rules._common import (
+    evidence,
+    index_mask,
+    kernel_launches,
+    mark_ancestors,
+    name_mask,
+    nearest_ancestor,
+    nearest_in,
+    step_at,
+    us,
+)
 from pista.timeline import Edit
 from pista.trace.facts import Facts
 
@@ -107,15 +117,7 @@ def check(ctx: Context) -> list[Finding]:
 def _memcpy_under(facts: Facts, copies: list[int]) -> np.ndarray:
     """The memcpy runtime calls under these copy ops."""
     memcpy = np.flatnonzero(facts.is_host & name_mask(facts, MEMCPY_CALLS))
-    wanted = set(copies)
-    out = []
-    for i in memcpy.tolist():
-        j = int(facts.parent[i])
-        while j >= 0 and j not in wanted:
-            j = int(facts.parent[j])
-        if j >= 0:
-            out.append(i)
-    return np.array(out, dtype=np.int64)
+    return memcpy[nearest_in(facts, index_mask(facts, copies), memcpy, inclusive=False) >= 0]
 
 
 def _created_then_copied(facts: Facts) -> list[tuple[int, int]]:
@@ -130,9 +132,10 @@ def _created_then_copied(facts: Facts) -> list[tuple[int, int]]:
     if outer.size == 0:
         return []
     outer = outer[_launch_count(facts, outer) == 0]
-    memcpy = host & name_mask(facts, MEMCPY_CALLS)
+    holds_memcpy = np.zeros(len(trace), dtype=bool)
+    mark_ancestors(facts, np.flatnonzero(host & name_mask(facts, MEMCPY_CALLS)), holds_memcpy)
     copies = np.flatnonzero(host & name_mask(facts, COPY_OPS))
-    with_memcpy = _holds(facts, copies, memcpy)
+    with_memcpy = holds_memcpy[copies]
     copies = copies[with_memcpy & (nearest_ancestor(facts, host & name_mask(facts, COPY_OPS), inclusive=False)[copies] < 0)]
     return _pair(facts, outer, copies)
 
@@ -145,27 +148,9 @@ def _launch_count(facts: Facts, ops: np.ndarray) -> np.ndarray:
     if launches.size == 0:
         return out
     keys, ts = trace.lane_keys(launches), trace.ts[launches]
-    for k, op in enumerate(ops.tolist()):
-        same = keys == trace.lane_keys(np.array([op]))[0]
-        out[k] = int(((ts >= trace.ts[op]) & (ts < trace.ts[op] + trace.dur[op]) & same).sum())
+    for k, (op, lane) in enumerate(zip(ops.tolist(), trace.lane_keys(ops).tolist(), strict=True)):
+        out[k] = int(((ts >= trace.ts[op]) & (ts < trace.ts[op] + trace.dur[op]) & (keys == lane)).sum())
     return out
-
-
-def _holds(facts: Facts, ops: np.ndarray, inner: np.ndarray) -> np.ndarray:
-    """Per op: whether an event of `inner` runs under it (its nearest such ancestor chain reaches it)."""
-    held = np.zeros(ops.size, dtype=bool)
-    idx = np.flatnonzero(inner)
-    if idx.size == 0:
-        return held
-    wanted = set(ops.tolist())
-    hits: set[int] = set()
-    for i in idx.tolist():
-        j = int(facts.parent[i])
-        while j >= 0:
-            if j in wanted:
-                hits.add(j)
-            j = int(facts.parent[j])
-    return np.array([o in hits for o in ops.tolist()], dtype=bool)
 
 
 def _pair(facts: Facts, factories: np.ndarray, copies: np.ndarray) -> list[tuple[int, int]]:
