@@ -100,3 +100,23 @@ def test_a_collective_inside_the_optimizer_step_is_communication():
     nccl = np.array([bool(facts.is_device_work[i]) and "ncclKernel" in trace.event_name(i) for i in range(len(trace))])
     assert nccl.sum() > 0
     assert (classify(facts)[nccl] == CODE["communication"]).all()
+
+
+def test_tritons_moe_matmuls_are_gemms():
+    """TraceLens' vLLM gpt-oss trace: triton_kernels' _matmul_ogs (the MoE experts' matmuls) hold most of the GPU
+    time and read as "other"; the scatter that finishes them (_finalize_matmul_scatter) stays elementwise."""
+    import numpy as np
+    from conftest import fixture
+
+    from pista.purpose import CODE, classify
+    from pista.trace.facts import derive
+    from pista.trace.load import load_trace
+
+    facts = derive(load_trace(fixture("foreign/tl_vllm_graph_exec")))
+    trace = facts.trace
+    names = [trace.event_name(i) if facts.is_device_work[i] else "" for i in range(len(trace))]
+    ogs = np.array([n.startswith("_matmul_ogs") for n in names])
+    scatter = np.array([n.startswith("_finalize_matmul_scatter") for n in names])
+    assert ogs.sum() > 0 and scatter.sum() > 0
+    codes = classify(facts)
+    assert (codes[ogs] == CODE["gemm"]).all() and (codes[scatter] == CODE["elementwise"]).all()

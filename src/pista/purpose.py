@@ -51,7 +51,10 @@ KERNEL_KIND = (
     ("conv", re.compile(r"conv|cudnn.*(fprop|dgrad|wgrad)|implicit_gemm", re.I)),
     # ROCm: hipBLASLt/Tensile's Cijk_* kernels, rocBLAS, CK's device_gemm (issue 35: GEMMs read as "other"
     # on an MI350, 2% gemm where they are about 55-60%)
-    ("gemm", re.compile(r"gemm|nvjet|cutlass|xmma|cublas|^Kernel2$|wgmma|_mma_|^Cijk_|rocblas|hipblaslt", re.I)),
+    # Triton's matmuls (matmul_kernel, triton_kernels' _matmul_ogs for MoE experts: 80% of a vLLM gpt-oss window
+    # in TraceLens' tl_vllm_piecewise_graph, read as "other")
+    ("gemm", re.compile(r"gemm|nvjet|cutlass|xmma|cublas|^Kernel2$|wgmma|_mma_|^Cijk_|rocblas|hipblaslt|matmul_ogs|matmul_kernel",
+                       re.I)),
     ("reduction", re.compile(r"reduce|norm|bn_fw|bn_bw|softmax|triton_(red|per)_|cross_entropy|nll_loss|argmax|topk|sort|pool"
                              r"|GammaBeta|grad_weight", re.I)),
     ("elementwise", re.compile(r"elementwise|triton_poi_|copy_kernel|fill_kernel|index|gather|scatter|cat_|CatArray"
