@@ -139,3 +139,24 @@ def test_torch_18s_dataloader_marker_is_data(analysis_of):
     # the marker's whole span (its ops' self time in it; none of them blocks)
     per_step = sum(float(e["dur"]) for e in loader) / len(steps)
     assert 0.99 * per_step <= host[main]["data"] <= 1.001 * per_step
+
+
+def test_a_closure_s_forward_inside_the_optimizer_step_is_the_forward(analysis_of):
+    """optimizer.step(closure) (savings/healthy_closure_fused): what the step runs before its first autograd node
+    is the closure's forward (the ops of nn.Module calls), not the optimizer's."""
+    name = "savings/h100/healthy_closure_fused__broken"
+    host = analysis_of(name).summary.host_time_by_region
+    main = next(iter(host))
+    nodes = [e for e in raw.complete(name) if str(e.get("name", "")).startswith("autograd::engine::evaluate_function")]
+    calls = [e for e in raw.complete(name, "user_annotation") if str(e.get("name", "")).startswith("Optimizer.step#")]
+    steps = raw.steps(name)
+    lo, hi = float(steps[0]["ts"]), float(steps[-1]["ts"]) + float(steps[-1]["dur"])
+    before = 0.0
+    for c in calls:
+        if not lo <= float(c["ts"]) < hi:
+            continue
+        first = min(float(n["ts"]) for n in nodes if float(c["ts"]) <= float(n["ts"]) <= float(c["ts"]) + float(c["dur"]))
+        before += first - float(c["ts"])
+    # the forward's share of the host: most of the time before the first node (the rest is Python between ops)
+    assert host[main]["forward"] >= 0.5 * before / len(steps)
+    assert host[main]["optimizer"] < host[main]["forward"]

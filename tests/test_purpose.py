@@ -120,3 +120,19 @@ def test_tritons_moe_matmuls_are_gemms():
     assert ogs.sum() > 0 and scatter.sum() > 0
     codes = classify(facts)
     assert (codes[ogs] == CODE["gemm"]).all() and (codes[scatter] == CODE["elementwise"]).all()
+
+
+def test_a_closure_s_forward_inside_the_optimizer_step_is_not_the_optimizer(analysis_of):
+    """Lightning's structure (optimizer.step(closure), savings/closure_unfused): the forward's GEMMs run under
+    Optimizer.step#AdamW.step, before the first autograd node in it; they are GEMMs, not the optimizer."""
+    name = "savings/h100/closure_unfused__broken"
+    by = analysis_of(name).summary.gpu_time_by_purpose
+    steps = raw.steps(name)
+    lo, hi = float(steps[0]["ts"]), float(steps[-1]["ts"]) + float(steps[-1]["dur"])
+    kernels = [k for k in raw.complete(name, "kernel") if lo <= float(k["ts"]) < hi]
+    gemms = sum(float(k["dur"]) for k in kernels if k["name"].startswith("nvjet")) / len(steps)
+    assert gemms > 0 and abs(by["gemm"] - gemms) <= 0.02 * gemms
+    # what is left to the optimizer is the per-parameter update's elementwise kernels
+    update = sum(float(k["dur"]) for k in kernels if not k["name"].startswith("nvjet")
+                 and "reduce_kernel" not in k["name"]) / len(steps)
+    assert by["optimizer"] <= update

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pista.rules._common import COMPILE_EVENT, nearest_in, pattern_mask
+from pista.rules._common import AUTOGRAD_NODE, COMPILE_EVENT, nearest_in, pattern_mask
 from pista.trace.facts import Facts, per_facts
 
 PURPOSES = ("gemm", "conv", "attention", "optimizer", "cast", "elementwise", "reduction", "copy", "memset",
@@ -89,7 +89,10 @@ def classify(facts: Facts) -> np.ndarray:
     for purpose, pattern in ANCESTRY:
         hit = todo & (code < 0)
         # climbing from the kernels' ops only, not an answer for every event of the trace
-        hit[hit] = nearest_in(facts, host & pattern_mask(facts, pattern), source[hit]) >= 0
+        found = nearest_in(facts, host & pattern_mask(facts, pattern), source[hit])
+        if purpose == "optimizer":
+            found = _past_closure(facts, found, source[hit])
+        hit[hit] = found >= 0
         code[hit] = CODE[purpose]
     kernel_names = trace.name[kernels]
     for purpose, pattern in KERNEL_KIND:
@@ -99,6 +102,28 @@ def classify(facts: Facts) -> np.ndarray:
     code[code < 0] = CODE["other"]
     out[kernels] = code
     out.setflags(write=False)  # shared by every reader of this trace
+    return out
+
+
+def _past_closure(facts: Facts, calls: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """The optimizer calls found for `ops`, -1 where the op runs before the last autograd node inside its
+    call ends: a closure's forward and backward (Lightning's `optimizer.step(closure)`,
+    savings/closure_unfused: its forward GEMMs had read as the optimizer's)."""
+    inside = calls >= 0
+    if not inside.any():
+        return calls
+    trace = facts.trace
+    nodes = np.flatnonzero(facts.is_host & pattern_mask(facts, AUTOGRAD_NODE))
+    if nodes.size == 0:
+        return calls
+    ends = np.sort(trace.ts[nodes] + trace.dur[nodes])
+    c = calls[inside]
+    call_end = trace.ts[c] + trace.dur[c]
+    k = np.searchsorted(ends, call_end, side="right") - 1
+    last = np.where(k >= 0, ends[np.maximum(k, 0)], np.iinfo(np.int64).min)
+    own_start = np.where(last > trace.ts[c], last, trace.ts[c])
+    out = calls.copy()
+    out[np.flatnonzero(inside)[trace.ts[ops[inside]] < own_start]] = -1
     return out
 
 

@@ -121,3 +121,18 @@ def test_a_layers_own_slice_repeated_is_not_a_loop_per_sample(analysis_of):
     assert f is None or f.record.kind != "sample"
     # the per-sample loops keep their reading: their select index counts
     assert _finding(analysis_of, SAVINGS + "loop_per_sample_loss__broken").record.kind == "sample"
+
+
+def test_a_loop_over_rows_whose_passes_differ_is_a_loop_per_sample(analysis_of):
+    """`for img in batch:` with a random flip in about half the passes (loop_per_sample_augment): the passes are
+    not one repeated block, but each takes one row of the unbound batch, after the same prefix of ops."""
+    name = SAVINGS + "loop_per_sample_augment__broken"
+    f = _finding(analysis_of, name)
+    assert f is not None and f.record.kind == "sample"
+    step = _outer_names(name)[1]
+    flips = step.count("aten::flip")
+    # every row is cropped (two slices a pass) and some are flipped: the passes differ
+    assert step.count("aten::slice") == 2 * f.record.passes == 2 * 128 and 0 < flips < 128
+    assert "aten::flip" in f.record.block and f.severity.value == "critical"
+    assert f.edit is not None and f.edit.remove.size  # the other passes' ops go in the replay (test_savings)
+    assert _finding(analysis_of, SAVINGS + "loop_per_sample_augment__fixed") is None

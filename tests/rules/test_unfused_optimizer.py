@@ -211,31 +211,25 @@ def test_no_hand_written_loop_where_an_optimizer_updates(name, analysis_of):
     assert finding is None or finding.record.mode != "hand-written"
 
 
-def test_a_closure_s_forward_and_backward_are_not_the_optimizer_s(tmp_path):
-    """Issue 33/34: Lightning runs forward and backward inside optimizer.step(closure), so the Optimizer.step#
-    region spans the whole step. savings/h100/optim_adam_loop with each Optimizer.step# stretched back to its
-    step's start (the forward and the backward now inside it): the finding claims the update's time as before,
-    not the step's (it read 88% of the step before the fix; the unchanged trace's reading is 42%)."""
-    import gzip
-    import json
-
-    from conftest import fixture
-
-    from pista.findings import analyze
-
-    source = fixture("savings/h100/optim_adam_loop__broken")
-    with gzip.open(source, "rt") as f:
-        data = json.load(f)
-    steps = sorted((e for e in data["traceEvents"] if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")),
-                   key=lambda e: e["ts"])
-    for e in data["traceEvents"]:
-        if e.get("ph") == "X" and str(e.get("name", "")).startswith("Optimizer.step#"):
-            s = next(s for s in steps if s["ts"] <= e["ts"] < s["ts"] + s["dur"])
-            e["dur"], e["ts"] = e["ts"] + e["dur"] - (s["ts"] + 1), s["ts"] + 1
-    path = tmp_path / "closure.json.gz"
-    with gzip.open(path, "wt") as f:
-        json.dump(data, f)
-    plain = next(f for f in analyze(str(source)).findings if f.rule == "unfused-optimizer")
-    closure = next(f for f in analyze(str(path)).findings if f.rule == "unfused-optimizer")
-    assert closure.impact.rank_share == pytest.approx(plain.impact.rank_share, rel=0.15)
-    assert closure.record.host_us == pytest.approx(plain.record.host_us, rel=0.15)
+def test_a_closure_s_forward_and_backward_are_not_the_optimizer_s(analysis_of):
+    """Issue 34: Lightning runs forward and backward inside optimizer.step(closure), so the Optimizer.step#
+    region spans the whole step (savings/h100/closure_unfused: AdamW(foreach=False) stepped with a closure, a
+    new user's Lightning run had read 'fused=True saves 71%' for a 3% saving). The finding's kernels are those
+    launched after the last autograd node inside the call: the update's, not the forward's GEMMs."""
+    name = "savings/h100/closure_unfused__broken"
+    f = next(f for f in analysis_of(name).findings if f.rule == "unfused-optimizer")
+    nodes = [e for e in raw.complete(name) if str(e.get("name", "")).startswith("autograd::engine::evaluate_function")]
+    steps = raw.steps(name)
+    update = forward = 0
+    for c in raw.complete(name, "user_annotation"):
+        if not str(c["name"]).startswith("Optimizer.step#") or not any(raw.inside(s, c) for s in steps):
+            continue
+        lo, hi = float(c["ts"]), float(c["ts"]) + float(c["dur"])
+        last = max(float(n["ts"]) + float(n["dur"]) for n in nodes if lo <= float(n["ts"]) + float(n["dur"]) <= hi)
+        for k in raw.complete(name, "kernel"):
+            at = raw.launched_at(name, k)
+            update += last <= at < hi
+            forward += lo <= at < last and k["name"].startswith("nvjet")
+    assert forward > 0  # the closure's GEMMs ran inside the call
+    assert f.record.kernels_per_step == pytest.approx(update / len(steps))
+    assert f.record.kernels_per_step == 8 * 20  # 20 tensors (10 Linear layers), 8 kernels each

@@ -3,7 +3,10 @@ A Python loop in the step that runs the same ops once per sample or once per mod
 ops repeat as one block many times in a row. Two kinds are told apart by what the trace shows:
 - **per sample**: each pass starts by indexing one element out of a batch (`aten::select`/`aten::slice`/
   `aten::narrow`, from `x[i]` or `x[i:i+1]`), or one `aten::unbind` comes right before the first pass
-  (`for row in x`): a loss, a metric or an augmentation computed sample by sample;
+  (`for row in x`): a loss, a metric or an augmentation computed sample by sample. Passes need not be
+  the same ops: after an `aten::unbind` of a [N, ...] batch, the ops that take one row mark the passes
+  where each starts with the same ops up to that one (`for img in batch:` with a random flip in some
+  passes, savings/h100/loop_per_sample_augment);
 - **per model**: the passes' results are gathered by `aten::stack`/`aten::cat` (`torch.stack([m(x) for m
   in models])`), or summed (`sum(m(x) for m in models)`, a loss summed over the members): an ensemble,
   or heads, run one after the other. Where the trace has shapes, 3 passes are enough when every pass
@@ -116,8 +119,17 @@ class Pass(Record):
 class _Loop:
     kind: str
     start: int  # position of the first pass in the lane's outer ops
-    period: int
+    period: int  # the first pass's ops
     passes: int
+    stop: int = -1  # where the last pass ends, for passes of different lengths (-1: start + period * passes)
+    starts: tuple[int, ...] = ()  # where each pass starts, likewise
+
+    @property
+    def end(self) -> int:
+        return self.stop if self.stop >= 0 else self.start + self.period * self.passes
+
+    def pass_start(self, k: int) -> int:
+        return self.starts[k] if self.starts else self.start + k * self.period
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -131,7 +143,7 @@ def check(ctx: Context) -> list[Finding]:
     trace = facts.trace
     spans, first, rest = [], [], []
     for (lo, _), loop in loops:
-        ops = outer[lo + loop.start: lo + loop.start + loop.period * loop.passes]
+        ops = outer[lo + loop.start: lo + loop.end]
         first.append(ops[:loop.period])
         rest.append(ops[loop.period:])
         spans.append((int(trace.ts[ops[loop.period]]), int((trace.ts[ops] + trace.dur[ops]).max())))
@@ -139,12 +151,12 @@ def check(ctx: Context) -> list[Finding]:
     impact = ctx.per_step(host)
     if impact.share < MIN_STEP_SHARE:
         return []
-    (lo, _), top = max(loops, key=lambda x: x[1].period * x[1].passes)
+    (lo, _), top = max(loops, key=lambda x: x[1].end - x[1].start)
     block = outer[lo + top.start: lo + top.start + top.period]
     record = PythonLoop(kind=top.kind, block=tuple(trace.event_name(i) for i in block), passes=top.passes,
                         loops=len(loops), steps=ctx.step_count, host_us=us(host) / ctx.step_count,
                         source=_source(facts, int(block[0])))
-    ev = [evidence(facts, int(outer[lo + top.start + k * top.period]), Pass(k + 1, top.period))
+    ev = [evidence(facts, int(outer[lo + top.pass_start(k)]), Pass(k + 1, top.period))
           for k in range(EVIDENCE_PASSES)]
     return [Finding(ID, record, impact, ev, edit=_edit(facts, first, rest, spans))]
 
@@ -161,7 +173,12 @@ def _loops(facts: Facts, outer: np.ndarray, lane: np.ndarray):
             continue
         names = facts.trace.name[outer[lo:hi]].astype(np.int64)
         names[owned[lo:hi]] = -1 - np.arange(lo, hi)[owned[lo:hi]]  # never equal: no loop runs through them
-        for loop in _find(facts, names, outer[lo:hi]):
+        found = _find(facts, names, outer[lo:hi])
+        taken = np.zeros(hi - lo, dtype=bool)
+        for loop in found:
+            taken[loop.start:loop.end] = True
+        found += [loop for loop in _iterated(facts, names, outer[lo:hi]) if not taken[loop.start:loop.end].any()]
+        for loop in found:
             yield (lo, hi), loop
 
 
@@ -214,6 +231,50 @@ def _kind(facts: Facts, names: np.ndarray, ops: np.ndarray, start: int, period: 
     firsts = ops[start:after:period]
     lasts = ops[start + period - 1:after:period]
     return "model" if _one_input(facts, firsts) and (gathered or _summed(facts, firsts, lasts)) else ""
+
+
+def _iterated(facts: Facts, names: np.ndarray, ops: np.ndarray) -> list[_Loop]:
+    """Loops over a tensor's rows whose passes differ (`for img in batch:` with a random flip in some passes,
+    savings/h100/loop_per_sample_augment): after an `aten::unbind` along dim 0 of a [N, ...] tensor, the ops
+    that take one row (its shape, [...]) mark the passes, each pass the same ops up to that one (the prefix).
+    Needs recorded shapes."""
+    trace = facts.trace
+    found: list[_Loop] = []
+    unbinds = [k for k, n in enumerate(names.tolist()) if n >= 0 and trace.names[n] in ITERATING]
+    if not unbinds:
+        return found
+    args = op_args(facts, ops.tolist())
+    first_dims = [a.dims[0] if a is not None and a.dims else None for a in args]
+    for u in unbinds:
+        a = args[u]
+        dim = getattr(a, "concrete", None)
+        whole = first_dims[u]
+        if not whole or not isinstance(dim, list) or len(dim) < 2 or str(dim[1]) not in ("0", "") or len(whole) < 2:
+            continue
+        row = whole[1:]
+        users = [k for k in range(u + 1, names.size) if first_dims[k] == row][:int(whole[0])]
+        loop = _by_prefix(names, u + 1, users)
+        if loop is not None:
+            found.append(loop)
+    return found
+
+
+def _by_prefix(names: np.ndarray, start: int, users: list[int]) -> _Loop | None:
+    """The passes that start the same prefix of ops before each use of the row; None under MIN_PASSES."""
+    if len(users) < MIN_PASSES:
+        return None
+    prefix = users[0] - start
+    starts = [start]
+    for k in users[1:]:
+        b = k - prefix
+        if b <= starts[-1] or not np.array_equal(names[b:k], names[start:users[0]]):
+            break
+        starts.append(b)
+    if len(starts) < MIN_PASSES:
+        return None
+    stop = starts[-1] + (starts[1] - starts[0])
+    return _Loop(kind="sample", start=start, period=starts[1] - starts[0], passes=len(starts),
+                 stop=min(stop, names.size), starts=tuple(starts))
 
 
 def _same_index(facts: Facts, firsts: np.ndarray) -> bool:
