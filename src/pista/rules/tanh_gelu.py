@@ -41,7 +41,7 @@ from pista.rules._common import backward_nodes, evidence, index_mask, us
 from pista.rules._gelu import AFTER, BEFORE, chain_ops
 from pista.rules._idle import idle_under, union
 from pista.timeline import Edit
-from pista.trace.facts import Facts, Intervals, per_facts
+from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts
 
 ID = "tanh-gelu"
 # launch-bound and many-calls leave this rule's claimed_idle out before they count (one op for eight, not a graph, is the fix)
@@ -96,7 +96,20 @@ def check(ctx: Context) -> list[Finding]:
     others = found.ops.reshape(-1, per)[:, [i for i in range(per) if i != BEFORE]].reshape(-1)
     # and in the backward, the chain's nodes give way to one GeluBackward (the tanh's node stays for it)
     gone = np.concatenate((others, backward_nodes(facts, others.astype(np.int64)))).astype(np.int64)
-    return [Finding(ID, record, impact, ev, edit=Edit("one GELU kernel", remove=gone))]
+    return [Finding(ID, record, impact, ev, edit=Edit("one GELU kernel", remove=gone,
+                                                      host_scale_spans=((_between(facts, found.ops, per), 0.0),)))]
+
+
+def _between(facts: Facts, ops: np.ndarray, per: int) -> Intervals:
+    """The host time between a chain's ops: Python evaluating the formula term by term, which one call
+    does not spend (savings/h100/gelu_manual: with the ops alone removed the replay saved 25% of the step
+    for a measured 39%)."""
+    trace = facts.trace
+    chains = ops.reshape(-1, per)
+    ends = (trace.ts[chains] + trace.dur[chains])[:, :-1].reshape(-1)
+    starts = trace.ts[chains][:, 1:].reshape(-1)
+    keep = starts > ends
+    return merge_intervals(ends[keep], starts[keep])
 
 
 def _saving(idle: Intervals) -> float:
