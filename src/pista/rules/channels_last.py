@@ -1,7 +1,7 @@
 """What:
 A convolutional network that runs in PyTorch's default NCHW memory layout on a GPU whose tensor-core
 convolutions want NHWC: cuDNN converts each convolution's input and output (`nchwToNhwcKernel`,
-`nhwcToNchwKernel`), and the layers around the convolutions take their NCHW kernels, several times
+`nhwcToNchwKernel`; cuDNN 9's `convertTensor_kernel`), and the layers around the convolutions take their NCHW kernels, several times
 slower than their channels_last ones: batch norm (`batch_norm_collect_statistics_kernel`,
 `batch_norm_backward_kernel`, cuDNN's `bn_fw_tr_1C11_kernel_NCHW`...), pooling (`max_pool_*_nchw`)
 and depthwise convolutions (`conv_depthwise2d_*`, PyTorch's own NCHW kernels).
@@ -65,7 +65,10 @@ ID = "channels-last"
 # depthwise convolutions 13130 µs against 3867 µs for every convolution in channels_last (0.30 at
 # most); ResNet-50's max pooling 780 -> 671 µs (0.86).
 KINDS = (
-    ("transpose", re.compile(r"nchwToNhwcKernel|nhwcToNchwKernel"), 0.0),
+    # cuDNN 9's generic layout conversion (`cudnn::engines_precompiled::convertTensor_kernel`, 17-18% of the GPU
+    # time on two RTX 4090 traces of NCHW models, issue 34) is the same transpose under another name
+    ("transpose", re.compile(r"nchwToNhwcKernel|nhwcToNchwKernel|cudnn::engines_precompiled::convertTensor_kernel"),
+     0.0),
     ("batch norm", re.compile(r"^(void )?at::native::batch_norm_(backward|collect_statistics|transform_input)_kernel<"
                               r"|bn_fw_tr_1C11_kernel_NCHW|bn_bw_1C11_(kernel_new|singleread)|bn_fw_tr_1C11_singleread"),
      0.44),
