@@ -53,8 +53,10 @@ KERNEL_KIND = (
     # on an MI350, 2% gemm where they are about 55-60%)
     # Triton's matmuls (matmul_kernel, triton_kernels' _matmul_ogs for MoE experts: 80% of a vLLM gpt-oss window
     # in TraceLens' tl_vllm_piecewise_graph, read as "other")
-    ("gemm", re.compile(r"gemm|nvjet|cutlass|xmma|cublas|^Kernel2$|wgmma|_mma_|^Cijk_|rocblas|hipblaslt|matmul_ogs|matmul_kernel",
-                       re.I)),
+    # a user's own Triton matmul by any name holding "matmul" (kf_log_bfeed's matmul_k: 91% of the GPU time read
+    # as other), Inductor's GEMM templates (triton_tem_fused_mm/addmm/bmm)
+    ("gemm", re.compile(r"gemm|nvjet|cutlass|xmma|cublas|^Kernel2$|wgmma|_mma_|^Cijk_|rocblas|hipblaslt|(?<!finalize_)matmul(?!_scatter)"
+                       r"|^triton_tem_fused_(mm|addmm|bmm|baddbmm)", re.I)),
     ("reduction", re.compile(r"reduce|norm|bn_fw|bn_bw|softmax|triton_(red|per)_|cross_entropy|nll_loss|argmax|topk|sort|pool"
                              r"|GammaBeta|grad_weight", re.I)),
     ("elementwise", re.compile(r"elementwise|triton_poi_|copy_kernel|fill_kernel|index|gather|scatter|cat_|CatArray"
