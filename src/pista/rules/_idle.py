@@ -128,6 +128,9 @@ class Ledger:
     # of them, those after the step's last kernel launch: the step's result read back (a decoding loop's
     # next token, gpu/resnet50_grad's argmax), which a CUDA graph of what comes before leaves outside
     end_syncs_per_step: float
+    # ...and those before its first kernel launch: the input's upload (review 4's rtx3090_resnet_warm:
+    # `inputs_to_cuda`'s pageable copy), which a CUDA graph of what follows leaves outside too
+    start_syncs_per_step: float = 0.0
 
     def total(self, cause: str) -> int:
         return self.claims[cause].total
@@ -186,7 +189,8 @@ def ledger(facts: Facts) -> Ledger | None:
     sync_op = trace.names[int(np.bincount(names).argmax())] if names.size else ""
     steps = len(facts.steps) or 1
     out = Ledger(device, idle, intersect(idle, sync), claims, sources, rest, regions,
-                 op_syncs.size / steps, sync_op, int(_after_last_kernel(facts, op_syncs).sum()) / steps)
+                 op_syncs.size / steps, sync_op, int(_after_last_kernel(facts, op_syncs).sum()) / steps,
+                 int(_before_first_kernel(facts, op_syncs).sum()) / steps)
     return out
 
 
@@ -200,6 +204,19 @@ def _after_last_kernel(facts: Facts, calls: np.ndarray) -> np.ndarray:
     last = np.full(len(facts.steps) + 1, np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(last, slot[launched], trace.ts[launched])
     return trace.ts[calls] > last[slot[calls]]
+
+
+def _before_first_kernel(facts: Facts, calls: np.ndarray) -> np.ndarray:
+    """Per call: whether it ends before the first kernel launch of its step (of the window without steps)
+    and some kernel launches after it."""
+    trace = facts.trace
+    launched = facts.launcher[np.flatnonzero(kernels(facts) & (facts.launcher >= 0))]
+    if launched.size == 0:
+        return np.zeros(calls.size, dtype=bool)
+    slot = (facts.event_step + 1) if facts.steps else np.zeros(len(trace), dtype=np.int64)
+    first = np.full(len(facts.steps) + 1, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, slot[launched], trace.ts[launched])
+    return trace.ts[calls] + trace.dur[calls] <= first[slot[calls]]
 
 
 def _under_op(facts: Facts, idx: np.ndarray) -> np.ndarray:

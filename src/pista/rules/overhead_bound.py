@@ -168,6 +168,7 @@ class OverheadBound(Record):
     syncs_per_step: float  # sync calls under ops inside the steps (host-sync's, pageable-memcpy's)
     sync_op: str  # the op that makes most of them
     end_syncs_per_step: float  # of them, those after the step's last kernel launch (its result read back)
+    start_syncs_per_step: float  # ...and those before its first (the input's upload): outside a graph too
     near_threshold: bool
     record_shapes: bool
     with_stack: bool
@@ -221,13 +222,23 @@ class OverheadBound(Record):
     def syncs_first(self) -> bool:
         """Syncs mid-step, at least one a step: a graph of the step cannot hold them, so the fix removes
         them first."""
-        return self.syncs_per_step - self.end_syncs_per_step >= 1.0
+        return self.mid_syncs_per_step >= 1.0
+
+    @property
+    def mid_syncs_per_step(self) -> float:
+        return self.syncs_per_step - self.end_syncs_per_step - self.start_syncs_per_step
 
     @property
     def syncs_at_end(self) -> bool:
         """Only syncs after the step's last kernel (its result read back): they stay outside a graph
         of what comes before."""
         return not self.syncs_first and self.end_syncs_per_step >= 1.0
+
+    @property
+    def syncs_at_start(self) -> bool:
+        """Syncs before the step's first kernel (its input's upload), none mid-step: a graph of what
+        follows leaves them outside."""
+        return not self.syncs_first and self.start_syncs_per_step >= 1.0
 
 
 class GpuWaitedUnder(Record):
@@ -317,7 +328,8 @@ def check(ctx: Context) -> list[Finding]:
         between_ops_us_per_step=us(between.total) / n, engine_us_per_step=us(engine.total) / n,
         compiled_us_per_step=us(compiled.total) / n,
         top_ops=top, syncs_per_step=book.syncs_per_step, sync_op=book.sync_op,
-        end_syncs_per_step=book.end_syncs_per_step, near_threshold=bool(near),
+        end_syncs_per_step=book.end_syncs_per_step, start_syncs_per_step=book.start_syncs_per_step,
+        near_threshold=bool(near),
         record_shapes=shapes, with_stack=stack, unprofiled_us_per_step=unprofiled,
         where=_where(compiled.total, others.get("compile-overhead", 0), between.total, rest.total),
         graphed=graphs.graphed, graph_launches_per_step=graphs.per_step, mean_step_us=mean_step_us(facts),

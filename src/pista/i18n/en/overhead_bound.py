@@ -136,9 +136,13 @@ def advice(r: OverheadBound) -> str:
         text += (f"The {r.end_syncs_per_step:.0f} {r.sync_op} sync(s) per step come after the step's last kernel (its "
                  "result read back): capture what comes before them as a CUDA graph, and read the result after the "
                  "replay. ")
+    if r.syncs_at_start:
+        text += (f"The {r.start_syncs_per_step:.0f} {r.sync_op} sync(s) per step come before the step's first kernel "
+                 "(its input's upload): they stay outside a CUDA graph of what follows, which reads the input from a "
+                 "static buffer. ")
     if r.syncs_first:
         see = r.named(("host-sync", "pageable-memcpy"))
-        text += (f"First remove the {r.syncs_per_step - r.end_syncs_per_step:.0f} sync(s) per step inside ops"
+        text += (f"First remove the {r.mid_syncs_per_step:.0f} sync(s) per step inside ops"
                  + (f" (see {', '.join(see)})" if see else "") + ": a CUDA graph cannot "
                 "capture a sync (.item(), .cpu(), torch.cuda.synchronize()) and torch.compile breaks its graph at "
                 "one. ")
@@ -157,7 +161,7 @@ def fix(r: OverheadBound) -> str:
     if r.graphed:
         return f"{head} outside the CUDA graphs it replays: capture those ops into the graphs, or fuse them"
     if r.syncs_first:
-        return (f"{head}: remove the {r.syncs_per_step - r.end_syncs_per_step:.0f} {r.sync_op} sync(s) per step, then "
+        return (f"{head}: remove the {r.mid_syncs_per_step:.0f} {r.sync_op} sync(s) per step, then "
                 "capture the step as a CUDA graph")
     if r.syncs_at_end:
         return (f"{head}: capture the step up to its {r.sync_op} as a CUDA graph (the read-back stays outside) or "

@@ -139,9 +139,13 @@ def advice(r: OverheadBound) -> str:
         text += (f"Las {r.end_syncs_per_step:.0f} sincronizaciones por paso de {r.sync_op} llegan tras el último kernel "
                  "del paso (leen su resultado): captura como CUDA graph lo que va antes y lee el resultado tras la "
                  "repetición. ")
+    if r.syncs_at_start:
+        text += (f"Las {r.start_syncs_per_step:.0f} sincronizaciones por paso de {r.sync_op} llegan antes del primer "
+                 "kernel del paso (suben su entrada): quedan fuera de un CUDA graph de lo que sigue, que lee la entrada "
+                 "de un búfer estático. ")
     if r.syncs_first:
         see = r.named(("host-sync", "pageable-memcpy"))
-        text += (f"Quita primero las {r.syncs_per_step - r.end_syncs_per_step:.0f} sincronizaciones por paso dentro "
+        text += (f"Quita primero las {r.mid_syncs_per_step:.0f} sincronizaciones por paso dentro "
                  "de operaciones" + (f" (ver {', '.join(see)})" if see else "") + ": un CUDA graph no "
                 "puede capturar una sincronización (.item(), .cpu(), torch.cuda.synchronize()) y torch.compile corta "
                 "su grafo en ellas. ")
@@ -161,7 +165,7 @@ def fix(r: OverheadBound) -> str:
     if r.graphed:
         return f"{head} fuera de los CUDA graphs que reproduce: captura esas operaciones en los graphs, o fusiónalas"
     if r.syncs_first:
-        return (f"{head}: quita las {r.syncs_per_step - r.end_syncs_per_step:.0f} sincronizaciones por paso de "
+        return (f"{head}: quita las {r.mid_syncs_per_step:.0f} sincronizaciones por paso de "
                 f"{r.sync_op} y luego captura el paso como CUDA graph")
     if r.syncs_at_end:
         return (f"{head}: captura el paso hasta su {r.sync_op} como CUDA graph (la lectura queda fuera) o compílalo "
