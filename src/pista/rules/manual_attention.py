@@ -20,12 +20,15 @@ between the attention's matmuls launch 7.4 ms of kernels forward and 8.2 ms back
 of score kernels a step; 36.1 ms unprofiled against 23.1 ms with "sdpa".
 
 Impact:
-Per step, the kernel time of the ops between the two matmuls (the scores' scale, mask, softmax,
-dropout and casts) and of their backward nodes (matched by the autograd sequence number), times the
-GPU's busy share of the window (a host-bound step hides part of it). Not counted: the matmuls
-themselves, which the fused kernel still computes, though faster. gpu/attn_manual 15.2 ms of 35.7
-(42.5%, 97% busy; measured unprofiled, 19.9 ms saved), gpu/attn_hf_eager 8.8 ms of 53.5 (16.5%, 63%
-busy under the profiler; measured 13.0 ms).
+Replayed (pista.engine): the ops between the two matmuls (the scores' scale, mask, softmax, dropout and
+casts) go with their kernels, their backward nodes (matched by the autograd sequence number) and the host's
+time between them; the matmuls stay (the fused kernel still computes them). Without a timeline, the rule's
+own figure: those kernels' time times the GPU's busy share of the window. A GPU-bound model saves the
+kernels whole: review 4's tl_mi300_timesformer, 52.9 ms of score passes in a 99%-busy model part, read 16.2 ms
+(4.2%) at the window's 31% busy share, 52.9 ms (13.5%) replayed. Host-bound steps save less than measured,
+since the fused call also drops the matmuls' and reshapes' dispatch: gpu/attn_manual 11.1 ms replayed
+unprofiled (measured 19.9 ms), gpu/attn_hf_eager 4.0 ms (measured 13.0 ms); the busy-share figure had read
+15.2 and 8.8 ms.
 Under 1% of the step the rule is silent.
 
 Fix:
@@ -40,7 +43,9 @@ import numpy as np
 
 from pista.findings import Context, Finding, Record
 from pista.rules._attention import manual_attentions, score_shape
-from pista.rules._common import evidence, us
+from pista.rules._common import backward_nodes, evidence, us
+from pista.timeline import Edit
+from pista.trace.facts import Facts, Intervals, merge_intervals
 
 ID = "manual-attention"
 EVIDENCE_KERNELS = 2
@@ -89,6 +94,23 @@ def check(ctx: Context) -> list[Finding]:
     for idx, back in ((forward, False), (backward, True)):
         for k in idx[np.argsort(-trace.dur[idx], kind="stable")[:EVIDENCE_KERNELS]].tolist():
             ev.append(evidence(facts, int(k), ScoreKernel(trace.event_name(int(facts.owner[k])), back)))
-    return [Finding(ID, record, impact, ev)]
+    # replayed: the passes over the scores go (the matmuls stay: a fused kernel still computes them), so a
+    # GPU-bound model part saves them whole whatever the window's average busy share (review 4's
+    # tl_mi300_timesformer: 52.9 ms of score passes in a 99%-busy model part read as 16.2 ms at the window's 31%)
+    # The ops between the matmuls go with their kernels and backward nodes: one fused call dispatches in their
+    # place (a host-bound step saves their dispatch: gpu/attn_hf_eager measured 13.0 ms of 53.5)
+    ops = np.unique(np.concatenate(chains)).astype(np.int64)
+    gone = np.concatenate((ops, backward_nodes(facts, ops), forward, backward)).astype(np.int64)
+    edit = Edit("a fused attention kernel", remove=np.unique(gone),
+                host_scale_spans=((_attention_spans(facts, chains), 0.0),))
+    return [Finding(ID, record, impact, ev, edit=edit)]
 
 
+
+def _attention_spans(facts: Facts, chains: list[np.ndarray]) -> Intervals:
+    """The host's time over each attention's ops between its matmuls, the Python between them too: one fused
+    call dispatches in their place. (Reaching out to the matmuls' own dispatch took a neighbour's long call
+    with it on tl_mi300_timesformer: 97 ms claimed for 53 ms of score kernels in a GPU-bound model.)"""
+    trace = facts.trace
+    return merge_intervals(np.array([int(trace.ts[c].min()) for c in chains], np.int64),
+                           np.array([int((trace.ts[c] + trace.dur[c]).max()) for c in chains], np.int64))
