@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+import numpy as np
 import pytest
 import raw
 from conftest import FIXTURES
@@ -81,3 +85,79 @@ OTHERS = sorted(str(p.relative_to(FIXTURES)).removesuffix(".json.gz")
 def test_silent_on_aligned_or_unrated_gemms(name):
     # gpu/gemm_new_shapes' M=7777 runs as fast as its aligned sizes; the CPU traces' GEMMs are fp32
     assert analyze(FIXTURES / f"{name}.json.gz", rules=[RULE]).finding(RULE) is None
+
+
+# -- a sequence length is no vocabulary (issue 35, review 3) --------------------------------------------------
+
+TIMESFORMER = "foreign/tl_h100_timesformer"
+OWLV2 = Path(os.environ.get("PISTA_FOREIGN_HELDOUT", "/work/foreign_traces/heldout")) / "tl_h100_owlv2.json.gz"
+
+
+def _attention_bmms(name: str) -> list[dict]:
+    """The steps' bf16 aten::bmm calls whose two matrices share a dimension twice among M, N and K (q @ k^T is
+    T x d by d x T, scores @ v is T x T by T x d), from the raw events."""
+    out = []
+    for op in raw.complete(name, "cpu_op", "aten::bmm"):
+        (b, m, k), (_, k2, n) = op["args"]["Input Dims"][:2]
+        if [m, n, k].count(m) >= 2 or [m, n, k].count(n) >= 2:
+            out.append(op)
+    return out
+
+
+def test_the_attentions_bmm_over_tokens_is_left_to_manual_attention(analysis_of):
+    # timesformer's spatial attention runs bmm over 3137 tokens (1 + 196 x 16) on fallback kernels: SDPA, which
+    # manual-attention advises, removes them; "pad 3137 to 3200 ... for a vocabulary" was the advice
+    assert any(op["args"]["Input Dims"][0][1:] == [3137, 64] for op in _attention_bmms(TIMESFORMER))
+    analysis = analysis_of(TIMESFORMER)
+    assert analysis.finding("manual-attention") is not None
+    assert analysis.finding(RULE) is None
+
+
+def test_owlv2_s_attention_is_left_to_manual_attention():
+    if not OWLV2.exists():
+        pytest.skip(f"{OWLV2} is not on this machine")
+    analysis = analyze(OWLV2, rules=[RULE, "manual-attention"], replay=False)
+    assert analysis.finding("manual-attention") is not None and analysis.finding(RULE) is None
+
+
+def test_a_sequence_length_is_padded_as_a_sequence(monkeypatch):
+    # the same bmm where no written-out attention claims it: the odd dimension is a sequence length, padded
+    # to a multiple of 8 (3144: 0.2% more tokens), never "a vocabulary"
+    from pista.rules import gemm_alignment
+
+    monkeypatch.setattr(gemm_alignment, "matmul_kernels", lambda facts: np.empty(0, np.int64))
+    finding = analyze(FIXTURES / f"{TIMESFORMER}.json.gz", rules=[RULE], replay=False).finding(RULE)
+    r = finding.record
+    assert r.odd[0] == 3137 and 3137 in r.sequence and r.pad_to == 3144
+    assert "sequence" in finding.advice and "vocabulary" not in finding.advice
+    assert "pad_to_multiple_of=8" in finding.advice and "scaled_dot_product_attention" in finding.advice
+    assert "3144" in finding.fix and "vocabulary" not in finding.fix
+    from pista.i18n import localize_finding
+
+    es = localize_finding(finding, "es")
+    assert "longitud de secuencia" in es.advice and "vocabulario" not in es.advice
+
+
+def test_padding_a_sequence_that_costs_more_than_it_gives_back_is_not_advised(monkeypatch):
+    # pad_loader_eager_infer's fixed twin pads each batch to its longest row: 97 and 100 tokens. Padding 100 to
+    # 104 adds 4% to every token's work, more GPU time than the 100-token bmm's whole kernel time
+    from pista.rules import gemm_alignment
+
+    name = "savings/h100/pad_loader_eager_infer__fixed"
+    monkeypatch.setattr(gemm_alignment, "matmul_kernels", lambda facts: np.empty(0, np.int64))
+    r = analyze(FIXTURES / f"{name}.json.gz", rules=[RULE], replay=False).finding(RULE).record
+    kernels = {k["args"]["External id"]: k for k in raw.complete(name, "kernel") if "External id" in k.get("args", {})}
+    on_100 = sum(float(kernels[op["args"]["External id"]]["dur"]) for op in _attention_bmms(name)
+                 if 100 in op["args"]["Input Dims"][0] and op["args"]["External id"] in kernels)
+    device = sum(float(k["dur"]) for k in raw.device_work(name) if raw.launched_at(name, k) >= 0)
+    assert 0 < on_100 < (104 / 100 - 1) * device
+    assert 100 not in r.odd and r.odd == (97,) and r.pad_to == 104
+    # and where manual-attention claims the bmm, as it does there, nothing is left
+    monkeypatch.undo()
+    assert analyze(FIXTURES / f"{name}.json.gz", rules=[RULE], replay=False).finding(RULE) is None
+
+
+def test_a_vocabulary_is_still_a_vocabulary(analysis_of):
+    finding = analysis_of("savings/h100/align_vocab__broken").finding(RULE)
+    assert finding.record.sequence == () and finding.record.pad_to == 50304
+    assert "vocabulary" in finding.advice and "50304" in finding.fix

@@ -1,6 +1,7 @@
 """Attention written out by hand: a softmax between two matmuls, its ops and their kernels: not a rule.
 
-manual-attention reports it; unfused-elementwise leaves the score tensor's chains to it.
+manual-attention reports it; unfused-elementwise leaves the score tensor's chains to it, and gemm-alignment
+its two matmuls (SDPA removes them with the rest).
 """
 
 from __future__ import annotations
@@ -46,6 +47,14 @@ class Attentions:
     forward: np.ndarray  # the kernels they launched
     backward: np.ndarray  # their backward nodes' kernels
     saved_ns: float  # both kernels' time
+    matmuls: np.ndarray  # the kernels of the matmuls around them (q @ k^T, scores @ v), forward and backward
+
+
+def matmul_kernels(facts: Facts) -> np.ndarray:
+    """The kernels of the written-out attentions' matmuls, where manual-attention fires: gemm-alignment leaves
+    their shapes to it (F.scaled_dot_product_attention takes any sequence length)."""
+    found = manual_attentions(facts)
+    return found.matmuls if found else np.empty(0, np.int64)
 
 
 def score_kernels(facts: Facts) -> np.ndarray:
@@ -62,35 +71,42 @@ def manual_attentions(facts: Facts) -> Attentions | None:
     attentions = _attentions(facts)
     if attentions is None:
         return None
-    softmaxes, chains = attentions
+    softmaxes, chains, matmuls = attentions
     between = np.unique(np.concatenate(chains))
     trace = facts.trace
     work = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
-    forward = work[nearest_in(facts, index_mask(facts, between), facts.owner[work]) >= 0]
-    backward = work[nearest_in(facts, index_mask(facts, _backward_nodes(facts, between)), facts.owner[work]) >= 0]
+    forward = _launched(facts, work, between)
+    backward = _launched(facts, work, _backward_nodes(facts, between))
     saved = float(trace.dur[forward].sum() + trace.dur[backward].sum())
     scale = steps_of(facts)
     if scale.per_step(saved * scale.busy).share < MIN_STEP_SHARE:
         return None
-    return Attentions(softmaxes, chains, forward, backward, saved)
+    gemms = np.concatenate((_launched(facts, work, matmuls), _launched(facts, work, _backward_nodes(facts, matmuls))))
+    return Attentions(softmaxes, chains, forward, backward, saved, gemms)
 
 
-def _attentions(facts: Facts) -> tuple[np.ndarray, list[np.ndarray]] | None:
-    """The steps' attention softmaxes, and each one's ops between its matmuls, in time order."""
+def _launched(facts: Facts, work: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """The device work launched under these ops."""
+    return work[nearest_in(facts, index_mask(facts, ops), facts.owner[work]) >= 0]
+
+
+def _attentions(facts: Facts) -> tuple[np.ndarray, list[np.ndarray], np.ndarray] | None:
+    """The steps' attention softmaxes, each one's ops between its matmuls, in time order, and the matmuls."""
     if not (step_ops(facts) & name_mask(facts, SOFTMAX)).any():
         return None
     outer, lane = outer_ops(facts)
     matmul = name_mask(facts, MATMULS)[outer]
-    softmaxes, between = [], []
+    softmaxes, between, ends = [], [], []
     for k in np.flatnonzero(name_mask(facts, SOFTMAX)[outer]).tolist():
         ahead = [j for j in range(max(0, k - BEFORE), k) if matmul[j] and lane[j] == lane[k]]
         behind = [j for j in range(k + 1, min(outer.size, k + AFTER + 1)) if matmul[j] and lane[j] == lane[k]]
         if ahead and behind and _scores(facts, int(outer[k])):
             softmaxes.append(int(outer[k]))
             between.append(outer[ahead[-1] + 1:behind[0]])
+            ends += [int(outer[ahead[-1]]), int(outer[behind[0]])]
     if not softmaxes:
         return None
-    return np.asarray(softmaxes, dtype=np.int64), [b.astype(np.int64) for b in between]
+    return np.asarray(softmaxes, dtype=np.int64), [b.astype(np.int64) for b in between], np.asarray(ends, np.int64)
 
 
 def _scores(facts: Facts, softmax: int) -> bool:

@@ -1,9 +1,9 @@
 """What:
 The verdict is compute-bound (the GPU is busy most of the window and Self CUDA is of the same
 order as Self CPU) with the GPU time spread over many kernels, and the tensor-core GEMMs among them
-run measurably below the card's ceiling. It names the GEMM kernels with the most time to gain: their
-FLOPs (from the launching ops' recorded shapes) over their time, against the ceiling of the card
-for their dtype (`pista.efficiency`).
+run measurably below the card's ceiling (or near it, while other work takes more of the GPU). It
+names the GEMM kernels with the most time to gain: their FLOPs (from the launching ops' recorded
+shapes) over their time, against the ceiling of the card for their dtype (`pista.efficiency`).
 
 Why:
 When the GPU is the limit, only cheaper GPU work shortens the step, and the GEMMs are where the
@@ -21,25 +21,32 @@ Per step: the sum over tensor-core GEMM calls (bf16, fp16, fp8, tf32) of their t
 FLOPs at the card's ceiling (0 for calls above 90% of it, the ceiling's own spread); kernels without
 a FLOP count (conv, attention, elementwise) count nothing, so it is a lower bound for the GPU time
 to gain. fp32 and fp64 GEMMs are left to fp32-gemm/fp64-gemm (their lever is the precision). Under
-1% of the step it is silent. Where one kernel or op dominates, dominant-event says it (with its
-efficiency) and this rule is silent: one finding, not two (issue 14: it used to print "the GPU is
-the limit" beside dominant-event on every compute-bound trace, always info).
+1% of the step it is silent. A GEMM kernel at 75% of the ceiling or more (NEAR_PEAK_SHARE, in
+pista.rules._dominant: autotuning measured no gain there) counts nothing; where every GEMM runs
+there and another kind of work takes more of the GPU than they do, the rule says so at info,
+claiming nothing, and points at that work (tl_h100_qwen05: GEMMs at 82% of the ceiling, elementwise
+56% of the GPU time; review 3 of issue 35 marked its "Start with the GEMM ... max-autotune"
+misleading). Where one kernel or op dominates, dominant-event says it (with its efficiency) and
+this rule is silent: one finding, not two (issue 14: it used to print "the GPU is the limit"
+beside dominant-event on every compute-bound trace, always info).
 
 Fix:
-For the GEMMs named: shapes that fill the card (multiples of 64; batch small GEMMs into one), let
-`torch.compile(mode="max-autotune")` pick kernels for the shapes, and check the rest of the GPU
-time (elementwise, attention, the optimizer) with the table and Nsight Compute.
+For the GEMMs named below 75% of the ceiling: shapes that fill the card (multiples of 64; batch
+small GEMMs into one), let `torch.compile(mode="max-autotune")` pick kernels for the shapes, and
+check the rest of the GPU time (elementwise, attention, the optimizer) with the table and Nsight
+Compute. Near the ceiling, leave the GEMMs: the time is in the other work.
 """
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 
 from pista import findings
 from pista.efficiency import card_of, gemms, headroom_ns, rate
-from pista.findings import Context, Finding, Record
+from pista.findings import Context, Finding, Impact, Record
 from pista.rules._common import evidence, us
-from pista.rules._dominant import dominant
+from pista.rules._dominant import NEAR_PEAK_SHARE, dominant
 from pista.timeline import Edit
 
 ID = "compute-bound"
@@ -53,6 +60,12 @@ MIN_STEP_SHARE = 0.01
 # The precisions that run on tensor cores; fp32/fp64 GEMMs are fp32-gemm's and fp64-gemm's.
 TENSOR_CORE_DTYPES = ("fp8", "bf16", "fp16", "tf32")
 MAX_KERNELS = 3  # GEMM kernels named, most headroom first; presentation
+# The rules whose findings name the time of each purpose: where one is printed, the GEMMs-near-peak finding
+# points at it.
+PURPOSE_RULES = {"elementwise": ("unfused-elementwise", "tanh-gelu"), "reduction": ("unfused-elementwise",),
+                 "cast": ("autocast-casts", "unfused-elementwise"), "attention": ("manual-attention",),
+                 "optimizer": ("unfused-optimizer",), "communication": ("exposed-communication",),
+                 "copy": ("pageable-memcpy",), "conv": ("channels-last",)}
 EVIDENCE_EVENTS = 3
 
 
@@ -81,6 +94,26 @@ class ComputeBound(Record):
     kernels: tuple[GemmKernel, ...]  # most headroom first
 
 
+class NearPeak(Record):
+    """The finding where the GEMMs run near the ceiling and another kind of work takes more of the GPU."""
+
+    gpu_busy_percent: float
+    card: str
+    ceiling_measured: bool
+    steps: int
+    gemm_us: float  # tensor-core GEMM time over the window
+    gemm_percent: float  # of the device time
+    kernels: tuple[GemmKernel, ...]  # most time first
+    other: str  # the purpose (pista.purpose.PURPOSES) with the most GPU time
+    other_us: float  # per step
+    other_percent: float  # of the device time
+    named_by: tuple[str, ...] = ()  # the printed findings' rules that name that purpose's time (pista.engine)
+
+    def with_printed(self, rules: frozenset[str]) -> NearPeak:
+        """This record once the reading is known: which of the rules on its purpose have a finding in it."""
+        return msgspec.structs.replace(self, named_by=tuple(r for r in PURPOSE_RULES.get(self.other, ()) if r in rules))
+
+
 class SlowCall(Record):
     """Note on a GEMM call below the ceiling."""
 
@@ -102,26 +135,21 @@ def check(ctx: Context) -> list[Finding]:
     calls = np.array(sorted(k for k, g in table.items() if g.dtype in TENSOR_CORE_DTYPES), dtype=np.int64)
     if calls.size == 0:
         return []
+    kernels, near = _kernels(facts, calls, card)
+    gemm_ns = trace.dur[calls].sum()
+    # a GEMM near the ceiling does its job (NEAR_PEAK_SHARE): its calls have nothing to give back
+    calls = calls[~near]
     per_call = np.array([headroom_ns(facts, calls[i:i + 1], card) for i in range(calls.size)])
     impact = ctx.per_step(float(per_call.sum()))
-    if impact.share < MIN_STEP_SHARE:
-        return []
-    kernels = []
-    names = trace.name[calls]
-    for name_id in np.unique(names).tolist():
-        members = calls[names == name_id]
-        r = rate(facts, members, card)
-        kernels.append(GemmKernel(
-            name=trace.names[name_id], calls=int(members.size), total_us=us(trace.dur[members].sum()),
-            tflops=float(r.tflops or 0.0), dtype=str(r.dtype), ceiling_tflops=float(r.ceiling_tflops or 0.0),
-            ceiling_share=float(r.ceiling_share or 0.0), headroom_us=us(per_call[names == name_id].sum())))
-    kernels.sort(key=lambda k: -k.headroom_us)
+    if impact.share < MIN_STEP_SHARE or not (per_call > 0).any():
+        return _near_peak(ctx, kernels, card)
+    slow_kernels = [k for k in kernels if k.ceiling_share < NEAR_PEAK_SHARE]
     record = ComputeBound(
         gpu_busy_percent=100.0 * (s.gpu_busy_share or 0.0), self_device_total_us=s.self_device_total_us,
         self_cpu_total_us=s.self_cpu_total_us, card=card.name,
-        ceiling_measured=all(card.ceiling_measured(k.dtype) for k in kernels),
-        gemm_us=us(trace.dur[calls].sum()), headroom_us=us(per_call.sum()), steps=ctx.step_count,
-        kernels=tuple(kernels[:MAX_KERNELS]))
+        ceiling_measured=all(card.ceiling_measured(k.dtype) for k in slow_kernels),
+        gemm_us=us(gemm_ns), headroom_us=us(per_call.sum()), steps=ctx.step_count,
+        kernels=tuple(sorted(slow_kernels, key=lambda k: -k.headroom_us)[:MAX_KERNELS]))
     ev = []
     for pos in np.argsort(-per_call, kind="stable")[:EVIDENCE_EVENTS].tolist():
         k = int(calls[pos])
@@ -131,3 +159,45 @@ def check(ctx: Context) -> list[Finding]:
     slow = calls[per_call > 0]
     return [Finding(ID, record, impact, ev, edit=Edit("GEMMs at the ceiling", device_dur=(
         slow, trace.dur[slow] - per_call[per_call > 0])))]
+
+
+def _kernels(facts, calls: np.ndarray, card) -> tuple[list[GemmKernel], np.ndarray]:
+    """Per GEMM kernel name, its calls' rate against the card; and the mask of the calls whose kernel runs at
+    NEAR_PEAK_SHARE of the ceiling or more."""
+    trace = facts.trace
+    kernels = []
+    near = np.zeros(calls.size, dtype=bool)
+    names = trace.name[calls]
+    for name_id in np.unique(names).tolist():
+        mine = names == name_id
+        members = calls[mine]
+        r = rate(facts, members, card)
+        kernels.append(GemmKernel(
+            name=trace.names[name_id], calls=int(members.size), total_us=us(trace.dur[members].sum()),
+            tflops=float(r.tflops or 0.0), dtype=str(r.dtype), ceiling_tflops=float(r.ceiling_tflops or 0.0),
+            ceiling_share=float(r.ceiling_share or 0.0), headroom_us=us(headroom_ns(facts, members, card))))
+        near[mine] = (r.ceiling_share or 0.0) >= NEAR_PEAK_SHARE
+    return kernels, near
+
+
+def _near_peak(ctx: Context, kernels: list[GemmKernel], card) -> list[Finding]:
+    """The GEMMs run near the ceiling: said (info, nothing claimed) where another kind of work takes more of
+    the GPU than they do, and named (tl_h100_qwen05: GEMMs at 82% of the ceiling, elementwise 56% of the GPU
+    time); a healthy trace whose time is its GEMMs hears nothing."""
+    near = sorted((k for k in kernels if k.ceiling_share >= NEAR_PEAK_SHARE), key=lambda k: -k.total_us)
+    by_purpose = {p: t for p, t in ctx.summary.gpu_time_by_purpose.items() if p != "gemm"}
+    if not near or not by_purpose:
+        return []
+    other = max(by_purpose, key=lambda p: by_purpose[p])
+    total = sum(ctx.summary.gpu_time_by_purpose.values()) or 1.0
+    gemm_us = sum(k.total_us for k in near)
+    steps = ctx.step_count
+    if by_purpose[other] <= gemm_us / steps:
+        return []
+    s = ctx.summary
+    record = NearPeak(
+        gpu_busy_percent=100.0 * (s.gpu_busy_share or 0.0), card=card.name,
+        ceiling_measured=all(card.ceiling_measured(k.dtype) for k in near), steps=steps, gemm_us=gemm_us,
+        gemm_percent=100.0 * gemm_us / steps / total, kernels=tuple(near[:MAX_KERNELS]), other=other,
+        other_us=by_purpose[other], other_percent=100.0 * by_purpose[other] / total)
+    return [Finding(ID, record, Impact.none())]

@@ -1,31 +1,58 @@
 """What:
-Chains of memory-bound elementwise kernels over tensors of the same size: consecutive kernels on
-one stream (purpose "elementwise", nothing else between them) whose launching ops take a first
-tensor of the same shape (`Input Dims`), each moving its bytes near the card's bandwidth (bytes =
-the full-size tensor inputs plus the output, at the dtype of `Input type`). Kernels already made
-by a compiler (Triton `triton_*`) are left out.
+Elementwise work that one fused kernel would do in one pass, run as many eager kernels, each a pass
+over memory. Two shapes of it:
+- Code written out op by op (pista.rules._written_out): runs of at least 4 eager kernels of at
+  least 3 distinct primitive ops (mul, add, pow, mean, rsqrt, cat, neg, silu, casts...) back to
+  back on one stream, as an RMSNorm (pow, mean, rsqrt, mul), a rotary embedding (mul, neg, cat,
+  add) or a SiLU gate with its casts runs without torch.compile. Reported where the runs take 10%
+  of the GPU time or more, named by what they compute and by the nn.Module and source line that
+  run them (with_stack traces), beside the share of all eager elementwise, reduction and cast
+  kernels. Native fused ops (layer_norm, gelu, softmax, a batch norm) are one pass already and are
+  not counted; GELU's tanh formula is tanh-gelu's and an attention's score passes manual-attention's.
+- Chains over tensors of the same size: consecutive kernels on one stream (purpose "elementwise",
+  nothing else between them) whose launching ops take a first tensor of the same shape (`Input
+  Dims`), each moving its bytes near the card's bandwidth (bytes = the full-size tensor inputs plus
+  the output, at the dtype of `Input type`).
+Kernels already made by a compiler (Triton `triton_*`) and kernels under a compiled region are left out.
 
 Why:
 An elementwise kernel on a large tensor does almost no arithmetic: its time is one read and one
 write of the tensor at the memory bandwidth. N such ops in a row stream the data N times where one
-fused kernel (torch.compile) streams it once.
+fused kernel (torch.compile) streams it once. An RMSNorm written out in fp32 is 8 passes (upcast,
+square, mean, add, rsqrt, scale, downcast, weight) over an activation that F.rms_norm reads and
+writes once.
 
 Example:
+tl_h100_qwen05 (TraceLens: Qwen1.5-0.5B's forward, batch 16 x 559, bf16, H100): eager elementwise,
+reduction and cast kernels take 28.7 ms a step (63% of the GPU time); 17.3 ms of it is written-out
+code: the rotary embedding in Qwen2Attention (apply_rotary_pos_emb: mul > neg > cat > mul > add, q
+and k, then 3 copies) 9.06 ms, Qwen2RMSNorm (add > copy_ > pow > mean > add > rsqrt > mul > copy_
+> mul) 8.25 ms. The same model (its shapes, random weights) measured on an H100 (torch 2.11):
+29.9 ms eager, 23.0 ms with F.rms_norm in Qwen2RMSNorm, 18.2 ms under torch.compile.
 gpu/elementwise_chain on an H200: six eager ops (mul, add, relu, mul, sigmoid, sub) on a 64 Mi
 fp32 tensor, 126-187 µs each at 4.1-4.3 TB/s (the card's measured 4.27), 825 µs per step.
 gpu/elementwise_compiled runs the same chain under torch.compile as one
 `triton_poi_fused_add_mul_relu_sigmoid_sub_0` kernel of 127 µs.
 
 Impact:
-Per step: (N-1)/N of each chain's time, the passes fusion saves, an upper bound (the fused kernel
-still reads every distinct input once). gpu/elementwise_chain 687 µs (77.9% of the step, which
-lasts its GPU work); gpu/resnet50_bf16's residual add + ReLU pairs (forward) and add_ +
-threshold_backward pairs (backward) 1.78 ms (5.5%). New in issue 15.
+Per step: for each written-out run, its kernel time less one fused pass (one read and one write of
+its largest tensor at the card's bandwidth, and no less than its longest kernel, which makes such a
+pass already; the engine replays the run's kernels shrunk to that, not removed); for each chain,
+(N-1)/N of its time, the passes fusion saves, an upper bound (the fused kernel still reads every
+distinct input once). tl_h100_qwen05: 17.3 ms of runs fused to 2.62 ms, 14.4 ms a step (29.7%)
+predicted without the profiler, against 11.7 ms (39%) measured on its H100 twin above.
+savings/h100/elementwise_rmsnorm (Llama-style RMSNorm and SwiGLU written out, 4 blocks, H100):
+measured 39.9% by torch.compile; the rule's own estimate 29.0%. gpu/elementwise_chain 687 µs
+(77.9% of the step, which lasts its GPU work); gpu/resnet50_bf16's residual add + ReLU pairs
+(forward) and add_ + threshold_backward pairs (backward) 1.78 ms (5.5%). New in issue 15; the
+written-out runs in issue 35.
 
 Fix:
-`torch.compile` the function (or the module) that holds the chain; by hand, fold scalar ops
-into one (`torch.addcmul`, in-place ops do not help: they still make a pass each) or write one
-kernel (Triton).
+`torch.compile` the model, or the function (or the module) that holds the run or the chain. Without
+compile, the fused op where one exists: `F.rms_norm` / `nn.RMSNorm` for an RMSNorm (Liger Kernel's
+in a transformers model), a fused rotary kernel (flash_attn's `apply_rotary_emb`), a fused SwiGLU
+without .float()/.to() round trips; by hand, fold scalar ops into one (`torch.addcmul`; in-place
+ops do not help: they still make a pass each) or write one kernel (Triton).
 """
 
 from __future__ import annotations
@@ -33,7 +60,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterator
+from collections import Counter
 from typing import Any
 
 import msgspec
@@ -43,9 +70,11 @@ from pista.efficiency import MEMO_SIZE, PRACTICAL_SHARE_HBM, card_of
 from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import op_args
 from pista.purpose import CODE, classify
+from pista.rules import _written_out
 from pista.rules._attention import score_kernels
 from pista.rules._common import COMPILED_REGION, device_ns_in_window, nearest_ancestor, pattern_mask, us
 from pista.rules._gelu import chain_ops
+from pista.rules._written_out import stream_work as _stream_work
 from pista.timeline import Edit
 from pista.trace.facts import Facts
 
@@ -61,6 +90,12 @@ MIN_BANDWIDTH_SHARE = 0.6
 # Below this share of the step the saving is noise (REVIEW.md).
 MIN_IMPACT_SHARE = 0.01
 EVIDENCE_CHAINS = 2
+# Written-out code (pista.rules._written_out) is reported where its runs take this share of the GPU time:
+# tl_h100_qwen05 38%, tl_mi300_qwen05 28%, savings elementwise_rmsnorm 43% (measured: torch.compile saved 40%
+# of its step on an H100); the most among the savings suite's healthy pairs and the H200 fixtures is 6.3%
+# (gpu/gpt2_conv1d, around its GELU), then layout_mb_cl_bf16's 3.7%.
+MIN_RUNS_GPU_SHARE = 0.10
+EVIDENCE_RUN_KERNELS = 16
 # The backward of GELU's tanh formula: its pow and tanh nodes (a tanh or cube elsewhere in a model is rare).
 GELU_BACKWARD = re.compile(r"^autograd::engine::evaluate_function: (Tanh|Pow)Backward0")
 # ... named in the advice where it is at least this share of the chains' time (gpu/gpt2_conv1d: 52%)
@@ -105,6 +140,46 @@ class ChainKernel(Record):
     tbps: float
 
 
+class Run(Record):
+    """Runs of elementwise code written out op by op in one place, summed over the window."""
+
+    idiom: str  # rmsnorm | layernorm | rotary | gate | other (pista.rules._written_out.idiom)
+    ops: tuple[str, ...]  # the launching ops of its most frequent form, in order
+    module: str  # innermost nn.Module class ("" without stacks)
+    frame: str  # innermost user frame, "file.py(line): function" ("" without stacks)
+    count: int  # occurrences in the window
+    us: float  # per step, all its kernels
+    fused_us: float  # per step, each occurrence as one fused pass
+
+
+class WrittenOut(Record):
+    """The finding where elementwise code written out op by op takes MIN_RUNS_GPU_SHARE of the GPU time."""
+
+    steps: int
+    runs: tuple[Run, ...]  # most saving first
+    kernels_per_step: float
+    runs_us: float  # per step
+    fused_us: float  # per step
+    chains: tuple[Chain, ...]  # same-shape chains outside the runs, most saving first
+    saving_us: float  # per step: the runs' and the chains'
+    eager_us: float  # per step: every eager elementwise, reduction and cast kernel
+    eager_percent: float  # of the device time
+    gpu_share_percent: float  # the runs' kernels, of the device time
+    step_share_percent: float
+    ceiling_tbps: float
+    ceiling_source: str  # "measured" | "datasheet" | "trace"
+    card: str
+
+
+class RunKernel(Record):
+    """Note on one kernel of a run written out op by op."""
+
+    op: str
+    position: int  # 1-based, in its run
+    length: int
+    idiom: str
+
+
 class _Kernel(Record):
     index: int
     op: int
@@ -118,19 +193,14 @@ def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     if not facts.has_gpu:
         return []
+    chains, ceiling = _fast_chains(facts)
+    runs = _written_runs(facts, chains)
+    if runs:
+        return _written_finding(ctx, runs, chains, ceiling or _run_ceiling(facts, runs))
+    if not chains or ceiling is None:
+        return []
+    ceiling, source, card = ceiling
     trace = facts.trace
-    # with a known card the ceiling is the card's: only kernels that could chain need their bytes
-    candidates = _candidates(facts, paired_only=card_of(trace) is not None)
-    if not candidates:
-        return []
-    ceiling, source, card = _ceiling(facts, candidates)
-    floor = MIN_BANDWIDTH_SHARE * ceiling * 1e3  # bytes per ns
-    fast = {k: c for k, c in candidates.items() if c.bytes / max(int(trace.dur[k]), 1) >= floor}
-    # a written-out attention's passes over its scores are manual-attention's (the fused kernel is the fix)
-    scores = set(score_kernels(facts).tolist())
-    chains = [ch for ch in _chains(facts, fast) if len(ch) >= MIN_CHAIN and not any(c.index in scores for c in ch)]
-    if not chains:
-        return []
     steps = ctx.step_count
     chain_ns = float(sum(int(trace.dur[c.index]) for ch in chains for c in ch))
     saving_ns = float(sum(sum(int(trace.dur[c.index]) for c in ch) * (len(ch) - 1) / len(ch) for ch in chains))
@@ -149,15 +219,36 @@ def check(ctx: Context) -> list[Finding]:
     return [Finding(ID, record, impact, _evidence(facts, chains), edit=Edit("fused chains", remove=np.asarray(gone, np.int64)))]
 
 
+def _fast_chains(facts: Facts) -> tuple[list[list[_Kernel]], tuple[float, str, str] | None]:
+    """The same-shape chains of kernels near the bandwidth, and the bandwidth ceiling (None without
+    candidates)."""
+    trace = facts.trace
+    # with a known card the ceiling is the card's: only kernels that could chain need their bytes
+    candidates = _candidates(facts, paired_only=card_of(trace) is not None)
+    if not candidates:
+        return [], None
+    ceiling = _ceiling(facts, candidates)
+    floor = MIN_BANDWIDTH_SHARE * ceiling[0] * 1e3  # bytes per ns
+    fast = {k: c for k, c in candidates.items() if c.bytes / max(int(trace.dur[k]), 1) >= floor}
+    # a written-out attention's passes over its scores are manual-attention's (the fused kernel is the fix)
+    scores = set(score_kernels(facts).tolist())
+    chains = [ch for ch in _chains(facts, fast) if len(ch) >= MIN_CHAIN and not any(c.index in scores for c in ch)]
+    return chains, ceiling
+
+
 def _gelu_ns(facts: Facts, chains: list[list[_Kernel]]) -> float:
     """The chains' kernel time launched by the ops of a tanh-GELU written out, forward, or by their
     autograd nodes' backward (gpu/gpt2_conv1d: transformers' gelu_new in fp32)."""
     trace = facts.trace
-    gelu = np.zeros(len(trace), dtype=bool)
+    gelu = _gelu_ops(facts)
+    return float(sum(int(trace.dur[c.index]) for ch in chains for c in ch if c.op >= 0 and gelu[c.op]))
+
+
+def _gelu_ops(facts: Facts) -> np.ndarray:
+    """Mask: the ops of a tanh-GELU written out, and the ops under its autograd nodes (tanh-gelu's)."""
+    gelu = nearest_ancestor(facts, facts.is_host & pattern_mask(facts, GELU_BACKWARD)) >= 0
     gelu[chain_ops(facts)] = True
-    in_backward = nearest_ancestor(facts, facts.is_host & pattern_mask(facts, GELU_BACKWARD)) >= 0
-    return float(sum(int(trace.dur[c.index]) for ch in chains for c in ch
-                     if c.op >= 0 and (gelu[c.op] or in_backward[c.op])))
+    return gelu
 
 
 def _candidates(facts: Facts, paired_only: bool) -> dict[int, _Kernel]:
@@ -196,22 +287,6 @@ def _paired(facts: Facts, idx: np.ndarray) -> np.ndarray:
         paired[before[pair]] = True
         paired[after[pair]] = True
     return paired[idx]
-
-
-def _stream_work(facts: Facts) -> Iterator[np.ndarray]:
-    """Per GPU stream, its device work in start order: the device work of facts.lanes' "gpu" lanes,
-    sorted alone (the lanes sort every event: 22 MiB kept on a 1 GB trace, for this rule only)."""
-    trace = facts.trace
-    work = np.flatnonzero(facts.is_device_work)
-    work = work[np.lexsort((trace.ts[work], trace.tid[work], trace.pid[work]))]
-    pid, tid = trace.pid[work], trace.tid[work]
-    bounds = np.flatnonzero((pid[1:] != pid[:-1]) | (tid[1:] != tid[:-1])) + 1
-    overhead = np.flatnonzero(facts.is_overhead)  # a lane with any is the overhead lane
-    not_gpu = set(zip(trace.pid[overhead].tolist(), trace.tid[overhead].tolist(), strict=True))
-    for chunk in np.split(work, bounds) if work.size else []:
-        lane = (int(trace.pid[chunk[0]]), int(trace.tid[chunk[0]]))
-        if lane[0] != -1 and lane not in not_gpu:
-            yield chunk
 
 
 def _shape(value: Any) -> tuple[int, ...] | None:
@@ -301,3 +376,127 @@ def _evidence(facts: Facts, chains: list[list[_Kernel]]) -> list[Evidence]:
             rate = c.bytes / max(int(trace.dur[c.index]), 1) / 1e3
             out.append(Evidence.of(facts, c.index, ChainKernel(_op_name(facts, c), n, len(ch), rate)))
     return out
+
+
+# -- elementwise code written out op by op (pista.rules._written_out) --------------------------------------
+
+
+def _written_runs(facts: Facts, chains: list[list[_Kernel]]) -> list[np.ndarray]:
+    """The runs of written-out code, where together they take MIN_RUNS_GPU_SHARE of the GPU time; a run
+    whose kernels are all one same-shape chain's stays the chain's (gpu/elementwise_chain)."""
+    trace = facts.trace
+    gelu = _gelu_ops(facts)
+    work = np.flatnonzero(facts.is_device_work & (facts.owner >= 0))
+    # GELU's formula is tanh-gelu's, the attention's score passes manual-attention's: their fixes are one op
+    excluded = np.concatenate((score_kernels(facts), work[gelu[facts.owner[work]]])).astype(np.int64)
+    found = _written_out.runs(facts, _written_out.eligible(facts, excluded))
+    in_chains = {c.index for ch in chains for c in ch}
+    found = [r for r in found if not in_chains.issuperset(r.tolist())]
+    if not found or sum(int(trace.dur[r].sum()) for r in found) < MIN_RUNS_GPU_SHARE * device_ns_in_window(facts):
+        return []
+    return found
+
+
+def _run_ceiling(facts: Facts, runs: list[np.ndarray]) -> tuple[float, str, str]:
+    """The ceiling where no same-shape chain candidate gave one: the card's, else the runs' best kernel."""
+    card = card_of(facts.trace)
+    if card is not None:
+        return (float(card.measured["hbm"]), "measured", card.name) if "hbm" in card.measured else \
+            (card.hbm_tbps * PRACTICAL_SHARE_HBM, "datasheet", card.name)
+    trace = facts.trace
+    kernels = np.concatenate(runs)
+    moved = _op_bytes(facts, facts.owner[kernels])
+    best = max((b / max(int(trace.dur[k]), 1) for k, b in zip(kernels.tolist(), moved, strict=True)), default=0.0)
+    return (best / 1e3 if best > 0 else 1.0), "trace", ""
+
+
+def _op_bytes(facts: Facts, ops: np.ndarray) -> list[int]:
+    """Per op, the bytes of its largest tensor input (0 without recorded shapes)."""
+    return [0 if a is None else _largest_bytes(a.dims_text, a.types_text) for a in op_args(facts, ops.tolist())]
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _largest_bytes(dims_text: bytes, types_text: bytes) -> int:
+    dims, types = msgspec.json.decode(dims_text), msgspec.json.decode(types_text)
+    if not isinstance(dims, list) or not isinstance(types, list):
+        return 0
+    sizes = [math.prod(shape) * ITEM_BYTES[dtype] for d, dtype in zip(dims, types, strict=False)
+             if (shape := _shape(d)) is not None and isinstance(dtype, str) and dtype in ITEM_BYTES]
+    return max(sizes, default=0)
+
+
+def _fused_ns(facts: Facts, run: np.ndarray, bytes_per_ns: float) -> float:
+    """One fused pass over the run's tensors: one read and one write of its largest tensor at the
+    bandwidth ceiling, and no shorter than its longest kernel (a pass it makes already); at most the run."""
+    dur = facts.trace.dur[run]
+    largest = max(_op_bytes(facts, facts.owner[run]), default=0)
+    return float(min(int(dur.sum()), max(int(dur.max()), 2.0 * largest / bytes_per_ns)))
+
+
+def _written_finding(ctx: Context, runs: list[np.ndarray], chains: list[list[_Kernel]],
+                     ceiling: tuple[float, str, str]) -> list[Finding]:
+    facts = ctx.facts
+    trace = facts.trace
+    steps = ctx.step_count
+    fused = [_fused_ns(facts, r, ceiling[0] * 1e3) for r in runs]
+    in_runs = set(np.concatenate(runs).tolist())
+    chains = [ch for ch in chains if not any(c.index in in_runs for c in ch)]
+    runs_ns = float(sum(int(trace.dur[r].sum()) for r in runs))
+    chain_saving = float(sum(sum(int(trace.dur[c.index]) for c in ch) * (len(ch) - 1) / len(ch) for ch in chains))
+    saving_ns = runs_ns - sum(fused) + chain_saving
+    impact = ctx.per_step(saving_ns)
+    if impact.share < MIN_IMPACT_SHARE:
+        return []
+    device_ns = device_ns_in_window(facts)
+    eager_ns = _eager_ns(facts)
+    record = WrittenOut(
+        steps=steps, runs=_run_summaries(facts, runs, fused, steps),
+        kernels_per_step=sum(r.size for r in runs) / steps, runs_us=us(runs_ns) / steps, fused_us=us(sum(fused)) / steps,
+        chains=_summaries(facts, chains, steps), saving_us=us(saving_ns) / steps, eager_us=us(eager_ns) / steps,
+        eager_percent=100.0 * eager_ns / device_ns, gpu_share_percent=100.0 * runs_ns / device_ns,
+        step_share_percent=100.0 * impact.share, ceiling_tbps=ceiling[0], ceiling_source=ceiling[1], card=ceiling[2])
+    # fused, each run is one pass: its kernels shrink together to that pass's time (not to nothing); each
+    # chain keeps its longest kernel
+    kernels = np.concatenate(runs)
+    shrunk = np.concatenate([np.rint(trace.dur[r] * (f / max(int(trace.dur[r].sum()), 1)))
+                             for r, f in zip(runs, fused, strict=True)])
+    gone = [c.index for ch in chains for c in sorted(ch, key=lambda c: -int(trace.dur[c.index]))[1:]]
+    edit = Edit("fused elementwise code", remove=np.asarray(gone, np.int64),
+                device_dur=(kernels.astype(np.int64), shrunk.astype(trace.dur.dtype)))
+    return [Finding(ID, record, impact, _run_evidence(facts, runs), edit=edit)]
+
+
+def _eager_ns(facts: Facts) -> float:
+    """Every elementwise, reduction and cast kernel in the window not made by a compiler."""
+    trace = facts.trace
+    lo, hi = facts.window
+    codes = classify(facts)
+    work = facts.is_device_work & (trace.ts >= lo) & (trace.ts < hi) & np.isin(codes, [CODE[p] for p in _written_out.PURPOSES])
+    work &= ~pattern_mask(facts, _written_out.FUSED_KERNEL)
+    return float(trace.dur[work].sum())
+
+
+def _run_summaries(facts: Facts, runs: list[np.ndarray], fused: list[float], steps: int) -> tuple[Run, ...]:
+    """The runs grouped by what they compute and where: most saving first."""
+    trace = facts.trace
+    groups: dict[tuple[str, str, str], list[tuple[tuple[str, ...], float, float]]] = {}
+    for r, f in zip(runs, fused, strict=True):
+        ops = _written_out.op_names(facts, r)
+        key = (_written_out.idiom(ops), *_written_out.location(facts, r))
+        groups.setdefault(key, []).append((ops, float(trace.dur[r].sum()), f))
+    out = []
+    for (idiom, module, frame), items in groups.items():
+        ops = Counter(o for o, _, _ in items).most_common(1)[0][0]
+        out.append(Run(idiom, ops, module, frame, len(items), us(sum(n for _, n, _ in items)) / steps,
+                       us(sum(f for _, _, f in items)) / steps))
+    return tuple(sorted(out, key=lambda r: r.fused_us - r.us))
+
+
+def _run_evidence(facts: Facts, runs: list[np.ndarray]) -> list[Evidence]:
+    """The kernels of the longest run."""
+    trace = facts.trace
+    run = max(runs, key=lambda r: int(trace.dur[r].sum()))
+    kind = _written_out.idiom(_written_out.op_names(facts, run))
+    shown = run[:EVIDENCE_RUN_KERNELS]
+    return [Evidence.of(facts, int(k), RunKernel(trace.event_name(int(facts.owner[k])), n, int(run.size), kind))
+            for n, k in enumerate(shown.tolist(), 1)]

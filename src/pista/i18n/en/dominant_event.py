@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pista.i18n._fmt import num, pct, t
 from pista.rules._common import short_name
-from pista.rules.dominant_event import SMALL_GEMM_FLOPS, TILE_MULTIPLE, DominantEvent, Instance
+from pista.rules.dominant_event import (
+    IDLE_NAMED_BELOW,
+    SMALL_GEMM_FLOPS,
+    TILE_MULTIPLE,
+    DominantEvent,
+    Instance,
+)
 
 TITLE = "One kernel, copy or op dominates the GPU time"
 
@@ -59,6 +65,16 @@ def _below_advice(r: DominantEvent) -> str:
             "layout (transpose an operand); confirm with Nsight Compute (ncu) what bounds it")
 
 
+def _elsewhere(r: DominantEvent) -> str:
+    """Where the larger cost is once the kernel is left alone: the rest of the GPU time, the GPU's idle time."""
+    parts = []
+    if r.share_percent <= 95:
+        parts.append(f"the other {100 - r.share_percent:.0f}% of the GPU time")
+    if r.gpu_busy_percent < IDLE_NAMED_BELOW:
+        parts.append(f"the {100 - r.gpu_busy_percent:.0f}% of the window the GPU is idle")
+    return f"; look next at {' and at '.join(parts)}" if parts else ""
+
+
 def _name(r: DominantEvent) -> str:
     return short_name(r.name) if r.kind == "kernel" else r.name
 
@@ -80,6 +96,10 @@ def advice(r: DominantEvent) -> str:
                 if r.share_percent <= 95 else "")
         return (f"Leave {name} as it is: at {g.tflops:.0f} TFLOP/s it runs as fast as this card runs {g.dtype}. "
                 f"Only less work makes it faster (fewer or smaller GEMMs){lower}{rest}.")
+    if r.cause == "near-ceiling":
+        return (f"Leave {name} as it is: at {g.tflops:.0f} TFLOP/s, {pct(g.ceiling_share)} of the card's {g.dtype} "
+                "ceiling, it runs near what a GEMM reaches on this card, and torch.compile(mode='max-autotune') finds "
+                f"no faster kernel for such GEMMs{_elsewhere(r)}.")
     if r.cause == "below-ceiling":
         return f"{name} runs at {pct(g.ceiling_share)} of the card's {g.dtype} ceiling: {_below_advice(r)}."
     if r.cause == "precision":
@@ -102,6 +122,9 @@ def fix(r: DominantEvent) -> str:
     if r.cause == "at-ceiling":
         return (f"{name} runs at {g.tflops:.0f} TFLOP/s, at this card's {g.dtype} ceiling: leave it, nothing to "
                 "gain in this kernel.")
+    if r.cause == "near-ceiling":
+        return (f"{name} runs at {g.tflops:.0f} of {g.ceiling_tflops:.0f} TFLOP/s ({g.dtype}), near this card's "
+                f"ceiling: leave it{_elsewhere(r)}.")
     if r.cause == "below-ceiling":
         return (f"{name} runs at {g.tflops:.0f} of {g.ceiling_tflops:.0f} TFLOP/s ({g.dtype}), "
                 f"{t(r.headroom_us / r.steps)} per step to gain: {_below_advice(r)}.")
@@ -119,6 +142,9 @@ def basis(r: DominantEvent) -> str:
         how = "measured" if g.ceiling_measured else "estimated from the datasheet"
         return (f"per call, its time minus its FLOPs at the card's {g.dtype} ceiling ({g.ceiling_tflops:.0f} "
                 f"TFLOP/s, {how}), summed per step")
+    if r.cause == "near-ceiling":
+        return (f"none claimed: at {pct(g.ceiling_share)} of the card's {g.dtype} ceiling a GEMM runs near what the "
+                "card gives (max-autotune found nothing faster for such GEMMs)")
     if r.cause == "precision":
         return f"not counted here: what a lower precision saves is {'fp32' if g.dtype == 'fp32' else 'fp64'}-gemm's"
     if r.cause == "transfer":

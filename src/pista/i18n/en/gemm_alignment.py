@@ -28,6 +28,11 @@ def message(r: GemmAlignment) -> str:
 
 def advice(r: GemmAlignment) -> str:
     d = r.odd[0]
+    if d in r.sequence:
+        return (f"{d} is a sequence length (tokens per sample), not a weight's size: pad the sequences to {r.pad_to} "
+                "(a multiple of 8; pad_to_multiple_of=8 in the tokenizer or the data collator, the padding masked out "
+                "of the attention and the loss), or run the attention as F.scaled_dot_product_attention, whose fused "
+                "kernels take any length. cuBLAS then picks its aligned tensor-core kernels.")
     return (f"Pad {d} to {r.pad_to} (a multiple of 64): for a vocabulary, build the embedding and the output "
             "layer with the padded size (the extra logits are never targets); hidden and feed-forward sizes in "
             "multiples of 64, tokens per batch in multiples of 8. cuBLAS then picks its aligned tensor-core kernels.")
@@ -35,6 +40,9 @@ def advice(r: GemmAlignment) -> str:
 
 def fix(r: GemmAlignment) -> str:
     d = r.odd[0]
+    if d in r.sequence:
+        return (f"GEMMs over the sequence length {d} run at a fraction of the card's rate, {t(r.kernel_us)} per step: "
+                f"pad the sequences to {r.pad_to} (pad_to_multiple_of=8).")
     return (f"GEMMs on the dimension {d} run at a fraction of the card's rate, {t(r.kernel_us)} per step: pad it "
             f"to {r.pad_to} (a multiple of 64).")
 

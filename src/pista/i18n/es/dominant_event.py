@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pista.i18n._fmt import num, pct, t
 from pista.rules._common import short_name
-from pista.rules.dominant_event import SMALL_GEMM_FLOPS, TILE_MULTIPLE, DominantEvent, Instance
+from pista.rules.dominant_event import (
+    IDLE_NAMED_BELOW,
+    SMALL_GEMM_FLOPS,
+    TILE_MULTIPLE,
+    DominantEvent,
+    Instance,
+)
 
 TITLE = "Un solo kernel, copia u operación domina el tiempo de GPU"
 
@@ -63,6 +69,16 @@ def _below_advice(r: DominantEvent) -> str:
             "disposición (transpón un operando); confirma con Nsight Compute (ncu) qué lo limita")
 
 
+def _elsewhere(r: DominantEvent) -> str:
+    """Dónde está el coste mayor si se deja el kernel: el resto del tiempo de GPU, el tiempo con la GPU inactiva."""
+    parts = []
+    if r.share_percent <= 95:
+        parts.append(f"el otro {100 - r.share_percent:.0f}% del tiempo de GPU")
+    if r.gpu_busy_percent < IDLE_NAMED_BELOW:
+        parts.append(f"el {100 - r.gpu_busy_percent:.0f}% de la ventana con la GPU inactiva")
+    return f"; mira después {' y '.join(parts)}" if parts else ""
+
+
 def _name(r: DominantEvent) -> str:
     return short_name(r.name) if r.kind == "kernel" else r.name
 
@@ -85,6 +101,10 @@ def advice(r: DominantEvent) -> str:
                 if r.share_percent <= 95 else "")
         return (f"Deja {name} como está: a {g.tflops:.0f} TFLOP/s va tan rápido como esta tarjeta ejecuta {g.dtype}. "
                 f"Solo menos trabajo lo acelera (menos GEMM o más pequeños){lower}{rest}.")
+    if r.cause == "near-ceiling":
+        return (f"Deja {name} como está: a {g.tflops:.0f} TFLOP/s, el {pct(g.ceiling_share)} del techo {g.dtype} de la "
+                "tarjeta, va cerca de lo que un GEMM alcanza en esta tarjeta, y torch.compile(mode='max-autotune') no "
+                f"encuentra un kernel más rápido para GEMM así{_elsewhere(r)}.")
     if r.cause == "below-ceiling":
         return f"{name} va al {pct(g.ceiling_share)} del techo {g.dtype} de la tarjeta: {_below_advice(r)}."
     if r.cause == "precision":
@@ -109,6 +129,9 @@ def fix(r: DominantEvent) -> str:
     if r.cause == "at-ceiling":
         return (f"{name} va a {g.tflops:.0f} TFLOP/s, en el techo {g.dtype} de esta tarjeta: déjalo, no hay nada que "
                 "ganar en este kernel.")
+    if r.cause == "near-ceiling":
+        return (f"{name} va a {g.tflops:.0f} de {g.ceiling_tflops:.0f} TFLOP/s ({g.dtype}), cerca del techo de esta "
+                f"tarjeta: déjalo{_elsewhere(r)}.")
     if r.cause == "below-ceiling":
         return (f"{name} va a {g.tflops:.0f} de {g.ceiling_tflops:.0f} TFLOP/s ({g.dtype}), "
                 f"{t(r.headroom_us / r.steps)} por paso por ganar: {_below_advice(r)}.")
@@ -125,6 +148,9 @@ def basis(r: DominantEvent) -> str:
     if r.cause in ("at-ceiling", "below-ceiling"):
         return (f"por llamada, su tiempo menos sus FLOP al techo {g.dtype} de la tarjeta ({g.ceiling_tflops:.0f} "
                 f"TFLOP/s, {_how(g.ceiling_measured)}), sumado por paso")
+    if r.cause == "near-ceiling":
+        return (f"nada reclamado: al {pct(g.ceiling_share)} del techo {g.dtype} de la tarjeta un GEMM va cerca de lo "
+                "que da la tarjeta (max-autotune no encontró nada más rápido para GEMM así)")
     if r.cause == "precision":
         return (f"no se cuenta aquí: lo que ahorra una precisión menor es de "
                 f"{'fp32' if g.dtype == 'fp32' else 'fp64'}-gemm")
@@ -170,10 +196,15 @@ precisión (fp32-gemm, fp64-gemm); en una copia, de las reglas de copias; en un 
 de FLOP (no es un operador GEMM) no se estima: 0, dicho en la base. En una traza limitada por el
 host un kernel más rápido no ahorra nada (la GPU espera al host igualmente): ahí la regla calla
 (antes hablaba en gpu/recompile, gpu/trailing_sync, seed_mm64_compile). Antes era siempre info;
-ahora la gravedad sigue al impacto. El hallazgo aparte de compute-bound queda integrado aquí.
+ahora la gravedad sigue al impacto. El hallazgo aparte de compute-bound queda integrado aquí. Un GEMM al
+75% del techo o más (NEAR_PEAK_SHARE, en pista.rules._dominant) no reclama nada: el autoajuste no ganó
+nada medible en GEMM así (entre -30% y +0.5% en una H100 con las formas de tl_h100_qwen05,
+tl_compile_triton y tl_sglang_prefilldecode), y la revisión 3 del issue 35 marcó como engañoso "deja que
+max-autotune elija un kernel mejor" al 82-88%.
 
 Solución:
 Según lo que digan las cifras: en el techo, deja el kernel (menos trabajo, o fp8 donde la exactitud lo
-permita); por debajo, formas que llenen la tarjeta (múltiplos de 64, GEMM pequeños agrupados, autoajuste
+permita); cerca de él (75% o más), déjalo también y mira el resto del tiempo de GPU y el tiempo con la GPU
+inactiva; por debajo, formas que llenen la tarjeta (múltiplos de 64, GEMM pequeños agrupados, autoajuste
 con `torch.compile(mode="max-autotune")`); en fp32/fp64, una precisión menor; en una copia, menos bytes
 desde memoria fijada y sin bloquear. Si la traza está limitada por el host, arregla primero el host."""

@@ -28,6 +28,12 @@ def message(r: GemmAlignment) -> str:
 
 def advice(r: GemmAlignment) -> str:
     d = r.odd[0]
+    if d in r.sequence:
+        return (f"{d} es una longitud de secuencia (tokens por muestra), no el tamaño de un peso: rellena las "
+                f"secuencias hasta {r.pad_to} (un múltiplo de 8; pad_to_multiple_of=8 en el tokenizador o en el data "
+                "collator, con el relleno enmascarado en la atención y en la pérdida), o ejecuta la atención como "
+                "F.scaled_dot_product_attention, cuyos kernels fusionados aceptan cualquier longitud. cuBLAS elige "
+                "entonces sus kernels alineados de tensor cores.")
     return (f"Rellena {d} hasta {r.pad_to} (un múltiplo de 64): para un vocabulario, crea el embedding y la capa "
             "de salida con el tamaño rellenado (los logits extra nunca son objetivo); tamaños ocultos y de "
             "feed-forward en múltiplos de 64, tokens por lote en múltiplos de 8. cuBLAS elige entonces sus kernels "
@@ -36,6 +42,9 @@ def advice(r: GemmAlignment) -> str:
 
 def fix(r: GemmAlignment) -> str:
     d = r.odd[0]
+    if d in r.sequence:
+        return (f"los GEMMs sobre la longitud de secuencia {d} van a una fracción del ritmo de la tarjeta, "
+                f"{t(r.kernel_us)} por paso: rellena las secuencias hasta {r.pad_to} (pad_to_multiple_of=8).")
     return (f"los GEMMs sobre la dimensión {d} van a una fracción del ritmo de la tarjeta, {t(r.kernel_us)} por "
             f"paso: rellénala hasta {r.pad_to} (un múltiplo de 64).")
 
@@ -79,9 +88,18 @@ por la fracción de la ventana en que la GPU está ocupada: el tiempo de GPU aho
 solo donde la GPU es el límite, y un paso limitado por el host oculta la mayor parte.
 gpu/gpt2_conv1d: 6.4 ms de GPU por paso, 30% ocupada (perfilado con pilas), 1.9 ms; medido sin
 profiler, el relleno ahorró 1.07-1.47 ms (el paso pasó a estar limitado por el host). Sin GEMMs
-alineados de ese tipo con los que comparar, o por debajo del 1% del paso, la regla calla.
+alineados de ese tipo con los que comparar, o por debajo del 1% del paso, la regla calla. Los matmul de
+una atención escrita a mano de la que informa manual-attention quedan para ella:
+F.scaled_dot_product_attention los elimina sea cual sea la longitud (a los bmm de tl_h100_timesformer
+sobre 3137 tokens y de tl_h100_owlv2 sobre 5185 se les decía "rellena ... para un vocabulario": revisión 3
+del issue 35). Un GEMM cuya dimensión impar es una longitud de secuencia (dos veces entre M, N y K de un
+GEMM por lotes, como los de una atención, o los tokens por muestra que lee un embedding) se rellena
+rellenando cada secuencia, lo que paga todo el trabajo por token: donde eso cuesta más de lo que
+devuelven los GEMM (al menos la parte rellenada del tiempo de GPU), queda fuera.
 
 Solución:
 Rellena la dimensión hasta un múltiplo de 64: `vocab_size=50304` (los logits extra nunca son objetivo;
 recórtalos o déjalos), tamaños ocultos y de feed-forward en múltiplos de 64, lote x secuencia en
-múltiplos de 8."""
+múltiplos de 8. Una longitud de secuencia: rellena las secuencias hasta un múltiplo de 8
+(`pad_to_multiple_of=8` en el tokenizador o en el data collator, con el relleno enmascarado), o ejecuta la
+atención como F.scaled_dot_product_attention."""
