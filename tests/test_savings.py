@@ -25,8 +25,6 @@ UNNAMED: dict[str, str] = {
     "pad_rows_eager_train": "padding to the longest row measured 2.2% slower: the step waits on the host (a F.pad per "
                             "row, eager attention's dispatch); the replay sees no saving, so padding is rightly not "
                             "printed (with --no-replay it is a warning)",
-    "elementwise_rmsnorm": "RMSNorm and SwiGLU written out: unfused-elementwise sees chains of same-shape kernels near "
-                           "the bandwidth only, and these upcast, reduce and broadcast",
 }
 # the cause named, but not first, on a pair whose fix saved 15% or more
 NOT_FIRST: dict[str, str] = {

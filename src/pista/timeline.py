@@ -37,6 +37,10 @@ DEVICE_SYNC_CALL = re.compile(r"^(cuda|cu|hip)(Device|Ctx)Synchronize$")
 # behind it (H200 fixtures: back-to-back kernels start 0.5-2 µs apart; gpu/launch_bound's tiny kernels,
 # launched 10-20 µs apart, start 5 µs or more after the previous one ended).
 QUEUED_GAP_NS = 3_000
+# A launch that reaches the GPU later than this waited for something else than the launch path (the H100's
+# launch-to-start is 6.5-8.7 µs on an idle GPU in savings/h100/sync_timing_infer; 50-200 µs under load).
+MAX_LAUNCH_LATENCY_NS = 1_000_000
+DEFAULT_LAUNCH_LATENCY_NS = 8_000.0
 # A wait counts as the call's when the awaited work ends within the call (plus this slack, ns): a
 # cudaStreamSynchronize returns 3-15 µs after its last kernel ends on the H200 fixtures.
 WAIT_SLACK_NS = 50_000
@@ -472,10 +476,21 @@ def _with_work(facts: Facts, work: np.ndarray, launchers: np.ndarray, stream_of:
     before = np.clip(np.searchsorted(p_ts, start, side="right") - 1, 0, max(p_ts.size - 1, 0))
     w_point = np.where(found, sorted_events[pos], before).astype(np.int64)
     w_point = np.where(found, w_point, np.minimum(w_point, _next_owned(stream_of, start, w_point, found)))
-    gap, queued = _queue_gaps(stream_of, start, dur)
+    gap, queued, prev_gap = _queue_gaps(stream_of, start, dur)
     latency = (start - p_ts[w_point]).astype(np.float64) if p_ts.size else np.zeros(work.size)
+    # work that started long after its launch, a little after the work before it on its stream, ran behind
+    # that work all the same (a gap of some µs after it): queued, its gap kept (savings/h100/elementwise_rmsnorm's
+    # GEMMs 12-20 ms after their launches, 5-10 µs after the kernel before them, had pinned the replayed steps)
+    late = found & ~queued & (latency > MAX_LAUNCH_LATENCY_NS) & (prev_gap >= 0) & (prev_gap <= MAX_LAUNCH_LATENCY_NS)
+    gap = np.where(late, prev_gap, gap)
+    queued = queued | late
     free = ~queued & found
-    typical = float(np.median(latency[free])) if free.any() else 0.0
+    # the typical launch latency, from work that started as soon as it could: a latency past
+    # MAX_LAUNCH_LATENCY_NS waited for something else (work before the window, another stream); with none
+    # left, DEFAULT_LAUNCH_LATENCY_NS (savings/h100/elementwise_rmsnorm: its 4 free kernels had started 9-20 ms
+    # after their launches behind the window's first GEMMs, and every queued kernel was pinned to its start)
+    plausible = free & (latency <= MAX_LAUNCH_LATENCY_NS)
+    typical = float(np.median(latency[plausible])) if plausible.any() else DEFAULT_LAUNCH_LATENCY_NS
     latency = np.where(queued & found, np.minimum(latency, typical), latency)
     # without steps the window is the one step: its end is the GPU's as well as the host's (a sync at the
     # end that waits for the last kernels saves nothing once taken out: tl_mi210_gpu_only's 1.3 ms
@@ -499,12 +514,13 @@ def _next_owned(stream_of: np.ndarray, start: np.ndarray, point: np.ndarray, own
     return out
 
 
-def _queue_gaps(stream_of: np.ndarray, start: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _queue_gaps(stream_of: np.ndarray, start: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per work (in start order): the gap after the previous work on its stream, and whether it was queued
     behind it (started within QUEUED_GAP_NS of its end). Work not queued keeps no gap: its start is its
     launch's."""
     gap = np.zeros(start.size, dtype=np.float64)
     queued = np.zeros(start.size, dtype=bool)
+    prev_gap = np.full(start.size, -1.0)  # the gap after the previous work on its stream (-1: first on it)
     order = np.lexsort((start, stream_of))
     same = np.concatenate(([False], stream_of[order][1:] == stream_of[order][:-1]))
     prev_end = np.concatenate(([0], (start + dur)[order][:-1]))
@@ -512,7 +528,8 @@ def _queue_gaps(stream_of: np.ndarray, start: np.ndarray, dur: np.ndarray) -> tu
     q = same & (g <= QUEUED_GAP_NS)
     gap[order] = np.where(q, np.maximum(g, 0), 0)
     queued[order] = q
-    return gap, queued
+    prev_gap[order] = np.where(same, np.maximum(g, 0), -1.0)
+    return gap, queued, prev_gap
 
 
 def _waits(facts: Facts, tl: tuple[np.ndarray, ...], p_event: np.ndarray, p_ts: np.ndarray, p_end: np.ndarray,
