@@ -54,6 +54,7 @@ class EditCounts:
     scaled_host: int
     resized_work: int
     unblocked: int
+    readied: int = 0  # device work that no longer waits, once launched, for something the trace does not show
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,9 @@ class Edit:
     - `device_dur`: (work indices, new durations ns): device work resized (a faster dtype, an aligned
       shape, a fused kernel moving its bytes once).
     - `unblock`: runtime call indices that no longer wait (the value stays on the GPU; a pinned copy).
+    - `ready`: device work indices that run as soon as they are launched and their stream is free: the wait the
+      trace shows between their launch and their start, with nothing running (another rank, an event, work the
+      trace does not hold), taken out (their launch latency becomes the trace's typical one).
     """
 
     label: str = ""
@@ -78,6 +82,7 @@ class Edit:
     device_dur: tuple[np.ndarray, np.ndarray] | None = None
     unblock: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     host_scale_spans: tuple[tuple[Intervals, float], ...] = ()  # host time in these spans (any thread) scaled
+    ready: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
 
     def __add__(self, other: Edit) -> Edit:
         """Both edits at once (the later one's resized durations win where both resize)."""
@@ -87,14 +92,16 @@ class Edit:
                     np.concatenate((self.remove, other.remove)).astype(np.int64),
                     self.host_scale + other.host_scale, cut, dur,
                     np.concatenate((self.unblock, other.unblock)).astype(np.int64),
-                    self.host_scale_spans + other.host_scale_spans)
+                    self.host_scale_spans + other.host_scale_spans,
+                    np.concatenate((self.ready, other.ready)).astype(np.int64))
 
     @property
     def counts(self) -> EditCounts:
         scaled = sum(int(e.size) for e, f in self.host_scale if f < 1.0) + \
             sum(int(i.start.size) for i, f in self.host_scale_spans if f < 1.0)
         return EditCounts(int(np.unique(self.remove).size), scaled,
-                          0 if self.device_dur is None else int(self.device_dur[0].size), int(np.unique(self.unblock).size))
+                          0 if self.device_dur is None else int(self.device_dur[0].size), int(np.unique(self.unblock).size),
+                          int(np.unique(self.ready).size))
 
     def footprint(self, facts: Facts) -> Intervals:
         """The host time this edit changes (removes or shortens): what a symptom found after it must not
@@ -117,12 +124,12 @@ class Edit:
         spans = tuple((merge_intervals(trace.ts[e], trace.ts[e] + trace.dur[e]).subtract(taken), f)
                       for e, f in self.host_scale)
         spans += tuple((s.subtract(taken), f) for s, f in self.host_scale_spans)
-        return Edit(self.label, self.remove, (), self.host_remove_ns, self.device_dur, self.unblock, spans)
+        return Edit(self.label, self.remove, (), self.host_remove_ns, self.device_dur, self.unblock, spans, self.ready)
 
     @property
     def empty(self) -> bool:
         return (not self.remove.size and not self.host_scale and not self.host_scale_spans and self.host_remove_ns is None
-                and self.device_dur is None and not self.unblock.size)
+                and self.device_dur is None and not self.unblock.size and not self.ready.size)
 
 
 def _join_pairs(a: tuple[np.ndarray, np.ndarray] | None,
@@ -194,6 +201,12 @@ class Timeline:
         """The steps as the trace shows them, by the same definition of a step's end as the replay's."""
         return _steps(self, self.p_ts.astype(np.float64), (self.w_start + self.w_dur).astype(np.float64),
                       np.ones(self.w_event.size, dtype=bool))
+
+    @cached_property
+    def typical_latency(self) -> float:
+        """The median launch latency of the work the model launches (launch start -> ready to run)."""
+        owned = self.w_latency[self.w_owned]
+        return float(np.median(owned)) if owned.size else 0.0
 
     @cached_property
     def baseline(self) -> Replay:
@@ -303,7 +316,19 @@ def _replay(tl: Timeline, edit: Edit) -> Replay:
     advance -= np.where(waited, own, 0)
     advance += np.where(waited & ~sync, np.minimum(tl.p_cost, own), 0)
     w_keep, w_dur = _work_after(tl, edit, dropped)
-    return _run(tl, advance, sync, w_keep, w_dur)
+    return _run(tl, advance, sync, w_keep, w_dur, _latency_after(tl, edit))
+
+
+def _latency_after(tl: Timeline, edit: Edit) -> np.ndarray:
+    """Each work's launch latency, the trace's typical one for the work the edit readies (never longer than it
+    was)."""
+    if not edit.ready.size or not tl.w_event.size:
+        return tl.w_latency
+    pos = np.clip(np.searchsorted(tl.w_event, edit.ready), 0, tl.w_event.size - 1)
+    pos = pos[tl.w_event[pos] == edit.ready]
+    out = tl.w_latency.copy()
+    out[pos] = np.minimum(out[pos], tl.typical_latency)
+    return out
 
 
 def _work_after(tl: Timeline, edit: Edit, dropped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -320,7 +345,8 @@ def _work_after(tl: Timeline, edit: Edit, dropped: np.ndarray) -> tuple[np.ndarr
     return keep, dur
 
 
-def _run(tl: Timeline, advance: np.ndarray, sync: np.ndarray, w_keep: np.ndarray, w_dur: np.ndarray) -> Replay:
+def _run(tl: Timeline, advance: np.ndarray, sync: np.ndarray, w_keep: np.ndarray, w_dur: np.ndarray,
+         w_lat: np.ndarray) -> Replay:
     """The replay proper: segments between syncs, each vectorized (see _stream_ends)."""
     n = tl.p_ts.size
     h = np.empty(n, dtype=np.float64)
@@ -339,7 +365,7 @@ def _run(tl: Timeline, advance: np.ndarray, sync: np.ndarray, w_keep: np.ndarray
         h[seg] = t + np.concatenate(([0.0], np.cumsum(advance[lo:hi - 1])))
         works = order[w_first[lo]:w_first[hi]]
         if works.size:
-            _stream_ends(tl, works, h, w_dur, w_end, stream_end)
+            _stream_ends(tl, works, h, w_dur, w_end, stream_end, w_lat)
         if cut < n:
             p = int(cut)
             wait = _awaited(tl, p, stream_end)
@@ -361,10 +387,10 @@ def _awaited(tl: Timeline, p: int, stream_end: np.ndarray) -> float:
 
 
 def _stream_ends(tl: Timeline, works: np.ndarray, h: np.ndarray, w_dur: np.ndarray, w_end: np.ndarray,
-                 stream_end: np.ndarray) -> None:
+                 stream_end: np.ndarray, w_lat: np.ndarray) -> None:
     """Per stream, in launch order: end_i = max(ready_i + d_i, end_{i-1} + gap_i + d_i), solved in closed
     form, end_i = C_i + max(carry, cummax_j(ready_j + d_j - C_j)) with C the running sum of gap + d."""
-    ready = h[tl.w_point[works]] + tl.w_latency[works]
+    ready = h[tl.w_point[works]] + w_lat[works]
     streams = tl.w_stream[works]
     for s in np.unique(streams):
         mine = works[streams == s]

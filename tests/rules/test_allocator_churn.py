@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import raw
 from conftest import FIXTURES
@@ -94,3 +96,61 @@ def test_spanish(analysis_of):
 
     finding = localize_finding(analysis_of("gpu/allocator_churn").finding(RULE), "es")
     assert "quita torch.cuda.empty_cache() del bucle" in finding.fix and "por paso" in finding.message
+
+
+MI300_DDP = Path("/work/foreign_traces/heldout/tl_mi300_ddp_resnet18_train.json.gz")  # held out, not committed
+
+
+def test_hip_names_are_the_same_calls(tmp_path):
+    """gpu/allocator_churn with its cudaMalloc/cudaFree renamed hipMalloc/hipFree, as a ROCm trace names them: the
+    same calls, the same finding and figures."""
+    import gzip
+    import json
+
+    from pista.findings import analyze
+
+    with gzip.open(FIXTURES / "gpu/allocator_churn.json.gz", "rt") as f:
+        data = json.load(f)
+    for e in data["traceEvents"]:
+        if e.get("name") in CALLS:
+            e["name"] = e["name"].replace("cuda", "hip")
+    path = tmp_path / "allocator_churn_hip.json.gz"
+    with gzip.open(path, "wt") as out:
+        json.dump(data, out)
+    cuda = analyze(FIXTURES / "gpu/allocator_churn.json.gz", rules=[RULE], replay=False).finding(RULE)
+    hip = analyze(str(path), rules=[RULE], replay=False).finding(RULE)
+    assert hip is not None and {a.name for a in hip.record.calls} == {"hipMalloc", "hipFree"}
+    assert hip.impact.us == pytest.approx(cuda.impact.us) and hip.record.calls_per_step == cuda.record.calls_per_step
+
+
+def test_hipfree_churn_in_a_window_without_steps():
+    """TraceLens' MI300X DDP ResNet-18 (held out: skipped without it): 1,360 hipFree take 3.35 s of the 3.39 s
+    window, most of it inside ops (miopen_convolution, convolution_backward, the backward's nodes), with 1,460
+    hipMalloc. overhead-bound read it as dispatch ('compile the step'); it is allocator churn, named as such, and
+    the frees inside ops point at allocation retries or caching turned off, not at an empty_cache() in the loop."""
+    if not MI300_DDP.exists():
+        pytest.skip(f"{MI300_DDP} is not in this checkout")
+    import gzip
+    import json
+
+    from pista.findings import analyze
+
+    with gzip.open(MI300_DDP, "rt") as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    frees = [e for e in events if e.get("name") == "hipFree"]
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+    free_us = sum(float(e["dur"]) for e in frees)
+    window = max(float(e["ts"]) + float(e["dur"]) for e in events) - min(float(e["ts"]) for e in events)
+    assert len(frees) > 1000 and free_us > 0.9 * window
+    in_ops = sum(float(e["dur"]) for e in frees if any(
+        o["tid"] == e["tid"] and float(o["ts"]) <= float(e["ts"]) and float(e["ts"]) + float(e["dur"])
+        <= float(o["ts"]) + float(o["dur"]) for o in ops))
+    assert in_ops > 0.5 * free_us
+    analysis = analyze(str(MI300_DDP))
+    f = analysis.finding(RULE)
+    assert f is not None and analysis.top_fix is f and not f.record.has_steps
+    calls = {a.name: a for a in f.record.calls}
+    assert calls["hipFree"].per_step == len(frees) and calls["hipFree"].host_us == pytest.approx(free_us, rel=1e-3)
+    assert f.record.frees_in_ops and "num_alloc_retries" in f.fix and "empty_cache() from the loop" not in f.fix
+    ob = analysis.finding("overhead-bound")
+    assert ob is None or ob.impact.us < 0.2 * f.impact.us  # the idle is the allocator's, not dispatch

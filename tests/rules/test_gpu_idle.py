@@ -360,3 +360,46 @@ def test_every_reading_in_spanish(analysis_of):
     assert "paso del optimizador" in es.advice and "DataLoader" not in es.advice
     es = localize_finding(analysis_of("foreign/damaged_fields").finding("gpu-idle"), "es")
     assert "arranque" in es.advice
+
+
+def test_a_region_waiting_on_a_collective_is_not_input(analysis_of):
+    """hta_negq_rank0's '## KJTAllToAllSplitsAwaitable wait() ##' (TorchRec reading back the split sizes of its
+    input all-to-all): the GPU idles under it with an all-to-all already queued, which runs only as the idle ends;
+    the host waits for its result. It was told 'input work: load in DataLoader workers'; the trace shows a wait on
+    a collective, and the advice says so."""
+    import raw
+
+    name = "foreign/hta_negq_rank0"
+    region_name = "## KJTAllToAllSplitsAwaitable wait() ##"
+    launch = {c["args"]["correlation"]: c for c in raw.complete(name) if c.get("cat") == "cuda_runtime"
+              and "correlation" in c.get("args", {})}
+    work = sorted(raw.device_work(name), key=lambda k: float(k["ts"]))
+    starts = [float(k["ts"]) for k in work]
+    c10d = [e for e in raw.complete(name, "cpu_op") if e["name"].startswith("c10d::")]
+    idle = intersect(idle_in_steps(name), _spans(name, "user_annotation", region_name))
+    waited = 0.0
+    for a, b in idle:
+        nxt = work[next(k for k, s in enumerate(starts) if s >= b)]  # what ends this idle
+        call = launch.get(nxt.get("args", {}).get("correlation"))
+        if (nxt["name"].startswith("ncclKernel") and call is not None and float(call["ts"]) < a
+                and any(raw.inside(op, call) and op["name"] == "c10d::alltoall_base_" for op in c10d)):
+            waited += b - a
+    assert waited > 0.9 * total(idle)
+    finding = analysis_of(name).finding("gpu-idle")
+    region = finding.record.regions[0]
+    assert (region.name, region.kind, region.collective) == (region_name, "collective", "c10d::alltoall_base_")
+    assert "DataLoader" not in finding.advice and "c10d::alltoall_base_" in finding.advice
+    assert "compare the ranks" in finding.fix
+    from pista.i18n import localize_finding
+
+    es = localize_finding(finding, "es")
+    assert "colectivo" in es.advice and "DataLoader" not in es.advice
+
+
+@pytest.mark.parametrize("name", ["gpu/gpu_idle_dataloader", "gpu/resnet_loader", "foreign/kineto_resnet50_w0_2021",
+                                  "foreign/hta_sampled_rank0", "foreign/hta_backward_thread"])
+def test_regions_with_no_collective_behind_their_idle_keep_their_reading(analysis_of, name):
+    """The twins: a loader's, an optimizer's or a backward's idle ends at work launched after it (or at no
+    collective): none reads as a wait on a collective."""
+    finding = analysis_of(name).finding("gpu-idle")
+    assert finding is not None and all(g.kind != "collective" and not g.collective for g in finding.record.regions)

@@ -102,3 +102,55 @@ def test_the_users_frames_are_still_named_with_the_standard_library_below_them()
     f = next(f for f in analyze(fixture("savings/h100/python_tokenize__broken")).findings if f.rule == ID)
     assert f.record.frames and all(not n.startswith(("inspect.py", "typing.py")) for n, _ in f.record.frames)
     assert "pairs.py(" in f.record.frames[0][0]
+
+
+TIMESFORMER = "foreign/tl_h100_timesformer"
+
+
+def _longest_op_free_us(name: str) -> tuple[float, float, float]:
+    """From the raw JSON: in the first step, on the step's thread, the longest stretch with no cpu_op and no
+    runtime call (start, end, µs)."""
+    step = raw.steps(name)[0]
+    lo, hi = float(step["ts"]), float(step["ts"]) + float(step["dur"])
+    busy = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in raw.complete(name)
+                  if e.get("cat") in ("cpu_op", "cuda_runtime", "cuda_driver") and e["tid"] == step["tid"]
+                  and lo <= float(e["ts"]) < hi)
+    best, cur = (lo, lo), lo
+    for a, b in [*busy, (hi, hi)]:
+        if a - cur > best[1] - best[0]:
+            best = (cur, a)
+        cur = max(cur, b)
+    return best[0], best[1], best[1] - best[0]
+
+
+def test_hugging_face_preprocessing_is_the_users_work_named_by_its_caller():
+    """TraceLens' TimeSformer pipeline (H100): the video-classification pipeline's preprocess (VideoMAE's image
+    processor, read_video_pyav) holds the step's first 215 ms with no op and the GPU idle. Its frames are under
+    transformers/, yet it is preprocessing the program chose (batch it, workers, the fast processor), not the
+    framework's dispatch: all of it counts, and the finding names the user's frame that called the pipeline."""
+    a, b, dur = _longest_op_free_us(TIMESFORMER)
+    step = raw.steps(TIMESFORMER)[0]
+    frames = [e for e in raw.complete(TIMESFORMER, "python_function") if e["tid"] == step["tid"]]
+    mid = (a + b) / 2
+    stack = [e["name"] for e in sorted((e for e in frames if float(e["ts"]) <= mid < float(e["ts"]) + float(e["dur"])),
+                                       key=lambda e: (float(e["ts"]), -float(e["dur"])))]
+    entry = next(k for k, n in enumerate(stack) if n.startswith("transformers/pipelines/") and n.endswith(": preprocess"))
+    caller = next(n for n in reversed(stack[:entry]) if not n.startswith(("transformers/", "torch/", "<")))
+    f = next(f for f in analyze(fixture(TIMESFORMER), rules=[ID], replay=False).findings)
+    assert f.record.longest_us == pytest.approx(dur, rel=0.02)
+    assert f.record.preprocess is not None and f.record.preprocess.entry == stack[entry]
+    assert f.record.preprocess.caller == caller and caller.startswith("moca/")
+    assert f.record.preprocess.us == pytest.approx(dur, rel=0.05)
+    assert f.impact.share == pytest.approx(f.record.idle_us / float(step["dur"]), rel=0.02) and f.impact.share > 0.5
+    assert "use_fast=True" in f.advice and "batch_size" in f.advice
+    f.lang = "es"
+    assert "preprocesado de Hugging Face" in f.message and "use_fast=True" in f.advice
+
+
+@pytest.mark.parametrize("name", ["foreign/tl_h100_bert_small", "foreign/tl_mi300_bert_small"])
+def test_hugging_face_model_code_stays_the_frameworks(name):
+    """The twin: a BERT's forward under transformers/ (modeling_bert, its signature checks in inspect.py) is
+    framework dispatch, not preprocessing: no host-work finding names a library's preprocessing there."""
+    found = [f for f in analyze(fixture(name), rules=[ID], replay=False).findings]
+    assert all(f.record.preprocess is None for f in found)
+    assert all(f.severity.value == "info" for f in found)

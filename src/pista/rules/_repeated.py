@@ -57,6 +57,14 @@ MIN_SHARE = 0.01
 # keeping the weights in the compute dtype removes them.
 MAX_NESTED = 0.5
 MAX_OPS = 4  # ops listed in the finding; more would be noise
+# Ops whose time is the elements they make or move (random numbers, fills, copies): a call this long (ns) or longer
+# on average, over ten times the per-call toll (10-20 µs), is the work itself, and one batched call makes the same
+# numbers in about the same time (monisha_trace: 100 aten::randn of 2.87 ms each on the CPU were told "batch the
+# calls", as the Start here; big_gpt_eager_20steps' casts take 32.8 µs a call).
+OUTPUT_BOUND_OPS = re.compile(r"^aten::(?:randn|rand|randint|randperm|normal_?|uniform_|bernoulli_?|random_|multinomial"
+                              r"|exponential_|(?:randn|rand|randint)_like|fill_|zero_|zeros|ones|full|empty"
+                              r"|(?:zeros|ones|full|empty)_like|copy_|clone|contiguous)$")
+OUTPUT_BOUND_CALL_NS = 200_000
 # A loop's calls have the same ops between them this often (python_loop_cpu: 127 of 127 gaps; the
 # aten::linear of gpu/bert_as_written's 12 blocks: query, key, value, output and two feed-forward
 # layers apart, the likeliest gap 96 of 295).
@@ -144,6 +152,8 @@ def _candidates(facts: Facts, free: Intervals, min_calls: float, min_cost: float
             members = idx[name == k]
             if kind == "op" and trace.names[k] not in CASTS and _nested(facts, members) >= MAX_NESTED:
                 continue  # another op's internals (aten::empty in batch_norm): nothing the user calls in a loop
+            if kind == "op" and OUTPUT_BOUND_OPS.match(trace.names[k]) and totals[k] >= OUTPUT_BOUND_CALL_NS * counts[k]:
+                continue  # each call's time is its output's, not a per-call toll: batching saves nothing
             # a kernel's host side is its launch calls
             hosts = members if kind == "op" else facts.launcher[members][facts.launcher[members] >= 0]
             idle = intersect(free, spans(facts, hosts)).total

@@ -35,7 +35,10 @@ marker, a region named for data on word boundaries, or one whose idle holds host
 compute op), the optimizer's step (named for it, or mostly under `Optimizer.step#` and foreach/fused
 ops: hta_nccl_data's and hta_sampled_rank0's '## optimizer ##', told "load in DataLoader workers"
 before), start-up (the calls that start CUDA up, or a window's one-off region before the GPU's first
-work: damaged_fields' '[param|cuda]'), or the model's own ops on the host. The idle under the
+work: damaged_fields' '[param|cuda]'), a wait on a collective (most of its idle ends where a collective
+queued before that idle starts: hta_negq_rank0's '## KJTAllToAllSplitsAwaitable wait() ##', TorchRec
+reading back its all-to-all's split sizes, told "load in DataLoader workers" before), or the model's own
+ops on the host. The idle under the
 optimizer steps unfused-optimizer reports is its finding, priced from a measured fused pair, and left
 out here.
 
@@ -45,7 +48,9 @@ prefetching, so batch N+1 is ready while the GPU runs batch N; copy with `non_bl
 pinned memory; build the data on the GPU; move checkpointing and logging out of the step or to a
 thread. The optimizer: unfused-optimizer's remedies for the mode its ops show (`fused=True` for Adam,
 AdamW and SGD; foreach or a compiled step for a per-parameter one), none where it already runs fused
-or foreach with no fused version. Start-up: profile after a warm-up. The model's ops on the host:
+or foreach with no fused version. Start-up: profile after a warm-up. A collective: overlap it with
+compute (launch it earlier or asynchronously, TorchRec's pipelined input distribution) and compare the
+ranks, since the last to arrive sets the wait. The model's ops on the host:
 find where they run (`with_stack=True`) and move them to the GPU.
 """
 
@@ -57,6 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
+from pista.purpose import CODE, classify
 from pista.rules import _one_time as one_time
 from pista.rules._claims import claim_of
 from pista.rules._common import (
@@ -71,6 +77,7 @@ from pista.rules._common import (
     name_mask,
     nearest_in,
     pattern_mask,
+    short_name,
     step_at,
     us,
 )
@@ -102,10 +109,15 @@ NO_OP_SHARE = 0.1
 # - "input": a data region (the DataLoader's marker, a region named for loading input: _common.LOADER_REGION), or one
 #   whose idle holds no compute op (GEMM, convolution, attention, recurrent, an autograd node): host work,
 #   copies, Python (gpu/gpu_idle_dataloader, numpy_preprocess);
+# - "collective": at least COLLECTIVE_SHARE of its idle ends where a collective queued before that idle began
+#   starts: the GPU had work and waited for the other ranks, the host for its result (hta_negq_rank0's
+#   '## KJTAllToAllSplitsAwaitable wait() ##': TorchRec's all-to-all of the split sizes, queued 0.2-0.6 ms before
+#   a 4.7 ms idle and run at its end, then copied to the host; told "load in DataLoader workers" before);
 # - "host": the rest, work of the model's own on the host (hta_backward_thread's '## backward ##').
-KINDS = ("input", "optimizer", "start-up", "host")
+KINDS = ("input", "optimizer", "start-up", "collective", "host")
 OPTIMIZER_SHARE = 0.5
 STARTUP_SHARE = 0.5
+COLLECTIVE_SHARE = 0.5
 OPTIMIZER_NAME = re.compile(r"(?<![a-z])optim(?:i[sz]ers?)?(?![a-z])", re.I)
 OPTIMIZER_OPS = re.compile(r"^aten::_(?:foreach|fused)_")
 COMPUTE_OPS = re.compile(
@@ -124,6 +136,7 @@ class Region(Record):
     kind: str = "input"  # what its idle is (KINDS): input, optimizer, start-up, host
     optimizer: str = ""  # an optimizer region's class, the one with most time in it (Optimizer.step#SGD.step: SGD)
     mode: str = ""  # an optimizer region's mode from its ops: fused | foreach | per-parameter ("" none recorded)
+    collective: str = ""  # a collective region's: the host op that launched the collective it waits on
 
     @property
     def fusable(self) -> bool:
@@ -225,8 +238,11 @@ def _regions(facts: Facts, claim: Intervals, src: np.ndarray, launches: np.ndarr
         if mine.any():
             calls = src[mine]
             kind, optimizer, mode = _reading(facts, marks, calls, claim)
+            collective = mode if kind == "collective" else ""
+            mode = "" if kind == "collective" else mode
             out.append(Region(trace.names[name_id], int(calls.size), us(trace.dur[calls].mean()),
-                              float(launches[mine].mean()), us(idle[mine].sum()) / steps, kind, optimizer, mode))
+                              float(launches[mine].mean()), us(idle[mine].sum()) / steps, kind, optimizer, mode,
+                              collective))
     out.sort(key=lambda r: -r.idle_us_per_step)
     return out
 
@@ -269,9 +285,39 @@ def _reading(facts: Facts, marks: _Marks, calls: np.ndarray, claim: Intervals) -
         return "start-up", "", ""
     if marks.data[calls].any():
         return "input", "", ""
+    collective = _collective_wait(facts, mine)
+    if collective:
+        return "collective", "", collective
     if not facts.steps and calls.size == 1 and int(trace.ts[calls[0]]) <= marks.first_work:
         return "start-up", "", ""  # a window's one-off region before the GPU's first work: the program starting
     return ("host" if marks.compute.intersect(mine).total else "input"), "", ""
+
+
+def _collective_wait(facts: Facts, idle: Intervals) -> str:
+    """The host op that launched the collective this idle waits on, where COLLECTIVE_SHARE of it or more ends
+    at (runs until) the start of a collective queued before that stretch of idle began; "" otherwise."""
+    trace = facts.trace
+    work = np.flatnonzero(facts.is_device_work)
+    if not work.size or not idle.start.size:
+        return ""
+    work = work[np.argsort(trace.ts[work], kind="stable")]
+    nxt = work[np.clip(np.searchsorted(trace.ts[work], idle.end, side="left"), 0, work.size - 1)]
+    launcher = facts.launcher[nxt]
+    waits = (trace.ts[nxt] >= idle.end) & (launcher >= 0) & (trace.ts[np.maximum(launcher, 0)] < idle.start) & (
+        classify(facts)[nxt] == CODE["communication"])
+    if (idle.end - idle.start)[waits].sum() < COLLECTIVE_SHARE * idle.total:
+        return ""
+    ops = nearest_in(facts, facts.is_host & trace.category_mask({"cpu_op"}), launcher[waits])
+    names = [trace.event_name(_outermost_op(facts, int(o))) for o in ops[ops >= 0].tolist()]
+    return max(sorted(set(names)), key=names.count) if names else short_name(trace.event_name(int(nxt[waits][0])))
+
+
+def _outermost_op(facts: Facts, op: int) -> int:
+    """The top of the chain of ops above op: c10d::alltoall_base_ over record_param_comms."""
+    cpu_op = facts.trace.category_id("cpu_op")
+    while int(facts.parent[op]) >= 0 and int(facts.trace.cat[facts.parent[op]]) == cpu_op:
+        op = int(facts.parent[op])
+    return op
 
 
 def _optimizer(facts: Facts, marks: _Marks, calls: np.ndarray, idle: Intervals) -> tuple[str, str]:

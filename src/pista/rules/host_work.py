@@ -3,7 +3,12 @@ The host runs its own work between torch ops inside the steps while the GPU wait
 preprocessing (augmentation, normalisation, tokenization), Python loops over data, logging, I/O. In the
 trace it is time on the launching thread covered by no op and no runtime call, in stretches of
 HOST_WORK_GAP_NS or longer (the Python between two eager ops is 5-30 µs), with the GPU idle under it. With
-stacks the rule names the user's frames that ran there; without them, the ops on either side.
+stacks the rule names the user's frames that ran there; without them, the ops on either side. A framework's
+own Python there (torch's wrappers, a Hugging Face model's forward) is dispatch and is left out, but a
+library's preprocessing is the user's work wherever its files live: Hugging Face's image and video
+processors, feature extractors, tokenizers and a pipeline's preprocess, with the PIL and NumPy work they call,
+named with the user's frame that called them (TraceLens' tl_h100_timesformer: the pipeline's preprocess,
+215 ms of a 383 ms step).
 
 Why:
 The GPU runs only what the host has launched. Dispatch gaps are per-op overhead (overhead-bound's); a
@@ -25,7 +30,9 @@ Fix:
 Do the work on the GPU with torch ops on the whole batch (crops by indexing, flips with torch.where,
 normalisation as tensor ops), in a DataLoader with workers (`num_workers>0, pin_memory=True,
 persistent_workers=True`) so it overlaps the GPU's step, or once before the loop (a tokenized,
-preprocessed dataset). Where stacks name the frame, that is the code to move.
+preprocessed dataset). Where stacks name the frame, that is the code to move. A Hugging Face processor: call
+it on a batch rather than a sample, in DataLoader workers (a pipeline takes a dataset with `batch_size` and
+`num_workers`), or use its fast torchvision-backed variant (`use_fast=True`), which can run on the GPU.
 """
 
 from __future__ import annotations
@@ -66,10 +73,30 @@ PROFILER_STEP_EDGE_NS = 200_000
 FRAME_SAMPLES = 16
 # A framework's own Python (its frames' files: torch, Hugging Face, Lightning), not the user's work.
 TORCH_FRAME = re.compile(r"(^|/)(torch|functorch|torchvision|torchaudio|transformers|lightning|pytorch_lightning|accelerate)/")
+# ... except a library's preprocessing, which is host work the user chose and can move: Hugging Face's image and
+# video processors, feature extractors, tokenizers, processors and a pipeline's preprocess/postprocess, with what
+# they call (PIL, NumPy, a video decoder). TraceLens' tl_h100_timesformer: the video-classification pipeline's
+# preprocess holds 215 of the 383 ms step (VideoMAE's image processor 178 ms, read_video_pyav 36 ms) with the
+# GPU idle, and was read as the framework's for the 75% of it under transformers/ (53.8 of 215 ms kept).
+LIBRARY_PREPROCESS = re.compile(
+    r"(^|/)transformers/(?:[\w/]*/)?(?:image_processing|video_processing|processing|feature_extraction|tokenization"
+    r"|image_transforms|image_utils|video_utils|audio_utils)\w*\.py\("
+    r"|(^|/)transformers/pipelines/\w+\.py\(\d+\): (?:preprocess|postprocess)$")
 # Under this share of the step it is not worth a finding (REVIEW.md: ~1%).
 MIN_STEP_SHARE = 0.02
+# A library's preprocessing is named (with its caller and its own remedies) where it holds this share of the host
+# work or more: 215 of 215 ms on tl_h100_timesformer; below it the frames list shows it among the rest.
+PREPROCESS_SHARE = 0.25
 TOP_FRAMES = 3
 EVIDENCE_GAPS = 2
+
+
+class Preprocess(Record):
+    """A library's preprocessing in the stretches: where it starts, the user's frame that called it, µs per step."""
+
+    entry: str  # transformers/pipelines/video_classification.py(129): preprocess
+    caller: str  # the user's frame above it ("" where the stack shows none)
+    us: float
 
 
 class HostWork(Record):
@@ -80,6 +107,7 @@ class HostWork(Record):
     longest_us: float
     frames: tuple[tuple[str, float], ...]  # the user's frames in it (stacks), µs per step, most first
     between: tuple[str, str]  # the ops before and after the longest stretch ("" at a step's edge)
+    preprocess: Preprocess | None = None  # a library's preprocessing holding PREPROCESS_SHARE of it or more
 
 
 class Stretch(Record):
@@ -97,7 +125,7 @@ def check(ctx: Context) -> list[Finding]:
     lane = _launching_lane(facts)
     if lane is None:
         return []
-    gaps = _stretches(facts, lane)
+    gaps, library = _stretches(facts, lane)
     idle = gaps.intersect(_gpu_idle(facts))
     # the median step's: a cold first step's set-up is cold-start's, not work every step does
     impact = ctx.step_impact(float(np.median([idle.clip(int(s.start), int(s.end)).total for s in facts.steps])))
@@ -110,7 +138,8 @@ def check(ctx: Context) -> list[Finding]:
         steps=n, work_us=us(gaps.total) / n, idle_us=us(idle.total) / n, stretches=round(gaps.start.size / n),
         longest_us=us(gaps.end[longest] - gaps.start[longest]),
         frames=tuple((name, us(ns) / n) for name, ns in frames.most_common(TOP_FRAMES)),
-        between=_between(facts, lane, int(gaps.start[longest]), int(gaps.end[longest])))
+        between=_between(facts, lane, int(gaps.start[longest]), int(gaps.end[longest])),
+        preprocess=_preprocess(library, gaps.total, n))
     order = np.argsort(gaps.start - gaps.end, kind="stable")[:EVIDENCE_GAPS]
     ev = []
     for k in sorted(order.tolist()):
@@ -121,6 +150,14 @@ def check(ctx: Context) -> list[Finding]:
                     edit=Edit("host work off the step", host_scale_spans=((gaps, 0.0),)))]
 
 
+def _preprocess(library: Counter[tuple[str, str]], work_ns: int, steps: int) -> Preprocess | None:
+    """The library preprocessing holding most of the host work, where it holds PREPROCESS_SHARE of it or more."""
+    if not library:
+        return None
+    (entry, caller), ns = library.most_common(1)[0]
+    return Preprocess(entry, caller, us(ns) / steps) if ns >= PREPROCESS_SHARE * work_ns else None
+
+
 def _launching_lane(facts: Facts) -> int | None:
     """The host thread that runs the steps (their ProfilerStep# regions'), where the user's code runs; the
     autograd engine's thread launches more on a training step but does none of the user's work."""
@@ -129,10 +166,11 @@ def _launching_lane(facts: Facts) -> int | None:
     return int(values[np.argmax(counts)]) if values.size else None
 
 
-def _stretches(facts: Facts, lane: int) -> Intervals:
+def _stretches(facts: Facts, lane: int) -> tuple[Intervals, Counter[tuple[str, str]]]:
     """Inside the steps, the launching thread's stretches of HOST_WORK_GAP_NS or more with no op or runtime
     call, leaving out: data regions (data-loading's and gpu-idle's), compiling (recompilation's), and time when
-    another thread runs ops (the caller asleep in backward() while the autograd engine works)."""
+    another thread runs ops (the caller asleep in backward() while the autograd engine works); with the time a
+    library's preprocessing holds in them (_not_torch)."""
     trace = facts.trace
     host = facts.is_host & (facts.event_step >= 0)
     calls = host & trace.category_mask({"cpu_op", "cuda_runtime", "cuda_driver"})
@@ -158,36 +196,87 @@ def _stretches(facts: Facts, lane: int) -> Intervals:
     return _not_torch(facts, lane, Intervals(stretches.start[keep], stretches.end[keep]))
 
 
-def _not_torch(facts: Facts, lane: int, stretches: Intervals) -> Intervals:
+def _not_torch(facts: Facts, lane: int, stretches: Intervals) -> tuple[Intervals, Counter[tuple[str, str]]]:
     """The stretches less the parts where torch's own Python runs (the deepest frame there is torch's:
     torch.func.vmap's wrappers, 6.5 ms of a step in savings/h100/loop_ensemble__fixed), judged at
-    FRAME_SAMPLES instants each; all of them where the trace has no stacks."""
+    FRAME_SAMPLES instants each; all of them where the trace has no stacks. A framework frame under a library's
+    preprocessing (LIBRARY_PREPROCESS) is the user's work; that time is counted too, by the preprocessing's entry
+    frame and the user's frame that called it (ns over the window)."""
     trace = facts.trace
+    library: Counter[tuple[str, str]] = Counter()
     frames = np.flatnonzero(facts.is_host & trace.category_mask({"python_function"}))
     frames = frames[trace.lane_keys(frames) == lane]
     if not frames.size or not stretches.start.size:
-        return stretches
+        return stretches, library
     names = np.unique(trace.name[frames])
     # a built-in (`<built-in method ...>`) is the work of the Python frame that called it: NumPy's for the
     # user's code, functorch's C++ for torch's wrappers
     code = names[[not trace.names[int(k)].startswith("<") for k in names.tolist()]]
     frames = frames[np.isin(trace.name[frames], code)]
     if not frames.size:
-        return stretches
-    frames = frames[np.argsort(trace.ts[frames], kind="stable")]
-    torch_ids = code[[bool(TORCH_FRAME.search(trace.names[int(k)])) for k in code.tolist()]]
-    is_frame = np.zeros(len(trace), dtype=bool)
-    is_frame[frames] = True
+        return stretches, library
+    stacks = _Stacks(facts, frames[np.argsort(trace.ts[frames], kind="stable")], code)
     keep_lo, keep_hi = [], []
     for a, b in zip(stretches.start.tolist(), stretches.end.tolist(), strict=True):
         points = a + (np.arange(FRAME_SAMPLES) + 0.5) * (b - a) / FRAME_SAMPLES
-        deepest = [_caller_of_stdlib(facts, _deepest_frame(facts, frames, is_frame, float(t)), is_frame)
-                   for t in points]
-        share = float(np.mean([j >= 0 and bool(np.isin(trace.name[j], torch_ids)) for j in deepest]))
+        framework = 0
+        for t in points.tolist():
+            j = stacks.deepest(t)
+            entry = stacks.preprocess_entry(j)
+            if entry >= 0:
+                library[(trace.event_name(entry), stacks.caller(entry))] += (b - a) // FRAME_SAMPLES
+            elif stacks.is_framework(j):
+                framework += 1
+        share = framework / FRAME_SAMPLES
         if share < 1.0:  # the stretch, shortened by the share torch's own Python holds
             keep_lo.append(a)
             keep_hi.append(a + round((b - a) * (1.0 - share)))
-    return Intervals(np.array(keep_lo, np.int64), np.array(keep_hi, np.int64))
+    return Intervals(np.array(keep_lo, np.int64), np.array(keep_hi, np.int64)), library
+
+
+class _Stacks:
+    """The thread's Python frames, for reading the stack at an instant: the deepest frame, whether it is a
+    framework's (TORCH_FRAME), and where a library's preprocessing (LIBRARY_PREPROCESS) holds it."""
+
+    def __init__(self, facts: Facts, frames: np.ndarray, code: np.ndarray) -> None:
+        trace = facts.trace
+        self.facts = facts
+        self.frames = frames  # in time order
+        self.is_frame = np.zeros(len(trace), dtype=bool)
+        self.is_frame[frames] = True
+        self.torch_ids = code[[bool(TORCH_FRAME.search(trace.names[int(k)])) for k in code.tolist()]]
+        self.preprocess_ids = code[[bool(LIBRARY_PREPROCESS.search(trace.names[int(k)])) for k in code.tolist()]]
+
+    def deepest(self, t: float) -> int:
+        """The deepest frame running at t, the standard library's climbed out of (-1: none)."""
+        return _caller_of_stdlib(self.facts, _deepest_frame(self.facts, self.frames, self.is_frame, t), self.is_frame)
+
+    def is_framework(self, j: int) -> bool:
+        return j >= 0 and bool(np.isin(self.facts.trace.name[j], self.torch_ids))
+
+    def preprocess_entry(self, j: int) -> int:
+        """The outermost preprocessing frame on j's stack (-1: none): where the library's preprocessing starts
+        (PIL or NumPy called from it included)."""
+        if not self.preprocess_ids.size:
+            return -1
+        trace, entry = self.facts.trace, -1
+        while j >= 0:
+            if self.is_frame[j] and np.isin(trace.name[j], self.preprocess_ids):
+                entry = j
+            j = int(self.facts.parent[j])
+        return entry
+
+    def caller(self, entry: int) -> str:
+        """The user's frame that called into the library: the first above `entry` that is no framework's
+        and not the standard library's ("" where none is recorded)."""
+        trace = self.facts.trace
+        j = int(self.facts.parent[entry])
+        while j >= 0:
+            name = trace.event_name(j)
+            if self.is_frame[j] and not self.is_framework(j) and not _stdlib(name) and not name.startswith("<"):
+                return name
+            j = int(self.facts.parent[j])
+        return ""
 
 
 def _deepest_frame(facts: Facts, frames: np.ndarray, is_frame: np.ndarray, t: float) -> int:

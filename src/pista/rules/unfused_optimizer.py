@@ -29,7 +29,11 @@ runs): 3.16-3.63 ms foreach and 3.03-3.21 ms fused, `opt.step()` on the host 0.7
 Impact:
 The optimizer's own host time is the Optimizer.step call's, or, where a closure runs the forward and
 backward inside it (Lightning's `optimizer.step(closure)`), only what follows the last autograd node in
-it. Per step, from the pair above: fused takes 0.356 of foreach's GPU time G (S, the time saved, is the
+it. A collective launched inside the step (distributed Shampoo's all-gather, ZeRO's) is
+communication, not the update: its kernels are not the optimizer's, and the host time in the step while
+it is in flight (from its launch to its end) is left out; the message names it (hta_sampled_rank0: 53 ms
+of all-gather per step and 109 ms of host time while it ran, counted before as the optimizer's).
+Per step, from the pair above: fused takes 0.356 of foreach's GPU time G (S, the time saved, is the
 rest) and 0.351 of its host time (H saved). After each `Optimizer.step` the next device work starts
 at N, once the optimizer's last kernel has ended and its own launch has been queued (Q). Fused, one
 kernel of G - S runs from when the GPU is done with the work queued before the step's first kernel
@@ -141,6 +145,11 @@ class UnfusedOptimizer(Record):
     step_share_percent: float
     device: str = "gpu"  # "cpu": a CPU-only trace, where the step is host time alone
     ops_per_step: float = 0.0  # cpu: the aten ops the step dispatched
+    # collectives launched inside the step (Shampoo's all-gather): the host op that launched the most, their GPU
+    # time per step, and the host time per step inside the step while they were in flight, left out of host_us
+    comm_op: str = ""
+    comm_us: float = 0.0
+    comm_wait_us: float = 0.0
 
 
 class StepCall(Record):
@@ -192,10 +201,11 @@ def _found(facts: Facts) -> list[tuple[Finding, list[int]]]:
         found = [(_cpu_finding(facts, name, group), group) for name, group in groups.items()]
     else:
         work = _optimizer_work(facts, step_mask)
+        comm = _optimizer_work(facts, step_mask, "communication")
         lo, hi = facts.window
         in_window = facts.is_device_work & (trace.ts >= lo) & (trace.ts < hi)
         device_ns = float(trace.dur[in_window].sum()) or 1.0
-        found = [(_finding(facts, name, group, work, device_ns), group) for name, group in groups.items()]
+        found = [(_finding(facts, name, group, work, device_ns, comm), group) for name, group in groups.items()]
     return [(finding, group) for finding, group in found if finding is not None]
 
 
@@ -353,10 +363,11 @@ def _top_ops_under(facts: Facts, calls: list[int]) -> list[int]:
     return np.flatnonzero(inner).tolist()
 
 
-def _optimizer_work(facts: Facts, step_mask: np.ndarray) -> dict[int, np.ndarray]:
-    """Optimizer.step call -> the device work launched under it (purpose "optimizer")."""
+def _optimizer_work(facts: Facts, step_mask: np.ndarray, purpose: str = "optimizer") -> dict[int, np.ndarray]:
+    """Optimizer.step call -> the device work of that purpose launched under it (the update's: "optimizer"; the
+    collectives it runs: "communication")."""
     codes = classify(facts)
-    idx = np.flatnonzero(codes == CODE["optimizer"])
+    idx = np.flatnonzero(codes == CODE[purpose])
     source = np.where(facts.owner[idx] >= 0, facts.owner[idx], facts.launcher[idx])
     keep = source >= 0
     idx, source = idx[keep], source[keep]
@@ -369,7 +380,7 @@ def _optimizer_work(facts: Facts, step_mask: np.ndarray) -> dict[int, np.ndarray
 
 
 def _finding(facts: Facts, name: str, group: list[int], work: dict[int, np.ndarray],
-             device_ns: float) -> Finding | None:
+             device_ns: float, comm: dict[int, np.ndarray]) -> Finding | None:
     trace = facts.trace
     scale = steps_of(facts)
     ops = _ops_under(facts, group)
@@ -384,10 +395,11 @@ def _finding(facts: Facts, name: str, group: list[int], work: dict[int, np.ndarr
     mode, passes = found
     gpu_ns = float(trace.dur[kernels].sum())
     starts = _own_starts(facts, group)
-    own = _own_spans(facts, starts)
+    waits = _in_flight(facts, group, comm)
+    own = _own_spans(facts, starts).subtract(waits)
     host_ns = float(own.total)
-    exposed = {c: int(trace.ts[c] + trace.dur[c]) - starts[c] - busy_ns(facts, starts[c], int(trace.ts[c] + trace.dur[c]))
-               for c in group}
+    exposed = {c: sum(int(b - a) - busy_ns(facts, int(a), int(b)) for a, b in zip(
+        *_of_call(facts, own, c), strict=True)) for c in group}
     exposed_ns = float(sum(exposed.values()))
     steps = scale.count
     gpu_share = gpu_ns / device_ns
@@ -396,7 +408,7 @@ def _finding(facts: Facts, name: str, group: list[int], work: dict[int, np.ndarr
         return None
     gpu_saving = gpu_ns * (1.0 - FUSED_GPU_RATIO)
     host_saving = host_ns * (1.0 - FUSED_HOST_RATIO)
-    impact = scale.per_step(_saving(facts, group, work, exposed, starts))
+    impact = scale.per_step(_saving(facts, group, work, exposed, own))
     if impact.share < MIN_IMPACT_SHARE:
         return None
     optimizer = STEP_EVENT.match(name).group(1)  # type: ignore[union-attr]
@@ -406,7 +418,7 @@ def _finding(facts: Facts, name: str, group: list[int], work: dict[int, np.ndarr
         gpu_us=us(gpu_ns) / steps, gpu_share_percent=100.0 * gpu_share, host_us=us(host_ns) / steps,
         exposed_host_us=us(exposed_ns) / steps, gpu_saving_us=us(gpu_saving) / steps,
         host_saving_us=us(host_saving) / steps, saving_us=impact.us, fused_gpu_ratio=FUSED_GPU_RATIO, fused_host_ratio=FUSED_HOST_RATIO,
-        step_share_percent=100.0 * impact.share)
+        step_share_percent=100.0 * impact.share, **_communication(facts, group, comm, waits, steps))
     return Finding(ID, record, impact, _evidence(facts, group, work, exposed, kernels),
                    edit=_fused(facts, group, work, own, FUSED_HOST_RATIO if mode == "foreach" else FUSED_LOOP_HOST_RATIO))
 
@@ -433,6 +445,46 @@ def _own_spans(facts: Facts, starts: dict[int, int]) -> Intervals:
     return merge_intervals(np.asarray(list(starts.values()), np.int64), trace.ts[calls] + trace.dur[calls])
 
 
+def _in_flight(facts: Facts, group: list[int], comm: dict[int, np.ndarray]) -> Intervals:
+    """Inside the step calls, the host time while a collective they launched is in flight: from its launch to the
+    end of its work. hta_sampled_rank0: Shampoo.step launches an all-gather (c10d::_allgather_base_, 42-64 ms on
+    the GPU) and the host carries on only once it ends, 105 of the call's 191 ms; that is communication
+    (exposed-communication's), which fusing the update does not shorten."""
+    trace = facts.trace
+    work = np.concatenate([comm.get(c, np.empty(0, np.int64)) for c in group]) if group else np.empty(0, np.int64)
+    work = work[facts.launcher[work] >= 0]
+    if not work.size:
+        return merge_intervals(np.empty(0, np.int64), np.empty(0, np.int64))
+    flight = merge_intervals(trace.ts[facts.launcher[work]], trace.ts[work] + trace.dur[work])
+    calls = np.asarray(group, np.int64)
+    return flight.intersect(merge_intervals(trace.ts[calls], trace.ts[calls] + trace.dur[calls]))
+
+
+def _of_call(facts: Facts, spans: Intervals, c: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pieces of spans inside call c."""
+    inside = spans.clip(int(facts.trace.ts[c]), int(facts.trace.ts[c] + facts.trace.dur[c]))
+    return inside.start, inside.end
+
+
+def _communication(facts: Facts, group: list[int], comm: dict[int, np.ndarray], waits: Intervals,
+                   steps: int) -> dict[str, object]:
+    """The record's collective fields: the host op that launched most of their GPU time, that time and the host
+    time left out per step."""
+    trace = facts.trace
+    work = np.concatenate([comm.get(c, np.empty(0, np.int64)) for c in group]) if group else np.empty(0, np.int64)
+    if not work.size:
+        return {}
+    by_op: dict[str, int] = defaultdict(int)
+    for k in work.tolist():
+        op = _launching_op(facts, k)
+        while op >= 0 and int(facts.parent[op]) >= 0 and trace.category_id("cpu_op") == int(trace.cat[facts.parent[op]]) \
+                and not STEP_EVENT.search(trace.event_name(int(facts.parent[op]))):
+            op = int(facts.parent[op])  # the outermost op under the step (c10d::_allgather_base_, not nccl:...)
+        by_op[trace.event_name(op) if op >= 0 else trace.event_name(k)] += int(trace.dur[k])
+    return {"comm_op": max(by_op, key=lambda n: by_op[n]), "comm_us": us(trace.dur[work].sum()) / steps,
+            "comm_wait_us": us(waits.total) / steps}
+
+
 def _fused(facts: Facts, group: list[int], work: dict[int, np.ndarray], own: Intervals, host_ratio: float) -> Edit:
     """What fused=True does: per call, its own host time at host_ratio (a closure's forward and backward
     inside it stay) and its kernels replaced by one at FUSED_GPU_RATIO of their time (the first kernel
@@ -451,7 +503,7 @@ def _fused(facts: Facts, group: list[int], work: dict[int, np.ndarray], own: Int
 
 
 def _saving(facts: Facts, calls: list[int], work: dict[int, np.ndarray], exposed: dict[int, int],
-            starts: dict[int, int]) -> float:
+            own: Intervals) -> float:
     """ns saved over the window: per call, how much earlier the first device work launched after it
     could start if its kernels took FUSED_GPU_RATIO of their time (G: G_f, S saved) and its host span
     FUSED_HOST_RATIO (H saved). That work starts at N, once the optimizer's last kernel has ended and
@@ -471,7 +523,7 @@ def _saving(facts: Facts, calls: list[int], work: dict[int, np.ndarray], exposed
         ks = work.get(c, np.empty(0, np.int64))
         gpu = float(trace.dur[ks].sum())
         s = gpu * (1.0 - FUSED_GPU_RATIO)
-        h = float(trace.ts[c] + trace.dur[c] - starts[c]) * (1.0 - FUSED_HOST_RATIO)
+        h = float(own.clip(int(trace.ts[c]), int(trace.ts[c] + trace.dur[c])).total) * (1.0 - FUSED_HOST_RATIO)
         pos = int(np.searchsorted(launch_ts, int(trace.ts[c] + trace.dur[c])))
         if ks.size == 0 or pos >= linked.size:
             unknown.append(s + exposed[c] * (1.0 - FUSED_HOST_RATIO))

@@ -16,6 +16,8 @@ def _what(c: EditCounts) -> str:
         parts.append(f"{c.resized_work:,} kernel(s) or copies resized")
     if c.unblocked:
         parts.append(f"{c.unblocked:,} wait(s) dropped")
+    if c.readied:
+        parts.append(f"{c.readied:,} kernel(s) or copies run once launched, without the wait the trace shows before them")
     return "; ".join(parts) or "no change"
 
 

@@ -38,6 +38,8 @@ def _reading(g: Region) -> str:
         return "start-up"
     if g.kind == "host":
         return "the model's own ops on the host"
+    if g.kind == "collective":
+        return f"waiting on a collective: {g.collective}"
     return ""
 
 
@@ -50,8 +52,10 @@ def _region(g: Region, r: GpuIdle) -> str:
 def message(r: GpuIdle) -> str:
     share = r.idle_us_per_step / r.step_us if r.step_us else 0.0
     text = (f"The GPU is idle {t(r.idle_us_per_step)} per {_step(r)} ({pct(min(share, 1.0))} of {_of(r)}); "
-            f"{t(r.claimed_us_per_step)} per {_step(r)} of it is under regions that launch almost nothing, so the "
-            "host is doing something other than feeding the GPU: " + "; ".join(_region(g, r) for g in r.regions)
+            f"{t(r.claimed_us_per_step)} per {_step(r)} of it is under regions that launch almost nothing"
+            + (": " if all(g.kind == "collective" for g in r.regions) else
+               ", so the host is doing something other than feeding the GPU: ")
+            + "; ".join(_region(g, r) for g in r.regions)
             + f". The longest stretch lasts {t(r.longest_gap_us)}")
     if r.ops_self_us:
         text += "; per step, most host self time in this idle: " + ", ".join(f"{n} {t(v)}" for n, v in r.ops_self_us)
@@ -92,6 +96,13 @@ def advice(r: GpuIdle) -> str:
                 "start CUDA up (the context, cuBLAS/cuDNN handles, building the model and its data), not in the steady "
                 "state. Run one iteration before profiling, or profile with torch.profiler.schedule(wait=1, warmup=1, "
                 "active=N), to read the steps.")
+    if g.kind == "collective":
+        return (f"'{g.name}' waits on a collective, not on input: the GPU's next work there is what {g.collective} "
+                "launched, queued before the idle began and run only as it ends, so the GPU waits for the other ranks "
+                "(or a stream the collective depends on) and the host for its result. Overlap the collective with "
+                "compute: launch it earlier or asynchronously and wait only where its result is needed (TorchRec's "
+                "TrainPipelineSparseDist runs the next batch's input all-to-all during this batch), and compare the "
+                "ranks' traces at this point: the last rank to arrive sets the wait.")
     if g.kind == "host":
         return (f"'{g.name}' runs the model's own ops on the host (compute ops or autograd nodes) and launches "
                 "almost nothing while the GPU waits: check where they run (tensors left on the CPU, a thread the "
@@ -116,6 +127,9 @@ def fix(r: GpuIdle) -> str:
     if g.kind == "start-up":
         return (f"{g.name} takes {t(g.host_us_per_call)} of {_of(r)} once, before the GPU's work: start-up, profile "
                 "after a warm-up")
+    if g.kind == "collective":
+        return (f"{g.name} waits {t(g.host_us_per_call)} a call on {g.collective} with the GPU idle: overlap the "
+                "collective with compute and compare the ranks")
     if g.kind == "host":
         return (f"{g.name} takes {t(g.host_us_per_call)} of {_of(r)} running the model's ops on the host: record "
                 "with_stack=True and move that work to the GPU")

@@ -35,7 +35,16 @@ def message(r: UnfusedOptimizer) -> str:
     return (f"{_event(r)} runs {_how(r)}: {r.kernels_per_step:.0f} kernels per step take {t(r.gpu_us)} of GPU time "
             f"({r.gpu_share_percent:.1f}% of the device time), and the host spends {t(r.host_us)} per step in it, "
             f"{t(r.exposed_host_us)} of that with the GPU idle. Fused would take about {t(r.gpu_saving_us)} less GPU "
-            f"time and {t(r.host_saving_us)} less host time per step.")
+            f"time and {t(r.host_saving_us)} less host time per step." + _communication(r))
+
+
+def _communication(r: UnfusedOptimizer) -> str:
+    if not r.comm_op:
+        return ""
+    return (f" Its step also runs {r.comm_op}: {t(r.comm_us)} of communication on the GPU per step, and the "
+            f"{t(r.comm_wait_us)} per step the host spends in the step while it is in flight are left out of these "
+            "figures: that is communication (see exposed-communication), which fusing or compiling the update "
+            "does not shorten.")
 
 
 def advice(r: UnfusedOptimizer) -> str:

@@ -16,6 +16,8 @@ def _what(c: EditCounts) -> str:
         parts.append(f"{c.resized_work:,} kernel(s) o copias redimensionados")
     if c.unblocked:
         parts.append(f"{c.unblocked:,} espera(s) quitadas")
+    if c.readied:
+        parts.append(f"{c.readied:,} kernel(s) o copias ejecutados al lanzarse, sin la espera que la traza muestra antes")
     return "; ".join(parts) or "ningún cambio"
 
 

@@ -8,15 +8,29 @@ from pista.rules.allocator_churn import AllocatorChurn, AllocCall, AllocNote
 TITLE = "La memoria se reserva y libera con llamadas al runtime de CUDA en cada paso"
 
 
-def _call(a: AllocCall) -> str:
+def _per(r: AllocatorChurn) -> str:
+    return "por paso" if r.has_steps else "en la ventana"
+
+
+def _call(a: AllocCall, r: AllocatorChurn) -> str:
     under = ", ".join(a.under[:3]) or "ninguna operación"
-    return f"{a.name} {a.per_step:.1f}x por paso bajo {under}, {t(a.host_us)} por paso"
+    return f"{a.name} {a.per_step:.{1 if r.has_steps else 0}f}x {_per(r)} bajo {under}, {t(a.host_us)} {_per(r)}"
+
+
+def _whole(r: AllocatorChurn) -> str:
+    return "del paso" if r.has_steps else "de la ventana"
 
 
 def message(r: AllocatorChurn) -> str:
-    return (f"{'; '.join(_call(a) for a in r.calls)}: el asignador con caché falla en {r.steps_with_calls} de "
-            f"{r.steps} pasos. Las llamadas ocupan {t(r.host_us)} de host por paso y dejan la GPU inactiva "
-            f"{t(r.idle_us)} por paso, el {r.step_share_percent:.1f}% del paso.")
+    where = (f"el asignador con caché falla en {r.steps_with_calls} de {r.steps} pasos" if r.has_steps
+             else "el asignador con caché falla a lo largo de toda la ventana (no tiene pasos)")
+    text = (f"{'; '.join(_call(a, r) for a in r.calls)}: {where}. Las llamadas ocupan {t(r.host_us)} de host "
+            f"{_per(r)} y dejan la GPU inactiva {t(r.idle_us)} {_per(r)}, el {r.step_share_percent:.1f}% {_whole(r)}.")
+    if r.frees_in_ops:
+        text += (" La mayor parte del tiempo de las liberaciones está dentro de operaciones: la memoria se devuelve "
+                 "mientras corren las operaciones, así que el asignador libera su caché para reintentar reservas que "
+                 "fallaron (memoria al límite), o la caché está desactivada.")
+    return text
 
 
 def advice(r: AllocatorChurn) -> str:
@@ -25,7 +39,12 @@ def advice(r: AllocatorChurn) -> str:
         text = ("La inferencia corre en modo grad (inference-grad-mode): las salidas de cada paso, y una caché KV, "
                 "mantienen vivos su grafo de autograd y sus tensores guardados, así que la memoria crece y el "
                 "asignador pide más a CUDA; torch.inference_mode() quita la causa. ")
-    if r.frees_outside_ops:
+    if r.frees_in_ops:
+        text = ("Las liberaciones corren dentro de operaciones, no tras un empty_cache(): mira "
+                "torch.cuda.memory_stats()['num_alloc_retries'] (el asignador liberando su caché para reintentar: baja "
+                "el pico de memoria con un lote menor o checkpointing de activaciones) y que PYTORCH_NO_CUDA_MEMORY_CACHING "
+                "no esté definida (caché desactivada: cada tensor es una reserva y una liberación). ")
+    elif r.frees_outside_ops:
         text = ("cudaFree se llama fuera de cualquier operación, es decir torch.cuda.empty_cache() (o un vaciado de "
                 "la caché) dentro del bucle: quítalo, o llámalo solo entre fases, para que el siguiente paso reutilice "
                 "los bloques en caché. ")
@@ -38,10 +57,13 @@ def advice(r: AllocatorChurn) -> str:
 def fix(r: AllocatorChurn) -> str:
     names = "/".join(a.name for a in r.calls)
     change = ("ejecuta la inferencia dentro de torch.inference_mode() (el modo grad mantiene vivo el grafo de cada "
-              "paso)" if r.grad_mode else "quita torch.cuda.empty_cache() del bucle" if r.frees_outside_ops
+              "paso)" if r.grad_mode else
+              "las liberaciones corren dentro de operaciones: mira num_alloc_retries (memoria al límite) y que la caché "
+              "esté activada" if r.frees_in_ops else "quita torch.cuda.empty_cache() del bucle" if r.frees_outside_ops
               else "mantén formas estáticas o usa PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True para que la caché "
                    "acierte")
-    return f"{names} se llaman {r.calls_per_step:.0f} veces por paso, {t(r.idle_us)} de GPU inactiva por paso: {change}"
+    return (f"{names} se llaman {r.calls_per_step:.0f} veces {_per(r)}, {t(r.idle_us)} de GPU inactiva {_per(r)}: "
+            f"{change}")
 
 
 def basis(r: AllocatorChurn) -> str:
@@ -58,10 +80,14 @@ NOTES = {
 DOCS = """Qué:
 Llamadas de reserva de memoria al runtime dentro de los pasos, paso tras paso: `cudaMalloc`/
 `cudaFree` (y las de memoria fijada `cudaHostAlloc`/`cudaMallocHost`/`cudaFreeHost`, y las `cuMem*`
-del driver con segmentos expandibles). El asignador con caché de PyTorch solo las hace cuando
-falla: cuando `torch.cuda.empty_cache()` se ejecuta en el bucle y devuelve la caché, cuando las
-formas cambian o la memoria está fragmentada, o cuando una reserva falla y vacía la caché para
-reintentar.
+del driver con segmentos expandibles), y las de HIP (`hipMalloc`/`hipFree`, `hipHostMalloc`/
+`hipHostFree`). El asignador con caché de PyTorch solo las hace cuando falla: cuando
+`torch.cuda.empty_cache()` se ejecuta en el bucle y devuelve la caché, cuando las formas cambian o la
+memoria está fragmentada, cuando una reserva falla y vacía la caché para reintentar, o cuando la caché
+está desactivada (`PYTORCH_NO_CUDA_MEMORY_CACHING=1`). Una ventana sin pasos se lee como uno solo, donde
+las liberaciones se repiten (MIN_WINDOW_FREES): tl_mi300_ddp_resnet18_train de TraceLens, 1,360 hipFree
+en 3.35 s de una ventana de 3.39 s, casi todo dentro de operaciones, se leía antes como coste de
+despacho.
 
 Por qué:
 `cudaFree` sincroniza el dispositivo (el host espera a que la GPU se vacíe y luego la GPU espera al
@@ -85,7 +111,9 @@ seed_mm64_cold, el tamaño nuevo de gpu/gemm_new_shapes) son crecimiento de una 
 rotación: son de cold-start. Nueva en el issue 15.
 
 Solución:
-Quita `torch.cuda.empty_cache()` del bucle (llámalo, si acaso, entre fases); mantén formas
+Quita `torch.cuda.empty_cache()` del bucle (llámalo, si acaso, entre fases); donde las
+liberaciones corren dentro de operaciones, mira `num_alloc_retries` (baja el pico de memoria) y que la
+caché esté activada; mantén formas
 estáticas o agrupadas para que los bloques en caché vuelvan a servir; prueba
 `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` contra la fragmentación; mira
 `torch.cuda.memory_stats()` (`num_alloc_retries`, `num_device_alloc`)."""

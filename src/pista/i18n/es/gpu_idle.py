@@ -38,6 +38,8 @@ def _reading(g: Region) -> str:
         return "arranque"
     if g.kind == "host":
         return "operaciones del propio modelo en el host"
+    if g.kind == "collective":
+        return f"esperando a un colectivo: {g.collective}"
     return ""
 
 
@@ -51,8 +53,10 @@ def _region(g: Region, r: GpuIdle) -> str:
 def message(r: GpuIdle) -> str:
     share = r.idle_us_per_step / r.step_us if r.step_us else 0.0
     text = (f"La GPU está inactiva {t(r.idle_us_per_step)} por {_step(r)} (el {pct(min(share, 1.0))} de {_of(r)}); "
-            f"{t(r.claimed_us_per_step)} por {_step(r)} están bajo regiones que casi no lanzan nada, así que el host "
-            "hace otra cosa que alimentar a la GPU: " + "; ".join(_region(g, r) for g in r.regions)
+            f"{t(r.claimed_us_per_step)} por {_step(r)} están bajo regiones que casi no lanzan nada"
+            + (": " if all(g.kind == "collective" for g in r.regions) else
+               ", así que el host hace otra cosa que alimentar a la GPU: ")
+            + "; ".join(_region(g, r) for g in r.regions)
             + f". El tramo más largo dura {t(r.longest_gap_us)}")
     if r.ops_self_us:
         text += ("; por paso, la mayor parte del tiempo propio del host en esta inactividad: "
@@ -94,6 +98,14 @@ def advice(r: GpuIdle) -> str:
                 "llamadas que arrancan CUDA (el contexto, los handles de cuBLAS/cuDNN, construir el modelo y sus datos), "
                 "no en el régimen estable. Ejecuta una iteración antes de perfilar, o perfila con "
                 "torch.profiler.schedule(wait=1, warmup=1, active=N), para leer los pasos.")
+    if g.kind == "collective":
+        return (f"'{g.name}' espera a un colectivo, no a la entrada: el siguiente trabajo de la GPU ahí es lo que lanzó "
+                f"{g.collective}, encolado antes de que empezara la inactividad y ejecutado solo cuando esta acaba, así "
+                "que la GPU espera a los otros rangos (o a un stream del que depende el colectivo) y el host a su "
+                "resultado. Solapa el colectivo con cómputo: lánzalo antes o de forma asíncrona y espera solo donde "
+                "hace falta su resultado (el TrainPipelineSparseDist de TorchRec ejecuta el all-to-all de entrada del "
+                "lote siguiente durante este), y compara las trazas de los rangos en este punto: el último rango en "
+                "llegar fija la espera.")
     if g.kind == "host":
         return (f"'{g.name}' ejecuta operaciones del propio modelo en el host (ops de cómputo o nodos de autograd) y "
                 "casi no lanza nada mientras la GPU espera: mira dónde corren (tensores que quedaron en la CPU, un hilo "
@@ -118,6 +130,9 @@ def fix(r: GpuIdle) -> str:
     if g.kind == "start-up":
         return (f"{g.name} tarda {t(g.host_us_per_call)} de {_of(r)} una vez, antes del trabajo de la GPU: arranque, "
                 "perfila tras un calentamiento")
+    if g.kind == "collective":
+        return (f"{g.name} espera {t(g.host_us_per_call)} por llamada a {g.collective} con la GPU inactiva: solapa el "
+                "colectivo con cómputo y compara los rangos")
     if g.kind == "host":
         return (f"{g.name} tarda {t(g.host_us_per_call)} de {_of(r)} ejecutando operaciones del modelo en el host: "
                 "graba con with_stack=True y lleva ese trabajo a la GPU")
@@ -180,7 +195,10 @@ tiene trabajo del host, copias y ninguna op de cómputo), el paso del optimizado
 optimizador, o casi todo bajo `Optimizer.step#` y ops foreach/fused: el '## optimizer ##' de
 hta_nccl_data y de hta_sampled_rank0, a los que antes se decía "carga en workers del DataLoader"),
 arranque (las llamadas que arrancan CUDA, o una región única de una ventana antes del primer trabajo
-de la GPU: el '[param|cuda]' de damaged_fields), u operaciones del propio modelo en el host. La
+de la GPU: el '[param|cuda]' de damaged_fields), una espera a un colectivo (la mayor parte de su
+inactividad acaba donde empieza un colectivo encolado antes de ella: el '## KJTAllToAllSplitsAwaitable
+wait() ##' de hta_negq_rank0, TorchRec leyendo los tamaños de su all-to-all, al que antes se decía "carga
+en workers del DataLoader"), u operaciones del propio modelo en el host. La
 inactividad bajo los pasos del optimizador que informa unfused-optimizer es hallazgo suyo, con el
 precio de un par medido con fused, y queda fuera aquí.
 
@@ -191,5 +209,7 @@ con prefetch, para que el lote N+1 esté listo mientras la GPU procesa el lote N
 los logs o llévalos a un hilo. El optimizador: los remedios de unfused-optimizer para el modo que
 muestran sus ops (`fused=True` para Adam, AdamW y SGD; foreach o un paso compilado para uno por
 parámetro), ninguno si ya corre fusionado o foreach sin versión fusionada. Arranque: perfila tras un
-calentamiento. Operaciones del modelo en el host: averigua dónde corren (`with_stack=True`) y llévalas
+calentamiento. Un colectivo: solápalo con cómputo (lánzalo antes o de forma asíncrona, la distribución
+de entrada en pipeline de TorchRec) y compara los rangos, porque el último en llegar fija la espera.
+Operaciones del modelo en el host: averigua dónde corren (`with_stack=True`) y llévalas
 a la GPU."""

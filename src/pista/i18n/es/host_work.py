@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fmt import t
-from pista.rules.host_work import HostWork, Stretch
+from pista.rules.host_work import HostWork, Preprocess, Stretch
 
 TITLE = "El host hace su propio trabajo en el paso mientras la GPU espera"
 
@@ -17,16 +17,33 @@ def _where(r: HostWork) -> str:
     return f"después de {before}" if before else (f"antes de {after}" if after else "fuera de toda op")
 
 
+def _library(p: Preprocess) -> str:
+    caller = f", llamado desde {p.caller}" if p.caller else ""
+    return f"el preprocesado de Hugging Face ({p.entry}{caller})"
+
+
 def message(r: HostWork) -> str:
-    return (f"Por paso el hilo que lanza pasa {t(r.work_us)} en {r.stretches} tramo(s) de trabajo propio fuera "
+    text = (f"Por paso el hilo que lanza pasa {t(r.work_us)} en {r.stretches} tramo(s) de trabajo propio fuera "
             f"de toda op de torch (el más largo {t(r.longest_us)}), {_where(r)}; la GPU está ociosa {t(r.idle_us)} "
-            "de ese tiempo. Es trabajo de Python o NumPy (preprocesado, tokenización, registro, E/S) en el paso, "
-            "no el despacho de ops.")
+            "de ese tiempo. ")
+    if r.preprocess:
+        return text + (f"{t(r.preprocess.us)} de ello es {_library(r.preprocess)}: las entradas preparadas en el "
+                       "host dentro del paso, no el despacho de ops del modelo.")
+    return text + ("Es trabajo de Python o NumPy (preprocesado, tokenización, registro, E/S) en el paso, no el "
+                   "despacho de ops.")
 
 
 def advice(r: HostWork) -> str:
     code = f"El código: {_where(r)}. " if r.frames else ("Graba el paso con with_stack=True para ver qué código "
                                                         f"de Python corre {_where(r)}. ")
+    if r.preprocess:
+        lib = _library(r.preprocess)
+        return (code + f"{lib[0].upper()}{lib[1:]} corre en el paso mientras la GPU espera. Llévalo a donde se "
+                "solape con la GPU: a workers del DataLoader (num_workers>0) o, en un pipeline, pásale las entradas "
+                "como dataset con batch_size y num_workers; procesa un lote por llamada en lugar de una muestra cada "
+                "vez; usa el procesador rápido basado en torchvision donde el modelo lo tenga (use_fast=True), que "
+                "también puede correr en la GPU (device='cuda'). Compilar o capturar el modelo en un grafo no ayuda "
+                "aquí.")
     return (code + "Saca el trabajo del paso: hazlo en la GPU con ops de torch sobre el lote entero, en un "
             "DataLoader con workers (num_workers>0, pin_memory=True) para que se solape con la GPU, o una vez "
             "antes del bucle (un dataset ya preprocesado y tokenizado). Compilar o capturar el paso en un grafo "
@@ -34,6 +51,10 @@ def advice(r: HostWork) -> str:
 
 
 def fix(r: HostWork) -> str:
+    if r.preprocess:
+        who = r.preprocess.caller or r.preprocess.entry
+        return (f"{who} ejecuta el preprocesado de Hugging Face {t(r.preprocess.us)} por paso con la GPU ociosa: "
+                "llévalo a workers del DataLoader, un lote por llamada, o usa el procesador rápido")
     return (f"el host trabaja {t(r.idle_us)} por paso fuera de las ops de torch {_where(r)}: llévalo a la GPU o a "
             "workers del DataLoader")
 
@@ -52,7 +73,12 @@ El host hace su propio trabajo entre ops de torch dentro de los pasos mientras l
 en NumPy o Python (aumento de datos, normalización, tokenización), bucles de Python sobre datos, registro,
 E/S. En la traza es tiempo del hilo que lanza sin ninguna op ni llamada al runtime, en tramos de
 HOST_WORK_GAP_NS o más (el Python entre dos ops eager es de 5-30 µs), con la GPU ociosa debajo. Con pilas
-la regla nombra los frames del usuario que corrieron ahí; sin ellas, las ops de cada lado.
+la regla nombra los frames del usuario que corrieron ahí; sin ellas, las ops de cada lado. El Python propio
+de un framework ahí (los envoltorios de torch, el forward de un modelo de Hugging Face) es despacho y se deja
+fuera, pero el preprocesado de una biblioteca es trabajo del usuario esté donde esté su código: los
+procesadores de imagen y vídeo de Hugging Face, sus extractores de características, sus tokenizadores y el
+preprocess de un pipeline, con el trabajo de PIL y NumPy que llaman, nombrados con el frame del usuario que
+los llamó (tl_h100_timesformer de TraceLens: el preprocess del pipeline, 215 ms de un paso de 383 ms).
 
 Por qué:
 La GPU solo ejecuta lo que el host ha lanzado. Los huecos de despacho son coste por op (de overhead-bound);
@@ -74,4 +100,7 @@ Solución:
 Haz el trabajo en la GPU con ops de torch sobre el lote entero (recortes por indexado, volteos con
 torch.where, normalización con ops de tensores), en un DataLoader con workers (`num_workers>0,
 pin_memory=True, persistent_workers=True`) para que se solape con el paso de la GPU, o una vez antes del
-bucle (un dataset tokenizado y preprocesado). Donde las pilas nombran el frame, ese es el código a mover."""
+bucle (un dataset tokenizado y preprocesado). Donde las pilas nombran el frame, ese es el código a mover.
+Un procesador de Hugging Face: llámalo sobre un lote y no sobre una muestra, en workers del DataLoader (un
+pipeline acepta un dataset con `batch_size` y `num_workers`), o usa su variante rápida basada en torchvision
+(`use_fast=True`), que puede correr en la GPU."""
