@@ -232,8 +232,8 @@ class _Credit:
         for f, e in sorted(group, key=lambda g: -alone[id(g[0])]):
             now = applied + e
             after, clean_after = tl.replay(now), tl.replay(prof + now)
-            saved = base.median_ns - after.median_ns
-            clean_saved = clean_base.median_ns - clean_after.median_ns
+            saved = min(base.median_ns - after.median_ns, e.most_ns)
+            clean_saved = min(clean_base.median_ns - clean_after.median_ns, e.most_ns)
             if clean_saved <= MIN_SAVING_SHARE * self.clean_step and (saved <= MIN_SAVING_SHARE * self.step
                                                                        or is_symptom(f)):
                 # nothing saved; or a symptom whose saving is the profiler's own (kineto_resnet50_w4_2021:

@@ -167,7 +167,9 @@ def check(ctx: Context) -> list[Finding]:
     evidence = _evidence(facts, stalls, nxt, np.where(first, "first", kinds), np.flatnonzero(~first | bool(head)))
     if impact.share < MIN_STEP_SHARE:  # only the wait before the window's first work: named, nothing claimed
         return [Finding(ID, record, Impact.none(), evidence, severity=Severity.INFO)]
-    return [Finding(ID, record, impact, evidence, edit=Edit("the wait gone", ready=_waited(facts, inside)))]
+    # the replay frees the queued work, but the stall the trace shows is all the wait there is to take out
+    edit = Edit("the wait gone", ready=_waited(facts, inside), most_ns=float(inside.total) / n)
+    return [Finding(ID, record, impact, evidence, edit=edit)]
 
 
 def _evidence(facts: Facts, stalls: Intervals, nxt: np.ndarray, kinds: np.ndarray, shown: np.ndarray) -> list[Evidence]:
