@@ -18,7 +18,6 @@ import numpy as np
 from pista.policy import Severity, severity_of
 from pista.trace.facts import Facts
 
-
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
 

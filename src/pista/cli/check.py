@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     config.apply_thresholds(settings)
     analysis = localize(analyze(open_trace(args.trace), rules=settings.rules()), lang)
     gate = SEVERITY_ORDER.index(settings.fail_on)
-    failing = [f for f in analysis.findings if SEVERITY_ORDER.index(f.severity.value) >= gate]
+    failing = [f for f in analysis.findings if f.severity is not None and SEVERITY_ORDER.index(f.severity.value) >= gate]
     regression = _regression(args, analysis.summary.step_us)
     failed = bool(failing) or bool(regression and regression["failed"])
     # a rule that raised (pista.isolation) may have hidden a finding that fails the gate: the check does not pass

@@ -126,6 +126,7 @@ def _finding(console: Console, f: Finding, ranks: list[int] | None, shown: int |
     def w(key: str) -> str:
         return word(key, lang)
 
+    assert f.severity is not None  # Finding.__post_init__ sets it
     style = SEVERITY_STYLE.get(f.severity.value, "")
     where = ""
     if ranks is not None:

@@ -87,6 +87,7 @@ def marker_events(analysis: Analysis) -> list[bytes]:
     ]
     next_tid = 1
     for finding in analysis.findings:
+        assert finding.severity is not None  # Finding.__post_init__ sets it
         track = f"{finding.severity.value} {finding.rule}"
         rows = sub_tracks(finding)
         tids = [next_tid + j for j in range(max(rows, default=0) + 1)]
@@ -138,6 +139,7 @@ def sub_tracks(finding: Finding) -> list[int]:
 
 
 def _finding_args(f: Finding) -> dict[str, Any]:
+    assert f.severity is not None  # Finding.__post_init__ sets it
     return {"rule": f.rule, "severity": f.severity.value, "title": f.title, "message": f.message,
             "advice": f.advice}
 

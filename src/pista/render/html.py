@@ -275,6 +275,7 @@ def _pins(findings: list[Finding], origin: int, rows: list[dict[str, Any]]) -> l
             row_of.setdefault(device.group(1), i)
     pins = []
     for k, f in enumerate(findings):
+        assert f.severity is not None  # Finding.__post_init__ sets it
         for e in f.evidence[:MAX_EVIDENCE_SHOWN]:
             pins.append({"finding": k, "rule": f.rule, "severity": f.severity.value, "title": f.title,
                          "name": e.name, "lane": e.lane, "row": row_of.get(e.lane, -1), "step": e.step,
@@ -340,7 +341,7 @@ def _header(analysis: Analysis, labels: dict[str, str], lang: str = "en") -> str
         return labels.get(key, key)
 
     s = analysis.summary
-    counts = {sev: sum(f.severity.value == sev for f in analysis.findings) for sev in ("critical", "warning", "info")}
+    counts = {sev: sum(f.severity is not None and f.severity.value == sev for f in analysis.findings) for sev in ("critical", "warning", "info")}
     stat_html = "".join(f'<div class="stat"><span class="k">{html.escape(k)}</span>'
                         f'<span class="v">{html.escape(v)}</span></div>' for k, v in _stats(s, w))
     chips = "".join(f'<span class="chip sev-{sev}">{n} {html.escape(w(sev))}</span>' for sev, n in counts.items() if n)
@@ -456,6 +457,7 @@ def _findings(analysis: Analysis, labels: dict[str, str], lang: str) -> str:
                     f'<th>{w("evidence")}</th><th>{w("lane")}</th><th>{w("step")}</th>'
                     f'<th class="num">{w("at")}</th><th class="num">{w("dur")}</th><th>{w("note")}</th></tr></thead>'
                     f'<tbody>{"".join(rows)}</tbody></table>{more}</details>' if rows else "")
+        assert f.severity is not None  # Finding.__post_init__ sets it
         cards.append(
             f'<article class="finding sev-{f.severity.value}" id="finding-{k}">'
             f'<header><span class="sev">{w(f.severity.value)}</span> <code class="rule">{html.escape(f.rule)}</code>'

@@ -249,6 +249,7 @@ def _brief_finding(console: Console, f: Finding, origin_us: float, lang: str = "
     anything was left out (then the report's last line points at -v)."""
     from pista.i18n import word
 
+    assert f.severity is not None  # Finding.__post_init__ sets it
     style = SEVERITY_STYLE.get(f.severity.value, "")
     console.print(f"\n[{style}]{word(f.severity.value.upper(), lang):8s}[/] [bold]{safe_markup(f.rule)}[/]: "
                   f"{safe_markup(f.title)} [dim]({brief_impact(f, lang)})[/]")
@@ -282,6 +283,7 @@ def _finding(console: Console, f: Finding, origin_us: float, lang: str = "en") -
     def w(key: str) -> str:
         return word(key, lang)
 
+    assert f.severity is not None  # Finding.__post_init__ sets it
     style = SEVERITY_STYLE.get(f.severity.value, "")
     console.print(f"\n[{style}]{w(f.severity.value.upper()):8s}[/] [bold]{safe_markup(f.rule)}[/]: "
                   f"{safe_markup(f.title)}")
