@@ -16,6 +16,8 @@ import numpy as np
 
 NO_ID = -1
 S = TypeVar("S", bound=msgspec.Struct)  # decode_args' structs
+# Events by index: Python ints (`array.tolist()`) or an integer array
+Indices = Sequence[int] | np.ndarray
 # Events whose args one decode_args call reads in args_chunks: each decoded field points into its
 # event's bytes, so a call keeps every one of its events' text alive until its answers go (~200
 # bytes an event on big_gpt_eager_20steps: the ops of a 1 GB copy held ~250 MiB in one call).
@@ -277,12 +279,12 @@ class Trace:
             return {}
         return value if isinstance(value, dict) else {}
 
-    def decode_args(self, indices: Sequence[int], struct: type[S]) -> list[S | None]:
+    def decode_args(self, indices: Indices, struct: type[S]) -> list[S | None]:
         """Events' args decoded straight into `struct` (a msgspec Struct naming only the fields wanted):
         the fast way to read a field or two of thousands of events. None where absent or mistyped."""
         if self.flows:
             indices = self.file_rows(indices).tolist()
-        bulk: Callable[[Sequence[int], type[S]], list[S | None]] | None = getattr(self.raw_args, "decode_args", None)
+        bulk: Callable[[Indices, type[S]], list[S | None]] | None = getattr(self.raw_args, "decode_args", None)
         if bulk is not None:  # a streamed trace reads its args back from the file in big windows
             return bulk(indices, struct)
         decode = _decoder(struct).decode
@@ -295,7 +297,7 @@ class Trace:
                 out.append(None)
         return out
 
-    def args_chunks(self, indices: Sequence[int], struct: type[S]) -> Iterator[tuple[Sequence[int], list[S | None]]]:
+    def args_chunks(self, indices: Indices, struct: type[S]) -> Iterator[tuple[Indices, list[S | None]]]:
         """decode_args, DECODE_CHUNK events at a time: (those events, their args), in order."""
         for lo in range(0, len(indices), DECODE_CHUNK):
             chunk = indices[lo:lo + DECODE_CHUNK]
