@@ -100,7 +100,7 @@ def _head(path: Path) -> tuple[dict[str, Any], int | None]:
         with open(path, "rb") as fh:
             magic = fh.read(2)
         opener = gzip.open if magic == b"\x1f\x8b" else open
-        with opener(path, "rb") as fh:  # type: ignore[operator]
+        with opener(path, "rb") as fh:
             data = fh.read(HEAD_BYTES)
     except (OSError, EOFError, zlib.error):
         return {}, None

@@ -154,7 +154,7 @@ def _sigint_between_steps() -> Iterator[Callable[[], bool]]:
     if threading.current_thread() is not threading.main_thread():
         yield lambda: False
         return
-    pending = []
+    pending: list[int] = []  # the signals taken
 
     def handler(signum: int, frame: Any) -> None:
         if pending:

@@ -26,7 +26,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pista.capture import import_torch
 from pista.errors import CaptureError, UsageError
@@ -194,7 +194,7 @@ class Session:
         if self.on_step is not None:
             self.on_step(self)
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
         if self in _ACTIVE:
             _ACTIVE.remove(self)
         self.interrupted = exc_type is not None and issubclass(exc_type, KeyboardInterrupt)

@@ -138,6 +138,7 @@ def _mlp(torch: Any, size: int, batch: int, dtype: Any, device: str, compile: bo
 
 
 def _transformer(torch: Any, size: int, batch: int, dtype: Any, device: str, compile: bool):
+    nn: Any  # torch.nn, imported at run time: declared so that mypy takes nn.Module as a base
     nn, F = torch.nn, torch.nn.functional
     heads = max(1, size // GPT_HEAD_DIM)
     if size % heads:

@@ -46,7 +46,7 @@ VERBS = (
 class _Parser(argparse.ArgumentParser):
     """argparse with "did you mean" for verbs, choices and flags (a one-line error, exit 2)."""
 
-    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         import difflib
         import re
 

@@ -189,7 +189,11 @@ def _utf8(text: str) -> bytes:
         return re.sub("[\ud800-\udfff]", "\ufffd", text).encode()
 
 
-def write_output(path: str | os.PathLike[str], data: str | bytes | Iterable[bytes],
+# A piece of output as write_output takes it: bytes, or a view of them (annotate's copy of the trace)
+Piece = bytes | bytearray | memoryview
+
+
+def write_output(path: str | os.PathLike[str], data: str | Piece | Iterable[Piece],
                  inputs: tuple[str, ...] = ()) -> Path:
     """Write atomically and never onto one of the inputs; `-` is standard output. `data` may be an
     iterable of byte pieces, written as they come (an output bigger than the memory); an exception
@@ -258,7 +262,7 @@ def _regular_target(target: Path) -> Path:
     return Path(os.path.realpath(target))
 
 
-def _pieces(payload: bytes | Iterable[bytes]) -> Iterable[bytes]:
+def _pieces(payload: Piece | Iterable[Piece]) -> Iterable[Piece]:
     return (payload,) if isinstance(payload, bytes | bytearray | memoryview) else payload
 
 
@@ -278,7 +282,7 @@ def _temp_name(real: Path) -> str:
     return "." + os.fsdecode(stem) + suffix
 
 
-def _replace_atomically(target: Path, real: Path, payload: bytes | Iterable[bytes]) -> None:
+def _replace_atomically(target: Path, real: Path, payload: Piece | Iterable[Piece]) -> None:
     _remove_stale_temps(real.parent)
     tmp = real.parent / _temp_name(real)
     # Ctrl-C and SIGTERM are held from the temp file's creation into the `try` that removes it: one

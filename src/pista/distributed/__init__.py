@@ -56,7 +56,8 @@ class DistributedAnalysis:
         return next(r for r in self.ranks if r.rank == n)
 
     def ranks_firing(self, rule_id: str) -> list[int]:
-        return [int(r.rank) for r in self.ranks if any(f.rule == rule_id for f in r.findings)] + [
+        # every rank is numbered by now (rank.assign_ranks), as straggler and render read them
+        return [int(r.rank) for r in self.ranks if any(f.rule == rule_id for f in r.findings)] + [  # type: ignore[arg-type]
             int(f.record.rank) for f in self.cross.findings if f.rule == rule_id]
 
     def overlap(self) -> dict[str, Any]:

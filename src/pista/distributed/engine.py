@@ -155,7 +155,7 @@ def _handshake(scheduler: str, address: str) -> None:
 
 
 def _connect(distributed: Any, scheduler: str) -> Any:
-    class Client(distributed.Client):  # type: ignore[misc,name-defined]
+    class Client(distributed.Client):
         def start(self, **kwargs: Any) -> None:
             try:
                 super().start(**kwargs)

@@ -334,7 +334,7 @@ def fold_waits(ranks: list[RankSummary], cross: CrossRank) -> None:
     for r in ranks:
         if r.rank not in cross.waits:
             continue
-        late_rank, wait_us = cross.waits[int(r.rank)]  # type: ignore[arg-type]
+        late_rank, wait_us = cross.waits[int(r.rank)]
         kept = []
         for f in r.findings:
             g = exposed.with_late_peer(f, late_rank, wait_us) if f.rule == exposed.ID else f

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import codecs
 import gzip
+import io
 import json
 import re
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import Any, BinaryIO, Literal
+from typing import Any, Literal
 
 import msgspec
 import numpy as np
@@ -337,7 +338,7 @@ def _blocks(path: str) -> Iterator[bytes]:
         raise BadTrace(path, f"cannot read it again to copy it: {getattr(err, 'strerror', None) or err}") from None
 
 
-def _open_text(path: str) -> BinaryIO:
+def _open_text(path: str) -> io.BufferedIOBase:
     with open(path, "rb") as handle:
         gzipped = handle.read(2) == b"\x1f\x8b"
     return gzip.open(path, "rb") if gzipped else open(path, "rb")  # noqa: SIM115 - the caller closes it

@@ -72,6 +72,7 @@ def render(points: list[dict[str, Any]], title: str = "pista sweep") -> str:
 
     pts = sorted(points, key=lambda p: p["size"])
     turn = verdict_turn(pts)
+    data: dict[str, Any]  # the page's JSON
     data = {"points": [{"size": int(p["size"]), "cpu": float(p["self_cpu_total_us"]),
                         "gpu": float(p["self_device_total_us"]), "verdict": str(p["verdict"])} for p in pts],
             "crossover": crossover(pts), "turn": None if turn is None else int(turn[1]["size"]),
