@@ -18,10 +18,11 @@ import numpy as np
 from pista.allocator import phase_done
 from pista.finding import Finding, Impact
 from pista.isolation import RuleFailed, isolated
+from pista.memory import summary as memory_summary
 from pista.notices import coverage_notices, one_time_notices, verdict_notices
 from pista.policy import order_key, top_fix, verdict_of
 from pista.table import Table, build_table
-from pista.trace.facts import Facts, derive, per_facts
+from pista.trace.facts import Facts, derive, merge_intervals, per_facts
 from pista.trace.model import Trace
 
 
@@ -112,7 +113,6 @@ def summarize(facts: Facts, table: Table) -> Summary:
     compute_share = compute / window if facts.has_gpu else None
     verdict = verdict_of(facts.has_gpu, cpu, dev, share, compute_share)
     from pista.hosttime import host_time
-    from pista.memory import summary as memory_summary
     from pista.purpose import PURPOSES, time_by_purpose
 
     names = [str(p.get("name", f"device {p.get('id', '?')}")) for p in facts.trace.device_properties]
@@ -303,8 +303,6 @@ def step_ns(facts: Facts) -> float:
         return float(max(hi - lo, 1))
     # per step: its host span or the busy time of the device work it launched, whichever is longer;
     # then the median, so one cold step does not lengthen the others (seed_mm64_cold)
-    from pista.trace.facts import merge_intervals
-
     trace = facts.trace
     work = np.flatnonzero(facts.is_device_work & (facts.event_step >= 0))
     work = work[np.argsort(facts.event_step[work], kind="stable")]

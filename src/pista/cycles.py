@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pista import __version__
+
 if TYPE_CHECKING:
     from pista.analysis import Analysis
     from pista.finding import Finding
@@ -258,7 +260,6 @@ class CyclesAnalysis:
     notices: list[str] = field(default_factory=list)
 
     def to_dict(self, row_limit: int = 25) -> dict[str, Any]:
-        from pista import __version__
         from pista.schema import JSON_SCHEMA_VERSION
 
         return {"schema_version": JSON_SCHEMA_VERSION, "pista_version": __version__, "folder": self.source,

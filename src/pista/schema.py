@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from pista import __version__
+
 if TYPE_CHECKING:
     from pista.analysis import Analysis
     from pista.finding import Evidence, Finding
@@ -38,7 +40,6 @@ def finding_dict(f: Finding) -> dict[str, Any]:
 
 
 def analysis_dict(a: Analysis, row_limit: int = 25) -> dict[str, Any]:
-    from pista import __version__
     from pista.efficiency import kernel_rows
 
     sort_by = "cuda_time_total" if a.facts.has_gpu else "cpu_time_total"

@@ -23,7 +23,7 @@ from pista.distributed.comm import (
 from pista.errors import PistaError, UsageError
 from pista.finding import Finding
 from pista.isolation import RuleFailed
-from pista.trace.facts import Facts
+from pista.trace.facts import Facts, derive
 
 RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.I)
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -84,7 +84,6 @@ class RankSummary:
 def summarize_rank(path: str, rules: list[str] | None = None) -> RankSummary:
     """Load, analyze and summarise one rank's trace. Runs in a worker: errors come back as data."""
     from pista.analysis import analyze
-    from pista.trace.facts import derive
     from pista.trace.load import NotATrace, load_trace
 
     try:

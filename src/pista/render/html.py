@@ -21,7 +21,9 @@ import numpy as np
 
 from pista.analysis import Analysis, Summary
 from pista.finding import Finding
+from pista.i18n import lane_label, localize, words
 from pista.i18n._fmt import num, pct, short_figures, t
+from pista.memory import timelines
 from pista.trace.facts import Facts
 
 # Timeline budget: the 64 MB GPT trace has ~140k events. Two layers: zoomed out, runs of events
@@ -65,8 +67,6 @@ def render(analysis: Analysis, lang: str = "en") -> str:
 
 
 def _render(analysis: Analysis, lang: str) -> str:
-    from pista.i18n import localize, words
-
     analysis = localize(analysis, lang)
     data = report_data(analysis)
     labels = {**_HINTS, **words(lang)}
@@ -335,8 +335,6 @@ def _step_widths(analysis: Analysis) -> list[dict[str, Any]]:
 
 
 def _header(analysis: Analysis, labels: dict[str, str], lang: str = "en") -> str:
-    from pista.i18n import lane_label
-
     def w(key: str) -> str:
         return labels.get(key, key)
 
@@ -380,8 +378,6 @@ MEMORY_CHART_POINTS = 600  # points per device line: enough for a step's shape, 
 
 def _memory_chart(analysis: Analysis, labels: dict[str, str]) -> str:
     """Memory allocated over time per device (profile_memory=True traces), steps shaded: an inline SVG."""
-    from pista.memory import timelines
-
     lines = timelines(analysis.facts)
     if not lines:
         return ""
@@ -430,8 +426,6 @@ def _impact(f: Finding, labels: dict[str, str]) -> str:
 
 
 def _findings(analysis: Analysis, labels: dict[str, str], lang: str) -> str:
-    from pista.i18n import lane_label
-
     def w(key: str) -> str:
         return html.escape(labels.get(key, key))
 

@@ -25,6 +25,7 @@ import re
 import stat
 import zlib
 from collections.abc import Callable, Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -486,8 +487,6 @@ def _us_text_to_ns(raw: Raw) -> int:
         return 0
     try:
         if b"e" in text or b"E" in text:
-            from decimal import Decimal
-
             ns = int((Decimal(text.decode()) * 1000).to_integral_value())
         else:
             whole, _, frac = text.lstrip(b"-").partition(b".")
