@@ -7,9 +7,11 @@ Verb modules import their heavy dependencies inside `run`, so `pista --help` and
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import importlib
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from typing import NoReturn
@@ -23,7 +25,7 @@ from pista.errors import (
     PistaError,
     Terminated,
 )
-from pista.render.controls import sanitize
+from pista.render.controls import sanitize, unencodable
 
 # (verb, module, one-line help); modules that are not there yet are left out of the CLI.
 VERBS = (
@@ -48,7 +50,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         import difflib
-        import re
 
         choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if choice:
@@ -194,10 +195,6 @@ def _tolerant_stdout() -> None:
     writes it; with an ASCII stdout (PYTHONIOENCODING=ascii, some containers) µ is written u
     and the rest as backslash escapes."""
     if getattr(sys.stdout, "errors", None) == "strict" and hasattr(sys.stdout, "reconfigure"):
-        import codecs
-
-        from pista.render.controls import unencodable
-
         codecs.register_error("pista-stdout", unencodable)
         sys.stdout.reconfigure(errors="pista-stdout")
 

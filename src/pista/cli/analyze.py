@@ -7,6 +7,8 @@ import argparse
 import os
 import sys
 
+from pista.errors import UsageError
+
 # `pista analyze --help` ends with these (cli.build_parser)
 EXAMPLES = """\
   pista analyze runs/bert/trace.json.gz                  # the top fix, where the time goes, the findings
@@ -102,7 +104,6 @@ def _run_folder(args: argparse.Namespace) -> int:
     from pista.cli.common import output_style
     from pista.distributed import analyze_ranks
     from pista.distributed import render as renderer
-    from pista.errors import UsageError
 
     if _run_cycles(args):
         return 0

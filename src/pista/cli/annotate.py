@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pista.errors import BadTrace
+from pista.render.controls import sanitize_line
+
 if TYPE_CHECKING:
     from pista.analysis import Analysis
     from pista.trace.model import Trace
@@ -34,7 +37,6 @@ def run(args: argparse.Namespace) -> int:
     from pista.cli.common import STDIN, default_output, print_notices, replaced_note
     from pista.i18n import check_lang, localize
     from pista.render import annotated
-    from pista.render.controls import sanitize_line
     from pista.trace.facts import derive
 
     lang = check_lang(args.lang)
@@ -74,7 +76,6 @@ def _write(args: argparse.Namespace, out: Path, analysis: Analysis, data: bytes 
     """A trace the streamed reader took is copied block by block; any other is annotated in memory
     (small, or damaged or foreign, where the in-memory reader's mending is needed)."""
     from pista.cli.common import STDIN, write_output
-    from pista.errors import BadTrace
     from pista.render import annotated
     from pista.trace.load import read_bytes
 

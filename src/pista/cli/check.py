@@ -14,6 +14,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from pista.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, UsageError
+from pista.render.controls import sanitize_line
+
 # `pista check --help` ends with these (cli.build_parser)
 EXAMPLES = """\
   pista check trace.json.gz --fail-on warning             # exit 1 on a warning or worse
@@ -70,16 +73,12 @@ def run(args: argparse.Namespace) -> int:
 def exit_code(failed: bool, rules_failed: bool) -> int:
     """1 when a finding or the regression fails the gate; else 3 (pista's bug) when a rule failed on the trace,
     since what it would have found is unknown; else 0."""
-    from pista.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK
-
     if failed:
         return EXIT_FINDINGS
     return EXIT_INTERNAL if rules_failed else EXIT_OK
 
 
 def _check_regression_args(args: argparse.Namespace) -> None:
-    from pista.errors import UsageError
-
     if args.max_regression is not None and args.baseline is None:
         raise UsageError("--max-regression needs --baseline OLD")
     if args.max_regression is not None and not 0 <= args.max_regression < math.inf:  # nan fails it too
@@ -138,7 +137,6 @@ def _text(result: dict[str, Any]) -> str:
 
 def _text_lines(result: dict[str, Any]) -> str:
     from pista.i18n._fmt import pct, t
-    from pista.render.controls import sanitize_line
 
     lines = [f"pista check {sanitize_line(result['trace'])}: {_verdict_line(result, sanitize_line)}"]
     for f in result["findings"]:
@@ -157,16 +155,12 @@ _MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
 
 def markdown_text(text: object) -> str:
     """Trace text as Markdown that shows as the text: sanitized on one line, punctuation escaped."""
-    from pista.render.controls import sanitize_line
-
     return _MARKDOWN_PUNCTUATION.sub(r"\\\1", sanitize_line(text))
 
 
 def markdown_code(text: object) -> str:
     """Trace text as a Markdown code span (nothing in one is a link or markup): fenced with more
     backticks than any run inside, padded where it starts or ends with one."""
-    from pista.render.controls import sanitize_line
-
     text = sanitize_line(text)
     fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""

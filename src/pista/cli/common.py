@@ -9,13 +9,15 @@ import re
 import signal
 import stat
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pista.allocator import map_big_arrays
 from pista.errors import BadTrace, UsageError
+from pista.render.controls import sanitize_line
 from pista.trace.facts import Facts, derive
-from pista.trace.load import load_trace, max_unpacked, refuse_non_json_start
+from pista.trace.load import load_trace, max_unpacked, read_bytes, refuse_non_json_start
 from pista.trace.model import Trace
 
 STDIN = "-"
@@ -52,8 +54,6 @@ def open_trace(path: str, quiet: bool = False, sql: bool = False, events_view: b
 def print_notices(source: str, notices: list[str]) -> None:
     """`pista: notice: SOURCE: ...` on stderr, one line each; the name and the text (which may quote
     the file) with their control characters, newlines included, written out."""
-    from pista.render.controls import sanitize_line
-
     for notice in notices:
         print(f"pista: notice: {sanitize_line(source)}: {sanitize_line(notice)}", file=sys.stderr)
 
@@ -108,8 +108,6 @@ def _stdin_limit(folder: str) -> tuple[int, str]:
 def read_stdin() -> tuple[bytes, list[str]]:
     """The trace's bytes from standard input, unpacked, with the reader's notices (like read_bytes)."""
     import tempfile
-
-    from pista.trace.load import read_bytes
 
     with tempfile.TemporaryDirectory(prefix="pista-stdin-") as folder, _named_stdin():
         return read_bytes(_stdin_file(folder))
@@ -184,8 +182,6 @@ def _utf8(text: str) -> bytes:
     try:
         return text.encode()
     except UnicodeEncodeError:
-        import re
-
         return re.sub("[\ud800-\udfff]", "\ufffd", text).encode()
 
 
@@ -329,8 +325,6 @@ def _release_signals(held: set[int] | None) -> None:
 def _remove_stale_temps(folder: Path) -> None:
     """Remove the temp files of writes that died in `folder` (their process gone, their file not
     written for STALE_TEMP_S): none is left behind for good."""
-    import time
-
     try:
         entries = list(os.scandir(folder))
     except OSError:

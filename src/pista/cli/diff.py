@@ -11,6 +11,8 @@ import argparse
 import gc
 import sys
 
+from pista.render.controls import sanitize_line
+
 # `pista diff --help` ends with these (cli.build_parser)
 EXAMPLES = """\
   pista diff eager.json.gz compiled.json.gz
@@ -46,8 +48,6 @@ def run(args: argparse.Namespace) -> int:
         out = diff_text.render_json(d) if args.format == "json" else diff_text.render_text(d)
     if args.output:
         write_output(args.output, out, inputs=(args.a, args.b))
-        from pista.render.controls import sanitize_line
-
         print(f"pista: wrote {sanitize_line(args.output)}", file=sys.stderr)  # as given: may hold controls
     else:
         sys.stdout.write(out)

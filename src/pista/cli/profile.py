@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pista.errors import EXIT_INTERRUPTED
+from pista.errors import EXIT_INTERRUPTED, UsageError
 
 if TYPE_CHECKING:
     from pista.analysis import Analysis
@@ -44,7 +44,6 @@ def run(args: argparse.Namespace) -> int:
 
     args.lang = check_lang(args.lang)  # before the script runs, not after it
     from pista.capture.session import Session, default_run_dir
-    from pista.errors import UsageError
 
     script = Path(args.script)
     if not script.is_file():

@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from pista.errors import EXIT_INTERRUPTED
+from pista.render.controls import sanitize_line
 
 WORKLOADS = ("matmul_add", "linear", "mlp", "transformer")  # = pista.capture.workloads.NAMES
 DEFAULT_WARMUP_CALLS = 10  # = pista.capture.runner.DEFAULT_WARMUP_CALLS (no torch import here)
@@ -98,7 +99,6 @@ def cycle_line(n: int, first, later, lang: str = "en") -> str:
     """One line for a later profiler cycle: its verdict, its step against the first cycle's, its top fix."""
     from pista.i18n import localize, word
     from pista.i18n._fmt import num, short_figures, t
-    from pista.render.controls import sanitize_line
 
     later = localize(later, lang)
     a, b = first.summary.step_us, later.summary.step_us

@@ -24,6 +24,7 @@ import textwrap
 from collections.abc import Iterable
 from typing import Any
 
+from pista.errors import UsageError
 from pista.render.controls import sanitize, sanitize_line
 
 # `pista sql --help` ends with these (cli.build_parser)
@@ -44,7 +45,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pista.errors import UsageError
     from pista.sql import schema_text
 
     if args.schema:

@@ -8,11 +8,13 @@ keeps the points. `--html FILE` writes the sweep as an HTML page.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 
 from pista.cli.run import DEFAULT_WARMUP_CALLS, WORKLOADS, add_capture_arguments, config_from
 from pista.errors import EXIT_INTERRUPTED, UsageError
+from pista.render.controls import sanitize_line
 
 # `pista sweep --help` ends with these (cli.build_parser)
 EXAMPLES = """\
@@ -113,8 +115,6 @@ def turning_point(workload: str, points: list[dict]) -> str:
 
 
 def _write_html(path: str, points: list[dict]) -> None:
-    import importlib
-
     from pista.cli.common import write_output
 
     try:
@@ -125,6 +125,4 @@ def _write_html(path: str, points: list[dict]) -> None:
         print("pista: notice: --html needs pista.render.sweep, which this build lacks; skipped", file=sys.stderr)
         return
     write_output(path, sweep_render.render(points))
-    from pista.render.controls import sanitize_line
-
     print(f"wrote {sanitize_line(path)}", file=sys.stderr)

@@ -13,6 +13,9 @@ import json
 import re
 import sys
 
+from pista.errors import UsageError
+from pista.render.controls import sanitize, sanitize_line
+
 EXAMPLES = __doc__.split("\n\n", 1)[1]
 
 
@@ -40,8 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _pair(text: str, flag: str) -> tuple[re.Pattern[str], float]:
-    from pista.errors import UsageError
-
     pattern, sep, factor = text.rpartition("=")
     try:
         value = float(factor)
@@ -53,8 +54,6 @@ def _pair(text: str, flag: str) -> tuple[re.Pattern[str], float]:
 
 
 def _regex(text: str, flag: str) -> re.Pattern[str]:
-    from pista.errors import UsageError
-
     try:
         return re.compile(text)
     except re.error as exc:
@@ -98,8 +97,6 @@ def build_edit(facts, args: argparse.Namespace):  # noqa: ANN001, ANN201 - the t
 
 def run(args: argparse.Namespace) -> int:
     from pista.cli.common import open_trace
-    from pista.errors import UsageError
-    from pista.render.controls import sanitize
     from pista.timeline import timeline
 
     facts = open_trace(args.trace)
@@ -132,7 +129,6 @@ def run(args: argparse.Namespace) -> int:
 def _text(result: dict, rows: list[dict], lanes: list[dict], matched: dict, error: float, saved: float) -> str:
     """The replay for people: figures in three significant digits (the JSON keeps every digit)."""
     from pista.i18n._fmt import pct, short_figures, t
-    from pista.render.controls import sanitize_line
 
     with short_figures():
         out = [f"replay of {len(rows)} step(s), {pct(error)} from the trace unchanged"]
