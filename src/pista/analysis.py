@@ -17,10 +17,12 @@ import numpy as np
 
 from pista.allocator import phase_done
 from pista.finding import Finding, Impact
+from pista.i18n import note_text
 from pista.isolation import RuleFailed, isolated
 from pista.memory import summary as memory_summary
 from pista.notices import coverage_notices, one_time_notices, verdict_notices
 from pista.policy import order_key, top_fix, verdict_of
+from pista.schema import analysis_dict
 from pista.table import Table, build_table
 from pista.trace.facts import Facts, derive, merge_intervals, per_facts
 from pista.trace.model import Trace
@@ -98,8 +100,6 @@ class Analysis:
 
     def to_dict(self, row_limit: int = 25) -> dict[str, Any]:
         """As `pista analyze --format json` writes it (pista.schema)."""
-        from pista.schema import analysis_dict
-
         return analysis_dict(self, row_limit)
 
 
@@ -263,8 +263,6 @@ def _check(ctx: Context, rule_ids: list[str], failures: list[RuleFailed]) -> dic
 
 def _failure_notices(failures: list[RuleFailed]) -> list[str]:
     """The rules that failed, as notices in English (pista.i18n.localize writes them in other languages)."""
-    from pista.i18n import note_text
-
     return [note_text(f, "en") for f in failures]
 
 

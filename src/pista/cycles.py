@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pista import __version__
+from pista.policy import SEVERITY_ORDER
+from pista.schema import JSON_SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from pista.analysis import Analysis
@@ -260,8 +262,6 @@ class CyclesAnalysis:
     notices: list[str] = field(default_factory=list)
 
     def to_dict(self, row_limit: int = 25) -> dict[str, Any]:
-        from pista.schema import JSON_SCHEMA_VERSION
-
         return {"schema_version": JSON_SCHEMA_VERSION, "pista_version": __version__, "folder": self.source,
                 "process": {"host": self.host, "pid": self.pid},
                 "cycles": [c.to_dict(row_limit) for c in self.cycles],
@@ -298,8 +298,6 @@ def analyze_cycles(headers: list[Header], source: str, rules: list[str] | None =
 
 def _by_rule(findings: list[Finding]) -> dict[str, str]:
     """Each rule that fired, with its worst severity."""
-    from pista.policy import SEVERITY_ORDER
-
     worst: dict[str, str] = {}
     for f in findings:
         sev = f.severity.value  # type: ignore[union-attr]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import numpy as np
 
+from pista.i18n import finding_text, note_text, replay_basis, word
 from pista.policy import Severity, severity_of
 from pista.trace.facts import Facts
 
@@ -100,8 +101,6 @@ class Evidence:
 
     @property
     def note(self) -> str:
-        from pista.i18n import note_text
-
         return note_text(self.detail, self.lang)
 
     def to_dict(self) -> dict[str, Any]:
@@ -160,8 +159,6 @@ class Finding:
             self.severity_fixed = True
 
     def _text(self, part: str) -> str:
-        from pista.i18n import finding_text
-
         return finding_text(self, part, self.lang)
 
     @property
@@ -184,8 +181,6 @@ class Finding:
     @property
     def basis(self) -> str:
         if self.impact.replayed:
-            from pista.i18n import replay_basis
-
             return replay_basis(self, self.lang)
         return self._text("basis")
 
@@ -197,8 +192,6 @@ class Finding:
     @property
     def fix_here(self) -> str:
         """The top-fix line, with the user's code it points at where the trace has stacks."""
-        from pista.i18n import word
-
         where = self.where
         return self.fix if where is None else f"{self.fix} ({word('in', self.lang)} {where})"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pista import __version__
-from pista.capture import import_torch
+from pista.capture import import_torch, workloads
 from pista.capture.session import Session, default_run_dir, resolve_device
 from pista.cli.common import write_output
 from pista.errors import UsageError
@@ -91,8 +91,6 @@ def versions(device: str) -> dict[str, Any]:
 
 def capture(config: RunConfig, progress: bool | None = None) -> RunResult:
     """Run the workload under the profiler. KeyboardInterrupt is caught: the result says what was saved."""
-    from pista.capture import workloads
-
     if config.warmup < 0:
         raise UsageError("--warmup must be >= 0")
     device = resolve_device(config.device)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pista.errors import BadTrace
+from pista.i18n import localize_finding, localize_notices, note_text
 
 if TYPE_CHECKING:  # the rank and cross-rank modules load with a folder's analysis, not with every rule
     from pista.distributed.rank import RankSummary
@@ -143,8 +144,6 @@ def _cross(ranks: list[RankSummary], rules: list[str] | None, failures: list[Rul
 
 def _localized_notices(r: RankSummary, lang: str) -> list[str]:
     """A rank's notices, those of the rules that failed on it in `lang` (in the rank's JSON too)."""
-    from pista.i18n import localize_notices
-
     if lang != "en":
         r.notices = localize_notices(r, lang)
     return r.notices
@@ -152,16 +151,12 @@ def _localized_notices(r: RankSummary, lang: str) -> list[str]:
 
 def _localize(ranks: list[RankSummary], cross: CrossRank, lang: str) -> None:
     """Each rank's findings and the cross-rank ones in `lang`."""
-    from pista.i18n import localize_finding
-
     for r in ranks:
         r.findings = [localize_finding(f, lang) for f in r.findings]
     cross.findings = [localize_finding(f, lang) for f in cross.findings]
 
 
 def _failure_notices(failures: list[RuleFailed], lang: str) -> list[str]:
-    from pista.i18n import note_text
-
     return [note_text(f, lang) for f in failures]
 
 

@@ -22,6 +22,7 @@ from pista.distributed.comm import (
 )
 from pista.errors import PistaError, UsageError
 from pista.finding import Finding
+from pista.i18n import note_text
 from pista.isolation import RuleFailed
 from pista.trace.facts import Facts, derive
 
@@ -115,8 +116,6 @@ def summarize_rank(path: str, rules: list[str] | None = None) -> RankSummary:
 
 
 def _failure_texts(failures: list[RuleFailed]) -> set[str]:
-    from pista.i18n import note_text
-
     return {note_text(f, "en") for f in failures}
 
 
