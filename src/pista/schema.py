@@ -8,6 +8,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from pista import __version__
+from pista.efficiency import kernel_rows
 
 if TYPE_CHECKING:
     from pista.analysis import Analysis
@@ -40,8 +41,6 @@ def finding_dict(f: Finding) -> dict[str, Any]:
 
 
 def analysis_dict(a: Analysis, row_limit: int = 25) -> dict[str, Any]:
-    from pista.efficiency import kernel_rows
-
     sort_by = "cuda_time_total" if a.facts.has_gpu else "cpu_time_total"
     top = a.top_fix
     return {

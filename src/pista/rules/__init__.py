@@ -23,6 +23,7 @@ from types import ModuleType
 
 from pista.errors import UsageError
 from pista.findings import Context, Finding, Record
+from pista.i18n import rule_title
 
 
 class Rule(Record):
@@ -31,8 +32,6 @@ class Rule(Record):
 
     @property
     def title(self) -> str:
-        from pista.i18n import rule_title
-
         return rule_title(self.id, "en")
 
     @property
