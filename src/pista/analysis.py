@@ -85,6 +85,7 @@ class Analysis:
 
     def _repr_html_(self) -> str:
         """Jupyter: the report's summary and findings, inline (pista.render.notebook)."""
+        # cycle: render.notebook imports analysis
         from pista.render.notebook import render_html
 
         return render_html(self)
@@ -112,6 +113,7 @@ def summarize(facts: Facts, table: Table) -> Summary:
     share = busy / window if facts.has_gpu else None
     compute_share = compute / window if facts.has_gpu else None
     verdict = verdict_of(facts.has_gpu, cpu, dev, share, compute_share)
+    # cycle: hosttime and purpose import rules._common, which imports findings, which imports analysis
     from pista.hosttime import host_time
     from pista.purpose import PURPOSES, time_by_purpose
 
@@ -221,6 +223,7 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
     pista.profile session; `table` is the one already rebuilt from the same Facts, if any. With `replay`
     (the default; PISTA_REPLAY=0 turns it off), the engine (pista.engine) sets the impacts of the findings
     that carry an edit by replaying the steps; without it, each rule's own estimate stands."""
+    # cycle: rules imports findings, which imports analysis
     from pista.rules import catalogue
 
     facts = _facts_of(source)
@@ -237,6 +240,7 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
     by_rule = _check(ctx, selected, failures)
     findings = [f for rule_id in selected for f in by_rule[rule_id]]
     if replay if replay is not None else os.environ.get("PISTA_REPLAY", "1") != "0":
+        # start-up: `pista rules` and `pista explain` load analysis, not the engine
         from pista.engine import settle
 
         findings = settle(facts, findings, ctx.step_ns, failures)
@@ -250,6 +254,7 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
 def _check(ctx: Context, rule_ids: list[str], failures: list[RuleFailed]) -> dict[str, list[Finding]]:
     """Each rule's findings. A rule that raises loses its own findings only: the others stand and `failures`
     names it (pista.isolation)."""
+    # cycle: rules imports findings, which imports analysis
     from pista.rules import get_rule
 
     out: dict[str, list[Finding]] = {}
@@ -268,6 +273,7 @@ def _failure_notices(failures: list[RuleFailed]) -> list[str]:
 
 def _predict(facts: Facts, summary: Summary) -> None:
     """The engine's replay of the steps, as profiled and without the profiler, into the summary."""
+    # start-up: `pista rules` and `pista explain` load analysis, not the engine
     from pista.engine import predict
 
     prediction = predict(facts)
@@ -283,6 +289,7 @@ def _facts_of(source: Any) -> Facts:
     if isinstance(source, Trace):
         return derive(source)
     if isinstance(source, (str, os.PathLike)):
+        # start-up: `pista rules` and `pista explain` load analysis, not the reader
         from pista.trace.load import load_trace
 
         return derive(load_trace(source))

@@ -190,6 +190,7 @@ def cycle_files(folder: str | os.PathLike[str]) -> list[Header] | None:
     """The folder's trace files' headers if they are one process's cycles, else None (ranks, as
     `pista.distributed.analyze_ranks` reads them). The files are the ones analyze_ranks would read;
     a folder of ranks costs the headers of its first files only (two ranks differ at the second)."""
+    # start-up: only for a folder (126 modules: the distributed reader)
     from pista.distributed.rank import trace_files
 
     headers: list[Header] = []
@@ -272,6 +273,7 @@ def analyze_cycles(headers: list[Header], source: str, rules: list[str] | None =
                    lang: str = "en") -> CyclesAnalysis:
     """Analyze every file as one cycle (`pista.findings.analyze`), in the order the traces start,
     with findings in `lang`, and what changed from each cycle to the next."""
+    # start-up: `pista analyze` reads a folder's header without the analysis
     from pista.analysis import analyze
     from pista.i18n import localize
     from pista.trace.facts import derive

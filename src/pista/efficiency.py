@@ -618,6 +618,7 @@ class _BytePlan:
 
 @per_facts
 def _byte_plan(facts: Facts) -> _BytePlan:
+    # cycle: purpose imports rules._common, which imports efficiency
     from pista.purpose import CODE, classify
 
     trace = facts.trace
@@ -735,6 +736,7 @@ def _main_op(facts: Facts, members: np.ndarray) -> str:
 
 def kernel_rows(facts: Facts, limit: int | None = None) -> list[KernelRow]:
     """Device work by name (kernels, copies, memsets), most time first."""
+    # cycle: purpose imports rules._common, which imports efficiency
     from pista.purpose import PURPOSES, classify
 
     trace = facts.trace

@@ -64,6 +64,7 @@ RESTATED_SHARE = 0.05
 
 def is_symptom(finding: Finding) -> bool:
     """Whether the finding is a symptom: its own say, else its rule's SYMPTOM."""
+    # start-up: `pista whatif` replays without the catalogue (rules loads findings, analysis)
     from pista.rules import get_rule
 
     if finding.symptom is not None:

@@ -105,6 +105,7 @@ class Evidence:
 
     def to_dict(self) -> dict[str, Any]:
         """As --format json writes it (pista.schema)."""
+        # start-up: schema only for JSON (`pista whatif` writes none)
         from pista.schema import evidence_dict
 
         return evidence_dict(self)
@@ -201,6 +202,7 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         """As --format json writes it (pista.schema)."""
+        # start-up: schema only for JSON (`pista whatif` writes none)
         from pista.schema import finding_dict
 
         return finding_dict(self)

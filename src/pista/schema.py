@@ -27,6 +27,7 @@ def evidence_dict(e: Evidence) -> dict[str, Any]:
 
 
 def finding_dict(f: Finding) -> dict[str, Any]:
+    # start-up: `pista rules` and `pista explain` load schema, not the engine
     from pista.engine import is_symptom
 
     assert f.severity is not None

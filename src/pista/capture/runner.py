@@ -176,6 +176,7 @@ def finish(result: RunResult) -> Any:
             result.files[f"trace_cycle{n}"] = str(extra)
         result.files["table"] = str(out / "table.txt")  # written by the session with the trace
         if not result.interrupted:
+            # start-up: capture needs no analysis; it is loaded once the trace is written
             from pista.analysis import analyze
             from pista.render import json as json_render
 
@@ -229,6 +230,7 @@ class _Progress:
 
     def __enter__(self) -> _Progress:
         if self.enabled:
+            # rich's progress bar: ~60 modules, only while a workload runs on a terminal
             from rich.console import Console
             from rich.progress import (
                 BarColumn,

@@ -152,6 +152,7 @@ class Session:
 
     def __enter__(self) -> Session:
         torch = self._torch = import_torch()
+        # torch: the capture extra, imported only to capture
         from torch.profiler import ProfilerActivity, profile, schedule
 
         self.device = resolve_device(self.requested_device)
@@ -213,6 +214,7 @@ class Session:
     _drop_open_cycle = False
 
     def _is_recording(self, step_index: int) -> bool:
+        # torch: the capture extra, imported only to capture
         from torch.profiler import ProfilerAction
 
         return self._schedule_fn(step_index) in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)

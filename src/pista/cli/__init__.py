@@ -49,6 +49,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse with "did you mean" for verbs, choices and flags (a one-line error, exit 2)."""
 
     def error(self, message: str) -> NoReturn:
+        # only for a usage error's suggestion
         import difflib
 
         choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
@@ -155,6 +156,7 @@ def _sigterm_raises() -> Iterator[None]:
     """SIGTERM (kill, a job scheduler's time limit) unwinds like Ctrl-C, so no output's temp file is
     left behind. Only in this process: a forked child that inherited the handler dies as it would
     have. Signal handlers can only be set from the main thread; elsewhere nothing changes."""
+    # start-up: not for --help and usage errors
     import signal
     import threading
 

@@ -33,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.analysis import analyze
     from pista.cli.common import STDIN, default_output, print_notices, replaced_note
     from pista.i18n import check_lang, localize
@@ -60,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
 def _read(source: str) -> tuple[Trace, bytes | None]:
     """The trace as `pista analyze` reads it (streamed when big), with its notices; and the JSON
     bytes where they had to be read whole anyway (standard input)."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.allocator import map_big_arrays
     from pista.cli.common import STDIN, read_stdin
     from pista.trace.load import decode_trace, load_trace
@@ -75,6 +77,7 @@ def _write(args: argparse.Namespace, out: Path, analysis: Analysis, data: bytes 
            notices: list[str]) -> None:
     """A trace the streamed reader took is copied block by block; any other is annotated in memory
     (small, or damaged or foreign, where the in-memory reader's mending is needed)."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import STDIN, write_output
     from pista.render import annotated
     from pista.trace.load import read_bytes

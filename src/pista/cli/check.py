@@ -40,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista import __version__, config
     from pista.analysis import analyze
     from pista.cli.common import apply_peaks, open_trace
@@ -88,6 +89,7 @@ def _check_regression_args(args: argparse.Namespace) -> None:
 
 def _regression(args: argparse.Namespace, after: float) -> dict[str, Any] | None:
     """The median step against the baseline's (None without --baseline)."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.analysis import analyze
     from pista.cli.common import open_trace
 
@@ -113,6 +115,7 @@ def _json(result: dict[str, Any]) -> str:
 def _verdict_line(result: dict[str, Any], quote: Callable[[object], str]) -> str:
     """pista's own words and numbers; the exception's text of a rule that failed, which may hold the trace's,
     through `quote` (the format's escape)."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n._fmt import num, t
 
     parts = [f"{len(result['failing'])} finding(s) at or above {result['fail_on']}"]
@@ -129,6 +132,7 @@ def _verdict_line(result: dict[str, Any], quote: Callable[[object], str]) -> str
 
 
 def _text(result: dict[str, Any]) -> str:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n._fmt import short_figures
 
     with short_figures():
@@ -136,6 +140,7 @@ def _text(result: dict[str, Any]) -> str:
 
 
 def _text_lines(result: dict[str, Any]) -> str:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n._fmt import pct, t
 
     lines = [f"pista check {sanitize_line(result['trace'])}: {_verdict_line(result, sanitize_line)}"]
@@ -168,6 +173,7 @@ def markdown_code(text: object) -> str:
 
 
 def _markdown(result: dict[str, Any]) -> str:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n._fmt import short_figures
 
     with short_figures():
@@ -175,6 +181,7 @@ def _markdown(result: dict[str, Any]) -> str:
 
 
 def _markdown_lines(result: dict[str, Any]) -> str:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n._fmt import num, pct
 
     cell = markdown_text

@@ -26,6 +26,7 @@ STDIN = "-"
 def apply_peaks(path: str | None) -> None:
     """--peaks FILE: rate every kernel against that card (cli.main puts the table back after the verb)."""
     if path:
+        # only with --peaks
         from pista import efficiency
 
         efficiency.use_peaks(efficiency.load_peaks(path))
@@ -107,6 +108,7 @@ def _stdin_limit(folder: str) -> tuple[int, str]:
 
 def read_stdin() -> tuple[bytes, list[str]]:
     """The trace's bytes from standard input, unpacked, with the reader's notices (like read_bytes)."""
+    # start-up: tempfile (11 modules) only for a trace on standard input
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="pista-stdin-") as folder, _named_stdin():
@@ -125,6 +127,7 @@ def _named_stdin() -> Iterator[None]:
 
 
 def _from_stdin(quiet: bool, events_view: bool) -> Trace:
+    # start-up: tempfile (11 modules) only for a trace on standard input
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="pista-stdin-") as folder, _named_stdin():
@@ -146,6 +149,7 @@ def capture_table(session, analysis) -> str:
     text = session.table_text or ""
     if not (session.with_stack and analysis is not None):
         return text
+    # start-up: `pista sql --schema` loads this module, not the table
     from pista.table import render_text
 
     rebuilt = render_text(analysis.table, session.sort_by, session.row_limit, has_device=analysis.facts.has_gpu)
@@ -360,6 +364,7 @@ def output_style(color: bool | None, stream=None) -> tuple[bool, int | None]:
     is the terminal's (COLUMNS where set), from 40 to MAX_WIDTH. Off a terminal with no COLUMNS it is
     None: one logical line per line, unwrapped and unpadded (pista.render.layout), as ruff, pytest
     and git write into a pipe."""
+    # start-up: shutil (5 modules) only where the output's width is asked
     import shutil
 
     stream = stream or sys.stdout

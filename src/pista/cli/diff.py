@@ -28,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.analysis import analyze
     from pista.cli.common import open_trace, write_output
     from pista.diff import Digest, diff
@@ -39,10 +40,12 @@ def run(args: argparse.Namespace) -> int:
     gc.collect()
     d = diff(a, localize(analyze(open_trace(args.b)), lang))
     if args.format == "html":
+        # start-up: only when the verb runs, not for its parser (pista.cli)
         from pista.render import diff_html
 
         out = diff_html.render(d)
     else:
+        # start-up: only when the verb runs, not for its parser (pista.cli)
         from pista.render import diff_text
 
         out = diff_text.render_json(d) if args.format == "json" else diff_text.render_text(d)

@@ -41,6 +41,7 @@ def parse_sizes(text: str) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pathlib import Path
 
     from pista.capture.runner import capture, finish
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def render_points(workload: str, points: list[dict]) -> str:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n._fmt import short_figures
 
     with short_figures():
@@ -81,6 +83,7 @@ def render_points(workload: str, points: list[dict]) -> str:
 
 
 def _points(workload: str, points: list[dict]) -> str:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n._fmt import num
     from pista.i18n._fmt import t as format_time
 
@@ -97,6 +100,7 @@ def _points(workload: str, points: list[dict]) -> str:
 
 def turning_point(workload: str, points: list[dict]) -> str:
     """One sentence: between which sizes the verdict turns compute-bound."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.render.sweep import verdict_turn
 
     if not points:
@@ -115,6 +119,7 @@ def turning_point(workload: str, points: list[dict]) -> str:
 
 
 def _write_html(path: str, points: list[dict]) -> None:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import write_output
 
     try:

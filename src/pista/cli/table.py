@@ -46,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import open_trace
     from pista.table import build_table, render_text
 

@@ -62,6 +62,7 @@ def _regex(text: str, flag: str) -> re.Pattern[str]:
 
 def build_edit(facts, args: argparse.Namespace):  # noqa: ANN001, ANN201 - the trace's facts, the parsed flags
     """The user's edits as one pista.timeline.Edit, and the number of events each flag matched."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     import numpy as np
 
     from pista.engine import profiler_edit
@@ -96,6 +97,7 @@ def build_edit(facts, args: argparse.Namespace):  # noqa: ANN001, ANN201 - the t
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import open_trace
     from pista.timeline import timeline
 
@@ -128,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _text(result: dict, rows: list[dict], lanes: list[dict], matched: dict, error: float, saved: float) -> str:
     """The replay for people: figures in three significant digits (the JSON keeps every digit)."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n._fmt import pct, short_figures, t
 
     with short_figures():

@@ -45,6 +45,7 @@ class DistributedAnalysis:
     @property
     def top_fix(self) -> tuple[int | None, Finding] | None:
         """The finding to start with, and its rank: the one that saves most, if it saves enough."""
+        # read when called: a setting may change policy's value
         from pista.policy import TOP_FIX_MIN_SHARE
 
         return next(((rank, f) for rank, f in self._ranked() if f.impact.share >= TOP_FIX_MIN_SHARE), None)
@@ -87,6 +88,7 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
                   scheduler: str | None = None, rules: list[str] | None = None,
                   lang: str = "en") -> DistributedAnalysis:
     """Analyze every trace in `folder` as one rank of a job (engine: local | inline | dask), findings in `lang`."""
+    # start-up: the engine (dask, workers) only when ranks are analysed
     from pista.distributed.engine import run_ranks
     from pista.distributed.rank import assign_ranks, trace_files
 
@@ -133,6 +135,7 @@ def _world_size_notice(ranks: list[RankSummary]) -> list[str]:
 def _cross(ranks: list[RankSummary], rules: list[str] | None, failures: list[RuleFailed]) -> CrossRank:
     """The cross-rank timings, with the straggler rule's findings where it is selected; what each rank waits
     for the straggler is folded into the straggler's finding."""
+    # start-up: straggler loads the analysis (155 modules): only when ranks are compared
     from pista.distributed.straggler import cross_rank, fold_waits
 
     if rules is not None and "straggler" not in rules:
@@ -161,6 +164,7 @@ def _failure_notices(failures: list[RuleFailed], lang: str) -> list[str]:
 
 
 def _no_cross(ranks: list[RankSummary]) -> CrossRank:
+    # start-up: straggler loads the analysis (155 modules): only when ranks are compared
     from pista.distributed.straggler import cross_rank
 
     result = cross_rank(ranks, [])  # the rule is not selected: a bug of its is no matter here

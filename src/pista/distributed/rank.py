@@ -84,6 +84,7 @@ class RankSummary:
 
 def summarize_rank(path: str, rules: list[str] | None = None) -> RankSummary:
     """Load, analyze and summarise one rank's trace. Runs in a worker: errors come back as data."""
+    # in the worker that analyses a rank: the parent reads files and ranks only
     from pista.analysis import analyze
     from pista.trace.load import NotATrace, load_trace
 

@@ -329,6 +329,7 @@ def _us(ms: float | None) -> float | None:
 def fold_waits(ranks: list[RankSummary], cross: CrossRank) -> None:
     """One fact, one finding: the time a rank waits for the straggler is the straggler's impact, so it
     leaves that rank's exposed-communication finding (which goes if too little is left)."""
+    # start-up: one rule's module, only when waits are folded
     from pista.rules import exposed_communication as exposed
 
     for r in ranks:

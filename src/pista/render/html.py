@@ -420,6 +420,7 @@ def _stacked(head: str, by_purpose: dict[str, float], labels: dict[str, str]) ->
 
 
 def _impact(f: Finding, labels: dict[str, str]) -> str:
+    # start-up: terminal loads rich (48 modules), for one helper
     from pista.render.terminal import impact_words
 
     return impact_words(f, lambda key: labels.get(key, key))

@@ -122,6 +122,7 @@ def _more_hint(source: str, cut: bool, lang: str) -> str:
 
 
 def shlex_quote(path: str) -> str:
+    # start-up: only for the hint line; `pista report` loads terminal without it
     import shlex
 
     return "-" if path == "<stdin>" else shlex.quote(path)

@@ -94,6 +94,7 @@ def get_rule(rule_id: str) -> Rule:
     for rule in catalogue():
         if rule.id == rule_id:
             return rule
+    # only for an unknown rule id's suggestion
     import difflib
 
     ids = [r.id for r in catalogue()]

@@ -318,6 +318,7 @@ def _load_streamed(path: str | os.PathLike[str], events_view: bool) -> tuple[Tra
         # a file this small cannot unpack to STREAM_MIN_BYTES (traces gzip ~15x): skip the import
         if not os.path.isfile(path) or os.path.getsize(path) < STREAM_MIN_BYTES // 100:
             return None, False
+        # cycle: stream imports load
         from pista.trace import stream
 
         if stream.unpacked_size(path) < STREAM_MIN_BYTES:
@@ -328,6 +329,7 @@ def _load_streamed(path: str | os.PathLike[str], events_view: bool) -> tuple[Tra
 
 
 def _stream(path: str | os.PathLike[str], events_view: bool) -> Trace | None:
+    # cycle: stream imports load
     from pista.trace import stream
 
     try:

@@ -229,6 +229,7 @@ class OffsetArgs:
     def _handle(self) -> BinaryIO:
         if self._file is None:
             if self.gzipped:
+                # start-up: tempfile (11 modules) only for a gzipped file read back
                 import tempfile
 
                 unpacked = tempfile.TemporaryFile(prefix="pista-")  # noqa: SIM115 - kept open
@@ -1683,6 +1684,7 @@ def _progress_bar(source: str, json_size: int, total: int) -> Any:
     """A callable taking the bytes read so far (None: done), or None when no bar is wanted."""
     if json_size < PROGRESS_MIN_BYTES or not sys.stderr.isatty():
         return None
+    # rich's progress bar: ~60 modules, only for a big file on a terminal
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
