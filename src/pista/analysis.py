@@ -17,11 +17,14 @@ import numpy as np
 
 from pista.allocator import phase_done
 from pista.finding import Finding, Impact
+from pista.i18n import note_text
 from pista.isolation import RuleFailed, isolated
+from pista.memory import summary as memory_summary
 from pista.notices import coverage_notices, one_time_notices, verdict_notices
 from pista.policy import order_key, top_fix, verdict_of
+from pista.schema import analysis_dict
 from pista.table import Table, build_table
-from pista.trace.facts import Facts, derive, per_facts
+from pista.trace.facts import Facts, derive, merge_intervals, per_facts
 from pista.trace.model import Trace
 
 
@@ -82,6 +85,7 @@ class Analysis:
 
     def _repr_html_(self) -> str:
         """Jupyter: the report's summary and findings, inline (pista.render.notebook)."""
+        # cycle: render.notebook imports analysis
         from pista.render.notebook import render_html
 
         return render_html(self)
@@ -97,8 +101,6 @@ class Analysis:
 
     def to_dict(self, row_limit: int = 25) -> dict[str, Any]:
         """As `pista analyze --format json` writes it (pista.schema)."""
-        from pista.schema import analysis_dict
-
         return analysis_dict(self, row_limit)
 
 
@@ -111,8 +113,8 @@ def summarize(facts: Facts, table: Table) -> Summary:
     share = busy / window if facts.has_gpu else None
     compute_share = compute / window if facts.has_gpu else None
     verdict = verdict_of(facts.has_gpu, cpu, dev, share, compute_share)
+    # cycle: hosttime and purpose import rules._common, which imports findings, which imports analysis
     from pista.hosttime import host_time
-    from pista.memory import summary as memory_summary
     from pista.purpose import PURPOSES, time_by_purpose
 
     names = [str(p.get("name", f"device {p.get('id', '?')}")) for p in facts.trace.device_properties]
@@ -221,6 +223,7 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
     pista.profile session; `table` is the one already rebuilt from the same Facts, if any. With `replay`
     (the default; PISTA_REPLAY=0 turns it off), the engine (pista.engine) sets the impacts of the findings
     that carry an edit by replaying the steps; without it, each rule's own estimate stands."""
+    # cycle: rules imports findings, which imports analysis
     from pista.rules import catalogue
 
     facts = _facts_of(source)
@@ -237,6 +240,7 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
     by_rule = _check(ctx, selected, failures)
     findings = [f for rule_id in selected for f in by_rule[rule_id]]
     if replay if replay is not None else os.environ.get("PISTA_REPLAY", "1") != "0":
+        # start-up: `pista rules` and `pista explain` load analysis, not the engine
         from pista.engine import settle
 
         findings = settle(facts, findings, ctx.step_ns, failures)
@@ -250,6 +254,7 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
 def _check(ctx: Context, rule_ids: list[str], failures: list[RuleFailed]) -> dict[str, list[Finding]]:
     """Each rule's findings. A rule that raises loses its own findings only: the others stand and `failures`
     names it (pista.isolation)."""
+    # cycle: rules imports findings, which imports analysis
     from pista.rules import get_rule
 
     out: dict[str, list[Finding]] = {}
@@ -263,13 +268,12 @@ def _check(ctx: Context, rule_ids: list[str], failures: list[RuleFailed]) -> dic
 
 def _failure_notices(failures: list[RuleFailed]) -> list[str]:
     """The rules that failed, as notices in English (pista.i18n.localize writes them in other languages)."""
-    from pista.i18n import note_text
-
     return [note_text(f, "en") for f in failures]
 
 
 def _predict(facts: Facts, summary: Summary) -> None:
     """The engine's replay of the steps, as profiled and without the profiler, into the summary."""
+    # start-up: `pista rules` and `pista explain` load analysis, not the engine
     from pista.engine import predict
 
     prediction = predict(facts)
@@ -285,6 +289,7 @@ def _facts_of(source: Any) -> Facts:
     if isinstance(source, Trace):
         return derive(source)
     if isinstance(source, (str, os.PathLike)):
+        # start-up: `pista rules` and `pista explain` load analysis, not the reader
         from pista.trace.load import load_trace
 
         return derive(load_trace(source))
@@ -303,8 +308,6 @@ def step_ns(facts: Facts) -> float:
         return float(max(hi - lo, 1))
     # per step: its host span or the busy time of the device work it launched, whichever is longer;
     # then the median, so one cold step does not lengthen the others (seed_mm64_cold)
-    from pista.trace.facts import merge_intervals
-
     trace = facts.trace
     work = np.flatnonzero(facts.is_device_work & (facts.event_step >= 0))
     work = work[np.argsort(facts.event_step[work], kind="stable")]

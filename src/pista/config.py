@@ -41,6 +41,7 @@ class Config:
 
     def rules(self) -> list[str] | None:
         """The rule ids to run (None: the whole catalogue)."""
+        # start-up: the catalogue (~140 modules) loads when settings are read, not with config
         from pista.rules import catalogue
 
         ids = [r.id for r in catalogue()]
@@ -56,6 +57,7 @@ def suggest(word: str, choices: list[str] | tuple[str, ...]) -> str:
 
 
 def check_rule_ids(ids: list[str], where: str) -> list[str]:
+    # start-up: the catalogue (~140 modules) loads when settings are read, not with config
     from pista.rules import catalogue
 
     known = [r.id for r in catalogue()]
@@ -113,6 +115,7 @@ def apply_thresholds(config: Config) -> None:
     modules that hold the name, in the module a copy was imported from (overhead-bound shows the verdict's
     OVERHEAD_RATIO: set there, the verdict moves; issue 36 found 20 settings that changed nothing), and in the
     loaded modules that import it from one of those (the rule's text)."""
+    # start-up: the catalogue (~140 modules) loads when settings are read, not with config
     from pista.rules import get_rule
 
     for rule_id, values in config.thresholds.items():
@@ -194,6 +197,7 @@ def _severity(value: Any, where: str) -> str:
 
 
 def _thresholds(rules: Any, where: str) -> dict[str, dict[str, Any]]:
+    # start-up: the catalogue (~140 modules) loads when settings are read, not with config
     from pista.rules import get_rule
 
     if not isinstance(rules, dict):
@@ -246,8 +250,10 @@ def _kind(value: Any) -> str:
 
 def _tool_table(path: Path) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
+        # only with a settings file; tomli before Python 3.11
         import tomllib
     else:  # pragma: no cover - Python 3.10
+        # only with a settings file; tomli before Python 3.11
         import tomli as tomllib
     try:
         with path.open("rb") as fh:

@@ -24,6 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pista import __version__
+from pista.policy import SEVERITY_ORDER
+from pista.schema import JSON_SCHEMA_VERSION
+
 if TYPE_CHECKING:
     from pista.analysis import Analysis
     from pista.finding import Finding
@@ -100,7 +104,7 @@ def _head(path: Path) -> tuple[dict[str, Any], int | None]:
         with open(path, "rb") as fh:
             magic = fh.read(2)
         opener = gzip.open if magic == b"\x1f\x8b" else open
-        with opener(path, "rb") as fh:  # type: ignore[operator]
+        with opener(path, "rb") as fh:
             data = fh.read(HEAD_BYTES)
     except (OSError, EOFError, zlib.error):
         return {}, None
@@ -186,6 +190,7 @@ def cycle_files(folder: str | os.PathLike[str]) -> list[Header] | None:
     """The folder's trace files' headers if they are one process's cycles, else None (ranks, as
     `pista.distributed.analyze_ranks` reads them). The files are the ones analyze_ranks would read;
     a folder of ranks costs the headers of its first files only (two ranks differ at the second)."""
+    # start-up: only for a folder (126 modules: the distributed reader)
     from pista.distributed.rank import trace_files
 
     headers: list[Header] = []
@@ -258,9 +263,6 @@ class CyclesAnalysis:
     notices: list[str] = field(default_factory=list)
 
     def to_dict(self, row_limit: int = 25) -> dict[str, Any]:
-        from pista import __version__
-        from pista.schema import JSON_SCHEMA_VERSION
-
         return {"schema_version": JSON_SCHEMA_VERSION, "pista_version": __version__, "folder": self.source,
                 "process": {"host": self.host, "pid": self.pid},
                 "cycles": [c.to_dict(row_limit) for c in self.cycles],
@@ -271,6 +273,7 @@ def analyze_cycles(headers: list[Header], source: str, rules: list[str] | None =
                    lang: str = "en") -> CyclesAnalysis:
     """Analyze every file as one cycle (`pista.findings.analyze`), in the order the traces start,
     with findings in `lang`, and what changed from each cycle to the next."""
+    # start-up: `pista analyze` reads a folder's header without the analysis
     from pista.analysis import analyze
     from pista.i18n import localize
     from pista.trace.facts import derive
@@ -297,8 +300,6 @@ def analyze_cycles(headers: list[Header], source: str, rules: list[str] | None =
 
 def _by_rule(findings: list[Finding]) -> dict[str, str]:
     """Each rule that fired, with its worst severity."""
-    from pista.policy import SEVERITY_ORDER
-
     worst: dict[str, str] = {}
     for f in findings:
         sev = f.severity.value  # type: ignore[union-attr]

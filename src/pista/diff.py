@@ -20,6 +20,7 @@ import numpy as np
 
 from pista.analysis import Analysis, Summary
 from pista.finding import Finding
+from pista.i18n._fmt import short_figures
 from pista.table import Row, Table, build_table
 from pista.trace.facts import OWNER_CATEGORIES, Facts, _link
 
@@ -316,8 +317,6 @@ def _finding_changes(a: list[Finding], b: list[Finding]
 
 def _short_messages(rules_a: dict[str, Finding], rules_b: dict[str, Finding]) -> dict[str, str]:
     """The messages of the findings on one side only, in three significant digits, by rule."""
-    from pista.i18n._fmt import short_figures
-
     with short_figures():
         return {f.rule: f.message for f in [*rules_a.values(), *rules_b.values()]
                 if (f.rule in rules_a) != (f.rule in rules_b)}

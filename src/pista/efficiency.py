@@ -26,6 +26,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from pista.errors import UsageError
 from pista.opargs import op_args
 from pista.trace.facts import Facts, per_facts
 from pista.trace.model import Trace
@@ -252,8 +253,6 @@ def load_peaks(path: str) -> Card:
     ceilings a real GEMM or copy reaches (optional: else the datasheet times the share the H200 reached).
     Every number must be finite and above 0 (the ratings divide by them); anything else is refused
     in one line that names the key."""
-    from pista.errors import UsageError
-
     data = _peaks_json(path)
     try:
         tflops = {str(k): _peak(v, MAX_PEAK_TFLOPS, f"tflops.{k}") for k, v in _table(data, "tflops").items()
@@ -277,8 +276,6 @@ def _compute_major(major: Any) -> int:
 
 def _peaks_json(path: str) -> dict[str, Any]:
     """The peaks file's JSON object, read to at most PEAKS_MAX_BYTES."""
-    from pista.errors import UsageError
-
     try:
         with open(path, "rb") as fh:
             raw = fh.read(PEAKS_MAX_BYTES + 1)
@@ -621,6 +618,7 @@ class _BytePlan:
 
 @per_facts
 def _byte_plan(facts: Facts) -> _BytePlan:
+    # cycle: purpose imports rules._common, which imports efficiency
     from pista.purpose import CODE, classify
 
     trace = facts.trace
@@ -738,6 +736,7 @@ def _main_op(facts: Facts, members: np.ndarray) -> str:
 
 def kernel_rows(facts: Facts, limit: int | None = None) -> list[KernelRow]:
     """Device work by name (kernels, copies, memsets), most time first."""
+    # cycle: purpose imports rules._common, which imports efficiency
     from pista.purpose import PURPOSES, classify
 
     trace = facts.trace

@@ -64,6 +64,7 @@ RESTATED_SHARE = 0.05
 
 def is_symptom(finding: Finding) -> bool:
     """Whether the finding is a symptom: its own say, else its rule's SYMPTOM."""
+    # start-up: `pista whatif` replays without the catalogue (rules loads findings, analysis)
     from pista.rules import get_rule
 
     if finding.symptom is not None:
@@ -79,7 +80,7 @@ def quiet_symptoms(findings: list[Finding]) -> list[Finding]:
     graphing would save, but it is not a defect (issue 33: healthy programs quiet)."""
     loud = any(not is_symptom(f) and f.severity != Severity.INFO and not f.impact.once for f in findings)
     cap = Severity.WARNING if loud else Severity.INFO
-    return [dataclasses.replace(f, severity=cap) if is_symptom(f) and f.severity.rank > cap.rank and not f.severity_fixed
+    return [dataclasses.replace(f, severity=cap) if is_symptom(f) and f.severity is not None and f.severity.rank > cap.rank and not f.severity_fixed
             else f for f in findings]
 
 

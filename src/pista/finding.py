@@ -10,16 +10,28 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
 
+from pista.i18n import finding_text, note_text, replay_basis, word
 from pista.policy import Severity, severity_of
 from pista.trace.facts import Facts
 
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
 
-class Record(msgspec.Struct, frozen=True):
+    # msgspec passes frozen=True on to subclasses; its stub's dataclass_transform says they are not
+    # frozen, so mypy read every rule's record as a non-frozen subclass of a frozen one (msgspec#657)
+    @dataclass_transform(frozen_default=True, field_specifiers=(msgspec.field,))
+    class _FrozenStruct(msgspec.Struct, frozen=True):
+        pass
+else:
+    _FrozenStruct = msgspec.Struct
+
+
+class Record(_FrozenStruct, frozen=True):
     """Frozen data whose methods msgspec builds in C: the rules' typed records and evidence notes,
     and the catalogue's entries. A frozen dataclass's generated methods cost ~0.5 ms each at import,
     and the catalogue has ~160 of these classes."""
@@ -89,12 +101,11 @@ class Evidence:
 
     @property
     def note(self) -> str:
-        from pista.i18n import note_text
-
         return note_text(self.detail, self.lang)
 
     def to_dict(self) -> dict[str, Any]:
         """As --format json writes it (pista.schema)."""
+        # start-up: schema only for JSON (`pista whatif` writes none)
         from pista.schema import evidence_dict
 
         return evidence_dict(self)
@@ -149,8 +160,6 @@ class Finding:
             self.severity_fixed = True
 
     def _text(self, part: str) -> str:
-        from pista.i18n import finding_text
-
         return finding_text(self, part, self.lang)
 
     @property
@@ -173,8 +182,6 @@ class Finding:
     @property
     def basis(self) -> str:
         if self.impact.replayed:
-            from pista.i18n import replay_basis
-
             return replay_basis(self, self.lang)
         return self._text("basis")
 
@@ -186,8 +193,6 @@ class Finding:
     @property
     def fix_here(self) -> str:
         """The top-fix line, with the user's code it points at where the trace has stacks."""
-        from pista.i18n import word
-
         where = self.where
         return self.fix if where is None else f"{self.fix} ({word('in', self.lang)} {where})"
 
@@ -197,6 +202,7 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         """As --format json writes it (pista.schema)."""
+        # start-up: schema only for JSON (`pista whatif` writes none)
         from pista.schema import finding_dict
 
         return finding_dict(self)
@@ -205,7 +211,7 @@ class Finding:
 def record_fields(record: Any) -> dict[str, Any]:
     """A rule's record as plain data (JSON's `metrics`)."""
     if isinstance(record, msgspec.Struct):
-        return _plain(record)  # type: ignore[no-any-return]
+        return _plain(record)
     return asdict(record) if is_dataclass(record) and not isinstance(record, type) else dict(record or {})
 
 

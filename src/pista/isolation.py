@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from pista.errors import PistaError
 from pista.finding import Record
 
 # The exception's text past this many characters is cut: the notice is one line.
@@ -43,8 +44,6 @@ def one_line(exc: BaseException) -> str:
 def isolated(rule: str, stage: str, failures: list[RuleFailed] | None) -> Iterator[None]:
     """Run the block; an exception from it (a bug in the rule) is appended to `failures` and goes no further
     (without `failures`, or in strict mode, it goes through)."""
-    from pista.errors import PistaError
-
     try:
         yield
     except (PistaError, MemoryError):

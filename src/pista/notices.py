@@ -162,6 +162,7 @@ def _reference_conv(facts: Facts) -> list[str]:
 
 
 def _foreign_accelerator(trace: Trace) -> bool:
+    # start-up: `pista rules` and `pista explain` load notices, not the reader
     from pista.trace.load import foreign_device_notice
 
     return foreign_device_notice(trace.categories, trace.cat) is not None

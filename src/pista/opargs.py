@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
 
@@ -22,6 +22,7 @@ import msgspec
 import numpy as np
 
 from pista.trace.facts import Facts, per_facts
+from pista.trace.model import Indices
 
 NULL = msgspec.Raw(b"null")  # an absent field reads as JSON null: None, as an `Any` field's default
 _TEXTS = attrgetter("dims", "types", "concrete")
@@ -90,7 +91,7 @@ class _Store:
         """Per event of idx: read already?"""
         return _sorted_in(idx, self.events)
 
-    def add(self, chunks: Iterable[tuple[list[int], list[_Fields | None]]]) -> None:
+    def add(self, chunks: Iterable[tuple[Indices, list[_Fields | None]]]) -> None:
         """Keep what was read, chunk by chunk (each one's decoded fields let go once kept), sorted
         into the store once at the end."""
         parts = [self._rows(events, decoded) for events, decoded in chunks]
@@ -100,7 +101,7 @@ class _Store:
         self.fields = np.concatenate([self.fields, *(p[1] for p in parts)])[order]
         self.seqs = np.concatenate([self.seqs, *(p[2] for p in parts)])[order]
 
-    def _rows(self, events: list[int], decoded: list[_Fields | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _rows(self, events: Indices, decoded: list[_Fields | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The events' text ids (dims, types, concrete) and sequence numbers."""
         present = [f for f in decoded if f is not None]
         # a copy of each text (the read buffer they point into is let go), its id through one C lookup
@@ -140,7 +141,7 @@ def _sorted_in(idx: np.ndarray, sorted_events: np.ndarray) -> np.ndarray:
     return sorted_events[np.minimum(np.searchsorted(sorted_events, idx), sorted_events.size - 1)] == idx
 
 
-def op_args(facts: Facts, indices: Sequence[int]) -> list[OpArgs | None]:
+def op_args(facts: Facts, indices: Indices) -> list[OpArgs | None]:
     """The recorded fields of these events (Python ints: `array.tolist()`; None where an event has
     no args object); each event's args are read from the trace once, whoever asks first.
 
@@ -160,7 +161,7 @@ def op_args(facts: Facts, indices: Sequence[int]) -> list[OpArgs | None]:
     return out
 
 
-def text_ids(facts: Facts, indices: Sequence[int]) -> tuple[np.ndarray, list[bytes]]:
+def text_ids(facts: Facts, indices: Indices) -> tuple[np.ndarray, list[bytes]]:
     """What op_args reads, as arrays: per event its (dims, types, concrete) text ids (int32, NO_ARGS
     where it has no args object), and the texts by id. Equal ids are equal texts: for readers that
     only compare ops' records, with no object per op (kernel-variability, every kernel's op)."""
@@ -168,14 +169,14 @@ def text_ids(facts: Facts, indices: Sequence[int]) -> tuple[np.ndarray, list[byt
     return store.fields[pos], store.texts
 
 
-def sequence_numbers(facts: Facts, indices: Sequence[int]) -> np.ndarray:
+def sequence_numbers(facts: Facts, indices: Indices) -> np.ndarray:
     """Per event: its Sequence number as int64, SEQ_NONE where it has none (SEQ_ODD where it is not an
     int64): for readers that count the autograd nodes of many ops, with no object per op."""
     store, _, pos = _stored(facts, indices)
     return store.seqs[pos]
 
 
-def _stored(facts: Facts, indices: Sequence[int]) -> tuple[_Store, np.ndarray, np.ndarray]:
+def _stored(facts: Facts, indices: Indices) -> tuple[_Store, np.ndarray, np.ndarray]:
     """The store, with these events read into it; the events, and their places in it."""
     store = _store(facts)
     idx = np.asarray(indices, dtype=np.int64)

@@ -96,6 +96,7 @@ def verdict_of(has_gpu: bool, cpu_us: float, device_us: float, busy_share: float
 def order_key(f: Finding) -> tuple[int, bool, bool, float, float, float]:
     """Findings in reading order: by severity, a steady cost before a one-time one of the same
     severity, a cause before a symptom (what is left once the causes are fixed), then by what fixing saves."""
+    # cycle: engine imports policy
     from pista.engine import is_symptom
 
     assert f.severity is not None
@@ -143,6 +144,7 @@ def _unconditional_first(worth: list[Finding]) -> list[Finding]:
 def _conditional(f: Finding) -> bool:
     """At info by the rule's own choice, though worth a warning (a symptom at info is quiet by the engine's
     policy, not conditional)."""
+    # cycle: engine imports policy
     from pista.engine import is_symptom
 
     return (f.severity == Severity.INFO and f.severity_fixed and not is_symptom(f)
@@ -154,6 +156,7 @@ def _umbrella_rules(worth: list[Finding]) -> set[str]:
     replayed symptom (pista.engine), whatever its rest (issue 33: in 8 of 9 measured pairs a symptom came
     first where the planted cause saved 15-95%; savings/h100/autocast_train_small: the weight casts, 18% of
     the step, before the 64% left to launch-bound). A graph cannot hold a sync or a graph break."""
+    # cycle: engine imports policy
     from pista.engine import is_symptom
 
     return {f.rule for f in worth if f.rule in UMBRELLA_RULES or (f.impact.replayed and is_symptom(f))}

@@ -7,6 +7,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from pista import __version__
+from pista.efficiency import kernel_rows
+
 if TYPE_CHECKING:
     from pista.analysis import Analysis
     from pista.finding import Evidence, Finding
@@ -24,6 +27,7 @@ def evidence_dict(e: Evidence) -> dict[str, Any]:
 
 
 def finding_dict(f: Finding) -> dict[str, Any]:
+    # start-up: `pista rules` and `pista explain` load schema, not the engine
     from pista.engine import is_symptom
 
     assert f.severity is not None
@@ -38,9 +42,6 @@ def finding_dict(f: Finding) -> dict[str, Any]:
 
 
 def analysis_dict(a: Analysis, row_limit: int = 25) -> dict[str, Any]:
-    from pista import __version__
-    from pista.efficiency import kernel_rows
-
     sort_by = "cuda_time_total" if a.facts.has_gpu else "cpu_time_total"
     top = a.top_fix
     return {

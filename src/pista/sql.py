@@ -152,6 +152,7 @@ def schema_text() -> str:
 
 def _duckdb() -> Any:
     try:
+        # duckdb: the sql extra, only when a query runs
         import duckdb
     except ImportError:
         raise UsageError("pista sql needs DuckDB: pip install 'pista[sql]'") from None
@@ -223,6 +224,7 @@ def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) 
     _create_views(con, columns, with_flows)
     _register_steps(con, facts)
     _register_memory(con, facts)
+    # start-up: `pista sql --schema` builds no table
     from pista.table import build_table
 
     table = build_table(facts)
@@ -327,6 +329,7 @@ def _flow_columns(trace: Any, columns: dict[str, np.ndarray]) -> dict[str, np.nd
 
 
 def _register_memory(con: Any, facts: Facts) -> None:
+    # start-up: `pista sql --schema` builds no memory view
     from pista.memory import memory_rows
 
     rows = memory_rows(facts)
@@ -359,6 +362,7 @@ def _lock(con: Any) -> None:
 
 
 def _register_findings(con: Any, facts: Facts, table: Table) -> None:
+    # start-up: the analysis only for the findings view
     from pista.analysis import analyze
 
     findings = analyze(facts, table=table).findings

@@ -400,6 +400,7 @@ def _stacks(facts: Facts, python: np.ndarray, n: int) -> tuple[np.ndarray, list[
 def _nearest_ancestor(facts: Facts, mask: np.ndarray, inclusive: bool) -> np.ndarray:
     """rules._common.nearest_ancestor: a pass per tree level, each over that level's events. Imported
     here, not at the top: rules._common imports pista.findings, which imports this module."""
+    # cycle: rules._common imports findings, which imports analysis, which imports table
     from pista.rules._common import nearest_ancestor
 
     return nearest_ancestor(facts, mask, inclusive)

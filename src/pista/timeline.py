@@ -259,7 +259,8 @@ def _removed(weights: list[tuple[Intervals, float]], cut: tuple[np.ndarray, np.n
     if cut is not None and cut[0].size:
         order = np.argsort(cut[0], kind="stable")
         out += _sum_at(cut[0][order], cut[1][order], a, b)
-    return np.minimum(out, np.maximum(b - a, 0))
+    removed: np.ndarray = np.minimum(out, np.maximum(b - a, 0))
+    return removed
 
 
 def _scaled_out(weights: list[tuple[Intervals, float]], a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -282,7 +283,8 @@ def _scaled_out(weights: list[tuple[Intervals, float]], a: np.ndarray, b: np.nda
         part = np.where(k < taken.size, (np.clip(t, bounds[0], bounds[-1]) - bounds[k]) * taken[np.minimum(k, taken.size - 1)], 0.0)
         return np.where(t <= bounds[0], 0.0, total[k] + part)
 
-    return before(b.astype(np.float64)) - before(a.astype(np.float64))
+    scaled: np.ndarray = before(b.astype(np.float64)) - before(a.astype(np.float64))
+    return scaled
 
 
 def _sum_at(times: np.ndarray, amounts: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -492,8 +494,13 @@ def _dense_streams(facts: Facts, work: np.ndarray) -> np.ndarray:
         np.zeros(0, np.int64)
 
 
+# Timeline's work columns, w_event to w_step, in its order
+_WorkColumns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                     np.ndarray]
+
+
 def _with_work(facts: Facts, work: np.ndarray, launchers: np.ndarray, stream_of: np.ndarray,
-               p_event: np.ndarray, p_ts: np.ndarray) -> tuple[np.ndarray, ...]:
+               p_event: np.ndarray, p_ts: np.ndarray) -> _WorkColumns:
     trace = facts.trace
     sorted_events = np.argsort(p_event, kind="stable")
     pos = np.searchsorted(p_event[sorted_events], launchers)

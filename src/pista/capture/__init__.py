@@ -23,6 +23,7 @@ def import_torch() -> Any:
     # otherwise; 6 is above its highest level. A value the user set wins.
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     try:
+        # torch: the capture extra, imported only to capture
         import torch
     except ImportError as err:
         raise CaptureError("capture needs PyTorch: pip install 'pista[capture]' (or any torch build)") from err

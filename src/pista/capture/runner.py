@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pista import __version__
-from pista.capture import import_torch
+from pista.capture import import_torch, workloads
 from pista.capture.session import Session, default_run_dir, resolve_device
 from pista.cli.common import write_output
 from pista.errors import UsageError
@@ -91,8 +91,6 @@ def versions(device: str) -> dict[str, Any]:
 
 def capture(config: RunConfig, progress: bool | None = None) -> RunResult:
     """Run the workload under the profiler. KeyboardInterrupt is caught: the result says what was saved."""
-    from pista.capture import workloads
-
     if config.warmup < 0:
         raise UsageError("--warmup must be >= 0")
     device = resolve_device(config.device)
@@ -154,7 +152,7 @@ def _sigint_between_steps() -> Iterator[Callable[[], bool]]:
     if threading.current_thread() is not threading.main_thread():
         yield lambda: False
         return
-    pending = []
+    pending: list[int] = []  # the signals taken
 
     def handler(signum: int, frame: Any) -> None:
         if pending:
@@ -178,6 +176,7 @@ def finish(result: RunResult) -> Any:
             result.files[f"trace_cycle{n}"] = str(extra)
         result.files["table"] = str(out / "table.txt")  # written by the session with the trace
         if not result.interrupted:
+            # start-up: capture needs no analysis; it is loaded once the trace is written
             from pista.analysis import analyze
             from pista.render import json as json_render
 
@@ -231,6 +230,7 @@ class _Progress:
 
     def __enter__(self) -> _Progress:
         if self.enabled:
+            # rich's progress bar: ~60 modules, only while a workload runs on a terminal
             from rich.console import Console
             from rich.progress import (
                 BarColumn,

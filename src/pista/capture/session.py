@@ -26,7 +26,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pista.capture import import_torch
 from pista.errors import CaptureError, UsageError
@@ -152,6 +152,7 @@ class Session:
 
     def __enter__(self) -> Session:
         torch = self._torch = import_torch()
+        # torch: the capture extra, imported only to capture
         from torch.profiler import ProfilerActivity, profile, schedule
 
         self.device = resolve_device(self.requested_device)
@@ -194,7 +195,7 @@ class Session:
         if self.on_step is not None:
             self.on_step(self)
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
         if self in _ACTIVE:
             _ACTIVE.remove(self)
         self.interrupted = exc_type is not None and issubclass(exc_type, KeyboardInterrupt)
@@ -213,6 +214,7 @@ class Session:
     _drop_open_cycle = False
 
     def _is_recording(self, step_index: int) -> bool:
+        # torch: the capture extra, imported only to capture
         from torch.profiler import ProfilerAction
 
         return self._schedule_fn(step_index) in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)

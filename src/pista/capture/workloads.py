@@ -73,6 +73,7 @@ def _maybe_compile(torch: Any, fn: Any, compile: bool) -> Any:
 
 
 def _matmul_add(torch: Any, size: int, batch: int, dtype: Any, device: str, compile: bool):
+    # torch: the capture extra, imported only to capture
     from torch.profiler import record_function
 
     def fn(x, w, b):
@@ -92,6 +93,7 @@ def _matmul_add(torch: Any, size: int, batch: int, dtype: Any, device: str, comp
 
 def _train_step(torch: Any, model: Any, optimizer: Any, make_batch: Callable[[], tuple[Any, Any]],
                 loss_fn: Callable[[Any, Any], Any], autocast_dtype: Any, device: str):
+    # torch: the capture extra, imported only to capture
     from torch.profiler import record_function
 
     inputs, target = make_batch()
@@ -138,6 +140,7 @@ def _mlp(torch: Any, size: int, batch: int, dtype: Any, device: str, compile: bo
 
 
 def _transformer(torch: Any, size: int, batch: int, dtype: Any, device: str, compile: bool):
+    nn: Any  # torch.nn, imported at run time: declared so that mypy takes nn.Module as a base
     nn, F = torch.nn, torch.nn.functional
     heads = max(1, size // GPT_HEAD_DIM)
     if size % heads:

@@ -7,9 +7,11 @@ Verb modules import their heavy dependencies inside `run`, so `pista --help` and
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import importlib
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from typing import NoReturn
@@ -23,7 +25,7 @@ from pista.errors import (
     PistaError,
     Terminated,
 )
-from pista.render.controls import sanitize
+from pista.render.controls import sanitize, unencodable
 
 # (verb, module, one-line help); modules that are not there yet are left out of the CLI.
 VERBS = (
@@ -46,9 +48,9 @@ VERBS = (
 class _Parser(argparse.ArgumentParser):
     """argparse with "did you mean" for verbs, choices and flags (a one-line error, exit 2)."""
 
-    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
+        # only for a usage error's suggestion
         import difflib
-        import re
 
         choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if choice:
@@ -154,6 +156,7 @@ def _sigterm_raises() -> Iterator[None]:
     """SIGTERM (kill, a job scheduler's time limit) unwinds like Ctrl-C, so no output's temp file is
     left behind. Only in this process: a forked child that inherited the handler dies as it would
     have. Signal handlers can only be set from the main thread; elsewhere nothing changes."""
+    # start-up: not for --help and usage errors
     import signal
     import threading
 
@@ -194,10 +197,6 @@ def _tolerant_stdout() -> None:
     writes it; with an ASCII stdout (PYTHONIOENCODING=ascii, some containers) µ is written u
     and the rest as backslash escapes."""
     if getattr(sys.stdout, "errors", None) == "strict" and hasattr(sys.stdout, "reconfigure"):
-        import codecs
-
-        from pista.render.controls import unencodable
-
         codecs.register_error("pista-stdout", unencodable)
         sys.stdout.reconfigure(errors="pista-stdout")
 

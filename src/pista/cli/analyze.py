@@ -7,6 +7,8 @@ import argparse
 import os
 import sys
 
+from pista.errors import UsageError
+
 # `pista analyze --help` ends with these (cli.build_parser)
 EXAMPLES = """\
   pista analyze runs/bert/trace.json.gz                  # the top fix, where the time goes, the findings
@@ -49,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista import config
     from pista.analysis import analyze
     from pista.cli.common import apply_peaks, open_trace, output_style
@@ -57,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     settings = config.load(",".join(args.rules) if args.rules else args.select, args.ignore)
     config.apply_thresholds(settings)
     args.rules = settings.rules()
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n import check_lang
 
     args.lang = check_lang(args.lang)
@@ -67,10 +71,12 @@ def run(args: argparse.Namespace) -> int:
         args.trace = single
     analysis = analyze(open_trace(args.trace), rules=args.rules, replay=args.replay)
     if args.format == "json":
+        # start-up: only when the verb runs, not for its parser (pista.cli)
         from pista.render import json as renderer
 
         sys.stdout.write(renderer.render(analysis, lang=args.lang))
     else:
+        # start-up: only when the verb runs, not for its parser (pista.cli)
         from pista.render import terminal
 
         color, width = output_style(args.color)
@@ -83,6 +89,7 @@ def _single_trace(folder: str) -> str | None:
     """The folder's one trace file (tensorboard_trace_handler's folder after one cycle), read as that
     trace: one file is no job of ranks, nor cycles. None where it holds several, or its one file is a
     rank of a distributed job (it says so: distributedInfo's rank, or rank-N in its name)."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import print_notices
     from pista.cycles import read_header
     from pista.distributed.rank import trace_files
@@ -99,10 +106,10 @@ def _single_trace(folder: str) -> str | None:
 
 
 def _run_folder(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import output_style
     from pista.distributed import analyze_ranks
     from pista.distributed import render as renderer
-    from pista.errors import UsageError
 
     if _run_cycles(args):
         return 0
@@ -122,6 +129,7 @@ def _run_folder(args: argparse.Namespace) -> int:
 def _run_cycles(args: argparse.Namespace) -> bool:
     """A folder of one process's profiler cycles (tensorboard_trace_handler): one analysis per file,
     in time order, and what changed between them. False: the folder is ranks."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import output_style
     from pista.cycles import analyze_cycles, cycle_files
     from pista.render import cycles as renderer

@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pista.errors import BadTrace
+from pista.render.controls import sanitize_line
+
 if TYPE_CHECKING:
     from pista.analysis import Analysis
     from pista.trace.model import Trace
@@ -30,11 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.analysis import analyze
     from pista.cli.common import STDIN, default_output, print_notices, replaced_note
     from pista.i18n import check_lang, localize
     from pista.render import annotated
-    from pista.render.controls import sanitize_line
     from pista.trace.facts import derive
 
     lang = check_lang(args.lang)
@@ -58,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
 def _read(source: str) -> tuple[Trace, bytes | None]:
     """The trace as `pista analyze` reads it (streamed when big), with its notices; and the JSON
     bytes where they had to be read whole anyway (standard input)."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.allocator import map_big_arrays
     from pista.cli.common import STDIN, read_stdin
     from pista.trace.load import decode_trace, load_trace
@@ -73,8 +77,8 @@ def _write(args: argparse.Namespace, out: Path, analysis: Analysis, data: bytes 
            notices: list[str]) -> None:
     """A trace the streamed reader took is copied block by block; any other is annotated in memory
     (small, or damaged or foreign, where the in-memory reader's mending is needed)."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import STDIN, write_output
-    from pista.errors import BadTrace
     from pista.render import annotated
     from pista.trace.load import read_bytes
 

@@ -14,6 +14,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from pista.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, UsageError
+from pista.render.controls import sanitize_line
+
 # `pista check --help` ends with these (cli.build_parser)
 EXAMPLES = """\
   pista check trace.json.gz --fail-on warning             # exit 1 on a warning or worse
@@ -37,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista import __version__, config
     from pista.analysis import analyze
     from pista.cli.common import apply_peaks, open_trace
@@ -51,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     config.apply_thresholds(settings)
     analysis = localize(analyze(open_trace(args.trace), rules=settings.rules()), lang)
     gate = SEVERITY_ORDER.index(settings.fail_on)
-    failing = [f for f in analysis.findings if SEVERITY_ORDER.index(f.severity.value) >= gate]
+    failing = [f for f in analysis.findings if f.severity is not None and SEVERITY_ORDER.index(f.severity.value) >= gate]
     regression = _regression(args, analysis.summary.step_us)
     failed = bool(failing) or bool(regression and regression["failed"])
     # a rule that raised (pista.isolation) may have hidden a finding that fails the gate: the check does not pass
@@ -70,16 +74,12 @@ def run(args: argparse.Namespace) -> int:
 def exit_code(failed: bool, rules_failed: bool) -> int:
     """1 when a finding or the regression fails the gate; else 3 (pista's bug) when a rule failed on the trace,
     since what it would have found is unknown; else 0."""
-    from pista.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK
-
     if failed:
         return EXIT_FINDINGS
     return EXIT_INTERNAL if rules_failed else EXIT_OK
 
 
 def _check_regression_args(args: argparse.Namespace) -> None:
-    from pista.errors import UsageError
-
     if args.max_regression is not None and args.baseline is None:
         raise UsageError("--max-regression needs --baseline OLD")
     if args.max_regression is not None and not 0 <= args.max_regression < math.inf:  # nan fails it too
@@ -89,6 +89,7 @@ def _check_regression_args(args: argparse.Namespace) -> None:
 
 def _regression(args: argparse.Namespace, after: float) -> dict[str, Any] | None:
     """The median step against the baseline's (None without --baseline)."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.analysis import analyze
     from pista.cli.common import open_trace
 
@@ -114,6 +115,7 @@ def _json(result: dict[str, Any]) -> str:
 def _verdict_line(result: dict[str, Any], quote: Callable[[object], str]) -> str:
     """pista's own words and numbers; the exception's text of a rule that failed, which may hold the trace's,
     through `quote` (the format's escape)."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n._fmt import num, t
 
     parts = [f"{len(result['failing'])} finding(s) at or above {result['fail_on']}"]
@@ -130,6 +132,7 @@ def _verdict_line(result: dict[str, Any], quote: Callable[[object], str]) -> str
 
 
 def _text(result: dict[str, Any]) -> str:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n._fmt import short_figures
 
     with short_figures():
@@ -137,8 +140,8 @@ def _text(result: dict[str, Any]) -> str:
 
 
 def _text_lines(result: dict[str, Any]) -> str:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n._fmt import pct, t
-    from pista.render.controls import sanitize_line
 
     lines = [f"pista check {sanitize_line(result['trace'])}: {_verdict_line(result, sanitize_line)}"]
     for f in result["findings"]:
@@ -157,16 +160,12 @@ _MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
 
 def markdown_text(text: object) -> str:
     """Trace text as Markdown that shows as the text: sanitized on one line, punctuation escaped."""
-    from pista.render.controls import sanitize_line
-
     return _MARKDOWN_PUNCTUATION.sub(r"\\\1", sanitize_line(text))
 
 
 def markdown_code(text: object) -> str:
     """Trace text as a Markdown code span (nothing in one is a link or markup): fenced with more
     backticks than any run inside, padded where it starts or ends with one."""
-    from pista.render.controls import sanitize_line
-
     text = sanitize_line(text)
     fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -174,6 +173,7 @@ def markdown_code(text: object) -> str:
 
 
 def _markdown(result: dict[str, Any]) -> str:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n._fmt import short_figures
 
     with short_figures():
@@ -181,6 +181,7 @@ def _markdown(result: dict[str, Any]) -> str:
 
 
 def _markdown_lines(result: dict[str, Any]) -> str:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n._fmt import num, pct
 
     cell = markdown_text

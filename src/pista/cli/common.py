@@ -9,13 +9,15 @@ import re
 import signal
 import stat
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pista.allocator import map_big_arrays
 from pista.errors import BadTrace, UsageError
+from pista.render.controls import sanitize_line
 from pista.trace.facts import Facts, derive
-from pista.trace.load import load_trace, max_unpacked, refuse_non_json_start
+from pista.trace.load import load_trace, max_unpacked, read_bytes, refuse_non_json_start
 from pista.trace.model import Trace
 
 STDIN = "-"
@@ -24,6 +26,7 @@ STDIN = "-"
 def apply_peaks(path: str | None) -> None:
     """--peaks FILE: rate every kernel against that card (cli.main puts the table back after the verb)."""
     if path:
+        # only with --peaks
         from pista import efficiency
 
         efficiency.use_peaks(efficiency.load_peaks(path))
@@ -52,8 +55,6 @@ def open_trace(path: str, quiet: bool = False, sql: bool = False, events_view: b
 def print_notices(source: str, notices: list[str]) -> None:
     """`pista: notice: SOURCE: ...` on stderr, one line each; the name and the text (which may quote
     the file) with their control characters, newlines included, written out."""
-    from pista.render.controls import sanitize_line
-
     for notice in notices:
         print(f"pista: notice: {sanitize_line(source)}: {sanitize_line(notice)}", file=sys.stderr)
 
@@ -107,9 +108,8 @@ def _stdin_limit(folder: str) -> tuple[int, str]:
 
 def read_stdin() -> tuple[bytes, list[str]]:
     """The trace's bytes from standard input, unpacked, with the reader's notices (like read_bytes)."""
+    # start-up: tempfile (11 modules) only for a trace on standard input
     import tempfile
-
-    from pista.trace.load import read_bytes
 
     with tempfile.TemporaryDirectory(prefix="pista-stdin-") as folder, _named_stdin():
         return read_bytes(_stdin_file(folder))
@@ -127,6 +127,7 @@ def _named_stdin() -> Iterator[None]:
 
 
 def _from_stdin(quiet: bool, events_view: bool) -> Trace:
+    # start-up: tempfile (11 modules) only for a trace on standard input
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="pista-stdin-") as folder, _named_stdin():
@@ -148,6 +149,7 @@ def capture_table(session, analysis) -> str:
     text = session.table_text or ""
     if not (session.with_stack and analysis is not None):
         return text
+    # start-up: `pista sql --schema` loads this module, not the table
     from pista.table import render_text
 
     rebuilt = render_text(analysis.table, session.sort_by, session.row_limit, has_device=analysis.facts.has_gpu)
@@ -184,12 +186,14 @@ def _utf8(text: str) -> bytes:
     try:
         return text.encode()
     except UnicodeEncodeError:
-        import re
-
         return re.sub("[\ud800-\udfff]", "\ufffd", text).encode()
 
 
-def write_output(path: str | os.PathLike[str], data: str | bytes | Iterable[bytes],
+# A piece of output as write_output takes it: bytes, or a view of them (annotate's copy of the trace)
+Piece = bytes | bytearray | memoryview
+
+
+def write_output(path: str | os.PathLike[str], data: str | Piece | Iterable[Piece],
                  inputs: tuple[str, ...] = ()) -> Path:
     """Write atomically and never onto one of the inputs; `-` is standard output. `data` may be an
     iterable of byte pieces, written as they come (an output bigger than the memory); an exception
@@ -258,7 +262,7 @@ def _regular_target(target: Path) -> Path:
     return Path(os.path.realpath(target))
 
 
-def _pieces(payload: bytes | Iterable[bytes]) -> Iterable[bytes]:
+def _pieces(payload: Piece | Iterable[Piece]) -> Iterable[Piece]:
     return (payload,) if isinstance(payload, bytes | bytearray | memoryview) else payload
 
 
@@ -278,7 +282,7 @@ def _temp_name(real: Path) -> str:
     return "." + os.fsdecode(stem) + suffix
 
 
-def _replace_atomically(target: Path, real: Path, payload: bytes | Iterable[bytes]) -> None:
+def _replace_atomically(target: Path, real: Path, payload: Piece | Iterable[Piece]) -> None:
     _remove_stale_temps(real.parent)
     tmp = real.parent / _temp_name(real)
     # Ctrl-C and SIGTERM are held from the temp file's creation into the `try` that removes it: one
@@ -325,8 +329,6 @@ def _release_signals(held: set[int] | None) -> None:
 def _remove_stale_temps(folder: Path) -> None:
     """Remove the temp files of writes that died in `folder` (their process gone, their file not
     written for STALE_TEMP_S): none is left behind for good."""
-    import time
-
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -362,6 +364,7 @@ def output_style(color: bool | None, stream=None) -> tuple[bool, int | None]:
     is the terminal's (COLUMNS where set), from 40 to MAX_WIDTH. Off a terminal with no COLUMNS it is
     None: one logical line per line, unwrapped and unpadded (pista.render.layout), as ruff, pytest
     and git write into a pipe."""
+    # start-up: shutil (5 modules) only where the output's width is asked
     import shutil
 
     stream = stream or sys.stdout

@@ -11,6 +11,8 @@ import argparse
 import gc
 import sys
 
+from pista.render.controls import sanitize_line
+
 # `pista diff --help` ends with these (cli.build_parser)
 EXAMPLES = """\
   pista diff eager.json.gz compiled.json.gz
@@ -26,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.analysis import analyze
     from pista.cli.common import open_trace, write_output
     from pista.diff import Digest, diff
@@ -37,17 +40,17 @@ def run(args: argparse.Namespace) -> int:
     gc.collect()
     d = diff(a, localize(analyze(open_trace(args.b)), lang))
     if args.format == "html":
+        # start-up: only when the verb runs, not for its parser (pista.cli)
         from pista.render import diff_html
 
         out = diff_html.render(d)
     else:
+        # start-up: only when the verb runs, not for its parser (pista.cli)
         from pista.render import diff_text
 
         out = diff_text.render_json(d) if args.format == "json" else diff_text.render_text(d)
     if args.output:
         write_output(args.output, out, inputs=(args.a, args.b))
-        from pista.render.controls import sanitize_line
-
         print(f"pista: wrote {sanitize_line(args.output)}", file=sys.stderr)  # as given: may hold controls
     else:
         sys.stdout.write(out)

@@ -17,6 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n import check_lang, rule_docs, rule_severity_exception, rule_title, word
     from pista.rules import get_rule
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pista.errors import EXIT_INTERRUPTED
+from pista.errors import EXIT_INTERRUPTED, UsageError
 
 if TYPE_CHECKING:
     from pista.analysis import Analysis
@@ -28,6 +28,7 @@ EXAMPLES = """\
 """
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.run import add_device_and_schedule
 
     parser.add_argument("--function", metavar="NAME", default=None,
@@ -40,11 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n import check_lang
 
     args.lang = check_lang(args.lang)  # before the script runs, not after it
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.capture.session import Session, default_run_dir
-    from pista.errors import UsageError
 
     script = Path(args.script)
     if not script.is_file():
@@ -61,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         _say_interrupted(session)
         return EXIT_INTERRUPTED
     if session.trace_path is None:
+        # start-up: only when the verb runs, not for its parser (pista.cli)
         from pista.capture.script import no_trace_reason
 
         print(f"pista: error: no trace: {no_trace_reason(session, args.function)}", file=sys.stderr)
@@ -74,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_script(args: argparse.Namespace, script: Path, session: Session) -> tuple[bool, int, str | None]:
     """(interrupted, the script's exit code, its error)."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.capture.script import run_script
 
     try:
@@ -85,6 +89,7 @@ def _run_script(args: argparse.Namespace, script: Path, session: Session) -> tup
 
 def _outputs(session: Session, out: Path, interrupted: bool) -> tuple[dict[str, str], Analysis | None]:
     """The files the run wrote, and the analysis of its trace (None when interrupted or without a trace)."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import write_output
 
     files: dict[str, str] = {}
@@ -94,6 +99,7 @@ def _outputs(session: Session, out: Path, interrupted: bool) -> tuple[dict[str, 
     files["table"] = str(out / "table.txt")
     if interrupted:
         return files, None
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.analysis import analyze
     from pista.render import json as json_render
 
@@ -106,6 +112,7 @@ def _outputs(session: Session, out: Path, interrupted: bool) -> tuple[dict[str, 
 def _write_record(args: argparse.Namespace, script: Path, session: Session, out: Path, files: dict[str, str],
                   analysis: Analysis | None, outcome: tuple[bool, int, str | None]) -> None:
     """run.json: the command, the schedule, the versions, how the script ended, the files."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.capture.runner import versions
     from pista.cli.common import write_output
 
@@ -147,6 +154,7 @@ def _print_reading(args: argparse.Namespace, session: Session, analysis: Analysi
                    files: dict[str, str]) -> None:
     """torch's table, the reading and the files saved, on stdout."""
     assert analysis is not None  # a trace, not interrupted: analyzed
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import capture_table, output_style
     from pista.render import terminal
 

@@ -8,6 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from pista.render.controls import sanitize_line
+
 # `pista report --help` ends with these (cli.build_parser)
 EXAMPLES = """\
   pista report runs/bert/trace.json.gz                  # ./bert.report.html
@@ -25,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.analysis import analyze
     from pista.cli.common import (
         apply_peaks,
@@ -45,8 +48,6 @@ def run(args: argparse.Namespace) -> int:
     page = html.render(analysis, lang=lang)
     replaced = replaced_note(out)
     write_output(out, page, inputs=(args.trace,))
-    from pista.render.controls import sanitize_line
-
     # the name as given may hold control characters or a newline: written out, like every notice
     print(f"pista: wrote {sanitize_line(out)} ({len(page.encode(errors='surrogatepass')) / 1e6:.2f} MB){replaced}",
           file=sys.stderr)

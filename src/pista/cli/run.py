@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from pista.errors import EXIT_INTERRUPTED
+from pista.render.controls import sanitize_line
 
 WORKLOADS = ("matmul_add", "linear", "mlp", "transformer")  # = pista.capture.workloads.NAMES
 DEFAULT_WARMUP_CALLS = 10  # = pista.capture.runner.DEFAULT_WARMUP_CALLS (no torch import here)
@@ -52,6 +53,7 @@ def add_device_and_schedule(parser: argparse.ArgumentParser) -> None:
                         help="record Python stacks (with_stack=True): findings name your code; adds host time")
     parser.add_argument("--memory", action="store_true",
                         help="record allocations (profile_memory=True): peaks, memory over time, leaks")
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.table import SORT_CHOICES
 
     parser.add_argument("--sort-by", default=None, choices=SORT_CHOICES, metavar="KEY",
@@ -69,6 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from(args: argparse.Namespace, workload: str, size: int | None, out: str | None):
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.capture.runner import RunConfig
 
     return RunConfig(workload=workload, size=size, batch=args.batch, dtype=args.dtype, device=args.device,
@@ -79,6 +82,7 @@ def config_from(args: argparse.Namespace, workload: str, size: int | None, out: 
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.capture.runner import capture, finish
     from pista.i18n import check_lang
 
@@ -96,9 +100,9 @@ def run(args: argparse.Namespace) -> int:
 
 def cycle_line(n: int, first, later, lang: str = "en") -> str:
     """One line for a later profiler cycle: its verdict, its step against the first cycle's, its top fix."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n import localize, word
     from pista.i18n._fmt import num, short_figures, t
-    from pista.render.controls import sanitize_line
 
     later = localize(later, lang)
     a, b = first.summary.step_us, later.summary.step_us
@@ -111,6 +115,7 @@ def cycle_line(n: int, first, later, lang: str = "en") -> str:
 
 def print_result(result, analysis, color: bool | None, lang: str = "en") -> None:
     """torch's table, pista's diagnosis, and where the files went."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import capture_table, output_style
     from pista.render import terminal
 

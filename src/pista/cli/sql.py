@@ -24,6 +24,7 @@ import textwrap
 from collections.abc import Iterable
 from typing import Any
 
+from pista.errors import UsageError
 from pista.render.controls import sanitize, sanitize_line
 
 # `pista sql --help` ends with these (cli.build_parser)
@@ -44,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pista.errors import UsageError
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.sql import schema_text
 
     if args.schema:
@@ -54,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("pista sql: give a trace and a query (or --schema alone)")
     if not args.query:
         raise UsageError("pista sql: give a query, e.g. \"SELECT count(*) FROM kernels\" (or --schema)")
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import open_trace
     from pista.sql import QUERY_TIMEOUT_S, query_stream, shows_flows
 

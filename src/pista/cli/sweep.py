@@ -8,11 +8,13 @@ keeps the points. `--html FILE` writes the sweep as an HTML page.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 
 from pista.cli.run import DEFAULT_WARMUP_CALLS, WORKLOADS, add_capture_arguments, config_from
 from pista.errors import EXIT_INTERRUPTED, UsageError
+from pista.render.controls import sanitize_line
 
 # `pista sweep --help` ends with these (cli.build_parser)
 EXAMPLES = """\
@@ -39,6 +41,7 @@ def parse_sizes(text: str) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pathlib import Path
 
     from pista.capture.runner import capture, finish
@@ -72,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def render_points(workload: str, points: list[dict]) -> str:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n._fmt import short_figures
 
     with short_figures():
@@ -79,6 +83,7 @@ def render_points(workload: str, points: list[dict]) -> str:
 
 
 def _points(workload: str, points: list[dict]) -> str:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n._fmt import num
     from pista.i18n._fmt import t as format_time
 
@@ -95,6 +100,7 @@ def _points(workload: str, points: list[dict]) -> str:
 
 def turning_point(workload: str, points: list[dict]) -> str:
     """One sentence: between which sizes the verdict turns compute-bound."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.render.sweep import verdict_turn
 
     if not points:
@@ -113,8 +119,7 @@ def turning_point(workload: str, points: list[dict]) -> str:
 
 
 def _write_html(path: str, points: list[dict]) -> None:
-    import importlib
-
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import write_output
 
     try:
@@ -125,6 +130,4 @@ def _write_html(path: str, points: list[dict]) -> None:
         print("pista: notice: --html needs pista.render.sweep, which this build lacks; skipped", file=sys.stderr)
         return
     write_output(path, sweep_render.render(points))
-    from pista.render.controls import sanitize_line
-
     print(f"wrote {sanitize_line(path)}", file=sys.stderr)

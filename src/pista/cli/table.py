@@ -10,6 +10,9 @@ import argparse
 import json
 import sys
 
+from pista.errors import UsageError
+from pista.render.controls import sanitize
+
 SORT_CHOICES = ("cuda_time_total", "self_cuda_time_total", "cpu_time_total", "self_cpu_time_total",
                 "device_time_total", "self_device_time_total", "cpu_time", "cuda_time", "device_time", "count",
                 "cpu_memory_usage", "self_cpu_memory_usage", "cuda_memory_usage", "self_cuda_memory_usage",
@@ -43,9 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import open_trace
-    from pista.errors import UsageError
-    from pista.render.controls import sanitize
     from pista.table import build_table, render_text
 
     if not 0 <= args.group_by_stack <= MAX_GROUP_BY_STACK:  # before the trace is read: bad input

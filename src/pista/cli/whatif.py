@@ -13,6 +13,9 @@ import json
 import re
 import sys
 
+from pista.errors import UsageError
+from pista.render.controls import sanitize, sanitize_line
+
 EXAMPLES = __doc__.split("\n\n", 1)[1]
 
 
@@ -40,8 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _pair(text: str, flag: str) -> tuple[re.Pattern[str], float]:
-    from pista.errors import UsageError
-
     pattern, sep, factor = text.rpartition("=")
     try:
         value = float(factor)
@@ -53,8 +54,6 @@ def _pair(text: str, flag: str) -> tuple[re.Pattern[str], float]:
 
 
 def _regex(text: str, flag: str) -> re.Pattern[str]:
-    from pista.errors import UsageError
-
     try:
         return re.compile(text)
     except re.error as exc:
@@ -63,6 +62,7 @@ def _regex(text: str, flag: str) -> re.Pattern[str]:
 
 def build_edit(facts, args: argparse.Namespace):  # noqa: ANN001, ANN201 - the trace's facts, the parsed flags
     """The user's edits as one pista.timeline.Edit, and the number of events each flag matched."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     import numpy as np
 
     from pista.engine import profiler_edit
@@ -97,9 +97,8 @@ def build_edit(facts, args: argparse.Namespace):  # noqa: ANN001, ANN201 - the t
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import open_trace
-    from pista.errors import UsageError
-    from pista.render.controls import sanitize
     from pista.timeline import timeline
 
     facts = open_trace(args.trace)
@@ -131,8 +130,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _text(result: dict, rows: list[dict], lanes: list[dict], matched: dict, error: float, saved: float) -> str:
     """The replay for people: figures in three significant digits (the JSON keeps every digit)."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.i18n._fmt import pct, short_figures, t
-    from pista.render.controls import sanitize_line
 
     with short_figures():
         out = [f"replay of {len(rows)} step(s), {pct(error)} from the trace unchanged"]

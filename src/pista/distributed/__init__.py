@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pista.errors import BadTrace
+from pista.i18n import localize_finding, localize_notices, note_text
 
 if TYPE_CHECKING:  # the rank and cross-rank modules load with a folder's analysis, not with every rule
     from pista.distributed.rank import RankSummary
@@ -44,6 +45,7 @@ class DistributedAnalysis:
     @property
     def top_fix(self) -> tuple[int | None, Finding] | None:
         """The finding to start with, and its rank: the one that saves most, if it saves enough."""
+        # read when called: a setting may change policy's value
         from pista.policy import TOP_FIX_MIN_SHARE
 
         return next(((rank, f) for rank, f in self._ranked() if f.impact.share >= TOP_FIX_MIN_SHARE), None)
@@ -56,7 +58,8 @@ class DistributedAnalysis:
         return next(r for r in self.ranks if r.rank == n)
 
     def ranks_firing(self, rule_id: str) -> list[int]:
-        return [int(r.rank) for r in self.ranks if any(f.rule == rule_id for f in r.findings)] + [
+        # every rank is numbered by now (rank.assign_ranks), as straggler and render read them
+        return [int(r.rank) for r in self.ranks if any(f.rule == rule_id for f in r.findings)] + [  # type: ignore[arg-type]
             int(f.record.rank) for f in self.cross.findings if f.rule == rule_id]
 
     def overlap(self) -> dict[str, Any]:
@@ -85,6 +88,7 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
                   scheduler: str | None = None, rules: list[str] | None = None,
                   lang: str = "en") -> DistributedAnalysis:
     """Analyze every trace in `folder` as one rank of a job (engine: local | inline | dask), findings in `lang`."""
+    # start-up: the engine (dask, workers) only when ranks are analysed
     from pista.distributed.engine import run_ranks
     from pista.distributed.rank import assign_ranks, trace_files
 
@@ -131,6 +135,7 @@ def _world_size_notice(ranks: list[RankSummary]) -> list[str]:
 def _cross(ranks: list[RankSummary], rules: list[str] | None, failures: list[RuleFailed]) -> CrossRank:
     """The cross-rank timings, with the straggler rule's findings where it is selected; what each rank waits
     for the straggler is folded into the straggler's finding."""
+    # start-up: straggler loads the analysis (155 modules): only when ranks are compared
     from pista.distributed.straggler import cross_rank, fold_waits
 
     if rules is not None and "straggler" not in rules:
@@ -142,8 +147,6 @@ def _cross(ranks: list[RankSummary], rules: list[str] | None, failures: list[Rul
 
 def _localized_notices(r: RankSummary, lang: str) -> list[str]:
     """A rank's notices, those of the rules that failed on it in `lang` (in the rank's JSON too)."""
-    from pista.i18n import localize_notices
-
     if lang != "en":
         r.notices = localize_notices(r, lang)
     return r.notices
@@ -151,20 +154,17 @@ def _localized_notices(r: RankSummary, lang: str) -> list[str]:
 
 def _localize(ranks: list[RankSummary], cross: CrossRank, lang: str) -> None:
     """Each rank's findings and the cross-rank ones in `lang`."""
-    from pista.i18n import localize_finding
-
     for r in ranks:
         r.findings = [localize_finding(f, lang) for f in r.findings]
     cross.findings = [localize_finding(f, lang) for f in cross.findings]
 
 
 def _failure_notices(failures: list[RuleFailed], lang: str) -> list[str]:
-    from pista.i18n import note_text
-
     return [note_text(f, lang) for f in failures]
 
 
 def _no_cross(ranks: list[RankSummary]) -> CrossRank:
+    # start-up: straggler loads the analysis (155 modules): only when ranks are compared
     from pista.distributed.straggler import cross_rank
 
     result = cross_rank(ranks, [])  # the rule is not selected: a bug of its is no matter here

@@ -106,6 +106,7 @@ def _dask(paths: Sequence[str], work: partial, scheduler: str | None) -> list[Ra
     if not scheduler:
         raise UsageError("--engine dask needs --scheduler ADDRESS (e.g. tcp://10.0.0.5:8786)")
     try:
+        # dask: the distributed extra, only with --scheduler
         import distributed
     except ImportError:
         raise UsageError("--engine dask needs dask.distributed: pip install 'pista[distributed]'") from None
@@ -126,6 +127,7 @@ def _probe(scheduler: str) -> None:
     """Fail fast, in one line, where no Dask scheduler answers: Dask retries a refused connection
     until its timeout, and waits forever for the handshake of a server that accepts and says
     nothing. Only for TCP addresses: inproc:// and the like have no socket to try."""
+    # dask: the distributed extra, only with --scheduler
     from distributed.comm.addressing import get_address_host_port, parse_address
 
     try:
@@ -141,6 +143,7 @@ def _probe(scheduler: str) -> None:
 
 
 def _handshake(scheduler: str, address: str) -> None:
+    # dask: the distributed extra, only with --scheduler
     from distributed.comm import connect
 
     async def greet() -> None:
@@ -155,7 +158,7 @@ def _handshake(scheduler: str, address: str) -> None:
 
 
 def _connect(distributed: Any, scheduler: str) -> Any:
-    class Client(distributed.Client):  # type: ignore[misc,name-defined]
+    class Client(distributed.Client):
         def start(self, **kwargs: Any) -> None:
             try:
                 super().start(**kwargs)

@@ -22,8 +22,9 @@ from pista.distributed.comm import (
 )
 from pista.errors import PistaError, UsageError
 from pista.finding import Finding
+from pista.i18n import note_text
 from pista.isolation import RuleFailed
-from pista.trace.facts import Facts
+from pista.trace.facts import Facts, derive
 
 RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.I)
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -83,8 +84,8 @@ class RankSummary:
 
 def summarize_rank(path: str, rules: list[str] | None = None) -> RankSummary:
     """Load, analyze and summarise one rank's trace. Runs in a worker: errors come back as data."""
+    # in the worker that analyses a rank: the parent reads files and ranks only
     from pista.analysis import analyze
-    from pista.trace.facts import derive
     from pista.trace.load import NotATrace, load_trace
 
     try:
@@ -116,8 +117,6 @@ def summarize_rank(path: str, rules: list[str] | None = None) -> RankSummary:
 
 
 def _failure_texts(failures: list[RuleFailed]) -> set[str]:
-    from pista.i18n import note_text
-
     return {note_text(f, "en") for f in failures}
 
 

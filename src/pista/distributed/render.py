@@ -6,12 +6,14 @@ import json
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
 from pista.distributed import DistributedAnalysis
 from pista.finding import Finding
-from pista.i18n._fmt import num, short_figures
+from pista.i18n import lane_label, word
+from pista.i18n._fmt import num, pct, short_figures, t
 from pista.render import layout
 from pista.render.controls import TextBuffer, sanitize_json
 from pista.render.terminal import SEVERITY_STYLE, safe_markup
@@ -38,8 +40,6 @@ def render_text(result: DistributedAnalysis, color: bool = False, width: int | N
 
 
 def _render_text(result: DistributedAnalysis, color: bool, width: int | None, lang: str) -> str:
-    from pista.i18n import word
-
     out = TextBuffer()  # rich draws ASCII boxes for an ASCII stdout
     console = layout.console(out, color, width)
     layout.header(console, f"pista: {safe_markup(result.source)}", _summary(result), width)
@@ -120,12 +120,10 @@ def _rank_cells(r: RankSummary, t: RankTiming | None, straggling: set[int]) -> l
 
 def _finding(console: Console, f: Finding, ranks: list[int] | None, shown: int | None = None,
              lang: str = "en") -> None:
-    from pista.i18n import lane_label, word
-    from pista.i18n._fmt import pct, t
-
     def w(key: str) -> str:
         return word(key, lang)
 
+    assert f.severity is not None  # Finding.__post_init__ sets it
     style = SEVERITY_STYLE.get(f.severity.value, "")
     where = ""
     if ranks is not None:
@@ -149,14 +147,10 @@ def _weight(f: Finding) -> tuple[float, float]:
 
 
 def _median_ms(values: list[int]) -> float | None:
-    import numpy as np
-
     return float(np.median(values)) / 1e6 if values else None
 
 
 def _ms(value: float | None) -> str:
-    from pista.i18n._fmt import t
-
     return "-" if value is None else t(value * 1000.0)
 
 

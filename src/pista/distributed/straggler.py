@@ -329,12 +329,13 @@ def _us(ms: float | None) -> float | None:
 def fold_waits(ranks: list[RankSummary], cross: CrossRank) -> None:
     """One fact, one finding: the time a rank waits for the straggler is the straggler's impact, so it
     leaves that rank's exposed-communication finding (which goes if too little is left)."""
+    # start-up: one rule's module, only when waits are folded
     from pista.rules import exposed_communication as exposed
 
     for r in ranks:
         if r.rank not in cross.waits:
             continue
-        late_rank, wait_us = cross.waits[int(r.rank)]  # type: ignore[arg-type]
+        late_rank, wait_us = cross.waits[int(r.rank)]
         kept = []
         for f in r.findings:
             g = exposed.with_late_peer(f, late_rank, wait_us) if f.rule == exposed.ID else f

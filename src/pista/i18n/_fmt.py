@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 from collections.abc import Iterator
 
 _SHORT = contextvars.ContextVar("pista_short_figures", default=False)
@@ -47,8 +48,6 @@ def sig3(value: float) -> str:
 
 def _exponent(size: float) -> int:
     """The power of ten of a number under 1 (0.0413 -> -2)."""
-    import math
-
     return math.floor(math.log10(size))
 
 

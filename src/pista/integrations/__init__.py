@@ -49,6 +49,7 @@ class StepProfiler:
 
     def __init__(self, out: str | os.PathLike[str] | None, start_step: int, active: int,
                  with_stack: bool, profile_memory: bool, lang: str, label: str) -> None:
+        # start-up: a training script imports this package before it trains
         from pista.i18n import check_lang
 
         if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
@@ -126,6 +127,7 @@ class StepProfiler:
                 session.__exit__(None, None, None)
 
     def _start(self, device: str, rank: int, world_size: int) -> None:
+        # start-up: a training script imports this package before it trains
         from pista.capture.session import Session, default_run_dir
 
         out = self.out if self.out is not None else default_run_dir(self.label)
@@ -149,6 +151,7 @@ class StepProfiler:
             warnings.warn(f"pista: {why} before profiled step {self.start_step} completed: nothing was "
                           "recorded", PistaWarning, stacklevel=4)
             return
+        # start-up: the analysis (~200 modules) only once the trace is written
         from pista.analysis import analyze
         from pista.cli.common import write_output
         from pista.render import json as json_render
@@ -210,10 +213,12 @@ def missing(extra: str, package: str, err: ImportError) -> ImportError:
 def __getattr__(name: str) -> Any:
     # Aliases importing their framework only when asked for.
     if name == "PistaTrainerCallback":
+        # cycle and an optional extra: hf imports this package; transformers loads on use
         from pista.integrations.hf import PistaCallback
 
         return PistaCallback
     if name == "PistaLightningCallback":
+        # cycle and an optional extra: lightning imports this package; lightning loads on use
         from pista.integrations.lightning import PistaCallback as LightningCallback
 
         return LightningCallback

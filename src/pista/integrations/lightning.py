@@ -38,7 +38,8 @@ if not _bases:
     raise missing("lightning", "lightning (or pytorch_lightning)", _errors[0]) from _errors[0]
 
 
-class PistaCallback(ProfiledRun, *_bases):  # lightning.pytorch.Callback, pytorch_lightning.Callback or both
+# lightning.pytorch.Callback, pytorch_lightning.Callback or both, found at import: mypy takes no *bases
+class PistaCallback(ProfiledRun, *_bases):  # type: ignore[misc]
     """Profile `active` training batches after `start_step` un-profiled ones, then write the trace
     and pista's analysis to `out` (default pista-runs/lightning-YYYYmmdd-HHMMSS). Never stops
     training."""

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import codecs
 import gzip
+import io
 import json
 import re
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import Any, BinaryIO, Literal
+from typing import Any, Literal
 
 import msgspec
 import numpy as np
@@ -87,6 +88,7 @@ def marker_events(analysis: Analysis) -> list[bytes]:
     ]
     next_tid = 1
     for finding in analysis.findings:
+        assert finding.severity is not None  # Finding.__post_init__ sets it
         track = f"{finding.severity.value} {finding.rule}"
         rows = sub_tracks(finding)
         tids = [next_tid + j for j in range(max(rows, default=0) + 1)]
@@ -138,6 +140,7 @@ def sub_tracks(finding: Finding) -> list[int]:
 
 
 def _finding_args(f: Finding) -> dict[str, Any]:
+    assert f.severity is not None  # Finding.__post_init__ sets it
     return {"rule": f.rule, "severity": f.severity.value, "title": f.title, "message": f.message,
             "advice": f.advice}
 
@@ -335,7 +338,7 @@ def _blocks(path: str) -> Iterator[bytes]:
         raise BadTrace(path, f"cannot read it again to copy it: {getattr(err, 'strerror', None) or err}") from None
 
 
-def _open_text(path: str) -> BinaryIO:
+def _open_text(path: str) -> io.BufferedIOBase:
     with open(path, "rb") as handle:
         gzipped = handle.read(2) == b"\x1f\x8b"
     return gzip.open(path, "rb") if gzipped else open(path, "rb")  # noqa: SIM115 - the caller closes it

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from pista.analysis import Analysis
 from pista.cycles import CycleChange, CyclesAnalysis
+from pista.i18n import word, words
 from pista.i18n._fmt import pct, short_figures, t
 from pista.render import layout
 from pista.render.controls import TextBuffer, sanitize_json
@@ -37,8 +38,6 @@ def render_text(result: CyclesAnalysis, color: bool = False, width: int | None =
 
 
 def _render_text(result: CyclesAnalysis, color: bool, width: int | None, lang: str) -> str:
-    from pista.i18n import words
-
     labels = {**_HINTS, **words(lang)}
 
     def w(key: str) -> str:
@@ -63,8 +62,6 @@ def _render_text(result: CyclesAnalysis, color: bool, width: int | None, lang: s
 
 
 def _cycle(console: Console, n: int, name: str, a: Analysis, lang: str) -> None:
-    from pista.i18n import word
-
     def w(key: str) -> str:
         return word(key, lang)
 
@@ -99,8 +96,6 @@ def _cycle(console: Console, n: int, name: str, a: Analysis, lang: str) -> None:
 
 
 def _change(console: Console, c: CycleChange, lang: str) -> None:
-    from pista.i18n import word
-
     def w(key: str) -> str:
         return word(key, lang)
 

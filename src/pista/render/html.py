@@ -21,7 +21,9 @@ import numpy as np
 
 from pista.analysis import Analysis, Summary
 from pista.finding import Finding
+from pista.i18n import lane_label, localize, words
 from pista.i18n._fmt import num, pct, short_figures, t
+from pista.memory import timelines
 from pista.trace.facts import Facts
 
 # Timeline budget: the 64 MB GPT trace has ~140k events. Two layers: zoomed out, runs of events
@@ -65,8 +67,6 @@ def render(analysis: Analysis, lang: str = "en") -> str:
 
 
 def _render(analysis: Analysis, lang: str) -> str:
-    from pista.i18n import localize, words
-
     analysis = localize(analysis, lang)
     data = report_data(analysis)
     labels = {**_HINTS, **words(lang)}
@@ -275,6 +275,7 @@ def _pins(findings: list[Finding], origin: int, rows: list[dict[str, Any]]) -> l
             row_of.setdefault(device.group(1), i)
     pins = []
     for k, f in enumerate(findings):
+        assert f.severity is not None  # Finding.__post_init__ sets it
         for e in f.evidence[:MAX_EVIDENCE_SHOWN]:
             pins.append({"finding": k, "rule": f.rule, "severity": f.severity.value, "title": f.title,
                          "name": e.name, "lane": e.lane, "row": row_of.get(e.lane, -1), "step": e.step,
@@ -334,13 +335,11 @@ def _step_widths(analysis: Analysis) -> list[dict[str, Any]]:
 
 
 def _header(analysis: Analysis, labels: dict[str, str], lang: str = "en") -> str:
-    from pista.i18n import lane_label
-
     def w(key: str) -> str:
         return labels.get(key, key)
 
     s = analysis.summary
-    counts = {sev: sum(f.severity.value == sev for f in analysis.findings) for sev in ("critical", "warning", "info")}
+    counts = {sev: sum(f.severity is not None and f.severity.value == sev for f in analysis.findings) for sev in ("critical", "warning", "info")}
     stat_html = "".join(f'<div class="stat"><span class="k">{html.escape(k)}</span>'
                         f'<span class="v">{html.escape(v)}</span></div>' for k, v in _stats(s, w))
     chips = "".join(f'<span class="chip sev-{sev}">{n} {html.escape(w(sev))}</span>' for sev, n in counts.items() if n)
@@ -379,8 +378,6 @@ MEMORY_CHART_POINTS = 600  # points per device line: enough for a step's shape, 
 
 def _memory_chart(analysis: Analysis, labels: dict[str, str]) -> str:
     """Memory allocated over time per device (profile_memory=True traces), steps shaded: an inline SVG."""
-    from pista.memory import timelines
-
     lines = timelines(analysis.facts)
     if not lines:
         return ""
@@ -423,14 +420,13 @@ def _stacked(head: str, by_purpose: dict[str, float], labels: dict[str, str]) ->
 
 
 def _impact(f: Finding, labels: dict[str, str]) -> str:
+    # start-up: terminal loads rich (48 modules), for one helper
     from pista.render.terminal import impact_words
 
     return impact_words(f, lambda key: labels.get(key, key))
 
 
 def _findings(analysis: Analysis, labels: dict[str, str], lang: str) -> str:
-    from pista.i18n import lane_label
-
     def w(key: str) -> str:
         return html.escape(labels.get(key, key))
 
@@ -456,6 +452,7 @@ def _findings(analysis: Analysis, labels: dict[str, str], lang: str) -> str:
                     f'<th>{w("evidence")}</th><th>{w("lane")}</th><th>{w("step")}</th>'
                     f'<th class="num">{w("at")}</th><th class="num">{w("dur")}</th><th>{w("note")}</th></tr></thead>'
                     f'<tbody>{"".join(rows)}</tbody></table>{more}</details>' if rows else "")
+        assert f.severity is not None  # Finding.__post_init__ sets it
         cards.append(
             f'<article class="finding sev-{f.severity.value}" id="finding-{k}">'
             f'<header><span class="sev">{w(f.severity.value)}</span> <code class="rule">{html.escape(f.rule)}</code>'

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from pista.analysis import Analysis
+from pista.i18n import localize
 from pista.render.controls import sanitize_json
 
 
@@ -22,8 +23,6 @@ def _finite(value: Any) -> Any:
 
 
 def render(analysis: Analysis, row_limit: int = 25, lang: str = "en") -> str:
-    from pista.i18n import localize
-
     analysis = localize(analysis, lang)
     text = _json.dumps(_finite(analysis.to_dict(row_limit=row_limit)), indent=1, ensure_ascii=False, allow_nan=False)
     return sanitize_json(text) + "\n"  # C1 and bidi controls as \u escapes: the same text, read back

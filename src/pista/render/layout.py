@@ -4,6 +4,7 @@ pytest and git write, so `pista analyze t | grep "Start here"` finds the whole s
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from rich.console import Console
@@ -61,6 +62,4 @@ def clip(text: str, lines: int, width: int = 100, indent: int = 2) -> tuple[str,
 
 def _sentences(text: str) -> list[str]:
     """`text` split after each '. ', '! ', '? ' or ': ' (a figure's decimal point is not followed by a space)."""
-    import re
-
     return [s for s in re.split(r"(?<=[.!?:])\s+", text) if s]

@@ -16,6 +16,7 @@ SCOPE = "pista-nb"
 def render_html(analysis: Analysis, lang: str = "en") -> str:
     """The summary (verdict, totals, top fix, where the time goes) and the findings with their
     evidence, as the report shows them; figures in three significant digits."""
+    # start-up: a notebook displays an Analysis without the HTML renderer loaded
     from pista.i18n import localize, words
     from pista.i18n._fmt import short_figures
     from pista.render.html import _asset, _findings, _header

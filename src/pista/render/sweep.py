@@ -11,6 +11,7 @@ import html
 import math
 from typing import Any
 
+from pista.i18n._fmt import sig3
 from pista.render.html import _asset, script_json
 
 VERDICT_COLOR = {"overhead-bound": "#c62828", "compute-bound": "#2e7d32", "balanced": "#e08a00",
@@ -68,10 +69,9 @@ def describe(points: list[dict[str, Any]]) -> str:
 
 
 def render(points: list[dict[str, Any]], title: str = "pista sweep") -> str:
-    from pista.i18n._fmt import sig3
-
     pts = sorted(points, key=lambda p: p["size"])
     turn = verdict_turn(pts)
+    data: dict[str, Any]  # the page's JSON
     data = {"points": [{"size": int(p["size"]), "cpu": float(p["self_cpu_total_us"]),
                         "gpu": float(p["self_device_total_us"]), "verdict": str(p["verdict"])} for p in pts],
             "crossover": crossover(pts), "turn": None if turn is None else int(turn[1]["size"]),

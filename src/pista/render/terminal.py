@@ -10,8 +10,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from pista.analysis import Analysis
+from pista.efficiency import kernel_rows
 from pista.finding import Evidence, Finding
-from pista.i18n._fmt import pct, t
+from pista.i18n import lane_label, localize, word
+from pista.i18n._fmt import pct, short_figures, t
 from pista.render import layout
 from pista.render.controls import TextBuffer, sanitize, sanitize_line
 from pista.table import render_text
@@ -36,16 +38,12 @@ def render(analysis: Analysis, color: bool = False, width: int | None = 110, sho
            row_limit: int = 15, lang: str = "en", verbose: bool = False) -> str:
     """The report for people: figures with three significant digits; `width` None lays it out for a
     pipe (pista.render.layout); brief findings unless `verbose` (BRIEF_* below)."""
-    from pista.i18n._fmt import short_figures
-
     with short_figures():
         return layout.finish(_render(analysis, color, width, show_table, row_limit, lang, verbose), width)
 
 
 def _render(analysis: Analysis, color: bool, width: int | None, show_table: bool, row_limit: int, lang: str,
             verbose: bool) -> str:
-    from pista.i18n import localize, word
-
     analysis = localize(analysis, lang)
 
     def w(key: str) -> str:
@@ -86,8 +84,6 @@ def _summary_box(console: Console, analysis: Analysis, w: Callable[[str], str], 
 
 def _start_here(console: Console, analysis: Analysis, lang: str, verbose: bool) -> None:
     """The top fix's line, where there is one."""
-    from pista.i18n import word
-
     top = analysis.top_fix
     if top is not None:
         impact = impact_text(top, lang) if verbose else brief_impact(top, lang)
@@ -104,8 +100,6 @@ def _table(console: Console, analysis: Analysis, row_limit: int) -> None:
 
 
 def _where_time_goes(console: Console, analysis: Analysis, lang: str) -> None:
-    from pista.i18n import lane_label, word
-
     s = analysis.summary
     purposes = purpose_line(s.gpu_time_by_purpose, lang)
     if purposes:
@@ -120,8 +114,6 @@ def _where_time_goes(console: Console, analysis: Analysis, lang: str) -> None:
 
 def _more_hint(source: str, cut: bool, lang: str) -> str:
     """Where the rest is: -v for the findings in full, the HTML page, and the op table."""
-    from pista.i18n import word
-
     trace = shlex_quote(source)
     parts = [word("more hint -v", lang)] if cut else []
     parts.append(f"pista report {trace}: {word('more hint report', lang)}")
@@ -130,6 +122,7 @@ def _more_hint(source: str, cut: bool, lang: str) -> str:
 
 
 def shlex_quote(path: str) -> str:
+    # start-up: only for the hint line; `pista report` loads terminal without it
     import shlex
 
     return "-" if path == "<stdin>" else shlex.quote(path)
@@ -142,8 +135,6 @@ PURPOSE_LINE_MIN_SHARE = 0.01
 
 def purpose_line(by_purpose: dict[str, float], lang: str = "en") -> str:
     """'gemm 171.2 µs (80%), elementwise 41.3 µs (19%)': the purposes worth naming, largest first."""
-    from pista.i18n import word
-
     total = sum(by_purpose.values())
     if total <= 0:
         return ""
@@ -160,9 +151,6 @@ RATE_MIN_MEAN_US = 10.0
 
 def kernel_line(analysis: Analysis, lang: str = "en") -> str:
     """The biggest kernels and how they run against the card: '<name> gemm 171 µs (803 TFLOP/s, 81% of peak)'."""
-    from pista.efficiency import kernel_rows
-    from pista.i18n import word
-
     rows = kernel_rows(analysis.facts, TOP_KERNELS)
     total = sum(k.total_us for k in rows) or 1.0
     steps = max(1, len(analysis.facts.steps))
@@ -180,8 +168,6 @@ def kernel_line(analysis: Analysis, lang: str = "en") -> str:
 
 def _rate(k: KernelRow, lang: str) -> str:
     """How a kernel runs against the card (' (803 TFLOP/s, 81% of peak)'); "" for a launch-sized one or no rate."""
-    from pista.i18n import word
-
     if k.mean_us < RATE_MIN_MEAN_US:
         return ""
     rate = ""
@@ -208,8 +194,6 @@ def kernel_short_name(name: str, limit: int = 48) -> str:
 def impact_text(f: Finding, lang: str = "en") -> str:
     """'355.427 µs per step, 38.9% of the step' (a one-time cost: '2.600 ms once, 17.8% of the
     window') in `lang`."""
-    from pista.i18n import word
-
     return impact_words(f, lambda key: word(key, lang))
 
 
@@ -227,8 +211,6 @@ def impact_words(f: Finding, label: Callable[[str], str]) -> str:
 def brief_impact(f: Finding, lang: str = "en") -> str:
     """The impact in one figure: the prediction without the profiler where the engine made one (it
     ranks the findings), else the profiled one ('42.1 µs per step, 19.6% of the step')."""
-    from pista.i18n import word
-
     unit, of = ("once", "of the window") if f.impact.once else ("per step", "of the step")
     us, share = f.impact.us, f.impact.share
     if f.impact.unprofiled_us is not None and f.impact.unprofiled_share is not None:
@@ -247,8 +229,7 @@ BRIEF_FIX_LINES = 2
 def _brief_finding(console: Console, f: Finding, origin_us: float, lang: str = "en") -> bool:
     """The title with the impact, the message and the fix clipped, the first evidence rows; whether
     anything was left out (then the report's last line points at -v)."""
-    from pista.i18n import word
-
+    assert f.severity is not None  # Finding.__post_init__ sets it
     style = SEVERITY_STYLE.get(f.severity.value, "")
     console.print(f"\n[{style}]{word(f.severity.value.upper(), lang):8s}[/] [bold]{safe_markup(f.rule)}[/]: "
                   f"{safe_markup(f.title)} [dim]({brief_impact(f, lang)})[/]")
@@ -264,8 +245,6 @@ def _brief_finding(console: Console, f: Finding, origin_us: float, lang: str = "
 
 
 def _evidence_row(console: Console, e: Evidence, origin_us: float, lang: str) -> None:
-    from pista.i18n import lane_label, word
-
     step = f"{word('step', lang)} {e.step}" if e.step is not None else word("no step", lang)
     note = f"  ({safe_markup(e.note)})" if e.note else ""
     if e.stack:
@@ -277,11 +256,10 @@ def _evidence_row(console: Console, e: Evidence, origin_us: float, lang: str) ->
 
 def _finding(console: Console, f: Finding, origin_us: float, lang: str = "en") -> bool:
     """A finding in full (-v): the message, the impact and how it was estimated, the evidence, the advice."""
-    from pista.i18n import word
-
     def w(key: str) -> str:
         return word(key, lang)
 
+    assert f.severity is not None  # Finding.__post_init__ sets it
     style = SEVERITY_STYLE.get(f.severity.value, "")
     console.print(f"\n[{style}]{w(f.severity.value.upper()):8s}[/] [bold]{safe_markup(f.rule)}[/]: "
                   f"{safe_markup(f.title)}")

@@ -23,6 +23,7 @@ from types import ModuleType
 
 from pista.errors import UsageError
 from pista.findings import Context, Finding, Record
+from pista.i18n import rule_title
 
 
 class Rule(Record):
@@ -31,8 +32,6 @@ class Rule(Record):
 
     @property
     def title(self) -> str:
-        from pista.i18n import rule_title
-
         return rule_title(self.id, "en")
 
     @property
@@ -95,6 +94,7 @@ def get_rule(rule_id: str) -> Rule:
     for rule in catalogue():
         if rule.id == rule_id:
             return rule
+    # only for an unknown rule id's suggestion
     import difflib
 
     ids = [r.id for r in catalogue()]

@@ -409,6 +409,7 @@ def profiler_stop_sync(facts: Facts) -> int:
 def new_shapes(facts: Facts) -> dict:
     """The record fields of the CUDA-graph advice's condition (launch-bound, overhead-bound): the ops
     that run on new shapes step after step, where they pass opargs.CHANGING_SHAPES_SHARE."""
+    # read when called: a setting may change opargs' threshold
     from pista.opargs import CHANGING_SHAPES_SHARE, changing_shapes
 
     share, op, calls = changing_shapes(facts)
@@ -453,6 +454,7 @@ def backward_nodes(facts: Facts, ops: np.ndarray) -> np.ndarray:
     """The autograd nodes (`autograd::engine::evaluate_function: XBackward0`) the backward ran for these
     forward ops: those whose Sequence number is one of theirs (torch gives a node its forward op's number).
     What a fix that removes the forward ops removes from the backward too."""
+    # as new_shapes' import: opargs read when called
     from pista.opargs import SEQ_NONE, SEQ_ODD, sequence_numbers
 
     if ops.size == 0:

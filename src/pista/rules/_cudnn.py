@@ -7,6 +7,7 @@ other cause, and host-sync and allocator-churn leave the syncs and allocations i
 from __future__ import annotations
 
 import re
+from typing import cast
 
 import numpy as np
 
@@ -58,7 +59,7 @@ def recurring_steps(facts: Facts, idx: np.ndarray) -> tuple[int, ...] | None:
     """The steps the calls fall in, sorted; None unless they recur (two calls, in MIN_STEPS steps)."""
     if idx.size < 2:
         return None
-    steps = {step_at(facts, int(t)) for t in facts.trace.ts[idx].tolist()} - {None}
+    steps = cast("set[int]", {step_at(facts, int(t)) for t in facts.trace.ts[idx].tolist()} - {None})
     return tuple(sorted(steps)) if not facts.steps or len(steps) >= MIN_STEPS else None
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import weakref
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -164,7 +164,7 @@ def idle_ns(facts: Facts, iv: Intervals) -> int:
     return int((iv.end - iv.start).sum() - busy_ns_many(facts, iv.start, iv.end).sum())
 
 
-def first_pass(slow: list[tuple[object, int]], others: list[tuple[object, int]]) -> bool:
+def first_pass(slow: Sequence[tuple[object, int]], others: Sequence[tuple[object, int]]) -> bool:
     """Whether every slow call's key (its op and input shape) runs again, in one of the other calls, after the
     last slow call: the set-up was a first pass over shapes that repeat (a cold forward), not shapes that keep
     changing (gpu/kv_decode: each token's length reused by its 12 layers, never after; cudnn-setup's and

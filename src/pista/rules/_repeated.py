@@ -135,7 +135,7 @@ def _candidates(facts: Facts, free: Intervals, min_calls: float, min_cost: float
     """(idle, time, kind, name id, calls, their host side, source) of each op or kernel name called often
     enough, costing enough, mostly on the host, with enough per-op idle under it; most idle first."""
     trace = facts.trace
-    candidates = []
+    candidates: list[tuple[float, float, str, int, np.ndarray, np.ndarray, str]] = []
     for kind, idx in zip(("op", "kernel"), _calls(facts), strict=True):
         if idx.size == 0:
             continue

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -97,7 +98,7 @@ def _attention_dropouts(facts: Facts, ops: np.ndarray) -> tuple[np.ndarray, floa
     idx = np.flatnonzero(ops & name_mask(facts, SDPA))
     keep, top = [], 0.0
     for i, a in zip(idx.tolist(), op_args(facts, idx.tolist()), strict=True):
-        concrete = a.concrete if a is not None else None
+        concrete: Any = a.concrete if a is not None else None  # the recorded Concrete Inputs, a list
         recorded = isinstance(concrete, list) and len(concrete) > SDPA_DROPOUT_ARG
         p = _number(concrete[SDPA_DROPOUT_ARG]) if recorded else 0.0
         if p > 0:
@@ -130,7 +131,7 @@ def _training_norms(facts: Facts, ops: np.ndarray) -> np.ndarray:
     if idx.size == 0:
         return idx
     args = op_args(facts, idx.tolist())
-    concrete = [a.concrete if a is not None else None for a in args]
+    concrete: list[Any] = [a.concrete if a is not None else None for a in args]
     recorded = np.array([isinstance(c, list) and len(c) > TRAINING_ARG for c in concrete], dtype=bool)
     training = np.array([bool(r) and c[TRAINING_ARG] == "True" for r, c in zip(recorded, concrete, strict=True)],
                         dtype=bool)

@@ -240,7 +240,7 @@ def _forward(args: dict[int, OpArgs | None], casts: np.ndarray, copy_op: np.ndar
         shape = _first_shape(args[c])
         if shape and _is_weight(args[u], shape, i):
             forward[k] = (c, u, shape)
-            seq = args[c].seq if args[c] is not None else None
+            seq = a.seq if (a := args[c]) is not None else None
             if isinstance(seq, int):
                 seqs.add(seq)
     return forward, seqs

@@ -173,7 +173,7 @@ def check(ctx: Context) -> list[Finding]:
     # the exposure may be the profiler's own cost (see PROFILER_MAY_EXPLAIN_RATIO): info, the condition stated
     severity = Severity.INFO if may_explain else None
 
-    evidence = []
+    evidence: list[Evidence] = []
     for k in np.argsort(-exposed_ns, kind="stable").tolist():
         if len(evidence) >= EVIDENCE_EVENTS:
             break

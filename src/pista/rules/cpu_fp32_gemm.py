@@ -92,7 +92,7 @@ class Fp32Call(Record):
 
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
-    host = facts.trace.metadata.get("pista_host")
+    host: Any = facts.trace.metadata.get("pista_host")  # JSON: a dict where pista recorded the host
     known = isinstance(host, dict)
     if facts.has_gpu or (known and host.get("bf16_gemm") is not True):
         return []

@@ -180,6 +180,7 @@ def _input_prep(ctx: Context) -> list[Finding]:
     impact = ctx.per_step(sum(spans) / PROFILER_HOST_INFLATION)
     if impact.share < MIN_STEP_SHARE:
         return []
+    assert prep is not None  # set by the first step (facts.steps is not empty)
     names = Counter(trace.event_name(i) for i in prep.tolist())
     record = InputPrep(ops_per_step=sum(counts) / steps, prep_us_per_step=us(sum(spans)) / steps,
                        top_ops=tuple(n for n, _ in names.most_common(5)), first_compute=trace.event_name(layer_op),

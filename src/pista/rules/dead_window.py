@@ -189,6 +189,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         held = best.get(cand[1])
         if held is None or trace.ts[cand[0]] > trace.ts[held[0]]:
             best[cand[1]] = cand
+    out: list[Finding]
     out, claimed = [], one_time.EMPTY
     for cand in sorted(best.values(), key=lambda c: -c[2]):
         finding, spans = _finding(ctx, *cand, target_kind=target_kind, taken=one_time.union(taken, claimed))

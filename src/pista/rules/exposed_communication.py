@@ -149,8 +149,8 @@ def check(ctx: Context) -> list[Finding]:
         step_us=us(ctx.step_ns),
         overlap_share=stats.overlap_share or 0.0,
     )
-    top = np.argsort(-exposed, kind="stable")[:EVIDENCE_EVENTS]
-    evidence = [Evidence.of(facts, int(idx[k]), ExposedCall(us(exposed[k]), us(trace.dur[idx[k]]))) for k in top]
+    longest = np.argsort(-exposed, kind="stable")[:EVIDENCE_EVENTS]
+    evidence = [Evidence.of(facts, int(idx[k]), ExposedCall(us(exposed[k]), us(trace.dur[idx[k]]))) for k in longest]
     return [Finding(ID, record, impact, evidence)]
 
 

@@ -127,17 +127,17 @@ def check(ctx: Context) -> list[Finding]:
     slow = _worth_padding(facts, _slow(facts, odd, dur, reference), dur, reference)
     if not slow:
         return []
-    gpu_ns = sum(dur[g.kernel] - g.flops / reference[g.dtype] / 1e3 for g in slow)
+    gpu_ns = sum(dur[g.kernel] - g.flops / reference[g.dtype or ""] / 1e3 for g in slow)
     busy = ctx.busy_share
     impact = ctx.per_step(gpu_ns * busy)
     if impact.share < MIN_STEP_SHARE:
         return []
     record = _record(facts, slow, dur, reference, ctx.step_count, us(gpu_ns) / ctx.step_count, busy)
     slowest = sorted(slow, key=lambda g: -dur[g.kernel])[:EVIDENCE_CALLS]
-    ev = [evidence(facts, g.kernel, CallNote(g.tflops(dur[g.kernel]), reference[g.dtype]))
+    ev = [evidence(facts, g.kernel, CallNote(g.tflops(dur[g.kernel]), reference[g.dtype or ""]))
           for g in sorted(slowest, key=lambda g: int(trace.ts[g.kernel]))]
     padded = np.asarray([g.kernel for g in slow], np.int64)
-    at_reference = np.array([min(dur[g.kernel], g.flops / reference[g.dtype] / 1e3) for g in slow])
+    at_reference = np.array([min(dur[g.kernel], g.flops / reference[g.dtype or ""] / 1e3) for g in slow])
     return [Finding(ID, record, impact, ev, edit=Edit("padded GEMMs", device_dur=(padded, at_reference)))]
 
 

@@ -212,9 +212,9 @@ def _pinned_edit(facts: Facts, calls: dict[int, list[int]], waits: list[int], pi
     trace = facts.trace
     work = np.asarray(sorted(w for ws in calls.values() for w in ws), np.int64)
     dur = np.array([_pinned_ns(trace, int(w), pinned) for w in work], dtype=np.float64)
-    calls = np.unique(facts.launcher[work]).astype(np.int64)
+    launchers = np.unique(facts.launcher[work]).astype(np.int64)
     return Edit("pinned copies", unblock=np.asarray(waits, np.int64), device_dur=(work, dur),
-                host_scale=((calls, PINNED_CALL_SHARE),))
+                host_scale=((launchers, PINNED_CALL_SHARE),))
 
 
 

@@ -171,7 +171,7 @@ def check(ctx: Context) -> list[Finding]:
         evidence.append(Evidence.of(facts, i, CompileSpan(f"{cid[0]}/{cid[1]}" if cid else None, us(trace.dur[i]),
                                                           bool(AUTOTUNE.search(trace.event_name(i))))))
     for i in regions.tolist()[: EVIDENCE_EVENTS - len(evidence)]:
-        frame, count = COMPILED_REGION.match(trace.event_name(i)).groups()
+        frame, count = COMPILED_REGION.match(trace.event_name(i)).groups()  # type: ignore[union-attr]  # regions match it
         evidence.append(Evidence.of(facts, i, RegionCall(int(frame), int(count))))
     # steady recompiles stop with shapes that repeat (dynamic=True, mark_dynamic, padding): the compiles go,
     # with what they launched (autotuning's benchmarks)
@@ -184,7 +184,7 @@ def _frames(facts: Facts, regions: np.ndarray, spans: np.ndarray,
     trace = facts.trace
     ids: dict[int, set[int]] = defaultdict(set)
     for i in regions.tolist():
-        frame, count = COMPILED_REGION.match(trace.event_name(i)).groups()
+        frame, count = COMPILED_REGION.match(trace.event_name(i)).groups()  # type: ignore[union-attr]  # regions match it
         ids[int(frame)].add(int(count))
     compiled: dict[int, set[int]] = defaultdict(set)
     for i in spans.tolist():
@@ -242,6 +242,7 @@ def _span_ids(facts: Facts, top: np.ndarray, markers: np.ndarray) -> dict[int, t
         span = int(owner[j])
         if span not in out:
             m = COMPILE_ID.search(trace.event_name(j))
+            assert m is not None  # markers match COMPILE_ID
             out[span] = (int(m.group(1)), int(m.group(2)))
     return out
 

@@ -98,7 +98,8 @@ class Intervals:
         the temporaries stay bounded for a million ops."""
         start, end = np.asarray(start, dtype=np.int64), np.asarray(end, dtype=np.int64)
         if start.size <= COVERED_SLICE:
-            return self.before(end) - self.before(start)
+            covered: np.ndarray = self.before(end) - self.before(start)
+            return covered
         return np.concatenate([self.before(end[lo:lo + COVERED_SLICE]) - self.before(start[lo:lo + COVERED_SLICE])
                                for lo in range(0, start.size, COVERED_SLICE)])
 

@@ -24,9 +24,10 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from decimal import Decimal
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import msgspec
 import numpy as np
@@ -317,6 +318,7 @@ def _load_streamed(path: str | os.PathLike[str], events_view: bool) -> tuple[Tra
         # a file this small cannot unpack to STREAM_MIN_BYTES (traces gzip ~15x): skip the import
         if not os.path.isfile(path) or os.path.getsize(path) < STREAM_MIN_BYTES // 100:
             return None, False
+        # cycle: stream imports load
         from pista.trace import stream
 
         if stream.unpacked_size(path) < STREAM_MIN_BYTES:
@@ -327,6 +329,7 @@ def _load_streamed(path: str | os.PathLike[str], events_view: bool) -> tuple[Tra
 
 
 def _stream(path: str | os.PathLike[str], events_view: bool) -> Trace | None:
+    # cycle: stream imports load
     from pista.trace import stream
 
     try:
@@ -486,8 +489,6 @@ def _us_text_to_ns(raw: Raw) -> int:
         return 0
     try:
         if b"e" in text or b"E" in text:
-            from decimal import Decimal
-
             ns = int((Decimal(text.decode()) * 1000).to_integral_value())
         else:
             whole, _, frac = text.lstrip(b"-").partition(b".")
@@ -1093,8 +1094,9 @@ def text_number(value: str) -> int | None:
 
 def bad_times(ts_us: np.ndarray, dur_us: np.ndarray) -> np.ndarray:
     """The events whose ts/dur are no times (both readers skip them)."""
-    return ~np.isfinite(ts_us) | ~np.isfinite(dur_us) | (dur_us < 0) | (ts_us < MIN_TIME_US) \
+    bad: np.ndarray = ~np.isfinite(ts_us) | ~np.isfinite(dur_us) | (dur_us < 0) | (ts_us < MIN_TIME_US) \
         | (ts_us > MAX_TIME_US) | (dur_us > MAX_TIME_US)
+    return bad
 
 
 def untimed(ph: np.ndarray, ts_us: np.ndarray) -> bool:
@@ -1248,6 +1250,7 @@ def _columns(events: list[_Event], names: dict[str, int], name_col: np.ndarray, 
     foreign = foreign_device_notice(list(cats), cat_col)
     if foreign:
         notices.append(foreign)
+    columns: dict[str, Any]  # ndarrays; Any: mypy matches **columns against every Trace field
     columns = {"ph": ph_col, "cat": cat_col, "name": name_col, "pid": pid_col, "tid": tid_col, "ts": ts_ns,
                "dur": dur_ns, "external_id": ids[0], "correlation": ids[1], "stream": ids[2], "device": ids[3],
                "flow_id": flow_col}
@@ -1260,7 +1263,7 @@ def _columns(events: list[_Event], names: dict[str, int], name_col: np.ndarray, 
     return trace
 
 
-def _flow_id(value: int | str, numeric: Any) -> int:
+def _flow_id(value: int | str, numeric: Callable[[int | str], int]) -> int:
     if isinstance(value, int) and not -INT64_MAX <= value <= INT64_MAX:
         return NO_ID  # a flow id only pairs start and end; one that overflows pairs nothing
     return numeric(value)
@@ -1282,6 +1285,7 @@ def _skip_notice(notices: list[str], skipped: _Skipped, bad_times: int, kept: in
 
 def _decode_ids(raw_args: list[Raw | None], notices: list[str]) -> tuple[np.ndarray, ...]:
     decode = _ID_DECODER.decode
+    decoded: list[_IdArgs | None | Literal[False]]  # False: ids of the wrong type
     try:
         decoded = [None if raw is None else decode(raw) for raw in raw_args]
     except _EVENT_ERRORS:
@@ -1313,7 +1317,7 @@ def _int64_column(values: list[int]) -> tuple[np.ndarray, int]:
         return np.array(clipped, dtype=np.int64), sum(1 for v in values if not -INT64_MAX <= v <= INT64_MAX)
 
 
-def _decode_one_ids(raw: Raw | None) -> _IdArgs | None | bool:
+def _decode_one_ids(raw: Raw | None) -> _IdArgs | None | Literal[False]:
     if raw is None:
         return None
     try:
@@ -1327,7 +1331,7 @@ def _read_lane_names(trace: Trace) -> None:
         kind = trace.names[int(trace.name[i])]
         if kind not in ("process_name", "thread_name"):
             continue
-        raw = trace.raw(i)
+        raw = trace.raw(int(i))
         try:
             label = msgspec.json.decode(raw, type=_NameArgs).name if raw is not None else ""
         except _EVENT_ERRORS:

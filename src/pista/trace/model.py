@@ -6,16 +6,18 @@ comparisons are exact. Missing integer fields are -1.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 import numpy as np
 
 NO_ID = -1
-S = TypeVar("S")
+S = TypeVar("S", bound=msgspec.Struct)  # decode_args' structs
+# Events by index: Python ints (`array.tolist()`) or an integer array
+Indices = Sequence[int] | np.ndarray
 # Events whose args one decode_args call reads in args_chunks: each decoded field points into its
 # event's bytes, so a call keeps every one of its events' text alive until its answers go (~200
 # bytes an event on big_gpt_eager_20steps: the ops of a 1 GB copy held ~250 MiB in one call).
@@ -23,7 +25,7 @@ DECODE_CHUNK = 1 << 12
 
 
 @cache
-def _decoder(struct: type) -> msgspec.json.Decoder:
+def _decoder(struct: type) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(struct | None)
 
 # Kineto category names, normalised: older traces spell some of them differently.
@@ -136,6 +138,15 @@ def lane_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     return pid.astype(np.int64) * (1 << 32) + (tid.astype(np.int64) & 0xFFFFFFFF)
 
 
+class RawArgs(Protocol):
+    """Trace.raw_args: by file row, the event's `args` as raw JSON (msgspec.Raw) or None; a list, or for
+    big files a sequence reading them back from the file (pista.trace.stream.OffsetArgs)."""
+
+    def __getitem__(self, i: int, /) -> Any: ...
+
+    def __len__(self) -> int: ...
+
+
 @dataclass(eq=False)
 class Trace:
     """A loaded trace. The columns' rows are the file's events in file order, less the flow events
@@ -156,7 +167,7 @@ class Trace:
     stream: np.ndarray  # args["stream"] (None once drop_events_view_columns let it go)
     device: np.ndarray  # args["device"] (likewise)
     flow_id: np.ndarray  # `id` of flow events
-    raw_args: list[Any]  # msgspec.Raw or None, decoded on demand by `args(i)`; for big files a
+    raw_args: RawArgs  # msgspec.Raw or None, decoded on demand by `args(i)`; for big files a
     # sequence reading them back from the file (pista.trace.stream.OffsetArgs)
     metadata: dict[str, Any] = field(default_factory=dict)
     process_names: dict[int, str] = field(default_factory=dict)
@@ -194,9 +205,11 @@ class Trace:
     @cached_property
     def _flows_before(self) -> np.ndarray:
         """For each flow event, how many of the columns' rows come before it in the file."""
-        if "before" in self.flows:  # all drop_events_view_columns keeps
-            return self.flows["before"]
-        rows = self.flows["row"]
+        flows = self.flows
+        assert flows is not None  # split by __post_init__
+        if "before" in flows:  # all drop_events_view_columns keeps
+            return flows["before"]
+        rows = flows["row"]
         return rows - np.arange(rows.size, dtype=rows.dtype)  # int32 where the rows are
 
     def drop_events_view_columns(self) -> None:
@@ -222,7 +235,8 @@ class Trace:
         idx = np.arange(len(self), dtype=np.int64) if indices is None else np.asarray(indices, dtype=np.int64)
         if not self.flows:
             return idx
-        return idx + np.searchsorted(self._flows_before, idx, side="right")
+        rows: np.ndarray = idx + np.searchsorted(self._flows_before, idx, side="right")
+        return rows
 
     def raw(self, i: int) -> Any:
         """Row i's `args` as raw JSON (msgspec.Raw), or None."""
@@ -240,7 +254,8 @@ class Trace:
         event in a table of the categories (np.isin's took twice the answer's size besides it)."""
         table = np.zeros(len(self.categories), dtype=bool)
         table[[i for i, c in enumerate(self.categories) if c in categories]] = True
-        return table[self.cat if idx is None else self.cat[idx]]
+        mask: np.ndarray = table[self.cat if idx is None else self.cat[idx]]
+        return mask
 
     @cached_property
     def name_array(self) -> np.ndarray:
@@ -264,12 +279,12 @@ class Trace:
             return {}
         return value if isinstance(value, dict) else {}
 
-    def decode_args(self, indices: Sequence[int], struct: type[S]) -> list[S | None]:
+    def decode_args(self, indices: Indices, struct: type[S]) -> list[S | None]:
         """Events' args decoded straight into `struct` (a msgspec Struct naming only the fields wanted):
         the fast way to read a field or two of thousands of events. None where absent or mistyped."""
         if self.flows:
             indices = self.file_rows(indices).tolist()
-        bulk = getattr(self.raw_args, "decode_args", None)
+        bulk: Callable[[Indices, type[S]], list[S | None]] | None = getattr(self.raw_args, "decode_args", None)
         if bulk is not None:  # a streamed trace reads its args back from the file in big windows
             return bulk(indices, struct)
         decode = _decoder(struct).decode
@@ -282,7 +297,7 @@ class Trace:
                 out.append(None)
         return out
 
-    def args_chunks(self, indices: Sequence[int], struct: type[S]) -> Iterator[tuple[Sequence[int], list[S | None]]]:
+    def args_chunks(self, indices: Indices, struct: type[S]) -> Iterator[tuple[Indices, list[S | None]]]:
         """decode_args, DECODE_CHUNK events at a time: (those events, their args), in order."""
         for lo in range(0, len(indices), DECODE_CHUNK):
             chunk = indices[lo:lo + DECODE_CHUNK]

@@ -20,6 +20,7 @@ import codecs
 import contextlib
 import functools
 import gzip
+import io
 import itertools
 import os
 import re
@@ -85,11 +86,11 @@ PROGRESS_MIN_BYTES = 32 << 20
 
 # bytes.translate table: the characters the scan cares about -> small codes, all else -> 0
 _QUOTE, _OPEN, _CLOSE, _ARRAY_END, _BACKSLASH, _ARRAY_START = 1, 2, 3, 4, 5, 6
-_TABLE = bytearray(256)
+_CODES = bytearray(256)
 for _char, _code in ((b'"', _QUOTE), (b"{", _OPEN), (b"}", _CLOSE), (b"]", _ARRAY_END), (b"\\", _BACKSLASH),
                      (b"[", _ARRAY_START)):
-    _TABLE[_char[0]] = _code
-_TABLE = bytes(_TABLE)
+    _CODES[_char[0]] = _code
+_TABLE = bytes(_CODES)
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _SPACES = re.compile(rb"[ \t\r\n]*")
 _WHITESPACE = b" \t\r\n"
@@ -153,7 +154,7 @@ _SEPARATOR_BYTES = b", \t\r\n"
 
 
 @functools.cache
-def _wrapped_decoder(struct: type) -> msgspec.json.Decoder:
+def _wrapped_decoder(struct: type) -> msgspec.json.Decoder[Any]:
     wrapper = msgspec.defstruct("ArgsOf" + struct.__name__, [("args", struct | None, None)], gc=False)
     return msgspec.json.Decoder(wrapper)
 
@@ -166,11 +167,11 @@ class _Reading(NamedTuple):
     where an id is odd (a string, a null, past int64) the args ids at once and the `odd` ones apart;
     `args_ids` are the args columns kept as they are."""
 
-    numbers: attrgetter
+    numbers: attrgetter[Any]
     dtype: np.dtype
-    id_numbers: attrgetter
+    id_numbers: attrgetter[Any]
     id_dtype: np.dtype
-    odd: tuple[tuple[str, attrgetter], ...]
+    odd: tuple[tuple[str, attrgetter[Any]], ...]
     args_ids: tuple[str, ...]
 
 
@@ -228,6 +229,7 @@ class OffsetArgs:
     def _handle(self) -> BinaryIO:
         if self._file is None:
             if self.gzipped:
+                # start-up: tempfile (11 modules) only for a gzipped file read back
                 import tempfile
 
                 unpacked = tempfile.TemporaryFile(prefix="pista-")  # noqa: SIM115 - kept open
@@ -852,7 +854,7 @@ class _Blocks:
 
     def __init__(self, path: str, handle: Any, start: int, stop: int | None, gzipped: bool, progress: Any) -> None:
         self.path, self.handle, self.stop, self.progress = path, handle, stop, progress
-        self.raw = handle.fileobj if gzipped else None  # type: ignore[attr-defined]
+        self.raw = handle.fileobj if gzipped else None
         self.limit = load.max_unpacked() if gzipped else None
         handle.seek(start)
         self.offset = start
@@ -1099,7 +1101,7 @@ def _skip_notice(parts: list[_Part], skipped: load._Skipped | None = None) -> li
     return notices
 
 
-def _read_tail(handle: BinaryIO, source: str) -> bytes:
+def _read_tail(handle: io.BufferedIOBase, source: str) -> bytes:
     """The rest of a gzip stream, in blocks, within the unpacked-size limit."""
     limit = load.max_unpacked()
     blocks, at = [], handle.tell()
@@ -1243,7 +1245,7 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
     if load.absurd_steps(list(names.ids)):
         raise Unstreamable("ProfilerStep numbers past int64: the in-memory loader skips those events")
     string_ids: dict[str, int] = {}
-    columns = {}
+    columns: dict[str, Any] = {}  # ndarrays; Any: mypy matches **columns against every Trace field
     for name, dtype in (("ph", np.uint8), ("cat", np.int16), ("name", np.int32), ("pid", np.int64),
                         ("tid", np.int64), ("flow_id", np.int64), ("ts", np.int64), ("dur", np.int64),
                         ("external_id", np.int64), ("correlation", np.int64), ("stream", np.int64),
@@ -1285,7 +1287,7 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
         names=list(names.ids),
         categories=list(cats.ids),
         **columns,
-        raw_args=raw_args,  # type: ignore[arg-type]
+        raw_args=raw_args,
         metadata=meta,
         string_ids=string_ids,
         notices=[foreign] if foreign else [],
@@ -1409,7 +1411,7 @@ def _line_end(fd: int, at: int, size: int) -> int:
     return size if start >= size else -1
 
 
-def _check_all_tokens(handle: BinaryIO) -> None:
+def _check_all_tokens(handle: io.BufferedIOBase) -> None:
     handle.seek(0)
     mended = _Mended(tokens=True)
     while block := handle.read(SALVAGE_READ_BYTES):
@@ -1421,7 +1423,7 @@ class _WindowPieces(load._Pieces):
     the window holds the bytes from the piece being read (less SALVAGE_KEEP_BEFORE) to those read
     last, SALVAGE_READ_BYTES at a time."""
 
-    def __init__(self, handle: BinaryIO, list_at: int, mended: _Mended, progress: Any, source: str,
+    def __init__(self, handle: io.BufferedIOBase, list_at: int, mended: _Mended, progress: Any, source: str,
                  limit: int | None) -> None:
         self.handle = handle
         self.mended = mended
@@ -1521,10 +1523,10 @@ def _piece_starts(data: bytes, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray
         if not open_.any():
             break
     for k in np.flatnonzero(open_).tolist():  # a long run of whitespace before the '{'
-        at = int(braces[k]) - 1
-        while at >= 0 and _REGEX_SPACE[codes[at]]:
-            at -= 1
-        before[k] = at
+        pos = int(braces[k]) - 1
+        while pos >= 0 and _REGEX_SPACE[codes[pos]]:
+            pos -= 1
+        before[k] = pos
     found = before >= 0
     sep, brace = before[found], braces[found]
     piece = (codes[sep] == ord(",")) | (codes[sep] == ord("["))
@@ -1682,6 +1684,7 @@ def _progress_bar(source: str, json_size: int, total: int) -> Any:
     """A callable taking the bytes read so far (None: done), or None when no bar is wanted."""
     if json_size < PROGRESS_MIN_BYTES or not sys.stderr.isatty():
         return None
+    # rich's progress bar: ~60 modules, only for a big file on a terminal
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 

@@ -21,6 +21,7 @@ VERDICT = {"compute-bound": "the GPU is the limit", "balanced": "neither side do
 
 def _ceiling(r: DominantEvent) -> str:
     g = r.rate
+    assert g is not None  # a kernel's or op's record: only a copy's (transfer) has no rate
     how = "measured" if g.ceiling_measured else "estimated from the datasheet"
     return f"{g.ceiling_tflops:.0f} TFLOP/s {g.dtype} ceiling of this {g.card} ({how})"
 
@@ -35,8 +36,10 @@ def _rate(r: DominantEvent) -> str:
         shape = f" ({f'{b} x ' if b > 1 else ''}{m}x{n}x{k})"
     text = f" It does {g.flops / max(g.rated_calls, 1) / 1e9:.1f} GFLOP per call{shape} at {g.tflops:.0f} TFLOP/s"
     if g.peak_tflops:
+        assert g.peak_share is not None  # a rate (tflops) and a peak
         text += f", {pct(g.peak_share)} of the {g.peak_tflops:.0f} TFLOP/s {g.dtype} datasheet peak"
     if g.ceiling_tflops:
+        assert g.ceiling_share is not None  # a rate (tflops) and a ceiling
         text += f" and {pct(g.ceiling_share)} of the {_ceiling(r)}"
     return text + "."
 
@@ -54,6 +57,7 @@ def message(r: DominantEvent) -> str:
 
 def _below_advice(r: DominantEvent) -> str:
     g = r.rate
+    assert g is not None  # a kernel's or op's record: only a copy's (transfer) has no rate
     if r.shape and any(d % TILE_MULTIPLE for d in r.shape[1:]):
         b, m, n, k = r.shape
         return (f"its shape {m}x{n}x{k} leaves tensor-core tiles partly empty: pad M, N and K to multiples of 64 "
@@ -86,6 +90,7 @@ def advice(r: DominantEvent) -> str:
         return (f"{name} is a {r.kind}, not compute: move fewer bytes (keep tensors on the GPU, copy once, a smaller "
                 "dtype), copy from pinned memory with non_blocking=True so it overlaps compute (see "
                 "pageable-memcpy), and batch many small copies into one.")
+    assert g is not None  # a kernel's or op's record: only a copy's (transfer) has no rate
     if r.cause == "at-ceiling":
         lower = ""
         if g.dtype in ("bf16", "fp16") and r.fp8:
@@ -101,6 +106,7 @@ def advice(r: DominantEvent) -> str:
                 "ceiling, it runs near what a GEMM reaches on this card, and torch.compile(mode='max-autotune') finds "
                 f"no faster kernel for such GEMMs{_elsewhere(r)}.")
     if r.cause == "below-ceiling":
+        assert g.ceiling_share is not None  # below the ceiling: a rate and a ceiling
         return f"{name} runs at {pct(g.ceiling_share)} of the card's {g.dtype} ceiling: {_below_advice(r)}."
     if r.cause == "precision":
         other = "fp32-gemm: TF32 or bf16" if g.dtype == "fp32" else "fp64-gemm: fp32/TF32 or bf16"
@@ -120,18 +126,21 @@ def fix(r: DominantEvent) -> str:
     name = _name(r)
     g = r.rate
     if r.cause == "at-ceiling":
+        assert g is not None  # a GEMM's cause: only a copy's (transfer) has no rate
         return (f"{name} runs at {g.tflops:.0f} TFLOP/s, at this card's {g.dtype} ceiling: leave it, nothing to "
                 "gain in this kernel.")
     if r.cause == "near-ceiling":
         return (f"{name} runs at {g.tflops:.0f} of {g.ceiling_tflops:.0f} TFLOP/s ({g.dtype}), near this card's "
                 f"ceiling: leave it{_elsewhere(r)}.")
     if r.cause == "below-ceiling":
+        assert g is not None  # a GEMM's cause: only a copy's (transfer) has no rate
         return (f"{name} runs at {g.tflops:.0f} of {g.ceiling_tflops:.0f} TFLOP/s ({g.dtype}), "
                 f"{t(r.headroom_us / r.steps)} per step to gain: {_below_advice(r)}.")
     if r.cause == "transfer":
         return (f"{name} is {r.share_percent:.0f}% of the GPU time: move fewer bytes, from pinned memory with "
                 "non_blocking=True.")
     if r.cause == "precision":
+        assert g is not None  # a GEMM's cause: only a copy's (transfer) has no rate
         return f"{name} runs in {g.dtype}: lower its precision (see {'fp32' if g.dtype == 'fp32' else 'fp64'}-gemm)."
     return f"{name} is {r.share_percent:.0f}% of the GPU time: check what bounds it with Nsight Compute (ncu)."
 
@@ -139,6 +148,7 @@ def fix(r: DominantEvent) -> str:
 def basis(r: DominantEvent) -> str:
     g = r.rate
     if r.cause in ("at-ceiling", "below-ceiling"):
+        assert g is not None  # a GEMM's cause: only a copy's (transfer) has no rate
         how = "measured" if g.ceiling_measured else "estimated from the datasheet"
         return (f"per call, its time minus its FLOPs at the card's {g.dtype} ceiling ({g.ceiling_tflops:.0f} "
                 f"TFLOP/s, {how}), summed per step")
@@ -146,6 +156,7 @@ def basis(r: DominantEvent) -> str:
         return (f"none claimed: at {pct(g.ceiling_share)} of the card's {g.dtype} ceiling a GEMM runs near what the "
                 "card gives (max-autotune found nothing faster for such GEMMs)")
     if r.cause == "precision":
+        assert g is not None  # a GEMM's cause: only a copy's (transfer) has no rate
         return f"not counted here: what a lower precision saves is {'fp32' if g.dtype == 'fp32' else 'fp64'}-gemm's"
     if r.cause == "transfer":
         return "not estimated here: a copy's cost is the copy rules' (pageable-memcpy, host-sync)"

@@ -25,6 +25,7 @@ def _how(measured: bool) -> str:
 
 def _ceiling(r: DominantEvent) -> str:
     g = r.rate
+    assert g is not None  # a kernel's or op's record: only a copy's (transfer) has no rate
     return f"techo {g.dtype} de {g.ceiling_tflops:.0f} TFLOP/s de esta {g.card} ({_how(g.ceiling_measured)})"
 
 
@@ -38,8 +39,10 @@ def _rate(r: DominantEvent) -> str:
         shape = f" ({f'{b} x ' if b > 1 else ''}{m}x{n}x{k})"
     text = f" Hace {g.flops / max(g.rated_calls, 1) / 1e9:.1f} GFLOP por llamada{shape} a {g.tflops:.0f} TFLOP/s"
     if g.peak_tflops:
+        assert g.peak_share is not None  # a rate (tflops) and a peak
         text += f", el {pct(g.peak_share)} del pico {g.dtype} de la ficha técnica ({g.peak_tflops:.0f} TFLOP/s)"
     if g.ceiling_tflops:
+        assert g.ceiling_share is not None  # a rate (tflops) and a ceiling
         text += f" y el {pct(g.ceiling_share)} del {_ceiling(r)}"
     return text + "."
 
@@ -58,6 +61,7 @@ def message(r: DominantEvent) -> str:
 
 def _below_advice(r: DominantEvent) -> str:
     g = r.rate
+    assert g is not None  # a kernel's or op's record: only a copy's (transfer) has no rate
     if r.shape and any(d % TILE_MULTIPLE for d in r.shape[1:]):
         b, m, n, k = r.shape
         return (f"su forma {m}x{n}x{k} deja a medias las teselas de los Tensor Cores: rellena M, N y K hasta "
@@ -91,6 +95,7 @@ def advice(r: DominantEvent) -> str:
                 "(deja los tensores en la GPU, copia una sola vez, un dtype más pequeño), copia desde memoria fijada "
                 "con non_blocking=True para que se solape con el cómputo (ver pageable-memcpy) y agrupa las copias "
                 "pequeñas en una.")
+    assert g is not None  # a kernel's or op's record: only a copy's (transfer) has no rate
     if r.cause == "at-ceiling":
         lower = ""
         if g.dtype in ("bf16", "fp16") and r.fp8:
@@ -106,6 +111,7 @@ def advice(r: DominantEvent) -> str:
                 "tarjeta, va cerca de lo que un GEMM alcanza en esta tarjeta, y torch.compile(mode='max-autotune') no "
                 f"encuentra un kernel más rápido para GEMM así{_elsewhere(r)}.")
     if r.cause == "below-ceiling":
+        assert g.ceiling_share is not None  # below the ceiling: a rate and a ceiling
         return f"{name} va al {pct(g.ceiling_share)} del techo {g.dtype} de la tarjeta: {_below_advice(r)}."
     if r.cause == "precision":
         other = "fp32-gemm: TF32 o bf16" if g.dtype == "fp32" else "fp64-gemm: fp32/TF32 o bf16"
@@ -127,18 +133,21 @@ def fix(r: DominantEvent) -> str:
     name = _name(r)
     g = r.rate
     if r.cause == "at-ceiling":
+        assert g is not None  # a GEMM's cause: only a copy's (transfer) has no rate
         return (f"{name} va a {g.tflops:.0f} TFLOP/s, en el techo {g.dtype} de esta tarjeta: déjalo, no hay nada que "
                 "ganar en este kernel.")
     if r.cause == "near-ceiling":
         return (f"{name} va a {g.tflops:.0f} de {g.ceiling_tflops:.0f} TFLOP/s ({g.dtype}), cerca del techo de esta "
                 f"tarjeta: déjalo{_elsewhere(r)}.")
     if r.cause == "below-ceiling":
+        assert g is not None  # a GEMM's cause: only a copy's (transfer) has no rate
         return (f"{name} va a {g.tflops:.0f} de {g.ceiling_tflops:.0f} TFLOP/s ({g.dtype}), "
                 f"{t(r.headroom_us / r.steps)} por paso por ganar: {_below_advice(r)}.")
     if r.cause == "transfer":
         return (f"{name} es el {r.share_percent:.0f}% del tiempo de GPU: mueve menos bytes, desde memoria fijada con "
                 "non_blocking=True.")
     if r.cause == "precision":
+        assert g is not None  # a GEMM's cause: only a copy's (transfer) has no rate
         return f"{name} va en {g.dtype}: baja su precisión (ver {'fp32' if g.dtype == 'fp32' else 'fp64'}-gemm)."
     return f"{name} es el {r.share_percent:.0f}% del tiempo de GPU: mira qué lo limita con Nsight Compute (ncu)."
 
@@ -146,12 +155,14 @@ def fix(r: DominantEvent) -> str:
 def basis(r: DominantEvent) -> str:
     g = r.rate
     if r.cause in ("at-ceiling", "below-ceiling"):
+        assert g is not None  # a GEMM's cause: only a copy's (transfer) has no rate
         return (f"por llamada, su tiempo menos sus FLOP al techo {g.dtype} de la tarjeta ({g.ceiling_tflops:.0f} "
                 f"TFLOP/s, {_how(g.ceiling_measured)}), sumado por paso")
     if r.cause == "near-ceiling":
         return (f"nada reclamado: al {pct(g.ceiling_share)} del techo {g.dtype} de la tarjeta un GEMM va cerca de lo "
                 "que da la tarjeta (max-autotune no encontró nada más rápido para GEMM así)")
     if r.cause == "precision":
+        assert g is not None  # a GEMM's cause: only a copy's (transfer) has no rate
         return (f"no se cuenta aquí: lo que ahorra una precisión menor es de "
                 f"{'fp32' if g.dtype == 'fp32' else 'fp64'}-gemm")
     if r.cause == "transfer":
