@@ -162,7 +162,7 @@ def _worth_padding(facts, slow: list[Gemm], dur: dict[int, float], reference: di
         if (dims := _sequence_dims(g, tokens)):
             by_dim[dims[0]].append(g)
     for d, members in by_dim.items():
-        gain = sum(dur[g.kernel] - g.flops / reference[g.dtype] / 1e3 for g in members)
+        gain = sum(dur[g.kernel] - g.flops / reference[g.dtype or ""] / 1e3 for g in members)
         cost = (_padded(d, ALIGN[members[0].dtype or ""]) / d - 1.0) * device_ns
         if gain > cost:
             out += members

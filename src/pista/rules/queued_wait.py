@@ -42,6 +42,7 @@ work: profile a window that starts before the GPU's queue (schedule(wait=..., wa
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 
@@ -193,7 +194,7 @@ def _kinds(facts: Facts, nxt: np.ndarray) -> np.ndarray:
     return np.where(graph, "graph", np.where(collective, "collective", "stream"))
 
 
-def _first(facts: Facts, stalls: Intervals, nxt: np.ndarray, first: np.ndarray) -> dict[str, float | str]:
+def _first(facts: Facts, stalls: Intervals, nxt: np.ndarray, first: np.ndarray) -> dict[str, Any]:
     """The record's fields for the wait before the window's first recorded device work ({} for none)."""
     if not first.any():
         return {}

@@ -199,7 +199,7 @@ def check(ctx: Context) -> list[Finding]:
         return _written_finding(ctx, runs, chains, ceiling or _run_ceiling(facts, runs))
     if not chains or ceiling is None:
         return []
-    ceiling, source, card = ceiling
+    tbps, source, card = ceiling
     trace = facts.trace
     steps = ctx.step_count
     chain_ns = float(sum(int(trace.dur[c.index]) for ch in chains for c in ch))
@@ -210,7 +210,7 @@ def check(ctx: Context) -> list[Finding]:
     device_ns = device_ns_in_window(facts)
     record = UnfusedElementwise(
         steps=steps, chains=_summaries(facts, chains, steps), kernels_per_step=sum(len(ch) for ch in chains) / steps,
-        chain_us=us(chain_ns) / steps, saving_us=us(saving_ns) / steps, ceiling_tbps=ceiling, ceiling_source=source,
+        chain_us=us(chain_ns) / steps, saving_us=us(saving_ns) / steps, ceiling_tbps=tbps, ceiling_source=source,
         card=card, gpu_share_percent=100.0 * chain_ns / device_ns, step_share_percent=100.0 * impact.share,
         tanh_gelu_percent=100.0 * _gelu_ns(facts, chains) / chain_ns)
     # fused, each chain makes one pass: its longest kernel stays, the others go (their ops' dispatch is left to

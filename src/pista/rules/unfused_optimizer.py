@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 
@@ -467,7 +468,7 @@ def _of_call(facts: Facts, spans: Intervals, c: int) -> tuple[np.ndarray, np.nda
 
 
 def _communication(facts: Facts, group: list[int], comm: dict[int, np.ndarray], waits: Intervals,
-                   steps: int) -> dict[str, object]:
+                   steps: int) -> dict[str, Any]:
     """The record's collective fields: the host op that launched most of their GPU time, that time and the host
     time left out per step."""
     trace = facts.trace

@@ -102,6 +102,7 @@ def advice(r: DominantEvent) -> str:
         return (f"Leave {name} as it is: at {g.tflops:.0f} TFLOP/s it runs as fast as this card runs {g.dtype}. "
                 f"Only less work makes it faster (fewer or smaller GEMMs){lower}{rest}.")
     if r.cause == "near-ceiling":
+        assert g is not None and g.ceiling_share is not None  # near the ceiling: a GEMM's rate against one
         return (f"Leave {name} as it is: at {g.tflops:.0f} TFLOP/s, {pct(g.ceiling_share)} of the card's {g.dtype} "
                 "ceiling, it runs near what a GEMM reaches on this card, and torch.compile(mode='max-autotune') finds "
                 f"no faster kernel for such GEMMs{_elsewhere(r)}.")
@@ -130,6 +131,7 @@ def fix(r: DominantEvent) -> str:
         return (f"{name} runs at {g.tflops:.0f} TFLOP/s, at this card's {g.dtype} ceiling: leave it, nothing to "
                 "gain in this kernel.")
     if r.cause == "near-ceiling":
+        assert g is not None and g.ceiling_share is not None  # near the ceiling: a GEMM's rate against one
         return (f"{name} runs at {g.tflops:.0f} of {g.ceiling_tflops:.0f} TFLOP/s ({g.dtype}), near this card's "
                 f"ceiling: leave it{_elsewhere(r)}.")
     if r.cause == "below-ceiling":
@@ -153,6 +155,7 @@ def basis(r: DominantEvent) -> str:
         return (f"per call, its time minus its FLOPs at the card's {g.dtype} ceiling ({g.ceiling_tflops:.0f} "
                 f"TFLOP/s, {how}), summed per step")
     if r.cause == "near-ceiling":
+        assert g is not None and g.ceiling_share is not None  # near the ceiling: a GEMM's rate against one
         return (f"none claimed: at {pct(g.ceiling_share)} of the card's {g.dtype} ceiling a GEMM runs near what the "
                 "card gives (max-autotune found nothing faster for such GEMMs)")
     if r.cause == "precision":

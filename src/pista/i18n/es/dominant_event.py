@@ -107,6 +107,7 @@ def advice(r: DominantEvent) -> str:
         return (f"Deja {name} como está: a {g.tflops:.0f} TFLOP/s va tan rápido como esta tarjeta ejecuta {g.dtype}. "
                 f"Solo menos trabajo lo acelera (menos GEMM o más pequeños){lower}{rest}.")
     if r.cause == "near-ceiling":
+        assert g is not None and g.ceiling_share is not None  # near the ceiling: a GEMM's rate against one
         return (f"Deja {name} como está: a {g.tflops:.0f} TFLOP/s, el {pct(g.ceiling_share)} del techo {g.dtype} de la "
                 "tarjeta, va cerca de lo que un GEMM alcanza en esta tarjeta, y torch.compile(mode='max-autotune') no "
                 f"encuentra un kernel más rápido para GEMM así{_elsewhere(r)}.")
@@ -137,6 +138,7 @@ def fix(r: DominantEvent) -> str:
         return (f"{name} va a {g.tflops:.0f} TFLOP/s, en el techo {g.dtype} de esta tarjeta: déjalo, no hay nada que "
                 "ganar en este kernel.")
     if r.cause == "near-ceiling":
+        assert g is not None and g.ceiling_share is not None  # near the ceiling: a GEMM's rate against one
         return (f"{name} va a {g.tflops:.0f} de {g.ceiling_tflops:.0f} TFLOP/s ({g.dtype}), cerca del techo de esta "
                 f"tarjeta: déjalo{_elsewhere(r)}.")
     if r.cause == "below-ceiling":
@@ -159,6 +161,7 @@ def basis(r: DominantEvent) -> str:
         return (f"por llamada, su tiempo menos sus FLOP al techo {g.dtype} de la tarjeta ({g.ceiling_tflops:.0f} "
                 f"TFLOP/s, {_how(g.ceiling_measured)}), sumado por paso")
     if r.cause == "near-ceiling":
+        assert g is not None and g.ceiling_share is not None  # near the ceiling: a GEMM's rate against one
         return (f"nada reclamado: al {pct(g.ceiling_share)} del techo {g.dtype} de la tarjeta un GEMM va cerca de lo "
                 "que da la tarjeta (max-autotune no encontró nada más rápido para GEMM así)")
     if r.cause == "precision":
