@@ -42,6 +42,8 @@ NOTICE_KINDS = {
     "near-threshold": "the profiler about doubles host time",
     "wrong-type-ids": "of the wrong type",
     "slow-conv": "reference CPU convolution",
+    "no-cpu-activity": "CPU activity was not recorded",
+    "copies-set-the-pace": "the transfers between host and device set the pace",
 }
 DEVICE_WORK = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset"}
 _STEP = re.compile(r"ProfilerStep#(\d+)$")

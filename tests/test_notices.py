@@ -126,3 +126,98 @@ def test_a_shared_cpu_is_said(analysis_of):
                                   "gpu/cpu_infer_grad", "gpu/cpu_transformer", "gpu/cpu_linear"])
 def test_a_quiet_cpu_is_not(analysis_of, name):
     assert not [x for x in analysis_of(name).notices if x.startswith("the CPU was shared")]
+
+
+# --- a trace of CUDA activity alone (review 4) -------------------------------------------------------------------
+# willding123/Shift-Equivariant-Vision-Transformers' traces on an RTX A4000: runtime calls, kernels and copies, no op
+
+SEVIT_COLD = "foreign/a4000_sevit_cold"
+SEVIT_WARM = "foreign/a4000_sevit_warm"
+
+
+def _no_ops(name: str) -> list[dict]:
+    import raw
+
+    events = raw.complete(name)
+    assert not [e for e in events if e.get("cat") in ("cpu_op", "user_annotation", "python_function")]
+    return [e for e in events if e.get("cat") == "cuda_runtime"]
+
+
+@pytest.mark.parametrize("name", [SEVIT_COLD, SEVIT_WARM])
+def test_cuda_activity_alone_says_the_host_cannot_be_split(name):
+    import raw
+
+    calls = _no_ops(name)
+    analysis = pista.analyze(str(raw.FIXTURES / f"{name}.json.gz"))
+    said = [n for n in analysis.notices if n.startswith("CPU activity was not recorded")]
+    assert len(said) == 1 and f"{len(calls):,} runtime call(s)" in said[0] and "ProfilerActivity.CPU" in said[0]
+    assert analysis.summary.verdict != "overhead-bound" and analysis.summary.host_time_by_region == {}
+    assert analysis.finding("overhead-bound") is None
+    assert not any("Python between ops" in f.message + f.advice for f in analysis.findings)
+    assert not any("profiler about doubles host time" in n for n in analysis.notices)
+
+
+def test_cuda_activity_alone_says_how_idle_the_gpu_is():
+    import raw
+
+    events = [e for e in raw.complete(SEVIT_WARM) if e.get("cat") != "Trace"]
+    # torch 1.x's categories: Kernel, Memcpy, Memset
+    busy = raw.total(raw.merge([(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in events
+                                if e.get("cat") in ("Kernel", "Memcpy", "Memset")]))
+    window = max(float(e["ts"]) + float(e["dur"]) for e in events) - min(float(e["ts"]) for e in events)
+    analysis = pista.analyze(str(raw.FIXTURES / f"{SEVIT_WARM}.json.gz"))
+    (said,) = [n for n in analysis.notices if n.startswith("CPU activity was not recorded")]
+    assert f"idles {100 * (1 - busy / window):.0f}% of the window" in said  # 52%
+
+
+def test_start_up_frees_and_allocations_with_the_gpu_idle_are_one_time():
+    # the cold window's 3.0 s and 0.97 s cudaFree, no op around them and the GPU idle: the process starting (it
+    # read as 4.4 s of "Python between ops: torch.compile the step")
+    import raw
+
+    calls = _no_ops(SEVIT_COLD)
+    busy = raw.merge([(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in raw.complete(SEVIT_COLD)
+                      if e.get("cat") in ("Kernel", "Memcpy", "Memset")])
+    frees = [e for e in calls if e["name"] == "cudaFree" and float(e["dur"]) >= 100_000]
+    assert len(frees) == 2 and all(raw.total(raw.intersect([(float(e["ts"]), float(e["ts"]) + float(e["dur"]))],
+                                                          busy)) < 0.01 * float(e["dur"]) for e in frees)
+    lazy = pista.analyze(str(raw.FIXTURES / f"{SEVIT_COLD}.json.gz")).finding("lazy-loading")
+    assert lazy is not None and lazy.impact.once
+    held = [c for c in lazy.record.calls if c.op == "cudaFree"]
+    assert sorted(c.dur_us for c in held)[-2:] == pytest.approx(sorted(float(e["dur"]) for e in frees))
+
+
+@pytest.mark.parametrize("name, verdict", [("foreign/tl_mi210_gpu_only", "compute-bound"),
+                                           ("seed_mm64_warm", "overhead-bound")])
+def test_the_verdict_stands_where_it_can_be_judged(name, verdict):
+    # the twins: a trace of CUDA activity alone whose GPU is busy 89% is still compute-bound (TraceLens' MI210);
+    # a trace with its ops is judged on them as before, with no such notice
+    import raw
+
+    analysis = pista.analyze(str(raw.FIXTURES / f"{name}.json.gz"))
+    assert analysis.summary.verdict == verdict
+    has_ops = any(e.get("cat") == "cpu_op" for e in raw.complete(name))
+    assert any(n.startswith("CPU activity was not recorded") for n in analysis.notices) == (not has_ops)
+    assert bool(analysis.summary.host_time_by_region) == has_ops
+
+
+@pytest.mark.parametrize("name", ["foreign/a100_torchbench_memcpy", "gpu/pageable_memcpy"])
+def test_a_balanced_verdict_on_a_gpu_busy_copying_says_the_transfers_set_the_pace(name):
+    # review 4: torchbench's pure copy benchmark, 98.6% busy with pageable copies and no kernel, read "balanced"
+    import raw
+
+    work = raw.device_work(name)
+    assert work and all(e.get("cat") == "gpu_memcpy" for e in work)
+    analysis = pista.analyze(str(raw.FIXTURES / f"{name}.json.gz"))
+    assert analysis.summary.verdict == "balanced"
+    said = [n for n in analysis.notices if "the transfers between host and device set the pace" in n]
+    assert len(said) == 1 and "100% of its time is copies" in said[0]
+
+
+def test_copies_beside_busy_kernels_say_nothing_more():
+    # the twin: savings/h100/copy_pageable_tensor's fixed twin, pinned copies 53% of the GPU time beside kernels
+    # computing 44% of the window
+    import raw
+
+    analysis = pista.analyze(str(raw.FIXTURES / "savings/h100/copy_pageable_tensor__fixed.json.gz"))
+    assert not any("set the pace" in n for n in analysis.notices)

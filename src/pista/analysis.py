@@ -20,7 +20,7 @@ from pista.finding import Finding, Impact
 from pista.i18n import note_text
 from pista.isolation import RuleFailed, isolated
 from pista.memory import summary as memory_summary
-from pista.notices import coverage_notices, one_time_notices, verdict_notices
+from pista.notices import coverage_notices, cpu_activity_missing, one_time_notices, verdict_notices
 from pista.policy import order_key, top_fix, verdict_of
 from pista.schema import analysis_dict
 from pista.table import Table, build_table
@@ -112,7 +112,7 @@ def summarize(facts: Facts, table: Table) -> Summary:
     cpu, dev = table.self_cpu_total_us, table.self_device_total_us
     share = busy / window if facts.has_gpu else None
     compute_share = compute / window if facts.has_gpu else None
-    verdict = verdict_of(facts.has_gpu, cpu, dev, share, compute_share)
+    verdict = verdict_of(facts.has_gpu, cpu, dev, share, compute_share, host_ops=not cpu_activity_missing(facts))
     # cycle: hosttime and purpose import rules._common, which imports findings, which imports analysis
     from pista.hosttime import host_time
     from pista.purpose import PURPOSES, time_by_purpose
@@ -248,7 +248,8 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
     _predict(facts, summary)
     return Analysis(facts.trace.source, summary, findings, table, facts,
                     list(facts.trace.notices) + _failure_notices(failures) + coverage_notices(facts)
-                    + verdict_notices(summary) + one_time_notices(findings, summary), failures)
+                    + verdict_notices(summary, host_ops=not cpu_activity_missing(facts))
+                    + one_time_notices(findings, summary), failures)
 
 
 def _check(ctx: Context, rule_ids: list[str], failures: list[RuleFailed]) -> dict[str, list[Finding]]:

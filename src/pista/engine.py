@@ -13,7 +13,11 @@ saves, in one documented order, so no time is counted twice:
 
 A finding whose edit saves nothing is dropped: its fix would not show on the user's timer; so is one that
 saves less than RESTATED_SHARE of what it saves alone once the fixes before it are applied (it restates
-their time). A rule may say per finding whether it is a symptom or a cause (`Finding.symptom`: gpu-idle's
+their time). Except where its rule says `KEEP_OFF_PATH = True` (a faster dtype: fp32-gemm) and its own estimate
+frees at least OFF_PATH_MIN_SHARE of the step in device time: then the device work it shortens is off the
+critical path as profiled (the host sets the step's pace), and the finding stays as information at no step
+saving, its record told so (`off_critical_path()`, which may still drop it: None), for the step gains it once
+the host keeps the GPU busy. A rule may say per finding whether it is a symptom or a cause (`Finding.symptom`: gpu-idle's
 idle under a named region is a cause, under none a symptom).
 
 Symptoms are how the step is built, and their remedy is structural (graph the step, batch more): they are
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -60,6 +65,12 @@ MIN_SAVING_SHARE = 0.001
 # are applied, restates their time (savings/h100/numpy_preprocess: host-work's 13 ms stretch is gpu-idle's
 # region, 0.03 ms left): one fact, one finding.
 RESTATED_SHARE = 0.05
+# A finding of a KEEP_OFF_PATH rule whose replay saves nothing stays, as information, where its own estimate frees
+# at least this share of the step in device time: review 4 counted fp32-gemm's silence as a silence on
+# a4000_sevit_warm (fp32 SIMT SGEMMs 27% of the window, the GPU idle 51% waiting for the host, 23% by the rule's
+# own estimate) and hta_v100_dfidx (volta_sgemm 23% of the step while the backward issues 374 all-reduces one by
+# one, the GPU idle 120 ms of each step; 20% by its estimate). REVIEW.md's bar for a silence: 10% of the step.
+OFF_PATH_MIN_SHARE = 0.10
 
 
 def is_symptom(finding: Finding) -> bool:
@@ -195,11 +206,19 @@ class _Credit:
         self.credit(self.outside(symptoms, facts, taken), applied)
 
     def kept(self, findings: Sequence[Finding], replayable: list[Finding]) -> list[Finding]:
-        """The findings left once replayed: those not replayed, those whose fix saves something, and (without
-        their edit) those whose edit could not be replayed."""
+        """The findings left once replayed: those not replayed, those whose fix saves something, (without
+        their edit) those whose edit could not be replayed, and those kept off the critical path (_off_path)."""
         replayed = {id(g) for g in replayable} - self.failed
-        return [_unreplayed(f) if id(f) in self.failed else f
-                for f in findings if id(f) not in replayed or id(f) in self.settled]
+        out = []
+        for f in findings:
+            if id(f) in self.failed:
+                out.append(_unreplayed(f))
+            elif id(f) not in replayed or id(f) in self.settled:
+                out.append(f)
+            elif (record := _off_path(f)) is not None:
+                out.append(dataclasses.replace(f, record=record, impact=Impact(0.0, 0.0), edit=None, severity=None,
+                                               severity_fixed=False))
+        return out
 
     def outside(self, symptoms: list[Finding], facts: Facts, taken: Intervals) -> list[tuple[Finding, Edit]]:
         """Each symptom with its edit outside the host time `taken` by the causes' fixes."""
@@ -250,6 +269,16 @@ class _Credit:
             self.edits[id(f)] = e
             applied, base, clean_base = now, after, clean_after
         return applied
+
+
+def _off_path(f: Finding) -> Any:
+    """The record of a finding whose replay saves nothing, told so, where it stays (KEEP_OFF_PATH,
+    OFF_PATH_MIN_SHARE, and its record's `off_critical_path()` keeps it); None where it goes."""
+    from pista.rules import get_rule
+
+    if not getattr(get_rule(f.rule).module, "KEEP_OFF_PATH", False) or f.impact.share < OFF_PATH_MIN_SHARE:
+        return None
+    return f.record.off_critical_path()
 
 
 def _restated(saved: float, alone: float) -> bool:

@@ -47,10 +47,35 @@ def one_time_notices(findings: list[Finding], s: Summary) -> list[str]:
 BALANCED_NOTICE_MIN_RATIO = 1.5
 
 
-def verdict_notices(s: Summary) -> list[str]:
-    """What the verdict leaves open: a balanced step's idle GPU may be the profiler's doing."""
+# A balanced verdict on a GPU this busy (copies included) while its kernels compute under COMPUTE_MIN_GPU_BUSY: the
+# verdict weighs kernels, so a window the copies keep busy reads "balanced" (review 4: a100_torchbench_memcpy, 98.6%
+# busy copying pageable memory at 4.5-4.8 GB/s, kernels 0%); it is said what sets the pace, where copies are at least
+# COPY_NOTICE_MIN_SHARE of the GPU's time (torchbench's and gpu/pageable_memcpy's 100%; not savings/h100's
+# copy_pageable_tensor fixed twin, 53% copies beside kernels computing 44% of the window).
+COPY_BUSY_NOTICE_SHARE = COMPUTE_MIN_GPU_BUSY
+COPY_NOTICE_MIN_SHARE = 0.9
+
+
+def _copy_bound(s: Summary) -> list[str]:
+    """A balanced window whose GPU is kept busy by copies: the transfers set the pace."""
+    busy, kernels = s.gpu_busy_share or 0.0, s.kernel_busy_share or 0.0
+    device = sum(s.gpu_time_by_purpose.values())
+    copies = (s.gpu_time_by_purpose.get("copy", 0.0) / device) if device else 0.0
+    if busy < COPY_BUSY_NOTICE_SHARE or kernels >= COMPUTE_MIN_GPU_BUSY or copies < COPY_NOTICE_MIN_SHARE:
+        return []
+    return [f"balanced weighs the GPU's kernels, which run {100 * kernels:.0f}% of the window, but the GPU is busy "
+            f"{100 * busy:.0f}% of it and {100 * copies:.0f}% of its time is copies: the transfers between host and "
+            "device set the pace, not the host's dispatch nor the kernels"]
+
+
+def verdict_notices(s: Summary, host_ops: bool = True) -> list[str]:
+    """What the verdict leaves open: a balanced step's idle GPU may be the profiler's doing (not said where the
+    host's ops were not recorded: its time is then runtime calls alone), or its busy GPU copying."""
     if s.verdict != "balanced" or not s.self_device_total_us or s.kernel_busy_share is None:
         return []
+    copy_bound = _copy_bound(s)
+    if copy_bound or not host_ops:
+        return copy_bound
     ratio = s.self_cpu_total_us / s.self_device_total_us
     if ratio < BALANCED_NOTICE_MIN_RATIO or s.kernel_busy_share >= COMPUTE_MIN_GPU_BUSY:
         return []
@@ -168,6 +193,28 @@ def _foreign_accelerator(trace: Trace) -> bool:
     return foreign_device_notice(trace.categories, trace.cat) is not None
 
 
+def cpu_activity_missing(facts: Facts) -> bool:
+    """Whether the trace holds device work and the runtime calls that launched it but no op or annotation on the
+    host: recorded with ProfilerActivity.CUDA alone (review 4: a4000_sevit_cold and _warm, TraceLens'
+    tl_mi210_gpu_only). The host's time between runtime calls is then unknown: Python, ops, a data loader or
+    waiting."""
+    return facts.has_gpu and bool(facts.is_launch.any()) and not bool((facts.is_host & ~facts.is_launch).any())
+
+
+def _cpu_activity_notice(facts: Facts) -> list[str]:
+    """What a trace of CUDA activity alone cannot say (cpu_activity_missing)."""
+    if not cpu_activity_missing(facts):
+        return []
+    lo, hi = facts.window
+    busy = max((b.clip(lo, hi).total for b in facts.gpu_busy.values()), default=0)
+    idle = 1.0 - busy / max(hi - lo, 1)
+    calls = int(facts.is_launch.sum())
+    return [f"CPU activity was not recorded: the trace holds the GPU's work and {calls:,} runtime call(s) but no op, "
+            "so what the host does between those calls (Python, ops, a data loader, waiting) cannot be told apart, "
+            f"nor why the GPU idles {100 * idle:.0f}% of the window; no host-overhead verdict and no host time by "
+            "region are given. Profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]"]
+
+
 def coverage_notices(facts: Facts) -> list[str]:
     """What the profiler did not record, which changes how to read everything else."""
     trace = facts.trace
@@ -177,6 +224,7 @@ def coverage_notices(facts: Facts) -> list[str]:
     if facts.has_gpu and not facts.is_host.any():
         notices.append("no host (CPU) events, only GPU activity: Self CPU is 0 and the verdict cannot weigh the "
                        "host against the GPU; profile with ProfilerActivity.CPU as well")
+    notices += _cpu_activity_notice(facts)
     busy = busy_cpu(facts)
     if busy is not None:
         notices.append(f"the CPU was shared while this trace was taken: {busy.op} of {busy.mflop:.2g} MFLOP took "

@@ -179,7 +179,16 @@ def test_a_first_call_with_no_load_event_is_a_first_call_of_the_region(load_fact
     launches = [e for e in raw.complete(name) if e.get("cat") == "cuda_runtime" and e["name"] in (
         "cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync") and float(e["ts"]) >= float(region["ts"])]
     first = min(float(e["ts"]) for e in launches)
-    assert [c.name for c in finding.record.first_calls] == ["aten::conv2d"]
+    # and (review 4) allocation calls of 1 ms or more outside any op with the GPU idle, far longer than the others:
+    # start-up (one cudaFree of 1.25 ms)
+    busy = raw.busy_intervals(name)
+    ops = raw.complete(name, "cpu_op")
+    alone = [e["name"] for e in sorted(raw.complete(name, "cuda_runtime"), key=lambda e: float(e["ts"]))
+             if e["name"] in ("cudaFree", "cudaMalloc") and float(e["dur"]) >= 1000 and raw.inside(region, e)
+             and not any(raw.inside(o, e) for o in ops)
+             and raw.total(raw.intersect([(float(e["ts"]), _end(e))], busy)) < 0.5 * float(e["dur"])]
+    names = [c.name for c in finding.record.first_calls]
+    assert names[0] == "aten::conv2d" and set(names[1:]) <= set(alone) and len(names) - 1 <= len(alone)
     assert finding.record.first_calls[0].dur_us == pytest.approx(float(conv["ts"]) + float(conv["dur"])
                                                                  - max(float(conv["ts"]), first))
     assert finding.record.loading_us == 0

@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import gzip
+import json
+import statistics
+from pathlib import Path
+
 import numpy as np
 import pytest
 import raw
@@ -182,3 +187,65 @@ def test_cudnns_fp32_gemms_for_convolutions_are_named_as_convolutions():
     assert f.record.conv_kernels == len(conv)
     assert "conv" in f.record.ops[0] and "for convolutions" in f.message
     assert analysis.top_fix is f
+
+
+# --- fp32 GEMMs off the critical path (review 4: silences) ------------------------------------------------------
+
+SEVIT_WARM = raw.FIXTURES / "foreign" / "a4000_sevit_warm.json.gz"
+DFIDX = next((p for p in (Path("/work/foreign_traces/_cache/hta_v100_dfidx.json.gz"),
+                          Path("/work/review4/traces/hta_v100_dfidx.json.gz")) if p.exists()), None)
+
+
+def test_fp32_gemms_the_step_does_not_wait_for_are_said_as_information():
+    # an RTX A4000 (sm_86) forward recorded with CUDA activity alone: ampere_sgemm_* kernels take 56% of the GPU
+    # time, 27% of the window, and the GPU idles half of it; the host's last runtime call ends after the last
+    # kernel, so the host sets the window's end and faster GEMMs do not shorten it. It was silent
+    events = raw.events(str(SEVIT_WARM.relative_to(raw.FIXTURES)))
+    kernels = [e for e in events if e.get("cat") == "Kernel"]
+    sgemm = sum(float(k["dur"]) for k in kernels if "sgemm" in k["name"])
+    host_end = max(float(e["ts"]) + float(e["dur"]) for e in events if e.get("cat") == "cuda_runtime")
+    assert host_end > max(float(k["ts"]) + float(k["dur"]) for k in kernels)
+    props = json.loads(gzip.decompress(SEVIT_WARM.read_bytes()))["deviceProperties"][0]
+    assert (props["computeMajor"], props["computeMinor"]) == (8, 6) and "GeForce" not in props["name"]
+    finding = analyze(SEVIT_WARM).finding(ID)
+    r = finding.record
+    assert r.off_path and finding.severity.value == "info" and finding.impact.us == 0
+    assert r.gemm_us == pytest.approx(sgemm)
+    # a workstation Ampere: TF32 at twice the fp32 rate (not the data-centre parts' 7x): half the GEMM time
+    assert r.target == "tf32" and r.assumed_speedup == 2.0 and r.saved_us == pytest.approx(sgemm / 2)
+    assert "does not wait for them" in finding.message and "set_float32_matmul_precision('high')" in finding.advice
+    assert "saves none of the step" in finding.basis
+    es = localize_finding(finding, "es")
+    assert "no los espera" in es.message and "no ahorra nada del paso" in es.basis
+
+
+@pytest.mark.skipif(DFIDX is None, reason="hta_v100_dfidx is not on this machine (tests/fixtures/foreign/remote.json)")
+def test_a_v100_steps_fp32_gemms_off_the_critical_path_get_fp16_advice():
+    # HTA's df_index_resolver trace: a compiled model trained with DDP on a V100, 5 steps; volta_sgemm takes 23% of
+    # each step while the backward thread issues 374 all-reduces one by one with the GPU idle. It was silent
+    with gzip.open(DFIDX, "rt") as f:
+        data = json.load(f)
+    events = [e for e in data["traceEvents"] if e.get("ph") == "X"]
+    steps = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
+    sgemm = sum(float(e["dur"]) for e in events if e.get("cat") == "kernel" and "sgemm" in e["name"])
+    finding = analyze(DFIDX).finding(ID)
+    r = finding.record
+    assert r.off_path and finding.impact.us == 0 and r.target == "fp16" and "V100" in (r.card or "")
+    assert r.gemm_us == pytest.approx(sgemm)
+    assert r.gemm_us / len(steps) > 0.2 * statistics.median(float(s["dur"]) for s in steps)
+    assert "torch.float16" in finding.advice and "has no TF32" in finding.advice
+
+
+def test_an_overhead_bound_step_keeps_fp32_gemm_quiet():
+    # the twin: gpu/recompile_limit's 68 µs of fp32 GEMMs with the GPU busy 9% (overhead-bound): the host's
+    # dispatch is the step, overhead-bound says so, and a dtype is beside the point
+    assert analyze(fixture("gpu/recompile_limit"), rules=[ID], replay=False).finding(ID) is not None
+    analysis = analyze(fixture("gpu/recompile_limit"))  # the engine's replay: nothing saved
+    assert analysis.summary.verdict == "overhead-bound" and analysis.finding(ID) is None
+
+
+def test_fp32_gemms_on_the_critical_path_keep_their_replayed_saving():
+    # the twin: gpu/fp32_gemm's GEMM is the step: its saving is the replay's, not information
+    finding = analyze(fixture("gpu/fp32_gemm")).finding(ID)
+    assert not finding.record.off_path and finding.impact.replayed and finding.impact.us > 0
+    assert finding.severity.value == "critical"

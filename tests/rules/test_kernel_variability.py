@@ -92,3 +92,52 @@ def test_spanish_renders_every_field(load_facts):
         assert getattr(es, part) and getattr(es, part) != getattr(finding, part), part
     assert all(e.note != en.note for e, en in zip(es.evidence, finding.evidence, strict=True))
     assert "Impacto:" in rule_docs(ID, "es")
+
+
+# --- a first call, and collectives (review 4) ------------------------------------------------------------------
+
+def _slowed(tmp_path, name: str, kernel: str, which: int, factor: float):
+    """The trace with the `which`-th call (in time order) of the kernels named starting with `kernel` made `factor`
+    times longer, and that call's (ts, dur) in µs."""
+    import gzip
+    import json
+
+    data = json.loads(gzip.decompress((raw.FIXTURES / f"{name}.json.gz").read_bytes()))
+    calls = sorted((e for e in data["traceEvents"] if e.get("cat") == "kernel" and e["name"].startswith(kernel)),
+                   key=lambda e: float(e["ts"]))
+    call = calls[which]
+    call["dur"] = float(call["dur"]) * factor
+    path = tmp_path / f"{which}.json"
+    path.write_text(json.dumps(data))
+    return path, (float(call["ts"]), float(call["dur"]))
+
+
+GEMM = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"  # gpu/gpt_bf16_fused: 75 calls, median 87 µs
+
+
+def test_a_kernels_first_call_slow_once_is_set_up_not_variability(tmp_path):
+    # gpu/gpt_bf16_fused is steady (test_silent_on_steady_kernels); the window's first call of this GEMM (the LM
+    # head's [8192, 8192] x [8192, 1024], once a step) made 10x slower, as a cold cache or a first launch makes it,
+    # is one call paid once: nothing varies from call to call (it was a finding at 3.0% of the step)
+    path, _ = _slowed(tmp_path, "gpu/gpt_bf16_fused", GEMM, 0, 10.0)
+    assert analyze(path, rules=[ID]).findings == []
+
+
+def test_the_same_slow_call_later_in_the_window_is_variability(tmp_path):
+    # the twin: the same slowdown on a call in the middle of the window is a spread of the steady calls
+    calls = [k for k in raw.complete("gpu/gpt_bf16_fused", "kernel") if k["name"].startswith(GEMM)]
+    path, (ts, dur) = _slowed(tmp_path, "gpu/gpt_bf16_fused", GEMM, len(calls) // 2, 10.0)
+    (finding,) = analyze(path, rules=[ID]).findings
+    assert finding.record.name.startswith(GEMM)
+    assert (finding.evidence[0].ts_us, finding.evidence[0].dur_us) == (pytest.approx(ts), pytest.approx(dur))
+
+
+def test_a_collectives_spread_is_the_ranks_not_the_kernels():
+    # tokenomics' rtx4090_tp2_llama_dim1024: the first reduce-scatter, NCCL connecting to its peer, takes 4.4x the
+    # median of the 9 with the same inputs; a collective's time is its wait for the other rank plus the transfer,
+    # which exposed-communication reads. Before: "look at what else runs ... clocks: nvidia-smi"
+    name = "foreign/rtx4090_tp2_llama_dim1024"
+    scatters = [float(k["dur"]) for k in sorted(raw.complete(name, "kernel"), key=lambda k: k["ts"])
+                if k["name"].startswith("ncclDevKernel_ReduceScatter")]
+    assert scatters[0] > 4 * statistics.median(scatters)
+    assert analyze(raw.FIXTURES / f"{name}.json.gz", rules=[ID]).findings == []

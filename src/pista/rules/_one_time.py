@@ -67,6 +67,13 @@ STARTUP_SELF_NS = 5_000_000
 # is the window's first runtime call is the context's creation: cudaFree(0) is how programs make it)
 NOT_STARTUP = re.compile(r"Synchroni[sz]e|Memcpy|Memset|Malloc|Free|HostAlloc|HostRegister|Query|WaitEvent|Graph")
 CONTEXT_CALLS = frozenset({"cudaFree", "hipFree"})
+# An allocation call that long outside any op, with the device idle through most of it (under IDLE_ALLOCATION_BUSY
+# of it busy), is start-up as well: a cudaFree waits for the work queued before it, but here the GPU has none, so
+# the time is the driver's, mapping or releasing memory for a process still starting (review 4: a4000_sevit_cold,
+# CUDA activity alone, its cudaFree of 3.0 s and 0.97 s in the first seconds of a 12 s window, the GPU idle, read as
+# 4.4 s of "Python between ops"). Under an op, the op's first call is judged whole (cudnn-setup's, dead-window's).
+ALLOCATION = re.compile(r"Malloc|Free|HostAlloc")
+IDLE_ALLOCATION_BUSY = 0.5
 # A slow launch whose device work starts later after the call returns than the call itself took waited for a
 # free slot in a full launch queue (the host far ahead of the GPU), not for a module to load: a cold launch's
 # kernel starts within 0.1 ms of its return (kineto_resnet50_autograd_api's 1.57 s first cudaLaunchKernel -8 µs,
@@ -198,12 +205,15 @@ def startup_ops(facts: Facts) -> dict[int, list[int]]:
     calls = calls[np.argsort(trace.ts[calls], kind="stable")]
     out: dict[int, list[int]] = {}
     waited = _queued_launches(facts)
-    for i in calls[trace.dur[calls] >= STARTUP_CALL_NS].tolist():
+    long = calls[trace.dur[calls] >= STARTUP_CALL_NS]
+    idle = busy_ns_many(facts, trace.ts[long], trace.ts[long] + trace.dur[long]) < IDLE_ALLOCATION_BUSY * trace.dur[long]
+    for i, device_idle in zip(long.tolist(), idle.tolist(), strict=True):
         name = trace.event_name(i)
-        if NOT_STARTUP.search(name) and not (name in CONTEXT_CALLS and i == int(calls[0])):
+        op = outermost_op(facts, i)
+        if NOT_STARTUP.search(name) and not (name in CONTEXT_CALLS and i == int(calls[0])) \
+                and not (device_idle and op < 0 and ALLOCATION.search(name)):
             continue
         if _cold_call(facts, i) and i not in waited:
-            op = outermost_op(facts, i)
             out.setdefault(op if op >= 0 else i, []).append(i)
     out = _once(facts, out)
     for op in _untraced_first_calls(facts).tolist():

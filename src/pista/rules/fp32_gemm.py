@@ -27,7 +27,11 @@ per call, its time minus its FLOPs at that ceiling (`pista.efficiency`; a call w
 shapes is taken to run at the card's fp32 ceiling). gpu/fp32_gemm: 2.30 ms of each 2.68 ms call at
 the H200's measured 355 TFLOP/s TF32 (the real TF32 run saved 2.34 ms), critical. An upper bound
 where the trace is host-bound (the GPU then waits for the host anyway). Under 1% of the step it is
-silent. It used to be a warning whatever it cost.
+silent. It used to be a warning whatever it cost. The engine's replay then says what the step gains:
+where it gains nothing (the host sets the step's pace) and the GPU time freed is at least 10% of the step,
+the finding stays as information, at no step saving, saying so (pista.engine KEEP_OFF_PATH; review 4:
+a4000_sevit_warm's SIMT SGEMMs, 27% of the window on an RTX A4000 with the GPU idle 51%, and
+hta_v100_dfidx's volta_sgemm, 23% of a V100 step, were silent).
 
 Fix:
 `torch.set_float32_matmul_precision("high")` (or `torch.backends.cuda.matmul.allow_tf32 = True`)
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 import re
 
+import msgspec
 import numpy as np
 
 from pista.efficiency import card_of, compute_major, device_name, gemms, tf32_gains
@@ -49,6 +54,8 @@ from pista.timeline import Edit
 from pista.trace.facts import Facts
 
 ID = "fp32-gemm"
+# Where the replay finds the step does not wait for these GEMMs, the finding stays as information (pista.engine).
+KEEP_OFF_PATH = True
 # Share of all device work time in SIMT fp32 GEMM kernels at or above which the rule fires:
 # gpu/fp32_gemm ~100%; gpu/recompile runs fp32 SIMT GEMMs too, but 14 µs of 19 ms (0.07%).
 MIN_DEVICE_SHARE = 0.05
@@ -63,6 +70,10 @@ UNKNOWN_CARD_TF32_SPEEDUP = 7.0
 # 165.2 / 82.6 TFLOP/s).
 GEFORCE_BF16_SPEEDUP = 2.0
 GEFORCE = re.compile(r"GeForce|\bRTX \d{4}", re.I)
+# A workstation Ampere (GA10x, compute capability 8.6: RTX A4000-A6000) the table lacks: dense TF32 runs at twice
+# the CUDA cores' fp32 rate there, not the data-centre parts' 7-8x (GA102 whitepaper: RTX A6000 38.7 fp32, 77.4
+# TF32 TFLOP/s); review 4's a4000_sevit_warm on an RTX A4000 was priced at the H200's 7x.
+GA10X_TF32_SPEEDUP = 2.0
 # Without deviceProperties (torch 1.8's traces: kineto's resnet50 samples, a V100 by their kernels
 # 'volta_sgemm_128x64_nn'), cuBLAS's and cuDNN's kernel names say the architecture they were built for:
 # the newest named is taken as the card's.
@@ -95,6 +106,16 @@ class Fp32Gemm(Record):
     assumed_speedup: float | None = None  # card unknown: the target's assumed speed over fp32
     geforce: bool = False  # a GeForce card: TF32 no faster than fp32 there
     conv_kernels: int = 0  # of them, cuDNN's SIMT GEMMs for convolutions (volta_sgemm under aten::cudnn_convolution)
+    gpu_busy_percent: float = 0.0  # of the window, the busiest GPU's
+    host_bound: bool = False  # the verdict is overhead-bound: the host's dispatch sets the pace (overhead-bound's)
+    # set by the engine: the replay of the steps with the GEMMs at the target saves nothing (the host sets the pace)
+    off_path: bool = False
+
+    def off_critical_path(self) -> Fp32Gemm | None:
+        """This record where the replay saves the step nothing (pista.engine): kept, as information, unless the
+        verdict is overhead-bound, whose finding says where the step goes (gpu/recompile_limit: 68 µs of fp32
+        GEMMs with the GPU busy 9%)."""
+        return None if self.host_bound else msgspec.structs.replace(self, off_path=True)
 
 
 class SimtKernel(Record):
@@ -129,7 +150,8 @@ def check(ctx: Context) -> list[Finding]:
     share = gemm_ns / device_ns if device_ns else 0.0
     if share < MIN_DEVICE_SHARE:
         return []
-    target, speedup = _target(card, major, device_name(trace) or "")
+    props = trace.device_properties[0] if trace.device_properties else {}
+    target, speedup = _target(card, major, device_name(trace) or "", (props.get("computeMajor"), props.get("computeMinor")))
     target_tflops = card.ceiling(target) if card else None
     target_ns = _target_ns(facts, idx, card, target_tflops, speedup)
     saved = float((trace.dur[idx] - target_ns).sum())
@@ -163,7 +185,8 @@ def _record(ctx: Context, idx: np.ndarray, ops: np.ndarray, card, target: str, s
         target_tflops=card.ceiling(target) if card else None,
         target_measured=bool(card and card.ceiling_measured(target)),
         saved_us=us(saved), steps=ctx.step_count, assumed_speedup=None if card else speedup,
-        geforce=bool(GEFORCE.search(device_name(trace) or "")))
+        geforce=bool(GEFORCE.search(device_name(trace) or "")),
+        gpu_busy_percent=100.0 * (ctx.summary.gpu_busy_share or 0.0), host_bound=ctx.summary.verdict == "overhead-bound")
 
 
 def _conv_ops(facts: Facts, idx: np.ndarray, ops: np.ndarray) -> list[str]:
@@ -223,7 +246,7 @@ def _major_from_kernels(facts: Facts) -> int | None:
     return max(majors) if majors else None
 
 
-def _target(card, major: int | None, name: str) -> tuple[str, float]:
+def _target(card, major: int | None, name: str, capability: tuple[object, object] | None = None) -> tuple[str, float]:
     """The precision to move the GEMMs to on this card, and (for a card the table lacks) how much
     faster than fp32 it is assumed to run."""
     if card:
@@ -235,6 +258,8 @@ def _target(card, major: int | None, name: str) -> tuple[str, float]:
         return "fp16", UNKNOWN_CARD_TF32_SPEEDUP
     if GEFORCE.search(name):
         return "bf16", GEFORCE_BF16_SPEEDUP
+    if capability == (8, 6):
+        return "tf32", GA10X_TF32_SPEEDUP
     return "tf32", UNKNOWN_CARD_TF32_SPEEDUP
 
 

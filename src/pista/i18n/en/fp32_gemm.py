@@ -27,9 +27,14 @@ def message(r: Fp32Gemm) -> str:
     ops = f" for {', '.join(r.ops)}" if r.ops else ""
     rate = f" at {r.tflops:.1f} TFLOP/s" if r.tflops else ""
     conv = f" ({r.conv_kernels} of them cuDNN's, for convolutions)" if r.conv_kernels else ""
-    return (f"{r.kernels} GEMM kernel(s){conv} ran in full fp32 on the CUDA cores{ops}{_shape(r)}: {t(r.gemm_us)}, "
+    text = (f"{r.kernels} GEMM kernel(s){conv} ran in full fp32 on the CUDA cores{ops}{_shape(r)}: {t(r.gemm_us)}, "
             f"{r.device_share_percent:.1f}% of the GPU time{rate}. At {_target(r)} they would take "
-            f"{t(r.saved_us / r.steps)} less per step.")
+            f"{t(r.saved_us / r.steps)} less GPU time per step.")
+    if r.off_path:
+        text += (f" As profiled the step does not wait for them: the GPU is busy {r.gpu_busy_percent:.0f}% of the "
+                 "window and waits for the host the rest, so the step gets shorter only once the host keeps the GPU "
+                 "busy (fix that first, then this).")
+    return text
 
 
 def advice(r: Fp32Gemm) -> str:
@@ -52,10 +57,13 @@ def fix(r: Fp32Gemm) -> str:
     rate = f" at {r.tflops:.0f} TFLOP/s" if r.tflops else ""
     verb = "runs" if len(r.ops) == 1 else "run"
     return (f"{ops} {verb} in full fp32{rate}, {t(r.gemm_us / r.steps)} per step: {change} saves about "
-            f"{t(r.saved_us / r.steps)} per step.")
+            f"{t(r.saved_us / r.steps)} of GPU time per step.")
 
 
 def basis(r: Fp32Gemm) -> str:
+    if r.off_path:
+        return (f"the replay of the profiled steps with the GEMMs at {r.target.upper()} saves none of the step: they "
+                f"free {t(r.saved_us / r.steps)} of GPU time per step that the host does not use yet")
     where = (f"at the card's {r.target.upper()} ceiling" if r.target_tflops
              else f"{r.target.upper()} assumed {r.assumed_speedup or 7:g}x faster (GPU not in the peak table)")
     return (f"per fp32 GEMM call, its time minus its FLOPs {where}, summed per step (an upper bound: small GEMMs "

@@ -27,9 +27,14 @@ def message(r: Fp32Gemm) -> str:
     ops = f" para {', '.join(r.ops)}" if r.ops else ""
     rate = f", a {r.tflops:.1f} TFLOP/s" if r.tflops else ""
     conv = f" ({r.conv_kernels} de ellos de cuDNN, para convoluciones)" if r.conv_kernels else ""
-    return (f"{r.kernels} kernel(s) GEMM{conv} en fp32 completo en los núcleos CUDA{ops}{_shape(r)}: {t(r.gemm_us)}, el "
+    text = (f"{r.kernels} kernel(s) GEMM{conv} en fp32 completo en los núcleos CUDA{ops}{_shape(r)}: {t(r.gemm_us)}, el "
             f"{r.device_share_percent:.1f}% del tiempo de GPU{rate}. En {_target(r)} tardarían "
-            f"{t(r.saved_us / r.steps)} menos por paso.")
+            f"{t(r.saved_us / r.steps)} menos de tiempo de GPU por paso.")
+    if r.off_path:
+        text += (f" Tal como se perfiló, el paso no los espera: la GPU está ocupada el {r.gpu_busy_percent:.0f}% de la "
+                 "ventana y el resto espera al host, así que el paso solo se acorta cuando el host mantenga ocupada "
+                 "la GPU (arregla eso primero, luego esto).")
+    return text
 
 
 def advice(r: Fp32Gemm) -> str:
@@ -53,10 +58,13 @@ def fix(r: Fp32Gemm) -> str:
     rate = f" a {r.tflops:.0f} TFLOP/s" if r.tflops else ""
     verb = "va" if len(r.ops) == 1 else "van"
     return (f"{ops} {verb} en fp32 completo{rate}, {t(r.gemm_us / r.steps)} por paso: {change} ahorra unos "
-            f"{t(r.saved_us / r.steps)} por paso.")
+            f"{t(r.saved_us / r.steps)} de tiempo de GPU por paso.")
 
 
 def basis(r: Fp32Gemm) -> str:
+    if r.off_path:
+        return (f"la reproducción de los pasos perfilados con los GEMM en {r.target.upper()} no ahorra nada del paso: "
+                f"liberan {t(r.saved_us / r.steps)} de tiempo de GPU por paso que el host aún no aprovecha")
     where = (f"en el techo {r.target.upper()} de la tarjeta" if r.target_tflops
              else f"con {r.target.upper()} supuesto {r.assumed_speedup or 7:g} veces más rápido (GPU fuera de la tabla "
                   "de picos)")
