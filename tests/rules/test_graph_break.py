@@ -89,3 +89,26 @@ def test_silent_without_a_break(analysis_of, name):
 def test_spanish(analysis_of):
     es = localize_finding(analysis_of("gpu/graph_break_branch").finding(RULE), "es")
     assert "torch.where" in es.fix and "rompe el grafo una vez por llamada" in es.fix
+
+
+def test_breaks_seen_through_aot_autograd_s_compiled_function():
+    """Review 4 (rtx4090d_graph_breaks, fetched: no licence to commit it): a torch version that records no
+    `## Call CompiledFxGraph`; each of the 3 training calls runs Torch-Compiled Region 0/0 holding 1/0, 2/0 and 3/0,
+    each region one AOTAutograd `CompiledFunction`: 3 breaks a call, counted from the raw events."""
+    import json
+    import os
+    from pathlib import Path
+
+    from pista.findings import analyze
+
+    cache = Path(os.environ.get("PISTA_FOREIGN_CACHE") or Path.home() / ".cache" / "pista" / "foreign")
+    path = cache / "rtx4090d_graph_breaks.json"
+    if not path.exists():
+        pytest.skip("rtx4090d_graph_breaks.json not fetched (scripts/fetch_foreign.py)")
+    events = [e for e in json.loads(path.read_text())["traceEvents"] if e.get("ph") == "X"]
+    tops = [e for e in events if e["name"] == "Torch-Compiled Region: 0/0"]
+    graphs = [e for e in events if e["name"] == "CompiledFunction"]
+    per_call = [sum(1 for g in graphs if t["ts"] <= g["ts"] <= t["ts"] + t["dur"]) for t in tops]
+    f = next(f for f in analyze(str(path), replay=False).findings if f.rule == "graph-break")
+    assert per_call == [4, 4, 4] and f.record.calls == len(tops)
+    assert f.record.graphs_per_call == pytest.approx(4.0)
