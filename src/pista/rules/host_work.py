@@ -71,6 +71,9 @@ AUTOGRAD_EDGE_NS = 400_000
 PROFILER_STEP_EDGE_NS = 200_000
 # Instants per stretch at which the deepest Python frame is read (stacks only).
 FRAME_SAMPLES = 16
+# A region the user names for the backward holds the autograd engine's work, whatever the trace kept of it: HTA's
+# sampled traces (hta_sampled_rank0/1) drop its ops, and its 221-225 ms `## backward ##` read as Python work.
+BACKWARD_REGION = re.compile(r"\bbackward\b", re.I)
 # A framework's own Python (its frames' files: torch, Hugging Face, Lightning), not the user's work.
 TORCH_FRAME = re.compile(r"(^|/)(torch|functorch|torchvision|torchaudio|transformers|lightning|pytorch_lightning|accelerate)/")
 # ... except a library's preprocessing, which is host work the user chose and can move: Hugging Face's image and
@@ -182,7 +185,8 @@ def _stretches(facts: Facts, lane: int) -> tuple[Intervals, Counter[tuple[str, s
     edges = Intervals(others.start - AUTOGRAD_EDGE_NS, others.end + AUTOGRAD_EDGE_NS)
     others = merge_intervals(edges.start, edges.end) if others.start.size else others
     owned = _spans(facts, np.flatnonzero(data_region_mask(facts) | host & trace.category_mask({"user_annotation", "cpu_op"}) & (
-        pattern_mask(facts, COMPILE_EVENT) | pattern_mask(facts, OPTIMIZER_STEP))))
+        pattern_mask(facts, COMPILE_EVENT) | pattern_mask(facts, OPTIMIZER_STEP))
+        | host & trace.category_mask({"user_annotation"}) & pattern_mask(facts, BACKWARD_REGION)))
     out = []
     for s in facts.steps:
         gaps = busy.gaps(int(s.start), int(s.end))
