@@ -190,3 +190,30 @@ def test_a_pinned_copys_launch_is_not_waiting():
     assert copies and all(float(launches[c["args"]["correlation"]]["ts"]) + float(launches[c["args"]["correlation"]]["dur"])
                           <= float(c["ts"]) for c in copies)
     assert _blocking_copy_calls(derive(load_trace(str(raw.FIXTURES / f"{name}.json.gz")))).size == 0
+
+
+def test_a_thread_of_python_frames_alone_is_not_the_step_s_host(tmp_path):
+    """Review 4 (tl_vllm_capture, tl_mi300_flux_capture): a background thread's Python frames (vLLM's usage
+    reporting, tqdm's monitor), recorded on a lane that runs no op, read as 'thread 0: Python between ops 100%'.
+    savings/h100/optim_manual_sgd's trace with such a thread added beside each step: its lanes read as before."""
+    import gzip
+    import json
+
+    from conftest import fixture
+
+    from pista.findings import analyze
+
+    source = fixture("savings/h100/optim_manual_sgd__broken")
+    with gzip.open(source, "rt") as f:
+        data = json.load(f)
+    steps = [e for e in data["traceEvents"] if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")]
+    pid = steps[0]["pid"]
+    data["traceEvents"] += [{"ph": "X", "cat": "python_function", "name": "threading.py(331): wait", "pid": pid,
+                             "tid": 424242, "ts": s["ts"], "dur": s["dur"], "args": {}} for s in steps]
+    path = tmp_path / "background.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump(data, f)
+    before = analyze(str(source), replay=False).summary.host_time_by_region
+    after = analyze(str(path), replay=False).summary.host_time_by_region
+    assert not any("424242" in lane for lane in after)
+    assert after == before

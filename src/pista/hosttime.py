@@ -95,9 +95,10 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     per_lane = sums.reshape(lanes.size, width)
     steps = len(facts.steps) or 1
     total = float(per_lane.sum()) or 1.0
+    working = _lanes_with_ops(facts, lanes, lo, hi)
     out = {}
     for k in np.argsort(-per_lane.sum(axis=1)).tolist():
-        if per_lane[k].sum() < MIN_THREAD_SHARE * total:
+        if per_lane[k].sum() < MIN_THREAD_SHARE * total or not working[k]:
             continue
         out[facts.lane_of(int(first[k]))] = {r: float(per_lane[k, j]) / steps / 1000.0 for j, r in enumerate(REGIONS)}
     return out
@@ -113,6 +114,16 @@ def _blocking_copy_calls(facts: Facts) -> np.ndarray:
     start = np.maximum(trace.ts[copies], trace.ts[calls])
     end = np.minimum(trace.ts[copies] + trace.dur[copies], trace.ts[calls] + trace.dur[calls])
     return calls[(end - start) * 2 >= trace.dur[calls]]
+
+
+def _lanes_with_ops(facts: Facts, lanes: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Per lane: whether it runs an op or a runtime call in the window. A thread of Python frames alone is a
+    background thread (review 4: vLLM's usage-reporting thread and tqdm's monitor, under tid 0, read as 'thread 0:
+    Python between ops 100%'), not the step's host time."""
+    trace = facts.trace
+    ops = np.flatnonzero(facts.is_host & trace.category_mask({"cpu_op", "cuda_runtime", "cuda_driver", "user_annotation"})
+                         & (trace.ts >= lo) & (trace.ts < hi))
+    return np.isin(lanes, np.unique(trace.lane_keys(ops)))
 
 
 def _closure_forward(facts: Facts, region: np.ndarray) -> None:
