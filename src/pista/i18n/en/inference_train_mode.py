@@ -64,9 +64,15 @@ def _modules(r: InferenceTrainMode) -> str:
 
 
 def basis(r: InferenceTrainMode) -> str:
+    if not r.kernel_us_per_step and not r.idle_us_per_step:
+        # review 4 (a CPU trace): '100% of the window the GPU is busy' and 'at least a warning' beside an info at 0%
+        return ("the training-only work takes no GPU time here: the finding is for the outputs, which train mode "
+                "makes wrong" + ("" if r.has_steps else " if this window is inference"))
+    severity = ("; at least a warning, and first, as the outputs are wrong" if r.has_steps
+                else "; information only: without steps the window may be a training forward")
     return (f"the GPU time of the kernels only training mode runs (dropout's, batch norm's statistics), times the "
             f"{100 * r.busy_share:.0f}% of the window the GPU is busy, plus the GPU idle while the dropouts and batch "
-            "norm's num_batches_tracked updates dispatch; at least a warning, and first, as the outputs are wrong")
+            f"norm's num_batches_tracked updates dispatch{severity}")
 
 
 NOTES = {

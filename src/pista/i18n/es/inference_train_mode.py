@@ -67,10 +67,15 @@ def _modules(r: InferenceTrainMode) -> str:
 
 
 def basis(r: InferenceTrainMode) -> str:
+    if not r.kernel_us_per_step and not r.idle_us_per_step:
+        return ("el trabajo propio del entrenamiento no ocupa tiempo de GPU aquí: el hallazgo es por las salidas, que el "
+                "modo entrenamiento hace incorrectas" + ("" if r.has_steps else " si esta ventana es inferencia"))
+    severity = ("; al menos un aviso, y primero, porque las salidas son incorrectas" if r.has_steps
+                else "; solo información: sin pasos, la ventana puede ser un forward de entrenamiento")
     return (f"el tiempo de GPU de los kernels que solo corren en modo entrenamiento (los de dropout, las estadísticas "
             f"de batch norm), por el {100 * r.busy_share:.0f}% de la ventana en que la GPU está ocupada, más la "
             "inactividad de la GPU mientras se despachan los dropouts y las actualizaciones de num_batches_tracked de "
-            "batch norm; al menos un aviso, y primero, porque las salidas son incorrectas")
+            f"batch norm{severity}")
 
 
 NOTES = {
