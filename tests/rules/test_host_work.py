@@ -182,3 +182,25 @@ def test_a_backward_region_whose_ops_the_trace_dropped_is_not_host_work():
     per_step = inside / len(steps)
     assert per_step > 100_000  # the dropped backward: over 100 ms a step of gaps
     assert f.record.work_us < 0.5 * per_step and f.severity.value != "critical"
+
+
+def test_overhead_bound_leaves_the_host_s_own_work_to_it(analysis_of):
+    """Review 4 (tl_mi300_timesformer: overhead-bound said 249 ms a step of per-op overhead for the preprocessing
+    host-work names): host-work declares the GPU idle under its stretches, and overhead-bound's per-op idle on
+    savings/h100/numpy_augment leaves it out: the two claims do not overlap."""
+    from pista.rules import host_work
+
+    name = "savings/h100/numpy_augment__broken"
+    a = analysis_of(name)
+    hw = next(f for f in a.findings if f.rule == ID)
+    ob = next(f for f in a.findings if f.rule == "overhead-bound")
+    from conftest import fixture as _fixture
+
+    from pista.cli.common import open_trace
+
+    facts = open_trace(str(_fixture(name)), quiet=True)
+    claim = host_work.claimed_idle(facts)
+    steps = len(raw.steps(name))
+    assert claim.total / 1000 / steps == pytest.approx(hw.record.idle_us, rel=0.01)
+    # the step's GPU idle holds both: what is left to overhead-bound is at most the rest
+    assert ob.record.per_op_us_per_step <= ob.record.idle_us_per_step - hw.record.idle_us + 1.0
