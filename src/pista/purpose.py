@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pista.rules._common import AUTOGRAD_NODE, COMPILE_EVENT, nearest_in, pattern_mask
+from pista.rules._common import COMPILE_EVENT, nearest_in, pattern_mask, update_starts
 from pista.trace.facts import Facts, per_facts
 
 PURPOSES = ("gemm", "conv", "attention", "optimizer", "cast", "elementwise", "reduction", "copy", "memset",
@@ -114,18 +114,9 @@ def _past_closure(facts: Facts, calls: np.ndarray, ops: np.ndarray) -> np.ndarra
     inside = calls >= 0
     if not inside.any():
         return calls
-    trace = facts.trace
-    nodes = np.flatnonzero(facts.is_host & pattern_mask(facts, AUTOGRAD_NODE))
-    if nodes.size == 0:
-        return calls
-    ends = np.sort(trace.ts[nodes] + trace.dur[nodes])
-    c = calls[inside]
-    call_end = trace.ts[c] + trace.dur[c]
-    k = np.searchsorted(ends, call_end, side="right") - 1
-    last = np.where(k >= 0, ends[np.maximum(k, 0)], np.iinfo(np.int64).min)
-    own_start = np.where(last > trace.ts[c], last, trace.ts[c])
+    own_start = update_starts(facts, calls[inside])
     out = calls.copy()
-    out[np.flatnonzero(inside)[trace.ts[ops[inside]] < own_start]] = -1
+    out[np.flatnonzero(inside)[facts.trace.ts[ops[inside]] < own_start]] = -1
     return out
 
 

@@ -520,3 +520,19 @@ def idle_cores(host: dict) -> tuple[int, int] | None:
     if isinstance(threads, int) and isinstance(cores, int) and 0 < threads < cores:
         return threads, cores
     return None
+
+
+def update_starts(facts: Facts, calls: np.ndarray) -> np.ndarray:
+    """Per optimizer-step call: where the optimizer's own work starts, at the call's start or, where a closure
+    runs the forward and backward inside it (Lightning's `optimizer.step(closure)`), when the last autograd node
+    that ends inside it ends (the update proper follows). purpose and unfused-optimizer read it."""
+    trace = facts.trace
+    calls = np.asarray(calls, np.int64)
+    nodes = np.flatnonzero(facts.is_host & pattern_mask(facts, AUTOGRAD_NODE))
+    start = trace.ts[calls].astype(np.int64)
+    if nodes.size == 0 or calls.size == 0:
+        return start
+    ends = np.sort(trace.ts[nodes] + trace.dur[nodes])
+    k = np.searchsorted(ends, trace.ts[calls] + trace.dur[calls], side="right") - 1
+    last = np.where(k >= 0, ends[np.maximum(k, 0)], np.iinfo(np.int64).min)
+    return np.where(last > start, last, start).astype(np.int64)

@@ -83,6 +83,7 @@ from pista.rules._common import (
     nearest_ancestor,
     outer_ops,
     pattern_mask,
+    update_starts,
     us,
 )
 from pista.rules._idle import idle_under
@@ -425,19 +426,9 @@ def _finding(facts: Facts, name: str, group: list[int], work: dict[int, np.ndarr
 
 
 def _own_starts(facts: Facts, group: list[int]) -> dict[int, int]:
-    """Where the optimizer's own host time starts in each step call: at the call's start, or, where a closure
-    runs the forward and backward inside it (Lightning: optimizer.step(closure)), when the last autograd node
-    that runs in it ends (the update proper follows). A new user's Lightning run read 'fused=True saves 71%'
-    for a 3% saving."""
-    trace = facts.trace
-    nodes = np.flatnonzero(facts.is_host & pattern_mask(facts, AUTOGRAD_NODE))
-    ends = np.sort(trace.ts[nodes] + trace.dur[nodes])
-    out = {}
-    for c in group:
-        start, end = int(trace.ts[c]), int(trace.ts[c] + trace.dur[c])
-        k = int(np.searchsorted(ends, end, side="right")) - 1
-        out[c] = int(ends[k]) if k >= 0 and ends[k] > start else start
-    return out
+    """Where the optimizer's own host time starts in each step call (_common.update_starts: after a closure's
+    forward and backward). A new user's Lightning run read 'fused=True saves 71%' for a 3% saving."""
+    return dict(zip(group, update_starts(facts, np.asarray(group, np.int64)).tolist(), strict=True))
 
 
 def _own_spans(facts: Facts, starts: dict[int, int]) -> Intervals:
