@@ -196,27 +196,37 @@ def ledger(facts: Facts) -> Ledger | None:
 
 def _after_last_kernel(facts: Facts, calls: np.ndarray) -> np.ndarray:
     """Per call: whether it comes after the last kernel launch of its step (of the window without steps)."""
-    trace = facts.trace
-    launched = facts.launcher[np.flatnonzero(kernels(facts) & (facts.launcher >= 0))]
-    if launched.size == 0:
+    bounds = _launch_bounds(facts)
+    if bounds is None:
         return np.ones(calls.size, dtype=bool)
-    slot = (facts.event_step + 1) if facts.steps else np.zeros(len(trace), dtype=np.int64)
-    last = np.full(len(facts.steps) + 1, np.iinfo(np.int64).min, dtype=np.int64)
-    np.maximum.at(last, slot[launched], trace.ts[launched])
-    return trace.ts[calls] > last[slot[calls]]
+    slot, _, last = bounds
+    return facts.trace.ts[calls] > last[slot[calls]]
 
 
 def _before_first_kernel(facts: Facts, calls: np.ndarray) -> np.ndarray:
     """Per call: whether it ends before the first kernel launch of its step (of the window without steps)
     and some kernel launches after it."""
+    bounds = _launch_bounds(facts)
+    if bounds is None:
+        return np.zeros(calls.size, dtype=bool)
+    slot, first, _ = bounds
+    trace = facts.trace
+    return trace.ts[calls] + trace.dur[calls] <= first[slot[calls]]
+
+
+def _launch_bounds(facts: Facts) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per event its step's slot (0: outside any step, or the window without steps), and per slot the first and
+    last kernel launch's start; None where no kernel's launch is known."""
     trace = facts.trace
     launched = facts.launcher[np.flatnonzero(kernels(facts) & (facts.launcher >= 0))]
     if launched.size == 0:
-        return np.zeros(calls.size, dtype=bool)
+        return None
     slot = (facts.event_step + 1) if facts.steps else np.zeros(len(trace), dtype=np.int64)
     first = np.full(len(facts.steps) + 1, np.iinfo(np.int64).max, dtype=np.int64)
+    last = np.full(len(facts.steps) + 1, np.iinfo(np.int64).min, dtype=np.int64)
     np.minimum.at(first, slot[launched], trace.ts[launched])
-    return trace.ts[calls] + trace.dur[calls] <= first[slot[calls]]
+    np.maximum.at(last, slot[launched], trace.ts[launched])
+    return slot, first, last
 
 
 def _under_op(facts: Facts, idx: np.ndarray) -> np.ndarray:
