@@ -2,7 +2,9 @@
 The first recorded step takes far longer than the steps after it: one-time work (CUDA context and
 cuBLAS handle creation, lazy module loading, allocator growth, the profiler's first buffer
 request) landed inside the profiled window. Without ProfilerStep events, the first of several
-calls of the same top-level record_function region is compared with the later ones instead.
+calls of the same top-level record_function region is compared with the later ones instead; without
+regions either, the first iteration of a compiled model (from one top-level `Torch-Compiled Region`
+call to the next) with the later ones.
 
 Why:
 A cold step is not what the program does in steady state: its ops look many times slower than
@@ -33,12 +35,18 @@ Run a few iterations before profiling, or let the profiler skip them:
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from pista.findings import Context, Finding, Record
 from pista.rules import _one_time as one_time
 from pista.rules._common import evidence, us
 from pista.trace.facts import STEP_NAME, Facts, Intervals
+
+# The top-level calls of a compiled model (torch.compile's frames), which mark iterations where the window has
+# neither ProfilerStep nor a region.
+COMPILED_REGION = re.compile(r"^Torch-Compiled Region: \d+/\d+$")
 
 ID = "cold-start"
 
@@ -64,7 +72,8 @@ class SlowOp(Record):
 
 
 class ColdStart(Record):
-    kind: str  # "step" | "region" (no steps: the first call of a repeated top-level region)
+    kind: str  # "step" | "region" (no steps: the first call of a repeated top-level region) | "iteration" (no
+    # steps or regions: from one call of a compiled model's region to the next)
     name: str  # ProfilerStep#0, or the region's name
     step: int | None
     others: int
@@ -123,9 +132,9 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     picked = _first_and_others(facts)
     if picked is None:
         return [], one_time.EMPTY
-    kind, first, others = picked
-    first_start, first_end = int(trace.ts[first]), int(trace.ts[first] + trace.dur[first])
-    starts, ends = trace.ts[others].astype(np.int64), (trace.ts[others] + trace.dur[others]).astype(np.int64)
+    kind, first, others, starts, ends = picked
+    first_start, first_end = int(starts[0]), int(ends[0])
+    starts, ends = starts[1:], ends[1:]
     profiler = one_time.profiler_mask(facts)
     prof_ns = one_time.total_in(facts, profiler, first_start, first_end)
     median = float(np.median(ends - starts))
@@ -144,7 +153,8 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     if impact.share < MIN_STEP_SHARE:
         return [], one_time.EMPTY
 
-    ops, picks = _slow_ops(facts, kind, first, others, taken)
+    ops, picks = _slow_ops(facts, kind, (first_start, first_end), list(zip(starts.tolist(), ends.tolist(), strict=True)),
+                           int(trace.name[first]), taken)
     loading = one_time.loading_mask(facts)
     queries = one_time.query_mask(facts) & (trace.ts >= first_start) & (trace.ts < first_end)
     annotation = trace.category_id("user_annotation")
@@ -162,35 +172,65 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     ev += [evidence(facts, i, OpNote(op.first_us, op.typical_us)) for op, i in zip(ops, picks, strict=True)]
     in_first = np.flatnonzero(profiler & (trace.ts >= first_start) & (trace.ts < first_end))
     ev += [evidence(facts, int(i), ProfilerNote(us(trace.dur[i]))) for i in in_first[:2]]
-    typical = int(others[int(np.argmin(np.abs((ends - starts) - median)))])
-    ev.append(evidence(facts, typical, SteadyNote(us(trace.dur[typical]))))
+    k = int(np.argmin(np.abs((ends - starts) - median)))
+    ev.append(evidence(facts, int(others[k]), SteadyNote(us(ends[k] - starts[k]))))
     return [Finding(ID, record, impact, ev)], one_time.spans([first_start], [first_end])
 
 
-def _first_and_others(facts: Facts) -> tuple[str, int, np.ndarray] | None:
-    """The first step and the others (event indices), or the first call of the most repeated
-    top-level region and its later calls."""
+def _first_and_others(facts: Facts) -> tuple[str, int, np.ndarray, np.ndarray, np.ndarray] | None:
+    """(kind, the first's event, the others' events, every span's starts and ends, the first's first): the
+    first step and the others; without steps, the first call of the most repeated top-level region and its
+    later calls; else the iterations of a compiled model, from one call of its compiled region to the next."""
     if len(facts.steps) >= 2:
-        return "step", facts.steps[0].index, np.array([s.index for s in facts.steps[1:]], dtype=np.int64)
+        idx = np.array([s.index for s in facts.steps], dtype=np.int64)
+        return "step", int(idx[0]), idx[1:], *_own_spans(facts, idx)
     trace = facts.trace
     regions = np.flatnonzero(facts.is_host & trace.category_mask({"user_annotation"}) & (facts.depth == 0))
-    if regions.size < 2:
+    idx = _most_repeated(facts, regions)
+    if idx is not None:
+        return "region", int(idx[0]), idx[1:], *_own_spans(facts, idx)
+    return _compiled_iterations(facts)
+
+
+def _own_spans(facts: Facts, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    trace = facts.trace
+    return trace.ts[idx].astype(np.int64), (trace.ts[idx] + trace.dur[idx]).astype(np.int64)
+
+
+def _most_repeated(facts: Facts, events: np.ndarray) -> np.ndarray | None:
+    """The calls of the name most repeated among these events, in time order (None under two)."""
+    trace = facts.trace
+    if events.size < 2:
         return None
-    names, counts = np.unique(trace.name[regions], return_counts=True)
+    names, counts = np.unique(trace.name[events], return_counts=True)
     if counts.max() < 2:
         return None
-    name = names[int(np.argmax(counts))]
-    idx = regions[trace.name[regions] == name]
-    idx = idx[np.argsort(trace.ts[idx], kind="stable")]
-    return "region", int(idx[0]), idx[1:]
+    idx = events[trace.name[events] == names[int(np.argmax(counts))]]
+    return idx[np.argsort(trace.ts[idx], kind="stable")]
 
 
+def _compiled_iterations(facts: Facts) -> tuple[str, int, np.ndarray, np.ndarray, np.ndarray] | None:
+    """A window without steps or regions around a compiled model's training loop: each iteration runs from
+    one top-level call of its compiled region to the next (the last to the window's end). review 4's
+    rtx4090d_compile_resnet18_steps: three calls of `Torch-Compiled Region: 0/0`, the first iteration 43.5 ms
+    (the first backward's 8.7 ms and lazy loading in it) against 5.2 and 4.9 ms."""
+    trace = facts.trace
+    names = [i for i, n in enumerate(trace.names) if COMPILED_REGION.match(n)]
+    if not names:
+        return None
+    calls = np.flatnonzero(facts.is_host & (facts.depth == 0) & np.isin(trace.name, names))
+    idx = _most_repeated(facts, calls)
+    if idx is None:
+        return None
+    starts = trace.ts[idx].astype(np.int64)
+    ends = np.append(starts[1:], np.int64(facts.window[1]))
+    return "iteration", int(idx[0]), idx[1:], starts, ends
 def _step_number(facts: Facts, i: int) -> int | None:
     match = STEP_NAME.match(facts.trace.event_name(i))
     return int(match.group(1)) if match else None
 
 
-def _slow_ops(facts: Facts, kind: str, first: int, others: np.ndarray,
+def _slow_ops(facts: Facts, kind: str, first: tuple[int, int], others: list[tuple[int, int]], first_name: int,
               compiling: Intervals) -> tuple[tuple[SlowOp, ...], list[int]]:
     """Host event names with the most self time in the first step beyond their median in the others,
     and the biggest event of each there. The steps' own self time (Python between ops) counts under
@@ -200,20 +240,18 @@ def _slow_ops(facts: Facts, kind: str, first: int, others: np.ndarray,
     key = trace.name.astype(np.int64)
     if kind == "step":
         step_ids = [i for i, name in enumerate(trace.names) if STEP_NAME.match(name)]
-        key = np.where(np.isin(trace.name, step_ids), int(trace.name[first]), key)
+        key = np.where(np.isin(trace.name, step_ids), first_name, key)
     host = facts.is_host & (trace.pid != -1) & ~one_time.covered(compiling, trace.ts)
 
-    def per_name(i: int) -> np.ndarray:
-        lo, hi = int(trace.ts[i]), int(trace.ts[i] + trace.dur[i])
-        sel = host & (trace.ts >= lo) & (trace.ts < hi)
+    def per_name(span: tuple[int, int]) -> np.ndarray:
+        sel = host & (trace.ts >= span[0]) & (trace.ts < span[1])
         return np.bincount(key[sel], weights=facts.self_time[sel], minlength=n_names)
 
     in_first = per_name(first)
-    typical = np.median(np.stack([per_name(int(i)) for i in others]), axis=0)
+    typical = np.median(np.stack([per_name(span) for span in others]), axis=0)
     excess = in_first - typical
     order = [int(k) for k in np.argsort(-excess, kind="stable")[:TOP_OPS] if excess[k] > 0]
-    lo, hi = int(trace.ts[first]), int(trace.ts[first] + trace.dur[first])
-    inside = host & (trace.ts >= lo) & (trace.ts < hi)
+    inside = host & (trace.ts >= first[0]) & (trace.ts < first[1])
     ops, picks = [], []
     for k in order:
         cand = np.flatnonzero(inside & (key == k))

@@ -10,12 +10,14 @@ TITLE = "Cold start: the first step is much slower than the rest"
 
 
 def _first(r: ColdStart) -> str:
+    if r.kind == "iteration":
+        return f"the first iteration (from the first '{r.name}' call to the next)"
     return f"step {r.step}" if r.kind == "step" else f"the first '{r.name}' call"
 
 
 def _others(r: ColdStart) -> str:
     if r.kind != "step":
-        return f"the {r.others} later call(s)"
+        return f"the {r.others} later {'iteration' if r.kind == 'iteration' else 'call'}(s)"
     if len(r.other_steps) == 1:
         return f"step {r.other_steps[0]}"
     return f"steps {r.other_steps[0]}-{r.other_steps[-1]}"
@@ -84,6 +86,8 @@ def fix(r: ColdStart) -> str:
 def basis(r: ColdStart) -> str:
     if r.kind == "step":
         return f"one-time: the GPU idle in step {r.step} beyond the other steps' median"
+    if r.kind == "iteration":
+        return "one-time: the GPU idle in the first iteration beyond the later iterations' median"
     return f"one-time: the GPU idle in the first '{r.name}' call beyond its later calls' median"
 
 

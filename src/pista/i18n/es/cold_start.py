@@ -10,10 +10,14 @@ TITLE = "Arranque en frío: el primer paso es mucho más lento que el resto"
 
 
 def _first(r: ColdStart) -> str:
+    if r.kind == "iteration":
+        return f"la primera iteración (de la primera llamada a '{r.name}' a la siguiente)"
     return f"el paso {r.step}" if r.kind == "step" else f"la primera llamada a '{r.name}'"
 
 
 def _others(r: ColdStart) -> str:
+    if r.kind == "iteration":
+        return f"las {r.others} iteraciones posteriores"
     if r.kind != "step":
         return f"las {r.others} llamadas posteriores"
     if len(r.other_steps) == 1:
@@ -89,6 +93,8 @@ def fix(r: ColdStart) -> str:
 def basis(r: ColdStart) -> str:
     if r.kind == "step":
         return f"única vez: la GPU inactiva en el paso {r.step} por encima de la mediana de los demás pasos"
+    if r.kind == "iteration":
+        return "única vez: la GPU inactiva en la primera iteración por encima de la mediana de las posteriores"
     return (f"única vez: la GPU inactiva en la primera llamada a '{r.name}' por encima de la mediana de las "
             "posteriores")
 
