@@ -186,9 +186,9 @@ def _first_and_others(facts: Facts) -> tuple[str, int, np.ndarray, np.ndarray, n
         return "step", int(idx[0]), idx[1:], *_own_spans(facts, idx)
     trace = facts.trace
     regions = np.flatnonzero(facts.is_host & trace.category_mask({"user_annotation"}) & (facts.depth == 0))
-    idx = _most_repeated(facts, regions)
-    if idx is not None:
-        return "region", int(idx[0]), idx[1:], *_own_spans(facts, idx)
+    calls = _most_repeated(facts, regions)
+    if calls is not None:
+        return "region", int(calls[0]), calls[1:], *_own_spans(facts, calls)
     return _compiled_iterations(facts)
 
 
