@@ -96,8 +96,15 @@ EAGER_OPS = 3  # the eager ops around the compiled calls named in the advice
 # series_mlp_compile 8.9%, compile_float_arg 15.8%)
 EAGER_MIN_SHARE = 0.02
 BACKWARD = "CompiledFunctionBackward"
+# A compiled call whose graph ran op by op: this many aten ops of its own and no generated code under it
+# (review 4's hta_v100_dfidx: a CompiledFunctionBackward of 3,606 ops per call, 294 aten::mm and 404
+# c10d::allreduce_ among them, the 122 ms between them had been called "wrapper"; Inductor's graphs call triton_ kernels
+# and extern GEMMs under `## Call CompiledFxGraph`: capture_mlp_compile's regions hold 3 aten ops).
+OP_BY_OP_MIN_OPS = 100
+GENERATED_CODE = re.compile(r"^triton_|^## Call CompiledFxGraph|^## Call ")
 # What a region does on behalf of the graph itself: ops, generated triton launchers, runtime calls.
-PAYLOAD_OPS = re.compile(r"^(aten|prims)::|^triton_")
+# Collectives a graph's hooks issue (hta_v100_dfidx: 404 c10d::allreduce_ a call) are its payload, not wrapper.
+PAYLOAD_OPS = re.compile(r"^(aten|prims|c10d)::|^triton_|^record_param_comms$")
 
 
 class CompileOverhead(Record):
@@ -115,6 +122,7 @@ class CompileOverhead(Record):
     step_share_percent: float
     eager_ops: tuple[str, ...]  # the step's eager ops outside the compiled calls, most GPU idle under them
     eager_idle_us: float  # per step, the GPU idle under them
+    op_by_op_ops: int = 0  # aten ops per call where the graphs run op by op (a backend without code generation)
 
 
 class WrapperCall(Record):
@@ -124,6 +132,7 @@ class WrapperCall(Record):
     exposed_us: float
     gpu_us: float
     lookup_us: float | None
+    between_ops: bool = False  # the graph runs op by op: the host time is between its ops, not a wrapper's
 
 
 class GuardCheck(Record):
@@ -141,6 +150,7 @@ class _Found:
     launched_ns: np.ndarray  # per call: the device time launched from inside it
     per_step_ns: float  # the median step's exposed wrapper time (the impact)
     spans: Intervals  # every call's wrapper spans: the idle under them is this rule's
+    op_by_op_ops: int  # aten ops a call where the graphs run op by op (no generated code), else 0
 
 
 def claimed_idle(facts: Facts) -> Intervals:
@@ -169,7 +179,7 @@ def check(ctx: Context) -> list[Finding]:
         exposed_us=us(exposed_ns.sum()), exposed_per_step_us=us(found.per_step_ns),
         wrapper_us_per_call=us(host_per_call), gpu_us_per_call=us(gpu_per_call), backward=BACKWARD in names,
         wrapper_dominates=host_per_call >= WRAPPER_DOMINATES_RATIO * gpu_per_call, profiler_may_explain=may_explain,
-        step_share_percent=100.0 * impact.share, **_eager_around(facts, ctx.step_count))
+        step_share_percent=100.0 * impact.share, op_by_op_ops=found.op_by_op_ops, **_eager_around(facts, ctx.step_count))
     # the exposure may be the profiler's own cost (see PROFILER_MAY_EXPLAIN_RATIO): info, the condition stated
     severity = Severity.INFO if may_explain else None
 
@@ -180,7 +190,7 @@ def check(ctx: Context) -> list[Finding]:
         i, j = int(calls[k]), found.lookups[k]
         lookup = us(trace.dur[j]) if j >= 0 else None
         evidence.append(Evidence.of(facts, i, WrapperCall(us(host_ns[k]), us(exposed_ns[k]), us(launched[k]),
-                                                          lookup)))
+                                                          lookup, bool(found.op_by_op_ops))))
         if j >= 0 and len(evidence) < EVIDENCE_EVENTS:
             evidence.append(Evidence.of(facts, j, GuardCheck(us(trace.dur[j]))))
     # a CUDA graph of the compiled region (mode="reduce-overhead") runs the wrapper's launches as one
@@ -228,7 +238,21 @@ def _detect(facts: Facts) -> _Found | None:
         exposed_ns[k] = sum((b - a) - max((d.within(a, b) for d in busy), default=0) for a, b in spans)
     pairs = np.array(every, dtype=np.int64).reshape(-1, 2)
     return _Found(calls, lookups, host_ns, exposed_ns, gpu_ns[calls], _median_step(facts, calls, exposed_ns),
-                  union(pairs[:, 0], pairs[:, 1]))
+                  union(pairs[:, 0], pairs[:, 1]), _op_by_op(facts, calls, region_of, top, owner))
+
+
+def _op_by_op(facts: Facts, calls: np.ndarray, region_of: np.ndarray, top: np.ndarray, owner: np.ndarray) -> int:
+    """The median count of aten ops a call runs of its own where most calls run their graph op by op (at least
+    OP_BY_OP_MIN_OPS of them and no generated code under the call: a backend without code generation, the host
+    time between the ops the graph's Python), else 0."""
+    trace = facts.trace
+    aten = top[np.char.startswith(trace.name_array[trace.name[top]].astype(str), "aten::")] if top.size else top
+    ops = np.bincount(owner[aten], minlength=len(trace))[calls] if aten.size else np.zeros(calls.size, np.int64)
+    generated = facts.is_host & pattern_mask(facts, GENERATED_CODE) & (region_of >= 0)
+    has_code = np.zeros(len(trace), dtype=bool)
+    has_code[region_of[generated]] = True
+    eager = (ops >= OP_BY_OP_MIN_OPS) & ~has_code[calls]
+    return int(np.median(ops[eager])) if 2 * int(eager.sum()) > calls.size else 0
 
 
 class _Busy:

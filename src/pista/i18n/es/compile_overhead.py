@@ -12,7 +12,18 @@ def _regions(r: CompileOverhead) -> str:
     return ", ".join(r.regions)
 
 
+def _op_by_op(r: CompileOverhead) -> str:
+    return (f"{r.calls} llamada(s) compiladas ({_regions(r)}) ejecutan su grafo operación a operación: "
+            f"{r.op_by_op_ops} ops aten por llamada y ningún kernel generado, con {t(r.wrapper_us_per_call)} de host "
+            f"por llamada entre esas ops y alrededor (el Python del grafo, no un envoltorio) para "
+            f"{t(r.gpu_us_per_call)} de trabajo de GPU lanzado por llamada. {t(r.exposed_us)} de ese tiempo corre con "
+            f"la GPU inactiva: {t(r.exposed_per_step_us)} en el paso mediano, el {r.step_share_percent:.1f}% del "
+            "tiempo del paso.")
+
+
 def message(r: CompileOverhead) -> str:
+    if r.op_by_op_ops:
+        return _op_by_op(r)
     text = (f"{r.calls} llamada(s) compiladas ({_regions(r)}) pasan {t(r.wrapper_us)} de host en el envoltorio de "
             f"torch.compile (búsqueda en caché, guardas, prólogo, envoltorio generado; {t(r.wrapper_us_per_call)} por "
             f"llamada) para {t(r.gpu_us_per_call)} de trabajo de GPU lanzado por llamada. {t(r.exposed_us)} de ese "
@@ -32,6 +43,10 @@ def _eager(r: CompileOverhead) -> str:
 def _change(r: CompileOverhead) -> str:
     graphs = ("torch.compile(mode='reduce-overhead') para reproducir los lanzamientos como CUDA graph sin el Python "
               "del envoltorio")
+    if r.op_by_op_ops:
+        return ("compila con un backend que genere código (backend='inductor', el de torch.compile por defecto, no "
+                "'aot_eager' ni un compilador nulo o de TorchScript para AOTAutograd), para que las ops del grafo se "
+                f"fusionen en kernels lanzados desde un único envoltorio generado, y luego usa {graphs}")
     if r.eager_ops:
         return (f"compila con las llamadas compiladas lo que el paso ejecuta en eager a su alrededor ({_eager(r)}: "
                 f"{t(r.eager_idle_us)} de GPU inactiva por paso bajo ellas), para que un solo grafo contenga el paso, "
@@ -43,6 +58,8 @@ def _change(r: CompileOverhead) -> str:
 
 
 def advice(r: CompileOverhead) -> str:
+    if r.op_by_op_ops:
+        return f"Cada llamada ejecuta {r.op_by_op_ops} ops aten una a una: {_change(r)}."
     text = (f"Cada llamada lanza {t(r.gpu_us_per_call)} de trabajo de GPU tras {t(r.wrapper_us_per_call)} de "
             f"envoltorio: {_change(r)}; mantén estáticas las formas de entrada para que el grafo se reutilice.")
     if r.backward:
@@ -54,19 +71,24 @@ def advice(r: CompileOverhead) -> str:
 
 def fix(r: CompileOverhead) -> str:
     who = r.regions[0] if len(r.regions) == 1 else f"Cada llamada compilada ({_regions(r)})"
+    if r.op_by_op_ops:
+        return (f"{who} ejecuta su grafo operación a operación ({r.op_by_op_ops} ops aten por llamada, ningún kernel "
+                f"generado), {t(r.exposed_per_step_us)} por paso con la GPU inactiva: {_change(r)}.")
     return (f"{who} pasa {t(r.wrapper_us_per_call)} por llamada en el envoltorio de compilación para "
             f"{t(r.gpu_us_per_call)} de trabajo de GPU, {t(r.exposed_per_step_us)} por paso con la GPU inactiva: "
             f"{_change(r)}" + (" (si persiste sin perfilar)." if r.profiler_may_explain else "."))
 
 
 def basis(r: CompileOverhead) -> str:
+    if r.op_by_op_ops:
+        return "el tiempo de host entre las ops del grafo compilado con la GPU inactiva, en el paso mediano"
     text = ("el tiempo de host del envoltorio (búsqueda en caché, guardas, prólogo, código generado) con la GPU "
             "inactiva, en el paso mediano")
     return text + (" (puede ser coste del propio profiler)" if r.profiler_may_explain else "")
 
 
 NOTES = {
-    WrapperCall: lambda n: (f"{t(n.host_us)} de tiempo de host en el envoltorio"
+    WrapperCall: lambda n: ((f"{t(n.host_us)} de tiempo de host entre sus ops" if n.between_ops else f"{t(n.host_us)} de tiempo de host en el envoltorio")
                             + (f" (incl. {t(n.lookup_us)} de búsqueda en caché)" if n.lookup_us is not None else "")
                             + f", {t(n.exposed_us)} con la GPU inactiva, para {t(n.gpu_us)} de trabajo de GPU "
                             "lanzado"),
