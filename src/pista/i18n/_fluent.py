@@ -61,8 +61,8 @@ class Catalogue:
 
     def __init__(self, name: str, lang: str) -> None:
         from fluent.runtime import FluentBundle  # the first text rendered pays fluent's (and babel's) import
-        from fluent.syntax import FluentParser
-        from fluent.syntax.ast import Junk, Message, Term
+        from fluent.syntax import FluentParser  # as fluent.runtime
+        from fluent.syntax.ast import Junk, Message, Term  # as fluent.runtime
 
         self.path = FTL / lang / f"{name}.ftl"
         resource = FluentParser(with_spans=False).parse(self.path.read_text(encoding="utf-8"))
@@ -131,7 +131,7 @@ def finding_text(name: str, part: str, record: Any, lang: str) -> str:
 @cache
 def notes() -> dict[type, tuple[str, Args]]:
     """Every catalogued note class: (its rule's module name, the function of its arguments)."""
-    import pista.i18n.args as package
+    import pista.i18n.args as package  # the args modules import the rules: the first note rendered, not start-up
 
     table: dict[type, tuple[str, Args]] = {}
     for info in pkgutil.iter_modules(package.__path__):
