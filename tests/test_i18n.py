@@ -19,12 +19,14 @@ from pista.i18n import (
     check_lang,
     localize,
     localize_finding,
+    module_name,
     note_renderers,
     rule_docs,
     rule_module,
     rule_severity_exception,
     rule_title,
 )
+from pista.i18n._fluent import catalogued
 from pista.rules import catalogue, get_rule
 
 SECTIONS = ("Qué:", "Por qué:", "Ejemplo:", "Impacto:", "Solución:")
@@ -35,7 +37,8 @@ TRACES = sorted(p for p in list(FIXTURES.glob("*.json.gz")) + list(FIXTURES.glob
 ENGLISH = re.compile(r"\b(the|of the|with|per step|and the|which|should)\b")
 
 
-@pytest.mark.parametrize("rule", [r.id for r in catalogue()])
+# FALLBACK: the rules whose text is still Python (a converted rule's catalogues: tests/test_i18n_catalogue.py)
+@pytest.mark.parametrize("rule", [r.id for r in catalogue() if not catalogued(module_name(r.id))])
 def test_every_rule_has_both_languages(rule):
     for lang in ("en", "es"):
         mod = rule_module(rule, lang)

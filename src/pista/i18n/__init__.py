@@ -1,6 +1,10 @@
 """The text of findings: views of the rules' typed records, in English and Spanish.
 
-Each language is a package (`pista.i18n.en`, `pista.i18n.es`) of the same shape: `WORDS` (the
+A rule's text is a Fluent catalogue per language, `ftl/<lang>/<rule>.ftl`, rendered from the arguments
+`pista.i18n.args.<rule>` computes from its record (pista.i18n._fluent; README.md there: how to convert a rule).
+
+FALLBACK, while the conversion is partial: a rule without `ftl/en/<rule>.ftl` still has its text in
+Python. Each language is a package (`pista.i18n.en`, `pista.i18n.es`) of the same shape: `WORDS` (the
 renderers' labels) in the package, and one module per rule, named like the rule's own module, with
 
 - `TITLE`;
@@ -24,6 +28,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from pista.errors import UsageError
+from pista.i18n import _fluent
 
 LANGS = ("en", "es")
 PARTS = ("title", "message", "advice", "fix", "basis")
@@ -53,6 +58,9 @@ def rule_module(rule_id: str, lang: str) -> ModuleType | None:
 
 def finding_text(finding: Any, part: str, lang: str) -> str:
     """One part (title, message, advice, fix, basis) of a finding, rendered from its record."""
+    name = module_name(finding.rule)
+    if _fluent.catalogued(name):
+        return _fluent.finding_text(name, part, finding.record, check_lang(lang))
     mod = rule_module(finding.rule, lang) or rule_module(finding.rule, "en")
     if mod is None:
         raise LookupError(f"no text for rule {finding.rule}")
@@ -72,13 +80,19 @@ def _notes(lang: str) -> dict[type, Callable[[Any], str]]:
 
 
 def note_renderers(lang: str) -> dict[type, Callable[[Any], str]]:
-    return dict(_notes(lang))
+    def render(detail: Any) -> str:
+        return note_text(detail, lang)
+
+    return {**_notes(lang), **dict.fromkeys(_fluent.notes(), render)}
 
 
 def note_text(detail: Any, lang: str) -> str:
     """An evidence note's text: its typed detail rendered in `lang` ("" for none)."""
     if detail is None:
         return ""
+    text = _fluent.note_text(detail, check_lang(lang))
+    if text is not None:
+        return text
     render = _notes(lang).get(type(detail)) or _notes("en").get(type(detail))
     if render is None:
         raise LookupError(f"no text for note {type(detail).__qualname__}")
@@ -131,16 +145,23 @@ def localize_notices(analysis: Any, lang: str) -> list[str]:
 
 
 def rule_title(rule_id: str, lang: str) -> str:
+    if _fluent.catalogued(module_name(rule_id)):
+        return _fluent.catalogue(module_name(rule_id), check_lang(lang)).line("title")
     mod = rule_module(rule_id, lang) or rule_module(rule_id, "en")
     return str(mod.TITLE) if mod is not None else ""
 
 
 def rule_severity_exception(rule_id: str, lang: str) -> str | None:
     """The language's wording of a rule's SEVERITY_EXCEPTION, None where it has none."""
+    if _fluent.catalogued(module_name(rule_id)):
+        return _fluent.severity_exception(module_name(rule_id), check_lang(lang))
     text = getattr(rule_module(rule_id, lang), "SEVERITY_EXCEPTION", None)
     return str(text) if text else None
 
 
 def rule_docs(rule_id: str, lang: str) -> str | None:
+    """What / Why / Example / Impact / Fix; None where a not yet catalogued rule has them only in its docstring."""
+    if _fluent.catalogued(module_name(rule_id)):
+        return _fluent.docs(module_name(rule_id), check_lang(lang))
     text = getattr(rule_module(rule_id, lang), "DOCS", None)
     return str(text).strip() if text else None

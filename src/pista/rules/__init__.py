@@ -1,7 +1,8 @@
 """The rule catalogue: one module per rule, found by name, each with
 
 - `ID`: the stable id (`pista explain ID`);
-- a module docstring with the sections What / Why / Example / Fix (shown by `pista explain`);
+- its docs, the sections What / Why / Example / Impact / Fix (shown by `pista explain`), in its Fluent
+  catalogues (pista/i18n/ftl/<lang>/<rule>.ftl; a rule not yet converted: its module docstring);
 - its thresholds as UPPER_CASE module constants, each with a comment saying where it came from
   (detection that other rules use too lives in a shared `_` module, with the thresholds it reads: a
   shared module whose THRESHOLDS_OF names the rule holds thresholds of that rule, listed with its own);
@@ -23,7 +24,7 @@ from types import ModuleType
 
 from pista.errors import UsageError
 from pista.findings import Context, Finding, Record
-from pista.i18n import rule_title
+from pista.i18n import rule_docs, rule_severity_exception, rule_title
 
 
 class Rule(Record):
@@ -36,7 +37,9 @@ class Rule(Record):
 
     @property
     def docs(self) -> str:
-        return (self.module.__doc__ or "").strip()
+        """What / Why / Example / Impact / Fix in English: the rule's catalogue (pista.i18n), or (a rule not yet
+        converted) its docstring."""
+        return rule_docs(self.id, "en") or (self.module.__doc__ or "").strip()
 
     def section(self, heading: str) -> str:
         """One docstring section ('What', 'Why', 'Example', 'Fix')."""
@@ -58,7 +61,7 @@ class Rule(Record):
     @property
     def severity_exception(self) -> str:
         """Why this rule's severity does not follow its impact alone ("" for none)."""
-        return str(getattr(self.module, "SEVERITY_EXCEPTION", ""))
+        return rule_severity_exception(self.id, "en") or str(getattr(self.module, "SEVERITY_EXCEPTION", ""))
 
     @property
     def check(self) -> Callable[[Context], list[Finding]]:

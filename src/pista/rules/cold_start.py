@@ -1,37 +1,5 @@
-"""What:
-The first recorded step takes far longer than the steps after it: one-time work (CUDA context and
-cuBLAS handle creation, lazy module loading, allocator growth, the profiler's first buffer
-request) landed inside the profiled window. Without ProfilerStep events, the first of several
-calls of the same top-level record_function region is compared with the later ones instead; without
-regions either, the first iteration of a compiled model (from one top-level `Torch-Compiled Region`
-call to the next) with the later ones.
-
-Why:
-A cold step is not what the program does in steady state: its ops look many times slower than
-they are, and every total in the table (and every other rule) is skewed towards the warm-up.
-
-Example:
-`seed_mm64_cold` (64x64 matmul_add, `schedule(wait=0, warmup=0, active=3)`, no warm-up): step 0
-took 137.932 ms against a median of 256.6 µs for steps 1-2, 537x wider; aten::mm's own (untraced)
-time is 102.6 ms of it and aten::add's 24.5 ms, the first calls of cuBLAS and of the elementwise
-kernels; the profiler's buffer request (2.5 ms), 5 module loads (0.6 ms) and 32 occupancy queries
-(42 µs) are in it too.
-
-Impact:
-One-time: the GPU idle time of the first step beyond the median of the other steps' (compile time,
-recompilation's, left out), spread over the window's steps. seed_mm64_cold: 137.7 ms over 3 steps,
-45.9 ms per step against a median step of 368 µs (critical). This finding owns all of the first
-step: dead-window, profiler-overhead, gemm-heuristics and lazy-loading say nothing about the events
-inside it (before, the seed gave five findings for this one step). The step must be cold on its own
-account: seed_mm4096_compile_cold's first call is 7.4x the second, but 2.9 ms of its 3.7 ms excess
-is the profiler's buffer request, which profiler-overhead reports. Compile spans are
-recompilation's: gpu/compile_warmup's step 0 takes 2.5 s, 2.41 s of it compiling; the 86 ms of GPU
-idle left (69 ms of it the compiled graph's first aten::mm) is this finding's, 28.8 ms per step.
-
-Fix:
-Run a few iterations before profiling, or let the profiler skip them:
-`torch.profiler.schedule(wait=1, warmup=1, active=3)`; read only the steady-state steps.
-"""
+"""The cold-start rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+cold-start`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/cold_start.ftl."""
 
 from __future__ import annotations
 

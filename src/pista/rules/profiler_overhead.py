@@ -1,37 +1,5 @@
-"""What:
-The profiler's own work ("Activity Buffer Request", "Buffer Flush": CUPTI allocating and
-draining its activity buffers) drawn on the pid -1 overhead lane, and which ops it landed in.
-
-Why:
-This time is spent on the profiled thread while an op is running: the op's wall time (CPU total)
-and every region above it grow by that much, and the GPU waits through it, though the program
-without the profiler would not pay it. torch nests the event under the op, so Self CPU stays
-right, but step widths, CPU totals and gaps on the GPU timeline do not. Without a schedule's
-warm-up steps the first buffer request lands in the first profiled op.
-
-Example:
-`gpu/profiler_first_step` (a warmed-up 32-layer MLP forward profiled with `schedule(wait=0,
-warmup=0, active=3)`): one 2.600 ms Activity Buffer Request inside the first aten::addmm of step 0,
-90% of that op's 2.890 ms; step 0 is 6.9 ms against 3.8 ms for the others. `gpu/window_sync_warm`
-(one call, no schedule): 1.811 ms inside aten::mm, 77% of the window.
-
-Impact:
-One-time: the GPU idle time during the profiler's events, spread over the window's steps; the
-program without the profiler does not pay it, and a schedule's warm-up steps move it out of the
-window. gpu/profiler_first_step: 2.6 ms over 3 steps, 867 µs per step against a 3.8 ms median step
-(critical); gpu/window_sync_warm 1.8 ms, 77% of its window; seed_mm4096_compile_cold 2.9 ms, 58%.
-Events inside a cold first step or a dead window belong to those findings (seed_mm64_cold,
-gpu/window_sync_cold), and a request that costs under 1% of the step is noise: big_gpt_eager_20steps'
-3.1 ms over 20 steps is 0.3% of its 52.7 ms step (an info finding before). A window that recorded no
-op, region or device work (a few runtime calls at most) holds nothing the profiler inflated:
-flowmatch_pytorch_trace (foreign: 0 ops, no kernel) read as 8.4% profiler overhead inside an idle
-cudaDeviceSynchronize before (issue 35).
-
-Fix:
-Nothing to change in the program: profile with `schedule(wait=1, warmup=1, active=N)` (the buffers
-are requested in the warm-up steps), profile more steps so one request weighs less, and discount the
-named ops' CPU totals by that amount.
-"""
+"""The profiler-overhead rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+profiler-overhead`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/profiler_overhead.ftl."""
 
 from __future__ import annotations
 

@@ -1,0 +1,159 @@
+"""The rules' text as Fluent message catalogues: every word in `ftl/<lang>/<rule>.ftl`, the arguments in
+language-independent Python (`pista.i18n.args.<rule>`), computed from the rule's typed record.
+
+A rule's catalogue holds the messages
+
+- `title`; `message`, `advice`, `fix`, `basis` (the finding's parts, from `args(record, say)`);
+- one per note class, its name in kebab case (`NchwNote` -> `nchw-note`, from `NOTES[NchwNote](note, say)`);
+- `docs` (What / Why / Example / Impact / Fix: `pista explain`), and `severity-exception` where the rule has one;
+- any `...-item` message the args render with `say` (a list's items, joined in Python).
+
+Every argument is a string: pista writes its own figures (`t()`, `pct()`), so Fluent's NUMBER (babel)
+never reformats one, and bidi isolation is off: the output is the text as written. A finding's part and a
+note are one line: the line breaks of a wrapped pattern read as spaces; `docs` keeps its lines.
+
+fluent.runtime (with the babel it imports, ~70-150 ms) is imported when the first catalogued text is
+rendered, and each rule's .ftl is read and parsed on its first use in a language, not at start-up.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fluent.runtime import FluentBundle
+
+FTL = Path(__file__).parent / "ftl"
+
+# say(message id, **arguments): a message of the same catalogue on one line (a list item, joined by the caller)
+Say = Callable[..., str]
+Args = Callable[[Any, Say], dict[str, str]]
+
+
+def key(value: object) -> str:
+    """A value as a Fluent selector key (`[batch-norm]`): what is not a letter, digit, - or _ becomes -."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", str(value)) or "none"
+
+
+def yes(value: object) -> str:
+    """A condition as a selector key: `{ $has_op -> [yes] ... *[no] {""} }`."""
+    return "yes" if value else "no"
+
+
+def how_many(n: int) -> str:
+    """A count as a selector key: none, one or many (`[one] step 3 *[many] steps 3, 4`)."""
+    return "none" if n == 0 else "one" if n == 1 else "many"
+
+
+def note_id(cls: type) -> str:
+    """The message of a note class: its name in kebab case (NchwNote -> nchw-note)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", cls.__name__).lower()
+
+
+class Catalogue:
+    """One rule's text in one language: its .ftl, read and parsed on first use (`catalogue()` caches it)."""
+
+    def __init__(self, name: str, lang: str) -> None:
+        from fluent.runtime import FluentBundle  # the first text rendered pays fluent's (and babel's) import
+        from fluent.syntax import FluentParser  # as fluent.runtime
+        from fluent.syntax.ast import Junk, Message, Term  # as fluent.runtime
+
+        self.path = FTL / lang / f"{name}.ftl"
+        resource = FluentParser(with_spans=False).parse(self.path.read_text(encoding="utf-8"))
+        ids: list[str] = []
+        for entry in resource.body:
+            if isinstance(entry, Junk):
+                note = entry.annotations[0].message if entry.annotations else "syntax error"
+                raise ValueError(f"{self.path}: {note}: {(entry.content or '').strip()[:80]!r}")
+            if isinstance(entry, (Message, Term)):
+                ids.append(("-" if isinstance(entry, Term) else "") + entry.id.name)
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:  # Fluent keeps the first silently
+            raise ValueError(f"{self.path}: message defined twice: {', '.join(twice)}")
+        self.resource = resource
+        self.bundle: FluentBundle = FluentBundle([lang], use_isolating=False)
+        self.bundle.add_resource(resource)
+
+    def has(self, msg_id: str) -> bool:
+        return self.bundle.has_message(msg_id)
+
+    def text(self, msg_id: str, /, **args: str) -> str:
+        """A message as written, its lines kept (docs); any argument that is not a string, or any error
+        Fluent reports (an unknown message or variable), raises."""
+        wrong = sorted(k for k, v in args.items() if not isinstance(v, str))
+        if wrong:
+            raise TypeError(f"{self.path} {msg_id}: arguments must be strings (pista formats its figures): {wrong}")
+        if not self.bundle.has_message(msg_id):
+            raise LookupError(f"{self.path}: no message '{msg_id}'")
+        pattern = self.bundle.get_message(msg_id).value
+        if pattern is None:
+            raise LookupError(f"{self.path}: message '{msg_id}' has no value")
+        out, errors = self.bundle.format_pattern(pattern, args)
+        if errors:
+            raise ValueError(f"{self.path} {msg_id}: {'; '.join(map(str, errors))}")
+        return str(out)
+
+    def line(self, msg_id: str, /, **args: str) -> str:
+        """A message on one line: a wrapped pattern's line breaks read as spaces."""
+        return self.text(msg_id, **args).replace("\n", " ")
+
+
+@cache
+def catalogue(name: str, lang: str) -> Catalogue:
+    return Catalogue(name, lang)
+
+
+@cache
+def catalogued(name: str) -> bool:
+    """Whether a rule's text is in the catalogues (its English .ftl exists)."""
+    return (FTL / "en" / f"{name}.ftl").is_file()
+
+
+@cache
+def args_module(name: str) -> Any:
+    return importlib.import_module(f"pista.i18n.args.{name}")
+
+
+def finding_text(name: str, part: str, record: Any, lang: str) -> str:
+    """One part (title, message, advice, fix, basis) of a catalogued rule's finding."""
+    cat = catalogue(name, lang)
+    if part == "title":
+        return cat.line("title")
+    return cat.line(part, **args_module(name).args(record, cat.line))
+
+
+@cache
+def notes() -> dict[type, tuple[str, Args]]:
+    """Every catalogued note class: (its rule's module name, the function of its arguments)."""
+    import pista.i18n.args as package  # the args modules import the rules: the first note rendered, not start-up
+
+    table: dict[type, tuple[str, Args]] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        for cls, fn in getattr(args_module(info.name), "NOTES", {}).items():
+            table[cls] = (info.name, fn)
+    return table
+
+
+def note_text(detail: Any, lang: str) -> str | None:
+    """A catalogued note's text; None for a note class no catalogue holds."""
+    hit = notes().get(type(detail))
+    if hit is None:
+        return None
+    name, fn = hit
+    cat = catalogue(name, lang)
+    return cat.line(note_id(type(detail)), **fn(detail, cat.line))
+
+
+def docs(name: str, lang: str) -> str:
+    return catalogue(name, lang).text("docs").strip()
+
+
+def severity_exception(name: str, lang: str) -> str | None:
+    cat = catalogue(name, lang)
+    return cat.line("severity-exception") if cat.has("severity-exception") else None
