@@ -253,3 +253,21 @@ def test_a_wait_in_a_sync_for_earlier_work_is_no_dead_window(load_facts, name):
     during = [k for k in raw.device_work(name) if float(k["ts"]) < _end(sync) and _end(k) > float(sync["ts"])]
     assert len(during) >= 400 and not [k for k in during if k["args"].get("correlation") in launched]
     assert analyze(load_facts(name)).finding(ID) is None
+
+
+@pytest.mark.parametrize("name", ["foreign/rtx4090_tp2_llama_annot", "foreign/rtx4090_tp2_llama_dim1024"])
+def test_one_cold_pass_is_told_once(load_facts, name):
+    """Review 4: a cold LLaMA forward whose Embedding region waits 37-49% of the window before its first launch; the
+    Attention regions after it wait for the same start-up (1-4% each) and were told as more dead windows, the same
+    fix. One finding tells the cold pass; the later regions stay claimed, so lazy-loading does not restate them."""
+    facts = load_facts(name)
+    found = analyze(facts).findings
+    dead = [f for f in found if f.rule == ID]
+    assert len(dead) == 1 and dead[0].record.region == "Embedding"
+    attention = _named(facts, "Attention")
+    assert attention.size >= 2
+    first = int(attention[0])
+    lo, hi = int(facts.trace.ts[first]), int(facts.trace.ts[first] + facts.trace.dur[first])
+    for f in found:
+        if f.rule in ("lazy-loading", "cudnn-setup"):
+            assert not any(lo <= e.ts_ns < hi for e in f.evidence), f.rule
