@@ -101,3 +101,31 @@ def test_cudnn_benchmark_s_own_timing_syncs_are_cudnn_setup_s(analysis_of):
     assert sum(1 for s in syncs if any(raw.inside(c, s) for c in convs)) > 1000
     analysis = analysis_of(name)
     assert analysis.finding("host-sync") is None and analysis.finding("cudnn-setup") is not None
+
+
+def test_a_value_test_goes_with_its_read(analysis_of):
+    """savings/h100/sync_isfinite_check: `assert torch.isfinite(h).all()` after each of 16 blocks. The isfinite and
+    the all exist only for the read: the fix removes them with it (measured 19.0% unprofiled; the reads alone had
+    replayed to 4.9%), and the text names the test and torch._assert_async."""
+    name = "savings/h100/sync_isfinite_check__broken"
+    a = analysis_of(name)
+    f = a.finding("host-sync")
+    trace = a.facts.trace
+    isfinite, reads = _named(trace, "aten::isfinite"), _named(trace, "aten::is_nonzero")
+    in_steps = [i for i in isfinite if a.facts.event_step[i] >= 0]
+    assert len(in_steps) == len([i for i in reads if a.facts.event_step[i] >= 0]) == 16 * len(a.facts.steps)
+    assert f.record.check == "aten::isfinite > aten::all"
+    removed = set(f.edit.remove.tolist())
+    assert set(in_steps) <= removed and set(_named(trace, "aten::all").tolist()) & removed
+    assert "torch._assert_async" in f.fix
+    from pista.analysis import analyze
+
+    replayed = analyze(a.facts, replay=True)
+    [g] = [g for g in replayed.findings if g.rule == "host-sync"]
+    assert g.impact.unprofiled_share > 0.10 and replayed.top_fix.rule == "host-sync"
+
+
+def test_a_read_without_a_test_keeps_its_producers(analysis_of):
+    """The twin: loss.item() reads a value the backward needs; nothing before it is a test."""
+    f = analysis_of("savings/h100/sync_loss_item__broken").finding("host-sync")
+    assert f.record.check == "" and "_assert_async" not in f.fix

@@ -21,6 +21,7 @@ from pista.rules._common import (
     memcpys,
     name_mask,
     nearest_ancestor,
+    outer_ops,
     outermost_aten,
     pattern_mask,
     profiler_stop_sync,
@@ -60,6 +61,8 @@ class HostSync(Record):
     stall_us: float  # over the window
     step_share_percent: float
     ops: tuple[SyncingOp, ...]  # costliest first
+    check: str = ""  # where most reads test a value (`assert torch.isfinite(h).all()`): the test's ops, e.g.
+    # "aten::isfinite > aten::all"
 
 
 class SyncedVia(Record):
@@ -100,7 +103,8 @@ def check(ctx: Context) -> list[Finding]:
     impact = ctx.per_step(total)
     ops = _by_op(facts, syncs, hits, blocked, stall)
     record = HostSync(syncs=len(hits), steps=ctx.step_count, syncs_per_step=len(hits) / ctx.step_count,
-                      stall_us=us(total), step_share_percent=100.0 * impact.share, ops=ops)
+                      stall_us=us(total), step_share_percent=100.0 * impact.share, ops=ops,
+                      check=_check_name(facts, [op for op, _ in hits]))
     return [Finding(ID, record, impact, _evidence(facts, syncs, hits, blocked, stall),
                     edit=_edit(facts, hits, stall))]
 
@@ -108,6 +112,13 @@ def check(ctx: Context) -> list[Finding]:
 # Ops that exist only to bring a value to the host: the fix (keep it on the GPU) removes the op with its copy
 # and sync. Any other syncing op (a boolean-mask index, nonzero, a blocking copy) stays and stops waiting.
 READ_OPS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::tolist", "aten::is_nonzero"})
+# A value test read on the host (`assert torch.isfinite(h).all()`): the reduction to one bool and the elementwise
+# test before it exist only for the read, and go with it (savings/h100/sync_isfinite_check: 16 checks a step
+# measured 19.0%; the reads alone replayed to 4.9%).
+CHECK_REDUCTIONS = frozenset({"aten::all", "aten::any"})
+CHECK_TESTS = frozenset({"aten::isfinite", "aten::isnan", "aten::isinf", "aten::isposinf", "aten::isneginf",
+                         "aten::eq", "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge", "aten::isclose",
+                         "aten::logical_not", "aten::logical_and", "aten::logical_or"})
 # Ops that sync because their output's size depends on the values (a boolean mask): the fix keeps the shape
 # static (multiply by the mask, torch.where), so the op goes with its backward, not only its wait
 # (savings/h100/sync_bool_mask: logits[mask] gathers and scatters the logits; measured 9.6%, the wait alone
@@ -145,12 +156,50 @@ def _edit(facts: Facts, hits: list[tuple[int, list[int]]], stall: dict[int, int]
     unblock = [j for op, parts in hits if op not in gone and op not in masked for j in parts]
     work = _WorkIndex(facts)
     remove = [work.statement(op) for op in gone] + masked
+    remove += _check_producers(facts, [op for op in gone if trace.event_name(op) in READ_OPS])
     remove += backward_nodes(facts, np.array(masked, np.int64)).tolist()
     spans = [(work.gaps_before([op for op, parts in hits if parts == [op] and work.statement(op) == op]), 0.0)]
     scale = _batched_producers(facts, work, [op for op in gone if trace.event_name(op) in READ_OPS])
     return Edit("the syncs gone", remove=np.array(remove, np.int64), unblock=np.array(unblock, np.int64),
                 host_scale=scale, host_scale_spans=tuple((s, f) for s, f in spans if s.start.size),
                 host_remove_ns=cut)
+
+
+def _check_name(facts: Facts, hits: list[int]) -> str:
+    """The value test most reads make, where at least half of them make one ("aten::isfinite > aten::all")."""
+    trace = facts.trace
+    tests = Counter(" > ".join(trace.event_name(i) for i in reversed(parts))
+                    for parts in _checks(facts, [op for op in hits if trace.event_name(op) in READ_OPS]).values())
+    if not tests:
+        return ""
+    name, count = tests.most_common(1)[0]
+    return name if 2 * count >= len(hits) else ""
+
+
+def _check_producers(facts: Facts, reads: list[int]) -> list[int]:
+    """The ops that exist only for a value test read on the host (see _checks): dropping the check, or running it
+    every N steps, removes them with the read."""
+    return [i for parts in _checks(facts, reads).values() for i in parts]
+
+
+def _checks(facts: Facts, reads: list[int]) -> dict[int, list[int]]:
+    """Per read that tests a value: right before it on its thread, a reduction to one bool (all, any) and before
+    that the elementwise test (`assert torch.isfinite(h).all()`, `if torch.isnan(loss).any():`), the reduction
+    first."""
+    if not reads:
+        return {}
+    trace = facts.trace
+    outer, keys = outer_ops(facts)
+    at = {int(i): k for k, i in enumerate(outer.tolist())}
+    out: dict[int, list[int]] = {}
+    for r in reads:
+        k = at.get(int(r), -1)
+        if k < 1 or keys[k - 1] != keys[k] or trace.event_name(int(outer[k - 1])) not in CHECK_REDUCTIONS:
+            continue
+        out[r] = [int(outer[k - 1])]
+        if k >= 2 and keys[k - 2] == keys[k] and trace.event_name(int(outer[k - 2])) in CHECK_TESTS:
+            out[r].append(int(outer[k - 2]))
+    return out
 
 
 def _waits_kept(facts: Facts, hits: list[tuple[int, list[int]]],

@@ -24,6 +24,7 @@ def args(r: HostSync, say: Say) -> dict[str, str]:
         "stall_us": t(r.stall_us / steps), "latent": yes(r.step_share_percent < 100 * WARNING_SHARE),
         "explicit": yes(top.explicit), "op": top.name, "chain": " > ".join(top.chain),
         "per_step": f"{top.count / steps:.0f}", "op_stall_us": t(top.stall_us / steps),
+        "checks": yes(r.check), "check": r.check,
     }
 
 

@@ -68,14 +68,23 @@ advice = { $explicit ->
     [yes] Take { $op } out of the step ({ $chain }): it drains the GPU's queue and the GPU then waits for every
         launch that follows. Time with CUDA events (torch.cuda.Event(enable_timing=True)) and synchronize only
         where the host needs a result.
-   *[no] Keep results on the GPU and read them rarely (accumulate, then .item() every N steps); copy with
-        non_blocking=True into pinned memory; find hidden syncs with torch.cuda.set_sync_debug_mode('warn').
+   *[no] { $checks ->
+        [yes] The step tests values on the host ({ $check } > { $op }: an assert or an if on a tensor): drop
+            the check from the step or run it every N steps; an assert can stay on the GPU with
+            torch._assert_async(cond), which raises without a sync.
+       *[no] Keep results on the GPU and read them rarely (accumulate, then .item() every N steps); copy with
+            non_blocking=True into pinned memory; find hidden syncs with torch.cuda.set_sync_debug_mode('warn').
+    }
   }
 fix = { $explicit ->
     [yes] { $chain } drains the GPU's queue { $per_step }x per step, { $op_stall_us } of GPU idle per step: drop
         the synchronize from the step (time with CUDA events).
-   *[no] { $op } syncs the host { $per_step }x per step ({ $chain }), { $op_stall_us } per step with the GPU
-        waiting: keep the value on the GPU and read it once every N steps.
+   *[no] { $checks ->
+        [yes] { $check } > { $op } tests a value on the host { $per_step }x per step, each test a sync that
+            drains the GPU's queue: drop the check or run it every N steps (an assert: torch._assert_async(cond)).
+       *[no] { $op } syncs the host { $per_step }x per step ({ $chain }), { $op_stall_us } per step with the GPU
+            waiting: keep the value on the GPU and read it once every N steps.
+    }
   }
 basis = per sync, the GPU idle after it until the next device work, at most the GPU work it waited for (what the
     host could have dispatched meanwhile), per step

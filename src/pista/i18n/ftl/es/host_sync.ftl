@@ -63,15 +63,25 @@ advice = { $explicit ->
     [yes] Saca { $op } del paso ({ $chain }): vacía la cola de la GPU y la GPU espera después a cada lanzamiento
         que sigue. Mide con eventos CUDA (torch.cuda.Event(enable_timing=True)) y sincroniza solo donde el host
         necesite un resultado.
-   *[no] Deja los resultados en la GPU y léelos pocas veces (acumula y haz .item() cada N pasos); copia con
-        non_blocking=True a memoria fijada; encuentra las sincronizaciones ocultas con
-        torch.cuda.set_sync_debug_mode('warn').
+   *[no] { $checks ->
+        [yes] El paso comprueba valores en el host ({ $check } > { $op }: un assert o un if sobre un tensor):
+            quita la comprobación del paso o hazla cada N pasos; un assert puede quedarse en la GPU con
+            torch._assert_async(cond), que falla sin sincronizar.
+       *[no] Deja los resultados en la GPU y léelos pocas veces (acumula y haz .item() cada N pasos); copia con
+            non_blocking=True a memoria fijada; encuentra las sincronizaciones ocultas con
+            torch.cuda.set_sync_debug_mode('warn').
+    }
   }
 fix = { $explicit ->
     [yes] { $chain } vacía la cola de la GPU { $per_step } veces por paso, { $op_stall_us } de GPU inactiva por
         paso: quita la sincronización del paso (mide con eventos CUDA).
-   *[no] { $op } sincroniza el host { $per_step } veces por paso ({ $chain }), { $op_stall_us } por paso con la
-        GPU esperando: deja el valor en la GPU y léelo una vez cada N pasos.
+   *[no] { $checks ->
+        [yes] { $check } > { $op } comprueba un valor en el host { $per_step } veces por paso, cada comprobación
+            una sincronización que vacía la cola de la GPU: quita la comprobación o hazla cada N pasos (un
+            assert: torch._assert_async(cond)).
+       *[no] { $op } sincroniza el host { $per_step } veces por paso ({ $chain }), { $op_stall_us } por paso con
+            la GPU esperando: deja el valor en la GPU y léelo una vez cada N pasos.
+    }
   }
 basis = por sincronización, la GPU inactiva tras ella hasta el siguiente trabajo, como mucho el trabajo de GPU al
     que esperó (lo que el host podría haber despachado mientras), por paso
