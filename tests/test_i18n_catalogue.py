@@ -25,6 +25,8 @@ from pista.rules import catalogue as rule_catalogue
 # names a fixture that fires it here
 TRACES = sorted(p for p in [*FIXTURES.glob("*.json.gz"), *FIXTURES.glob("gpu/*.json.gz")] if "big_gpt" not in p.name)
 EXTRA_TRACES: list[Path] = []
+EXTRA_TRACES.append(FIXTURES / "gloo" / "balanced_2" / "rank-0.json.gz")  # exposed-communication
+EXTRA_TRACES.append(FIXTURES / "savings" / "h100" / "cpu_randn_input__broken.json.gz")  # cpu-tensor-creation
 CONVERTED = [r.id for r in rule_catalogue() if catalogued(module_name(r.id))]
 SECTIONS = {"en": ("What:", "Why:", "Example:", "Impact:", "Fix:"),
             "es": ("Qué:", "Por qué:", "Ejemplo:", "Impacto:", "Solución:")}

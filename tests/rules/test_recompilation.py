@@ -142,12 +142,15 @@ def test_every_field_renders_in_spanish(analysis_of):
 def test_a_single_recompile_reads_as_one_time_in_both_languages(analysis_of):
     import msgspec
 
-    from pista.i18n import rule_module
+    from pista.i18n._fluent import finding_text
     from pista.rules.recompilation import ONCE
 
     record = msgspec.structs.replace(analysis_of("gpu/recompile").finding("recompilation").record, kind=ONCE,
                                  steps_compiling=(2,), shapes=(), near_limit=())
-    en, es = rule_module("recompilation", "en"), rule_module("recompilation", "es")
+
+    def en(part):
+        return finding_text("recompilation", part, record, "en")
+
     for part in ("message", "advice", "fix", "basis"):
-        assert getattr(en, part)(record) != getattr(es, part)(record), part
-    assert en.basis(record).startswith("one-time") and "TORCH_LOGS" in en.advice(record)
+        assert en(part) != finding_text("recompilation", part, record, "es"), part
+    assert en("basis").startswith("one-time") and "TORCH_LOGS" in en("advice")

@@ -1,40 +1,5 @@
-"""What:
-Memory allocation runtime calls inside the steps, step after step: `cudaMalloc`/`cudaFree` (and
-the pinned-memory `cudaHostAlloc`/`cudaMallocHost`/`cudaFreeHost`, the driver's `cuMem*` of
-expandable segments), and HIP's (`hipMalloc`/`hipFree`, `hipHostMalloc`/`hipHostFree`). PyTorch's
-caching allocator makes them only when it misses: when `torch.cuda.empty_cache()` runs in the loop and
-hands the cache back, when shapes keep changing or memory is fragmented, when an allocation fails and it
-frees its cache to retry, or when caching is off (`PYTORCH_NO_CUDA_MEMORY_CACHING=1`). A window without
-steps is read as one, where frees recur (MIN_WINDOW_FREES): TraceLens' tl_mi300_ddp_resnet18_train, 1,360
-hipFree in 3.35 s of a 3.39 s window, most of it inside ops, was read as dispatch overhead before.
-
-Why:
-`cudaFree` synchronizes the device (the host waits for the GPU to drain, then the GPU waits for
-the host), and `cudaMalloc` of a large block costs tens of µs to milliseconds of host time in
-which nothing is launched. A warm cache serves the same tensors in about a µs.
-
-Example:
-gpu/allocator_churn on an H200: 4x (randn 4096x2048 bf16, matmul, relu_) then
-`torch.cuda.empty_cache()` each step. Every step calls cudaMalloc twice (under `aten::empty` in
-`aten::randn` and under `aten::mm`, 42-77 µs each) and cudaFree twice at the end of the step (35-133
-µs, the first one waiting for the GPU to drain): 6 + 6 calls in 3 steps, 830 µs of host time, and
-the GPU idles through most of it.
-
-Impact:
-Per step: the time the GPU sits idle from the start of each call until the next device work
-starts (within the step), the calls' intervals merged: the host time the calls cost that no GPU
-work hides, plus the idle they leave behind. An upper bound (the op after a call still takes its
-own dispatch time). gpu/allocator_churn 296 µs per step (49.9%, critical). Calls in a single step
-(seed_mm64_cold's first cuBLAS workspace, gpu/gemm_new_shapes' one new size) are one-time
-growth, not churn: cold-start's. Calls inside a cuDNN call that sets up a new shape (its
-workspaces; gpu/multiscale_benchmark's algorithm search) are cudnn-setup's.
-
-Fix:
-Remove `torch.cuda.empty_cache()` from the loop (call it, if at all, between phases); where the frees
-run inside ops, check `num_alloc_retries` (lower the peak memory) and that caching is on; keep shapes
-static or bucketed so cached blocks fit again; try `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`
-against fragmentation; see `torch.cuda.memory_stats()` (`num_alloc_retries`, `num_device_alloc`).
-"""
+"""The allocator-churn rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+allocator-churn`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/allocator_churn.ftl."""
 
 from __future__ import annotations
 

@@ -1,44 +1,5 @@
-"""What:
-Each step launches many tiny kernels, and launching one costs more host time than running it:
-the median kernel lasts a few µs or less, while the launch call alone (cudaLaunchKernel,
-cuLaunchKernelEx) takes as long or longer, and the op that dispatched it longer still. The rule
-names the kernels and the ops that launch them, and the GPU idle while the host dispatches them.
-
-Why:
-A kernel launch costs ~5-10 µs of host time (Python, the dispatcher, the CUDA driver); an
-elementwise op on a small tensor runs in 1 µs. With hundreds of them per step the GPU finishes
-each kernel before the next one arrives, so the step time is the sum of launch costs. A faster GPU
-does not help; fewer, bigger kernels do.
-
-Example:
-gpu/launch_bound on an H200: 200 tiny elementwise ops (mul, add on 256 floats) per step; 600
-kernels over 3 steps with a median of 0.928 µs each, against a median cudaLaunchKernel of 6.49 µs;
-188 µs of kernels per step for 1.37 ms of launch calls. The GPU waits 4.19 ms per step for these
-kernels to be launched, 95% of the 4.41 ms median step.
-
-Impact:
-Per step: the GPU idle just before each tiny kernel, from the end of the device's previous work to
-the kernel's start (the GPU was waiting for this launch), not counting idle another finding
-claims (a sync's, a data-loading region's, compiling, the profiler's): what fusing those ops into a
-few kernels, or replaying them as a CUDA graph, could save at most (upper bound). This is the part
-of the per-op idle the tiny kernels explain: `many-calls` and `overhead-bound` take only what is
-left, so the same idle is never reported twice (on gpu/launch_bound overhead-bound keeps 59 µs,
-1.3%, and many-calls nothing). Before, the rule had no impact and restated overhead-bound's
-verdict and many-calls' aten::mul / aten::add.
-
-Kernels a graph launch replays (cudaGraphLaunch, hipGraphLaunch) are not launched one by one and
-are left out; a program that already replays graphs is told to fuse the rest or capture it into
-those graphs, not to capture the step (issue 35: foreign/hta_negq_rank0, 14 graph launches a step,
-its 135 graph kernels counted before). Per-step figures are means over the steps, shares of the
-mean step (a mean part against the median step could exceed it).
-
-Fix:
-Fuse the ops: torch.compile (Inductor fuses elementwise chains into one Triton kernel),
-foreach/fused optimizers (`fused=True`), vectorise over a batch instead of looping in Python;
-replay the whole step as a CUDA graph (`torch.compile(mode="reduce-overhead")`,
-`torch.cuda.CUDAGraph`) so the launches cost one graph launch. Code that is already compiled needs
-the CUDA graph (or bigger work per call), not another torch.compile.
-"""
+"""The launch-bound rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+launch-bound`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/launch_bound.ftl."""
 
 from __future__ import annotations
 

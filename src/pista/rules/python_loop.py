@@ -1,46 +1,5 @@
-"""What:
-A Python loop in the step that runs the same ops once per sample or once per model: the step's top-level
-ops repeat as one block many times in a row. Two kinds are told apart by what the trace shows:
-- **per sample**: each pass starts by indexing one element out of a batch (`aten::select`/`aten::slice`/
-  `aten::narrow`, from `x[i]` or `x[i:i+1]`), or one `aten::unbind` comes right before the first pass
-  (`for row in x`): a loss, a metric or an augmentation computed sample by sample. Passes need not be
-  the same ops: after an `aten::unbind` of a [N, ...] batch, the ops that take one row mark the passes
-  where each starts with the same ops up to that one (`for img in batch:` with a random flip in some
-  passes, savings/h100/loop_per_sample_augment);
-- **per model**: the passes' results are gathered by `aten::stack`/`aten::cat` (`torch.stack([m(x) for m
-  in models])`), or summed (`sum(m(x) for m in models)`, a loss summed over the members): an ensemble,
-  or heads, run one after the other. Where the trace has shapes, 3 passes are enough when every pass
-  starts from the same input shape and, summed, each ends adding a result of another shape than that
-  input (an ensemble of 5 is common; a model's residual blocks add what has their input's shape).
-A model's own layers also repeat, but neither start with an index nor end in a stack: they are the
-model's structure, not a loop to remove (healthy_gpt_bf16's blocks stay quiet).
-
-Why:
-Each pass dispatches every op again: ~5-20 µs of host time per op and one tiny kernel each, so the GPU
-waits on the host (launch-bound, overhead-bound are this loop's symptoms). One batched call does the same
-work in one dispatch and a few kernels that use the whole GPU.
-
-Example:
-savings/h100/loop_per_sample_loss: a weighted loss summed sample by sample over a batch of 32 (`loss =
-loss + w[i] * F.cross_entropy(logits[i:i+1], y[i:i+1])`): 32 passes of select, slice, slice,
-cross_entropy, mul, add a step; the batched `cross_entropy(reduction="none")` twin is 84% faster
-unprofiled. savings/h100/loop_ensemble: 16 MLPs run one by one and stacked; `torch.func.
-stack_module_state` + `torch.vmap` is 74% faster. loop_ensemble_cnn: 5 CNNs averaged with `sum(m(x) for m
-in models) / n`; loop_ensemble_train: the loss of 4 MLPs summed member by member, against one module
-holding them as stacked weights.
-
-Impact:
-The step replayed with one pass kept and batched: the other passes' host time goes (their ops, the
-Python between them) with their backward nodes; the kept pass's kernels grow by the others' work less
-a tiny kernel's fixed cost each (KERNEL_FLOOR_NS), a batched kernel doing k passes' bytes and FLOPs.
-
-Fix:
-Per sample: call the op on the whole batch (`F.cross_entropy(logits, y, reduction="none")` then weight,
-mask or reduce; `torch.vmap` for a function written per sample). Per model: stack the models' weights
-and vmap one functional call (`params, buffers = torch.func.stack_module_state(models)`, `torch.vmap(
-lambda p, b, x: torch.func.functional_call(base, (p, b), (x,)), in_dims=(0, 0, None))`), or one module
-with a batch dimension over the models (`torch.bmm`, grouped convolutions).
-"""
+"""The python-loop rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+python-loop`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/python_loop.ftl."""
 
 from __future__ import annotations
 

@@ -1,43 +1,5 @@
-"""What:
-torch.compile compiles inside the profiled window: Dynamo/Inductor compile spans (`dynamo`,
-`entire_frame_compile`, `_compile.compile_inner (dynamo_timed)`, `OutputGraph.call_user_compiler`,
-`CompileTime`, autotuning...) run inside the steps, or one frame shows up under several compile
-ids (`Torch-Compiled Region: 0/1`, `0/2`, ...: the number after the slash counts recompiles), each
-running its own graph (`## Call CompiledFxGraph <hash>` with a new hash). It tells a warm-up (a
-frame's first compile, once) from steady-state recompiles, and warns when a frame nears the
-recompile limit.
-
-Why:
-A compile costs hundreds of ms to seconds of host time, during which the GPU waits. Compiling once
-at start-up is the deal torch.compile offers; compiling again in the steady state means a guard
-failed: a new input shape (without dynamic shapes), a new dtype or device, a changed Python
-constant or global, a new module instance. Each recompile also adds an entry the guards must
-check on every later call, and past `torch._dynamo.config.recompile_limit` (8) Dynamo gives up and
-runs the frame eagerly.
-
-Example:
-gpu/recompile on an H200: `torch.compile(fn, dynamic=False)` of `relu(x @ w) + 1` called with a
-new square size each step (96, 128, 160 in the profiled steps): compile ids 0/1, 0/2, 0/3, one
-compile per step (`dynamo` 220-231 ms each) plus Inductor autotuning on each new graph's first call
-(60-68 ms): 865 ms of the 896 ms of steps (96.6%).
-
-Impact:
-The compile time (the top-level compile spans, autotuning included) during which the GPU ran none
-of the user's work, per step. Steady-state recompiles (compiles in two or more steps) cost that
-each time: gpu/recompile 288 ms per step, 96% (critical), and its frame 0 already holds 4 of its 8
-entries, one more per step. A warm-up (the first compiles of their frames, in one step) or a single
-recompile is spread over the window's steps and its basis says "one-time": warming up before
-profiling fixes it. A frame holding half the limit or more (`Torch-Compiled Region: F/R` with
-R+1 >= 4) is reported even when nothing compiles inside the window, as at least a warning: past
-the limit the frame runs eagerly. It used to be a warning from 1 ms of compile time, whatever
-its share.
-
-Fix:
-Find what changes with `TORCH_LOGS="recompiles"` (or `torch._dynamo.explain`); mark varying
-dimensions dynamic (`torch._dynamo.mark_dynamic(x, 0)`, `dynamic=True`) or pad/bucket the shapes to
-a few sizes; keep Python scalars that change out of the compiled function (pass them as tensors);
-warm up every shape before profiling or timing.
-"""
+"""The recompilation rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+recompilation`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/recompilation.ftl."""
 
 from __future__ import annotations
 
@@ -64,7 +26,6 @@ RECOMPILE_LIMIT = 8
 # A frame holding at least this many entries is near the limit: gpu/recompile's frame 0 holds 4
 # (0/0 before the window, 0/1-0/3 inside), one more per step; seed_mm64_compile's holds 2 (0/0, 0/1).
 NEAR_LIMIT_ENTRIES = RECOMPILE_LIMIT // 2
-SEVERITY_EXCEPTION = "at least a warning near the recompile limit: past it the frame runs eagerly"
 EVIDENCE_EVENTS = 8
 
 COMPILE_ID = re.compile(r"compile_id=(\d+)/(\d+)")
