@@ -41,11 +41,13 @@ docs =
 first = { $kind ->
     [step] step { $step }
     [iteration] the first iteration (from the first '{ $name }' call to the next)
+    [update] the first iteration (up to the end of the first '{ $name }')
    *[region] the first '{ $name }' call
   }
 First = { $kind ->
     [step] Step { $step }
     [iteration] The first iteration (from the first '{ $name }' call to the next)
+    [update] The first iteration (up to the end of the first '{ $name }')
    *[region] The first '{ $name }' call
   }
 others = { $kind ->
@@ -54,6 +56,7 @@ others = { $kind ->
        *[many] steps { $other_first }-{ $other_last }
     }
     [iteration] the { $others } later iteration(s)
+    [update] the { $others } later iteration(s)
    *[region] the { $others } later call(s)
   }
 schedule = torch.profiler.schedule(wait=1, warmup=1, active={ $steps })
@@ -107,6 +110,7 @@ fix = { First } takes { $first_us } against { $median_us } for the rest{ $has_op
 basis = { $kind ->
     [step] one-time: the GPU idle in step { $step } beyond the other steps' median
     [iteration] one-time: the GPU idle in the first iteration beyond the later iterations' median
+    [update] one-time: the GPU idle in the first iteration beyond the later iterations' median
    *[region] one-time: the GPU idle in the first '{ $name }' call beyond its later calls' median
   }
 first-note = { $ratio }x the median { $median_us } of the other { $others }

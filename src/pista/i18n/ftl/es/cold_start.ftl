@@ -42,11 +42,13 @@ docs =
 first = { $kind ->
     [step] el paso { $step }
     [iteration] la primera iteración (de la primera llamada a '{ $name }' a la siguiente)
+    [update] la primera iteración (hasta el final del primer '{ $name }')
    *[region] la primera llamada a '{ $name }'
   }
 First = { $kind ->
     [step] El paso { $step }
     [iteration] La primera iteración (de la primera llamada a '{ $name }' a la siguiente)
+    [update] La primera iteración (hasta el final del primer '{ $name }')
    *[region] La primera llamada a '{ $name }'
   }
 others = { $kind ->
@@ -55,6 +57,7 @@ others = { $kind ->
        *[many] los pasos { $other_first }-{ $other_last }
     }
     [iteration] las { $others } iteraciones posteriores
+    [update] las { $others } iteraciones posteriores
    *[region] las { $others } llamadas posteriores
   }
 schedule = torch.profiler.schedule(wait=1, warmup=1, active={ $steps })
@@ -109,6 +112,7 @@ fix = { First } tarda { $first_us } frente a { $median_us } del resto{ $has_ops 
 basis = { $kind ->
     [step] única vez: la GPU inactiva en el paso { $step } por encima de la mediana de los demás pasos
     [iteration] única vez: la GPU inactiva en la primera iteración por encima de la mediana de las posteriores
+    [update] única vez: la GPU inactiva en la primera iteración por encima de la mediana de las posteriores
    *[region] única vez: la GPU inactiva en la primera llamada a '{ $name }' por encima de la mediana de las
         posteriores
   }
