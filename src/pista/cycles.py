@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pista import __version__
+from pista._version import __version__
 from pista.policy import SEVERITY_ORDER
 from pista.schema import JSON_SCHEMA_VERSION
 

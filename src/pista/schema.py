@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from pista import __version__
+from pista._version import __version__
 from pista.efficiency import kernel_rows
 
 if TYPE_CHECKING:

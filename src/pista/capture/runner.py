@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pista import __version__
+from pista._version import __version__
 from pista.capture import import_torch, workloads
 from pista.capture.session import Session, default_run_dir, resolve_device
 from pista.cli.common import write_output
