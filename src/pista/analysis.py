@@ -260,9 +260,13 @@ def _check(ctx: Context, rule_ids: list[str], failures: list[RuleFailed]) -> dic
 
     out: dict[str, list[Finding]] = {}
     for rule_id in rule_ids:
+        rule = get_rule(rule_id)
         out[rule_id] = []
         with isolated(rule_id, "check", failures):
-            out[rule_id] = get_rule(rule_id).check(ctx)
+            out[rule_id] = rule.check(ctx)
+        for f in out[rule_id]:
+            if f.symptom is None:  # the rule's say (pista.policy.is_symptom reads the finding's alone)
+                f.symptom = rule.symptom
         phase_done(len(ctx.facts.trace))
     return out
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from pista.finding import Finding, Impact
 from pista.isolation import RuleFailed, isolated
-from pista.policy import Severity
+from pista.policy import Severity, is_symptom
 from pista.timeline import NO_EDIT, Edit, Replay, Timeline, timeline
 from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts
 
@@ -71,16 +71,6 @@ RESTATED_SHARE = 0.05
 # own estimate) and hta_v100_dfidx (volta_sgemm 23% of the step while the backward issues 374 all-reduces one by
 # one, the GPU idle 120 ms of each step; 20% by its estimate). REVIEW.md's bar for a silence: 10% of the step.
 OFF_PATH_MIN_SHARE = 0.10
-
-
-def is_symptom(finding: Finding) -> bool:
-    """Whether the finding is a symptom: its own say, else its rule's SYMPTOM."""
-    # start-up: `pista whatif` replays without the catalogue (rules loads findings, analysis)
-    from pista.rules import get_rule
-
-    if finding.symptom is not None:
-        return finding.symptom
-    return bool(getattr(get_rule(finding.rule).module, "SYMPTOM", False))
 
 
 def quiet_symptoms(findings: list[Finding]) -> list[Finding]:
@@ -274,6 +264,7 @@ class _Credit:
 def _off_path(f: Finding) -> Any:
     """The record of a finding whose replay saves nothing, told so, where it stays (KEEP_OFF_PATH,
     OFF_PATH_MIN_SHARE, and its record's `off_critical_path()` keeps it); None where it goes."""
+    # start-up: `pista whatif` replays without the catalogue (rules loads every rule's module)
     from pista.rules import get_rule
 
     if not getattr(get_rule(f.rule).module, "KEEP_OFF_PATH", False) or f.impact.share < OFF_PATH_MIN_SHARE:
