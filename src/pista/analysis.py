@@ -20,8 +20,9 @@ from pista.finding import Finding, Impact
 from pista.i18n import note_text
 from pista.isolation import RuleFailed, isolated
 from pista.memory import summary as memory_summary
-from pista.notices import coverage_notices, cpu_activity_missing, one_time_notices, verdict_notices
+from pista.notices import coverage_notices, one_time_notices, verdict_notices
 from pista.policy import order_key, top_fix, verdict_of
+from pista.query import cpu_activity_missing
 from pista.schema import analysis_dict
 from pista.table import Table, build_table
 from pista.trace.facts import Facts, derive, merge_intervals, per_facts

@@ -17,7 +17,15 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pista.rules._common import DATALOADER_MARKER, LOADER_REGION, SYNC_NAMES, _levels, name_mask, pattern_mask
+from pista.query import (
+    DATALOADER_MARKER,
+    LOADER_REGION,
+    SYNC_NAMES,
+    cpu_activity_missing,
+    levels,
+    name_mask,
+    pattern_mask,
+)
 from pista.trace.facts import Facts, merge_intervals
 
 REGIONS = ("forward", "backward", "optimizer", "data", "python", "waiting")
@@ -54,8 +62,6 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     """{thread lane: {region: µs per step}} inside the window, busiest thread first; none where the trace records
     runtime calls but no op (CUDA activity alone: a4000_sevit_warm's 2.75 ms of runtime calls read as "forward
     100%"), whose host time cannot be split (pista.notices says so)."""
-    from pista.notices import cpu_activity_missing
-
     if cpu_activity_missing(facts):
         return {}
     trace = facts.trace
@@ -196,7 +202,7 @@ def _regions(facts: Facts) -> np.ndarray:
         if category is not None:
             marks &= trace.category_mask({category})
         bits[marks] |= np.uint8(1 << k)
-    for level in _levels(facts):  # parents before their children
+    for level in levels(facts):  # parents before their children
         bits[level] |= bits[facts.parent[level]]
     region = np.full(len(trace), _CODE["python"], dtype=np.int8)
     for k in reversed(range(len(PATTERNS))):  # the earliest entry wins

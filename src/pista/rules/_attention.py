@@ -12,15 +12,8 @@ import numpy as np
 
 from pista.findings import steps_of
 from pista.opargs import op_args
-from pista.rules._common import (
-    AUTOGRAD_NODE,
-    index_mask,
-    name_mask,
-    nearest_in,
-    outer_ops,
-    pattern_mask,
-    step_ops,
-)
+from pista.query import AUTOGRAD_NODE, name_mask, nearest_in, pattern_mask
+from pista.rules._common import index_mask, outer_ops, step_ops
 from pista.trace.facts import Facts, per_facts
 
 # the thresholds below are manual-attention's (`pista explain manual-attention`, [tool.pista.rules.manual-attention])

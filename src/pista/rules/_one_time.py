@@ -30,15 +30,9 @@ from typing import Any
 import numpy as np
 
 from pista.findings import Context, Finding
+from pista.query import COMPILE_EVENT, nearest_ancestor, pattern_mask
 from pista.rules import catalogue
-from pista.rules._common import (
-    COMPILE_EVENT,
-    busy_ns_many,
-    kernel_launches,
-    kernels,
-    nearest_ancestor,
-    pattern_mask,
-)
+from pista.rules._common import busy_ns_many, kernel_launches, kernels
 from pista.rules._idle import COLD_RATIO, subtract, sum_under
 from pista.trace.facts import STEP_NAME, Facts, Intervals, merge_intervals, per_facts
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pista.query import COMPILE_EVENT, nearest_in, pattern_mask
 from pista.rules._claims import specific_claims
 from pista.rules._common import (
-    COMPILE_EVENT,
     COMPILED_CODE,
     ancestors_match,
     data_regions,
@@ -22,9 +22,7 @@ from pista.rules._common import (
     first_calls,
     index_mask,
     mark_ancestors,
-    nearest_in,
     outer_ops,
-    pattern_mask,
 )
 from pista.rules._idle import intersect, ledger, spans, subtract, union
 from pista.rules._launches import launch_bound_idle

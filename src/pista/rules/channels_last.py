@@ -46,15 +46,8 @@ import numpy as np
 
 from pista.findings import Context, Finding, Record
 from pista.purpose import CODE, classify
-from pista.rules._common import (
-    device_ns_in_window,
-    evidence,
-    index_mask,
-    kernels,
-    pattern_mask,
-    short_name,
-    us,
-)
+from pista.query import pattern_mask
+from pista.rules._common import device_ns_in_window, evidence, index_mask, kernels, short_name, us
 from pista.rules._train_mode import training_kernels
 from pista.timeline import Edit
 

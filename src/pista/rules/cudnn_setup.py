@@ -45,8 +45,9 @@ import msgspec
 import numpy as np
 
 from pista.findings import Context, Finding, Record
+from pista.query import SYNC_NAMES, name_mask
 from pista.rules import _one_time as one_time
-from pista.rules._common import SYNC_NAMES, evidence, idle_ns_in, kernel_launches, name_mask, step_at, us
+from pista.rules._common import evidence, idle_ns_in, kernel_launches, step_at, us
 from pista.rules._cudnn import inside, recurring_steps, slow_calls
 from pista.trace.facts import Facts, Intervals
 

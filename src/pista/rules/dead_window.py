@@ -50,17 +50,9 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record, top_indices
+from pista.query import SYNC_NAMES, name_mask
 from pista.rules import _one_time as one_time
-from pista.rules._common import (
-    SYNC_NAMES,
-    enclosing_op,
-    evidence,
-    kernel_launches,
-    mark_ancestors,
-    name_mask,
-    step_at,
-    us,
-)
+from pista.rules._common import enclosing_op, evidence, kernel_launches, mark_ancestors, step_at, us
 from pista.trace.facts import STEP_NAME, Facts, Intervals
 
 ID = "dead-window"

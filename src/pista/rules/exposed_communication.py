@@ -73,8 +73,9 @@ import numpy as np
 
 from pista.distributed.comm import communication
 from pista.findings import Context, Evidence, Finding, Impact, Record
+from pista.query import name_mask, pattern_mask
 from pista.rules import _one_time as one_time
-from pista.rules._common import name_mask, pattern_mask, short_name, us
+from pista.rules._common import short_name, us
 from pista.trace.facts import Facts
 
 ID = "exposed-communication"

@@ -49,7 +49,8 @@ import numpy as np
 
 from pista.efficiency import card_of, compute_major, device_name, gemms, tf32_gains
 from pista.findings import Context, Finding, Record
-from pista.rules._common import evidence, kernels, nearest_ancestor, op_dims, pattern_mask, us
+from pista.query import nearest_ancestor, pattern_mask
+from pista.rules._common import evidence, kernels, op_dims, us
 from pista.timeline import Edit
 from pista.trace.facts import Facts
 

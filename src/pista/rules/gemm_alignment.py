@@ -48,8 +48,9 @@ import numpy as np
 from pista.efficiency import Gemm, card_of, gemms
 from pista.findings import Context, Finding, Record
 from pista.opargs import op_args
+from pista.query import name_mask
 from pista.rules._attention import matmul_kernels
-from pista.rules._common import device_ns_in_window, evidence, name_mask, short_name, step_ops, us
+from pista.rules._common import device_ns_in_window, evidence, short_name, step_ops, us
 from pista.timeline import Edit
 
 ID = "gemm-alignment"

@@ -43,8 +43,9 @@ import msgspec
 import numpy as np
 
 from pista.findings import Context, Finding, Record
+from pista.query import nearest_ancestor
 from pista.rules import _one_time as one_time
-from pista.rules._common import evidence, kernel_launches, launched_by, nearest_ancestor, step_at, us
+from pista.rules._common import evidence, kernel_launches, launched_by, step_at, us
 from pista.trace.facts import Intervals
 
 ID = "gemm-heuristics"

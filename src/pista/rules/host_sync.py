@@ -54,20 +54,16 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
+from pista.query import COMPILE_EVENT, SYNC_NAMES, name_mask, nearest_ancestor, pattern_mask
 from pista.rules import _one_time as one_time
 from pista.rules._anomaly import check_ops
 from pista.rules._breaks import gaps
 from pista.rules._common import (
-    COMPILE_EVENT,
-    SYNC_NAMES,
     backward_nodes,
     busy_ns,
     kernel_launches,
     memcpys,
-    name_mask,
-    nearest_ancestor,
     outermost_aten,
-    pattern_mask,
     profiler_stop_sync,
     us,
 )

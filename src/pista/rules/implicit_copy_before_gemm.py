@@ -46,7 +46,8 @@ from collections import defaultdict
 import numpy as np
 
 from pista.findings import Context, Finding, Record
-from pista.rules._common import evidence, pattern_mask, us
+from pista.query import pattern_mask
+from pista.rules._common import evidence, us
 
 ID = "implicit-copy-before-gemm"
 

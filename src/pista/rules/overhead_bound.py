@@ -65,17 +65,10 @@ import numpy as np
 
 from pista import findings
 from pista.findings import Context, Evidence, Finding, Record
+from pista.query import AUTOGRAD_NODE, pattern_mask
 from pista.rules import _one_time as one_time
 from pista.rules._claims import other_claims
-from pista.rules._common import (
-    AUTOGRAD_NODE,
-    COMPILED_CODE,
-    PROFILER_HOST_INFLATION,
-    new_shapes,
-    pattern_mask,
-    step_at,
-    us,
-)
+from pista.rules._common import COMPILED_CODE, PROFILER_HOST_INFLATION, new_shapes, step_at, us
 from pista.rules._idle import intersect, ledger, spans, subtract, union
 from pista.rules._launches import graph_replays, launch_bound_idle, mean_step_us
 from pista.rules._repeated import many_calls_idle

@@ -48,15 +48,8 @@ import numpy as np
 
 from pista.findings import Context, Finding, Record, Severity
 from pista.opargs import op_args
-from pista.rules._common import (
-    COMPILED_CODE,
-    OPTIMIZER_STEP,
-    evidence,
-    name_mask,
-    nearest_in,
-    pattern_mask,
-    us,
-)
+from pista.query import name_mask, nearest_in, pattern_mask
+from pista.rules._common import COMPILED_CODE, OPTIMIZER_STEP, evidence, us
 from pista.timeline import Edit
 from pista.trace.facts import Facts, per_facts
 

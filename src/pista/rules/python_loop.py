@@ -50,16 +50,8 @@ import numpy as np
 
 from pista.findings import Context, Finding, Record
 from pista.opargs import op_args
-from pista.rules._common import (
-    OPTIMIZER_STEP,
-    backward_nodes,
-    data_region_mask,
-    evidence,
-    nearest_in,
-    outer_ops,
-    pattern_mask,
-    us,
-)
+from pista.query import nearest_in, pattern_mask
+from pista.rules._common import OPTIMIZER_STEP, backward_nodes, data_region_mask, evidence, outer_ops, us
 from pista.timeline import Edit
 from pista.trace.facts import Facts, merge_intervals
 

@@ -47,7 +47,8 @@ from collections import defaultdict
 import numpy as np
 
 from pista.findings import WARNING_SHARE, Context, Evidence, Finding, Record, Severity
-from pista.rules._common import COMPILE_EVENT, COMPILED_REGION, GRAPH_CALL, nearest_ancestor, pattern_mask, us
+from pista.query import COMPILE_EVENT, nearest_ancestor, pattern_mask
+from pista.rules._common import COMPILED_REGION, GRAPH_CALL, us
 from pista.timeline import Edit
 from pista.trace.facts import Facts, merge_intervals
 

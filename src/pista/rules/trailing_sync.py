@@ -37,7 +37,8 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
-from pista.rules._common import SYNC_NAMES, busy_ns, name_mask, nearest_ancestor, profiler_stop_sync, us
+from pista.query import SYNC_NAMES, name_mask, nearest_ancestor
+from pista.rules._common import busy_ns, profiler_stop_sync, us
 from pista.timeline import Edit
 from pista.trace.facts import Facts
 

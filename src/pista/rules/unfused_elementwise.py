@@ -70,9 +70,10 @@ from pista.efficiency import MEMO_SIZE, PRACTICAL_SHARE_HBM, card_of
 from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import op_args
 from pista.purpose import CODE, classify
+from pista.query import nearest_ancestor, pattern_mask
 from pista.rules import _written_out
 from pista.rules._attention import score_kernels
-from pista.rules._common import COMPILED_REGION, device_ns_in_window, nearest_ancestor, pattern_mask, us
+from pista.rules._common import COMPILED_REGION, device_ns_in_window, us
 from pista.rules._gelu import chain_ops
 from pista.rules._written_out import stream_work as _stream_work
 from pista.timeline import Edit

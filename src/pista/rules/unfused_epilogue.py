@@ -45,7 +45,8 @@ import numpy as np
 from pista.efficiency import GEMM_OPS, MEMO_SIZE, gemm_mnk
 from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import OpArgs, op_args
-from pista.rules._common import name_mask, nearest_in, us
+from pista.query import name_mask, nearest_in
+from pista.rules._common import us
 from pista.timeline import Edit
 from pista.trace.facts import INDEX, Facts, indices
 

@@ -73,19 +73,8 @@ import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record, steps_of
 from pista.purpose import CODE, classify
-from pista.rules._common import (
-    AUTOGRAD_NODE,
-    FUSED_OPTIMIZERS,
-    OPTIMIZER_CLASS,
-    busy_ns,
-    index_mask,
-    name_mask,
-    nearest_ancestor,
-    outer_ops,
-    pattern_mask,
-    update_starts,
-    us,
-)
+from pista.query import AUTOGRAD_NODE, name_mask, nearest_ancestor, pattern_mask, update_starts
+from pista.rules._common import FUSED_OPTIMIZERS, OPTIMIZER_CLASS, busy_ns, index_mask, outer_ops, us
 from pista.rules._idle import idle_under
 from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts
