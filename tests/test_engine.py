@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pista.analysis import analyze
 from pista.engine import profiler_edit
-from pista.findings import analyze
 from pista.policy import is_symptom
 from pista.timeline import timeline
 

@@ -113,7 +113,7 @@ def test_negative_timestamps_keep_the_same_facts(tmp_path, load_facts):
 
     from conftest import fixture
 
-    from pista.findings import summarize
+    from pista.analysis import summarize
     from pista.table import build_table
     from pista.trace.facts import derive
     from pista.trace.load import load_trace

@@ -201,7 +201,7 @@ class ProfiledRun:
 
     @property
     def analysis(self) -> Any:
-        """The `pista.findings.Analysis` of the profiled steps (None until written)."""
+        """The `pista.analysis.Analysis` of the profiled steps (None until written)."""
         return self.profiler.analysis
 
 
