@@ -181,17 +181,33 @@ def _edit(facts: Facts, hits: list[tuple[int, list[int]]], stall: dict[int, int]
     launched before the window keeps its wait: the host's time after it, up to the GPU idle it caused, goes."""
     trace = facts.trace
     hits, cut = _waits_kept(facts, hits, stall)
-    gone = [op for op, parts in hits if parts == [op] or trace.event_name(op) in READ_OPS]
-    masked = [op for op, parts in hits if op not in gone and trace.event_name(op) in MASKED_OPS]
-    unblock = [j for op, parts in hits if op not in gone and op not in masked for j in parts]
+    gone, masked, unblock = _by_fix(facts, hits)
     work = _WorkIndex(facts)
     remove = [work.statement(op) for op in gone] + masked
     remove += backward_nodes(facts, np.array(masked, np.int64)).tolist()
-    spans = [(work.gaps_before([op for op, parts in hits if parts == [op] and work.statement(op) == op]), 0.0)]
+    # a bare sync's wrapper the trace recorded no frame for: the host time right before it
+    wrappers = work.gaps_before([op for op, parts in hits if parts == [op] and work.statement(op) == op])
     scale = _batched_producers(facts, work, [op for op in gone if trace.event_name(op) in READ_OPS])
     return Edit("the syncs gone", remove=np.array(remove, np.int64), unblock=np.array(unblock, np.int64),
-                host_scale=scale, host_scale_spans=tuple((s, f) for s, f in spans if s.start.size),
+                host_scale=scale, host_scale_spans=((wrappers, 0.0),) if wrappers.start.size else (),
                 host_remove_ns=cut)
+
+
+def _by_fix(facts: Facts, hits: list[tuple[int, list[int]]]) -> tuple[list[int], list[int], list[int]]:
+    """The hits by what their fix does: a value read or a bare sync goes (gone); a masked op goes with its
+    backward (masked); any other syncing op stays and stops waiting (its parts, unblocked)."""
+    gone: list[int] = []
+    masked: list[int] = []
+    unblock: list[int] = []
+    for op, parts in hits:
+        name = facts.trace.event_name(op)
+        if parts == [op] or name in READ_OPS:
+            gone.append(op)
+        elif name in MASKED_OPS:
+            masked.append(op)
+        else:
+            unblock.extend(parts)
+    return gone, masked, unblock
 
 
 def _waits_kept(facts: Facts, hits: list[tuple[int, list[int]]],
