@@ -79,10 +79,18 @@ def quiet_symptoms(findings: list[Finding]) -> list[Finding]:
     names no cause above info. A small model trained well is host-bound on an H100 (savings/h100/
     healthy_gpt_bf16: 3.4 ms of GPU work in a 6.4 ms unprofiled step): that is worth knowing, with what
     graphing would save, but it is not a defect (issue 33: healthy programs quiet)."""
-    loud = any(not is_symptom(f) and f.severity != Severity.INFO and not f.impact.once for f in findings)
-    cap = Severity.WARNING if loud else Severity.INFO
-    return [dataclasses.replace(f, severity=cap) if is_symptom(f) and f.severity is not None and f.severity.rank > cap.rank and not f.severity_fixed
-            else f for f in findings]
+    cap = Severity.WARNING if any(_loud_cause(f) for f in findings) else Severity.INFO
+    return [dataclasses.replace(f, severity=cap) if _above(f, cap) else f for f in findings]
+
+
+def _loud_cause(f: Finding) -> bool:
+    """A cause above info that recurs (not a one-time cost)."""
+    return not is_symptom(f) and f.severity != Severity.INFO and not f.impact.once
+
+
+def _above(f: Finding, cap: Severity) -> bool:
+    """A symptom graded above the cap, by its impact (a severity its rule set stays)."""
+    return is_symptom(f) and f.severity is not None and f.severity.rank > cap.rank and not f.severity_fixed
 
 
 @per_facts
