@@ -58,6 +58,42 @@ SLICE = 1 << 18
 MIN_THREAD_SHARE = 0.01
 
 
+def _host_regions(facts: Facts) -> np.ndarray:
+    """Each event's region code (_CODE), the waits included: blocking calls, the launch of a device-to-host
+    copy, and that of a copy it runs beside for most of its time."""
+    trace = facts.trace
+    region = _regions(facts)
+    _forward_before_backward(facts, region)
+    _closure_forward(facts, region)
+    region[facts.is_host & name_mask(facts, BLOCKING)] = _CODE["waiting"]
+    # the launch of a device-to-host copy waits for it (gpu/host_sync_item: 37.6 µs per step of
+    # cudaMemcpyAsync under .item(), beside its stream syncs)
+    dtoh = facts.is_device_work & trace.category_mask({"gpu_memcpy"}) & pattern_mask(facts, DTOH) & (facts.launcher >= 0)
+    region[facts.launcher[dtoh]] = _CODE["waiting"]
+    # so does the launch of any copy it runs beside for most of its time: from pageable memory the call stages the
+    # copy and returns as it ends (review 4: a100_torchbench_memcpy's 32.4 ms cudaMemcpyAsync of 147 MiB, "forward")
+    region[_blocking_copy_calls(facts)] = _CODE["waiting"]
+    return region
+
+
+def _self_time_by_region(facts: Facts, lanes: np.ndarray, region: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Self time in the window per (lane, region), flat (lane * len(REGIONS) + region), and each lane's first
+    event in the window."""
+    trace = facts.trace
+    lo, hi = facts.window
+    width = len(REGIONS)
+    # ns, integers in float64: exact, whatever the order of the adds
+    sums = np.zeros(lanes.size * width)
+    first = np.full(lanes.size, -1, dtype=np.int64)
+    for idx in _in_window(facts, lo, hi):
+        inverse = np.searchsorted(lanes, trace.lane_keys(idx))
+        sums += np.bincount(inverse * width + region[idx], weights=facts.self_time[idx], minlength=sums.size)
+        seen, at = np.unique(inverse, return_index=True)
+        new = first[seen] < 0
+        first[seen[new]] = idx[at[new]]
+    return sums, first
+
+
 def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     """{thread lane: {region: µs per step}} inside the window, busiest thread first; none where the trace records
     runtime calls but no op (CUDA activity alone: a4000_sevit_warm's 2.75 ms of runtime calls read as "forward
@@ -70,27 +106,9 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     lanes = np.unique(np.concatenate([np.unique(trace.lane_keys(idx)) for idx in _in_window(facts, lo, hi)]))
     if not lanes.size:
         return {}
-    region = _regions(facts)
-    _forward_before_backward(facts, region)
-    _closure_forward(facts, region)
-    region[facts.is_host & name_mask(facts, BLOCKING)] = _CODE["waiting"]
-    # the launch of a device-to-host copy waits for it (gpu/host_sync_item: 37.6 µs per step of
-    # cudaMemcpyAsync under .item(), beside its stream syncs)
-    dtoh = facts.is_device_work & trace.category_mask({"gpu_memcpy"}) & pattern_mask(facts, DTOH) & (facts.launcher >= 0)
-    region[facts.launcher[dtoh]] = _CODE["waiting"]
-    # so does the launch of any copy it runs beside for most of its time: from pageable memory the call stages the
-    # copy and returns as it ends (review 4: a100_torchbench_memcpy's 32.4 ms cudaMemcpyAsync of 147 MiB, "forward")
-    region[_blocking_copy_calls(facts)] = _CODE["waiting"]
+    region = _host_regions(facts)
     width = len(REGIONS)
-    # ns, integers in float64: exact, whatever the order of the adds
-    sums = np.zeros(lanes.size * width)
-    first = np.full(lanes.size, -1, dtype=np.int64)  # each lane's first event in the window
-    for idx in _in_window(facts, lo, hi):
-        inverse = np.searchsorted(lanes, trace.lane_keys(idx))
-        sums += np.bincount(inverse * width + region[idx], weights=facts.self_time[idx], minlength=sums.size)
-        seen, at = np.unique(inverse, return_index=True)
-        new = first[seen] < 0
-        first[seen[new]] = idx[at[new]]
+    sums, first = _self_time_by_region(facts, lanes, region)
     # a thread's self time while it sleeps in backward() moves from its region to waiting
     events, asleep = _waiting_for_autograd(facts)
     inside = (trace.ts[events] >= lo) & (trace.ts[events] < hi)
@@ -98,15 +116,19 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     inverse = np.searchsorted(lanes, trace.lane_keys(events))
     sums += np.bincount(inverse * width + _CODE["waiting"], weights=asleep, minlength=sums.size)
     sums -= np.bincount(inverse * width + region[events], weights=asleep, minlength=sums.size)
-    per_lane = sums.reshape(lanes.size, width)
+    return _by_thread(facts, sums.reshape(lanes.size, width), first, _lanes_with_ops(facts, lanes, lo, hi))
+
+
+def _by_thread(facts: Facts, per_lane: np.ndarray, first: np.ndarray, working: np.ndarray) -> dict[str, dict[str, float]]:
+    """The threads that run ops and hold MIN_THREAD_SHARE of the host's self time, busiest first: µs per step by
+    region."""
     steps = len(facts.steps) or 1
     total = float(per_lane.sum()) or 1.0
-    working = _lanes_with_ops(facts, lanes, lo, hi)
     out = {}
     for k in np.argsort(-per_lane.sum(axis=1)).tolist():
-        if per_lane[k].sum() < MIN_THREAD_SHARE * total or not working[k]:
-            continue
-        out[facts.lane_of(int(first[k]))] = {r: float(per_lane[k, j]) / steps / 1000.0 for j, r in enumerate(REGIONS)}
+        if per_lane[k].sum() >= MIN_THREAD_SHARE * total and working[k]:
+            out[facts.lane_of(int(first[k]))] = {r: float(per_lane[k, j]) / steps / 1000.0
+                                                 for j, r in enumerate(REGIONS)}
     return out
 
 
