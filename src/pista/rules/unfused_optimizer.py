@@ -297,6 +297,20 @@ def _by_name(facts: Facts, calls: np.ndarray) -> dict[str, list[int]]:
     return by_name
 
 
+def _cpu_passes(names: list[str], calls: int) -> tuple[str, float] | None:
+    """How the step's ops sweep the parameters: "foreach" with its sweeps per call, or "per-parameter" with the
+    distinct operations applied to each (SGD's add_ alone is one); None under MIN_PASSES, or per parameter with
+    under MIN_PER_PARAM_KERNELS ops a call."""
+    foreach = [n for n in names if FOREACH_OP.search(n)]
+    if foreach:
+        mode, passes = "foreach", len(foreach) / calls
+    elif len(names) >= MIN_PER_PARAM_KERNELS * calls:
+        mode, passes = "per-parameter", float(len(set(names)))
+    else:
+        return None
+    return (mode, passes) if passes >= MIN_PASSES else None
+
+
 def _cpu_finding(facts: Facts, name: str, group: list[int]) -> Finding | None:
     """A CPU-only trace: the step's own host time, by the aten ops it dispatched."""
     trace = facts.trace
@@ -305,15 +319,10 @@ def _cpu_finding(facts: Facts, name: str, group: list[int]) -> Finding | None:
         return None
     ops = _top_ops_under(facts, group)
     names = [trace.event_name(int(o)) for o in ops]
-    foreach = [n for n in names if FOREACH_OP.search(n)]
-    if foreach:  # passes: foreach sweeps per call
-        mode, passes = "foreach", len(foreach) / len(group)
-    else:  # passes: distinct operations applied to each parameter (SGD's add_ alone is one)
-        mode, passes = "per-parameter", float(len(set(names)))
-        if len(names) < MIN_PER_PARAM_KERNELS * len(group):
-            return None
-    if passes < MIN_PASSES:
+    sweeps = _cpu_passes(names, len(group))
+    if sweeps is None:
         return None
+    mode, passes = sweeps
     steps = scale.count
     host_ns = float(trace.dur[group].sum())
     if host_ns / steps / max(scale.ns, 1.0) < MIN_HOST_SHARE:
