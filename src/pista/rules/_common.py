@@ -35,12 +35,6 @@ def us(ns: float) -> float:
     return float(ns) / 1000.0
 
 
-def fmt_ns(ns: float) -> str:
-    """A duration given in ns, written in µs or ms."""
-    value = float(ns) / 1000.0
-    return f"{value / 1000.0:.3f} ms" if abs(value) >= 1000.0 else f"{value:.3f} µs"
-
-
 def step_at(facts: Facts, ts: int) -> int | None:
     """The number of the ProfilerStep whose span holds ts (None outside steps or without steps)."""
     for step in facts.steps:
