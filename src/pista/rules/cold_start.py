@@ -147,8 +147,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     ops, picks = _slow_ops(facts, kind, first, others, taken)
     loading = one_time.loading_mask(facts)
     queries = one_time.query_mask(facts) & (trace.ts >= first_start) & (trace.ts < first_end)
-    annotation = trace.category_id("user_annotation")
-    top = ops[0].name if ops and int(trace.cat[picks[0]]) != annotation else None  # None: the region's own Python
+    top = _top_op(facts, ops, picks)
     record = ColdStart(
         kind=kind, name=trace.event_name(first), step=_step_number(facts, first), others=int(others.size),
         other_steps=tuple(s.number for s in facts.steps[1:]) if kind == "step" else (),
@@ -165,6 +164,12 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     typical = int(others[int(np.argmin(np.abs((ends - starts) - median)))])
     ev.append(evidence(facts, typical, SteadyNote(us(trace.dur[typical]))))
     return [Finding(ID, record, impact, ev)], one_time.spans([first_start], [first_end])
+
+
+def _top_op(facts: Facts, ops: tuple[SlowOp, ...], picks: list[int]) -> str | None:
+    """The slowest op's name, None where it is a region (its own Python is the cost)."""
+    annotation = facts.trace.category_id("user_annotation")
+    return ops[0].name if ops and int(facts.trace.cat[picks[0]]) != annotation else None
 
 
 def _first_and_others(facts: Facts) -> tuple[str, int, np.ndarray] | None:
