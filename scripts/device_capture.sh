@@ -82,7 +82,7 @@ step sigint_linear timeout --preserve-status -s INT 12 $PY -m pista run linear -
 $PY - "$R" <<'EOF' 2>&1 | tee -a "$LOG"
 import json, sys
 from pathlib import Path
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.capture.session import parse_self_cpu_total
 for table in sorted(Path(sys.argv[1]).rglob("table.txt")):
     torch_total = parse_self_cpu_total(table.read_text())

@@ -55,7 +55,7 @@ def load_facts():
 
 @pytest.fixture(scope="session")
 def analysis_of():
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     cache = {}
 

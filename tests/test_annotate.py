@@ -72,7 +72,7 @@ def test_original_events_are_kept_byte_for_byte(tmp_path):
 
 
 def test_the_annotated_trace_analyzes_the_same(tmp_path, analysis_of):
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     again = analyze(annotate(tmp_path, "seed_mm4096_warm"))
     first = analysis_of("seed_mm4096_warm")

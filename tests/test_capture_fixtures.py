@@ -10,7 +10,7 @@ import json
 import pytest
 from conftest import FIXTURES
 
-from pista.findings import analyze
+from pista.analysis import analyze
 
 CAPTURES = sorted(p.name.removesuffix(".json.gz") for p in (FIXTURES / "gpu").glob("capture_*.json.gz"))
 

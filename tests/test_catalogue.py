@@ -12,8 +12,8 @@ import pytest
 from conftest import H200_TRACES
 
 import pista.rules
+from pista.analysis import analyze
 from pista.config import Config, apply_thresholds
-from pista.findings import analyze
 from pista.rules import catalogue, get_rule, shared_modules
 
 RULE_IDS = {
@@ -217,7 +217,7 @@ GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"}
 
 
 def test_what_the_profiler_did_not_record_is_said(tmp_path):
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     # the launches recorded, their kernels not: the GPU's records were lost (a CPU-only profile records no
     # runtime calls either; tests/test_notices.py has the model that ran on the CPU)

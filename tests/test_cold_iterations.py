@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pista.findings import analyze
+from pista.analysis import analyze
 
 FIXTURES = Path(__file__).parent / "fixtures"
 COMPILED = re.compile(r"^Torch-Compiled Region: \d+/\d+$")

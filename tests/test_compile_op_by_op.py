@@ -8,7 +8,7 @@ import gzip
 import json
 from pathlib import Path
 
-from pista.findings import analyze
+from pista.analysis import analyze
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

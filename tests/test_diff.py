@@ -11,9 +11,9 @@ import pytest
 from conftest import FIXTURES, fixture
 from torch_table import parse_table
 
+from pista.analysis import analyze
 from pista.cli import main
 from pista.diff import CHANGE_MIN_US, PER_STEP, WHOLE_WINDOW, Side, _changed, diff
-from pista.findings import analyze
 
 GPU_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"}
 

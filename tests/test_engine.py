@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pista.engine import is_symptom, profiler_edit
-from pista.findings import analyze
+from pista.analysis import analyze
+from pista.engine import profiler_edit
+from pista.policy import is_symptom
 from pista.timeline import timeline
 
 FIXTURES = Path(__file__).parent / "fixtures"

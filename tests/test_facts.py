@@ -113,7 +113,7 @@ def test_negative_timestamps_keep_the_same_facts(tmp_path, load_facts):
 
     from conftest import fixture
 
-    from pista.findings import summarize
+    from pista.analysis import summarize
     from pista.table import build_table
     from pista.trace.facts import derive
     from pista.trace.load import load_trace
@@ -228,13 +228,13 @@ def test_a_kept_ancestor_answer_reads_back_as_computed():
     kept (the cache holds no array as long as the trace)."""
     from conftest import fixture
 
-    from pista.rules import _common
+    from pista import query
     from pista.trace.facts import derive
     from pista.trace.load import load_trace
 
     facts = derive(load_trace(fixture("gpu/adamw_foreach")))
     trace = facts.trace
-    steps = facts.is_host & _common.pattern_mask(facts, re.compile(r"^Optimizer\.step"))
+    steps = facts.is_host & query.pattern_mask(facts, re.compile(r"^Optimizer\.step"))
     ops = trace.category_mask({"cpu_op"})
 
     def climbed(mask: np.ndarray, i: int, inclusive: bool) -> int:
@@ -244,14 +244,14 @@ def test_a_kept_ancestor_answer_reads_back_as_computed():
         return k
 
     for mask, inclusive, kept in ((steps, True, True), (ops, False, False)):
-        first = _common.nearest_ancestor(facts, mask, inclusive)
-        again = _common.nearest_ancestor(facts, mask, inclusive)
+        first = query.nearest_ancestor(facts, mask, inclusive)
+        again = query.nearest_ancestor(facts, mask, inclusive)
         assert np.array_equal(first, again)
         for i in np.linspace(0, len(trace) - 1, 400).astype(int).tolist():
             assert int(again[i]) == climbed(mask, i, inclusive)
-        entries = _common._ancestor_cache.get(facts, {}).values()
-        assert all(len(hit) <= len(trace) // _common.ANCESTOR_KEPT_SHARE for hit, _ in entries)
-        assert (int((first >= 0).sum()) <= len(trace) // _common.ANCESTOR_KEPT_SHARE) == kept
+        entries = query._ancestor_cache.get(facts, {}).values()
+        assert all(len(hit) <= len(trace) // query.ANCESTOR_KEPT_SHARE for hit, _ in entries)
+        assert (int((first >= 0).sum()) <= len(trace) // query.ANCESTOR_KEPT_SHARE) == kept
     assert (again >= 0).any() and (first >= 0).any()
 
 

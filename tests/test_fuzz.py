@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_stream import assert_same
 
+from pista.analysis import analyze
 from pista.errors import PistaError
-from pista.findings import analyze
 from pista.render import json as json_render
 from pista.table import render_text
 from pista.trace import load, stream

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from test_fuzz import assert_one_line, byte_mutations, json_values
 
 from pista import config, efficiency
+from pista.analysis import analyze
 from pista.errors import PistaError
-from pista.findings import analyze
 from pista.render import json as json_render
 from pista.rules import catalogue, get_rule
 from pista.trace.facts import derive

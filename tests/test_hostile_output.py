@@ -317,7 +317,7 @@ def test_output_onto_a_link_to_stdout_is_refused_and_dash_is_stdout(tmp_path):
 def long_name_analysis(folder: Path, length: int):
     """The analysis of a real trace whose aten::item ops (named in the host-sync finding's title,
     message and evidence) carry a name of `length` characters."""
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     doc = json.loads(gzip.decompress(fixture(STACK_TRACE).read_bytes()))
     for e in doc["traceEvents"]:

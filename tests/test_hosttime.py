@@ -166,7 +166,7 @@ def test_a_call_staging_a_pageable_copy_is_waiting_not_forward():
     # review 4: pytorch/benchmark's trace2.json on an A100, each step a pageable CPU->GPU and GPU->CPU copy of
     # 147 MiB; the 32.4 ms cudaMemcpyAsync of the CPU->GPU copy returns 57 µs before its 32.2 ms copy ends, and was
     # read as "forward 32.4 ms (48%)"
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     name = "foreign/a100_torchbench_memcpy"
     host = analyze(raw.FIXTURES / f"{name}.json.gz", rules=[]).summary.host_time_by_region
@@ -201,7 +201,7 @@ def test_a_thread_of_python_frames_alone_is_not_the_step_s_host(tmp_path):
 
     from conftest import fixture
 
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     source = fixture("savings/h100/optim_manual_sgd__broken")
     with gzip.open(source, "rt") as f:

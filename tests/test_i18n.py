@@ -12,8 +12,8 @@ import msgspec
 import pytest
 from conftest import FIXTURES
 
+from pista.analysis import analyze
 from pista.cli import main
-from pista.findings import analyze
 from pista.i18n import (
     PARTS,
     check_lang,
@@ -57,7 +57,7 @@ def test_every_rule_has_both_languages(rule):
 
 @pytest.fixture(scope="module")
 def real_findings():
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     return [f for path in TRACES for f in analyze(path).findings]
 

@@ -16,7 +16,7 @@ from fluent.syntax import FluentParser
 from fluent.syntax import ast as ftl
 from fluent.syntax.visitor import Visitor
 
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.i18n import LANGS, PARTS, localize_finding, module_name, rule_docs
 from pista.i18n._fluent import FTL, args_module, catalogue, catalogued, finding_text, note_id
 from pista.rules import catalogue as rule_catalogue

@@ -56,7 +56,7 @@ def run_notebook(tmp_path: Path) -> list:
 
 
 def test_an_analysis_renders_itself_in_a_notebook(tmp_path, browser):  # noqa: F811
-    from pista.findings import analyze
+    from pista.analysis import analyze
     from pista.i18n._fmt import short_figures
 
     outputs = run_notebook(tmp_path)

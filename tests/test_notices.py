@@ -98,7 +98,7 @@ def _without(name: str, tmp_path, drop) -> str:
 def test_lost_gpu_records_are_told_apart_from_a_model_on_the_cpu(tmp_path):
     """Issue 35: launches recorded with no kernel records are lost records; a GPU in the header with nothing
     launched is a model that ran on the CPU. Both read 'the profiler ran without CUDA activities' before."""
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     device_work = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation")
     lost = analyze(_without("gpu/tf32_gemm", tmp_path, lambda e: e.get("cat") in device_work))

@@ -266,7 +266,7 @@ def test_merge_tiny_keeps_wide_events_and_merges_runs():
 
 
 def test_timeline_covers_every_lane_and_caps_rectangles(load_facts):
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     facts = load_facts("big_gpt_eager_20steps")
     data = html_report.report_data(analyze(facts))

@@ -10,8 +10,8 @@ import json
 import pytest
 from conftest import fixture
 
+from pista.analysis import analyze
 from pista.efficiency import card_of
-from pista.findings import analyze
 from pista.hosttime import host_time
 from pista.purpose import time_by_purpose
 

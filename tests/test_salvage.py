@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from conftest import fixture
 
+from pista.analysis import analyze
 from pista.cli import main
 from pista.errors import BadTrace
-from pista.findings import analyze
 from pista.trace.load import decode_trace, load_trace
 
 FIXTURES = ["seed_mm64_cold", "series_linear_train", "gpu/pageable_memcpy", "gpu/cpu_only"]

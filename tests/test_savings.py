@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pista.findings import analyze
+from pista.analysis import analyze
 
 SUITE = Path(__file__).parent / "fixtures" / "savings" / "h100"
 PAIRS = {e["pair"]: e for e in json.loads((SUITE / "measured.json").read_text()) if "saving" in e}

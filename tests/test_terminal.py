@@ -221,7 +221,7 @@ def _short(analysis, part):
 def test_a_pipe_gets_one_logical_line_per_line(name, analysis_of):
     # `pista analyze t | grep "Start here"` returned half a sentence: the text was hard-wrapped at 110
     # columns and padded with spaces, in a box; off a terminal each line is now one whole line
-    from pista.findings import analyze as analyze_trace
+    from pista.analysis import analyze as analyze_trace
 
     trace = fixture(name)
     out = _piped([*PISTA, "analyze", str(trace)])

@@ -52,7 +52,7 @@ def test_healthy_traces_read_quiet(name, analysis_of):
 def test_impact_orders_and_grades_every_finding(name, analysis_of):
     findings = analysis_of(name).findings
     ranks = {"critical": 2, "warning": 1, "info": 0}
-    from pista.engine import is_symptom
+    from pista.policy import is_symptom
     from pista.rules import get_rule
 
     # by severity, a steady cost before a one-time one of the same severity, a cause before a symptom, then by

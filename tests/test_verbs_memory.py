@@ -15,8 +15,8 @@ import msgspec
 import pytest
 from conftest import big_copy
 
+from pista.analysis import analyze
 from pista.cli import main
-from pista.findings import analyze
 from pista.i18n import localize
 from pista.render import annotated
 from pista.trace import load

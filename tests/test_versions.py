@@ -19,8 +19,8 @@ import pytest
 from conftest import FIXTURES, fixture
 from torch_table import parse_table
 
+from pista.analysis import analyze
 from pista.cli import main
-from pista.findings import analyze
 from pista.table import build_table
 from pista.trace.facts import derive
 from pista.trace.load import decode_trace, load_trace

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from pista._version import __version__
 
 if TYPE_CHECKING:
     from pista.analysis import Analysis
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def load(path: str) -> Trace:
     """Read a torch.profiler chrome trace (plain or .gz) into the columnar model."""
-    # start-up: `import pista` loads this file alone; the API imports on use
+    # start-up: `import pista` loads this file and pista._version alone; the API imports on use
     from pista.trace.load import load_trace
 
     return load_trace(path)
@@ -25,7 +25,7 @@ def load(path: str) -> Trace:
 def analyze(source: Any, rules: list[str] | None = None) -> Analysis:
     """Diagnose a trace: a path, a loaded Trace, or a finished `pista.profile` session; `rules`
     limits the catalogue to those ids."""
-    # start-up: `import pista` loads this file alone; the API imports on use
+    # start-up: `import pista` loads this file and pista._version alone; the API imports on use
     from pista.analysis import analyze as _analyze
 
     return _analyze(source, rules=rules)
@@ -33,7 +33,7 @@ def analyze(source: Any, rules: list[str] | None = None) -> Analysis:
 
 def profile(*args: Any, **kwargs: Any) -> Any:
     """A torch.profiler session with sane defaults; see pista.capture.session.profile."""
-    # start-up: `import pista` loads this file alone; the API imports on use
+    # start-up: `import pista` loads this file and pista._version alone; the API imports on use
     from pista.capture.session import profile as _profile
 
     return _profile(*args, **kwargs)
@@ -41,7 +41,7 @@ def profile(*args: Any, **kwargs: Any) -> Any:
 
 def step() -> None:
     """Mark the end of one step in a script run under `pista profile`; a no-op otherwise."""
-    # start-up: `import pista` loads this file alone; the API imports on use
+    # start-up: `import pista` loads this file and pista._version alone; the API imports on use
     from pista.capture.session import step as _step
 
     _step()

@@ -5,7 +5,7 @@ Such a folder is not a distributed job: its files are one run at different times
 tells the two apart from the files' headers (the first KB of each, not the whole trace): files of
 one process (the same pid, and the same host where one is known) that name no distinct ranks
 (`distributedInfo.rank`, `rank-N` in the file name) are cycles; anything else stays ranks. The
-cycles are analyzed one by one (`pista.findings.analyze`), ordered by when each trace starts, and
+cycles are analyzed one by one (`pista.analysis.analyze`), ordered by when each trace starts, and
 each pair of consecutive cycles says what changed: the median step, the verdict, the findings.
 
     from pista.cycles import analyze_cycles, cycle_files
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pista import __version__
+from pista._version import __version__
 from pista.policy import SEVERITY_ORDER
 from pista.schema import JSON_SCHEMA_VERSION
 
@@ -271,7 +271,7 @@ class CyclesAnalysis:
 
 def analyze_cycles(headers: list[Header], source: str, rules: list[str] | None = None,
                    lang: str = "en") -> CyclesAnalysis:
-    """Analyze every file as one cycle (`pista.findings.analyze`), in the order the traces start,
+    """Analyze every file as one cycle (`pista.analysis.analyze`), in the order the traces start,
     with findings in `lang`, and what changed from each cycle to the next."""
     # start-up: `pista analyze` reads a folder's header without the analysis
     from pista.analysis import analyze

@@ -28,6 +28,7 @@ import numpy as np
 
 from pista.errors import UsageError
 from pista.opargs import op_args
+from pista.purpose import CODE, PURPOSES, classify
 from pista.trace.facts import Facts, per_facts
 from pista.trace.model import Trace
 
@@ -618,9 +619,6 @@ class _BytePlan:
 
 @per_facts
 def _byte_plan(facts: Facts) -> _BytePlan:
-    # cycle: purpose imports rules._common, which imports efficiency
-    from pista.purpose import CODE, classify
-
     trace = facts.trace
     transfers = np.flatnonzero(facts.is_device_work & trace.category_mask({"gpu_memcpy", "gpu_memset"}))
     codes = classify(facts)
@@ -736,9 +734,6 @@ def _main_op(facts: Facts, members: np.ndarray) -> str:
 
 def kernel_rows(facts: Facts, limit: int | None = None) -> list[KernelRow]:
     """Device work by name (kernels, copies, memsets), most time first."""
-    # cycle: purpose imports rules._common, which imports efficiency
-    from pista.purpose import PURPOSES, classify
-
     trace = facts.trace
     idx = np.flatnonzero(facts.is_device_work)
     if idx.size == 0:

@@ -39,7 +39,7 @@ import numpy as np
 
 from pista.finding import Finding, Impact
 from pista.isolation import RuleFailed, isolated
-from pista.policy import Severity
+from pista.policy import Severity, is_symptom
 from pista.timeline import NO_EDIT, Edit, Replay, Timeline, timeline
 from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts
 
@@ -73,26 +73,24 @@ RESTATED_SHARE = 0.05
 OFF_PATH_MIN_SHARE = 0.10
 
 
-def is_symptom(finding: Finding) -> bool:
-    """Whether the finding is a symptom: its own say, else its rule's SYMPTOM."""
-    # start-up: `pista whatif` replays without the catalogue (rules loads findings, analysis)
-    from pista.rules import get_rule
-
-    if finding.symptom is not None:
-        return finding.symptom
-    return bool(getattr(get_rule(finding.rule).module, "SYMPTOM", False))
-
-
 def quiet_symptoms(findings: list[Finding]) -> list[Finding]:
     """A symptom says how the step is built (host-bound, launch-bound, GPU idle), and its remedy is a
     structural one (graph the step, batch more): it is at most a warning, and at most info where the reading
     names no cause above info. A small model trained well is host-bound on an H100 (savings/h100/
     healthy_gpt_bf16: 3.4 ms of GPU work in a 6.4 ms unprofiled step): that is worth knowing, with what
     graphing would save, but it is not a defect (issue 33: healthy programs quiet)."""
-    loud = any(not is_symptom(f) and f.severity != Severity.INFO and not f.impact.once for f in findings)
-    cap = Severity.WARNING if loud else Severity.INFO
-    return [dataclasses.replace(f, severity=cap) if is_symptom(f) and f.severity is not None and f.severity.rank > cap.rank and not f.severity_fixed
-            else f for f in findings]
+    cap = Severity.WARNING if any(_loud_cause(f) for f in findings) else Severity.INFO
+    return [dataclasses.replace(f, severity=cap) if _above(f, cap) else f for f in findings]
+
+
+def _loud_cause(f: Finding) -> bool:
+    """A cause above info that recurs (not a one-time cost)."""
+    return not is_symptom(f) and f.severity != Severity.INFO and not f.impact.once
+
+
+def _above(f: Finding, cap: Severity) -> bool:
+    """A symptom graded above the cap, by its impact (a severity its rule set stays)."""
+    return is_symptom(f) and f.severity is not None and f.severity.rank > cap.rank and not f.severity_fixed
 
 
 @per_facts
@@ -274,6 +272,7 @@ class _Credit:
 def _off_path(f: Finding) -> Any:
     """The record of a finding whose replay saves nothing, told so, where it stays (KEEP_OFF_PATH,
     OFF_PATH_MIN_SHARE, and its record's `off_critical_path()` keeps it); None where it goes."""
+    # start-up: `pista whatif` replays without the catalogue (rules loads every rule's module)
     from pista.rules import get_rule
 
     if not getattr(get_rule(f.rule).module, "KEEP_OFF_PATH", False) or f.impact.share < OFF_PATH_MIN_SHARE:

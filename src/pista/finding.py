@@ -150,7 +150,8 @@ class Finding:
     edit: Any = None  # the pista.timeline.Edit its fix makes, which the engine replays (None: not yet)
     severity_fixed: bool = False  # the rule set the severity (a documented exception), not the impact
     # a symptom (pista.engine: credited after the causes, with what they leave) or a cause; None: the rule's
-    # SYMPTOM. A rule that tells a cause from its symptom per finding sets it (many-calls: a Python loop)
+    # SYMPTOM, which the analysis sets when the rule's check returns. A rule that tells a cause from its symptom
+    # per finding sets it (many-calls: a Python loop)
     symptom: bool | None = None
 
     def __post_init__(self) -> None:

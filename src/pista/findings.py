@@ -1,24 +1,16 @@
-"""The names rules and older callers import from one place, each kept where its job is:
+"""The names rules import from one place, each kept where its job is (`analyze()` and `Analysis` are
+pista.analysis's: it runs the rules, so this module, below them, does not hold it):
 
 - pista.finding: the data a rule produces (`Finding`, `Impact`, `Evidence`, `Record`);
 - pista.policy: severity, the verdict's thresholds, the reading order and the top fix;
 - pista.schema: the JSON form (`JSON_SCHEMA_VERSION`);
-- pista.analysis: `analyze()`, `Analysis`, `Summary`, `Context`, `Steps`;
+- pista.context: what a rule receives (`Context`, `Summary`) and what impacts are shared out by (`Steps`);
 - pista.notices: the notices' text; pista.isolation: a rule that raises.
 """
 
 from __future__ import annotations
 
-from pista.analysis import (
-    Analysis,
-    Context,
-    Steps,
-    Summary,
-    analyze,
-    step_ns,
-    steps_of,
-    summarize,
-)
+from pista.context import Context, Steps, Summary, step_ns, steps_of
 from pista.finding import (
     NOT_USER_FRAME,
     Evidence,
@@ -56,7 +48,7 @@ __all__ = [
     "COMPUTE_MAX_RATIO", "COMPUTE_MIN_GPU_BUSY", "CRITICAL_SHARE", "JSON_SCHEMA_VERSION", "KERNEL_ROWS",
     "NOT_USER_FRAME", "ONE_TIME_MAX_SEVERITY", "OVERHEAD_MAX_GPU_BUSY", "OVERHEAD_RATIO", "SEVERITY_ORDER",
     "TOP_FIX_MIN_SHARE", "UMBRELLA_RULES", "UMBRELLA_YIELD", "WARNING_SHARE", "WRONG_RESULTS_RULES",
-    "Analysis", "Context", "Evidence", "Finding", "Impact", "Record", "RuleFailed", "Severity", "Steps", "Summary",
-    "analyze", "coverage_notices", "one_time_notices", "order_key", "record_fields", "severity_of", "step_ns",
-    "steps_of", "summarize", "top_fix", "top_indices", "user_stack", "verdict_notices", "verdict_of",
+    "Context", "Evidence", "Finding", "Impact", "Record", "RuleFailed", "Severity", "Steps", "Summary",
+    "coverage_notices", "one_time_notices", "order_key", "record_fields", "severity_of", "step_ns",
+    "steps_of", "top_fix", "top_indices", "user_stack", "verdict_notices", "verdict_of",
 ]

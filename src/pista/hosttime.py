@@ -17,7 +17,15 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pista.rules._common import DATALOADER_MARKER, LOADER_REGION, SYNC_NAMES, _levels, name_mask, pattern_mask
+from pista.query import (
+    DATALOADER_MARKER,
+    LOADER_REGION,
+    SYNC_NAMES,
+    cpu_activity_missing,
+    levels,
+    name_mask,
+    pattern_mask,
+)
 from pista.trace.facts import Facts, merge_intervals
 
 REGIONS = ("forward", "backward", "optimizer", "data", "python", "waiting")
@@ -50,20 +58,10 @@ SLICE = 1 << 18
 MIN_THREAD_SHARE = 0.01
 
 
-def host_time(facts: Facts) -> dict[str, dict[str, float]]:
-    """{thread lane: {region: µs per step}} inside the window, busiest thread first; none where the trace records
-    runtime calls but no op (CUDA activity alone: a4000_sevit_warm's 2.75 ms of runtime calls read as "forward
-    100%"), whose host time cannot be split (pista.notices says so)."""
-    from pista.notices import cpu_activity_missing
-
-    if cpu_activity_missing(facts):
-        return {}
+def _host_regions(facts: Facts) -> np.ndarray:
+    """Each event's region code (_CODE), the waits included: blocking calls, the launch of a device-to-host
+    copy, and that of a copy it runs beside for most of its time."""
     trace = facts.trace
-    lo, hi = facts.window
-    # SLICE rows at a time: full-length lanes and sums were the summary's peak
-    lanes = np.unique(np.concatenate([np.unique(trace.lane_keys(idx)) for idx in _in_window(facts, lo, hi)]))
-    if not lanes.size:
-        return {}
     region = _regions(facts)
     _forward_before_backward(facts, region)
     _closure_forward(facts, region)
@@ -75,16 +73,42 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     # so does the launch of any copy it runs beside for most of its time: from pageable memory the call stages the
     # copy and returns as it ends (review 4: a100_torchbench_memcpy's 32.4 ms cudaMemcpyAsync of 147 MiB, "forward")
     region[_blocking_copy_calls(facts)] = _CODE["waiting"]
+    return region
+
+
+def _self_time_by_region(facts: Facts, lanes: np.ndarray, region: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Self time in the window per (lane, region), flat (lane * len(REGIONS) + region), and each lane's first
+    event in the window."""
+    trace = facts.trace
+    lo, hi = facts.window
     width = len(REGIONS)
     # ns, integers in float64: exact, whatever the order of the adds
     sums = np.zeros(lanes.size * width)
-    first = np.full(lanes.size, -1, dtype=np.int64)  # each lane's first event in the window
+    first = np.full(lanes.size, -1, dtype=np.int64)
     for idx in _in_window(facts, lo, hi):
         inverse = np.searchsorted(lanes, trace.lane_keys(idx))
         sums += np.bincount(inverse * width + region[idx], weights=facts.self_time[idx], minlength=sums.size)
         seen, at = np.unique(inverse, return_index=True)
         new = first[seen] < 0
         first[seen[new]] = idx[at[new]]
+    return sums, first
+
+
+def host_time(facts: Facts) -> dict[str, dict[str, float]]:
+    """{thread lane: {region: µs per step}} inside the window, busiest thread first; none where the trace records
+    runtime calls but no op (CUDA activity alone: a4000_sevit_warm's 2.75 ms of runtime calls read as "forward
+    100%"), whose host time cannot be split (pista.notices says so)."""
+    if cpu_activity_missing(facts):
+        return {}
+    trace = facts.trace
+    lo, hi = facts.window
+    # SLICE rows at a time: full-length lanes and sums were the summary's peak
+    lanes = np.unique(np.concatenate([np.unique(trace.lane_keys(idx)) for idx in _in_window(facts, lo, hi)]))
+    if not lanes.size:
+        return {}
+    region = _host_regions(facts)
+    width = len(REGIONS)
+    sums, first = _self_time_by_region(facts, lanes, region)
     # a thread's self time while it sleeps in backward() moves from its region to waiting
     events, asleep = _waiting_for_autograd(facts)
     inside = (trace.ts[events] >= lo) & (trace.ts[events] < hi)
@@ -92,15 +116,19 @@ def host_time(facts: Facts) -> dict[str, dict[str, float]]:
     inverse = np.searchsorted(lanes, trace.lane_keys(events))
     sums += np.bincount(inverse * width + _CODE["waiting"], weights=asleep, minlength=sums.size)
     sums -= np.bincount(inverse * width + region[events], weights=asleep, minlength=sums.size)
-    per_lane = sums.reshape(lanes.size, width)
+    return _by_thread(facts, sums.reshape(lanes.size, width), first, _lanes_with_ops(facts, lanes, lo, hi))
+
+
+def _by_thread(facts: Facts, per_lane: np.ndarray, first: np.ndarray, working: np.ndarray) -> dict[str, dict[str, float]]:
+    """The threads that run ops and hold MIN_THREAD_SHARE of the host's self time, busiest first: µs per step by
+    region."""
     steps = len(facts.steps) or 1
     total = float(per_lane.sum()) or 1.0
-    working = _lanes_with_ops(facts, lanes, lo, hi)
     out = {}
     for k in np.argsort(-per_lane.sum(axis=1)).tolist():
-        if per_lane[k].sum() < MIN_THREAD_SHARE * total or not working[k]:
-            continue
-        out[facts.lane_of(int(first[k]))] = {r: float(per_lane[k, j]) / steps / 1000.0 for j, r in enumerate(REGIONS)}
+        if per_lane[k].sum() >= MIN_THREAD_SHARE * total and working[k]:
+            out[facts.lane_of(int(first[k]))] = {r: float(per_lane[k, j]) / steps / 1000.0
+                                                 for j, r in enumerate(REGIONS)}
     return out
 
 
@@ -196,7 +224,7 @@ def _regions(facts: Facts) -> np.ndarray:
         if category is not None:
             marks &= trace.category_mask({category})
         bits[marks] |= np.uint8(1 << k)
-    for level in _levels(facts):  # parents before their children
+    for level in levels(facts):  # parents before their children
         bits[level] |= bits[facts.parent[level]]
     region = np.full(len(trace), _CODE["python"], dtype=np.int8)
     for k in reversed(range(len(PATTERNS))):  # the earliest entry wins

@@ -13,6 +13,7 @@ import numpy as np
 
 from pista.cpuload import busy_cpu
 from pista.policy import COMPUTE_MIN_GPU_BUSY
+from pista.query import cpu_activity_missing
 from pista.trace.facts import Facts
 from pista.trace.model import Trace
 
@@ -191,14 +192,6 @@ def _foreign_accelerator(trace: Trace) -> bool:
     from pista.trace.load import foreign_device_notice
 
     return foreign_device_notice(trace.categories, trace.cat) is not None
-
-
-def cpu_activity_missing(facts: Facts) -> bool:
-    """Whether the trace holds device work and the runtime calls that launched it but no op or annotation on the
-    host: recorded with ProfilerActivity.CUDA alone (review 4: a4000_sevit_cold and _warm, TraceLens'
-    tl_mi210_gpu_only). The host's time between runtime calls is then unknown: Python, ops, a data loader or
-    waiting."""
-    return facts.has_gpu and bool(facts.is_launch.any()) and not bool((facts.is_host & ~facts.is_launch).any())
 
 
 def _cpu_activity_notice(facts: Facts) -> list[str]:

@@ -96,12 +96,16 @@ def verdict_of(has_gpu: bool, cpu_us: float, device_us: float, busy_share: float
     return "balanced"
 
 
+def is_symptom(finding: Finding) -> bool:
+    """Whether the finding is a symptom (pista.engine credits it after the causes, with what they leave): its
+    own say, which the analysis sets to its rule's SYMPTOM where the rule left it None (pista.analysis._check).
+    A finding no rule's check returned (a test's, a cross-rank straggler) is a cause unless it says otherwise."""
+    return bool(finding.symptom)
+
+
 def order_key(f: Finding) -> tuple[int, bool, bool, float, float, float]:
     """Findings in reading order: by severity, a steady cost before a one-time one of the same
     severity, a cause before a symptom (what is left once the causes are fixed), then by what fixing saves."""
-    # cycle: engine imports policy
-    from pista.engine import is_symptom
-
     assert f.severity is not None
     return (-f.severity.rank, f.impact.once, is_symptom(f), -f.impact.rank_share, -f.impact.us, _first_ts(f))
 
@@ -147,9 +151,6 @@ def _unconditional_first(worth: list[Finding]) -> list[Finding]:
 def _conditional(f: Finding) -> bool:
     """At info by the rule's own choice, though worth a warning (a symptom at info is quiet by the engine's
     policy, not conditional)."""
-    # cycle: engine imports policy
-    from pista.engine import is_symptom
-
     return (f.severity == Severity.INFO and f.severity_fixed and not is_symptom(f)
             and f.impact.rank_share >= WARNING_SHARE)
 
@@ -159,9 +160,6 @@ def _umbrella_rules(worth: list[Finding]) -> set[str]:
     replayed symptom (pista.engine), whatever its rest (issue 33: in 8 of 9 measured pairs a symptom came
     first where the planted cause saved 15-95%; savings/h100/autocast_train_small: the weight casts, 18% of
     the step, before the 64% left to launch-bound). A graph cannot hold a sync or a graph break."""
-    # cycle: engine imports policy
-    from pista.engine import is_symptom
-
     return {f.rule for f in worth if f.rule in UMBRELLA_RULES or (f.impact.replayed and is_symptom(f))}
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pista.rules._common import COMPILE_EVENT, nearest_in, pattern_mask, update_starts
+from pista.query import COMPILE_EVENT, nearest_in, pattern_mask, update_starts
 from pista.trace.facts import Facts, per_facts
 
 PURPOSES = ("gemm", "conv", "attention", "optimizer", "cast", "elementwise", "reduction", "copy", "memset",

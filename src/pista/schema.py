@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from pista import __version__
+from pista._version import __version__
 from pista.efficiency import kernel_rows
+from pista.policy import is_symptom
 
 if TYPE_CHECKING:
     from pista.analysis import Analysis
@@ -27,9 +28,6 @@ def evidence_dict(e: Evidence) -> dict[str, Any]:
 
 
 def finding_dict(f: Finding) -> dict[str, Any]:
-    # start-up: `pista rules` and `pista explain` load schema, not the engine
-    from pista.engine import is_symptom
-
     assert f.severity is not None
     return {"rule": f.rule, "severity": f.severity.value, "symptom": is_symptom(f),
             "title": f.title, "message": f.message,

@@ -18,6 +18,7 @@ import numpy as np
 
 from pista.memory import CPU_MEMORY_TYPES, DEVICE_MEMORY_TYPES, MEMORY_EVENT, memory_rows
 from pista.opargs import op_args, sequence_numbers
+from pista.query import nearest_ancestor
 from pista.render.controls import sanitize_line
 from pista.trace.facts import STEP_NAME, Facts, indices
 from pista.trace.model import NO_ID
@@ -389,21 +390,12 @@ def _stacks(facts: Facts, python: np.ndarray, n: int) -> tuple[np.ndarray, list[
     # has a stack, is no host event, or is a root (a pass per depth over all of them was quadratic)
     inherits = (facts.is_host | facts.is_overhead) & ~has & (facts.parent >= 0)
     host = np.flatnonzero(inherits)
-    out[:, host] = out[:, _nearest_ancestor(facts, ~inherits, inclusive=False)[host]]
+    out[:, host] = out[:, nearest_ancestor(facts, ~inherits, inclusive=False)[host]]
     work = np.flatnonzero(facts.is_device_work & (facts.launcher >= 0))
     out[:, work] = out[:, facts.launcher[work]]
     _annotation_stacks(facts, out)
     _backward_stacks(facts, out)
     return out, list(texts)
-
-
-def _nearest_ancestor(facts: Facts, mask: np.ndarray, inclusive: bool) -> np.ndarray:
-    """rules._common.nearest_ancestor: a pass per tree level, each over that level's events. Imported
-    here, not at the top: rules._common imports pista.findings, which imports this module."""
-    # cycle: rules._common imports findings, which imports analysis, which imports table
-    from pista.rules._common import nearest_ancestor
-
-    return nearest_ancestor(facts, mask, inclusive)
 
 
 def _call_stacks(facts: Facts, n: int, texts: dict[str, int], out: np.ndarray) -> np.ndarray:
@@ -440,7 +432,7 @@ def _backward_stacks(facts: Facts, out: np.ndarray) -> None:
     is_node[host] = (up >= 0) & (evaluate[trace.name[host]] == trace.name[np.maximum(up, 0)])
     # each host event's nearest node at or above it, a tree level at a time (climbing each event
     # on its own cost the sum of all depths)
-    node = _nearest_ancestor(facts, is_node, inclusive=True)
+    node = nearest_ancestor(facts, is_node, inclusive=True)
     # int64 (SEQ_NONE, SEQ_ODD below 0 where absent or no int64): the numbers are input, and one past
     # 2^63 put in this column was OverflowError
     seq = np.full(len(trace), -1, dtype=np.int64)
@@ -472,7 +464,7 @@ def _python_stacks(facts: Facts, python: np.ndarray, n: int) -> np.ndarray:
     frame = python & ~hidden[facts.trace.name] if len(names) else python
     # nearest enclosing frame of each event, a tree level at a time (hopping every event up one
     # level per pass cost events x depth: minutes for a nest 100,000 deep)
-    above = _nearest_ancestor(facts, frame, inclusive=False)
+    above = nearest_ancestor(facts, frame, inclusive=False)
     out = np.full((n, len(facts.trace)), -1, dtype=np.int64)
     at = above
     for k in range(n):

@@ -12,7 +12,7 @@ import pytest
 def analysis_of():
     from conftest import fixture
 
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     cache = {}
 

@@ -86,7 +86,7 @@ def test_silent_on_every_other_fixture(name):
     # one-time growth stays silent: seed_mm64_cold's 4 cudaMalloc + 1 cudaFree all in its first step
     # (the cuBLAS workspace), gpu/gemm_new_shapes' one cudaMalloc for a new size, window_sync_cold's
     # without steps
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     assert analyze(FIXTURES / f"{name}.json.gz", rules=[RULE]).finding(RULE) is None
 
@@ -107,7 +107,7 @@ def test_hip_names_are_the_same_calls(tmp_path):
     import gzip
     import json
 
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     with gzip.open(FIXTURES / "gpu/allocator_churn.json.gz", "rt") as f:
         data = json.load(f)
@@ -133,7 +133,7 @@ def test_hipfree_churn_in_a_window_without_steps():
     import gzip
     import json
 
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     with gzip.open(MI300_DDP, "rt") as f:
         events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]

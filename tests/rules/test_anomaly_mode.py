@@ -69,7 +69,7 @@ def test_the_forward_s_tracebacks_are_told_apart(name, forward, analysis_of):
     """set_detect_anomaly(True) for the whole run makes each forward op that builds a node record a Python
     traceback (savings/h100/anomaly_global: 76.5% saved unprofiled); detect_anomaly() around backward() only
     does not (anomaly_ctx: 48.2%). Replayed, the first edit takes the forward's traceback time out too."""
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     finding = analysis_of(name).finding(RULE)
     assert finding.record.forward_tracebacks is forward

@@ -123,7 +123,7 @@ def test_cudnn_9_s_convert_tensor_kernels_are_the_nchw_transposes(tmp_path):
 
     from conftest import fixture
 
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     source = fixture("savings/h100/cl_conv_fp16__broken")
     with gzip.open(source, "rt") as f:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import raw
 
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.rules._one_time import LIBRARY
 from pista.rules.cold_start import ID
 

@@ -4,7 +4,7 @@ import pytest
 import raw
 from conftest import fixture
 
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.i18n import localize_finding, rule_docs
 from pista.rules import compute_bound
 from pista.rules.compute_bound import ID

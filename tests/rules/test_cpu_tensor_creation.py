@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import fixture
 
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.i18n import localize_finding
 from pista.rules.cpu_tensor_creation import ID
 

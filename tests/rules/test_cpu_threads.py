@@ -49,7 +49,7 @@ def test_gemms_too_small_to_split_claim_nothing(tmp_path):
     import raw
     from conftest import fixture
 
-    from pista.findings import analyze
+    from pista.analysis import analyze
     from pista.rules.cpu_threads import ID, MIN_THREADED_MFLOP
 
     mm = raw.complete("gpu/python_loop_cpu", "cpu_op", "aten::mm") or raw.complete("gpu/python_loop_cpu", "cpu_op", "aten::matmul")

@@ -6,7 +6,7 @@ import statistics
 import pytest
 import raw
 
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.rules._cudnn import SETUP_MIN_US
 from pista.rules.cudnn_setup import ID
 

@@ -98,7 +98,7 @@ def test_a_batch_built_sample_by_sample_before_the_model_is_named(analysis_of):
 def test_a_region_is_named_for_data_on_word_boundaries(region, data, loading):
     """DATA_REGION (data-loading's regions) and the wider LOADER_REGION (the host-time header's data, gpu-idle's
     input): words bounded by anything but a letter, frameworks' names left out."""
-    from pista.rules._common import DATA_REGION, LOADER_REGION
+    from pista.query import DATA_REGION, LOADER_REGION
 
     assert bool(DATA_REGION.search(region)) is data
     assert bool(LOADER_REGION.search(region)) is loading

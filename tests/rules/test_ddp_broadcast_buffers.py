@@ -10,7 +10,7 @@ import pytest
 import raw
 from conftest import fixture
 
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.rules.ddp_broadcast_buffers import ID
 
 NCCL_DATA = "foreign/hta_nccl_data"

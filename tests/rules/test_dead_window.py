@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import raw
 
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.rules._one_time import FIRST_CALLS, LIBRARY
 from pista.rules.dead_window import ID
 

@@ -10,7 +10,7 @@ import raw
 from conftest import FIXTURES, fixture
 from torch_table import parse_table
 
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.i18n import localize_finding
 from pista.rules import _dominant, dominant_event
 from pista.rules._dominant import DOMINANT_SHARE
@@ -184,7 +184,7 @@ def test_a_collectives_kernel_is_left_to_exposed_communication():
     import raw
     from conftest import fixture
 
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     name = "foreign/hta_sampled_rank0"
     work = [e for e in raw.complete(name) if e.get("cat") == "kernel"]

@@ -10,8 +10,8 @@ import msgspec
 import pytest
 from conftest import FIXTURES, H200_TRACES
 
+from pista.analysis import analyze
 from pista.distributed import analyze_ranks
-from pista.findings import analyze
 from pista.i18n import localize_finding
 from pista.rules.exposed_communication import ID, MIN_EXPOSED_SHARE, ExposedCall, WaitingCall
 

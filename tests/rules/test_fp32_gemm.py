@@ -10,8 +10,8 @@ import pytest
 import raw
 from conftest import fixture
 
+from pista.analysis import analyze
 from pista.efficiency import card_named
-from pista.findings import analyze
 from pista.i18n import localize_finding, rule_docs
 from pista.rules import fp32_gemm
 from pista.rules.fp32_gemm import ID

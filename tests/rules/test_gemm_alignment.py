@@ -8,7 +8,7 @@ import pytest
 import raw
 from conftest import FIXTURES
 
-from pista.findings import analyze
+from pista.analysis import analyze
 
 RULE = "gemm-alignment"
 NAME = "gpu/gpt2_conv1d"

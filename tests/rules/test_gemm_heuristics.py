@@ -5,7 +5,7 @@ import json
 import pytest
 import raw
 
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.rules.gemm_heuristics import ID
 
 ONE_TIME_RULES = ["cold-start", "dead-window", "profiler-overhead", "gemm-heuristics", "lazy-loading"]

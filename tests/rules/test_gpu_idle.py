@@ -163,7 +163,7 @@ def test_a_loader_that_has_workers_is_not_told_to_add_them(tmp_path):
 
     from conftest import fixture
 
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     name = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
     with gzip.open(fixture("gpu/gpu_idle_dataloader"), "rt") as f:
@@ -330,7 +330,7 @@ def test_the_loader_in_workers_twin_says_what_the_workers_saved():
 
     from conftest import fixture
 
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     twin = Path("/work/foreign_traces/_cache/kineto_resnet50_w4_2021.json.gz")
     if not twin.exists():

@@ -99,7 +99,7 @@ def test_breaks_seen_through_aot_autograd_s_compiled_function():
     import os
     from pathlib import Path
 
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     cache = Path(os.environ.get("PISTA_FOREIGN_CACHE") or Path.home() / ".cache" / "pista" / "foreign")
     path = cache / "rtx4090d_graph_breaks.json"

@@ -11,7 +11,7 @@ import pytest
 import raw
 from conftest import fixture
 
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.rules.host_work import HOST_WORK_GAP_NS, ID
 
 NUMPY = "savings/h100/numpy_preprocess__broken"

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import raw
 
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.i18n import localize_finding, rule_docs
 from pista.rules import implicit_copy_before_gemm
 from pista.rules.implicit_copy_before_gemm import ID

@@ -113,7 +113,7 @@ def test_bert_captured_by_pista_profile(analysis_of):
 def test_without_steps_it_says_the_condition_and_stays_info(tmp_path):
     # a forward profiled alone, its backward outside the window, looks like inference: without
     # ProfilerStep markers the finding is info and says so (gpu/gpt2_flash_grad's events, steps dropped)
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     path = raw.without_steps("gpu/gpt2_flash_grad", tmp_path)
     finding = analyze(path).finding(RULE)

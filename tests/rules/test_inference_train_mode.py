@@ -132,7 +132,7 @@ def test_bert_left_in_train_mode(analysis_of):
 
 def test_without_steps_it_says_the_condition_and_does_not_come_first(tmp_path, analysis_of):
     # a training forward profiled alone looks the same: info, the condition said, not the top fix
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     path = raw.without_steps("gpu/resnet50_train", tmp_path)
     analysis = analyze(path)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import raw
 
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.i18n import localize_finding, rule_docs
 from pista.rules import kernel_variability
 from pista.rules.kernel_variability import ID, KV_P95_RATIO

@@ -173,7 +173,7 @@ def test_kernels_a_graph_replays_are_not_launched_one_by_one(load_facts):
     # 'reduce-overhead'))" to a program that replays graphs, and the graphs' kernels counted as launched one by one
     import raw
 
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     name = "foreign/hta_negq_rank0"
     analysis = analyze(load_facts(name), rules=["launch-bound"])
@@ -206,7 +206,7 @@ def test_a_graphed_decode_step_gets_no_graph_advice(load_facts):
     # kernels): mostly graphed, and no finding tells it to capture a graph or to torch.compile for launches
     import raw
 
-    from pista.findings import analyze
+    from pista.analysis import analyze
     from pista.rules._launches import graph_replays
 
     name = "foreign/tl_vllm_graph_exec"

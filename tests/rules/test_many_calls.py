@@ -5,7 +5,7 @@ import pytest
 import raw
 from raw import idle_in_steps, intersect, merge, subtract, total  # noqa: F401
 
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.rules.many_calls import ID
 
 

@@ -70,7 +70,7 @@ def test_a_copy_staging_its_own_bytes_is_pageable_memcpy_s(tmp_path):
 
     from conftest import fixture
 
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     data = json.loads(gzip.decompress(fixture("foreign/tl_sglang_decode").read_bytes()))
     call = max((e for e in data["traceEvents"] if e.get("cat") == "cuda_runtime"), key=lambda e: float(e["dur"]))

@@ -6,7 +6,7 @@ import raw
 from conftest import FIXTURES
 from torch_table import parse_table
 
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.rules.profiler_overhead import ID
 
 ONE_TIME_RULES = ["cold-start", "dead-window", "profiler-overhead", "gemm-heuristics", "lazy-loading"]

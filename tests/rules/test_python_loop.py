@@ -8,7 +8,7 @@ import json
 import pytest
 import raw
 
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.rules.python_loop import ID
 
 SAVINGS = "savings/h100/"

@@ -10,7 +10,7 @@ import pytest
 import raw
 from conftest import fixture
 
-from pista.findings import analyze
+from pista.analysis import analyze
 from pista.rules.queued_wait import ID, MIN_STALL_NS
 
 NEGQ = "foreign/hta_negq_rank0"

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from conftest import FIXTURES
 
+from pista.analysis import analyze
 from pista.distributed import analyze_ranks
-from pista.findings import analyze
 from pista.i18n import localize_finding
 from pista.rules import get_rule
 from pista.rules.straggler import (

@@ -159,7 +159,7 @@ def test_rmsnorm_and_rotary_written_out_are_named_with_their_modules(analysis_of
 def test_written_out_replayed_saving_on_qwen05(load_facts):
     # the engine replays the shrunk kernels: on the H100 trace it predicts 14.4 ms a step (29.7%); the same
     # model's shapes measured on an H100 (torch 2.11, random weights): 29.9 ms eager, 18.2 ms compiled (-39%)
-    from pista.findings import analyze
+    from pista.analysis import analyze
 
     analysis = analyze(load_facts("foreign/tl_h100_qwen05"))
     finding = analysis.finding(RULE)

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pista import __version__
+from pista._version import __version__
 from pista.capture import import_torch, workloads
 from pista.capture.session import Session, default_run_dir, resolve_device
 from pista.cli.common import write_output
@@ -103,14 +103,7 @@ def capture(config: RunConfig, progress: bool | None = None) -> RunResult:
                       active=config.active, repeat=config.repeat, sync_steps=config.sync_steps,
                       sort_by=config.sort_by, row_limit=config.row_limit, label=config.workload,
                       with_stack=config.with_stack, profile_memory=config.profile_memory)
-    steps = config.steps if config.steps is not None else session.total_steps
-    if steps is None or steps < 1:
-        raise UsageError("--steps must be given (and >= 1) when --repeat is 0")
-    first_recorded = config.wait + config.warmup_steps + 1
-    if steps < first_recorded:
-        raise UsageError(f"--steps {steps} records nothing: the schedule (--wait {config.wait}, --warmup-steps "
-                         f"{config.warmup_steps}) records from step {first_recorded}; run at least "
-                         f"{first_recorded} steps or lower --wait/--warmup-steps")
+    steps = _steps(config, session.total_steps)
     result = RunResult(config, out_dir, device, workload.params, session)
     torch = import_torch()
     long_capture = config.compile or config.warmup > LONG_CAPTURE_CALLS or steps > LONG_CAPTURE_CALLS
@@ -119,29 +112,52 @@ def capture(config: RunConfig, progress: bool | None = None) -> RunResult:
         phase = "warm-up"
         try:
             t0 = time.perf_counter()
-            if config.warmup:
-                bar.start(f"warm-up: {config.warmup} un-profiled calls"
-                          + (" (the first compiles)" if config.compile else ""), config.warmup)
-            for _ in range(config.warmup):
-                workload.step()
-                bar.advance()
+            _warm_up(config, workload, bar)
             if device == "cuda":
                 torch.cuda.synchronize()
             result.warmup_s = time.perf_counter() - t0
             phase = "steps"
-            sch = session.schedule
-            bar.start(f"profiling {steps} steps (wait {sch['wait']}, warmup {sch['warmup']}, "
-                      f"active {sch['active']} x {sch['repeat']})", steps)
-            with session, _sigint_between_steps() as interrupted:
-                for _ in range(steps):
-                    workload.step()
-                    session.step()
-                    bar.advance()
-                    if interrupted():
-                        raise KeyboardInterrupt
+            _profiled_steps(session, workload, steps, bar)
         except KeyboardInterrupt:
             result.interrupted, result.interrupted_in = True, phase
     return result
+
+
+def _steps(config: RunConfig, schedule_steps: int | None) -> int:
+    """The steps to run: --steps, else the schedule's; a usage error where they record nothing."""
+    steps = config.steps if config.steps is not None else schedule_steps
+    if steps is None or steps < 1:
+        raise UsageError("--steps must be given (and >= 1) when --repeat is 0")
+    first_recorded = config.wait + config.warmup_steps + 1
+    if steps < first_recorded:
+        raise UsageError(f"--steps {steps} records nothing: the schedule (--wait {config.wait}, --warmup-steps "
+                         f"{config.warmup_steps}) records from step {first_recorded}; run at least "
+                         f"{first_recorded} steps or lower --wait/--warmup-steps")
+    return steps
+
+
+def _warm_up(config: RunConfig, workload: Any, bar: _Progress) -> None:
+    """The un-profiled calls before the profiler starts (--warmup)."""
+    if config.warmup:
+        bar.start(f"warm-up: {config.warmup} un-profiled calls"
+                  + (" (the first compiles)" if config.compile else ""), config.warmup)
+    for _ in range(config.warmup):
+        workload.step()
+        bar.advance()
+
+
+def _profiled_steps(session: Session, workload: Any, steps: int, bar: _Progress) -> None:
+    """The steps under the profiler's schedule; Ctrl-C stops them at the next step boundary."""
+    sch = session.schedule
+    bar.start(f"profiling {steps} steps (wait {sch['wait']}, warmup {sch['warmup']}, "
+              f"active {sch['active']} x {sch['repeat']})", steps)
+    with session, _sigint_between_steps() as interrupted:
+        for _ in range(steps):
+            workload.step()
+            session.step()
+            bar.advance()
+            if interrupted():
+                raise KeyboardInterrupt
 
 
 @contextlib.contextmanager

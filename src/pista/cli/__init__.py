@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
-from pista import __version__
+from pista._version import __version__
 from pista.errors import (
     EXIT_BAD_INPUT,
     EXIT_INTERNAL,

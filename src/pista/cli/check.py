@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # start-up: only when the verb runs, not for its parser (pista.cli)
-    from pista import __version__, config
+    from pista import config
+    from pista._version import __version__
     from pista.analysis import analyze
     from pista.cli.common import apply_peaks, open_trace
     from pista.i18n import check_lang, localize

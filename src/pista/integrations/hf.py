@@ -15,7 +15,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pista.integrations import DEFAULT_ACTIVE, DEFAULT_START_STEP, ProfiledRun, StepProfiler, missing
+from pista.integrations._profiler import (
+    DEFAULT_ACTIVE,
+    DEFAULT_START_STEP,
+    ProfiledRun,
+    StepProfiler,
+    missing,
+)
 
 try:
     from transformers import TrainerCallback

@@ -15,16 +15,19 @@ import re
 from collections.abc import Callable
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pista.analysis import Analysis, Summary
 from pista.finding import Finding
 from pista.i18n import lane_label, localize, words
 from pista.i18n._fmt import num, pct, short_figures, t
 from pista.memory import timelines
 from pista.trace.facts import Facts
+
+if TYPE_CHECKING:  # an Analysis is read, never built, here: pista.analysis shows one in a notebook with this page's parts
+    from pista.analysis import Analysis
+    from pista.context import Summary
 
 # Timeline budget: the 64 MB GPT trace has ~140k events. Two layers: zoomed out, runs of events
 # under 1/OVERVIEW_PIXELS of the window are merged into blocks (each at least ~0.5 px wide at

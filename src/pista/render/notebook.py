@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import html
 import re
+from typing import TYPE_CHECKING
 
-from pista.analysis import Analysis
+if TYPE_CHECKING:  # Analysis._repr_html_ calls this module: it reads an Analysis, never builds one
+    from pista.analysis import Analysis
 
 # The element every rule of the report's stylesheet is scoped to: the notebook's own page keeps its look.
 SCOPE = "pista-nb"

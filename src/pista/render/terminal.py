@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
-from pista.analysis import Analysis
 from pista.efficiency import kernel_rows
 from pista.finding import Evidence, Finding
 from pista.i18n import lane_label, localize, word
@@ -18,7 +17,8 @@ from pista.render import layout
 from pista.render.controls import TextBuffer, sanitize, sanitize_line
 from pista.table import render_text
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # an Analysis is read, never built, here (pista.analysis is above the renderers)
+    from pista.analysis import Analysis
     from pista.efficiency import KernelRow
 
 

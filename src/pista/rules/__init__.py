@@ -64,6 +64,11 @@ class Rule(Record):
         return rule_severity_exception(self.id, "en") or str(getattr(self.module, "SEVERITY_EXCEPTION", ""))
 
     @property
+    def symptom(self) -> bool:
+        """Whether its findings are symptoms (pista.engine), unless a finding says otherwise (Finding.symptom)."""
+        return bool(getattr(self.module, "SYMPTOM", False))
+
+    @property
     def check(self) -> Callable[[Context], list[Finding]]:
         return self.module.check
 

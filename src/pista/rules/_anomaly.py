@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pista.rules._common import AUTOGRAD_NODE, name_mask, pattern_mask
+from pista.query import AUTOGRAD_NODE, name_mask, pattern_mask
 from pista.trace.facts import Facts, per_facts
 
 # the thresholds below are anomaly-mode's (`pista explain anomaly-mode`, [tool.pista.rules.anomaly-mode])

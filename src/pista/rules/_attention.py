@@ -12,15 +12,8 @@ import numpy as np
 
 from pista.findings import steps_of
 from pista.opargs import op_args
-from pista.rules._common import (
-    AUTOGRAD_NODE,
-    index_mask,
-    name_mask,
-    nearest_in,
-    outer_ops,
-    pattern_mask,
-    step_ops,
-)
+from pista.query import AUTOGRAD_NODE, name_mask, nearest_in, pattern_mask
+from pista.rules._common import index_mask, outer_ops, step_ops
 from pista.trace.facts import Facts, per_facts
 
 # the thresholds below are manual-attention's (`pista explain manual-attention`, [tool.pista.rules.manual-attention])
@@ -98,8 +91,8 @@ def _attentions(facts: Facts) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]
     matmul = name_mask(facts, MATMULS)[outer]
     softmaxes, between, ends = [], [], []
     for k in np.flatnonzero(name_mask(facts, SOFTMAX)[outer]).tolist():
-        ahead = [j for j in range(max(0, k - BEFORE), k) if matmul[j] and lane[j] == lane[k]]
-        behind = [j for j in range(k + 1, min(outer.size, k + AFTER + 1)) if matmul[j] and lane[j] == lane[k]]
+        ahead = _matmuls_in(matmul, lane, k, max(0, k - BEFORE), k)
+        behind = _matmuls_in(matmul, lane, k, k + 1, min(outer.size, k + AFTER + 1))
         if ahead and behind and _scores(facts, int(outer[k])):
             softmaxes.append(int(outer[k]))
             between.append(outer[ahead[-1] + 1:behind[0]])
@@ -107,6 +100,11 @@ def _attentions(facts: Facts) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]
     if not softmaxes:
         return None
     return np.asarray(softmaxes, dtype=np.int64), [b.astype(np.int64) for b in between], np.asarray(ends, np.int64)
+
+
+def _matmuls_in(matmul: np.ndarray, lane: np.ndarray, k: int, lo: int, hi: int) -> list[int]:
+    """The positions in [lo, hi) of the matmuls on the same thread as position k."""
+    return [j for j in range(lo, hi) if matmul[j] and lane[j] == lane[k]]
 
 
 def _scores(facts: Facts, softmax: int) -> bool:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pista.rules._common import COMPILED_REGION, GRAPH_CALL, nearest_ancestor, pattern_mask
+from pista.query import nearest_ancestor, pattern_mask
+from pista.rules._common import COMPILED_REGION, GRAPH_CALL
 from pista.rules._one_time import EMPTY
 from pista.trace.facts import Facts, Intervals, per_facts
 

@@ -11,7 +11,8 @@ from typing import cast
 
 import numpy as np
 
-from pista.rules._common import idle_ns_in, index_mask, nearest_in, pattern_mask, step_at
+from pista.query import nearest_in, pattern_mask
+from pista.rules._common import idle_ns_in, index_mask, step_at
 from pista.trace.facts import Facts, per_facts
 
 # the thresholds below are cudnn-setup's (`pista explain cudnn-setup`, [tool.pista.rules.cudnn-setup])

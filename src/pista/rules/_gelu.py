@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pista.rules._common import name_mask, outer_ops, step_ops
+from pista.query import name_mask
+from pista.rules._common import outer_ops, step_ops
 from pista.trace.facts import Facts, per_facts
 
 # the thresholds below are tanh-gelu's (`pista explain tanh-gelu`, [tool.pista.rules.tanh-gelu])

@@ -15,19 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pista.findings import Record
-from pista.rules._common import (
-    COMPILE_EVENT,
-    DATALOADER_MARKER,
-    SYNC_NAMES,
-    first_calls,
-    kernel_launches,
-    kernels,
-    mark_ancestors,
-    memcpys,
-    name_mask,
-    nearest_in,
-    pattern_mask,
-)
+from pista.query import COMPILE_EVENT, DATALOADER_MARKER, SYNC_NAMES, name_mask, nearest_in, pattern_mask
+from pista.rules._common import first_calls, kernel_launches, kernels, mark_ancestors, memcpys
 from pista.rules._cudnn import slow_calls
 from pista.trace.facts import INDEX, STEP_NAME, Facts, Intervals, indices, merge_intervals, per_facts
 

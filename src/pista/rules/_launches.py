@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pista.query import name_mask
 from pista.rules._claims import specific_claims
-from pista.rules._common import kernels, name_mask
+from pista.rules._common import kernels
 from pista.rules._idle import intersect, ledger, subtract, union
 from pista.trace.facts import Facts, Intervals, per_facts
 

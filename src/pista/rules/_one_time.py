@@ -30,15 +30,9 @@ from typing import Any
 import numpy as np
 
 from pista.findings import Context, Finding
+from pista.query import COMPILE_EVENT, nearest_ancestor, pattern_mask
 from pista.rules import catalogue
-from pista.rules._common import (
-    COMPILE_EVENT,
-    busy_ns_many,
-    kernel_launches,
-    kernels,
-    nearest_ancestor,
-    pattern_mask,
-)
+from pista.rules._common import busy_ns_many, kernel_launches, kernels
 from pista.rules._idle import COLD_RATIO, subtract, sum_under
 from pista.trace.facts import STEP_NAME, Facts, Intervals, merge_intervals, per_facts
 
@@ -189,6 +183,14 @@ def startup_calls(facts: Facts, taken: Intervals) -> dict[int, list[int]]:
     return {op: mine for op, mine in startup_ops(facts).items() if not covered(taken, trace.ts[[op]])[0]}
 
 
+def _may_start_up(name: str, first: bool, idle_outside_ops: bool) -> bool:
+    """Whether a long runtime call may be start-up by its name: any but NOT_STARTUP's, which are one only as the
+    window's first call where they create the context (CONTEXT_CALLS), or as an allocation outside any op with
+    the device idle."""
+    return (not NOT_STARTUP.search(name) or (first and name in CONTEXT_CALLS)
+            or (idle_outside_ops and bool(ALLOCATION.search(name))))
+
+
 @per_facts
 def startup_ops(facts: Facts) -> dict[int, list[int]]:
     """The calls in the window that start CUDA up without a load event to show it: per
@@ -210,10 +212,8 @@ def startup_ops(facts: Facts) -> dict[int, list[int]]:
     for i, device_idle in zip(long.tolist(), idle.tolist(), strict=True):
         name = trace.event_name(i)
         op = outermost_op(facts, i)
-        if NOT_STARTUP.search(name) and not (name in CONTEXT_CALLS and i == int(calls[0])) \
-                and not (device_idle and op < 0 and ALLOCATION.search(name)):
-            continue
-        if _cold_call(facts, i) and i not in waited:
+        if _may_start_up(name, i == int(calls[0]), device_idle and op < 0) and _cold_call(facts, i) \
+                and i not in waited:
             out.setdefault(op if op >= 0 else i, []).append(i)
     out = _once(facts, out)
     for op in _untraced_first_calls(facts).tolist():

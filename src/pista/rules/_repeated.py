@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pista.query import COMPILE_EVENT, nearest_in, pattern_mask
 from pista.rules._claims import specific_claims
 from pista.rules._common import (
-    COMPILE_EVENT,
     COMPILED_CODE,
     ancestors_match,
     data_regions,
@@ -22,9 +22,7 @@ from pista.rules._common import (
     first_calls,
     index_mask,
     mark_ancestors,
-    nearest_in,
     outer_ops,
-    pattern_mask,
 )
 from pista.rules._idle import intersect, ledger, spans, subtract, union
 from pista.rules._launches import launch_bound_idle
@@ -141,19 +139,12 @@ def _candidates(facts: Facts, free: Intervals, min_calls: float, min_cost: float
             continue
         name = trace.name[idx]
         counts = np.bincount(name)
-        if kind == "op":
-            totals = _per_name(name, trace.dur, counts.size, idx)
-            gpu_totals = device_time_under(facts, idx, name, counts.size).astype(np.float64)
-        else:
-            totals = _per_name(name, launch_and_run(facts, idx), counts.size)
-            gpu_totals = _per_name(name, trace.dur[idx], counts.size)
+        totals, gpu_totals = _totals(facts, kind, idx, name, counts.size)
         keep = (counts >= min_calls) & (totals >= min_cost) & (gpu_totals < MANY_CALLS_MAX_DEVICE_SHARE * totals)
         for k in np.flatnonzero(keep).tolist():
             members = idx[name == k]
-            if kind == "op" and trace.names[k] not in CASTS and _nested(facts, members) >= MAX_NESTED:
-                continue  # another op's internals (aten::empty in batch_norm): nothing the user calls in a loop
-            if kind == "op" and OUTPUT_BOUND_OPS.match(trace.names[k]) and totals[k] >= OUTPUT_BOUND_CALL_NS * counts[k]:
-                continue  # each call's time is its output's, not a per-call toll: batching saves nothing
+            if kind == "op" and _no_loop_op(facts, k, members, float(totals[k]), int(counts[k])):
+                continue
             # a kernel's host side is its launch calls
             hosts = members if kind == "op" else facts.launcher[members][facts.launcher[members] >= 0]
             idle = intersect(free, spans(facts, hosts)).total
@@ -166,6 +157,22 @@ def _candidates(facts: Facts, free: Intervals, min_calls: float, min_cost: float
                 candidates.append((idle, float(totals[k]), kind, k, members, hosts, source))
     candidates.sort(key=lambda c: -c[0])
     return candidates
+
+
+def _totals(facts: Facts, kind: str, idx: np.ndarray, name: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per name id, the calls' time (an op's wall time; a kernel's launch and run) and the device time under them."""
+    trace = facts.trace
+    if kind == "op":
+        return _per_name(name, trace.dur, size, idx), device_time_under(facts, idx, name, size).astype(np.float64)
+    return _per_name(name, launch_and_run(facts, idx), size), _per_name(name, trace.dur[idx], size)
+
+
+def _no_loop_op(facts: Facts, k: int, members: np.ndarray, total: float, count: int) -> bool:
+    """An op no loop of the user's calls: another op's internals (aten::empty in batch_norm), or one whose calls'
+    time is their output's, not a per-call toll (batching saves nothing)."""
+    name = facts.trace.names[k]
+    return ((name not in CASTS and _nested(facts, members) >= MAX_NESTED)
+            or bool(OUTPUT_BOUND_OPS.match(name) and total >= OUTPUT_BOUND_CALL_NS * count))
 
 
 def launch_and_run(facts: Facts, work: np.ndarray) -> np.ndarray:

@@ -13,15 +13,8 @@ from typing import Any
 import numpy as np
 
 from pista.opargs import op_args
-from pista.rules._common import (
-    index_mask,
-    inference_steps,
-    kernels,
-    name_mask,
-    nearest_in,
-    pattern_mask,
-    step_ops,
-)
+from pista.query import name_mask, nearest_in, pattern_mask
+from pista.rules._common import index_mask, inference_steps, kernels, step_ops
 from pista.rules._idle import idle_under
 from pista.trace.facts import Facts, Intervals, per_facts
 

@@ -16,7 +16,8 @@ import numpy as np
 
 from pista.finding import NOT_USER_FRAME
 from pista.purpose import CODE, classify
-from pista.rules._common import COMPILED_REGION, name_mask, nearest_ancestor, pattern_mask
+from pista.query import name_mask, nearest_ancestor, pattern_mask
+from pista.rules._common import COMPILED_REGION
 from pista.trace.facts import Facts
 
 # the thresholds below are unfused-elementwise's (`pista explain unfused-elementwise`)

@@ -8,7 +8,8 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record, steps_of
-from pista.rules._common import name_mask, us
+from pista.query import name_mask
+from pista.rules._common import us
 from pista.rules._cudnn import inside, slow_calls
 from pista.rules._grad_mode import grad_mode_fires
 from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts

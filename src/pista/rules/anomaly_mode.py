@@ -38,8 +38,9 @@ import numpy as np
 
 from pista.findings import Context, Finding, Record
 from pista.opargs import SEQ_NONE, SEQ_ODD, sequence_numbers
+from pista.query import AUTOGRAD_NODE, name_mask, nearest_ancestor, pattern_mask
 from pista.rules._anomaly import SIGNATURE, check_ops
-from pista.rules._common import AUTOGRAD_NODE, evidence, name_mask, nearest_ancestor, pattern_mask, us
+from pista.rules._common import evidence, us
 from pista.rules._idle import idle_under
 from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, merge_intervals

@@ -15,7 +15,8 @@ from pista.efficiency import MEMO_SIZE
 from pista.findings import Context, Evidence, Finding, Record, steps_of
 from pista.opargs import OpArgs, op_args
 from pista.purpose import CODE, classify
-from pista.rules._common import device_ns_in_window, idle_ns_in, name_mask, nearest_in, us
+from pista.query import name_mask, nearest_in
+from pista.rules._common import device_ns_in_window, idle_ns_in, us
 from pista.rules._idle import idle_under
 from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, per_facts

@@ -9,17 +9,11 @@ import numpy as np
 
 from pista.findings import Context, Finding, Record
 from pista.purpose import CODE, classify
-from pista.rules._common import (
-    device_ns_in_window,
-    evidence,
-    index_mask,
-    kernels,
-    pattern_mask,
-    short_name,
-    us,
-)
+from pista.query import pattern_mask
+from pista.rules._common import device_ns_in_window, evidence, index_mask, kernels, short_name, us
 from pista.rules._train_mode import training_kernels
 from pista.timeline import Edit
+from pista.trace.facts import Facts
 
 ID = "channels-last"
 # The NCHW path's kernels, by kind, and the share of their time channels_last keeps, from the H200
@@ -79,41 +73,48 @@ class NchwNote(Record):
 
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
-    if not facts.has_gpu:
+    found = _nchw_kernels(facts) if facts.has_gpu else None
+    if found is None:
         return []
+    trace = facts.trace
+    kinds, conv_ns = found
+    steps = ctx.step_count
+    saved = sum(float(trace.dur[idx].sum()) * (1.0 - keep) for _, idx, keep in kinds)
+    busy = ctx.busy_share
+    impact = ctx.per_step(saved * busy)
+    if impact.share < MIN_STEP_SHARE:
+        return []
+    device_ns = device_ns_in_window(facts)
+    groups = sorted((NchwKernels(kind, idx.size / steps, us(trace.dur[idx].sum()) / steps, keep,
+                                 short_name(trace.event_name(int(idx[np.argmax(trace.dur[idx])]))))
+                     for kind, idx, keep in kinds), key=lambda g: -g.us_per_step)
+    total = sum(float(trace.dur[idx].sum()) for _, idx, _ in kinds)
+    record = ChannelsLast(
+        steps=steps, kernel_us=us(total) / steps, gpu_share_percent=100.0 * total / device_ns,
+        conv_share_percent=100.0 * conv_ns / device_ns, gpu_saved_us=us(saved) / steps, busy_percent=100.0 * busy,
+        kinds=tuple(groups))
+    by_time = sorted(kinds, key=lambda f: -float(trace.dur[f[1]].sum()))[:EVIDENCE_KINDS]
+    ev = [evidence(facts, int(idx[np.argmax(trace.dur[idx])]), NchwNote(kind)) for kind, idx, _ in by_time]
+    idx = np.concatenate([i for _, i, _ in kinds]).astype(np.int64)
+    dur = np.concatenate([trace.dur[i] * keep for _, i, keep in kinds])
+    return [Finding(ID, record, impact, sorted(ev, key=lambda e: e.ts_us), edit=Edit("channels_last", device_dur=(idx, dur)))]
+
+
+def _nchw_kernels(facts: Facts) -> tuple[list[tuple[str, np.ndarray, float]], float] | None:
+    """The NCHW path's kernels in the steps by kind (KINDS: kind, kernels, the share of their time the fix keeps)
+    and the convolutions' ns; None where the convolutions are too little of the device time, run fp32 on the CUDA
+    cores (mixed precision first, then the layout), or convert no layout (NHWC already, or no cuDNN)."""
     trace = facts.trace
     # the kernels the steps launched (their GPU tail included), or the window's without steps
     in_window = kernels(facts) & ((facts.event_step >= 0) if facts.steps else
                                   (trace.ts >= facts.window[0]) & (trace.ts < facts.window[1]))
     # kernels only training mode runs in inference are inference-train-mode's: eval() removes them
     in_window &= ~index_mask(facts, training_kernels(facts))
-    device_ns = device_ns_in_window(facts)
     conv = in_window & (classify(facts) == CODE["conv"])
     conv_ns = float(trace.dur[conv].sum())
-    if conv_ns < MIN_CONV_SHARE * device_ns:
-        return []
-    if float(trace.dur[conv & pattern_mask(facts, SIMT_CONV)].sum()) > MAX_SIMT_CONV_SHARE * conv_ns:
-        return []  # fp32 on the CUDA cores: mixed precision first, then the layout
+    if conv_ns < MIN_CONV_SHARE * device_ns_in_window(facts) \
+            or float(trace.dur[conv & pattern_mask(facts, SIMT_CONV)].sum()) > MAX_SIMT_CONV_SHARE * conv_ns:
+        return None
     found = [(kind, np.flatnonzero(in_window & pattern_mask(facts, pattern)), keep) for kind, pattern, keep in KINDS]
     found = [(kind, idx, keep) for kind, idx, keep in found if idx.size]
-    if not any(kind == "transpose" for kind, _, _ in found):
-        return []  # no conversion around the convolutions: NHWC already, or no cuDNN convolution
-    steps = ctx.step_count
-    saved = sum(float(trace.dur[idx].sum()) * (1.0 - keep) for _, idx, keep in found)
-    busy = ctx.busy_share
-    impact = ctx.per_step(saved * busy)
-    if impact.share < MIN_STEP_SHARE:
-        return []
-    groups = sorted((NchwKernels(kind, idx.size / steps, us(trace.dur[idx].sum()) / steps, keep,
-                                 short_name(trace.event_name(int(idx[np.argmax(trace.dur[idx])]))))
-                     for kind, idx, keep in found), key=lambda g: -g.us_per_step)
-    total = sum(float(trace.dur[idx].sum()) for _, idx, _ in found)
-    record = ChannelsLast(
-        steps=steps, kernel_us=us(total) / steps, gpu_share_percent=100.0 * total / device_ns,
-        conv_share_percent=100.0 * conv_ns / device_ns, gpu_saved_us=us(saved) / steps, busy_percent=100.0 * busy,
-        kinds=tuple(groups))
-    by_time = sorted(found, key=lambda f: -float(trace.dur[f[1]].sum()))[:EVIDENCE_KINDS]
-    ev = [evidence(facts, int(idx[np.argmax(trace.dur[idx])]), NchwNote(kind)) for kind, idx, _ in by_time]
-    idx = np.concatenate([i for _, i, _ in found]).astype(np.int64)
-    dur = np.concatenate([trace.dur[i] * keep for _, i, keep in found])
-    return [Finding(ID, record, impact, sorted(ev, key=lambda e: e.ts_us), edit=Edit("channels_last", device_dur=(idx, dur)))]
+    return (found, conv_ns) if any(kind == "transpose" for kind, _, _ in found) else None

@@ -130,8 +130,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
                            int(trace.name[first]), taken)
     loading = one_time.loading_mask(facts)
     queries = one_time.query_mask(facts) & (trace.ts >= first_start) & (trace.ts < first_end)
-    annotation = trace.category_id("user_annotation")
-    top = ops[0].name if ops and int(trace.cat[picks[0]]) != annotation else None  # None: the region's own Python
+    top = _top_op(facts, ops, picks)
     record = ColdStart(
         kind=kind, name=trace.event_name(first), step=_step_number(facts, first), others=int(others.size),
         other_steps=tuple(s.number for s in facts.steps[1:]) if kind == "step" else (),
@@ -148,6 +147,12 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     k = int(np.argmin(np.abs((ends - starts) - median)))
     ev.append(evidence(facts, int(others[k]), SteadyNote(us(ends[k] - starts[k]))))
     return [Finding(ID, record, impact, ev)], one_time.spans([first_start], [first_end])
+
+
+def _top_op(facts: Facts, ops: tuple[SlowOp, ...], picks: list[int]) -> str | None:
+    """The slowest op's name, None where it is a region (its own Python is the cost)."""
+    annotation = facts.trace.category_id("user_annotation")
+    return ops[0].name if ops and int(facts.trace.cat[picks[0]]) != annotation else None
 
 
 def _first_and_others(facts: Facts) -> tuple[str, int, np.ndarray, np.ndarray, np.ndarray] | None:

@@ -44,17 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record, Severity, steps_of
-from pista.rules._common import (
-    AUTOGRAD_NODE,
-    CACHE_LOOKUP,
-    COMPILE_EVENT,
-    COMPILED_REGION,
-    OPTIMIZER_STEP,
-    name_mask,
-    nearest_ancestor,
-    pattern_mask,
-    us,
-)
+from pista.query import AUTOGRAD_NODE, COMPILE_EVENT, name_mask, nearest_ancestor, pattern_mask
+from pista.rules._common import CACHE_LOOKUP, COMPILED_REGION, OPTIMIZER_STEP, us
 from pista.rules._idle import idle_under, union
 from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, per_facts

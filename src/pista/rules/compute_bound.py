@@ -39,15 +39,18 @@ Compute. Near the ceiling, leave the GEMMs: the time is in the other work.
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 import numpy as np
 
 from pista import findings
 from pista.efficiency import card_of, gemms, headroom_ns, rate
-from pista.findings import Context, Finding, Impact, Record
+from pista.findings import Context, Evidence, Finding, Impact, Record
 from pista.rules._common import evidence, us
 from pista.rules._dominant import NEAR_PEAK_SHARE, dominant
 from pista.timeline import Edit
+from pista.trace.facts import Facts
 
 ID = "compute-bound"
 # A symptom: the engine credits it with what is left once every cause's fix is replayed (pista.engine).
@@ -129,11 +132,9 @@ def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     trace = facts.trace
     card = card_of(trace)
-    if card is None:
-        return []
     table = gemms(facts)
     calls = np.array(sorted(k for k, g in table.items() if g.dtype in TENSOR_CORE_DTYPES), dtype=np.int64)
-    if calls.size == 0:
+    if card is None or calls.size == 0:
         return []
     kernels, near = _kernels(facts, calls, card)
     gemm_ns = trace.dur[calls].sum()
@@ -150,15 +151,23 @@ def check(ctx: Context) -> list[Finding]:
         ceiling_measured=all(card.ceiling_measured(k.dtype) for k in slow_kernels),
         gemm_us=us(gemm_ns), headroom_us=us(per_call.sum()), steps=ctx.step_count,
         kernels=tuple(sorted(slow_kernels, key=lambda k: -k.headroom_us)[:MAX_KERNELS]))
+    ev = _evidence(facts, calls, per_call, card)
+    slow = calls[per_call > 0]
+    return [Finding(ID, record, impact, ev, edit=Edit("GEMMs at the ceiling", device_dur=(
+        slow, trace.dur[slow] - per_call[per_call > 0])))]
+
+
+def _evidence(facts: Facts, calls: np.ndarray, per_call: np.ndarray, card: Any) -> list[Evidence]:
+    """The calls with the most headroom, each with its rate, the card's ceiling in its dtype and its headroom."""
+    trace = facts.trace
+    table = gemms(facts)
     ev = []
     for pos in np.argsort(-per_call, kind="stable")[:EVIDENCE_EVENTS].tolist():
         k = int(calls[pos])
         g = table[k]
         ev.append(evidence(facts, k, SlowCall(g.tflops(int(trace.dur[k])), float(card.ceiling(g.dtype) or 0.0),
                                               us(per_call[pos]))))
-    slow = calls[per_call > 0]
-    return [Finding(ID, record, impact, ev, edit=Edit("GEMMs at the ceiling", device_dur=(
-        slow, trace.dur[slow] - per_call[per_call > 0])))]
+    return ev
 
 
 def _kernels(facts, calls: np.ndarray, card) -> tuple[list[GemmKernel], np.ndarray]:

@@ -44,6 +44,7 @@ from pista.efficiency import gemm_flops
 from pista.findings import Context, Finding, Record, Severity
 from pista.opargs import op_args
 from pista.rules._common import evidence, gemm_calls, idle_cores, op_dims, ops_by_time, us
+from pista.trace.facts import Facts
 
 ID = "cpu-fp32-gemm"
 # bf16 over fp32 on the capture CPU: the GEMMs' own time in gpu/cpu_linear_host (24.3 ms per step)
@@ -92,34 +93,49 @@ class Fp32Call(Record):
 
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
-    host: Any = facts.trace.metadata.get("pista_host")  # JSON: a dict where pista recorded the host
-    known = isinstance(host, dict)
-    if facts.has_gpu or (known and host.get("bf16_gemm") is not True):
+    cpu = _cpu(facts)
+    calls = _fp32_calls(facts) if cpu is not None else None
+    if cpu is None or calls is None:
         return []
-    host = host if known else {}
-    calls = _fp32_calls(facts)
-    if calls is None:
-        return []
+    host, known = cpu
     idx, args, unrecorded = calls
     own_ns = facts.self_time[idx].astype(float)
-    if unrecorded and own_ns.mean() < MIN_UNRECORDED_CALL_US * 1e3:
-        return []
     step_share = float(own_ns.sum()) / ctx.step_count / max(ctx.step_ns, 1.0)
-    if not known and step_share < MIN_UNKNOWN_CPU_SHARE:
+    if _too_little(own_ns, step_share, known, unrecorded):
         return []
     idle = idle_cores(host)
     scale = idle[0] / idle[1] if idle else 1.0
     impact = ctx.per_step(float(own_ns.sum()) * scale * (1.0 - 1.0 / CPU_BF16_SPEEDUP))
-    if impact.share < MIN_STEP_SHARE:
-        return []
     flops = [gemm_flops(facts.trace.event_name(int(i)), a.dims if a is not None else None)
              for i, a in zip(idx.tolist(), args, strict=True)]
-    known_flops = [f for f in flops if f]
-    if known_flops and sum(known_flops) / len(known_flops) < MIN_MFLOP_PER_CALL * 1e6:
+    if impact.share < MIN_STEP_SHARE or _small_calls(flops):
         return []
     record = _record(ctx, host, idx, own_ns, flops, step_share, scale, impact.us, known, unrecorded)
     return [Finding(ID, record, impact, _evidence(facts, idx, own_ns, flops),
                     severity=None if known and not unrecorded else Severity.INFO)]
+
+
+def _cpu(facts: Facts) -> tuple[dict, bool] | None:
+    """What pista_host says of the CPU ({} where the trace does not say) and whether it says; None on a GPU
+    trace or a CPU pista_host says has no native bf16 GEMMs."""
+    host: Any = facts.trace.metadata.get("pista_host")  # JSON: a dict where pista recorded the host
+    known = isinstance(host, dict)
+    if facts.has_gpu or (known and host.get("bf16_gemm") is not True):
+        return None
+    return (host if known else {}), known
+
+
+def _too_little(own_ns: np.ndarray, step_share: float, known: bool, unrecorded: bool) -> bool:
+    """Calls too short to be GEMMs worth moving without recorded shapes (MIN_UNRECORDED_CALL_US), or too little of
+    the step on a CPU the trace does not describe (MIN_UNKNOWN_CPU_SHARE)."""
+    return bool((unrecorded and own_ns.mean() < MIN_UNRECORDED_CALL_US * 1e3)
+                or (not known and step_share < MIN_UNKNOWN_CPU_SHARE))
+
+
+def _small_calls(flops: list) -> bool:
+    """Whether the calls with recorded shapes do under MIN_MFLOP_PER_CALL each, on average."""
+    known_flops = [f for f in flops if f]
+    return bool(known_flops) and sum(known_flops) / len(known_flops) < MIN_MFLOP_PER_CALL * 1e6
 
 
 def _record(ctx: Context, host: dict, idx: np.ndarray, own_ns: np.ndarray, flops: list, step_share: float,

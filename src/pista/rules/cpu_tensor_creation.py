@@ -6,17 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Finding, Record
-from pista.rules._common import (
-    evidence,
-    index_mask,
-    kernel_launches,
-    mark_ancestors,
-    name_mask,
-    nearest_ancestor,
-    nearest_in,
-    step_at,
-    us,
-)
+from pista.query import name_mask, nearest_ancestor, nearest_in
+from pista.rules._common import evidence, index_mask, kernel_launches, mark_ancestors, step_at, us
 from pista.timeline import Edit
 from pista.trace.facts import Facts
 

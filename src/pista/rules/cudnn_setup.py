@@ -45,8 +45,9 @@ import msgspec
 import numpy as np
 
 from pista.findings import Context, Finding, Record
+from pista.query import SYNC_NAMES, name_mask
 from pista.rules import _one_time as one_time
-from pista.rules._common import SYNC_NAMES, evidence, idle_ns_in, kernel_launches, name_mask, step_at, us
+from pista.rules._common import evidence, idle_ns_in, kernel_launches, step_at, us
 from pista.rules._cudnn import inside, recurring_steps, slow_calls
 from pista.trace.facts import Facts, Intervals
 
@@ -124,7 +125,7 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     names = sorted({trace.event_name(i) for i in idx.tolist()})
     launches, syncs = _launches_and_syncs(facts, idx)
     benchmark = bool(syncs.sum()) and float(launches.mean()) >= BENCHMARK_MIN_LAUNCHES
-    kind = "attention" if any("attention" in n for n in names) else "rnn" if any("rnn" in n for n in names) else "conv"
+    kind = _kind(names)
     slowest = np.argsort(-idle, kind="stable")[:EVIDENCE_CALLS]
     rows = tuple(SetupCall(trace.event_name(int(idx[k])), dims[k], us(idle[k]), step_at(facts, int(trace.ts[idx[k]])))
                  for k in slowest.tolist())
@@ -136,6 +137,11 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
         slowest=rows, once=once)
     ev = [evidence(facts, int(idx[k]), CallNote(dims[k], us(idle[k]), int(launches[k]))) for k in sorted(slowest.tolist())]
     return [Finding(ID, record, impact, ev)], claim
+
+
+def _kind(names: list[str]) -> str:
+    """What the set-up is for, by its ops' names: attention, an RNN, else convolution."""
+    return next((kind for kind in ("attention", "rnn") if any(kind in n for n in names)), "conv")
 
 
 def _typical_idle(facts: Facts, idx: np.ndarray) -> float | None:

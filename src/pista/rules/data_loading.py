@@ -49,16 +49,8 @@ from collections import Counter
 import numpy as np
 
 from pista.findings import WARNING_SHARE, Context, Finding, Record
-from pista.rules._common import (
-    PROFILER_HOST_INFLATION,
-    data_regions,
-    evidence,
-    index_mask,
-    name_mask,
-    nearest_ancestor,
-    outer_ops,
-    us,
-)
+from pista.query import name_mask, nearest_ancestor
+from pista.rules._common import PROFILER_HOST_INFLATION, data_regions, evidence, index_mask, outer_ops, us
 from pista.timeline import Edit
 from pista.trace.facts import merge_intervals
 

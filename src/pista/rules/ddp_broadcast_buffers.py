@@ -36,7 +36,8 @@ import re
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record, steps_of
-from pista.rules._common import busy_ns, name_mask, outer_ops, pattern_mask, us
+from pista.query import name_mask, pattern_mask
+from pista.rules._common import busy_ns, outer_ops, us
 from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts
 

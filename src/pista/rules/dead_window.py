@@ -6,17 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record, top_indices
+from pista.query import SYNC_NAMES, name_mask
 from pista.rules import _one_time as one_time
-from pista.rules._common import (
-    SYNC_NAMES,
-    enclosing_op,
-    evidence,
-    kernel_launches,
-    mark_ancestors,
-    name_mask,
-    step_at,
-    us,
-)
+from pista.rules._common import enclosing_op, evidence, kernel_launches, mark_ancestors, step_at, us
 from pista.trace.facts import STEP_NAME, Facts, Intervals
 
 ID = "dead-window"
@@ -254,11 +246,7 @@ def _finding(ctx: Context, region: int, end: int, gap: int, typical: float | Non
 
     recorded = int(facts.self_time[inside].sum())
     fillers = top_indices(facts.self_time, inside, FILLER_EVENTS)
-    host_op = enclosing_op(facts, end) if int(trace.cat[end]) != trace.category_id("cpu_op") else end
-    in_op = trace.event_name(host_op) if host_op >= 0 and host_op != end else None
-    loading_in = one_time.starts_within(facts, one_time.loading_mask(facts))
-    loading_ns = loading_in(start, stop)
-    loading_ns += sum(loading_in(int(trace.ts[op]), int(trace.ts[op] + trace.dur[op])) for op in firsts)
+    in_op = _in_op(facts, end)
     after = {op: int(trace.ts[op] + trace.dur[op]) - max(int(trace.ts[op]), stop) for op in firsts}  # past the wait
     by_length = sorted(firsts, key=lambda op: -after[op])
     step = step_at(facts, start)
@@ -268,21 +256,37 @@ def _finding(ctx: Context, region: int, end: int, gap: int, typical: float | Non
         warmed_up=bool(facts.steps) and facts.steps[0].number > 0,
         first_target=trace.event_name(end), in_op=in_op, gap_us=us(gap),
         typical_gap_us=None if typical is None else typical / 1000.0, recorded_us=us(recorded),
-        untraced_us=us(max(gap - recorded, 0)), profiler_us=us(profiler_ns), loading_us=us(loading_ns),
+        untraced_us=us(max(gap - recorded, 0)), profiler_us=us(profiler_ns),
+        loading_us=us(_loading_ns(facts, start, stop, firsts)),
         fillers=tuple(Filler(trace.event_name(int(i)), us(facts.self_time[i])) for i in fillers),
         first_calls=tuple(FirstCall(trace.event_name(op), us(after[op])) for op in by_length[:FIRST_CALLS_SHOWN]),
         first_calls_us=us(claim.total - (stop - start)), idle_us=us(idle),
         cause=one_time.cause_of(profiler_ns, int(idle), _gemm_or(facts, cause_op, in_op)),
     )
-    lane = facts.lane_of(region)
     ev = [
-        Evidence.span("dead window", lane, start, stop, step=step, detail=WindowNote(record.region, target_kind)),
+        Evidence.span("dead window", facts.lane_of(region), start, stop, step=step,
+                      detail=WindowNote(record.region, target_kind)),
         evidence(facts, region, RegionNote()),
         evidence(facts, end, TargetNote(target_kind, in_op)),
+        *(evidence(facts, int(i), FillerNote(us(facts.self_time[i]))) for i in fillers),
+        *(evidence(facts, op, FirstCallNote(us(after[op]))) for op in by_length[:FIRST_CALLS_SHOWN]),
     ]
-    ev += [evidence(facts, int(i), FillerNote(us(facts.self_time[i]))) for i in fillers]
-    ev += [evidence(facts, op, FirstCallNote(us(after[op]))) for op in by_length[:FIRST_CALLS_SHOWN]]
     return Finding(ID, record, impact, ev), claim
+
+
+def _in_op(facts: Facts, end: int) -> str | None:
+    """The op the first target event ran inside (None where it is an op itself, or in none)."""
+    trace = facts.trace
+    host_op = enclosing_op(facts, end) if int(trace.cat[end]) != trace.category_id("cpu_op") else end
+    return trace.event_name(host_op) if host_op >= 0 and host_op != end else None
+
+
+def _loading_ns(facts: Facts, start: int, stop: int, firsts: list[int]) -> int:
+    """ns of module loading (one_time.loading_mask) starting in the wait or in the first calls after it."""
+    trace = facts.trace
+    loading_in = one_time.starts_within(facts, one_time.loading_mask(facts))
+    return loading_in(start, stop) + sum(loading_in(int(trace.ts[op]), int(trace.ts[op] + trace.dur[op]))
+                                         for op in firsts)
 
 
 def _inside(facts: Facts, region: int, end: int) -> np.ndarray:

@@ -50,9 +50,10 @@ import numpy as np
 
 from pista import efficiency
 from pista.efficiency import Rate, card_of, device_name, gemms, headroom_ns, rate
-from pista.findings import Context, Finding, Impact, Record, top_indices
+from pista.findings import Context, Evidence, Finding, Impact, Record, top_indices
 from pista.rules._common import evidence, us
 from pista.rules._dominant import NEAR_PEAK_SHARE, dominant
+from pista.trace.facts import Facts
 
 ID = "dominant-event"
 # A GEMM at or above this share of the card's ceiling runs as fast as the card allows (the
@@ -115,14 +116,7 @@ def check(ctx: Context) -> list[Finding]:
         return []
     members = found.members
     spent = int(trace.dur[members].sum())
-    if found.kind == "op":
-        calls = int(np.unique(facts.owner[members]).size)
-        launched_by = found.name
-    else:
-        calls = int(members.size)
-        owners = facts.owner[members]
-        owners = owners[owners >= 0]
-        launched_by = trace.names[int(np.bincount(trace.name[owners]).argmax())] if owners.size else ""
+    calls, launched_by = _calls(facts, found.kind, found.name, members)
     card = card_of(trace)
     gemm_rate = rate(facts, members, card) if found.kind in ("kernel", "op") else None
     cause, headroom = _cause(facts, members, gemm_rate, card, found.kind)
@@ -134,15 +128,31 @@ def check(ctx: Context) -> list[Finding]:
         gpu_busy_percent=100.0 * (ctx.summary.gpu_busy_share or 0.0), steps=ctx.step_count, cause=cause,
         headroom_us=us(headroom), rate=gemm_rate, shape=_shape(facts, members), device=device_name(trace),
         fp8=bool(card and card.peak("fp8")))
+    return [Finding(ID, record, impact, _evidence(facts, members))]
+
+
+def _calls(facts: Facts, kind: str, name: str, members: np.ndarray) -> tuple[int, str]:
+    """The calls (an op's, or the kernel's launches) and the op that launched most of them ("" where none is
+    known)."""
+    trace = facts.trace
+    if kind == "op":
+        return int(np.unique(facts.owner[members]).size), name
+    owners = facts.owner[members]
+    owners = owners[owners >= 0]
+    return int(members.size), trace.names[int(np.bincount(trace.name[owners]).argmax())] if owners.size else ""
+
+
+def _evidence(facts: Facts, members: np.ndarray) -> list[Evidence]:
+    """The longest calls, each with its achieved TFLOP/s where it is a rated GEMM."""
+    trace = facts.trace
     member_mask = np.zeros(len(trace), dtype=bool)
     member_mask[members] = True
     table = gemms(facts)
-    picks = top_indices(trace.dur, member_mask, EVIDENCE_EVENTS)
     ev = []
-    for i in picks.tolist():
+    for i in top_indices(trace.dur, member_mask, EVIDENCE_EVENTS).tolist():
         g = table.get(int(i))
         ev.append(evidence(facts, int(i), Instance(g.tflops(int(trace.dur[i])) if g else None)))
-    return [Finding(ID, record, impact, ev)]
+    return ev
 
 
 def _cause(facts, members: np.ndarray, r: Rate | None, card, kind: str) -> tuple[str, float]:

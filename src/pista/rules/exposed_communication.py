@@ -12,8 +12,9 @@ import numpy as np
 
 from pista.distributed.comm import communication
 from pista.findings import Context, Evidence, Finding, Impact, Record
+from pista.query import name_mask, pattern_mask
 from pista.rules import _one_time as one_time
-from pista.rules._common import name_mask, pattern_mask, short_name, us
+from pista.rules._common import short_name, us
 from pista.trace.facts import Facts
 
 ID = "exposed-communication"
@@ -163,18 +164,13 @@ def check(ctx: Context) -> list[Finding]:
     stats = communication(facts)
     if not stats.has_comm or stats.exposed <= 0:
         return []
-    trace = facts.trace
     idx, exposed = stats.work_index, stats.work_exposed
     hosts = [_host(facts, int(i)) for i in idx.tolist()]
     setup, setup_ratio, setup_calls = _setup(facts, idx, exposed, hosts) if _cold(ctx, stats.domain) else (0, 0.0, {})
     impact = ctx.per_step(max(stats.exposed - setup, 0))
     if not _worth_it(impact):
         return []
-    by_name: dict[str, int] = defaultdict(int)
-    for i, e in zip(idx.tolist(), exposed.tolist(), strict=True):
-        by_name[trace.event_name(i)] += e
-    top = max(by_name, key=lambda n: by_name[n])
-    named = np.array([trace.event_name(i) == top for i in idx.tolist()], dtype=bool)
+    top, named = _top_collective(facts, idx, exposed)
     mine = [h for h, n in zip(hosts, named.tolist(), strict=True) if n]
     wait, waiting = _wait(ctx, idx, exposed, hosts)
     record = ExposedCommunication(
@@ -197,6 +193,16 @@ def check(ctx: Context) -> list[Finding]:
         wait=wait, setup_us=us(setup), setup_ratio=setup_ratio,
     )
     return [Finding(ID, record, impact, _evidence(facts, idx, exposed, waiting, setup_calls))]
+
+
+def _top_collective(facts: Facts, idx: np.ndarray, exposed: np.ndarray) -> tuple[str, np.ndarray]:
+    """The collective kernel name with the most exposed time, and which of the calls are its."""
+    trace = facts.trace
+    by_name: dict[str, int] = defaultdict(int)
+    for i, e in zip(idx.tolist(), exposed.tolist(), strict=True):
+        by_name[trace.event_name(i)] += e
+    top = max(by_name, key=lambda n: by_name[n])
+    return top, np.array([trace.event_name(i) == top for i in idx.tolist()], dtype=bool)
 
 
 def _evidence(facts: Facts, idx: np.ndarray, exposed: np.ndarray, waiting: dict[int, float],

@@ -43,15 +43,18 @@ GradScaler.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import msgspec
 import numpy as np
 
 from pista.efficiency import card_of, compute_major, device_name, gemms, tf32_gains
 from pista.findings import Context, Finding, Record
-from pista.rules._common import evidence, kernels, nearest_ancestor, op_dims, pattern_mask, us
+from pista.query import nearest_ancestor, pattern_mask
+from pista.rules._common import evidence, kernels, op_dims, us
 from pista.timeline import Edit
 from pista.trace.facts import Facts
+from pista.trace.model import Trace
 
 ID = "fp32-gemm"
 # Where the replay finds the step does not wait for these GEMMs, the finding stays as information (pista.engine).
@@ -167,26 +170,44 @@ def _record(ctx: Context, idx: np.ndarray, ops: np.ndarray, card, target: str, s
             share: float, saved: float) -> Fp32Gemm:
     facts = ctx.facts
     trace = facts.trace
-    rated = [g for i in idx.tolist() if (g := gemms(facts).get(int(i))) is not None]
-    rated_ns = sum(int(trace.dur[g.kernel]) for g in rated)
-    longest = max(rated, key=lambda g: int(trace.dur[g.kernel])) if rated else None
     conv = _conv_ops(facts, idx, ops)
+    tflops, shape = _rated(facts, idx)
+    return Fp32Gemm(
+        kernels=int(idx.size), conv_kernels=sum(1 for c in conv if c), ops=_ops_by_time(trace, idx, ops, conv),
+        gemm_us=us(gemm_ns), device_share_percent=100.0 * share, tflops=tflops, shape=shape,
+        **_card_fields(card, target, device_name(trace)),
+        saved_us=us(saved), steps=ctx.step_count, assumed_speedup=None if card else speedup,
+        geforce=bool(GEFORCE.search(device_name(trace) or "")),
+        gpu_busy_percent=100.0 * (ctx.summary.gpu_busy_share or 0.0), host_bound=ctx.summary.verdict == "overhead-bound")
+
+
+def _rated(facts: Facts, idx: np.ndarray) -> tuple[float | None, Any]:
+    """The rated kernels' achieved TFLOP/s together, and the longest one's (M, N, K); None for either unknown."""
+    trace = facts.trace
+    rated = [g for i in idx.tolist() if (g := gemms(facts).get(int(i))) is not None]
+    if not rated:
+        return None, None
+    rated_ns = sum(int(trace.dur[g.kernel]) for g in rated)
+    longest = max(rated, key=lambda g: int(trace.dur[g.kernel]))
+    return (sum(g.flops for g in rated) / rated_ns / 1e3 if rated_ns else None), longest.mnk
+
+
+def _ops_by_time(trace: Trace, idx: np.ndarray, ops: np.ndarray, conv: list[str]) -> tuple[str, ...]:
+    """The GEMM (or convolution) ops that launched the kernels, most kernel time first."""
     by_time: dict[str, int] = {}
     for o, c, d in zip(ops.tolist(), conv, trace.dur[idx].tolist(), strict=True):
         name = trace.event_name(int(o)) if o >= 0 else c
         if name:
             by_time[name] = by_time.get(name, 0) + int(d)
-    return Fp32Gemm(
-        kernels=int(idx.size), conv_kernels=sum(1 for c in conv if c),
-        ops=tuple(sorted(by_time, key=lambda n: (-by_time[n], n))),
-        gemm_us=us(gemm_ns), device_share_percent=100.0 * share,
-        tflops=sum(g.flops for g in rated) / rated_ns / 1e3 if rated and rated_ns else None,
-        shape=longest.mnk if longest else None, card=card.name if card else device_name(trace), target=target,
-        target_tflops=card.ceiling(target) if card else None,
-        target_measured=bool(card and card.ceiling_measured(target)),
-        saved_us=us(saved), steps=ctx.step_count, assumed_speedup=None if card else speedup,
-        geforce=bool(GEFORCE.search(device_name(trace) or "")),
-        gpu_busy_percent=100.0 * (ctx.summary.gpu_busy_share or 0.0), host_bound=ctx.summary.verdict == "overhead-bound")
+    return tuple(sorted(by_time, key=lambda n: (-by_time[n], n)))
+
+
+def _card_fields(card, target: str, device: str | None) -> dict[str, Any]:
+    """The record's card, the target dtype and its ceiling (None and False on a card pista has no figures for)."""
+    if not card:
+        return {"card": device, "target": target, "target_tflops": None, "target_measured": False}
+    return {"card": card.name, "target": target, "target_tflops": card.ceiling(target),
+            "target_measured": bool(card.ceiling_measured(target))}
 
 
 def _conv_ops(facts: Facts, idx: np.ndarray, ops: np.ndarray) -> list[str]:

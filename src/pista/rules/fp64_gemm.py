@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from pista.efficiency import card_of, gemms
+from pista.efficiency import Gemm, card_of, gemms
 from pista.findings import Context, Finding, Record
 from pista.rules._common import evidence, us
 from pista.timeline import Edit
+from pista.trace.facts import Facts
 
 ID = "fp64-gemm"
 # Under this share of the step the saving is noise (REVIEW.md: ~1%).
@@ -62,11 +63,8 @@ class Fp64Call(Record):
 
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
-    if not facts.has_gpu:
-        return []
     trace = facts.trace
-    lo, hi = facts.window
-    calls = [g for k, g in gemms(facts).items() if g.dtype == "fp64" and lo <= trace.ts[k] < hi]
+    calls = _fp64_calls(facts) if facts.has_gpu else []
     card = card_of(trace)
     target = _target(card)
     if not calls or target is None:
@@ -89,6 +87,12 @@ def check(ctx: Context) -> list[Finding]:
     kernels = np.array([g.kernel for g in calls], dtype=np.int64)
     edit = Edit("GEMMs at the target dtype", device_dur=(kernels, trace.dur[kernels] - np.array([saved[g.kernel] for g in calls])))
     return [Finding(ID, record, impact, ev, edit=edit)]
+
+
+def _fp64_calls(facts: Facts) -> list[Gemm]:
+    """The fp64 GEMM calls whose kernel starts inside the window."""
+    lo, hi = facts.window
+    return [g for k, g in gemms(facts).items() if g.dtype == "fp64" and lo <= facts.trace.ts[k] < hi]
 
 
 def _target(card) -> tuple[str, float] | None:

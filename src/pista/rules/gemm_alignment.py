@@ -46,11 +46,13 @@ from collections import defaultdict
 import numpy as np
 
 from pista.efficiency import Gemm, card_of, gemms
-from pista.findings import Context, Finding, Record
+from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import op_args
+from pista.query import name_mask
 from pista.rules._attention import matmul_kernels
-from pista.rules._common import device_ns_in_window, evidence, name_mask, short_name, step_ops, us
+from pista.rules._common import device_ns_in_window, evidence, short_name, step_ops, us
 from pista.timeline import Edit
+from pista.trace.facts import Facts
 
 ID = "gemm-alignment"
 
@@ -112,33 +114,44 @@ class CallNote(Record):
 
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
-    if not facts.has_gpu:
+    slow, dur, reference = _misaligned(facts) if facts.has_gpu else ([], {}, {})
+    gpu_ns = sum(dur[g.kernel] - _reference_ns(g, reference) for g in slow)
+    busy = ctx.busy_share
+    impact = ctx.per_step(gpu_ns * busy)
+    if not slow or impact.share < MIN_STEP_SHARE:
         return []
+    record = _record(facts, slow, dur, reference, ctx.step_count, us(gpu_ns) / ctx.step_count, busy)
+    padded = np.asarray([g.kernel for g in slow], np.int64)
+    at_reference = np.array([min(dur[g.kernel], _reference_ns(g, reference)) for g in slow])
+    return [Finding(ID, record, impact, _evidence(facts, slow, dur, reference),
+                    edit=Edit("padded GEMMs", device_dur=(padded, at_reference)))]
+
+
+def _misaligned(facts: Facts) -> tuple[list[Gemm], dict[int, float], dict[str, float]]:
+    """The misaligned GEMM calls slow enough for padding to pay (_slow, _worth_padding), each rated call's kernel
+    time, and each dtype's reference rate."""
     trace = facts.trace
     calls = [g for g in gemms(facts).values() if g.dtype in ALIGN and g.flops > 0]
-    if not calls:
-        return []
     dur = {g.kernel: float(trace.dur[g.kernel]) for g in calls}
     odd = [g for g in calls if _odd(g)]
     if not odd:
-        return []
+        return [], dur, {}
     reference = _reference_rates(calls, dur)
     _add_ceilings(reference, odd, card_of(trace))
-    slow = _worth_padding(facts, _slow(facts, odd, dur, reference), dur, reference)
-    if not slow:
-        return []
-    gpu_ns = sum(dur[g.kernel] - g.flops / reference[g.dtype or ""] / 1e3 for g in slow)
-    busy = ctx.busy_share
-    impact = ctx.per_step(gpu_ns * busy)
-    if impact.share < MIN_STEP_SHARE:
-        return []
-    record = _record(facts, slow, dur, reference, ctx.step_count, us(gpu_ns) / ctx.step_count, busy)
+    return _worth_padding(facts, _slow(facts, odd, dur, reference), dur, reference), dur, reference
+
+
+def _reference_ns(g: Gemm, reference: dict[str, float]) -> float:
+    """The call's kernel time at its dtype's reference rate."""
+    return g.flops / reference[g.dtype or ""] / 1e3
+
+
+def _evidence(facts: Facts, slow: list[Gemm], dur: dict[int, float], reference: dict[str, float]) -> list[Evidence]:
+    """The slowest calls' kernels, in time order, each with its rate and its dtype's reference."""
+    trace = facts.trace
     slowest = sorted(slow, key=lambda g: -dur[g.kernel])[:EVIDENCE_CALLS]
-    ev = [evidence(facts, g.kernel, CallNote(g.tflops(dur[g.kernel]), reference[g.dtype or ""]))
-          for g in sorted(slowest, key=lambda g: int(trace.ts[g.kernel]))]
-    padded = np.asarray([g.kernel for g in slow], np.int64)
-    at_reference = np.array([min(dur[g.kernel], g.flops / reference[g.dtype or ""] / 1e3) for g in slow])
-    return [Finding(ID, record, impact, ev, edit=Edit("padded GEMMs", device_dur=(padded, at_reference)))]
+    return [evidence(facts, g.kernel, CallNote(g.tflops(dur[g.kernel]), reference[g.dtype or ""]))
+            for g in sorted(slowest, key=lambda g: int(trace.ts[g.kernel]))]
 
 
 def _slow(facts, odd: list[Gemm], dur: dict[int, float], reference: dict[str, float]) -> list[Gemm]:
@@ -162,7 +175,7 @@ def _worth_padding(facts, slow: list[Gemm], dur: dict[int, float], reference: di
         if (dims := _sequence_dims(g, tokens)):
             by_dim[dims[0]].append(g)
     for d, members in by_dim.items():
-        gain = sum(dur[g.kernel] - g.flops / reference[g.dtype or ""] / 1e3 for g in members)
+        gain = sum(dur[g.kernel] - _reference_ns(g, reference) for g in members)
         cost = (_padded(d, ALIGN[members[0].dtype or ""]) / d - 1.0) * device_ns
         if gain > cost:
             out += members

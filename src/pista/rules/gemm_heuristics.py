@@ -43,8 +43,9 @@ import msgspec
 import numpy as np
 
 from pista.findings import Context, Finding, Record
+from pista.query import nearest_ancestor
 from pista.rules import _one_time as one_time
-from pista.rules._common import evidence, kernel_launches, launched_by, nearest_ancestor, step_at, us
+from pista.rules._common import evidence, kernel_launches, launched_by, step_at, us
 from pista.trace.facts import Intervals
 
 ID = "gemm-heuristics"
@@ -127,18 +128,21 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     if impact.share < MIN_STEP_SHARE:
         return [], one_time.EMPTY
     rows = _rows(facts, ops, dims, first_launch, picked, starts, stops)
-    typicals = [t for _, t in picked if t is not None]
     record = GemmHeuristics(
         calls=len(picked), shapes=len({dims[k] for k, _ in picked}), steps=len(facts.steps),
         in_steps=in_steps,
         wait_us=us(sum(b - a for a, b in zip(starts, stops, strict=True))),
-        typical_us=float(np.median(typicals)) / 1000.0 if typicals else None, idle_us=us(idle),
+        typical_us=_median_us([t for _, t in picked if t is not None]), idle_us=us(idle),
         queries=_count_inside(one_time.query_mask(facts), trace.ts, starts, stops),
         loads=_count_inside(one_time.loading_mask(facts), trace.ts, starts,
                             [int(trace.ts[ops[k]] + trace.dur[ops[k]]) for k, _ in picked]),
         new=tuple(rows), once=once,
     )
     return [Finding(ID, record, impact, _evidence(facts, ops, first_launch, picked, rows))], claim
+
+
+def _median_us(ns: list[float]) -> float | None:
+    return float(np.median(ns)) / 1000.0 if ns else None
 
 
 def _new_shape_calls(facts, taken: Intervals):

@@ -63,20 +63,16 @@ import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
 from pista.purpose import CODE, classify
+from pista.query import AUTOGRAD_NODE, LOADER_REGION, name_mask, nearest_in, pattern_mask
 from pista.rules import _one_time as one_time
 from pista.rules._claims import claim_of
 from pista.rules._common import (
-    AUTOGRAD_NODE,
     FUSED_OPTIMIZERS,
-    LOADER_REGION,
     OPTIMIZER_CLASS,
     OPTIMIZER_STEP,
     data_region_mask,
     index_mask,
     kernel_launches,
-    name_mask,
-    nearest_in,
-    pattern_mask,
     short_name,
     step_at,
     us,

@@ -43,7 +43,7 @@ from collections import Counter
 
 import numpy as np
 
-from pista.findings import Context, Finding, Record
+from pista.findings import Context, Evidence, Finding, Record
 from pista.rules import _one_time as one_time
 from pista.rules._breaks import Breaks, graph_breaks
 from pista.rules._common import COMPILED_REGION, PROFILER_HOST_INFLATION, evidence, us
@@ -90,8 +90,9 @@ def check(ctx: Context) -> list[Finding]:
     found = graph_breaks(facts)
     if found is None:
         return []
+    # the GPU idle in the gaps; without a GPU, the host's time in them, less the profiler's share of it
     idle = one_time.idle_ns(facts, found.gaps) if facts.has_gpu else None
-    saved = idle if idle is not None else found.gaps.total / PROFILER_HOST_INFLATION
+    saved = found.gaps.total / PROFILER_HOST_INFLATION if idle is None else idle
     impact = ctx.per_step(saved)
     if impact.share < MIN_STEP_SHARE:
         return []
@@ -108,11 +109,16 @@ def check(ctx: Context) -> list[Finding]:
         gap_us_per_step=us(found.gaps.total) / steps,
         idle_us_per_step=None if idle is None else us(idle) / steps,
         host_inflation=PROFILER_HOST_INFLATION)
+    return [Finding(ID, record, impact, _evidence(facts, found, per_gap), edit=_one_graph(facts, found))]
+
+
+def _evidence(facts: Facts, found: Breaks, per_gap: list[list[str]]) -> list[Evidence]:
+    """The compiled region's first call, then the first op after each of the first gaps, with the ops in it."""
     ev = [evidence(facts, int(found.calls[0]), CallNote(int(found.graphs[0].size)))]
     for k in range(min(EVIDENCE_BREAKS, found.gaps.start.size)):
         gap_ns = int(found.gaps.end[k] - found.gaps.start[k])
         ev.append(evidence(facts, found.first_after[k], GapNote(us(gap_ns), tuple(dict.fromkeys(per_gap[k])))))
-    return [Finding(ID, record, impact, ev, edit=_one_graph(facts, found))]
+    return ev
 
 
 def _one_graph(facts: Facts, found: Breaks) -> Edit:

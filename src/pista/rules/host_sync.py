@@ -9,21 +9,17 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
+from pista.query import COMPILE_EVENT, SYNC_NAMES, name_mask, nearest_ancestor, pattern_mask
 from pista.rules import _one_time as one_time
 from pista.rules._anomaly import check_ops
 from pista.rules._breaks import gaps
 from pista.rules._common import (
-    COMPILE_EVENT,
-    SYNC_NAMES,
     backward_nodes,
     busy_ns,
     kernel_launches,
     memcpys,
-    name_mask,
-    nearest_ancestor,
     outer_ops,
     outermost_aten,
-    pattern_mask,
     profiler_stop_sync,
     us,
 )
@@ -151,17 +147,16 @@ def _edit(facts: Facts, hits: list[tuple[int, list[int]]], stall: dict[int, int]
     launched before the window keeps its wait: the host's time after it, up to the GPU idle it caused, goes."""
     trace = facts.trace
     hits, cut = _waits_kept(facts, hits, stall)
-    gone = [op for op, parts in hits if parts == [op] or trace.event_name(op) in READ_OPS]
-    masked = [op for op, parts in hits if op not in gone and trace.event_name(op) in MASKED_OPS]
-    unblock = [j for op, parts in hits if op not in gone and op not in masked for j in parts]
+    gone, masked, unblock = _by_fix(facts, hits)
     work = _WorkIndex(facts)
     remove = [work.statement(op) for op in gone] + masked
     remove += _check_producers(facts, [op for op in gone if trace.event_name(op) in READ_OPS])
     remove += backward_nodes(facts, np.array(masked, np.int64)).tolist()
-    spans = [(work.gaps_before([op for op, parts in hits if parts == [op] and work.statement(op) == op]), 0.0)]
+    # a bare sync's wrapper the trace recorded no frame for: the host time right before it
+    wrappers = work.gaps_before([op for op, parts in hits if parts == [op] and work.statement(op) == op])
     scale = _batched_producers(facts, work, [op for op in gone if trace.event_name(op) in READ_OPS])
     return Edit("the syncs gone", remove=np.array(remove, np.int64), unblock=np.array(unblock, np.int64),
-                host_scale=scale, host_scale_spans=tuple((s, f) for s, f in spans if s.start.size),
+                host_scale=scale, host_scale_spans=((wrappers, 0.0),) if wrappers.start.size else (),
                 host_remove_ns=cut)
 
 
@@ -200,6 +195,23 @@ def _checks(facts: Facts, reads: list[int]) -> dict[int, list[int]]:
         if k >= 2 and keys[k - 2] == keys[k] and trace.event_name(int(outer[k - 2])) in CHECK_TESTS:
             out[r].append(int(outer[k - 2]))
     return out
+
+
+def _by_fix(facts: Facts, hits: list[tuple[int, list[int]]]) -> tuple[list[int], list[int], list[int]]:
+    """The hits by what their fix does: a value read or a bare sync goes (gone); a masked op goes with its
+    backward (masked); any other syncing op stays and stops waiting (its parts, unblocked)."""
+    gone: list[int] = []
+    masked: list[int] = []
+    unblock: list[int] = []
+    for op, parts in hits:
+        name = facts.trace.event_name(op)
+        if parts == [op] or name in READ_OPS:
+            gone.append(op)
+        elif name in MASKED_OPS:
+            masked.append(op)
+        else:
+            unblock.extend(parts)
+    return gone, masked, unblock
 
 
 def _waits_kept(facts: Facts, hits: list[tuple[int, list[int]]],

@@ -44,14 +44,8 @@ from collections import Counter
 import numpy as np
 
 from pista.findings import NOT_USER_FRAME, Context, Evidence, Finding, Record, steps_of
-from pista.rules._common import (
-    COMPILE_EVENT,
-    OPTIMIZER_STEP,
-    data_region_mask,
-    pattern_mask,
-    step_at,
-    us,
-)
+from pista.query import COMPILE_EVENT, pattern_mask
+from pista.rules._common import OPTIMIZER_STEP, data_region_mask, step_at, us
 from pista.timeline import Edit
 from pista.trace.facts import EMPTY, Facts, Intervals, merge_intervals, per_facts
 

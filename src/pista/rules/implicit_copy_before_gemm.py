@@ -45,8 +45,10 @@ from collections import defaultdict
 
 import numpy as np
 
-from pista.findings import Context, Finding, Record
-from pista.rules._common import evidence, pattern_mask, us
+from pista.findings import Context, Evidence, Finding, Record
+from pista.query import pattern_mask
+from pista.rules._common import evidence, us
+from pista.trace.facts import Facts
 
 ID = "implicit-copy-before-gemm"
 
@@ -122,30 +124,18 @@ def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     trace = facts.trace
     pairs = _pairs(ctx)
-    if not pairs:
-        return []
-    cost = 0.0
-    costs = []
-    for fill, gemm, _gap, queued in pairs:
-        c = float(trace.ts[gemm] - trace.ts[fill]) if queued else float(trace.dur[fill])
-        costs.append(c)
-        cost += c
+    # what a fill costs: from its start to its GEMM's where the GEMM was queued behind it, else its own time
+    costs = [float(trace.ts[gemm] - trace.ts[fill]) if queued else float(trace.dur[fill])
+             for fill, gemm, _gap, queued in pairs]
+    cost = sum(costs, 0.0)
     impact = ctx.per_step(cost)
     busy_per_step = ctx.summary.gpu_busy_us * 1000.0 / ctx.step_count
     period = max(ctx.step_ns, busy_per_step)  # a step is at least the GPU work it holds
     share = cost / ctx.step_count / max(period, 1.0)
-    if share < IMPLICIT_MIN_STEP_SHARE:
+    if not pairs or share < IMPLICIT_MIN_STEP_SHARE:
         return []
-
     launch_ns = [int(trace.dur[facts.launcher[f]]) if facts.launcher[f] >= 0 else 0 for f, _, _, _ in pairs]
-    grouped: dict[tuple[str, str, str], list[int]] = defaultdict(list)
-    for k, (fill, gemm, _, _) in enumerate(pairs):
-        grouped[(trace.event_name(fill), trace.event_name(int(facts.owner[fill])), trace.event_name(gemm))].append(k)
-    groups = []
-    for (fill_name, op, gemm_name), ks in grouped.items():
-        steps = tuple(sorted({s for s in (facts.step_of(pairs[k][0]) for k in ks) if s is not None}))
-        groups.append(FillGroup(fill_name, op, gemm_name, len(ks), steps))
-    groups.sort(key=lambda g: -g.count)
+    groups = _groups(facts, pairs)
     gaps = [g for _, _, g, _ in pairs]
     record = ImplicitCopy(
         pairs=len(pairs), queued=sum(1 for p in pairs if p[3]), groups=tuple(groups[:MAX_GROUPS]),
@@ -154,6 +144,26 @@ def check(ctx: Context) -> list[Finding]:
         cost_us=us(cost), gap_us_min=us(min(gaps)), gap_us_max=us(max(gaps)),
         gemm_kernels=tuple(sorted({trace.event_name(g) for _, g, _, _ in pairs})), steps=ctx.step_count,
         step_share_percent=100.0 * share)
+    return [Finding(ID, record, impact, _evidence(facts, pairs, costs, launch_ns))]
+
+
+def _groups(facts: Facts, pairs: list[tuple[int, int, int, bool]]) -> list[FillGroup]:
+    """The pairs by fill, op and GEMM kernel name, most pairs first."""
+    trace = facts.trace
+    grouped: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for k, (fill, gemm, _, _) in enumerate(pairs):
+        grouped[(trace.event_name(fill), trace.event_name(int(facts.owner[fill])), trace.event_name(gemm))].append(k)
+    groups = []
+    for (fill_name, op, gemm_name), ks in grouped.items():
+        steps = tuple(sorted({s for s in (facts.step_of(pairs[k][0]) for k in ks) if s is not None}))
+        groups.append(FillGroup(fill_name, op, gemm_name, len(ks), steps))
+    return sorted(groups, key=lambda g: -g.count)
+
+
+def _evidence(facts: Facts, pairs: list[tuple[int, int, int, bool]], costs: list[float],
+              launch_ns: list[int]) -> list[Evidence]:
+    """The costliest pairs, in time order: the fill, its host API call, the GEMM after it."""
+    trace = facts.trace
     ev = []
     for k in sorted(np.argsort(-np.asarray(costs), kind="stable")[:EVIDENCE_PAIRS].tolist()):
         fill, gemm, gap, queued = pairs[k]
@@ -161,7 +171,7 @@ def check(ctx: Context) -> list[Finding]:
         if facts.launcher[fill] >= 0:
             ev.append(evidence(facts, int(facts.launcher[fill]), FillCall(us(launch_ns[k]))))
         ev.append(evidence(facts, gemm, GemmAfter(us(gap), queued)))
-    return [Finding(ID, record, impact, ev)]
+    return ev
 
 
 def _pairs(ctx: Context) -> list[tuple[int, int, int, bool]]:

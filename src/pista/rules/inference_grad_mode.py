@@ -41,7 +41,8 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Finding, Record, Severity
-from pista.rules._common import PROFILER_HOST_INFLATION, evidence, inference_steps, name_mask, new_shapes, us
+from pista.query import name_mask
+from pista.rules._common import PROFILER_HOST_INFLATION, evidence, inference_steps, new_shapes, us
 from pista.rules._grad_mode import GradNodes, grad_nodes, node_us
 from pista.rules._idle import union
 from pista.timeline import Edit

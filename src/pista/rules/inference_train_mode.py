@@ -38,7 +38,8 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Finding, Record, Severity, severity_of
-from pista.rules._common import evidence, index_mask, name_mask, nearest_in, us
+from pista.query import name_mask, nearest_in
+from pista.rules._common import evidence, index_mask, us
 from pista.rules._grad_mode import grad_mode_fires
 from pista.rules._idle import union
 from pista.rules._train_mode import training_ops

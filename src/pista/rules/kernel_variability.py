@@ -11,7 +11,8 @@ import numpy as np
 from pista.distributed.comm import COMM_KERNEL
 from pista.findings import Context, Finding, Record
 from pista.opargs import text_ids
-from pista.rules._common import evidence, pattern_mask, us
+from pista.query import pattern_mask
+from pista.rules._common import evidence, us
 from pista.trace.facts import Facts
 
 ID = "kernel-variability"

@@ -8,7 +8,8 @@ from collections import Counter
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
-from pista.rules._common import COMPILED_CODE, nearest_ancestor, new_shapes, pattern_mask, short_name, us
+from pista.query import nearest_ancestor, pattern_mask
+from pista.rules._common import COMPILED_CODE, new_shapes, short_name, us
 from pista.rules._launches import MAX_MEDIAN_KERNEL_US, graph_replays, mean_step_us, tiny_kernels
 from pista.timeline import Edit
 

@@ -94,13 +94,18 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
 
     rows = [(op, _first_call(facts, op, holders[op], setups.get(op, []), typical[op])) for op in calls]
     rows.sort(key=lambda r: -r[1].dur_us)
-    record = LazyLoading(
+    record = _record(facts, loads, calls, rows, idle)
+    return [Finding(ID, record, impact, _evidence(facts, rows, holders, setups, loads))], claim
+
+
+def _record(facts: Facts, loads: np.ndarray, calls: list[int], rows: list, idle: float) -> LazyLoading:
+    trace = facts.trace
+    return LazyLoading(
         events=int(loads.size), load_us=us(trace.dur[loads].sum()),
         first_calls_us=us(sum(int(trace.dur[op]) for op in calls)), idle_us=us(idle), steps=len(facts.steps),
         in_steps=tuple(sorted({r.step for _, r in rows if r.step is not None})), calls=tuple(r for _, r in rows),
         startup=sum(1 for _, r in rows if r.loads == 0),
     )
-    return [Finding(ID, record, impact, _evidence(facts, rows, holders, setups, loads))], claim
 
 
 def _holders(facts: Facts, taken: Intervals) -> tuple[np.ndarray, dict[int, list[int]], dict[int, list[int]]]:

@@ -33,6 +33,7 @@ import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Impact, Record, Severity
 from pista.memory import MAX_DEVICE_NUMBER, MAX_MEMORY_BYTES, allocated_at_step_ends, timelines
+from pista.trace.facts import Facts
 
 ID = "memory-growth"
 # Growth per step that counts: gpu/memory_leak grows 75.5 MB per step, gpu/memory_steady 512 bytes
@@ -75,23 +76,30 @@ def check(ctx: Context) -> list[Finding]:
     out = []
     for line in timelines(facts):
         ends = allocated_at_step_ends(facts, line)
-        if len(ends) < MIN_STEPS:
-            continue
         values = np.array([b for _, b in ends], dtype=np.float64)
-        growth = np.diff(values)
-        per_step = float(growth.mean())
-        if (growth <= 0).any() or per_step < max(MIN_GROWTH_BYTES, MIN_GROWTH_OF_PEAK * line.peak_allocated):
-            continue
-        held = _held_by_op(facts, line.device)
-        capacity = _capacity(facts, line.device)
-        to_oom = (capacity - values[-1]) / per_step if capacity else None
-        record = MemoryGrowth(device=line.device, steps=len(ends), first_bytes=int(values[0]),
-                              last_bytes=int(values[-1]), growth_bytes_per_step=per_step, capacity_bytes=capacity,
-                              steps_to_oom=None if to_oom is None else float(to_oom), top_op=held[0][0] if held else "")
-        severity = Severity.CRITICAL if to_oom is not None and to_oom < CRITICAL_STEPS_TO_OOM else Severity.WARNING
-        evidence = [Evidence.of(facts, op, Held(size)) for _, op, size in held[:EVIDENCE_OPS]]
-        out.append(Finding(ID, record, Impact.none(), evidence, severity))
+        if len(ends) >= MIN_STEPS and _grows(values, line.peak_allocated):
+            out.append(_finding(facts, line.device, values))
     return out
+
+
+def _grows(values: np.ndarray, peak: float) -> bool:
+    """Whether the allocated bytes at the steps' ends grow every step, by at least MIN_GROWTH_BYTES and
+    MIN_GROWTH_OF_PEAK of the peak a step on average."""
+    growth = np.diff(values)
+    return not (growth <= 0).any() and float(growth.mean()) >= max(MIN_GROWTH_BYTES, MIN_GROWTH_OF_PEAK * peak)
+
+
+def _finding(facts: Facts, device: str, values: np.ndarray) -> Finding:
+    per_step = float(np.diff(values).mean())
+    held = _held_by_op(facts, device)
+    capacity = _capacity(facts, device)
+    to_oom = (capacity - values[-1]) / per_step if capacity else None
+    record = MemoryGrowth(device=device, steps=int(values.size), first_bytes=int(values[0]),
+                          last_bytes=int(values[-1]), growth_bytes_per_step=per_step, capacity_bytes=capacity,
+                          steps_to_oom=None if to_oom is None else float(to_oom), top_op=held[0][0] if held else "")
+    severity = Severity.CRITICAL if to_oom is not None and to_oom < CRITICAL_STEPS_TO_OOM else Severity.WARNING
+    evidence = [Evidence.of(facts, op, Held(size)) for _, op, size in held[:EVIDENCE_OPS]]
+    return Finding(ID, record, Impact.none(), evidence, severity)
 
 
 def _capacity(facts, device: str) -> int:

@@ -41,18 +41,9 @@ import re
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Impact, Record, Severity
+from pista.query import SYNC_NAMES, name_mask, nearest_ancestor, pattern_mask
 from pista.rules import _one_time as one_time
-from pista.rules._common import (
-    SYNC_NAMES,
-    busy_ns,
-    name_mask,
-    nearest_ancestor,
-    outermost_aten,
-    pattern_mask,
-    profiler_stop_sync,
-    step_at,
-    us,
-)
+from pista.rules._common import busy_ns, outermost_aten, profiler_stop_sync, step_at, us
 from pista.trace.facts import Facts
 
 ID = "outside-wait"

@@ -65,17 +65,10 @@ import numpy as np
 
 from pista import findings
 from pista.findings import Context, Evidence, Finding, Record
+from pista.query import AUTOGRAD_NODE, pattern_mask
 from pista.rules import _one_time as one_time
 from pista.rules._claims import other_claims
-from pista.rules._common import (
-    AUTOGRAD_NODE,
-    COMPILED_CODE,
-    PROFILER_HOST_INFLATION,
-    new_shapes,
-    pattern_mask,
-    step_at,
-    us,
-)
+from pista.rules._common import COMPILED_CODE, PROFILER_HOST_INFLATION, new_shapes, step_at, us
 from pista.rules._idle import intersect, ledger, spans, subtract, union
 from pista.rules._launches import graph_replays, launch_bound_idle, mean_step_us
 from pista.rules._repeated import many_calls_idle
@@ -266,24 +259,7 @@ def check(ctx: Context) -> list[Finding]:
     launch = launch_bound_idle(facts)
     calls = subtract(many_calls_idle(facts), launch)
     rest = subtract(subtract(book.per_op, launch), calls)
-    others: dict[str, int] = {}
-    # first the spans the one-time rules' findings own: the ledger's set-up and cold claims hold only part of
-    # them (not the GEMMs that wait for cuBLAS on new shapes, gpu/gemm_new_shapes: 3.0 ms a step was both
-    # rules' whole step; not a first call seen once in a window without steps, window_sync_cold without its
-    # region: 108.7 ms of lazy-loading's first calls were this rule's "per-op overhead" with graph advice)
-    fired = tuple(rule_id for rule_id in one_time.ORDER if one_time.findings(ctx, rule_id))
-    claims = {rule_id: one_time.claimed_by(ctx, rule_id) for rule_id in fired}
-    # then the idle the other rules declare they claim (their `claimed_idle`), in catalogue order
-    claims |= other_claims(facts, {ID, "launch-bound", "many-calls", "gpu-idle"})
-    first_calls = 0  # of it, cold-start's, dead-window's and lazy-loading's: one-time set-up, with the ledger's
-    for rule_id, claim in claims.items():
-        taken = intersect(rest, claim)
-        if taken.total > 0:
-            if rule_id in FIRST_CALL_RULES:
-                first_calls += taken.total
-            else:
-                others[rule_id] = taken.total
-            rest = subtract(rest, claim)
+    rest, fired, others, first_calls = _claimed(ctx, rest)
     impact = ctx.per_step(rest.total)
     if impact.share < MIN_SHARE:
         return []
@@ -299,16 +275,9 @@ def check(ctx: Context) -> list[Finding]:
     top, evidence = _top_ops(facts, outer, idle, n)
     between = subtract(rest, in_ops)
     engine = intersect(between, _engine_gaps(facts, outer))
-    if between.start.size:
-        k = int(np.argmax(between.end - between.start))
-        a, b = int(between.start[k]), int(between.end[k])
-        if b - a > 0:
-            in_engine = bool(engine.covered(np.array([a]), np.array([b]))[0] * 2 >= b - a)
-            evidence.append(Evidence.span("GPU idle", f"GPU {book.device}", a, b, step_at(facts, a),
-                                          BetweenOps(us(b - a), in_engine)))
+    evidence += _longest_between(facts, between, engine, book.device)
     ratio = s.self_cpu_total_us / s.self_device_total_us if s.self_device_total_us else None
     busy = s.gpu_busy_share or 0.0
-    near = (ratio is not None and ratio < NEAR_RATIO * OVERHEAD_RATIO) or busy > NEAR_BUSY * OVERHEAD_MAX_GPU_BUSY
     shapes, stack = _profiler_options(facts)
     step_ns = ctx.step_ns
     graphs = graph_replays(facts)
@@ -329,12 +298,56 @@ def check(ctx: Context) -> list[Finding]:
         compiled_us_per_step=us(compiled.total) / n,
         top_ops=top, syncs_per_step=book.syncs_per_step, sync_op=book.sync_op,
         end_syncs_per_step=book.end_syncs_per_step, start_syncs_per_step=book.start_syncs_per_step,
-        near_threshold=bool(near),
+        near_threshold=_near_threshold(ratio, busy),
         record_shapes=shapes, with_stack=stack, unprofiled_us_per_step=unprofiled,
         where=_where(compiled.total, others.get("compile-overhead", 0), between.total, rest.total),
         graphed=graphs.graphed, graph_launches_per_step=graphs.per_step, mean_step_us=mean_step_us(facts),
         **new_shapes(facts))
     return [Finding(ID, record, impact, evidence, edit=Edit("step graphed", host_scale_spans=((rest, GRAPH_HOST_SHARE),)))]
+
+
+def _claimed(ctx: Context, rest: Intervals) -> tuple[Intervals, tuple[str, ...], dict[str, int], int]:
+    """The per-op idle left once other findings take theirs: the one-time rules that fired, the ns each other rule
+    takes, and the ns of first calls (cold-start's, dead-window's and lazy-loading's: one-time set-up, counted with
+    the ledger's)."""
+    # first the spans the one-time rules' findings own: the ledger's set-up and cold claims hold only part of
+    # them (not the GEMMs that wait for cuBLAS on new shapes, gpu/gemm_new_shapes: 3.0 ms a step was both
+    # rules' whole step; not a first call seen once in a window without steps, window_sync_cold without its
+    # region: 108.7 ms of lazy-loading's first calls were this rule's "per-op overhead" with graph advice)
+    fired = tuple(rule_id for rule_id in one_time.ORDER if one_time.findings(ctx, rule_id))
+    claims = {rule_id: one_time.claimed_by(ctx, rule_id) for rule_id in fired}
+    # then the idle the other rules declare they claim (their `claimed_idle`), in catalogue order
+    claims |= other_claims(ctx.facts, {ID, "launch-bound", "many-calls", "gpu-idle"})
+    others: dict[str, int] = {}
+    first_calls = 0
+    for rule_id, claim in claims.items():
+        taken = intersect(rest, claim).total
+        if taken <= 0:
+            continue
+        if rule_id in FIRST_CALL_RULES:
+            first_calls += taken
+        else:
+            others[rule_id] = taken
+        rest = subtract(rest, claim)
+    return rest, fired, others, first_calls
+
+
+def _longest_between(facts: Facts, between: Intervals, engine: Intervals, device: int) -> list[Evidence]:
+    """The longest idle with the host in no op, and whether most of it is the autograd engine's ([] for none)."""
+    if not between.start.size:
+        return []
+    k = int(np.argmax(between.end - between.start))
+    a, b = int(between.start[k]), int(between.end[k])
+    if b - a <= 0:
+        return []
+    in_engine = bool(engine.covered(np.array([a]), np.array([b]))[0] * 2 >= b - a)
+    return [Evidence.span("GPU idle", f"GPU {device}", a, b, step_at(facts, a), BetweenOps(us(b - a), in_engine))]
+
+
+def _near_threshold(ratio: float | None, busy: float) -> bool:
+    """Whether the verdict was close: the host-to-device ratio within NEAR_RATIO of its threshold, or the GPU busy
+    past NEAR_BUSY of its limit."""
+    return bool((ratio is not None and ratio < NEAR_RATIO * OVERHEAD_RATIO) or busy > NEAR_BUSY * OVERHEAD_MAX_GPU_BUSY)
 
 
 def _engine_gaps(facts: Facts, outer: np.ndarray) -> Intervals:

@@ -42,21 +42,15 @@ torch.compile, mark the length dynamic (`torch._dynamo.mark_dynamic(ids, 1)`) or
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import msgspec
 import numpy as np
 
 from pista.findings import Context, Finding, Record, Severity
 from pista.opargs import op_args
-from pista.rules._common import (
-    COMPILED_CODE,
-    OPTIMIZER_STEP,
-    evidence,
-    name_mask,
-    nearest_in,
-    pattern_mask,
-    us,
-)
+from pista.query import name_mask, nearest_in, pattern_mask
+from pista.rules._common import COMPILED_CODE, OPTIMIZER_STEP, evidence, us
 from pista.timeline import Edit
 from pista.trace.facts import Facts, per_facts
 
@@ -288,14 +282,19 @@ def _expanded_key_masks(facts: Facts) -> set[tuple[int, int, int]]:
 def _query_and_mask(name: str, dims: list) -> tuple[list, list] | None:
     """SDPA's query and mask; for an op on the scores, the scores (their first two dims and L, as a query's
     would be) and the other 4-D tensor."""
-    tensors = [d for d in dims if isinstance(d, list)]
     if name in SDPA_MASK:
-        pos = SDPA_MASK[name]
-        return (dims[0], dims[pos]) if len(dims) > pos and isinstance(dims[0], list) and isinstance(dims[pos], list) \
-            else None
+        return _sdpa_query_and_mask(dims, SDPA_MASK[name])
+    tensors = [d for d in dims if isinstance(d, list)]
     scores = next((d for d in tensors if len(d) == 4 and d[-1] == d[-2]), None)
     mask = next((d for d in tensors if len(d) == 4 and d is not scores and d != scores), None)
     return None if scores is None or mask is None else (scores[:3] + [0], mask)
+
+
+def _sdpa_query_and_mask(dims: list, pos: int) -> tuple[list, list] | None:
+    """SDPA's query (its first input) and its mask (input `pos`), where both were recorded."""
+    if len(dims) > pos and isinstance(dims[0], list) and isinstance(dims[pos], list):
+        return dims[0], dims[pos]
+    return None
 
 
 def _key_padding(q: list, mask: list) -> bool:
@@ -349,13 +348,19 @@ def _powers(facts: Facts, ops: np.ndarray, step: np.ndarray, shapes: dict[int, t
 
 
 def _power(dims, batch: int, length: int, attention: bool) -> int:
-    tensors = [d for d in dims if isinstance(d, list) and d and all(isinstance(x, int) for x in d)] \
-        if isinstance(dims, list) else []
+    tensors = _int_tensors(dims)
     on_axis = any(_on_axis(d, batch, length) for d in tensors)
     quadratic = any(len(d) >= 2 and d[-1] == length and d[-2] == length for d in tensors)
     if not on_axis and not quadratic:
         return 0
     return 2 if attention or quadratic else 1
+
+
+def _int_tensors(dims: Any) -> list[list[int]]:
+    """The recorded Input Dims that are a tensor's shape, all ints."""
+    if not isinstance(dims, list):
+        return []
+    return [d for d in dims if isinstance(d, list) and d and all(isinstance(x, int) for x in d)]
 
 
 def _on_axis(d: list[int], batch: int, length: int) -> bool:

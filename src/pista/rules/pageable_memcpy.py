@@ -9,17 +9,8 @@ from collections import defaultdict
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
-from pista.rules._common import (
-    COMPILE_EVENT,
-    LOADER_REGION,
-    SYNC_NAMES,
-    memcpys,
-    name_mask,
-    nearest_ancestor,
-    outermost_aten,
-    pattern_mask,
-    us,
-)
+from pista.query import COMPILE_EVENT, LOADER_REGION, SYNC_NAMES, name_mask, nearest_ancestor, pattern_mask
+from pista.rules._common import memcpys, outermost_aten, us
 from pista.timeline import Edit
 from pista.trace.facts import Facts
 

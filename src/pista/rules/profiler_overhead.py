@@ -10,7 +10,7 @@ import numpy as np
 from pista.findings import Context, Finding, Record
 from pista.rules import _one_time as one_time
 from pista.rules._common import evidence, step_at, us
-from pista.trace.facts import Intervals
+from pista.trace.facts import Facts, Intervals
 
 ID = "profiler-overhead"
 
@@ -73,39 +73,49 @@ def detect(ctx: Context, taken: Intervals) -> tuple[list[Finding], Intervals]:
     if impact.share < MIN_STEP_SHARE:
         return [], one_time.EMPTY
     idx = idx[np.argsort(-trace.dur[idx], kind="stable")]
-
     hosts: dict[int, list[int]] = defaultdict(list)
     for i in idx.tolist():
         hosts[int(facts.parent[i])].append(i)
-    by_name: dict[str, list[int]] = defaultdict(list)
-    notes: dict[int, object] = {}
-    outside = 0
-    for host, events in hosts.items():
-        spent = int(trace.dur[events].sum())
-        if host < 0:
-            outside += spent
-            for i in events:
-                notes[i] = OutsideOps(us(trace.dur[i]))
-            continue
-        by_name[trace.event_name(host)].append(host)
-        host_ns = max(int(trace.dur[host]), 1)
-        together = 100.0 * spent / host_ns if len(events) > 1 else None
-        for i in events:
-            notes[i] = InsideOp(trace.event_name(host), 100.0 * int(trace.dur[i]) / host_ns, together)
-    ops = []
-    for name, calls in by_name.items():
-        spent = sum(int(trace.dur[hosts[h]].sum()) for h in calls)
-        ops.append(InflatedOp(name, us(spent), us(max(int(trace.dur[h]) for h in calls)),
-                              sum(len(hosts[h]) for h in calls)))
+    notes = _notes(facts, hosts)
     total = int(trace.dur[idx].sum())
     record = ProfilerOverhead(
         events=int(idx.size), names=tuple(sorted({trace.event_name(i) for i in idx})), total_us=us(total),
         idle_us=us(idle), window_percent=100.0 * total / max(hi - lo, 1), steps=len(facts.steps),
         in_steps=tuple(sorted({s for s in (step_at(facts, int(trace.ts[i])) for i in idx) if s is not None})),
-        ops=tuple(sorted(ops, key=lambda o: -o.overhead_us)), outside_us=us(outside),
+        ops=_inflated_ops(facts, hosts), outside_us=us(trace.dur[hosts.get(-1, [])].sum()),
     )
     ev = [evidence(facts, int(i), notes[int(i)]) for i in idx[:EVIDENCE_EVENTS]]
     return [Finding(ID, record, impact, ev)], claim
+
+
+def _notes(facts: Facts, hosts: dict[int, list[int]]) -> dict[int, Record]:
+    """Per profiler event, its note: the share of the op call it sits in (and of all of them in that call), or its
+    duration in no op (host -1)."""
+    trace = facts.trace
+    notes: dict[int, Record] = {}
+    for host, events in hosts.items():
+        if host < 0:
+            notes |= {i: OutsideOps(us(trace.dur[i])) for i in events}
+            continue
+        host_ns = max(int(trace.dur[host]), 1)
+        together = 100.0 * int(trace.dur[events].sum()) / host_ns if len(events) > 1 else None
+        notes |= {i: InsideOp(trace.event_name(host), 100.0 * int(trace.dur[i]) / host_ns, together) for i in events}
+    return notes
+
+
+def _inflated_ops(facts: Facts, hosts: dict[int, list[int]]) -> tuple[InflatedOp, ...]:
+    """The ops the profiler's events sit in, by name, most overhead first."""
+    trace = facts.trace
+    by_name: dict[str, list[int]] = defaultdict(list)
+    for host in hosts:
+        if host >= 0:
+            by_name[trace.event_name(host)].append(host)
+    ops = []
+    for name, calls in by_name.items():
+        spent = sum(int(trace.dur[hosts[h]].sum()) for h in calls)
+        ops.append(InflatedOp(name, us(spent), us(max(int(trace.dur[h]) for h in calls)),
+                              sum(len(hosts[h]) for h in calls)))
+    return tuple(sorted(ops, key=lambda o: -o.overhead_us))
 
 
 def _recorded_anything(facts) -> bool:

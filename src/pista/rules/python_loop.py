@@ -4,23 +4,17 @@ python-loop`) are its docs, with the text of its findings, in pista/i18n/ftl/<la
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from pista.findings import Context, Finding, Record
 from pista.opargs import op_args
-from pista.rules._common import (
-    OPTIMIZER_STEP,
-    backward_nodes,
-    data_region_mask,
-    evidence,
-    nearest_in,
-    outer_ops,
-    pattern_mask,
-    us,
-)
+from pista.query import nearest_in, pattern_mask
+from pista.rules._common import OPTIMIZER_STEP, backward_nodes, data_region_mask, evidence, outer_ops, us
 from pista.timeline import Edit
 from pista.trace.facts import Facts, merge_intervals
+from pista.trace.model import Trace
 
 ID = "python-loop"
 # At least this many passes in a row: savings/h100/loop_per_sample_loss has 32 (a batch), loop_ensemble 16
@@ -172,24 +166,33 @@ def _kind(facts: Facts, names: np.ndarray, ops: np.ndarray, start: int, period: 
     """'sample' where a pass starts by indexing, 'model' where the passes' results are stacked (or, with
     shapes, summed), else '' (a model's layers)."""
     trace = facts.trace
-    sliced = trace.names[int(names[start])] in INDEXING
-    indexed = sliced or (start and names[start - 1] >= 0 and trace.names[int(names[start - 1])] in ITERATING)
-    if indexed:
+    sliced = _name_at(trace, names, start) in INDEXING
+    if sliced or _name_at(trace, names, start - 1) in ITERATING:
         same_slice = sliced and _same_index(facts, ops[start:start + period * passes:period])
         return "sample" if passes >= MIN_PASSES and not same_slice else ""
     if period < MIN_MODEL_OPS:
         return ""  # a model is more than one op (a collate's torch.tensor per sample, then stacked, is a loader's)
+    return "model" if _models(facts, names, ops, start, period, passes) else ""
+
+
+def _name_at(trace: Trace, names: np.ndarray, k: int) -> str:
+    """The name of the k-th op of the sequence; "" outside it or where the op has none (-1)."""
+    return trace.names[int(names[k])] if 0 <= k < names.size and names[k] >= 0 else ""
+
+
+def _models(facts: Facts, names: np.ndarray, ops: np.ndarray, start: int, period: int, passes: int) -> bool:
+    """Whether the passes run models on one input: their results gathered (stacked) after the loop, or, with
+    model ops in a pass and shapes recorded, every pass taking the same input and the results gathered or summed."""
+    trace = facts.trace
     after = start + period * passes
-    gathered = after < names.size and names[after] >= 0 and trace.names[int(names[after])] in GATHER
+    gathered = _name_at(trace, names, after) in GATHER
     if gathered and passes >= MIN_PASSES:
-        return "model"
-    if passes < MIN_MODEL_PASSES:
-        return ""
-    if not any(trace.names[int(n)] in MODEL_OPS for n in names[start:start + period].tolist() if n >= 0):
-        return ""
+        return True
+    block = names[start:start + period].tolist()
+    if passes < MIN_MODEL_PASSES or not any(trace.names[int(n)] in MODEL_OPS for n in block if n >= 0):
+        return False
     firsts = ops[start:after:period]
-    lasts = ops[start + period - 1:after:period]
-    return "model" if _one_input(facts, firsts) and (gathered or _summed(facts, firsts, lasts)) else ""
+    return _one_input(facts, firsts) and (gathered or _summed(facts, firsts, ops[start + period - 1:after:period]))
 
 
 def _iterated(facts: Facts, names: np.ndarray, ops: np.ndarray) -> list[_Loop]:
@@ -203,19 +206,31 @@ def _iterated(facts: Facts, names: np.ndarray, ops: np.ndarray) -> list[_Loop]:
     if not unbinds:
         return found
     args = op_args(facts, ops.tolist())
-    first_dims = [a.dims[0] if a is not None and a.dims else None for a in args]
+    first_dims = [_first_dims(a) for a in args]
     for u in unbinds:
-        a = args[u]
-        dim = getattr(a, "concrete", None)
-        whole = first_dims[u]
-        if not whole or not isinstance(dim, list) or len(dim) < 2 or str(dim[1]) not in ("0", "") or len(whole) < 2:
+        rows = _rows(args[u], first_dims[u])
+        if rows is None:
             continue
-        row = whole[1:]
-        users = [k for k in range(u + 1, names.size) if first_dims[k] == row][:int(whole[0])]
+        row, count = rows
+        users = [k for k in range(u + 1, names.size) if first_dims[k] == row][:count]
         loop = _by_prefix(names, u + 1, users)
         if loop is not None:
             found.append(loop)
     return found
+
+
+def _first_dims(a: Any) -> Any:
+    """An op's first input's recorded shape (None where none is recorded)."""
+    return a.dims[0] if a is not None and a.dims else None
+
+
+def _rows(unbind: Any, whole: Any) -> tuple[list[Any], int] | None:
+    """The shape of one row and the rows' count of an unbind along dim 0 of a [N, ...] tensor; None for
+    another unbind, or where the shapes were not recorded."""
+    dim = getattr(unbind, "concrete", None)
+    if not whole or len(whole) < 2 or not isinstance(dim, list) or len(dim) < 2 or str(dim[1]) not in ("0", ""):
+        return None
+    return whole[1:], int(whole[0])
 
 
 def _by_prefix(names: np.ndarray, start: int, users: list[int]) -> _Loop | None:

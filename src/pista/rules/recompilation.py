@@ -9,7 +9,8 @@ from collections import defaultdict
 import numpy as np
 
 from pista.findings import WARNING_SHARE, Context, Evidence, Finding, Record, Severity
-from pista.rules._common import COMPILE_EVENT, COMPILED_REGION, GRAPH_CALL, nearest_ancestor, pattern_mask, us
+from pista.query import COMPILE_EVENT, nearest_ancestor, pattern_mask
+from pista.rules._common import COMPILED_REGION, GRAPH_CALL, us
 from pista.timeline import Edit
 from pista.trace.facts import Facts, merge_intervals
 
@@ -83,14 +84,7 @@ def check(ctx: Context) -> list[Finding]:
     host = facts.is_host
     if facts.steps:
         host = host & (facts.event_step >= 0)
-    compiling = host & pattern_mask(facts, COMPILE_EVENT)
-    markers = compiling & pattern_mask(facts, COMPILE_ID)
-    spans_mask = compiling & ~markers
-    top = spans_mask & (nearest_ancestor(facts, spans_mask, inclusive=False) < 0)
-    spans = np.flatnonzero(top)
-    spans = spans[np.argsort(trace.ts[spans], kind="stable")]
-    span_ids = _span_ids(facts, top, markers)
-
+    spans, top, span_ids = _compile_spans(facts, host)
     regions = np.flatnonzero(host & pattern_mask(facts, COMPILED_REGION))
     regions = regions[np.argsort(trace.ts[regions], kind="stable")]
     frames = _frames(facts, regions, spans, span_ids)
@@ -99,18 +93,17 @@ def check(ctx: Context) -> list[Finding]:
     steps_compiling = tuple(sorted({s for i in spans.tolist() if (s := facts.step_of(i)) is not None}))
     kind = _kind(facts, spans, span_ids, steps_compiling)
     # compiling every step recurs; a first compile or a single recompile is paid once
-    impact = ctx.once(exposed) if kind in (WARMUP, ONCE) else ctx.per_step(exposed)
+    once = kind in (WARMUP, ONCE)
+    impact = ctx.once(exposed) if once else ctx.per_step(exposed)
     if impact.share < MIN_STEP_SHARE and not near:
         return []
-
     tuning = pattern_mask(facts, AUTOTUNE)[spans]
-    compiles = int(spans.size - np.count_nonzero(tuning))
     graphs = {m.group(1) for n in trace.name_array[trace.name[host & pattern_mask(facts, GRAPH_CALL)]]
               if (m := GRAPH_CALL.match(n))}
     shapes = _shapes_per_region(facts, regions)
     record = Recompilation(
         kind=kind,
-        compiles=compiles,
+        compiles=int(spans.size - np.count_nonzero(tuning)),
         autotunes=int(np.count_nonzero(tuning)),
         compile_us=us(trace.dur[spans].sum()),
         exposed_us=us(exposed),
@@ -126,6 +119,29 @@ def check(ctx: Context) -> list[Finding]:
     # Near the limit a frame is about to fall back to eager for good, a cliff the compile time in
     # this window does not show: at least a warning.
     severity = Severity.WARNING if near and impact.share < WARNING_SHARE else None
+    # steady recompiles stop with shapes that repeat (dynamic=True, mark_dynamic, padding): the compiles go,
+    # with what they launched (autotuning's benchmarks)
+    edit = None if once else Edit("no recompiles", remove=spans.astype(np.int64))
+    return [Finding(ID, record, impact, _evidence(facts, spans, span_ids, regions), severity, edit=edit)]
+
+
+def _compile_spans(facts: Facts, host: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[int, tuple[int, int]]]:
+    """The outermost compile spans in time order (not the compile_id markers), their mask, and each one's
+    compile id (frame, count) where a marker inside it says."""
+    trace = facts.trace
+    compiling = host & pattern_mask(facts, COMPILE_EVENT)
+    markers = compiling & pattern_mask(facts, COMPILE_ID)
+    spans_mask = compiling & ~markers
+    top = spans_mask & (nearest_ancestor(facts, spans_mask, inclusive=False) < 0)
+    spans = np.flatnonzero(top)
+    spans = spans[np.argsort(trace.ts[spans], kind="stable")]
+    return spans, top, _span_ids(facts, top, markers)
+
+
+def _evidence(facts: Facts, spans: np.ndarray, span_ids: dict[int, tuple[int, int]],
+              regions: np.ndarray) -> list[Evidence]:
+    """The longest compile spans (half the evidence at most), then the compiled regions' first calls."""
+    trace = facts.trace
     evidence = []
     for i in spans[np.argsort(-trace.dur[spans], kind="stable")][: EVIDENCE_EVENTS // 2].tolist():
         cid = span_ids.get(i)
@@ -134,10 +150,7 @@ def check(ctx: Context) -> list[Finding]:
     for i in regions.tolist()[: EVIDENCE_EVENTS - len(evidence)]:
         frame, count = COMPILED_REGION.match(trace.event_name(i)).groups()  # type: ignore[union-attr]  # regions match it
         evidence.append(Evidence.of(facts, i, RegionCall(int(frame), int(count))))
-    # steady recompiles stop with shapes that repeat (dynamic=True, mark_dynamic, padding): the compiles go,
-    # with what they launched (autotuning's benchmarks)
-    edit = Edit("no recompiles", remove=spans.astype(np.int64)) if kind not in (WARMUP, ONCE) else None
-    return [Finding(ID, record, impact, evidence, severity, edit=edit)]
+    return evidence
 
 
 def _frames(facts: Facts, regions: np.ndarray, spans: np.ndarray,

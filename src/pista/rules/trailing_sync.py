@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
-from pista.rules._common import SYNC_NAMES, busy_ns, name_mask, nearest_ancestor, profiler_stop_sync, us
+from pista.query import SYNC_NAMES, name_mask, nearest_ancestor
+from pista.rules._common import busy_ns, profiler_stop_sync, us
 from pista.timeline import Edit
 from pista.trace.facts import Facts
 
@@ -49,20 +50,41 @@ def check(ctx: Context) -> list[Finding]:
     if not facts.has_gpu:
         return []
     trace = facts.trace
+    idle = _idle_syncs(facts)
+    total = sum(c for _, _, c in idle)
+    impact = ctx.per_step(total)
+    if not idle or impact.share < MIN_STEP_SHARE:
+        return []
+    record = _record(ctx, idle, total, impact.share)
+    evidence = [Evidence.of(facts, i, IdleSync(us(out), us(cost), _region(facts, i)))
+                for i, out, cost in sorted(idle, key=lambda x: -int(trace.dur[x[0]]))[:EVIDENCE_EVENTS]]
+    # the syncs go: the next step's host work starts while the GPU finishes this one's
+    edit = Edit("no trailing sync", remove=np.array([i for i, _, _ in idle], dtype=np.int64))
+    return [Finding(ID, record, impact, evidence, edit=edit)]
+
+
+def _candidates(facts: Facts) -> np.ndarray:
+    """The syncs in the steps issued from no op (those inside an op, .item(), .cpu(), autotuning, are host-sync's),
+    the profiler's own closing sync left out."""
+    trace = facts.trace
     syncs = name_mask(facts, SYNC_NAMES) & facts.is_host
-    # syncs issued from inside an op (.item(), .cpu(), autotuning) belong to host-sync
-    under_op = nearest_ancestor(facts, trace.category_mask({"cpu_op"}), inclusive=False) >= 0
-    syncs &= ~under_op
+    syncs &= ~(nearest_ancestor(facts, trace.category_mask({"cpu_op"}), inclusive=False) >= 0)
     own = profiler_stop_sync(facts)
     if own >= 0:
         syncs[own] = False
     if facts.steps:
         syncs &= facts.event_step >= 0
+    return np.flatnonzero(syncs)
+
+
+def _idle_syncs(facts: Facts) -> list[tuple[int, int, int]]:
+    """(event, outstanding ns, ns it cost) of the trailing syncs: nothing launched after them in their step, and the
+    GPU at most MAX_OUTSTANDING_SHARE busy while they wait."""
+    trace = facts.trace
     launch_ts = trace.ts[facts.launcher[facts.is_device_work & (facts.launcher >= 0)]]
     starts = _busy_starts(facts)
-
-    idle: list[tuple[int, int, int]] = []  # (event, outstanding ns, ns it cost)
-    for i in np.flatnonzero(syncs).tolist():
+    idle: list[tuple[int, int, int]] = []
+    for i in _candidates(facts).tolist():
         start, end = int(trace.ts[i]), int(trace.ts[i] + trace.dur[i])
         step = int(facts.event_step[i])
         stop = facts.steps[step].end if step >= 0 else facts.window[1]
@@ -71,17 +93,16 @@ def check(ctx: Context) -> list[Finding]:
         outstanding = busy_ns(facts, start, end)
         if outstanding <= MAX_OUTSTANDING_SHARE * (end - start):
             idle.append((i, outstanding, _cost(facts, starts, start, end)))
-    if not idle:
-        return []
-    total = sum(c for _, _, c in idle)
-    impact = ctx.per_step(total)
-    if impact.share < MIN_STEP_SHARE:
-        return []
+    return idle
 
+
+def _record(ctx: Context, idle: list[tuple[int, int, int]], total: int, share: float) -> TrailingSync:
+    facts = ctx.facts
+    trace = facts.trace
     regions = {_region(facts, i) for i, _, _ in idle}
     i0, outstanding0, _ = max(idle, key=lambda x: int(trace.dur[x[0]]))
     last_end = _gpu_idle_since(facts, int(trace.ts[i0]))
-    record = TrailingSync(
+    return TrailingSync(
         name=trace.event_name(i0),
         region=regions.pop() if len(regions) == 1 else None,
         syncs=len(idle),
@@ -92,13 +113,8 @@ def check(ctx: Context) -> list[Finding]:
         longest_us=us(trace.dur[i0]),
         outstanding_us=us(outstanding0),
         gpu_idle_before_us=us(trace.ts[i0] - last_end) if last_end is not None else None,
-        step_share_percent=100.0 * impact.share,
+        step_share_percent=100.0 * share,
     )
-    evidence = [Evidence.of(facts, i, IdleSync(us(out), us(cost), _region(facts, i)))
-                for i, out, cost in sorted(idle, key=lambda x: -int(trace.dur[x[0]]))[:EVIDENCE_EVENTS]]
-    # the syncs go: the next step's host work starts while the GPU finishes this one's
-    edit = Edit("no trailing sync", remove=np.array([i for i, _, _ in idle], dtype=np.int64))
-    return [Finding(ID, record, impact, evidence, edit=edit)]
 
 
 def _cost(facts: Facts, starts: np.ndarray, start: int, end: int) -> int:

@@ -70,9 +70,10 @@ from pista.efficiency import MEMO_SIZE, PRACTICAL_SHARE_HBM, card_of
 from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import op_args
 from pista.purpose import CODE, classify
+from pista.query import nearest_ancestor, pattern_mask
 from pista.rules import _written_out
 from pista.rules._attention import score_kernels
-from pista.rules._common import COMPILED_REGION, device_ns_in_window, nearest_ancestor, pattern_mask, us
+from pista.rules._common import COMPILED_REGION, device_ns_in_window, us
 from pista.rules._gelu import chain_ops
 from pista.rules._written_out import stream_work as _stream_work
 from pista.timeline import Edit
@@ -202,8 +203,7 @@ def check(ctx: Context) -> list[Finding]:
     tbps, source, card = ceiling
     trace = facts.trace
     steps = ctx.step_count
-    chain_ns = float(sum(int(trace.dur[c.index]) for ch in chains for c in ch))
-    saving_ns = float(sum(sum(int(trace.dur[c.index]) for c in ch) * (len(ch) - 1) / len(ch) for ch in chains))
+    chain_ns, saving_ns = _chain_ns(facts, chains)
     impact = ctx.per_step(saving_ns)
     if impact.share < MIN_IMPACT_SHARE:
         return []
@@ -217,6 +217,13 @@ def check(ctx: Context) -> list[Finding]:
     # the symptoms: torch.compile removes it too, a hand-written fused op may not)
     gone = [c.index for ch in chains for c in sorted(ch, key=lambda c: -int(trace.dur[c.index]))[1:]]
     return [Finding(ID, record, impact, _evidence(facts, chains), edit=Edit("fused chains", remove=np.asarray(gone, np.int64)))]
+
+
+def _chain_ns(facts: Facts, chains: list[list[_Kernel]]) -> tuple[float, float]:
+    """The chains' kernel time, and what fusing saves: a chain of n kernels fused makes one pass of the n."""
+    trace = facts.trace
+    per_chain = [(sum(int(trace.dur[c.index]) for c in ch), len(ch)) for ch in chains]
+    return float(sum(ns for ns, _ in per_chain)), float(sum(ns * (n - 1) / n for ns, n in per_chain))
 
 
 def _fast_chains(facts: Facts) -> tuple[list[list[_Kernel]], tuple[float, str, str] | None]:

@@ -45,7 +45,8 @@ import numpy as np
 from pista.efficiency import GEMM_OPS, MEMO_SIZE, gemm_mnk
 from pista.findings import Context, Evidence, Finding, Record
 from pista.opargs import OpArgs, op_args
-from pista.rules._common import name_mask, nearest_in, us
+from pista.query import name_mask, nearest_in
+from pista.rules._common import device_ns_in_window, us
 from pista.timeline import Edit
 from pista.trace.facts import INDEX, Facts, indices
 
@@ -103,21 +104,43 @@ def check(ctx: Context) -> list[Finding]:
         return []
     trace = facts.trace
     ops = facts.is_host & trace.category_mask({"cpu_op"})
+    gemms, nxt = _gemm_then_epilogue(facts, ops)
+    hits = _hits(facts, gemms, nxt) if gemms.size else []
+    if not hits:
+        return []
+    steps = ctx.step_count
+    total_ns = float(sum(int(trace.dur[k]) for *_, ks in hits for k in ks))
+    impact = ctx.per_step(total_ns)
+    if impact.share < MIN_IMPACT_SHARE:
+        return []
+    record = UnfusedEpilogue(steps=steps, pairs=_pairs(facts, hits, steps), elementwise_us=us(total_ns) / steps,
+                             gpu_share_percent=100.0 * total_ns / device_ns_in_window(facts),
+                             step_share_percent=100.0 * impact.share)
+    # in the GEMM's epilogue the elementwise op goes, its dispatch and its kernels with it
+    gone = np.array([e for _, e, *_ in hits], dtype=np.int64)
+    return [Finding(ID, record, impact, _evidence(facts, hits), edit=Edit("epilogue fused", remove=gone))]
+
+
+def _gemm_then_epilogue(facts: Facts, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The outermost GEMM op calls in the steps (aten::matmul, not the aten::mm inside it) whose next op on the
+    same thread under the same parent is a bias add or an activation, and those next ops."""
     is_gemm = ops & name_mask(facts, GEMM_OPS)
-    # the outermost GEMM op of a call (aten::matmul, not the aten::mm inside it)
     gemms = np.flatnonzero(is_gemm)
     gemms = gemms[nearest_in(facts, is_gemm, gemms, inclusive=False) < 0]
     if facts.steps:
         gemms = gemms[facts.event_step[gemms] >= 0]
     if gemms.size == 0:
-        return []
+        return gemms, gemms
     nxt = _next_sibling(facts, ops, gemms)
-    epilogue_names = BIAS_OPS | ACTIVATION_OPS
     keep = (nxt >= 0)
-    keep[keep] = np.isin(trace.name[nxt[keep]], [i for i, n in enumerate(trace.names) if n in epilogue_names])
-    gemms, nxt = gemms[keep], nxt[keep]
-    if gemms.size == 0:
-        return []
+    keep[keep] = name_mask(facts, BIAS_OPS | ACTIVATION_OPS)[nxt[keep]]
+    return gemms[keep], nxt[keep]
+
+
+def _hits(facts: Facts, gemms: np.ndarray, nxt: np.ndarray) -> list[tuple]:
+    """(GEMM op, epilogue op, the fusion that fits, the GEMM's longest kernel, the epilogue's device work) for the
+    pairs an epilogue can take: both ran device work, the epilogue's on the GEMM's stream."""
+    trace = facts.trace
     work = _work_under(facts, np.concatenate([gemms, nxt]))
     both = np.concatenate([gemms, nxt]).tolist()
     args = dict(zip(both, op_args(facts, both), strict=True))
@@ -128,24 +151,9 @@ def check(ctx: Context) -> list[Finding]:
         if match is None or not g_work or not e_work:
             continue
         gemm_kernel = max(g_work, key=lambda k: int(trace.dur[k]))
-        if any(_stream(trace, k) != _stream(trace, gemm_kernel) for k in e_work):
-            continue
-        hits.append((g, e, match, gemm_kernel, e_work))
-    if not hits:
-        return []
-    steps = ctx.step_count
-    total_ns = float(sum(int(trace.dur[k]) for *_, ks in hits for k in ks))
-    impact = ctx.per_step(total_ns)
-    if impact.share < MIN_IMPACT_SHARE:
-        return []
-    lo, hi = facts.window
-    inside = (trace.ts >= lo) & (trace.ts < hi)
-    device_ns = float(trace.dur[facts.is_device_work & inside].sum()) or 1.0
-    record = UnfusedEpilogue(steps=steps, pairs=_pairs(facts, hits, steps), elementwise_us=us(total_ns) / steps,
-                             gpu_share_percent=100.0 * total_ns / device_ns, step_share_percent=100.0 * impact.share)
-    # in the GEMM's epilogue the elementwise op goes, its dispatch and its kernels with it
-    gone = np.array([e for _, e, *_ in hits], dtype=np.int64)
-    return [Finding(ID, record, impact, _evidence(facts, hits), edit=Edit("epilogue fused", remove=gone))]
+        if all(_stream(trace, k) == _stream(trace, gemm_kernel) for k in e_work):
+            hits.append((g, e, match, gemm_kernel, e_work))
+    return hits
 
 
 def _next_sibling(facts: Facts, ops: np.ndarray, of: np.ndarray) -> np.ndarray:

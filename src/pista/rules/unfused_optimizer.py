@@ -73,19 +73,8 @@ import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record, steps_of
 from pista.purpose import CODE, classify
-from pista.rules._common import (
-    AUTOGRAD_NODE,
-    FUSED_OPTIMIZERS,
-    OPTIMIZER_CLASS,
-    busy_ns,
-    index_mask,
-    name_mask,
-    nearest_ancestor,
-    outer_ops,
-    pattern_mask,
-    update_starts,
-    us,
-)
+from pista.query import AUTOGRAD_NODE, name_mask, nearest_ancestor, pattern_mask, update_starts
+from pista.rules._common import FUSED_OPTIMIZERS, OPTIMIZER_CLASS, busy_ns, index_mask, outer_ops, us
 from pista.rules._idle import idle_under
 from pista.timeline import Edit
 from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts
@@ -308,6 +297,20 @@ def _by_name(facts: Facts, calls: np.ndarray) -> dict[str, list[int]]:
     return by_name
 
 
+def _cpu_passes(names: list[str], calls: int) -> tuple[str, float] | None:
+    """How the step's ops sweep the parameters: "foreach" with its sweeps per call, or "per-parameter" with the
+    distinct operations applied to each (SGD's add_ alone is one); None under MIN_PASSES, or per parameter with
+    under MIN_PER_PARAM_KERNELS ops a call."""
+    foreach = [n for n in names if FOREACH_OP.search(n)]
+    if foreach:
+        mode, passes = "foreach", len(foreach) / calls
+    elif len(names) >= MIN_PER_PARAM_KERNELS * calls:
+        mode, passes = "per-parameter", float(len(set(names)))
+    else:
+        return None
+    return (mode, passes) if passes >= MIN_PASSES else None
+
+
 def _cpu_finding(facts: Facts, name: str, group: list[int]) -> Finding | None:
     """A CPU-only trace: the step's own host time, by the aten ops it dispatched."""
     trace = facts.trace
@@ -316,15 +319,10 @@ def _cpu_finding(facts: Facts, name: str, group: list[int]) -> Finding | None:
         return None
     ops = _top_ops_under(facts, group)
     names = [trace.event_name(int(o)) for o in ops]
-    foreach = [n for n in names if FOREACH_OP.search(n)]
-    if foreach:  # passes: foreach sweeps per call
-        mode, passes = "foreach", len(foreach) / len(group)
-    else:  # passes: distinct operations applied to each parameter (SGD's add_ alone is one)
-        mode, passes = "per-parameter", float(len(set(names)))
-        if len(names) < MIN_PER_PARAM_KERNELS * len(group):
-            return None
-    if passes < MIN_PASSES:
+    sweeps = _cpu_passes(names, len(group))
+    if sweeps is None:
         return None
+    mode, passes = sweeps
     steps = scale.count
     host_ns = float(trace.dur[group].sum())
     if host_ns / steps / max(scale.ns, 1.0) < MIN_HOST_SHARE:
