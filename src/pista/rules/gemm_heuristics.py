@@ -1,39 +1,5 @@
-"""What:
-GEMM calls (aten::mm, addmm, bmm...) on input shapes not seen earlier in the trace that take long
-on the host before launching their kernel: cuBLAS(Lt) runs its heuristics for each new problem
-size, picks a kernel (often a new one, which CUDA then loads lazily) and only then launches. Seen
-in two or more calls with different shapes, the shapes change in the steady state (a dynamic
-batch or sequence length). The cudaOccupancy* queries cuBLASLt issues on the process's first GEMM
-are counted when present; CUB's sorts and scans ask them on every call (big_gpt_eager_20steps'
-embedding backward) and are not GEMMs.
-
-Why:
-The choice is cached per shape, so a fixed shape pays it once; a shape that changes every step
-pays it every step, on the host, with the GPU idle when the host is the bottleneck.
-
-Example:
-`gpu/gemm_new_shapes` (one bf16 `x @ w` with w 1024x1024, a new M each step: 1000, 3000, 7777 in the
-profiled steps): each aten::mm runs 2.6-3.6 ms on the host before its 6-25 µs nvjet kernel, a new
-kernel each time (one Lazy Function Loading each); no occupancy query is recorded.
-
-Impact:
-The GPU idle time from each new-shape GEMM call's start to its launch, less what the same op takes
-on shapes it has seen (none in gpu/gemm_new_shapes, so an upper bound there), per step:
-gpu/gemm_new_shapes 3.0 ms per step, about all of its 2.9 ms median step (critical). Before, the
-rule counted occupancy queries, whatever they cost: it reported CUB's sorts in
-big_gpt_eager_20steps (9 µs per step) and cuBLAS's first call inside seed_mm64_cold's cold step
-(cold-start's). A call inside a cold step, a dead window or compile spans belongs to those.
-
-Without steps, new shapes that all run again after the last of them are a first pass: one-time
-(issue 35: first-call cuBLAS set-up shown as a per-step cost); gpu/gemm_new_shapes without its
-steps stays recurring (a new M each call, never seen again). New shapes of different layers (no two
-differing in one size) in a window without steps are first calls, lazy-loading's (TraceLens'
-tl_b200_eager: vLLM's first four GEMMs, each loading its kernel).
-
-Fix:
-Keep shapes static: pad or bucket the varying dimension to a few sizes (and warm each up before
-profiling); under torch.compile mark it dynamic; CUDA graphs need static shapes too.
-"""
+"""The gemm-heuristics rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+gemm-heuristics`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/gemm_heuristics.ftl."""
 
 from __future__ import annotations
 

@@ -1,40 +1,5 @@
-"""What:
-Inference with grad mode on: steps that run no backward (no autograd engine node, no optimizer
-step) while their ops record autograd nodes, because the loop is not under `torch.inference_mode()`
-or `torch.no_grad()`. Torch records each op's `Sequence number` only in grad mode, and the number
-moves on by one for each node the forward builds, so the distinct numbers in a step count its nodes.
-
-Why:
-Each node is host work inside the op (the backward function, its edges, the tensors it saves), and
-the forward keeps every activation it saves for a backward that never runs, until its output goes:
-more time a call where the host is the limit (decoding, small batches) and more memory at any size.
-`model.eval()` does not turn it off; `generate()` in transformers does, a hand-written loop does not.
-
-Example:
-gpu/gpt2_flash_grad (GPT-2 124M, batch-1 decoding, H200): 444 nodes a token; the KV cache carries
-the autograd history of every earlier token, so memory grows token after token (allocator-churn).
-Unprofiled, in one process (gpu/grad_time.py), torch.inference_mode() took the token from 6.21 to 4.94
-ms, and ResNet-50 bf16 inference from 5.20 to 4.22 ms (batch 32) and 7.67 to 6.29 ms (batch 8), and
-ResNet-50's peak memory from 1434 to 267 MiB and 426 to 130 MiB.
-
-Impact:
-Per step, the nodes times GRAD_NODE_US (the median of the twins' saving per node: GPT-2 2.75 µs,
-ResNet-50 5.6 and 8.2; CPU_GRAD_NODE_US, 2.0, without a GPU: a CPU MLP's twins) times the profiler's
-inflation of host time (PROFILER_HOST_INFLATION, 2, as overhead-bound takes it), at most the step's
-per-op GPU idle (what the host's dispatch holds up) where a GPU ran. gpu/gpt2_flash_grad 5.0 ms of
-an 18.6 ms token; gpu/resnet50_grad 2.0 ms of a 22.4 ms step (the profiled twins differ by about 9
-ms, part of it the two processes' machine; unprofiled each saved 19-20%); gpu/cpu_infer_grad 196 µs
-of a 0.96 ms step (unprofiled 91-117 µs of 715). The memory is not in the impact (a trace without
-memory events cannot show it). overhead-bound, launch-bound and many-calls leave this idle to this
-rule (`claimed_idle`). Under 1% of the step the rule is silent, and where no op builds a node (a
-loop over tensors that need no grad) it does not fire. Without ProfilerStep markers it is info, with
-that condition said: a training forward profiled alone, its backward outside the window, looks the
-same.
-
-Fix:
-Run the loop under `with torch.inference_mode():` (or `torch.no_grad()` where its tensors must meet
-autograd later), around the model calls, with `model.eval()` as well.
-"""
+"""The inference-grad-mode rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+inference-grad-mode`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/inference_grad_mode.ftl."""
 
 from __future__ import annotations
 
@@ -51,8 +16,6 @@ from pista.trace.facts import Facts, Intervals
 ID = "inference-grad-mode"
 # launch-bound and many-calls leave this rule's claimed_idle out before they count (inference_mode() is the fix, not a graph)
 CLAIMS_FIRST = True
-SEVERITY_EXCEPTION = ("info without ProfilerStep markers: a training forward profiled alone, its backward "
-                      "outside the window, looks the same")
 TOP_OPS = 3  # the node-building op names named, most nodes first
 
 

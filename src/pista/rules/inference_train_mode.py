@@ -1,37 +1,5 @@
-"""What:
-Inference with the model left in training mode (`model.train()`, the default after building it, or
-after a training loop with no `model.eval()`): in steps that run no backward, dropout still drops
-(`aten::dropout` calls `aten::native_dropout`, its kernels run) and batch norm normalises with the
-batch's own statistics and updates its running ones (`aten::batch_norm` with training=True, its
-statistics kernels run).
-
-Why:
-The outputs are wrong, not only slower: dropout makes them random, and batch norm makes each sample's
-output depend on the rest of its batch while it overwrites the running mean and variance the model
-learnt. `torch.inference_mode()` and `torch.no_grad()` do not change it; only `model.eval()` does. The
-training-only kernels cost GPU time besides.
-
-Example:
-gpu/resnet50_train (ResNet-50 bf16, batch 32, under torch.inference_mode(), H200): 53 batch norms a
-step in training mode, their statistics kernels 1.8 ms of GPU time a step (the eval twin
-gpu/resnet50_nograd runs none); unprofiled (gpu/train_time.py) eval() took the step from 6.22 to 4.84
-ms. gpu/gpt2_decode_train (GPT-2 decoding): 25 dropouts and 12 attention dropouts a token; eval() took
-the token from 7.24 to 6.57 ms with SDPA pinned to flash, but unpinned, dropout_p=0 lets SDPA pick
-cuDNN attention, a graph per KV length (gpu/gpt2_decode_nograd, cudnn-setup).
-
-Impact:
-The GPU time of the training-only kernels (the active dropouts' kernels, batch norm's statistics and
-running-stat updates), times the busy share, plus the per-op GPU idle under the dropouts that drop
-(their dispatch, where the host is the limit; overhead-bound, launch-bound and many-calls leave it
-to this rule, `claimed_idle`): a lower bound (cuDNN's training batch-norm kernel does both jobs in
-one, not counted). gpu/resnet50_train 1.2 ms, gpu/gpt2_decode_train 1.5 ms a step (measured
-unprofiled: 1.34 and 0.66 ms). The wrong outputs are why it is at least a warning, whatever it costs,
-and comes first (SEVERITY_EXCEPTION); without ProfilerStep markers it is info with that condition
-said (a training forward profiled alone, its backward outside the window, looks the same).
-
-Fix:
-Call `model.eval()` before the inference loop (and `model.train()` again before training resumes).
-"""
+"""The inference-train-mode rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+inference-train-mode`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/inference_train_mode.ftl."""
 
 from __future__ import annotations
 
@@ -48,8 +16,6 @@ from pista.trace.facts import Facts, Intervals
 ID = "inference-train-mode"
 # launch-bound and many-calls leave this rule's claimed_idle out before they count (eval() is the fix, not a graph)
 CLAIMS_FIRST = True
-SEVERITY_EXCEPTION = ("at least a warning: dropout and training-mode batch norm make inference outputs wrong; info "
-                      "without ProfilerStep markers, where a training forward profiled alone looks the same")
 CUDNN_ATTENTION = frozenset({"aten::_scaled_dot_product_cudnn_attention"})
 EVIDENCE_OPS = 2
 

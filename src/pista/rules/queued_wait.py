@@ -1,43 +1,5 @@
-"""What:
-The GPU runs nothing for a millisecond or more while the work that ends that idle had already been
-launched before it began: its queue held work, so the host was not what it waited for. Something the
-trace does not show held it: a stream waiting on an event (cudaStreamWaitEvent) for another stream or
-another rank, a collective's peers, nodes of a CUDA graph replay that the profiler did not record, or,
-before the window's first recorded device work, work launched before the profiler started.
-
-Why:
-The other rules read GPU idle as the host's: dispatch (overhead-bound, launch-bound), host work
-(host-work, gpu-idle), syncs. Where the next work was queued all along, no host fix shortens the idle,
-and a reading that calls it "balanced" or host-bound points at the wrong side. The wait has a cause the
-trace names only by where it ends (a graph replay, a collective, a kernel on a stream) and the user has
-to look for it there.
-
-Example:
-HTA's hta_negq_rank0 (TorchRec with DDP and CUDA graphs, rank 0): 106 ms of the 216 ms step the GPU
-runs nothing with work queued 57-197 ms earlier; most of it ends at the first recorded node of a
-backward CUDA-graph replay, queued at +187 ms and run 63 ms after the GPU went quiet at +253 ms.
-TraceLens' tl_vllm_piecewise_graph (vLLM gpt-oss on an MI300X, a window without steps): the first copy,
-launched at +2.2 ms, runs at +151 ms with nothing recorded before it; from then the kernels run back to
-back to the window's end while the host had launched them all by +26 ms (its committed sibling
-tl_vllm_graph_exec: 7.8 ms before the first copy, the host done at +2.3 ms). All read "balanced" with no
-finding before.
-
-Impact:
-Inside the window: the steps replayed with the work that waited through such an idle run as soon as it
-is launched and its stream is free (the trace's typical launch latency): what removing the wait would
-save, an upper bound (a wait on another rank is that rank's time; graph nodes the profiler did not
-record are work, not idle). A symptom: the engine credits it after the causes. Before the window's first
-recorded device work: no saving claimed, info (SEVERITY_EXCEPTION): the trace holds nothing of what the
-GPU ran or waited for then. The idle it names is no dispatch idle, so overhead-bound, launch-bound and
-many-calls leave it out (CLAIMS_FIRST).
-
-Fix:
-Find what the GPU waits on before optimising the host: the streams' cudaStreamWaitEvent calls just
-before the idle and what their events wait for; with a collective behind it, the other ranks' traces at
-the same moment (the last rank to arrive sets the wait); for CUDA graph replays, a profile with the graphs
-off, or a profiler that records graph nodes, shows what their first nodes do. Before the window's first
-work: profile a window that starts before the GPU's queue (schedule(wait=..., warmup=...)).
-"""
+"""The queued-wait rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+queued-wait`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/queued_wait.ftl."""
 
 from __future__ import annotations
 
@@ -58,8 +20,6 @@ ID = "queued-wait"
 SYMPTOM = True
 # The idle it names is no dispatch idle: launch-bound and many-calls leave it out before they count.
 CLAIMS_FIRST = True
-SEVERITY_EXCEPTION = ("info with no saving claimed for the wait before the window's first recorded device work: "
-                      "the trace holds nothing of what the GPU ran or waited for then")
 
 # A stretch of GPU idle this long (ns) or longer whose ending work was queued before it began: hta_negq_rank0's are
 # 4.6-64 ms, hta_sampled_rank0's 1-57 ms; no other GPU fixture has one (the H100/H200 captures' idle ends at work
