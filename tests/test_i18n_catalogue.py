@@ -202,3 +202,15 @@ def test_fluent_is_imported_only_when_text_is_rendered():
             "assert not [m for m in sys.modules if m.startswith(('fluent', 'babel'))]; "
             "from pista.i18n import rule_title; rule_title('host-sync', 'es'); assert 'fluent.runtime' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_long_argument_renders():
+    """A placeable over fluent.runtime's own 2,500-character limit (a joined list of templated kernel names on a big
+    trace) renders whole instead of raising."""
+    from pista.i18n._fluent import catalogue
+
+    name = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, " * 60
+    cat = catalogue("channels_last", "en")
+    ids = [m for m in ("nchw-note",) if cat.has(m)]
+    assert ids and len(name) > 2500
+    assert name in cat.line(ids[0], kind=name)

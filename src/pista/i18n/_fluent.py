@@ -56,13 +56,22 @@ def note_id(cls: type) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", cls.__name__).lower()
 
 
+# The longest text a placeable may hold (see Catalogue): far beyond any list pista joins.
+MAX_ARGUMENT_CHARS = 10_000_000
+
+
 class Catalogue:
     """One rule's text in one language: its .ftl, read and parsed on first use (`catalogue()` caches it)."""
 
     def __init__(self, name: str, lang: str) -> None:
-        from fluent.runtime import FluentBundle  # the first text rendered pays fluent's (and babel's) import
+        from fluent.runtime import FluentBundle, resolver  # the first text rendered pays fluent's (and babel's) import
         from fluent.syntax import FluentParser  # as fluent.runtime
         from fluent.syntax.ast import Junk, Message, Term  # as fluent.runtime
+
+        # fluent.runtime refuses a placeable's text over 2,500 characters (a guard against untrusted translations
+        # expanding without bound); pista's catalogues are its own, and its arguments carry what the trace holds: a
+        # list of kernel names, each a C++ template hundreds of characters long, passes that on a big trace
+        resolver.MAX_PART_LENGTH = max(resolver.MAX_PART_LENGTH, MAX_ARGUMENT_CHARS)
 
         self.path = FTL / lang / f"{name}.ftl"
         resource = FluentParser(with_spans=False).parse(self.path.read_text(encoding="utf-8"))
