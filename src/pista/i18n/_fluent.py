@@ -64,7 +64,8 @@ class Catalogue:
     """One rule's text in one language: its .ftl, read and parsed on first use (`catalogue()` caches it)."""
 
     def __init__(self, name: str, lang: str) -> None:
-        from fluent.runtime import FluentBundle, resolver  # the first text rendered pays fluent's (and babel's) import
+        # the first text rendered pays fluent's (and babel's) import
+        from fluent.runtime import FluentBundle, resolver
         from fluent.syntax import FluentParser  # as fluent.runtime
         from fluent.syntax.ast import Junk, Message, Term  # as fluent.runtime
 
