@@ -29,6 +29,7 @@ EXTRA_TRACES.append(FIXTURES / "gloo" / "balanced_2" / "rank-0.json.gz")  # expo
 EXTRA_TRACES.append(FIXTURES / "savings" / "h100" / "cpu_randn_input__broken.json.gz")  # cpu-tensor-creation
 EXTRA_TRACES.append(FIXTURES / "foreign" / "tl_vllm_graph_exec.json.gz")  # queued-wait
 EXTRA_TRACES.append(FIXTURES / "savings" / "h100" / "pad_loader_infer__broken.json.gz")  # implicit-copy-before-gemm
+EXTRA_TRACES.append(FIXTURES / "savings" / "h100" / "pad_max_length_train__broken.json.gz")  # padding, seen
 CONVERTED = [r.id for r in rule_catalogue() if catalogued(module_name(r.id))]
 SECTIONS = {"en": ("What:", "Why:", "Example:", "Impact:", "Fix:"),
             "es": ("Qué:", "Por qué:", "Ejemplo:", "Impacto:", "Solución:")}

@@ -1,43 +1,5 @@
-"""What:
-cuDNN calls (convolutions and their backward, scaled_dot_product_attention's cuDNN backend, cuDNN
-RNNs) that hold the host for far longer than a launch, step after step, with the GPU idle: cuDNN
-sets up each new problem shape on the host. Without `cudnn.benchmark` it builds an execution plan
-(for attention, a whole graph, compiled for that sequence length); with it, it times every
-algorithm on the GPU, synchronizing between them. Recorded input shapes show which calls had a
-shape not seen earlier in the trace.
-
-Why:
-The setup is cached per shape, so fixed shapes pay it once; shapes that change every step pay it
-every step. A KV cache that grows by a token per decoding step gives attention a new sequence
-length every step; multi-scale training or a last, smaller batch gives convolutions new sizes.
-
-Example:
-`gpu/kv_decode` (GPT-2 124M, fp16, batch 1, greedy decoding with a KV cache, H200, torch 2.11):
-each token's first aten::_cudnn_attention_forward spends ~70 ms on the host building a cuDNN
-graph for the new length, 76% of the 93 ms step. Unprofiled: 70.3 ms per token, 8.2 ms with SDPA
-pinned to the flash/efficient kernels, 7.7 ms on lengths already seen. `gpu/multiscale_benchmark`
-(ResNet-18, bf16, a new input size every step, `cudnn.benchmark=True`): 2.4-3.5 s steps of
-algorithm timing; `gpu/multiscale_plain` (the same without benchmark): ~1.5 ms of plan building in
-every convolution call, 84-105 ms steps.
-
-Impact:
-The GPU idle inside those calls, less what the same ops' other calls hold it idle (where they
-have any; else an upper bound), per step. Calls inside a cold step, a dead window, compile spans or
-new-shape GEMMs belong to those rules; one call alone is a first call (lazy-loading's).
-
-In a window without steps, set-up whose every shape (op, where shapes are not recorded) runs
-again after the last set-up call without set-up is a first pass, a cold forward: one-time, and the
-fix is a warm-up, not bucketing (issue 35: foreign/hta_alexnet, 1075.6 ms once, said "per step"
-with "bucket the input sizes" before; gpu/kv_decode without steps stays recurring: each token's
-length is never seen again).
-
-Fix:
-Attention: pin SDPA to the flash or memory-efficient kernels
-(`torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION])`) or
-keep the length fixed (a static KV cache, padding to a few lengths). Convolutions: keep input sizes
-to a few buckets, warmed up before profiling; with `cudnn.benchmark` on and sizes that keep
-changing, turn it off.
-"""
+"""The cudnn-setup rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+cudnn-setup`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/cudnn_setup.ftl."""
 
 from __future__ import annotations
 

@@ -1,45 +1,5 @@
-"""What:
-A CPU-only step that spends a large part of its time getting its input: the DataLoader's
-`enumerate(DataLoader)#..._DataLoaderIter.__next__` region torch records each step, in whatever
-category (torch 1.8 writes it as an 'Operator'), or a record_function region named for data on word
-boundaries (`data_loading`, `## data_load ##`, `dataset`, `collate`, `prefetch`; not
-`DistributedDataParallel.forward` nor TorchRec's `## sparse_data_dist ##`, its all-to-all). With
-`_SingleProcessDataLoaderIter` (num_workers=0) the loading runs in the training process itself;
-many `aten::select` calls and a `aten::stack` inside it mean the batch is fetched sample by sample
-(`Dataset.__getitem__` per index, then `default_collate`). Without a data region: a step that runs
-hundreds of ops before its model's first layer (a GEMM, convolution, attention, recurrent or embedding
-op), every step: the batch built op by op in the step, most likely sample by sample (a Python loop of
-per-sample transforms, then `torch.stack`).
-
-Why:
-Without a GPU to overlap with, every µs of loading is a µs of the step. A TensorDataset fetched one
-index at a time pays an indexing op per sample and a stack per batch, where indexing the tensors with
-the whole batch of indices is one op. With GPU work the same time shows as GPU idle, which gpu-idle
-reports.
-
-Example:
-An expert review's tabular MLP (TensorDataset of 200k x 64, batch 256, Adam, one thread, this VM):
-the DataLoader region took 1.75 ms of a 6.7 ms profiled step, 512 aten::select and 2 aten::stack a
-step; fetching whole batches (`sampler=BatchSampler(RandomSampler(ds), 256)`, `batch_size=None`)
-saved 0.62 ms of 3.91 ms a step unprofiled (15.8%). gpu/data_loading_per_sample and its twin
-gpu/data_loading_batched reproduce it. gpu/input_prep_per_sample (a CNN on 32x32 images at batch 64,
-each image padded, cropped, flipped, scaled and normalized on its own): 865 ops a step in 7.5 ms before
-its first aten::conv2d; transforming the whole batch at once (gpu/input_prep_batched, 18 ops) saved 3.38
-of 39.7 ms a step unprofiled; an expert review's cnn_peraug, 1,187 ops, 5.6 ms estimated, 5.2 ms measured.
-
-Impact:
-Per step, the data regions' host time (without one, the time from the step's start to the model's first
-layer) over the profiler's inflation of host time
-(PROFILER_HOST_INFLATION: loading is many tiny ops, each recorded); an upper bound, since the batch
-must still be built. many-calls leaves the calls inside these regions to this rule. Silent with a GPU
-(gpu-idle's) and under WARNING_SHARE of the step: a few % of loading is normal.
-
-Fix:
-Fetch whole batches: for a TensorDataset, `DataLoader(ds, sampler=BatchSampler(RandomSampler(ds),
-batch_size, drop_last=True), batch_size=None)` or index the tensors directly with a permutation; for
-a Dataset with real per-sample work, `num_workers>0` (and `persistent_workers=True`) loads the next
-batches while the step runs, on cores the step's threads leave free.
-"""
+"""The data-loading rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+data-loading`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/data_loading.ftl."""
 
 from __future__ import annotations
 

@@ -1,46 +1,5 @@
-"""What:
-One kernel, copy or memset (or one op, counting the device work it launched) holds most of the
-Self CUDA total, on a trace that is not host-bound. For a GEMM the rule says how fast it runs
-against the card: its FLOPs (2*M*N*K from the launching op's recorded shapes) over its time, beside
-the card's datasheet peak and the ceiling a real GEMM reaches on it (`pista.efficiency`). This is
-also the compute-bound finding: the verdict says the GPU is the limit, this says where its time goes
-and whether there is anything left to gain in it.
-
-Why:
-Amdahl: shaving 10% off a kernel that is 95% of the GPU time saves 9.5%; making everything else
-free saves 5%. But a kernel already at the card's ceiling has nothing left to give: the only ways
-forward are less work or a lower precision, and saying "optimise it" sends the user after nothing.
-
-Example:
-`seed_mm4096_warm` (eager matmul_add at 4096, bf16, H200): nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT
-holds 80.3% of the 639.9 µs Self CUDA total, 3 calls of 171.2 µs: 2*4096^3 FLOP each, 803 TFLOP/s,
-81% of the H200's 989 dense bf16 and above its measured 757: leave it (the seed's gain is its separate
-bias add). gpu/fp32_gemm: the 4096 fp32 GEMM at 51.2 TFLOP/s is at the fp32 ceiling (50.9): the
-lever is the precision (fp32-gemm). gpu/pageable_memcpy: a Memcpy DtoH holds 81.7%: a copy, not
-compute.
-
-Impact:
-What running the kernel at the card's ceiling for its dtype would save: per call, its time minus
-FLOPs / ceiling (0 for a call above 90% of it: the ceiling's own run-to-run spread), summed per
-step; the ceiling is measured on the H200 (bf16 756.7, tf32 355.2, fp32 50.9 TFLOP/s...) and
-estimated from the datasheet elsewhere. seed_mm4096_warm, seed_mm4096_compile,
-gpu/kernel_variability: 0 (info). For an fp32 or fp64 GEMM the saving is the precision's (fp32-gemm,
-fp64-gemm), for a copy the copy rules', for a kernel without a FLOP count (not a GEMM op) it is not
-estimated: 0, said in the basis. On a host-bound trace a faster kernel saves nothing (the GPU waits
-for the host either way): the rule is silent there (it used to speak on gpu/recompile,
-gpu/trailing_sync, seed_mm64_compile). It was always info; now severity follows the impact. The
-separate compute-bound finding is folded in here. A GEMM at 75% of the ceiling or more (NEAR_PEAK_SHARE,
-in pista.rules._dominant) claims nothing: autotuning measured no gain on such GEMMs (-30% to +0.5% on an
-H100 for the shapes of tl_h100_qwen05, tl_compile_triton and tl_sglang_prefilldecode), and review 3 of
-issue 35 marked "let max-autotune pick a better kernel" at 82-88% misleading.
-
-Fix:
-Fitted to what the numbers say: at the ceiling, leave the kernel (less work or fp8 where accuracy
-allows); near it (75% or more), leave it too and look at the rest of the GPU time and at the GPU's idle
-time; below it, shapes that fill the card (multiples of 64, batched small GEMMs, autotuning with
-`torch.compile(mode="max-autotune")`); fp32/fp64, a lower precision; a copy, fewer bytes from
-pinned memory without blocking. If the trace is host-bound, fix the host side first.
-"""
+"""The dominant-event rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+dominant-event`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/dominant_event.ftl."""
 
 from __future__ import annotations
 

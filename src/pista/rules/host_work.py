@@ -1,39 +1,5 @@
-"""What:
-The host runs its own work between torch ops inside the steps while the GPU waits: NumPy or Python
-preprocessing (augmentation, normalisation, tokenization), Python loops over data, logging, I/O. In the
-trace it is time on the launching thread covered by no op and no runtime call, in stretches of
-HOST_WORK_GAP_NS or longer (the Python between two eager ops is 5-30 µs), with the GPU idle under it. With
-stacks the rule names the user's frames that ran there; without them, the ops on either side. A framework's
-own Python there (torch's wrappers, a Hugging Face model's forward) is dispatch and is left out, but a
-library's preprocessing is the user's work wherever its files live: Hugging Face's image and video
-processors, feature extractors, tokenizers and a pipeline's preprocess, with the PIL and NumPy work they call,
-named with the user's frame that called them (TraceLens' tl_h100_timesformer: the pipeline's preprocess,
-215 ms of a 383 ms step).
-
-Why:
-The GPU runs only what the host has launched. Dispatch gaps are per-op overhead (overhead-bound's); a
-stretch of host work in the middle of the step is a serial stage of its own: the GPU idles for all of it,
-and no fusing, compiling or CUDA graph recovers it. The work must move off the step's path: onto the GPU
-as tensor ops, into DataLoader workers, or out of the loop altogether (done once).
-
-Example:
-savings/h100/numpy_augment: random crops, flips and noise in NumPy for a batch of 64 images every step,
-outside any region and without stacks: the host spends most of the step between the optimizer's last op
-and the next forward's first. savings/h100/python_tokenize: texts tokenized in Python (a dict lookup per
-word) every step, with stacks: the rule names the `tokenize` frame.
-
-Impact:
-The step replayed with the host's work stretches taken out (they run elsewhere, or on the GPU in a few
-kernels): what moving the work off the step saves, at most.
-
-Fix:
-Do the work on the GPU with torch ops on the whole batch (crops by indexing, flips with torch.where,
-normalisation as tensor ops), in a DataLoader with workers (`num_workers>0, pin_memory=True,
-persistent_workers=True`) so it overlaps the GPU's step, or once before the loop (a tokenized,
-preprocessed dataset). Where stacks name the frame, that is the code to move. A Hugging Face processor: call
-it on a batch rather than a sample, in DataLoader workers (a pipeline takes a dataset with `batch_size` and
-`num_workers`), or use its fast torchvision-backed variant (`use_fast=True`), which can run on the GPU.
-"""
+"""The host-work rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+host-work`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/host_work.ftl."""
 
 from __future__ import annotations
 

@@ -1,30 +1,5 @@
-"""What:
-Memory that grows step after step: in a `profile_memory=True` trace, the bytes allocated on a
-device at the end of each profiled step rise every step. The usual cause is a tensor kept across
-steps with its autograd graph (`losses.append(loss)` instead of `loss.item()` or `loss.detach()`),
-or a cache that only grows. The rule names the ops that allocated the memory still held at the end
-of the window.
-
-Why:
-Each step keeps its activations alive, so memory climbs until the allocator runs out (CUDA out of
-memory) hours into a run; before that, a fuller allocator fragments and calls cudaMalloc more often.
-
-Example:
-gpu/memory_leak on an H200: a 2048-8192-2048 MLP step that appends its loss (with the graph) to a
-list: allocated memory at the step ends is 663.8, 739.3 and 814.8 MB, +75.5 MB per step; the H200's
-150.1 GB last about 1,980 more steps. gpu/memory_steady (the same loop appending `loss.detach()`)
-grows 512 bytes per step and stays silent.
-
-Impact:
-Not time: a leak costs nothing per step until the run fails. The finding is the documented exception
-to severity from impact: warning whenever it fires, critical when the device would run out within
-CRITICAL_STEPS_TO_OOM steps at this rate. Its impact is 0 µs.
-
-Fix:
-Keep scalars as Python numbers (`loss.item()`, once every N steps) or detach what you keep
-(`loss.detach()`); clear caches and lists that outlive a step; check with
-`torch.cuda.memory_allocated()` at each step end.
-"""
+"""The memory-growth rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+memory-growth`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/memory_growth.ftl."""
 
 from __future__ import annotations
 
@@ -43,8 +18,6 @@ MIN_GROWTH_OF_PEAK = 0.01
 MIN_STEPS = 3  # growth in every one of at least this many step ends (two points are a coincidence)
 CRITICAL_STEPS_TO_OOM = 10_000  # a day of 10-step-per-second training
 EVIDENCE_OPS = 5
-# The documented exception to severity from impact (see Impact above).
-SEVERITY_EXCEPTION = "a leak costs memory, not time: graded by how soon the device runs out"
 
 
 class MemoryGrowth(Record):

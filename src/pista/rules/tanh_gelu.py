@@ -1,34 +1,5 @@
-"""What:
-The tanh approximation of GELU written out in eager ops, as transformers' `NewGELUActivation`
-(`activation_function="gelu_new"`: GPT-2, GPT-J, CodeGen, Phi...) and nanoGPT's old `new_gelu` do:
-`0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3)))` dispatches eight ops (`aten::mul`,
-`aten::pow`, `aten::mul`, `aten::add`, `aten::mul`, `aten::tanh`, `aten::add`, `aten::mul`), eight
-kernels, for every MLP block of every step.
-
-Why:
-Each op is a host dispatch and a kernel launch, and each kernel one more pass over the activation;
-under autocast `pow` and `tanh` run in fp32, so the chain also casts. `F.gelu(x, approximate="tanh")`
-computes the same function in one kernel. Where the host is the limit (decoding, small batches) the
-eight dispatches are what the GPU waits for.
-
-Example:
-gpu/kv_flash (GPT-2 124M, batch-1 decoding, H200): 12 chains a token, 96 of its 248 kernels; the GPU
-idles 2.1 ms of the 17.2 ms token under their ops. gpu/gpt2_conv1d (training, bf16 autocast):
-6 chains a step in fp32.
-
-Impact:
-Per step, the GPU idle under the chains' ops (the host dispatching them while the GPU waits) times
-(1 - 1/8): one op instead of eight. The GPU time of the chains' kernels is not counted here (where it
-matters, unfused-elementwise reports the chain's passes over memory). gpu/kv_flash 1.8 ms a token
-(10.6% of the profiled 17.2 ms; measured unprofiled, gelu_pytorch_tanh saved 1.0-2.3 ms of 5.4-8.4,
-gpu/gelu_decode.py); gpu/gpt2_conv1d's six chains hold the GPU idle under 1% of its step: silent. overhead-bound and launch-bound leave this idle to this rule (`claimed_idle`). Under 1% of the
-step the rule is silent.
-
-Fix:
-`torch.nn.functional.gelu(x, approximate="tanh")` in place of the formula; in transformers, load the
-model with `activation_function="gelu_pytorch_tanh"` (`AutoConfig.from_pretrained(...,
-activation_function="gelu_pytorch_tanh")`), the same function in one kernel.
-"""
+"""The tanh-gelu rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+tanh-gelu`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/tanh_gelu.ftl."""
 
 from __future__ import annotations
 
