@@ -90,6 +90,17 @@ EVIDENCE_EVENTS = 3
 # fp32 GEMM kernels on the CUDA cores: cuBLAS sgemm/gemmSN, CUTLASS simt, cuBLAS xmma with ffma.
 SIMT_FP32_GEMM = re.compile(r"sgemm|gemmSN|_simt_|_ffma_", re.I)
 TENSOR_CORE = re.compile(r"tf32|bf16|f16|hmma|_h_", re.I)
+# cuDNN's own fp32 convolution kernels (review 5's T4 ResNet-50 and VGG-16 traces: `cudnn_volta_scudnn_128x64_relu_
+# medium_nn_v1`, `dgrad_alg1_engine<float, ...>`, `wgrad_alg1_engine<float, float, ...>`, `winograd_nonfused::
+# winogradForwardData4x4<float, float>`, 58% of t4_resnet50_bottleneck's GPU time): counted on cards without TF32
+# (before Ampere), where fp16 autocast moves the convolutions onto the tensor cores with the GEMMs; from Ampere on,
+# cuDNN runs fp32 convolutions in TF32 unless torch.backends.cudnn.allow_tf32 was turned off.
+FP32_CONV = re.compile(r"scudnn|(?:dgrad|wgrad|fprop)\w*engine<float|winograd\w*<float|convolve\w*<float|"
+                       r"fft\w*<float", re.I)
+# What a convolution kernel without FLOPs gains on the tensor cores: not the ceilings' ratio (8x on a T4), since
+# cuDNN's layout, winograd and reduction passes stay; a public ResNet-50 table measures 2.3-3.1x from AMP on a V100
+# (review 5). The lower bound of that, rounded down.
+CONV_TENSOR_CORE_SPEEDUP = 2.0
 GEMM_OPS = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|_addmm_activation)$")
 
 
@@ -173,7 +184,7 @@ def _record(ctx: Context, idx: np.ndarray, ops: np.ndarray, card, target: str, s
     conv = _conv_ops(facts, idx, ops)
     tflops, shape = _rated(facts, idx)
     return Fp32Gemm(
-        kernels=int(idx.size), conv_kernels=sum(1 for c in conv if c), ops=_ops_by_time(trace, idx, ops, conv),
+        kernels=int(idx.size), conv_kernels=_conv_count(facts, idx, conv), ops=_ops_by_time(trace, idx, ops, conv),
         gemm_us=us(gemm_ns), device_share_percent=100.0 * share, tflops=tflops, shape=shape,
         **_card_fields(card, target, device_name(trace)),
         saved_us=us(saved), steps=ctx.step_count, assumed_speedup=None if card else speedup,
@@ -223,11 +234,19 @@ def _conv_ops(facts: Facts, idx: np.ndarray, ops: np.ndarray) -> list[str]:
     return out
 
 
+def _conv_count(facts: Facts, idx: np.ndarray, conv: list[str]) -> int:
+    """The kernels that run convolutions: launched by a convolution op, or cuDNN's own fp32 convolution kernels."""
+    named = pattern_mask(facts, FP32_CONV)[idx]
+    return int((np.array([bool(c) for c in conv], dtype=bool) | named).sum())
+
+
 def _simt_kernels(facts: Facts) -> tuple[np.ndarray, np.ndarray] | None:
     """The fp32 SIMT GEMM kernels whose op takes float inputs (or does not say), each with the GEMM op that
     launched it (-1: none found); None without any."""
     k = kernels(facts)
     simt = k & pattern_mask(facts, SIMT_FP32_GEMM) & ~pattern_mask(facts, TENSOR_CORE)
+    if _before_tf32(facts):
+        simt |= k & pattern_mask(facts, FP32_CONV) & ~pattern_mask(facts, TENSOR_CORE)
     if not simt.any():
         return None
     idx = np.flatnonzero(simt)
@@ -240,6 +259,13 @@ def _simt_kernels(facts: Facts) -> tuple[np.ndarray, np.ndarray] | None:
     if not keep.any():
         return None
     return idx[keep], ops[keep]
+
+
+def _before_tf32(facts: Facts) -> bool:
+    """Whether the card has tensor cores but no TF32 (V100, Turing), by its table entry or its kernels' names."""
+    card = card_of(facts.trace)
+    major = card.compute_major if card else (compute_major(facts.trace) or _major_from_kernels(facts))
+    return major is not None and TENSOR_CORE_MAJOR <= major < TF32_MAJOR
 
 
 def _evidence(facts: Facts, idx: np.ndarray, ops: np.ndarray) -> list:
@@ -291,11 +317,17 @@ def _target_ns(facts: Facts, idx: np.ndarray, card, target_tflops: float | None,
     table = gemms(facts)
     fp32 = card.ceiling("fp32") if card else None
     ratio = fp32 / target_tflops if fp32 and target_tflops else 1.0 / speedup
+    conv = pattern_mask(facts, FP32_CONV)
     out = np.empty(idx.size, dtype=np.float64)
     for k, i in enumerate(idx.tolist()):
         dur = float(trace.dur[i])
         g = table.get(int(i))
-        out[k] = min(dur, g.flops / (target_tflops * 1e3)) if g is not None and target_tflops else dur * min(1.0, ratio)
+        if g is not None and target_tflops:
+            out[k] = min(dur, g.flops / (target_tflops * 1e3))
+        elif conv[i]:
+            out[k] = dur * max(min(1.0, ratio), 1.0 / CONV_TENSOR_CORE_SPEEDUP)
+        else:
+            out[k] = dur * min(1.0, ratio)
     return out
 
 
