@@ -45,7 +45,10 @@ KERNEL_KIND = (
     # Inductor's kernel for a lone dtype conversion (series_mlp_compile: the fp32 weights cast to bf16
     # in the forward, the bf16 gradients back to fp32, 11.6% of its GPU time)
     ("cast", re.compile(r"^triton_poi_fused__to_copy_\d+$")),
-    ("communication", re.compile(r"nccl|rccl", re.I)),
+    # DeepEP's all-to-all kernels for expert parallelism (deep_ep:: upstream, dpsk::ep:: in DeepSeek's own traces:
+    # review 5's deepseek_h800_dualpipe_train, internode dispatch/combine/notify 56% of the GPU time, read as other)
+    # and NVSHMEM's
+    ("communication", re.compile(r"nccl|rccl|\b(deep_ep|dpsk::ep)::|nvshmem", re.I)),
     # ROCm: CK's fmha_fwd/fmha_bwd, Triton's attn_fwd/attn_bwd, aiter's attention kernels (MI300X/MI350 traces)
     ("attention", re.compile(r"flash|fmha|attention|attn_(fwd|bwd)|paged_attn|mha_(fwd|bwd)", re.I)),
     ("conv", re.compile(r"conv|cudnn.*(fprop|dgrad|wgrad)|implicit_gemm", re.I)),
