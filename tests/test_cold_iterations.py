@@ -77,3 +77,13 @@ def test_a_training_loop_without_steps_is_told_by_its_optimizer_steps():
     assert r.first_us > 20 * r.median_others_us
     # the start-up inside the first iteration is cold-start's alone: lazy-loading does not restate it
     assert not [f for f in a.findings if f.rule in ("lazy-loading", "dead-window")]
+
+
+def test_the_first_iteration_of_a_training_loop_is_cold_starts_whole():
+    """foreign/kineto_resnet50_autograd_api (kineto's ResNet-50 sample, no ProfilerStep, cudnn.benchmark): the
+    first iteration, up to the end of the first Optimizer.step#, holds cuDNN's benchmark pass and CUDA's lazy start:
+    one cold-start finding, and cudnn-setup and lazy-loading do not restate it."""
+    a = analyze(str(FIXTURES / "foreign/kineto_resnet50_autograd_api.json.gz"))
+    [cold] = [f for f in a.findings if f.rule == "cold-start"]
+    assert cold.record.kind == "update" and cold.record.first_us > 10 * cold.record.median_others_us
+    assert not [f for f in a.findings if f.rule in ("cudnn-setup", "lazy-loading")]
