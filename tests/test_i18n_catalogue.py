@@ -27,6 +27,7 @@ TRACES = sorted(p for p in [*FIXTURES.glob("*.json.gz"), *FIXTURES.glob("gpu/*.j
 EXTRA_TRACES: list[Path] = []
 EXTRA_TRACES.append(FIXTURES / "savings" / "h100" / "align_hidden__broken.json.gz")  # gemm-alignment
 EXTRA_TRACES.append(FIXTURES / "foreign" / "hta_nccl_data.json.gz")  # ddp-broadcast-buffers
+EXTRA_TRACES.append(FIXTURES / "foreign" / "tl_sglang_decode.json.gz")  # outside-wait
 CONVERTED = [r.id for r in rule_catalogue() if catalogued(module_name(r.id))]
 SECTIONS = {"en": ("What:", "Why:", "Example:", "Impact:", "Fix:"),
             "es": ("Qué:", "Por qué:", "Ejemplo:", "Impacto:", "Solución:")}
