@@ -30,6 +30,9 @@ EXTRA_TRACES.append(FIXTURES / "savings" / "h100" / "cpu_randn_input__broken.jso
 EXTRA_TRACES.append(FIXTURES / "foreign" / "tl_vllm_graph_exec.json.gz")  # queued-wait
 EXTRA_TRACES.append(FIXTURES / "savings" / "h100" / "pad_loader_infer__broken.json.gz")  # implicit-copy-before-gemm
 EXTRA_TRACES.append(FIXTURES / "savings" / "h100" / "pad_max_length_train__broken.json.gz")  # padding, seen
+EXTRA_TRACES.append(FIXTURES / "savings" / "h100" / "align_hidden__broken.json.gz")  # gemm-alignment
+EXTRA_TRACES.append(FIXTURES / "foreign" / "hta_nccl_data.json.gz")  # ddp-broadcast-buffers
+EXTRA_TRACES.append(FIXTURES / "foreign" / "tl_sglang_decode.json.gz")  # outside-wait
 CONVERTED = [r.id for r in rule_catalogue() if catalogued(module_name(r.id))]
 SECTIONS = {"en": ("What:", "Why:", "Example:", "Impact:", "Fix:"),
             "es": ("Qué:", "Por qué:", "Ejemplo:", "Impacto:", "Solución:")}

@@ -1,40 +1,5 @@
-"""What:
-torch.compile's per-call host cost leaves the GPU without work. Every call of a compiled function
-walks the guards (`TorchDynamo Cache Lookup`), enters the `Torch-Compiled Region`, runs `Pregraph
-bytecode` and the `AOTDispatcher Runtime Wrapper Prologue`, then the generated wrapper (`## Call
-CompiledFxGraph ...`) before the first launch; this rule adds up that host time (the region minus
-the aten ops, launches and profiler work inside it, plus the cache lookup) and measures how much of
-it runs while the GPU is idle.
-
-Why:
-The compiled graph saves work per kernel, but the wrapper costs a fixed few hundred µs of Python
-per call. When a call launches a 2 µs kernel, the wrapper is the runtime, and the compiled step
-can be slower than the eager one. While the GPU still has queued work, the same host time is
-hidden and costs nothing.
-
-Example:
-`torch.compile(matmul_add)` at 64x64 in bf16 on an H200 (seed_mm64_compile): per call 34 µs of
-cache lookup plus 345 µs in `Torch-Compiled Region: 0/1`, of which 115 µs is aten::addmm, for a
-2.1 µs kernel. At 4096 (seed_mm4096_compile) the same wrapper costs about 200 µs per call for a
-175 µs GEMM.
-
-Impact:
-The wrapper's host time (the cache lookup and the region outside its payload) during which no
-device work ran, in the median step: time hidden behind the GPU saves nothing, and the first step
-of a window often starts with an empty queue (capture_mm4096_compile: 169, 0 and 0 µs per step, so
-it stays silent). seed_mm64_compile 228 µs of 422 (54%, critical); series_mlp_compile 2.34 ms of
-8.44 (28%, critical); capture_mlp_compile 794 µs of 4.40 ms (18%, warning). Where the GPU work per
-call reaches half the wrapper, the exposure may be the profiler's (seed_mm4096_compile: 142 µs of a
-368 µs profiled step, yet 182 µs per step with 174 µs of GPU unprofiled, REVIEW.md;
-gpu/elementwise_compiled 92 µs of 199, 46%): the message says so and the finding is information,
-like a latent cost, with that condition stated. It used to fire on the ratio of host to GPU time
-(0.5x), hidden time included, always as a warning.
-
-Fix:
-Never "try torch.compile": the code is compiled already. Use `mode="reduce-overhead"` (CUDA graphs)
-to replay the launches without the Python wrapper; where the wrapper dominates, give each call more
-work (compile the whole step, not one small function; bigger batches), so the fixed cost is shared.
-"""
+"""The compile-overhead rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+compile-overhead`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/compile_overhead.ftl."""
 
 from __future__ import annotations
 
@@ -68,7 +33,6 @@ MIN_STEP_SHARE = 0.01
 # tiny-call traces are far below: seed_mm64_compile 0.01, series_mlp_compile 0.13,
 # capture_mlp_compile 0.28, seed_mm4096_compile_cold 0.46. Such a finding is info, the condition stated.
 PROFILER_MAY_EXPLAIN_RATIO = 0.5
-SEVERITY_EXCEPTION = "info where the exposed wrapper may be the profiler's own cost (condition stated)"
 # Wrapper host time per call at or above this multiple of the GPU work per call: the call is too
 # small for its fixed cost, and the advice adds "more work per call" to CUDA graphs. seed_mm64_compile
 # 104x, series_mlp_compile 7.6x, capture_mlp_compile 3.5x, seed_mm4096_compile_cold 2.2x; not

@@ -1,38 +1,5 @@
-"""What:
-On a CPU-only trace, matrix multiplies (aten::mm, addmm, bmm, baddbmm, addbmm) run in fp32 on a CPU
-that has native bf16 GEMMs (AVX512-BF16 or AMX), and they hold a large share of the step. The CPU's
-abilities are not in a Kineto trace: pista's capture (`pista run`, `pista profile`, the training
-callbacks) writes them into the trace as `pista_host`. Without it (a trace from elsewhere) the rule
-speaks only where the fp32 GEMMs hold MIN_UNKNOWN_CPU_SHARE of the step, at info, and says how to
-check the CPU; where `pista_host` says the CPU has no bf16 GEMMs it is silent. A trace recorded
-without record_shapes holds no dtype for any op: its GEMMs are taken as fp32 (torch's default) and
-the finding, at info, says the dtype was not recorded.
-
-Why:
-oneDNN runs bf16 GEMMs on AVX512-BF16 (`vdpbf16ps`) or AMX tiles at two to many times the fp32
-rate, and moves half the bytes. Under `torch.autocast("cpu", dtype=torch.bfloat16)` the GEMMs run in
-bf16 while the parameters, the loss and the reductions autocast keeps in fp32 stay fp32; for
-training and most inference the lost mantissa bits do not matter.
-
-Example:
-gpu/cpu_linear_host (`pista run linear --device cpu`: nn.Linear 1024, fp32, on a 2-core AMD EPYC
-with AVX512-BF16): aten::addmm and aten::mm take 24.3 ms of a 26.9 ms step. The same step in bf16
-(gpu/cpu_linear_bf16, `--dtype bf16`) takes 14.3 ms, its GEMMs 12.0 ms (2.03x); unprofiled, the
-step went 37.6 to 18.6 ms under autocast.
-
-Impact:
-The fp32 GEMMs' own CPU time per step times 1 - 1/CPU_BF16_SPEEDUP (2.0, the pair above; a bare
-1024^3 matmul ran 2.4-3.1x faster). Where cpu-threads finds idle cores the GEMM time is first
-scaled to the full thread count, so the two findings do not count the same time twice
-(gpu/cpu_linear_1thread: threads 24.1 ms, then bf16 12.1 ms, not 24.4 ms). An estimate: AMX CPUs
-gain more, the casts autocast adds cost a little, and SDPA or convolutions autocast also lowers
-are not counted. Silent under MIN_STEP_SHARE. New in the issue "Your code and your memory".
-
-Fix:
-Run the forward pass under `with torch.autocast("cpu", dtype=torch.bfloat16):` (or keep the model
-in bf16 for inference: `model.to(torch.bfloat16)`); `pista run WORKLOAD --device cpu --dtype bf16`
-measures it on the built-in workloads.
-"""
+"""The cpu-fp32-gemm rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+cpu-fp32-gemm`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/cpu_fp32_gemm.ftl."""
 
 from __future__ import annotations
 
@@ -61,8 +28,6 @@ MIN_MFLOP_PER_CALL = 50
 # Without record_shapes a call's FLOPs are unknown: its own time stands in for them. gpu/graph_break_*
 # (compiled 16-wide linears) take 33-35 µs a call and stay silent; monisha_trace's 7.9 ms calls do not.
 MIN_UNRECORDED_CALL_US = 200
-SEVERITY_EXCEPTION = ("info where the trace does not say the CPU has native bf16 GEMMs (no pista_host), or "
-                      "does not hold the GEMMs' dtype (record_shapes off): the saving is conditional")
 # The saving must reach this share of the step (REVIEW.md: under a few percent is noise).
 MIN_STEP_SHARE = 0.05
 EVIDENCE_EVENTS = 3

@@ -1,33 +1,5 @@
-"""What:
-DistributedDataParallel broadcasts the model's buffers from rank 0 at the start of every forward
-(`broadcast_buffers=True`, the default): it flattens them into one tensor per bucket
-(`aten::flatten_dense_tensors`), broadcasts it (`c10d::broadcast_`), unflattens it
-(`aten::unflatten_dense_tensors`) and copies each buffer back (`aten::copy_`), before the module's first
-op. For a convnet with BatchNorm that is three buffers a layer, every step.
-
-Why:
-The broadcast itself is small on the GPU, but the host dispatches an op per buffer on each side of it,
-and the module's forward starts only after the last copy: the GPU waits for all of it. The broadcast
-keeps the ranks' buffers identical; where they need no syncing it is pure overhead.
-
-Example:
-HTA's hta_nccl_data (ResNet-50, DDP over NCCL, 3 steps of ~222 ms): each DistributedDataParallel.forward
-spends 38 ms before its first conv2d (two flatten_dense_tensors, two broadcasts, two
-unflatten_dense_tensors of 15.3 and 7.3 ms, 159 copy_ of the BatchNorm buffers) with the GPU 0.3 ms busy:
-17% of the step, which overhead-bound showed only as one op name in its list.
-
-Impact:
-The steps replayed with the buffer sync's ops (and what they launch) taken out: what
-`broadcast_buffers=False` saves.
-
-Fix:
-`DistributedDataParallel(model, broadcast_buffers=False)` where the buffers need no syncing: no buffer
-changes in the forward (no BatchNorm in training mode, no running statistics), or every rank computes
-them alike (SyncBatchNorm: `nn.SyncBatchNorm.convert_sync_batchnorm(model)` averages the batch
-statistics over the ranks, so their running statistics agree). With plain BatchNorm training, each rank's
-running statistics then follow its own data: acceptable where one rank evaluates and saves, or broadcast
-them yourself now and then (every N steps, before evaluating or saving).
-"""
+"""The ddp-broadcast-buffers rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+ddp-broadcast-buffers`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/ddp_broadcast_buffers.ftl."""
 
 from __future__ import annotations
 

@@ -1,44 +1,5 @@
-"""What:
-Matrix multiplies in full fp32 on the CUDA cores instead of the tensor cores: GEMM ops
-(aten::mm, addmm, bmm, matmul, linear...) whose `Input type` is float and whose kernels are
-of the SIMT fp32 family (`sgemm`, `gemmSN`, `cutlass_80_simt_sgemm_*`, cuBLAS `xmma_gemm_f32f32_
-f32f32_f32_..._ffma_...`), not the TF32 (`..._tf32f32_...`), bf16/fp16 (`nvjet_..._h_`/`_bf16`) ones.
-
-Why:
-PyTorch's default for fp32 matmuls is full precision (`torch.get_float32_matmul_precision() ==
-"highest"`), which keeps them off the tensor cores. On Hopper that caps a large GEMM near 51
-TFLOP/s, while TF32 runs the same call several times faster and bf16 faster again; for training
-and most inference the lost mantissa bits do not matter. Cards before Ampere (V100, Turing) have
-no TF32: there the way onto the tensor cores is fp16 mixed precision; Pascal and older have no
-tensor cores at all, and the rule says nothing there. GeForce Ampere and Ada cards (RTX 30xx/40xx)
-run TF32 at their CUDA cores' fp32 rate (NVIDIA's GA102 and Ada whitepapers: RTX 3090 35.6 and
-35.6, RTX 4090 82.6 and 82.6 TFLOP/s): TF32 saves nothing there, bf16 autocast doubles the rate.
-
-Example:
-gpu/fp32_gemm on an H200: a 4096x4096x4096 fp32 matmul with TF32 off runs
-`sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma_...` for 2.684 ms (51.2 TFLOP/s). With
-`torch.set_float32_matmul_precision("high")` (gpu/tf32_gemm) the same matmul picks
-`sm90_xmma_gemm_f32f32_tf32f32_f32_...` and takes 0.343 ms (400 TFLOP/s), 7.8x faster.
-
-Impact:
-Per step: what the fp32 GEMMs would save at the card's TF32 ceiling (fp16 on cards without TF32, bf16
-on cards where TF32 is no faster than fp32):
-per call, its time minus its FLOPs at that ceiling (`pista.efficiency`; a call without recorded
-shapes is taken to run at the card's fp32 ceiling). gpu/fp32_gemm: 2.30 ms of each 2.68 ms call at
-the H200's measured 355 TFLOP/s TF32 (the real TF32 run saved 2.34 ms), critical. An upper bound
-where the trace is host-bound (the GPU then waits for the host anyway). Under 1% of the step it is
-silent. It used to be a warning whatever it cost. The engine's replay then says what the step gains:
-where it gains nothing (the host sets the step's pace) and the GPU time freed is at least 10% of the step,
-the finding stays as information, at no step saving, saying so (pista.engine KEEP_OFF_PATH; review 4:
-a4000_sevit_warm's SIMT SGEMMs, 27% of the window on an RTX A4000 with the GPU idle 51%, and
-hta_v100_dfidx's volta_sgemm, 23% of a V100 step, were silent).
-
-Fix:
-`torch.set_float32_matmul_precision("high")` (or `torch.backends.cuda.matmul.allow_tf32 = True`)
-to use TF32, or run the model under `torch.autocast("cuda", dtype=torch.bfloat16)`; keep
-"highest" only where the extra precision is really needed. On V100/Turing: fp16 autocast with a
-GradScaler.
-"""
+"""The fp32-gemm rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+fp32-gemm`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/fp32_gemm.ftl."""
 
 from __future__ import annotations
 
