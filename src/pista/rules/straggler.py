@@ -1,34 +1,5 @@
-"""What:
-One rank is late: it reaches its collectives (all-reduce, all-gather, ...) well after the other
-ranks do, or its steps take longer than theirs, so every other rank waits for it inside the
-collective. Seen only across ranks: `pista analyze DIR` over a folder of per-rank traces.
-
-Why:
-A collective finishes when its last participant arrives. The time the others spend waiting shows up
-in their traces as long, exposed communication, and the whole job runs at the straggler's pace: one
-slow rank of a thousand makes a thousand GPUs slow.
-
-Example:
-Two gloo ranks training a small DDP MLP on the CPU, rank 1 sleeping 30 ms before each forward pass:
-rank 1 reaches every all-reduce about 30 ms after rank 0, and rank 0 waits those 30 ms per step in
-`gloo:all_reduce` (tests/fixtures/gloo/straggler_2). The host region rank 1 spends more time in than
-the others, `slow_input` (30.2 ms per step, absent on rank 0), is named as the cause.
-
-Impact:
-Per step: how much later than the median of the other ranks the straggler calls its collectives
-(the median over each step's matched collectives, averaged over the steps): the time the others
-wait for it every step, which the job saves when the straggler keeps pace. Share of the
-straggler's median step. Without matched collectives, its median step less the others'. The wait
-the others spend is their exposed communication too: over a folder it is taken out of their
-exposed-communication findings, so it counts once. Before, a fixed warning. straggler_2: 31.9 ms
-of a 38.4 ms step (83%, critical); straggler_4: 31.3 of 52.4 ms (60%, critical).
-
-Fix:
-Look at what the late rank does before its collectives that the others do not: uneven data shards
-or sequence lengths, a slow data loader or file system on that host, logging or checkpointing on
-one rank only, a slower or throttled device, a noisy neighbour. Balance the work, move one-rank-only
-work off the step, or replace the slow host.
-"""
+"""The straggler rule's detection. What it finds, why, an example, its impact and the fix (`pista explain
+straggler`) are its docs, with the text of its findings, in pista/i18n/ftl/<lang>/straggler.ftl."""
 
 from __future__ import annotations
 
