@@ -1179,6 +1179,8 @@ def _child_read(source: str, split: int, events_view: bool) -> tuple[_Part, list
 
 
 def _localise(part: _Part, name_map: np.ndarray, cat_map: np.ndarray) -> None:
+    # the maps in the columns' own widths: int64 ones made int64 blocks, copied again when joined
+    name_map, cat_map = name_map.astype(np.int32), cat_map.astype(np.int16)  # past MAX_CATEGORIES _assemble refuses
     part.columns["name"] = [name_map[c] for c in part.columns.get("name", [])]
     part.columns["cat"] = [cat_map[c] for c in part.columns.get("cat", [])]
 
