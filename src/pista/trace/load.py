@@ -12,7 +12,9 @@ the typed decode refuses the file do slower paths take over, in this order:
   starts, decode each piece on its own, keep every complete event.
 
 Whatever was skipped or repaired is said in `Trace.notices`; a file with nothing to read raises
-`BadTrace` with a one-line reason.
+`BadTrace` with a one-line reason. The event structs and the rules that turn events into columns are
+pista.trace.core's, shared with the streamed reader (pista.trace.stream), which takes big plain files;
+repair and salvage are pista.trace.salvage's.
 """
 from __future__ import annotations
 
