@@ -286,3 +286,22 @@ def test_indices_list_a_masks_events_across_slices(monkeypatch):
         for mask in (facts.is_host, facts.is_device_work, facts.parent >= 0, np.zeros(len(facts.trace), bool)):
             got = facts_module.indices(mask)
             assert got.dtype == np.int32 and got.tolist() == np.flatnonzero(mask).tolist()
+
+
+def test_category_mask_is_each_events_category_in_the_set():
+    """Trace.category_mask against each event's own category name, for sets of one to all of the
+    trace's categories (compared one by one up to FEW_CATEGORIES, through a table past it), a name
+    the trace lacks, and a subset of rows."""
+    from conftest import fixture
+
+    from pista.trace.load import load_trace
+
+    trace = load_trace(fixture("gpu/capture_transformer"))
+    names = np.asarray(trace.categories, dtype=object)[trace.cat.astype(np.int64)]
+    assert len(trace.categories) > 5
+    for k in range(1, len(trace.categories) + 1):
+        wanted = frozenset(trace.categories[:k]) | {"no such category"}
+        expected = np.fromiter((n in wanted for n in names), dtype=bool, count=names.size)
+        assert trace.category_mask(wanted).tolist() == expected.tolist()
+        rows = np.arange(0, names.size, 3)
+        assert trace.category_mask(wanted, rows).tolist() == expected[rows].tolist()

@@ -84,3 +84,27 @@ def test_text_ids_name_the_texts_op_args_reads():
         else:
             assert [texts[k] for k in row] == [a.dims_text, a.types_text, a.concrete_text]
     assert len(set(texts)) == len(texts)  # one id per text
+
+
+def test_ops_asked_for_one_at_a_time_read_as_all_at_once():
+    """The store keeps a row per event read, however the requests come (python-loop asks thousands of
+    times for a few ops): asking for every event one by one, in a shuffled order, gives what one
+    request for all of them gives on a fresh analysis, field for field."""
+    import numpy as np
+
+    from pista.opargs import sequence_numbers
+
+    path = fixture("gpu/capture_transformer")
+    events = np.arange(len(load_trace(path))).tolist()
+    at_once = op_args(derive(load_trace(path)), events)
+    facts = derive(load_trace(path))
+    order = np.random.default_rng(7).permutation(len(events)).tolist()
+    one_by_one: list = [None] * len(events)
+    for k in order:
+        one_by_one[k] = op_args(facts, [events[k]])[0]
+    for a, b in zip(at_once, one_by_one, strict=True):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert (a.dims_text, a.types_text, a.concrete_text, a.seq) == (b.dims_text, b.types_text,
+                                                                          b.concrete_text, b.seq)
+    assert sequence_numbers(facts, events).tolist() == sequence_numbers(derive(load_trace(path)), events).tolist()

@@ -77,9 +77,13 @@ class _Store:
     """What was read, in arrays: an OpArgs object per op kept for the whole analysis took ~240 bytes
     each (2.5 M of them, 600 MiB, on a 5 GB copy of big_gpt_eager_20steps); these take 28."""
 
-    def __init__(self) -> None:
-        self.events = np.empty(0, dtype=np.int64)  # event indices read, sorted
-        self.fields = np.empty((0, 3), dtype=np.int32)  # their dims/types/concrete text ids
+    def __init__(self, events: int) -> None:
+        # per event of the trace, its row here (-1: not read): a request's rows by one gather, where
+        # a sorted list of the events read, merged again on each request, grew quadratic (python-loop
+        # asks 2,121 times for a few ops each: 6.7 s of a 1 GB trace's analysis)
+        self.row_of = np.full(events, -1, dtype=np.int32 if events < 2**31 else np.int64)
+        self.rows = 0  # rows in use; the arrays below hold room for more
+        self.fields = np.empty((0, 3), dtype=np.int32)  # per row: its dims/types/concrete text ids
         self.seqs = np.empty(0, dtype=np.int64)
         self.odd_seqs: dict[int, Any] = {}  # event -> a sequence number that is not an int64
         self.texts: list[bytes] = []  # text id -> JSON text, one copy each
@@ -89,17 +93,23 @@ class _Store:
 
     def known(self, idx: np.ndarray) -> np.ndarray:
         """Per event of idx: read already?"""
-        return _sorted_in(idx, self.events)
+        return self.row_of[idx] >= 0
 
     def add(self, chunks: Iterable[tuple[Indices, list[_Fields | None]]]) -> None:
-        """Keep what was read, chunk by chunk (each one's decoded fields let go once kept), sorted
-        into the store once at the end."""
+        """Keep what was read, chunk by chunk (each one's decoded fields let go once kept)."""
         parts = [self._rows(events, decoded) for events, decoded in chunks]
-        events = np.concatenate([self.events, *(p[0] for p in parts)])
-        order = np.argsort(events, kind="stable")
-        self.events = events[order]
-        self.fields = np.concatenate([self.fields, *(p[1] for p in parts)])[order]
-        self.seqs = np.concatenate([self.seqs, *(p[2] for p in parts)])[order]
+        if not parts:
+            return
+        events = np.concatenate([p[0] for p in parts])
+        end = self.rows + events.size
+        if end > self.seqs.size:  # room for twice as many: each row copied a few times at most
+            room = max(end, 2 * self.seqs.size)
+            self.fields = np.concatenate([self.fields[: self.rows], np.empty((room - self.rows, 3), np.int32)])
+            self.seqs = np.concatenate([self.seqs[: self.rows], np.empty(room - self.rows, np.int64)])
+        self.fields[self.rows : end] = np.concatenate([p[1] for p in parts])
+        self.seqs[self.rows : end] = np.concatenate([p[2] for p in parts])
+        self.row_of[events] = np.arange(self.rows, end)
+        self.rows = end
 
     def _rows(self, events: Indices, decoded: list[_Fields | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The events' text ids (dims, types, concrete) and sequence numbers."""
@@ -125,7 +135,7 @@ class _Store:
 
 @per_facts
 def _store(facts: Facts) -> _Store:
-    return _Store()
+    return _Store(len(facts.trace))
 
 
 @per_facts
@@ -189,7 +199,7 @@ def _stored(facts: Facts, indices: Indices) -> tuple[_Store, np.ndarray, np.ndar
                 missing = np.union1d(missing, launchers[~store.known(launchers)])
                 store.launchers_read = True
         store.add(facts.trace.args_chunks(missing.tolist(), _Fields))
-    return store, idx, np.searchsorted(store.events, idx)
+    return store, idx, store.row_of[idx]
 
 
 # A launching op's shape counts as new where its (name, Input Dims) is seen in one step only; the

@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from pista.trace.core import NotATrace
 from pista.trace.model import (
     CATEGORY_ALIASES,
     DEVICE_CATEGORIES,
@@ -58,8 +59,6 @@ def settle(trace: Trace) -> None:
         return
     named = [c for c in used if c]
     if named:
-        from pista.trace.load import NotATrace  # load imports this module
-
         raise NotATrace(trace.source, _foreign_line(trace, named))
     if not np.any(trace.ph == PH_COMPLETE):
         trace.notices.append(

@@ -9,7 +9,7 @@ an event boundary and read by two processes at once.
 
 An event with a field of the wrong type or a bad ts/dur is skipped and counted, as the in-memory
 loader does. A file damaged inside its event list (a cut-off file, a bad value) is salvaged a window
-at a time by the in-memory loader's own salvage walk (load.SalvageWalk), its events decoded as a
+at a time by the in-memory loader's own salvage walk (salvage.SalvageWalk), its events decoded as a
 clean file's are. Any other surprise (bytes that loader mends first, an entry that is no event, an
 odd id) makes `load_streamed` return None, and the in-memory loader takes the file instead.
 """
@@ -21,16 +21,14 @@ import contextlib
 import functools
 import gzip
 import io
-import itertools
 import os
 import re
 import sys
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import msgspec
 import numpy as np
@@ -38,9 +36,8 @@ from msgspec import Raw, Struct
 
 from pista import forked
 from pista.allocator import give_back_freed_memory
-from pista.trace import load, origin
+from pista.trace import core, origin, salvage
 from pista.trace.model import (
-    CATEGORY_ALIASES,
     NARROW_COLUMNS,
     NO_ID,
     PH_METADATA,
@@ -110,32 +107,7 @@ class _Damaged(Unstreamable):
     damage, not a shape this reader does not know."""
 
 
-# An id the in-memory loader reads as a number. Past int64 it notes and drops it: such a run goes there.
-_Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
-
-
-class _IdArgs(Struct, gc=False):
-    """The ids the in-memory loader reads from args, read the same way."""
-
-    external_id: int = msgspec.field(name="External id", default=NO_ID)
-    # Kineto before 2021-04 wrote the GPU side's link to its op in lower case
-    external_id_old: int = msgspec.field(name="external id", default=NO_ID)
-    correlation: int = NO_ID
-    # checked here, so a read that leaves their columns out still sends the same files to that loader
-    stream: _Int64 = NO_ID
-    device: _Int64 = NO_ID
-
-
-class _Event(Struct, gc=False):
-    ph: str = ""
-    cat: str = ""
-    name: str = ""
-    pid: int | str = 0
-    tid: int | str = 0
-    ts: float = load.NO_TS
-    dur: float = 0.0
-    id: int | str | None = NO_ID
-    args: _IdArgs = msgspec.field(default_factory=_IdArgs)
+_Event = core.IdEvent  # the decoded event: its args' ids read in the same decode
 
 
 class _ArgsOnly(Struct, gc=False):
@@ -191,7 +163,6 @@ _FULL_READING = _reading(("pid", "tid", "flow_id"), ("correlation", "stream", "d
 # `pista sql`'s events view shows them (a third less time turning events into numbers)
 EVENTS_VIEW_ONLY = ("flow_id", "stream", "device")
 _RULES_READING = _reading(("pid", "tid"), ("correlation",))
-_NAME_CAT_PH = attrgetter("name", "cat", "ph")
 
 
 # -- lazily read args -------------------------------------------------------------------------
@@ -406,7 +377,7 @@ class _Part:
     def skip(self, entry: int, err: BaseException) -> None:
         self.skipped += 1
         if self.first_skip is None:
-            self.first_skip = (entry, load._describe(err))
+            self.first_skip = (entry, core.describe(err))
 
     def add(self, name: str, column: np.ndarray) -> None:
         # narrowed block by block, so the blocks held until the end take what the trace will
@@ -418,13 +389,7 @@ class _Part:
             self.unjoined[name] = 0
 
 
-class _Interner:
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
-
-    def remap(self, local: list[str]) -> np.ndarray:
-        ids = self.ids
-        return np.fromiter((ids.setdefault(s, len(ids)) for s in local), dtype=np.int64, count=len(local))
+_Interner = core.Interner
 
 
 def _decode_run(segment: bytearray, origin: int, starts: np.ndarray, ends: np.ndarray, part: _Part,
@@ -460,7 +425,7 @@ def _add_events(events: list[_Event], segment: bytearray, origin: int, starts: n
         dur_us = np.fromiter(map(_DUR, events), dtype=np.float64, count=n)
     no_ts = np.isnan(ts_us)
     ts_us[no_ts] = 0.0  # as the in-memory loader reads an event without ts
-    bad = load.bad_times(ts_us, dur_us)
+    bad = core.bad_times(ts_us, dur_us)
     if bad.any():
         _skip_bad_times(events, segment, origin, starts, ends, part, names, cats, apart, bad, no_ts)
         return
@@ -496,16 +461,12 @@ def _skip_bad_times(events: list[_Event], segment: bytearray, origin: int, start
     counts them (among the events with a phase and a ts too), and the rest read without them."""
     dropped = np.flatnonzero(bad).tolist()
     part.bad_times += len(dropped)
-    part.timed += sum(1 for k in dropped if _ph_code(events[k].ph) and not no_ts[k])
+    part.timed += sum(1 for k in dropped if core.ph_code(events[k].ph) and not no_ts[k])
     keep = np.flatnonzero(~bad)
     follows = np.diff(keep, prepend=-1) == 1
     kept_apart = ~follows if apart is None else apart[keep] | ~follows
     _add_events([events[k] for k in keep.tolist()], segment, origin, starts[keep], ends[keep], part, names, cats,
                 kept_apart)
-
-
-def _ph_code(ph: str) -> int:
-    return ord(ph[0]) if ph and ph[0] < "\x80" else 0
 
 
 def _args_blocks(starts: np.ndarray, ends: np.ndarray, apart: np.ndarray | None,
@@ -528,18 +489,13 @@ def _args_blocks(starts: np.ndarray, ends: np.ndarray, apart: np.ndarray | None,
 
 
 def _string_columns(events: list[_Event], part: _Part, names: _Interner, cats: _Interner) -> np.ndarray:
-    """Add the name and cat columns; return the ph codes. A run holds few distinct (name, cat, ph)
-    (194 in big_gpt_eager_20steps' 191 k events), so each event costs one dict lookup, in C."""
-    local: defaultdict[tuple[str, str, str], int] = defaultdict(itertools.count().__next__)
-    kind = np.fromiter(map(local.__getitem__, map(_NAME_CAT_PH, events)), dtype=np.int32, count=len(events))
-    triples = list(local)
-    part.add("name", names.remap([name for name, _, _ in triples]).astype(np.int32)[kind])
-    cat_ids = cats.remap([CATEGORY_ALIASES.get(cat, cat) for _, cat, _ in triples])
-    if len(cats.ids) > load.MAX_CATEGORIES:
+    """Add the name and cat columns; return the ph codes."""
+    name_col, cat_col, ph_col = core.string_columns(events, names, cats)
+    if len(cats.ids) > core.MAX_CATEGORIES:
         raise Unstreamable("more categories than int16 ids: the in-memory loader words that error")
-    part.add("cat", cat_ids.astype(np.int16)[kind])
-    codes = [ord(ph[0]) if ph and ph[0] < "\x80" else 0 for _, _, ph in triples]
-    return np.array(codes, dtype=np.uint8)[kind]
+    part.add("name", name_col)
+    part.add("cat", cat_col.astype(np.int16))
+    return ph_col
 
 
 def _int_column(values: tuple[Any, ...], row0: int, odd: list[tuple[int, Any]]) -> np.ndarray:
@@ -782,7 +738,7 @@ def _wrong_type(raw: memoryview) -> msgspec.ValidationError:
     except RecursionError:
         raise Unstreamable("nested too deeply to check") from None
     try:
-        load._EVENT_DECODER.decode(raw)
+        core.EVENT_DECODER.decode(raw)
     except msgspec.ValidationError as err:
         return err
     raise Unstreamable("an args id of the wrong type: the in-memory loader reads the event and notes it")
@@ -855,7 +811,7 @@ class _Blocks:
     def __init__(self, path: str, handle: Any, start: int, stop: int | None, gzipped: bool, progress: Any) -> None:
         self.path, self.handle, self.stop, self.progress = path, handle, stop, progress
         self.raw = handle.fileobj if gzipped else None
-        self.limit = load.max_unpacked() if gzipped else None
+        self.limit = core.max_unpacked() if gzipped else None
         handle.seek(start)
         self.offset = start
 
@@ -864,7 +820,7 @@ class _Blocks:
         buf = self.handle.read(want) if want > 0 else b""
         self.offset += len(buf)
         if self.limit is not None and self.offset > self.limit:
-            raise load.too_big(self.path, self.limit)
+            raise core.too_big(self.path, self.limit)
         if self.progress is not None:
             self.progress(self.raw.tell() if self.raw is not None else self.offset)
         return buf
@@ -1085,11 +1041,11 @@ def _load(source: str, workers: int | None, events_view: bool) -> Trace:
     return trace
 
 
-def _skip_notice(parts: list[_Part], skipped: load._Skipped | None = None) -> list[str]:
+def _skip_notice(parts: list[_Part], skipped: core.Skipped | None = None) -> list[str]:
     """The in-memory loader's notice of the events it skipped: unread (`skipped` when the salvage
     walk counted them, else the parts' own tally), or for their times."""
     if skipped is None:
-        skipped = load._Skipped()
+        skipped = core.Skipped()
         entry0 = 0
         for p in parts:
             if p.first_skip is not None and not skipped.first:
@@ -1097,18 +1053,18 @@ def _skip_notice(parts: list[_Part], skipped: load._Skipped | None = None) -> li
             skipped.count += p.skipped
             entry0 += p.entries()
     notices: list[str] = []
-    load._skip_notice(notices, skipped, sum(p.bad_times for p in parts), sum(p.count for p in parts))
+    core.skip_notice(notices, skipped, sum(p.bad_times for p in parts), sum(p.count for p in parts))
     return notices
 
 
 def _read_tail(handle: io.BufferedIOBase, source: str) -> bytes:
     """The rest of a gzip stream, in blocks, within the unpacked-size limit."""
-    limit = load.max_unpacked()
+    limit = core.max_unpacked()
     blocks, at = [], handle.tell()
     while block := handle.read(BLOCK_BYTES):
         at += len(block)
         if at > limit:
-            raise load.too_big(source, limit)
+            raise core.too_big(source, limit)
         blocks.append(block)
     return b"".join(blocks)
 
@@ -1132,7 +1088,7 @@ def _find_array(head: bytes) -> tuple[bytes | None, int]:
     if rest[bracket : bracket + 1] != b"[":
         raise Unstreamable("traceEvents is not a list")
     try:
-        load._LOOSE_DECODER.decode(head[:key] + b'"traceEvents":[]}')
+        core.LOOSE_DECODER.decode(head[:key] + b'"traceEvents":[]}')
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         # the key found is inside a nested object or a string (a decoy): the in-memory loader reads
         # the top-level one
@@ -1156,13 +1112,13 @@ def _document_tail(prefix: bytes | None, tail: bytes, events: int, sure: bool) -
             pass
     elif not tail.strip():
         return {}, []
-    if _KEY in tail or load._EVENT_START.search(tail) or load._utf8_error(tail) is not None \
-            or load._bare_token_hints(b"]" + tail):
+    if _KEY in tail or salvage._EVENT_START.search(tail) or salvage._utf8_error(tail) is not None \
+            or salvage._bare_token_hints(b"]" + tail):
         # a second list; what may be more events (the scan took a `[]` among them for the list's
         # end); bytes the in-memory reader repairs before it salvages: the salvage's to read
         raise (_Damaged if damaged else Unstreamable)("a tail the in-memory reader repairs or reads its own way")
-    extra, closed, ignored = load._tail_metadata(b"]" + tail, 0, prefix is not None)
-    meta = load._prefix_metadata(prefix) if prefix is not None else {}
+    extra, closed, ignored = salvage._tail_metadata(b"]" + tail, 0, prefix is not None)
+    meta = salvage._prefix_metadata(prefix) if prefix is not None else {}
     meta.update(extra)
     if not closed:
         return meta, [f"the file is cut off mid-write after its event list: all {events} events read, the keys "
@@ -1171,11 +1127,11 @@ def _document_tail(prefix: bytes | None, tail: bytes, events: int, sure: bool) -
 
 
 def _metadata(prefix: bytes, tail: bytes) -> dict[str, Any]:
-    doc = load._LOOSE_DECODER.decode(prefix + b'"traceEvents":[]' + tail)
+    doc = core.LOOSE_DECODER.decode(prefix + b'"traceEvents":[]' + tail)
     if bytes(doc.traceEvents) != b"[]":
         # a second "traceEvents" key after the list: the in-memory loader's decode takes the last
         raise Unstreamable("two traceEvents keys")
-    return load._metadata(doc)
+    return core.metadata(doc)
 
 
 def _read_parallel(source: str, array_start: int, total: int, progress: Any,
@@ -1223,6 +1179,8 @@ def _child_read(source: str, split: int, events_view: bool) -> tuple[_Part, list
 
 
 def _localise(part: _Part, name_map: np.ndarray, cat_map: np.ndarray) -> None:
+    # the maps in the columns' own widths: int64 ones made int64 blocks, copied again when joined
+    name_map, cat_map = name_map.astype(np.int32), cat_map.astype(np.int16)  # past MAX_CATEGORIES _assemble refuses
     part.columns["name"] = [name_map[c] for c in part.columns.get("name", [])]
     part.columns["cat"] = [cat_map[c] for c in part.columns.get("cat", [])]
 
@@ -1239,10 +1197,10 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
             return joined  # narrowed blocks, joined: int64 only where some block needed it
         return joined if dtype is None else joined.astype(dtype, copy=False)
 
-    if len(cats.ids) > load.MAX_CATEGORIES or not sum(p.timed for p in parts):
+    if len(cats.ids) > core.MAX_CATEGORIES or not sum(p.timed for p in parts):
         raise Unstreamable("too many categories, or no event with a phase and a ts: the in-memory loader "
                            "words that error")
-    if load.absurd_steps(list(names.ids)):
+    if core.absurd_steps(list(names.ids)):
         raise Unstreamable("ProfilerStep numbers past int64: the in-memory loader skips those events")
     string_ids: dict[str, int] = {}
     columns: dict[str, Any] = {}  # ndarrays; Any: mypy matches **columns against every Trace field
@@ -1263,9 +1221,9 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
             row0 += p.count
     if not columns["ts"].size:
         raise Unstreamable("no events: the in-memory loader words that error")
-    if load.overlong(columns["dur"]) is not None:
+    if core.overlong(columns["dur"]) is not None:
         raise Unstreamable("durations that sum past int64's range: the in-memory loader skips the longest")
-    foreign = load.foreign_device_notice(list(cats.ids), columns["cat"])
+    foreign = core.foreign_device_notice(list(cats.ids), columns["cat"])
     preread: dict[int, bytes] = {}
     row0 = 0
     for p in parts:
@@ -1294,29 +1252,17 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
         flows=flows,
     )
     trace.size_bytes = size
-    load._read_lane_names(trace)
+    core.read_lane_names(trace)
     origin.settle(trace)
     return trace
 
 
 def _numeric(value: Any, string_ids: dict[str, int], is_flow: bool) -> int:
     """The in-memory loader's numbering of string (and null) pids, tids and flow ids."""
-    if value is None and is_flow:
-        return NO_ID
-    if isinstance(value, int):
-        if -INT64_MAX <= value <= INT64_MAX:
-            return value
-        if is_flow:
-            return NO_ID
-        raise Unstreamable("a pid/tid past int64: the in-memory loader notes those")
-    if not isinstance(value, str):
-        raise Unstreamable("a null pid/tid")
-    number = load.text_number(value)
-    if number is not None:
-        return number
-    if value not in string_ids:
-        string_ids[value] = -1000 - len(string_ids)
-    return string_ids[value]
+    number = core.odd_number(value, string_ids, is_flow)
+    if number is None:
+        raise Unstreamable("a null pid/tid, or one past int64: the in-memory loader notes those")
+    return number
 
 
 # -- damaged files -----------------------------------------------------------------------------
@@ -1356,7 +1302,7 @@ class _Mended:
         if not self.tokens:
             return
         seen = self.before + block
-        if load._bare_token_hints(seen):
+        if salvage._bare_token_hints(seen):
             raise Unstreamable("bare NaN/inf/N/A values: the in-memory loader mends them")
         self.before = seen[-_TOKEN_OVERLAP:]
 
@@ -1380,7 +1326,7 @@ def _check_repairs(source: str, unread: list[tuple[int, int]], size: int) -> Non
                 _check_all_tokens(handle)  # a line longer than REPAIR_LINE_BYTES
                 return
             lines = os.pread(fd, last - first, first)
-            if load._repair(lines, []) is not lines:
+            if salvage._repair(lines, []) is not lines:
                 raise Unstreamable("bare NaN/inf/N/A values: the in-memory loader mends them")
 
 
@@ -1418,7 +1364,7 @@ def _check_all_tokens(handle: io.BufferedIOBase) -> None:
         mended.check(block)
 
 
-class _WindowPieces(load._Pieces):
+class _WindowPieces(salvage._Pieces):
     """load's pieces, found in a window of the file that moves along as the salvage walk reads it:
     the window holds the bytes from the piece being read (less SALVAGE_KEEP_BEFORE) to those read
     last, SALVAGE_READ_BYTES at a time."""
@@ -1463,7 +1409,7 @@ class _WindowPieces(load._Pieces):
         try:
             return _EVENTS_DECODER.decode(segment)
         except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
-            load._EVENT_LIST_DECODER.decode(segment)  # raises for the walk to read piece by piece
+            core.EVENT_LIST_DECODER.decode(segment)  # raises for the walk to read piece by piece
         raise Unstreamable("an args id of the wrong type: the in-memory loader reads the event and notes it")
 
     def rest(self, at: int) -> bytes:
@@ -1476,7 +1422,7 @@ class _WindowPieces(load._Pieces):
         block = self.handle.read(SALVAGE_READ_BYTES)
         self.read_to += len(block)
         if self.limit is not None and self.read_to > self.limit:
-            raise load.too_big(self.source, self.limit)
+            raise core.too_big(self.source, self.limit)
         if self.progress is not None:
             self.progress(self.read_to)
         self.mended.check(block, final=not block)
@@ -1498,14 +1444,14 @@ class _WindowPieces(load._Pieces):
         self.scan_from = end
 
 
-# load._EVENT_START's whitespace (a regex's \s): the bytes a piece's '{' may follow its ',' or '[' by
+# salvage._EVENT_START's whitespace (a regex's \s): the bytes a piece's '{' may follow its ',' or '[' by
 _REGEX_SPACE = np.zeros(256, dtype=bool)
 _REGEX_SPACE[list(b" \t\n\r\x0b\x0c")] = True
 _PIECE_LOOKBACK = 8
 
 
 def _piece_starts(data: bytes, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-    """load._EVENT_START's matches in data[lo:hi] (a ',' or '[', whitespace, then a '{'), as the
+    """salvage._EVENT_START's matches in data[lo:hi] (a ',' or '[', whitespace, then a '{'), as the
     offsets of the ',' or '[' and of the '{': found from the '{'s with numpy, the regex tried at each
     ',' took most of a damaged file's read."""
     codes = np.frombuffer(data, dtype=np.uint8, count=hi - lo, offset=lo)
@@ -1633,7 +1579,7 @@ def _read_valid_run(run: bytes, origin: int, events: int, decoded: list[_Event] 
 
 
 def _load_salvaged(source: str, events_view: bool) -> Trace:
-    """A damaged file, walked as the in-memory loader's salvage walks it (load.SalvageWalk) but a
+    """A damaged file, walked as the in-memory loader's salvage walks it (salvage.SalvageWalk) but a
     window of the file at a time, the events kept read into columns as a clean file's are: the same
     events, skipped ones and notices as that loader's, in about the memory of a clean read (a 560 MB
     trace cut off at 90% took 2.4 GiB in memory, 2.1 GB ran out of 8 GiB)."""
@@ -1641,7 +1587,7 @@ def _load_salvaged(source: str, events_view: bool) -> Trace:
         gzipped = handle.read(2) == GZIP_MAGIC
     opener = gzip.open if gzipped else open
     part, names, cats = _Part(events_view=events_view), _Interner(), _Interner()
-    skipped = load._Skipped()
+    skipped = core.Skipped()
     progress = _progress_bar(source, unpacked_size(source), unpacked_size(source))
     try:
         with opener(source, "rb") as handle:
@@ -1651,9 +1597,9 @@ def _load_salvaged(source: str, events_view: bool) -> Trace:
             mended = _Mended(tokens=gzipped)
             mended.check(handle.read(list_at))
             pieces = _WindowPieces(handle, list_at, mended, progress, source,
-                                   load.max_unpacked() if gzipped else None)
+                                   core.max_unpacked() if gzipped else None)
             sink = _ColumnSink(pieces, part, names, cats, list_at)
-            walk = load.SalvageWalk(pieces, sink, skipped, list_at)
+            walk = salvage.SalvageWalk(pieces, sink, skipped, list_at)
             walk.run()
             sink.flush()
             tail = pieces.rest(pieces.read_to if walk.tail_at is None else walk.tail_at)
@@ -1667,8 +1613,8 @@ def _load_salvaged(source: str, events_view: bool) -> Trace:
             progress(None)
     if not part.entries():
         raise Unstreamable("no events: the in-memory loader words that error")
-    meta = load._prefix_metadata(prefix) if prefix is not None else {}
-    ending = load.salvage_ending(tail, walk, prefix is not None, meta, walk.tail_at or 0)
+    meta = salvage._prefix_metadata(prefix) if prefix is not None else {}
+    ending = salvage.salvage_ending(tail, walk, prefix is not None, meta, walk.tail_at or 0)
     del tail
     trace = _assemble(source, [part], names, cats, meta, gzipped, size)
     trace.notices[:0] = ending.notices(part.count + part.bad_times, walk.good_end, size) + _skip_notice([part], skipped)
