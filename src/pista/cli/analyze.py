@@ -132,6 +132,8 @@ def _run_cycles(args: argparse.Namespace) -> bool:
     # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import output_style
     from pista.cycles import analyze_cycles, cycle_files
+    from pista.i18n import note_text
+    from pista.notices import CyclesOptionsIgnored
     from pista.render import cycles as renderer
 
     headers = cycle_files(args.trace)
@@ -139,8 +141,7 @@ def _run_cycles(args: argparse.Namespace) -> bool:
         return False
     result = analyze_cycles(headers, source=args.trace, rules=args.rules, lang=args.lang)
     if args.engine != "local" or args.scheduler or args.workers is not None:
-        result.notices.append("one process's cycles are analyzed here, one file after another: "
-                              "--engine, --scheduler and --workers are for a folder of ranks")
+        result.notices.append(note_text(CyclesOptionsIgnored(), args.lang))
     if args.format == "json":
         sys.stdout.write(renderer.render_json(result))
     else:

@@ -138,9 +138,10 @@ def localize(analysis: T, lang: str | None) -> T:
 
 
 def localize_notices(analysis: Any, lang: str) -> list[str]:
-    """The analysis's notices with those of its typed failures (pista.isolation.RuleFailed) written in `lang`;
-    the others are pista's English."""
-    said = {note_text(f, "en"): note_text(f, lang) for f in getattr(analysis, "failures", ())}
+    """The analysis's notices with its typed ones (pista.notices, pista.isolation.RuleFailed) written in `lang`;
+    the others (the reader's, pista.trace) are English."""
+    typed = {**dict.fromkeys(getattr(analysis, "failures", ())), **dict.fromkeys(getattr(analysis, "typed_notices", ()))}
+    said = {note_text(n, "en"): note_text(n, lang) for n in typed}
     return [said.get(n, n) for n in analysis.notices]
 
 
