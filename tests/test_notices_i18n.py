@@ -1,7 +1,8 @@
-"""pista's own notices (pista.notices, pista.isolation) in every language: each notice class has its message
+"""pista's own text in every language: each notice class (pista.notices, pista.isolation) has its message
 in both catalogues (ftl/<lang>/_notices.ftl), renders on a real trace that raises it (or, where no fixture
 does, on a record built here), says the same figures in Spanish as in English, and lets no English prose
-into --lang es."""
+into --lang es; so do the engine's basis of a replayed impact (_engine.ftl) and the renderers' labels
+(_words.ftl)."""
 
 from __future__ import annotations
 
@@ -55,22 +56,10 @@ def _messages(lang: str) -> dict[str, ftl.Message]:
     return {e.id.name: e for e in resource.body if isinstance(e, ftl.Message)}
 
 
-def _english() -> set[str]:
-    found: set[str] = set()
-
-    class Text(Visitor):
-        def visit_TextElement(self, node):  # noqa: N802 - fluent.syntax's visitor names
-            found.update(PROSE.findall(" ".join(node.value.split())))
-
-    Text().visit(FluentParser(with_spans=False).parse((FTL / "en" / "_notices.ftl").read_text(encoding="utf-8")))
-    # a name quoted as it is in every language (ProfilerActivity.CPU's "Self CPU" column)
-    return {w for w in found if not all(p[0].isupper() for p in w.split())}
-
-
 def _check_languages(notice) -> None:
     en, es = note_text(notice, "en"), note_text(notice, "es")
     assert en and es and en != es and "\n" not in en + es
-    leaked = [w for w in _english() if w in es]
+    leaked = [w for w in _prose("_notices") if w in es]
     assert not leaked, (type(notice).__name__, leaked, es)
     # the same figures, said in the same order of magnitude: a translation drops none
     assert sorted(FIGURES.findall(en)) == sorted(FIGURES.findall(es)), (en, es)
@@ -129,3 +118,56 @@ def _variables(message: ftl.Message) -> set[str]:
 
     Vars().visit(message)
     return refs
+
+
+def _prose(name: str) -> set[str]:
+    """The English catalogue's prose: runs of three or more words (not a name quoted as it is in every
+    language, as the "Self CPU" column)."""
+    found: set[str] = set()
+
+    class Text(Visitor):
+        def visit_TextElement(self, node):  # noqa: N802 - fluent.syntax's visitor names
+            found.update(PROSE.findall(" ".join(node.value.split())))
+
+    Text().visit(FluentParser(with_spans=False).parse((FTL / "en" / f"{name}.ftl").read_text(encoding="utf-8")))
+    return {w for w in found if not all(p[0].isupper() for p in w.split())}
+
+
+def test_the_engine_s_basis_renders_in_every_language():
+    # a100_torchbench_memcpy: replayed fixes that shorten host time, resize copies and drop waits
+    from pista.i18n import localize_finding
+
+    replayed = [f for f in analyze(FIXTURES / "foreign/a100_torchbench_memcpy.json.gz").findings if f.impact.replayed]
+    assert replayed
+    english = _prose("_engine")
+    for f in replayed:
+        c = f.edit.counts
+        en, es = f.basis, localize_finding(f, "es").basis
+        assert en.startswith("replay of the profiled steps with the fix applied (")
+        assert es.startswith("reproducción de los pasos perfilados con el arreglo aplicado (")
+        said = [n for n in (c.removed, c.scaled_host, c.resized_work, c.unblocked, c.readied) if n]
+        # one item a kind of change, joined by "; " (and the unprofiled figure's clause after them)
+        assert en.count("; ") == max(len(said), 1) - 1 + ("; the figure without the profiler" in en)
+        assert sorted(FIGURES.findall(en)) == sorted(FIGURES.findall(es)), (en, es)
+        assert not [w for w in english if w in es], es
+
+
+def test_the_renderers_labels_are_in_every_language():
+    from pista.i18n import word, words
+
+    ids = {lang: set(_ids("_words", lang)) for lang in LANGS}
+    assert ids["en"] == ids["es"]
+    spanish = words("es")
+    assert len(spanish) == len(ids["es"])  # one English key a label
+    # English: the label where it is not the key itself (the brief report's hints), the key otherwise
+    assert word("more hint -v", "en") == "-v: each finding in full" and word("Findings", "en") == "Findings"
+    assert word("Findings", "es") == "Hallazgos" and word("no such label", "es") == "no such label"
+    english = _prose("_words")
+    leaked = {k: v for k, v in spanish.items() if [w for w in english if w in v]}
+    assert not leaked, leaked
+
+
+def _ids(name: str, lang: str) -> list[str]:
+    resource = FluentParser(with_spans=False).parse((FTL / lang / f"{name}.ftl").read_text(encoding="utf-8"))
+    assert not [e for e in resource.body if isinstance(e, ftl.Junk)], (name, lang)
+    return [e.id.name for e in resource.body if isinstance(e, ftl.Message)]
