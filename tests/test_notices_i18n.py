@@ -18,7 +18,14 @@ from pista.analysis import analyze
 from pista.i18n import LANGS, localize, note_text
 from pista.i18n._fluent import FTL, args_module, note_id
 from pista.isolation import RuleFailed
-from pista.notices import CyclesOptionsIgnored, CyclesOverlap, NoHostEvents
+from pista.notices import (
+    CyclesOptionsIgnored,
+    CyclesOverlap,
+    NoHostEvents,
+    RankNotice,
+    RanksByOrder,
+    WorldSize,
+)
 
 NOTES = args_module("_notices").NOTES
 
@@ -44,6 +51,10 @@ BUILT = {
     "NoHostEvents": [NoHostEvents()],
     "CyclesOverlap": [CyclesOverlap(2)],
     "CyclesOptionsIgnored": [CyclesOptionsIgnored()],
+    # a folder of ranks: tests/test_distributed.py makes each
+    "RankNotice": [RankNotice(3, "x")],
+    "WorldSize": [WorldSize(8, 2)],
+    "RanksByOrder": [RanksByOrder(2)],
 }
 # English prose: three or more words of letters in a row (as tests/test_i18n_catalogue.py)
 PROSE = re.compile(r"[A-Za-z]+(?: [A-Za-z]+){2,}")

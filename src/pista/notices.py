@@ -125,6 +125,26 @@ class CyclesOptionsIgnored(Record, frozen=True):
     """--engine, --scheduler or --workers given for a folder of one process's cycles (pista.cli.analyze)."""
 
 
+class RankNotice(Record, frozen=True):
+    """A rank's own notice (already in the reading's language) in a folder of ranks (pista.distributed)."""
+
+    rank: int
+    notice: str
+
+
+class WorldSize(Record, frozen=True):
+    """The traces say world_size `world`; the folder holds `ranks` ranks."""
+
+    world: int
+    ranks: int
+
+
+class RanksByOrder(Record, frozen=True):
+    """`count` traces carry no rank: numbered by file order (pista.distributed.rank)."""
+
+    count: int
+
+
 def one_time_notices(findings: list[Finding], s: Summary) -> list[Record]:
     """Whether one-time costs fill most of the window, so that the reading is mostly theirs."""
     once = [f for f in findings if f.impact.once]

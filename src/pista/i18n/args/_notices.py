@@ -17,8 +17,11 @@ from pista.notices import (
     NoGpuWork,
     NoHostEvents,
     OneTimeCost,
+    RankNotice,
+    RanksByOrder,
     ReferenceConv,
     SharedCpu,
+    WorldSize,
     ZeroDurations,
 )
 
@@ -48,4 +51,7 @@ NOTES = {
     ZeroDurations: lambda n, say: {"zero": f"{n.zero:,}", "complete": f"{n.complete:,}"},
     CyclesOverlap: lambda n, say: {"first": str(n.first), "second": str(n.first + 1)},
     CyclesOptionsIgnored: lambda n, say: {},
+    RankNotice: lambda n, say: {"rank": str(n.rank), "notice": n.notice},
+    WorldSize: lambda n, say: {"world": str(n.world), "ranks": str(n.ranks)},
+    RanksByOrder: lambda n, say: {"count": str(n.count)},
 }

@@ -51,5 +51,10 @@ zero-durations = { $zero } of { $complete } complete events have a zero or missi
     and the verdict undercount
 cycles-overlap = cycles { $first } and { $second } overlap in time: two processes that share a pid (containers
     on one machine?) rather than one process's cycles
+# a folder of ranks (pista.distributed)
+rank-notice = rank { $rank }: { $notice }
+world-size = the traces say world_size { $world }; the folder holds { $ranks } rank(s)
+ranks-by-order = { $count } trace(s) carry no rank (no distributedInfo, no rank-N in the name): numbered by file
+    order
 cycles-options-ignored = one process's cycles are analyzed here, one file after another: --engine, --scheduler
     and --workers are for a folder of ranks

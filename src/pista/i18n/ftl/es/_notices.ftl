@@ -56,5 +56,10 @@ zero-durations = { $zero } de { $complete } eventos completos tienen una duraci�
     propios, los totales y el veredicto se quedan cortos
 cycles-overlap = los ciclos { $first } y { $second } se solapan en el tiempo: son dos procesos que comparten pid
     (¿contenedores en una misma máquina?) y no los ciclos de un solo proceso
+# una carpeta de rangos (pista.distributed)
+rank-notice = rango { $rank }: { $notice }
+world-size = las trazas dicen world_size { $world }; la carpeta contiene { $ranks } rango(s)
+ranks-by-order = { $count } traza(s) no llevan rango (ni distributedInfo ni rank-N en el nombre): numeradas por
+    orden de archivo
 cycles-options-ignored = aquí se analizan los ciclos de un proceso, un archivo tras otro: --engine, --scheduler
     y --workers son para una carpeta de rangos
