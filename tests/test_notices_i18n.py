@@ -24,6 +24,8 @@ from pista.notices import (
     NoHostEvents,
     RankNotice,
     RanksByOrder,
+    SkippedLinks,
+    WorkersCapped,
     WorldSize,
 )
 
@@ -55,6 +57,8 @@ BUILT = {
     "RankNotice": [RankNotice(3, "x")],
     "WorldSize": [WorldSize(8, 2)],
     "RanksByOrder": [RanksByOrder(2)],
+    "SkippedLinks": [SkippedLinks(2, "runs/job", "rank-9.json")],
+    "WorkersCapped": [WorkersCapped(64, 2, 2)],
 }
 # English prose: three or more words of letters in a row (as tests/test_i18n_catalogue.py)
 PROSE = re.compile(r"[A-Za-z]+(?: [A-Za-z]+){2,}")

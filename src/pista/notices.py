@@ -125,6 +125,22 @@ class CyclesOptionsIgnored(Record, frozen=True):
     """--engine, --scheduler or --workers given for a folder of one process's cycles (pista.cli.analyze)."""
 
 
+class SkippedLinks(Record, frozen=True):
+    """`count` symbolic links skipped in `folder` (the first named `first`): its own files are the ranks."""
+
+    count: int
+    folder: str
+    first: str
+
+
+class WorkersCapped(Record, frozen=True):
+    """--workers `workers` asked for, `cores` usable: `processes` run."""
+
+    workers: int
+    cores: int
+    processes: int
+
+
 class RankNotice(Record, frozen=True):
     """A rank's own notice (already in the reading's language) in a folder of ranks (pista.distributed)."""
 

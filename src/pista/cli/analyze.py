@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
     args.lang = check_lang(args.lang)
     if os.path.isdir(args.trace):
-        single = _single_trace(args.trace)
+        single = _single_trace(args.trace, args.lang)
         if single is None:
             return _run_folder(args)
         args.trace = single
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _single_trace(folder: str) -> str | None:
+def _single_trace(folder: str, lang: str | None) -> str | None:
     """The folder's one trace file (tensorboard_trace_handler's folder after one cycle), read as that
     trace: one file is no job of ranks, nor cycles. None where it holds several, or its one file is a
     rank of a distributed job (it says so: distributedInfo's rank, or rank-N in its name)."""
@@ -93,15 +93,17 @@ def _single_trace(folder: str) -> str | None:
     from pista.cli.common import print_notices
     from pista.cycles import read_header
     from pista.distributed.rank import trace_files
+    from pista.finding import Record
+    from pista.i18n import note_text
 
-    notices: list[str] = []
+    notices: list[Record] = []
     files = trace_files(folder, notices)
     if len(files) != 1:
         return None
     header = read_header(files[0])
     if header.rank is not None or header.name_rank is not None:
         return None
-    print_notices(folder, notices)
+    print_notices(folder, [note_text(n, lang or "en") for n in notices])
     return str(files[0])
 
 

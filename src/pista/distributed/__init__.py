@@ -17,7 +17,7 @@ from pista.i18n import localize_finding, localize_notices, note_text
 if TYPE_CHECKING:  # the rank and cross-rank modules load with a folder's analysis, not with every rule
     from pista.distributed.rank import RankSummary
     from pista.distributed.straggler import CrossRank
-    from pista.finding import Finding
+    from pista.finding import Finding, Record
     from pista.isolation import RuleFailed
     from pista.notices import WorldSize
 
@@ -94,10 +94,11 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
     from pista.distributed.rank import assign_ranks, trace_files
     from pista.notices import RankNotice
 
-    notices: list[str] = []
-    paths = [str(p) for p in trace_files(folder, notices)]
-    ranks = _traces_only(run_ranks(paths, engine=engine, workers=workers, scheduler=scheduler, rules=rules,
-                                   notices=notices), notices)
+    typed: list[Record] = []  # the folder's and the pool's, then the ranks' own
+    paths = [str(p) for p in trace_files(folder, typed)]
+    summaries = run_ranks(paths, engine=engine, workers=workers, scheduler=scheduler, rules=rules, notices=typed)
+    notices = [note_text(n, lang) for n in typed]
+    ranks = _traces_only(summaries, notices)
     _refuse_bad(ranks)
     notices += [note_text(n, lang) for n in assign_ranks(ranks)]
     for r in ranks:

@@ -21,10 +21,10 @@ from pista.distributed.comm import (
     communication,
 )
 from pista.errors import PistaError, UsageError
-from pista.finding import Finding
+from pista.finding import Finding, Record
 from pista.i18n import note_text
 from pista.isolation import RuleFailed
-from pista.notices import RanksByOrder
+from pista.notices import RanksByOrder, SkippedLinks
 from pista.trace.facts import Facts, derive
 
 RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.I)
@@ -168,7 +168,7 @@ def host_regions(facts: Facts) -> tuple[HostRegion, ...]:
                  for k in keep.tolist())
 
 
-def trace_files(folder: str | os.PathLike[str], notices: list[str] | None = None) -> list[Path]:
+def trace_files(folder: str | os.PathLike[str], notices: list[Record] | None = None) -> list[Path]:
     """The trace files in a folder (then its subfolders, if the top has none), sorted by name.
     Symbolic links in it are skipped, with a notice: a link points anywhere (followed, one to a
     secret file had its first bytes quoted in the error), and the folder's own files are the ranks."""
@@ -182,8 +182,7 @@ def trace_files(folder: str | os.PathLike[str], notices: list[str] | None = None
             files += _own_traces([Path(top, name) for name in names], links)
         files.sort()
     if links and notices is not None:
-        notices.append(f"skipped {len(links)} symbolic link(s) in {folder} (first: {links[0].name}): the "
-                       "folder's own files are read, not what a link points to")
+        notices.append(SkippedLinks(len(links), str(folder), links[0].name))
     if not files:
         raise UsageError(f"{folder}: no trace files (.json, .json.gz) in this folder")
     return files

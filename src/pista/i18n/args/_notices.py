@@ -21,6 +21,8 @@ from pista.notices import (
     RanksByOrder,
     ReferenceConv,
     SharedCpu,
+    SkippedLinks,
+    WorkersCapped,
     WorldSize,
     ZeroDurations,
 )
@@ -54,4 +56,6 @@ NOTES = {
     RankNotice: lambda n, say: {"rank": str(n.rank), "notice": n.notice},
     WorldSize: lambda n, say: {"world": str(n.world), "ranks": str(n.ranks)},
     RanksByOrder: lambda n, say: {"count": str(n.count)},
+    SkippedLinks: lambda n, say: {"count": str(n.count), "folder": n.folder, "first": n.first},
+    WorkersCapped: lambda n, say: {"workers": str(n.workers), "cores": str(n.cores), "processes": str(n.processes)},
 }

@@ -56,5 +56,9 @@ rank-notice = rank { $rank }: { $notice }
 world-size = the traces say world_size { $world }; the folder holds { $ranks } rank(s)
 ranks-by-order = { $count } trace(s) carry no rank (no distributedInfo, no rank-N in the name): numbered by file
     order
+skipped-links = skipped { $count } symbolic link(s) in { $folder } (first: { $first }): the folder's own files are
+    read, not what a link points to
+workers-capped = --workers { $workers }: this machine lets pista use { $cores } core(s); running { $processes }
+    process(es)
 cycles-options-ignored = one process's cycles are analyzed here, one file after another: --engine, --scheduler
     and --workers are for a folder of ranks

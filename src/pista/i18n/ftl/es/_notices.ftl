@@ -61,5 +61,9 @@ rank-notice = rango { $rank }: { $notice }
 world-size = las trazas dicen world_size { $world }; la carpeta contiene { $ranks } rango(s)
 ranks-by-order = { $count } traza(s) no llevan rango (ni distributedInfo ni rank-N en el nombre): numeradas por
     orden de archivo
+skipped-links = se omitieron { $count } enlace(s) simbólico(s) en { $folder } (el primero: { $first }): se leen
+    los archivos propios de la carpeta, no aquello a lo que apunta un enlace
+workers-capped = --workers { $workers }: esta máquina deja a pista usar { $cores } núcleo(s); se ejecutan
+    { $processes } proceso(s)
 cycles-options-ignored = aquí se analizan los ciclos de un proceso, un archivo tras otro: --engine, --scheduler
     y --workers son para una carpeta de rangos
