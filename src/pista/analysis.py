@@ -18,7 +18,7 @@ from typing import Any
 from pista.allocator import phase_done
 from pista.context import Context, Summary, steps_of, window_busy_ns
 from pista.engine import predict, settle
-from pista.finding import Finding
+from pista.finding import Finding, Record
 from pista.hosttime import host_time
 from pista.i18n import note_text
 from pista.isolation import RuleFailed, isolated
@@ -42,9 +42,11 @@ class Analysis:
     table: Table
     facts: Facts
     notices: list[str]
-    # the rules that raised on this trace (pista.isolation); each is also one of the notices, in English until
-    # pista.i18n.localize writes it in the reading's language
+    # the rules that raised on this trace (pista.isolation); each is also one of `typed_notices`
     failures: list[RuleFailed] = field(default_factory=list)
+    # pista's own notices as typed records (pista.notices, pista.isolation): each is also one of the notices, in
+    # English until pista.i18n.localize writes it in the reading's language (the reader's are English strings)
+    typed_notices: list[Record] = field(default_factory=list)
 
     def finding(self, rule: str) -> Finding | None:
         return next((f for f in self.findings if f.rule == rule), None)
@@ -128,10 +130,10 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
         findings = settle(facts, findings, ctx.step_ns, failures)
     findings.sort(key=order_key)
     _predict(facts, summary)
+    typed = [*failures, *coverage_notices(facts), *verdict_notices(summary, host_ops=not cpu_activity_missing(facts)),
+             *one_time_notices(findings, summary)]
     return Analysis(facts.trace.source, summary, findings, table, facts,
-                    list(facts.trace.notices) + _failure_notices(failures) + coverage_notices(facts)
-                    + verdict_notices(summary, host_ops=not cpu_activity_missing(facts))
-                    + one_time_notices(findings, summary), failures)
+                    list(facts.trace.notices) + [note_text(n, "en") for n in typed], failures, typed)
 
 
 def _check(ctx: Context, rule_ids: list[str], failures: list[RuleFailed]) -> dict[str, list[Finding]]:
@@ -148,11 +150,6 @@ def _check(ctx: Context, rule_ids: list[str], failures: list[RuleFailed]) -> dic
                 f.symptom = rule.symptom
         phase_done(len(ctx.facts.trace))
     return out
-
-
-def _failure_notices(failures: list[RuleFailed]) -> list[str]:
-    """The rules that failed, as notices in English (pista.i18n.localize writes them in other languages)."""
-    return [note_text(f, "en") for f in failures]
 
 
 def _predict(facts: Facts, summary: Summary) -> None:

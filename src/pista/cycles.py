@@ -275,7 +275,8 @@ def analyze_cycles(headers: list[Header], source: str, rules: list[str] | None =
     with findings in `lang`, and what changed from each cycle to the next."""
     # start-up: `pista analyze` reads a folder's header without the analysis
     from pista.analysis import analyze
-    from pista.i18n import localize
+    from pista.i18n import localize, note_text
+    from pista.notices import CyclesOverlap
     from pista.trace.facts import derive
     from pista.trace.load import load_trace
 
@@ -288,11 +289,8 @@ def analyze_cycles(headers: list[Header], source: str, rules: list[str] | None =
     # by when the trace starts; the handler's time in the name, then the name, where two start together
     cycles.sort(key=lambda ch: (ch[0].start_ns, ch[1].name_ns or 0, ch[0].path))
     ordered = [c for c, _ in cycles]
-    notices = []
-    for i, (a, b) in enumerate(zip(ordered, ordered[1:], strict=False), start=1):
-        if b.start_ns < a.end_ns:
-            notices.append(f"cycles {i} and {i + 1} overlap in time: two processes that share a pid "
-                           "(containers on one machine?) rather than one process's cycles")
+    notices = [note_text(CyclesOverlap(i), lang)
+               for i, (a, b) in enumerate(zip(ordered, ordered[1:], strict=False), start=1) if b.start_ns < a.end_ns]
     first = headers[0]
     return CyclesAnalysis(source, ordered, [change(i, ordered[i], ordered[i + 1]) for i in range(len(ordered) - 1)],
                           pid=first.pid, host=next((h.host for h in headers if h.host), None), notices=notices)

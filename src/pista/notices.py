@@ -1,7 +1,8 @@
 """The notices of a reading: what the profiler did not record, and what the verdict and the one-time costs
-leave open, which change how to read everything else. Each is one line of pista's English, said once above
-the findings (the reader's own notices come from pista.trace; a rule that failed has its typed notice,
-pista.isolation.RuleFailed, written by pista.i18n).
+leave open, which change how to read everything else. Each is one line, said once above the findings: a
+typed record (its figures, no words) that pista.i18n writes in each language from `ftl/<lang>/_notices.ftl`
+(arguments: `args/_notices.py`), as it writes a rule that failed (pista.isolation.RuleFailed). The reader's
+own notices come from pista.trace.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pista.cpuload import busy_cpu
+from pista.finding import Record
 from pista.policy import COMPUTE_MIN_GPU_BUSY
 from pista.query import cpu_activity_missing
 from pista.trace.facts import Facts
@@ -28,16 +30,144 @@ if TYPE_CHECKING:
 ONE_TIME_NOTICE_SHARE = 0.5
 
 
-def one_time_notices(findings: list[Finding], s: Summary) -> list[str]:
+class OneTimeCost(Record, frozen=True):
+    """One-time costs (`rules`) fill `share` (0..1) of the window."""
+
+    share: float
+    rules: tuple[str, ...]
+
+
+class CopyBound(Record, frozen=True):
+    """A balanced window whose GPU is busy `busy` of it, `copies` of its time copying, its kernels `kernels`."""
+
+    kernels: float
+    busy: float
+    copies: float
+
+
+class BalancedHost(Record, frozen=True):
+    """A balanced window whose host takes `ratio` times the GPU's time, its kernels computing `kernels` of it."""
+
+    ratio: float
+    kernels: float
+
+
+class LostRecords(Record, frozen=True):
+    """`calls` runtime calls that put work on the GPU (the first `names`), and no record of that work."""
+
+    calls: int
+    names: tuple[str, ...]
+
+
+class NoGpuWork(Record, frozen=True):
+    """A trace with a GPU (`devices`) or `calls` runtime calls, and nothing run on it."""
+
+    devices: tuple[str, ...]
+    calls: int
+
+
+class ReferenceConv(Record, frozen=True):
+    """`share` (0..1) of a CPU-only window, `ms` in `calls` calls, in `name`, PyTorch's reference convolution."""
+
+    share: float
+    ms: float
+    calls: int
+    name: str
+
+
+class NoHostEvents(Record, frozen=True):
+    """GPU activity alone, no host event."""
+
+
+class CpuActivityMissing(Record, frozen=True):
+    """CUDA activity alone: `calls` runtime calls, the GPU idle `idle` (0..1) of the window."""
+
+    calls: int
+    idle: float
+
+
+class SharedCpu(Record, frozen=True):
+    """A GEMM of `mflop` MFLOP (`op`) took `ms`, the median call `factor` times what one slow core needs."""
+
+    op: str
+    mflop: float
+    ms: float
+    factor: float
+
+
+class CpuStepSpread(Record, frozen=True):
+    """The steps of a CPU-only trace span `shortest_ns` to `longest_ns`."""
+
+    shortest_ns: float
+    longest_ns: float
+
+
+class NegativeSelfTimes(Record, frozen=True):
+    """`events` host events whose self time is negative (python_function frames that do not nest)."""
+
+    events: int
+
+
+class ZeroDurations(Record, frozen=True):
+    """`zero` of `complete` complete events last zero or nothing."""
+
+    zero: int
+    complete: int
+
+
+class CyclesOverlap(Record, frozen=True):
+    """Cycles `first` and `first + 1` overlap in time: two processes that share a pid."""
+
+    first: int
+
+
+class CyclesOptionsIgnored(Record, frozen=True):
+    """--engine, --scheduler or --workers given for a folder of one process's cycles (pista.cli.analyze)."""
+
+
+class SkippedLinks(Record, frozen=True):
+    """`count` symbolic links skipped in `folder` (the first named `first`): its own files are the ranks."""
+
+    count: int
+    folder: str
+    first: str
+
+
+class WorkersCapped(Record, frozen=True):
+    """--workers `workers` asked for, `cores` usable: `processes` run."""
+
+    workers: int
+    cores: int
+    processes: int
+
+
+class RankNotice(Record, frozen=True):
+    """A rank's own notice (already in the reading's language) in a folder of ranks (pista.distributed)."""
+
+    rank: int
+    notice: str
+
+
+class WorldSize(Record, frozen=True):
+    """The traces say world_size `world`; the folder holds `ranks` ranks."""
+
+    world: int
+    ranks: int
+
+
+class RanksByOrder(Record, frozen=True):
+    """`count` traces carry no rank: numbered by file order (pista.distributed.rank)."""
+
+    count: int
+
+
+def one_time_notices(findings: list[Finding], s: Summary) -> list[Record]:
     """Whether one-time costs fill most of the window, so that the reading is mostly theirs."""
     once = [f for f in findings if f.impact.once]
     share = min(1.0, sum(f.impact.share for f in once))
     if share < ONE_TIME_NOTICE_SHARE:
         return []
-    rules = ", ".join(dict.fromkeys(f.rule for f in once))
-    return [f"{100 * share:.0f}% of this window is one-time cost ({rules}): the table, the totals and the verdict "
-            "mostly show it; re-profile after a warm-up (torch.profiler.schedule with warmup steps) to read the "
-            "steady steps"]
+    return [OneTimeCost(share, tuple(dict.fromkeys(f.rule for f in once)))]
 
 
 # A balanced verdict whose host takes at least this many times the GPU's time, the GPU computing less than
@@ -57,19 +187,17 @@ COPY_BUSY_NOTICE_SHARE = COMPUTE_MIN_GPU_BUSY
 COPY_NOTICE_MIN_SHARE = 0.9
 
 
-def _copy_bound(s: Summary) -> list[str]:
+def _copy_bound(s: Summary) -> list[Record]:
     """A balanced window whose GPU is kept busy by copies: the transfers set the pace."""
     busy, kernels = s.gpu_busy_share or 0.0, s.kernel_busy_share or 0.0
     device = sum(s.gpu_time_by_purpose.values())
     copies = (s.gpu_time_by_purpose.get("copy", 0.0) / device) if device else 0.0
     if busy < COPY_BUSY_NOTICE_SHARE or kernels >= COMPUTE_MIN_GPU_BUSY or copies < COPY_NOTICE_MIN_SHARE:
         return []
-    return [f"balanced weighs the GPU's kernels, which run {100 * kernels:.0f}% of the window, but the GPU is busy "
-            f"{100 * busy:.0f}% of it and {100 * copies:.0f}% of its time is copies: the transfers between host and "
-            "device set the pace, not the host's dispatch nor the kernels"]
+    return [CopyBound(kernels, busy, copies)]
 
 
-def verdict_notices(s: Summary, host_ops: bool = True) -> list[str]:
+def verdict_notices(s: Summary, host_ops: bool = True) -> list[Record]:
     """What the verdict leaves open: a balanced step's idle GPU may be the profiler's doing (not said where the
     host's ops were not recorded: its time is then runtime calls alone), or its busy GPU copying."""
     if s.verdict != "balanced" or not s.self_device_total_us or s.kernel_busy_share is None:
@@ -80,9 +208,7 @@ def verdict_notices(s: Summary, host_ops: bool = True) -> list[str]:
     ratio = s.self_cpu_total_us / s.self_device_total_us
     if ratio < BALANCED_NOTICE_MIN_RATIO or s.kernel_busy_share >= COMPUTE_MIN_GPU_BUSY:
         return []
-    return [f"balanced: the host takes {ratio:.1f}x the GPU's time and the GPU computes {100 * s.kernel_busy_share:.0f}% "
-            "of the window; the profiler about doubles host time, so without it the GPU is likely the limit: time a "
-            "step unprofiled before acting on the idle GPU"]
+    return [BalancedHost(ratio, s.kernel_busy_share)]
 
 
 # A share of zero-length complete events past which times mean little: a real trace has a few
@@ -126,11 +252,11 @@ def _negative_self_times(facts: Facts) -> int:
 DEVICE_WORK_CALL = re.compile(r"LaunchKernel|LaunchCooperativeKernel|GraphLaunch|Memcpy|Memset")
 
 
-def _no_gpu_work(facts: Facts) -> list[str]:
+def _no_gpu_work(facts: Facts) -> list[Record]:
     """Why a trace has no device work: its launches' records were lost, or the model ran on the CPU beside a
     GPU (issue 35: both read 'the profiler ran without CUDA activities')."""
     trace = facts.trace
-    devices = ", ".join(dict.fromkeys(str(p.get("name", "?")) for p in trace.device_properties))
+    devices = tuple(dict.fromkeys(str(p.get("name", "?")) for p in trace.device_properties))
     calls = np.flatnonzero(facts.is_launch)
     launching = [i for i in calls.tolist() if DEVICE_WORK_CALL.search(trace.event_name(i))]
     if launching:
@@ -138,19 +264,12 @@ def _no_gpu_work(facts: Facts) -> list[str]:
     if _foreign_accelerator(trace):
         return []  # it ran on an accelerator pista does not read (MTIA...): the reader's notice says so
     if calls.size or devices:
-        where = f" ({devices})" if devices else ""
-        return [f"the trace has a GPU{where}{f' and {calls.size} CUDA runtime call(s)' if calls.size else ''} but "
-                "nothing ran on it: the model ran on the CPU (move it and its inputs with .to('cuda') if the GPU was "
-                "meant), or the profiler ran without ProfilerActivity.CUDA"]
+        return [NoGpuWork(devices, int(calls.size))]
     return []
 
 
-def _lost_records(trace: Trace, launching: list[int]) -> str:
-    names = ", ".join(sorted({trace.event_name(i) for i in launching})[:3])
-    return (f"{len(launching)} call(s) that put work on the GPU ({names}) but no kernel, copy or memset "
-            "record: the GPU's records were lost (the profiler's activity buffers dropped or not flushed before "
-            "the export); what follows reads the host alone. Export after the profiler has stopped (on_trace_ready "
-            "or after the `with` block)")
+def _lost_records(trace: Trace, launching: list[int]) -> Record:
+    return LostRecords(len(launching), tuple(sorted({trace.event_name(i) for i in launching})[:3]))
 
 
 # PyTorch's reference CPU convolutions (im2col and a GEMM per image, ATen's ConvolutionMM2d): what a
@@ -163,7 +282,7 @@ REFERENCE_CONV = re.compile(r"^aten::(_slow_conv2d_forward|_slow_conv2d_backward
 REFERENCE_CONV_SHARE = 0.25
 
 
-def _reference_conv(facts: Facts) -> list[str]:
+def _reference_conv(facts: Facts) -> list[Record]:
     """A CPU-only window that mostly runs the reference convolution: say so, and which backend has a kernel."""
     trace = facts.trace
     names = [i for i, n in enumerate(trace.names) if REFERENCE_CONV.match(n)]
@@ -179,12 +298,7 @@ def _reference_conv(facts: Facts) -> list[str]:
         return []
     name = max({trace.names[int(trace.name[i])] for i in np.flatnonzero(outer)},
                key=lambda n: float(trace.dur[outer & (trace.name == trace.names.index(n))].sum()))
-    return [f"{spent / (end - start):.0%} of the window ({spent / 1e6:.1f} ms in {int(outer.sum())} calls) is "
-            f"{name}, PyTorch's reference CPU convolution (im2col and a GEMM per image): these convolutions ran "
-            "without a oneDNN (mkldnn) kernel. On a Mac with Apple silicon, torch>=1.12 runs them on the GPU: "
-            "move the model and its inputs to device='mps' (torch.backends.mps.is_available() says whether it can); "
-            "on other CPUs a torch build with oneDNN (torch.backends.mkldnn.is_available()) runs them as "
-            "aten::mkldnn_convolution"]
+    return [ReferenceConv(spent / (end - start), spent / 1e6, int(outer.sum()), name)]
 
 
 def _foreign_accelerator(trace: Trace) -> bool:
@@ -194,7 +308,7 @@ def _foreign_accelerator(trace: Trace) -> bool:
     return foreign_device_notice(trace.categories, trace.cat) is not None
 
 
-def _cpu_activity_notice(facts: Facts) -> list[str]:
+def _cpu_activity_notice(facts: Facts) -> list[Record]:
     """What a trace of CUDA activity alone cannot say (cpu_activity_missing)."""
     if not cpu_activity_missing(facts):
         return []
@@ -202,44 +316,30 @@ def _cpu_activity_notice(facts: Facts) -> list[str]:
     busy = max((b.clip(lo, hi).total for b in facts.gpu_busy.values()), default=0)
     idle = 1.0 - busy / max(hi - lo, 1)
     calls = int(facts.is_launch.sum())
-    return [f"CPU activity was not recorded: the trace holds the GPU's work and {calls:,} runtime call(s) but no op, "
-            "so what the host does between those calls (Python, ops, a data loader, waiting) cannot be told apart, "
-            f"nor why the GPU idles {100 * idle:.0f}% of the window; no host-overhead verdict and no host time by "
-            "region are given. Profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]"]
+    return [CpuActivityMissing(calls, idle)]
 
 
-def coverage_notices(facts: Facts) -> list[str]:
+def coverage_notices(facts: Facts) -> list[Record]:
     """What the profiler did not record, which changes how to read everything else."""
     trace = facts.trace
-    notices = []
+    notices: list[Record] = []
     if not facts.has_gpu:
         notices += _no_gpu_work(facts) + _reference_conv(facts)
     if facts.has_gpu and not facts.is_host.any():
-        notices.append("no host (CPU) events, only GPU activity: Self CPU is 0 and the verdict cannot weigh the "
-                       "host against the GPU; profile with ProfilerActivity.CPU as well")
+        notices.append(NoHostEvents())
     notices += _cpu_activity_notice(facts)
     busy = busy_cpu(facts)
     if busy is not None:
-        notices.append(f"the CPU was shared while this trace was taken: {busy.op} of {busy.mflop:.2g} MFLOP took "
-                       f"{busy.ms:.3g} ms, and the median GEMM call {busy.factor:.0f}x what one slow core needs; other "
-                       "processes held the cores (or torch ran more threads than the job's cores): the times here are "
-                       "the machine's load, not the program's. Re-capture on a quiet machine, with torch.set_num_threads "
-                       "at most the cores the job owns")
+        notices.append(SharedCpu(busy.op, busy.mflop, busy.ms, busy.factor))
     spread = _cpu_step_spread(facts)
     if spread is not None:
-        lo, hi = spread
-        notices.append(f"the steps of this CPU-only trace vary {hi / lo:.1f}x ({lo / 1e6:.2f} ms to "
-                       f"{hi / 1e6:.2f} ms): the machine was likely busy with other work; re-capture on a quiet "
-                       "machine before trusting small differences")
+        notices.append(CpuStepSpread(*spread))
     negative = _negative_self_times(facts)
     if negative:
-        notices.append(f"{negative:,} event(s) have a negative self time: python_function frames and the events "
-                       "around them overlap without nesting (torch nests them the same way); the table leaves "
-                       "the frames out, `pista sql` shows those self times as they are")
+        notices.append(NegativeSelfTimes(negative))
     complete = facts.is_complete & (facts.is_host | facts.is_device_work)
     zero = int((complete & (trace.dur == 0)).sum())
     if zero and zero >= ZERO_DUR_NOTICE_SHARE * int(complete.sum()):
-        notices.append(f"{zero:,} of {int(complete.sum()):,} complete events have a zero or missing duration: "
-                       "self times, totals and the verdict undercount")
+        notices.append(ZeroDurations(zero, int(complete.sum())))
     return notices
 

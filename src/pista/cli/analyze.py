@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
     args.lang = check_lang(args.lang)
     if os.path.isdir(args.trace):
-        single = _single_trace(args.trace)
+        single = _single_trace(args.trace, args.lang)
         if single is None:
             return _run_folder(args)
         args.trace = single
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _single_trace(folder: str) -> str | None:
+def _single_trace(folder: str, lang: str | None) -> str | None:
     """The folder's one trace file (tensorboard_trace_handler's folder after one cycle), read as that
     trace: one file is no job of ranks, nor cycles. None where it holds several, or its one file is a
     rank of a distributed job (it says so: distributedInfo's rank, or rank-N in its name)."""
@@ -93,15 +93,17 @@ def _single_trace(folder: str) -> str | None:
     from pista.cli.common import print_notices
     from pista.cycles import read_header
     from pista.distributed.rank import trace_files
+    from pista.finding import Record
+    from pista.i18n import note_text
 
-    notices: list[str] = []
+    notices: list[Record] = []
     files = trace_files(folder, notices)
     if len(files) != 1:
         return None
     header = read_header(files[0])
     if header.rank is not None or header.name_rank is not None:
         return None
-    print_notices(folder, notices)
+    print_notices(folder, [note_text(n, lang or "en") for n in notices])
     return str(files[0])
 
 
@@ -132,6 +134,8 @@ def _run_cycles(args: argparse.Namespace) -> bool:
     # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import output_style
     from pista.cycles import analyze_cycles, cycle_files
+    from pista.i18n import note_text
+    from pista.notices import CyclesOptionsIgnored
     from pista.render import cycles as renderer
 
     headers = cycle_files(args.trace)
@@ -139,8 +143,7 @@ def _run_cycles(args: argparse.Namespace) -> bool:
         return False
     result = analyze_cycles(headers, source=args.trace, rules=args.rules, lang=args.lang)
     if args.engine != "local" or args.scheduler or args.workers is not None:
-        result.notices.append("one process's cycles are analyzed here, one file after another: "
-                              "--engine, --scheduler and --workers are for a folder of ranks")
+        result.notices.append(note_text(CyclesOptionsIgnored(), args.lang))
     if args.format == "json":
         sys.stdout.write(renderer.render_json(result))
     else:

@@ -17,8 +17,9 @@ from pista.i18n import localize_finding, localize_notices, note_text
 if TYPE_CHECKING:  # the rank and cross-rank modules load with a folder's analysis, not with every rule
     from pista.distributed.rank import RankSummary
     from pista.distributed.straggler import CrossRank
-    from pista.finding import Finding
+    from pista.finding import Finding, Record
     from pista.isolation import RuleFailed
+    from pista.notices import WorldSize
 
 __all__ = ["DistributedAnalysis", "analyze_ranks"]
 
@@ -91,16 +92,18 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
     # start-up: the engine (dask, workers) only when ranks are analysed
     from pista.distributed.engine import run_ranks
     from pista.distributed.rank import assign_ranks, trace_files
+    from pista.notices import RankNotice
 
-    notices: list[str] = []
-    paths = [str(p) for p in trace_files(folder, notices)]
-    ranks = _traces_only(run_ranks(paths, engine=engine, workers=workers, scheduler=scheduler, rules=rules,
-                                   notices=notices), notices)
+    typed: list[Record] = []  # the folder's and the pool's, then the ranks' own
+    paths = [str(p) for p in trace_files(folder, typed)]
+    summaries = run_ranks(paths, engine=engine, workers=workers, scheduler=scheduler, rules=rules, notices=typed)
+    notices = [note_text(n, lang) for n in typed]
+    ranks = _traces_only(summaries, notices)
     _refuse_bad(ranks)
-    notices += assign_ranks(ranks)
+    notices += [note_text(n, lang) for n in assign_ranks(ranks)]
     for r in ranks:
-        notices += [f"rank {r.rank}: {n}" for n in _localized_notices(r, lang)]
-    notices += _world_size_notice(ranks)
+        notices += [note_text(RankNotice(int(r.rank), n), lang) for n in _localized_notices(r, lang)]  # type: ignore[arg-type]
+    notices += [note_text(n, lang) for n in _world_size_notice(ranks)]
     failures: list[RuleFailed] = []
     cross = _cross(ranks, rules, failures)
     notices += _failure_notices(failures, lang)
@@ -125,10 +128,12 @@ def _refuse_bad(ranks: list[RankSummary]) -> None:
         raise BadTrace(bad[0].path, f"{bad[0].error}{more}".replace(f"{bad[0].path}: ", "", 1))
 
 
-def _world_size_notice(ranks: list[RankSummary]) -> list[str]:
+def _world_size_notice(ranks: list[RankSummary]) -> list[WorldSize]:
     worlds = {r.world_size for r in ranks if r.world_size}
     if len(worlds) == 1 and (world := worlds.pop()) != len(ranks):
-        return [f"the traces say world_size {world}; the folder holds {len(ranks)} rank(s)"]
+        from pista.notices import WorldSize  # start-up: the notices with the ranks' analysis
+
+        return [WorldSize(world, len(ranks))]
     return []
 
 

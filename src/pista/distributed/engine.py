@@ -20,6 +20,8 @@ from typing import Any
 from pista import forked
 from pista.distributed.rank import RankSummary, summarize_rank
 from pista.errors import UsageError
+from pista.finding import Record
+from pista.notices import WorkersCapped
 
 ENGINES = ("local", "inline", "dask")
 # How long a TCP connect to the scheduler may take: a scheduler answers in milliseconds on any
@@ -34,7 +36,7 @@ CLOSE_TIMEOUT_S = 5
 
 def run_ranks(paths: Sequence[str], engine: str = "local", workers: int | None = None,
               scheduler: str | None = None, rules: list[str] | None = None,
-              notices: list[str] | None = None) -> list[RankSummary]:
+              notices: list[Record] | None = None) -> list[RankSummary]:
     """The ranks' summaries in file order; what the caller should tell the user goes to `notices`."""
     work = partial(summarize_rank, rules=rules)
     if engine == "dask":
@@ -51,7 +53,7 @@ def run_ranks(paths: Sequence[str], engine: str = "local", workers: int | None =
     return _pooled(paths, work, n)
 
 
-def pool_size(workers: int | None, ranks: int, notices: list[str]) -> int:
+def pool_size(workers: int | None, ranks: int, notices: list[Record]) -> int:
     """How many local processes: one per usable core, never more than the ranks. More than the
     cores only makes the parses take turns (each is CPU-bound), and `--workers 100000` would start
     a process per rank before the first one finished."""
@@ -59,8 +61,7 @@ def pool_size(workers: int | None, ranks: int, notices: list[str]) -> int:
         raise UsageError("--workers must be at least 1")
     cores = forked.usable_cores()
     if workers is not None and workers > cores:
-        notices.append(f"--workers {workers}: this machine lets pista use {cores} core(s); "
-                       f"running {min(cores, ranks)} process(es)")
+        notices.append(WorkersCapped(workers, cores, min(cores, ranks)))
     return max(1, min(workers or cores, cores, ranks))
 
 

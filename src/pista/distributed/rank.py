@@ -21,9 +21,10 @@ from pista.distributed.comm import (
     communication,
 )
 from pista.errors import PistaError, UsageError
-from pista.finding import Finding
+from pista.finding import Finding, Record
 from pista.i18n import note_text
 from pista.isolation import RuleFailed
+from pista.notices import RanksByOrder, SkippedLinks
 from pista.trace.facts import Facts, derive
 
 RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.I)
@@ -120,7 +121,7 @@ def _failure_texts(failures: list[RuleFailed]) -> set[str]:
     return {note_text(f, "en") for f in failures}
 
 
-def _number_by_order(ranks: list[RankSummary]) -> list[str]:
+def _number_by_order(ranks: list[RankSummary]) -> list[RanksByOrder]:
     """The ranks still without a number get the free numbers, in file order; a notice says so."""
     unnamed = [r for r in ranks if r.rank is None]
     if not unnamed:
@@ -129,8 +130,7 @@ def _number_by_order(ranks: list[RankSummary]) -> list[str]:
     free = (n for n in range(len(ranks) * 2 + 1) if n not in taken)
     for r in unnamed:
         r.rank, r.rank_from = next(free), "order"
-    return [f"{len(unnamed)} trace(s) carry no rank (no distributedInfo, no rank-N in the "
-            f"name): numbered by file order"]
+    return [RanksByOrder(len(unnamed))]
 
 
 def _refuse_twice(ranks: list[RankSummary]) -> None:
@@ -168,7 +168,7 @@ def host_regions(facts: Facts) -> tuple[HostRegion, ...]:
                  for k in keep.tolist())
 
 
-def trace_files(folder: str | os.PathLike[str], notices: list[str] | None = None) -> list[Path]:
+def trace_files(folder: str | os.PathLike[str], notices: list[Record] | None = None) -> list[Path]:
     """The trace files in a folder (then its subfolders, if the top has none), sorted by name.
     Symbolic links in it are skipped, with a notice: a link points anywhere (followed, one to a
     secret file had its first bytes quoted in the error), and the folder's own files are the ranks."""
@@ -182,8 +182,7 @@ def trace_files(folder: str | os.PathLike[str], notices: list[str] | None = None
             files += _own_traces([Path(top, name) for name in names], links)
         files.sort()
     if links and notices is not None:
-        notices.append(f"skipped {len(links)} symbolic link(s) in {folder} (first: {links[0].name}): the "
-                       "folder's own files are read, not what a link points to")
+        notices.append(SkippedLinks(len(links), str(folder), links[0].name))
     if not files:
         raise UsageError(f"{folder}: no trace files (.json, .json.gz) in this folder")
     return files
@@ -200,7 +199,7 @@ def _own_traces(paths: list[Path], links: list[Path]) -> list[Path]:
     return out
 
 
-def assign_ranks(ranks: list[RankSummary]) -> list[str]:
+def assign_ranks(ranks: list[RankSummary]) -> list[RanksByOrder]:
     """Fill in ranks the metadata did not give: from `rank-N`/`rankN` in the file name, else by file
     order. Returns notices; two files claiming one rank is an error."""
     for r in ranks:

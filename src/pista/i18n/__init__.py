@@ -4,8 +4,8 @@ A rule's text is a Fluent catalogue per language, `ftl/<lang>/<rule>.ftl`, rende
 `pista.i18n.args.<rule>` computes from its record (pista.i18n._fluent; README.md there: how to convert a rule).
 
 FALLBACK, while the conversion is partial: a rule without `ftl/en/<rule>.ftl` still has its text in
-Python. Each language is a package (`pista.i18n.en`, `pista.i18n.es`) of the same shape: `WORDS` (the
-renderers' labels) in the package, and one module per rule, named like the rule's own module, with
+Python. Each language is a package (`pista.i18n.en`, `pista.i18n.es`) of the same shape: one module per rule,
+named like the rule's own module, with
 
 - `TITLE`;
 - `message(r)`, `advice(r)`, `fix(r)` (the one-line top fix: the event and the change) and
@@ -15,6 +15,10 @@ renderers' labels) in the package, and one module per rule, named like the rule'
 
 `pista.i18n._common` modules hold the text of notes several rules share. Nothing here parses
 English: every text is built from typed fields.
+
+What is not a rule's is in catalogues too: pista's notices (`_notices.ftl`, pista.notices and
+pista.isolation's typed records; arguments in `args/_notices.py`), the engine's basis of a replayed impact
+(`_engine.ftl`, `args/_engine.py`) and the renderers' labels (`_words.ftl`, by their English key).
 """
 
 from __future__ import annotations
@@ -101,14 +105,28 @@ def note_text(detail: Any, lang: str) -> str:
 
 def replay_basis(finding: Any, lang: str) -> str:
     """How the engine estimated a replayed finding's impact (pista.engine), in `lang`."""
-    mod = importlib.import_module(f"pista.i18n.{check_lang(lang)}._engine")
+    # start-up: pista.timeline (EditCounts) with the first basis rendered
+    from pista.i18n.args._engine import args
+
+    cat = _fluent.catalogue("_engine", check_lang(lang))
     i = finding.impact
-    return str(mod.replay_basis(i.us, i.alone_us, i.unprofiled_us, i.unprofiled_share, finding.edit.counts))
+    return cat.line("replay-basis", **args(i.us, i.alone_us, i.unprofiled_us, finding.edit.counts, cat.line))
 
 
 def words(lang: str) -> dict[str, str]:
-    """Labels the renderers use ('fix', 'no findings', ...); English keys map to themselves."""
-    return dict(importlib.import_module(f"pista.i18n.{check_lang(lang)}").WORDS)
+    """Labels the renderers use ('fix', 'no findings', ...), by their English key (ftl/<lang>/_words.ftl); a key
+    that is not there, or whose English label is the key itself, maps to itself."""
+    return dict(_words(check_lang(lang)))
+
+
+@cache
+def _words(lang: str) -> dict[str, str]:
+    english = _fluent.catalogue("_words", "en")
+    keys = {i: english.attribute(i, "key") or english.line(i) for i in english.ids}
+    if lang == "en":  # only the labels that are not their own key, in the catalogue's order
+        return {keys[i]: english.line(i) for i in english.ids if keys[i] != english.line(i)}
+    cat = _fluent.catalogue("_words", lang)
+    return {keys[i]: cat.line(i) for i in cat.ids}
 
 
 def word(key: str, lang: str) -> str:
@@ -138,9 +156,10 @@ def localize(analysis: T, lang: str | None) -> T:
 
 
 def localize_notices(analysis: Any, lang: str) -> list[str]:
-    """The analysis's notices with those of its typed failures (pista.isolation.RuleFailed) written in `lang`;
-    the others are pista's English."""
-    said = {note_text(f, "en"): note_text(f, lang) for f in getattr(analysis, "failures", ())}
+    """The analysis's notices with its typed ones (pista.notices, pista.isolation.RuleFailed) written in `lang`;
+    the others (the reader's, pista.trace) are English."""
+    typed = {**dict.fromkeys(getattr(analysis, "failures", ())), **dict.fromkeys(getattr(analysis, "typed_notices", ()))}
+    said = {note_text(n, "en"): note_text(n, lang) for n in typed}
     return [said.get(n, n) for n in analysis.notices]
 
 

@@ -87,6 +87,7 @@ class Catalogue:
         if twice:  # Fluent keeps the first silently
             raise ValueError(f"{self.path}: message defined twice: {', '.join(twice)}")
         self.resource = resource
+        self.ids = [i for i in ids if not i.startswith("-")]  # its messages, in the file's order
         self.bundle: FluentBundle = FluentBundle([lang], use_isolating=False)
         self.bundle.add_resource(resource)
 
@@ -108,6 +109,18 @@ class Catalogue:
         if errors:
             raise ValueError(f"{self.path} {msg_id}: {'; '.join(map(str, errors))}")
         return str(out)
+
+    def attribute(self, msg_id: str, name: str, /, **args: str) -> str | None:
+        """A message's attribute (`.key = ...`) on one line; None where the message has none of that name."""
+        if not self.bundle.has_message(msg_id):
+            raise LookupError(f"{self.path}: no message '{msg_id}'")
+        pattern = self.bundle.get_message(msg_id).attributes.get(name)
+        if pattern is None:
+            return None
+        out, errors = self.bundle.format_pattern(pattern, args)
+        if errors:
+            raise ValueError(f"{self.path} {msg_id}.{name}: {'; '.join(map(str, errors))}")
+        return str(out).replace("\n", " ")
 
     def line(self, msg_id: str, /, **args: str) -> str:
         """A message on one line: a wrapped pattern's line breaks read as spaces."""
