@@ -19,15 +19,9 @@ from pista.i18n import (
     check_lang,
     localize,
     localize_finding,
-    module_name,
     note_renderers,
-    rule_docs,
-    rule_module,
-    rule_severity_exception,
     rule_title,
 )
-from pista.i18n._fluent import catalogued
-from pista.rules import catalogue, get_rule
 
 SECTIONS = ("Qué:", "Por qué:", "Ejemplo:", "Impacto:", "Solución:")
 # every real trace but the 64 MB one (its findings come from the same rules)
@@ -35,24 +29,6 @@ TRACES = sorted(p for p in list(FIXTURES.glob("*.json.gz")) + list(FIXTURES.glob
                 if "big_gpt" not in p.name)
 # Words that give English away inside a Spanish sentence (event names are left as they are).
 ENGLISH = re.compile(r"\b(the|of the|with|per step|and the|which|should)\b")
-
-
-# FALLBACK: the rules whose text is still Python (a converted rule's catalogues: tests/test_i18n_catalogue.py)
-@pytest.mark.parametrize("rule", [r.id for r in catalogue() if not catalogued(module_name(r.id))])
-def test_every_rule_has_both_languages(rule):
-    for lang in ("en", "es"):
-        mod = rule_module(rule, lang)
-        assert mod is not None, (rule, lang)
-        assert isinstance(mod.TITLE, str) and mod.TITLE
-        for part in PARTS[1:]:
-            assert callable(getattr(mod, part, None)), (rule, lang, part)
-        assert set(getattr(mod, "NOTES", {})) == set(getattr(rule_module(rule, "en"), "NOTES", {})), rule
-    docs = rule_docs(rule, "es")
-    assert docs and all(s in docs for s in SECTIONS), rule
-    # a rule graded outside the impact bands says why in Spanish too
-    english = get_rule(rule).severity_exception
-    spanish = rule_severity_exception(rule, "es")
-    assert bool(spanish) == bool(english) and (not spanish or not ENGLISH.search(spanish)), rule
 
 
 @pytest.fixture(scope="module")

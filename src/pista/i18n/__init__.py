@@ -1,34 +1,16 @@
-"""The text of findings: views of the rules' typed records, in English and Spanish.
+"""The text of findings, notices and labels: views of pista's typed records, in English and Spanish.
 
 A rule's text is a Fluent catalogue per language, `ftl/<lang>/<rule>.ftl`, rendered from the arguments
-`pista.i18n.args.<rule>` computes from its record (pista.i18n._fluent; README.md there: how to convert a rule).
-
-FALLBACK, while the conversion is partial: a rule without `ftl/en/<rule>.ftl` still has its text in
-Python. Each language is a package (`pista.i18n.en`, `pista.i18n.es`) of the same shape: one module per rule,
-named like the rule's own module, with
-
-- `TITLE`;
-- `message(r)`, `advice(r)`, `fix(r)` (the one-line top fix: the event and the change) and
-  `basis(r)` (how the impact was estimated), each a function of the rule's record `r`;
-- `NOTES`: {note class: function of the note}, for the typed evidence notes the rule writes;
-- `DOCS` (Spanish only): What / Why / Example / Fix, as the rule's docstring lays them out.
-
-`pista.i18n._common` modules hold the text of notes several rules share. Nothing here parses
-English: every text is built from typed fields.
-
-What is not a rule's is in catalogues too: pista's notices (`_notices.ftl`, pista.notices and
-pista.isolation's typed records; arguments in `args/_notices.py`), the engine's basis of a replayed impact
-(`_engine.ftl`, `args/_engine.py`) and the renderers' labels (`_words.ftl`, by their English key).
+`pista.i18n.args.<rule>` computes from its record (pista.i18n._fluent; README.md there: how to add a rule or a
+notice). pista's notices, the engine's impact basis and the renderers' labels have their catalogues too
+(`_notices.ftl`, `_engine.ftl`, `_words.ftl`). Nothing here parses English: every text is built from typed fields.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import pkgutil
 from collections.abc import Callable
 from functools import cache
-from types import ModuleType
 from typing import Any, TypeVar
 
 from pista.errors import UsageError
@@ -51,43 +33,16 @@ def module_name(rule_id: str) -> str:
     return rule_id.replace("-", "_")
 
 
-@cache
-def rule_module(rule_id: str, lang: str) -> ModuleType | None:
-    """The language's module for a rule, or None where the language has none."""
-    try:
-        return importlib.import_module(f"pista.i18n.{check_lang(lang)}.{module_name(rule_id)}")
-    except ModuleNotFoundError:
-        return None
-
-
 def finding_text(finding: Any, part: str, lang: str) -> str:
     """One part (title, message, advice, fix, basis) of a finding, rendered from its record."""
-    name = module_name(finding.rule)
-    if _fluent.catalogued(name):
-        return _fluent.finding_text(name, part, finding.record, check_lang(lang))
-    mod = rule_module(finding.rule, lang) or rule_module(finding.rule, "en")
-    if mod is None:
-        raise LookupError(f"no text for rule {finding.rule}")
-    if part == "title":
-        return str(mod.TITLE)
-    return str(getattr(mod, part)(finding.record))
-
-
-@cache
-def _notes(lang: str) -> dict[type, Callable[[Any], str]]:
-    package = importlib.import_module(f"pista.i18n.{check_lang(lang)}")
-    table: dict[type, Callable[[Any], str]] = {}
-    for info in pkgutil.iter_modules(package.__path__):
-        mod = importlib.import_module(f"{package.__name__}.{info.name}")
-        table.update(getattr(mod, "NOTES", {}))
-    return table
+    return _fluent.finding_text(module_name(finding.rule), part, finding.record, check_lang(lang))
 
 
 def note_renderers(lang: str) -> dict[type, Callable[[Any], str]]:
     def render(detail: Any) -> str:
         return note_text(detail, lang)
 
-    return {**_notes(lang), **dict.fromkeys(_fluent.notes(), render)}
+    return dict.fromkeys(_fluent.notes(), render)
 
 
 def note_text(detail: Any, lang: str) -> str:
@@ -95,12 +50,9 @@ def note_text(detail: Any, lang: str) -> str:
     if detail is None:
         return ""
     text = _fluent.note_text(detail, check_lang(lang))
-    if text is not None:
-        return text
-    render = _notes(lang).get(type(detail)) or _notes("en").get(type(detail))
-    if render is None:
+    if text is None:
         raise LookupError(f"no text for note {type(detail).__qualname__}")
-    return render(detail)
+    return text
 
 
 def replay_basis(finding: Any, lang: str) -> str:
@@ -164,23 +116,14 @@ def localize_notices(analysis: Any, lang: str) -> list[str]:
 
 
 def rule_title(rule_id: str, lang: str) -> str:
-    if _fluent.catalogued(module_name(rule_id)):
-        return _fluent.catalogue(module_name(rule_id), check_lang(lang)).line("title")
-    mod = rule_module(rule_id, lang) or rule_module(rule_id, "en")
-    return str(mod.TITLE) if mod is not None else ""
+    return _fluent.catalogue(module_name(rule_id), check_lang(lang)).line("title")
 
 
 def rule_severity_exception(rule_id: str, lang: str) -> str | None:
     """The language's wording of a rule's SEVERITY_EXCEPTION, None where it has none."""
-    if _fluent.catalogued(module_name(rule_id)):
-        return _fluent.severity_exception(module_name(rule_id), check_lang(lang))
-    text = getattr(rule_module(rule_id, lang), "SEVERITY_EXCEPTION", None)
-    return str(text) if text else None
+    return _fluent.severity_exception(module_name(rule_id), check_lang(lang))
 
 
 def rule_docs(rule_id: str, lang: str) -> str | None:
-    """What / Why / Example / Impact / Fix; None where a not yet catalogued rule has them only in its docstring."""
-    if _fluent.catalogued(module_name(rule_id)):
-        return _fluent.docs(module_name(rule_id), check_lang(lang))
-    text = getattr(rule_module(rule_id, lang), "DOCS", None)
-    return str(text).strip() if text else None
+    """What / Why / Example / Impact / Fix."""
+    return _fluent.docs(module_name(rule_id), check_lang(lang))
