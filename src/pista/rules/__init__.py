@@ -2,13 +2,13 @@
 
 - `ID`: the stable id (`pista explain ID`);
 - its docs, the sections What / Why / Example / Impact / Fix (shown by `pista explain`), in its Fluent
-  catalogues (pista/i18n/ftl/<lang>/<rule>.ftl; a rule not yet converted: its module docstring);
+  catalogues (pista/i18n/ftl/<lang>/<rule>.ftl);
 - its thresholds as UPPER_CASE module constants, each with a comment saying where it came from
   (detection that other rules use too lives in a shared `_` module, with the thresholds it reads: a
   shared module whose THRESHOLDS_OF names the rule holds thresholds of that rule, listed with its own);
 - a `pista.findings.Record`, the record of what it found (JSON's `metrics`), and the typed notes of
-  its evidence; its text (title, message, advice, top fix, impact basis) lives in `pista.i18n.en` and
-  `pista.i18n.es`, rendered from those fields;
+  its evidence; its text (title, message, advice, top fix, impact basis) lives in its catalogues,
+  rendered from those fields through `pista.i18n.args.<rule>`;
 - `check(ctx: Context) -> list[Finding]`: detection only, each finding with its impact (what fixing
   it saves per step); severity follows from the impact.
 """
