@@ -192,16 +192,21 @@ def _most_repeated(facts: Facts, events: np.ndarray) -> np.ndarray | None:
     return idx[np.argsort(trace.ts[idx], kind="stable")]
 
 
+def _top_level_calls(facts: Facts, pattern: re.Pattern[str]) -> np.ndarray | None:
+    """The top-level host calls of the most repeated name matching `pattern`, in time order (None under two)."""
+    trace = facts.trace
+    names = [i for i, n in enumerate(trace.names) if pattern.match(n)]
+    if not names:
+        return None
+    return _most_repeated(facts, np.flatnonzero(facts.is_host & (facts.depth == 0) & np.isin(trace.name, names)))
+
+
 def _training_iterations(facts: Facts) -> tuple[str, int, np.ndarray, np.ndarray, np.ndarray] | None:
     """A training loop's window without steps or regions: each iteration ends with its optimizer's top-level
     `Optimizer.step#` call, the first one from the window's start (review 5's param_linear_kineto: 40 SGD steps in
     2.0 s, the first iteration 995 ms of CUDA start-up against 24.8 ms for the others)."""
     trace = facts.trace
-    names = [i for i, n in enumerate(trace.names) if OPTIMIZER_UPDATE.match(n)]
-    if not names:
-        return None
-    calls = np.flatnonzero(facts.is_host & (facts.depth == 0) & np.isin(trace.name, names))
-    idx = _most_repeated(facts, calls)
+    idx = _top_level_calls(facts, OPTIMIZER_UPDATE)
     if idx is None or idx.size < MIN_ITERATIONS:
         return None
     ends = (trace.ts[idx] + trace.dur[idx]).astype(np.int64)
@@ -215,11 +220,7 @@ def _compiled_iterations(facts: Facts) -> tuple[str, int, np.ndarray, np.ndarray
     rtx4090d_compile_resnet18_steps: three calls of `Torch-Compiled Region: 0/0`, the first iteration 43.5 ms
     (the first backward's 8.7 ms and lazy loading in it) against 5.2 and 4.9 ms."""
     trace = facts.trace
-    names = [i for i, n in enumerate(trace.names) if COMPILED_REGION.match(n)]
-    if not names:
-        return None
-    calls = np.flatnonzero(facts.is_host & (facts.depth == 0) & np.isin(trace.name, names))
-    idx = _most_repeated(facts, calls)
+    idx = _top_level_calls(facts, COMPILED_REGION)
     if idx is None:
         return None
     starts = trace.ts[idx].astype(np.int64)
