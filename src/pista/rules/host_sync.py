@@ -98,11 +98,13 @@ def check(ctx: Context) -> list[Finding]:
     total = sum(stall.values())
     impact = ctx.per_step(total)
     ops = _by_op(facts, syncs, hits, blocked, stall)
+    # the value tests before the reads (`assert torch.isfinite(h).all()`), found once for the record and the edit
+    checks = _checks(facts, [op for op, _ in hits if facts.trace.event_name(op) in READ_OPS])
     record = HostSync(syncs=len(hits), steps=ctx.step_count, syncs_per_step=len(hits) / ctx.step_count,
                       stall_us=us(total), step_share_percent=100.0 * impact.share, ops=ops,
-                      check=_check_name(facts, [op for op, _ in hits]))
+                      check=_check_name(facts, checks, len(hits)))
     return [Finding(ID, record, impact, _evidence(facts, syncs, hits, blocked, stall),
-                    edit=_edit(facts, hits, stall))]
+                    edit=_edit(facts, hits, stall, checks))]
 
 
 # Ops that exist only to bring a value to the host: the fix (keep it on the GPU) removes the op with its copy
@@ -140,7 +142,7 @@ BATCHED_PRODUCER_HOST = 0.1
 PRE_WINDOW_SHARE = 0.5
 
 
-def _edit(facts: Facts, hits: list[tuple[int, list[int]]], stall: dict[int, int]) -> Edit:
+def _edit(facts: Facts, hits: list[tuple[int, list[int]]], stall: dict[int, int], checks: dict[int, list[int]]) -> Edit:
     """What the fix does: a value read goes (the op, its copy and its sync, and the Python statement that
     called only it), an explicit sync goes with its wrapper, a masked op goes with its backward, any other
     syncing op stops waiting; reads in a loop over tensors batch their producers. A sync that waits for work
@@ -150,7 +152,7 @@ def _edit(facts: Facts, hits: list[tuple[int, list[int]]], stall: dict[int, int]
     gone, masked, unblock = _by_fix(facts, hits)
     work = _WorkIndex(facts)
     remove = [work.statement(op) for op in gone] + masked
-    remove += _check_producers(facts, [op for op in gone if trace.event_name(op) in READ_OPS])
+    remove += [i for op in gone for i in checks.get(op, ())]  # a value test's ops go with its read
     remove += backward_nodes(facts, np.array(masked, np.int64)).tolist()
     # a bare sync's wrapper the trace recorded no frame for: the host time right before it
     wrappers = work.gaps_before([op for op, parts in hits if parts == [op] and work.statement(op) == op])
@@ -160,21 +162,14 @@ def _edit(facts: Facts, hits: list[tuple[int, list[int]]], stall: dict[int, int]
                 host_remove_ns=cut)
 
 
-def _check_name(facts: Facts, hits: list[int]) -> str:
-    """The value test most reads make, where at least half of them make one ("aten::isfinite > aten::all")."""
+def _check_name(facts: Facts, checks: dict[int, list[int]], hits: int) -> str:
+    """The value test most reads make, where at least half of the `hits` make one ("aten::isfinite > aten::all")."""
     trace = facts.trace
-    tests = Counter(" > ".join(trace.event_name(i) for i in reversed(parts))
-                    for parts in _checks(facts, [op for op in hits if trace.event_name(op) in READ_OPS]).values())
+    tests = Counter(" > ".join(trace.event_name(i) for i in reversed(parts)) for parts in checks.values())
     if not tests:
         return ""
     name, count = tests.most_common(1)[0]
-    return name if 2 * count >= len(hits) else ""
-
-
-def _check_producers(facts: Facts, reads: list[int]) -> list[int]:
-    """The ops that exist only for a value test read on the host (see _checks): dropping the check, or running it
-    every N steps, removes them with the read."""
-    return [i for parts in _checks(facts, reads).values() for i in parts]
+    return name if 2 * count >= hits else ""
 
 
 def _checks(facts: Facts, reads: list[int]) -> dict[int, list[int]]:
