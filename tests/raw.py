@@ -18,7 +18,8 @@ def events(name: str) -> tuple[dict, ...]:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as f:
         data = json.load(f)
-    return tuple(e for e in data["traceEvents"] if isinstance(e, dict))
+    listed = data["traceEvents"] if isinstance(data, dict) else data  # older traces: a bare list of events
+    return tuple(e for e in listed if isinstance(e, dict))
 
 
 def complete(name: str, cat: str | None = None, event_name: str | None = None) -> list[dict]:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 class Summary:
     self_cpu_total_us: float
     self_device_total_us: float
-    verdict: str  # overhead-bound | compute-bound | balanced | cpu-only
+    verdict: str  # overhead-bound | compute-bound | balanced | input-bound | cpu-only (pista.policy)
     window_us: float
     gpu_busy_us: float
     gpu_busy_share: float | None
@@ -45,6 +45,11 @@ class Summary:
     replay_error: float | None = None
     replayed_step_us: float | None = None
     unprofiled_step_us: float | None = None
+    # the host's time dominates the device's (pista.policy.verdict_of said overhead-bound), whether or not the
+    # printed verdict says input-bound: per-op overhead is still there to find once the input is fixed
+    host_bound: bool = False
+    # the share of the median step the host spends in data regions (pista.hosttime's "data", the busiest thread)
+    input_share: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

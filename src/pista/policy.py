@@ -24,6 +24,13 @@ OVERHEAD_MAX_GPU_BUSY = 0.4  # ... provided the GPU sits idle for at least 60% o
 # count: gpu/pageable_memcpy is 90% busy copying and 0% computing.
 COMPUTE_MIN_GPU_BUSY = 0.6
 COMPUTE_MAX_RATIO = 3.0
+# Share of the median step the host spends in data regions (the DataLoader's `enumerate(DataLoader)#...`, regions
+# named for data: pista.hosttime's "data") at or above which a window the GPU does not keep busy is input-bound: the
+# loop waits for its batches, and neither per-op overhead nor the GPU sets its pace (review 5: t4_mlp_fashionmnist
+# fp32 and amp, 91% and 81% of the step in the DataLoader, read "overhead-bound"; param_resnet_kineto 51%,
+# "balanced"; kineto_resnet50_w0_2021 39% with the GPU 57% busy. kineto_resnet50_w0_early's 25% and
+# savings/h100's loader_pageable (8%, its copies the cause) stay as they were).
+INPUT_MIN_SHARE = 0.3
 
 
 class Severity(str, Enum):
@@ -76,6 +83,12 @@ def severity_of(share: float, once: bool = False) -> Severity:
     else:
         severity = Severity.WARNING if share >= WARNING_SHARE else Severity.INFO
     return min(severity, ONE_TIME_MAX_SEVERITY, key=lambda s: s.rank) if once else severity
+
+
+def input_verdict(verdict: str, input_share: float) -> str:
+    """The verdict to print: "input-bound" where the host waits for data at least INPUT_MIN_SHARE of the step and
+    the GPU is not the limit (an overhead-bound or balanced window), else the verdict as weighed by verdict_of."""
+    return "input-bound" if verdict in ("overhead-bound", "balanced") and input_share >= INPUT_MIN_SHARE else verdict
 
 
 def verdict_of(has_gpu: bool, cpu_us: float, device_us: float, busy_share: float | None,

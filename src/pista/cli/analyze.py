@@ -1,4 +1,4 @@
-"""Diagnose a trace: the verdict (overhead-bound, compute-bound, balanced, cpu-only) and the findings,
+"""Diagnose a trace: the verdict (overhead-bound, compute-bound, balanced, input-bound, cpu-only) and the findings,
 each with its evidence (events, lane, step, ts, dur) and the advice."""
 
 from __future__ import annotations

@@ -150,7 +150,7 @@ def _record(ctx: Context, idx: np.ndarray, ops: np.ndarray, card, target: str, s
         **_card_fields(card, target, device_name(trace)),
         saved_us=us(saved), steps=ctx.step_count, assumed_speedup=None if card else speedup,
         geforce=bool(GEFORCE.search(device_name(trace) or "")),
-        gpu_busy_percent=100.0 * (ctx.summary.gpu_busy_share or 0.0), host_bound=ctx.summary.verdict == "overhead-bound")
+        gpu_busy_percent=100.0 * (ctx.summary.gpu_busy_share or 0.0), host_bound=ctx.summary.host_bound)
 
 
 def _rated(facts: Facts, idx: np.ndarray) -> tuple[float | None, Any]:

@@ -193,7 +193,7 @@ class BetweenOps(Record):
 
 def check(ctx: Context) -> list[Finding]:
     s = ctx.summary
-    if s.verdict != "overhead-bound":
+    if not s.host_bound:
         return []
     facts = ctx.facts
     book = ledger(facts)

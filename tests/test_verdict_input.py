@@ -1,0 +1,63 @@
+"""The input-bound verdict: a window whose host waits for its DataLoader most of the step reads "input-bound", not
+"overhead-bound" or "balanced" (review 5: two T4 MLP traces with 63-81% of the step in the DataLoader read
+"overhead-bound"); the share is checked against the trace's own DataLoader marker durations, read plainly."""
+
+from __future__ import annotations
+
+import pytest
+
+from pista.analysis import analyze
+from pista.policy import INPUT_MIN_SHARE
+from tests.raw import FIXTURES, complete
+
+DATALOADER = "enumerate(DataLoader)#"
+
+
+def loader_share(name: str) -> float:
+    """The data regions' time inside the steps over the steps' time, from the raw events: torch's DataLoader
+    markers, and gpu/gpu_idle_dataloader's own `data_loading` region."""
+    # ProfilerStep marks in whatever category the profiler gave them (torch 1.8: an 'Operator')
+    marks = [e for e in complete(name) if str(e.get("name", "")).startswith("ProfilerStep#")]
+    spans = [(float(s["ts"]), float(s["ts"]) + float(s["dur"])) for s in marks]
+    inside = 0.0
+    for e in complete(name):
+        if not str(e.get("name", "")).startswith((DATALOADER, "data_loading")):
+            continue
+        a, b = float(e["ts"]), float(e["ts"]) + float(e["dur"])
+        inside += sum(max(0.0, min(b, hi) - max(a, lo)) for lo, hi in spans)
+    return inside / sum(hi - lo for lo, hi in spans)
+
+
+# Traces whose loop waits for its DataLoader (each has ProfilerStep marks, so the share can be read plainly),
+# and twins of the same kind whose loader keeps up.
+WAITING = ["gpu/gpu_idle_dataloader", "gpu/resnet_loader", "savings/h100/loader_no_workers__broken",
+           "foreign/kineto_resnet50_w0_2021"]
+FED = ["savings/h100/loader_no_workers__fixed", "savings/h100/healthy_loader_workers__broken",
+       "savings/h100/loader_pageable__broken", "foreign/kineto_resnet50_w0_early"]
+
+
+@pytest.mark.parametrize("name", WAITING)
+def test_a_loop_waiting_for_its_loader_is_input_bound(name: str) -> None:
+    assert loader_share(name) >= INPUT_MIN_SHARE
+    summary = analyze(str(FIXTURES / f"{name}.json.gz"), replay=False).summary
+    assert summary.verdict == "input-bound"
+    assert summary.input_share == pytest.approx(loader_share(name), abs=0.1)
+
+
+@pytest.mark.parametrize("name", FED)
+def test_a_loop_its_loader_keeps_up_with_keeps_its_verdict(name: str) -> None:
+    assert loader_share(name) < INPUT_MIN_SHARE
+    summary = analyze(str(FIXTURES / f"{name}.json.gz"), replay=False).summary
+    assert summary.verdict in ("overhead-bound", "balanced")
+
+
+def test_per_op_overhead_is_still_found_behind_the_input() -> None:
+    """The host also dominates the GPU once the loader's wait is gone: overhead-bound still reads the rest
+    (host_bound), and the profiler-inflation notice of a balanced window, whose host time here is waiting for
+    data the profiler does not inflate, is not given."""
+    analysis = analyze(str(FIXTURES / "gpu/resnet_loader.json.gz"))
+    s = analysis.summary
+    assert s.host_bound and s.self_cpu_total_us >= 3 * s.self_device_total_us
+    assert "overhead-bound" in analysis.rules_fired
+    balanced = analyze(str(FIXTURES / "foreign/kineto_resnet50_w0_2021.json.gz"), replay=False)
+    assert not any(n.startswith("balanced") for n in balanced.notices)
