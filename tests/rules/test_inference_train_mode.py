@@ -144,3 +144,22 @@ def test_without_steps_it_says_the_condition_and_does_not_come_first(tmp_path, a
     assert "If this window is inference" in finding.message and "The outputs are wrong" not in finding.message
     assert "Si esta ventana es inferencia" in localize_finding(finding, "es").message
     assert "The outputs are wrong" in analysis_of("gpu/resnet50_train").finding(RULE).message  # with steps: a fact
+
+
+def test_on_a_cpu_only_trace_the_cost_is_host_time(analysis_of):
+    """dtu_gabriellanaro (a ResNet forward on a laptop CPU, no GPU): batch norm in training mode costs CPU time, which
+    eval() mostly saves; it was priced at "0 µs of GPU time" (review 5). A GPU trace's finding keeps pricing kernels."""
+    from pista.rules.inference_train_mode import CPU_BATCH_NORM_EVAL_SAVING
+
+    name = "foreign/dtu_gabriellanaro"
+    finding = analysis_of(name).finding(RULE)
+    assert finding is not None
+    norms = [e for e in raw.complete(name, "cpu_op", "aten::batch_norm")
+             if e["args"].get("Concrete Inputs", [None] * 6)[5] in ("True", None)]
+    assert norms
+    expected = CPU_BATCH_NORM_EVAL_SAVING * sum(float(e["dur"]) for e in norms)
+    assert finding.metrics["cpu_us_per_step"] == pytest.approx(expected, rel=0.01)
+    assert finding.impact.us == pytest.approx(expected, rel=0.01)
+    assert "On the CPU, eval() saves" in finding.message
+    gpu = analysis_of("gpu/resnet50_train").finding(RULE)
+    assert gpu is not None and gpu.metrics["cpu_us_per_step"] == 0 and "GPU time" in gpu.message

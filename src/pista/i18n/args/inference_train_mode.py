@@ -51,6 +51,8 @@ def args(r: InferenceTrainMode, say: Say) -> dict[str, str]:
         "idle_us": t(r.idle_us_per_step), "dispatched": _dispatched(r, say), "sdpa": yes(r.attention_not_cudnn),
         "grad": yes(r.grad_mode), "modules": _modules(r, say),
         "gpu_time": yes(r.kernel_us_per_step or r.idle_us_per_step), "busy": f"{100 * r.busy_share:.0f}",
+        "cpu": yes(r.cpu_us_per_step), "cpu_us": t(r.cpu_us_per_step),
+        "bn_saving": f"{100 * r.batch_norm_saving:.0f}",
     }
 
 

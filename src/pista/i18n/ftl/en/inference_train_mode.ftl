@@ -32,7 +32,8 @@ docs =
     (their dispatch, where the host is the limit; overhead-bound, launch-bound and many-calls leave it
     to this rule, `claimed_idle`): a lower bound (cuDNN's training batch-norm kernel does both jobs in
     one, not counted). gpu/resnet50_train 1.2 ms, gpu/gpt2_decode_train 1.5 ms a step (measured
-    unprofiled: 1.34 and 0.66 ms). The wrong outputs are why it is at least a warning, whatever it costs,
+    unprofiled: 1.34 and 0.66 ms). On a CPU-only trace: the dropouts' host time, and 60% of the training batch
+    norms' (eval's running statistics skip the statistics pass: 63-94% less, measured on a CPU). The wrong outputs are why it is at least a warning, whatever it costs,
     and comes first (SEVERITY_EXCEPTION); without ProfilerStep markers it is info with that condition
     said (a training forward profiled alone, its backward outside the window, looks the same).
 
@@ -56,9 +57,13 @@ message = { $lead ->
   }, yet the model is in training mode: { $what }. { $has_steps ->
     [yes] The outputs are wrong, not only slower.
    *[no] If this window is inference, its outputs are wrong, not only slower; nothing in it says which.
-  } The training-only kernels take { $kernel_us } of GPU time a step{ $idle ->
-    [yes] , and the GPU idles { $idle_us } a step while { $dispatched } dispatch
-   *[no] {""}
+  } { $cpu ->
+    [yes] On the CPU, eval() saves { $cpu_us } a step of their time (running statistics skip batch norm's statistics
+        pass, about { $bn_saving }% of its time; a dropout in eval does nothing)
+   *[no] The training-only kernels take { $kernel_us } of GPU time a step{ $idle ->
+        [yes] , and the GPU idles { $idle_us } a step while { $dispatched } dispatch
+       *[no] {""}
+      }
   }.
 advice = Call model.eval() before the inference loop (and model.train() before training resumes);
     torch.inference_mode() and torch.no_grad() do not switch dropout or batch norm off.{ $sdpa ->
@@ -74,7 +79,15 @@ fix = the model runs inference in train() mode ({ $modules }): call model.eval()
         [yes] , and pin SDPA to flash/efficient (sdpa_kernel): with dropout_p=0 it may pick cuDNN attention
        *[no] {""}
     }.
-basis = { $gpu_time ->
+basis = { $cpu ->
+    [yes] the CPU time of the dropouts that drop, and { $bn_saving }% of the training batch norms' (measured on a
+        CPU: eval's batch norm takes 63-94% less){ $has_steps ->
+            [yes] ; at least a warning, and first, as the outputs are wrong
+           *[no] ; information only: without steps the window may be a training forward
+        }
+   *[no] { basis-gpu }
+  }
+basis-gpu = { $gpu_time ->
     [no] the training-only work takes no GPU time here: the finding is for the outputs, which train mode makes
         wrong{ $has_steps ->
             [yes] {""}

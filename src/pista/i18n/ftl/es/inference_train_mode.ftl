@@ -34,7 +34,9 @@ docs =
     el host es el límite; overhead-bound, launch-bound y many-calls se la dejan a esta regla,
     `claimed_idle`): una cota inferior (el kernel de entrenamiento de batch norm de cuDNN hace ambas
     cosas en uno, y no cuenta). gpu/resnet50_train 1.2 ms, gpu/gpt2_decode_train 1.5 ms por paso (medido
-    sin profiler: 1.34 y 0.66 ms). Las salidas incorrectas son la razón de que sea al menos un aviso,
+    sin profiler: 1.34 y 0.66 ms). En una traza solo de CPU: el tiempo de host de los dropouts, y el 60% del de los
+    batch norms en modo entrenamiento (las estadísticas acumuladas de eval evitan la pasada de estadísticas: un 63-94%
+    menos, medido en una CPU). Las salidas incorrectas son la razón de que sea al menos un aviso,
     cueste lo que cueste, y vaya primero (SEVERITY_EXCEPTION); sin marcas ProfilerStep es info con esa
     condición dicha (el forward de un entrenamiento perfilado solo, con su backward fuera de la ventana,
     se ve igual).
@@ -61,9 +63,13 @@ message = { $lead ->
   }, y aun así el modelo está en modo entrenamiento: { $what }. { $has_steps ->
     [yes] Las salidas son incorrectas, no solo más lentas.
    *[no] Si esta ventana es inferencia, sus salidas son incorrectas, no solo más lentas; nada en ella dice cuál.
-  } Los kernels propios del entrenamiento ocupan { $kernel_us } de GPU por paso{ $idle ->
-    [yes] , y la GPU está inactiva { $idle_us } por paso mientras se despachan { $dispatched }
-   *[no] {""}
+  } { $cpu ->
+    [yes] En la CPU, eval() ahorra { $cpu_us } por paso de su tiempo (las estadísticas acumuladas evitan la pasada de
+        estadísticas de batch norm, cerca del { $bn_saving }% de su tiempo; un dropout en eval no hace nada)
+   *[no] Los kernels propios del entrenamiento ocupan { $kernel_us } de GPU por paso{ $idle ->
+        [yes] , y la GPU está inactiva { $idle_us } por paso mientras se despachan { $dispatched }
+       *[no] {""}
+      }
   }.
 advice = Llama a model.eval() antes del bucle de inferencia (y a model.train() antes de volver a entrenar);
     torch.inference_mode() y torch.no_grad() no desactivan dropout ni batch norm.{ $sdpa ->
@@ -79,7 +85,15 @@ fix = el modelo hace inferencia en modo train() ({ $modules }): llama antes a mo
         [yes] , y fija SDPA a flash/efficient (sdpa_kernel): con dropout_p=0 puede elegir la atención de cuDNN
        *[no] {""}
     }.
-basis = { $gpu_time ->
+basis = { $cpu ->
+    [yes] el tiempo de CPU de los dropouts que descartan, y el { $bn_saving }% del de los batch norms en modo
+        entrenamiento (medido en una CPU: el batch norm de eval tarda un 63-94% menos){ $has_steps ->
+            [yes] ; al menos un aviso, y primero, porque las salidas son incorrectas
+           *[no] ; solo información: sin pasos, la ventana puede ser un forward de entrenamiento
+        }
+   *[no] { basis-gpu }
+  }
+basis-gpu = { $gpu_time ->
     [no] el trabajo propio del entrenamiento no ocupa tiempo de GPU aquí: el hallazgo es por las salidas, que el modo
         entrenamiento hace incorrectas{ $has_steps ->
             [yes] {""}
