@@ -312,6 +312,7 @@ def derive(trace: Trace) -> Facts:
     owner = _link(trace.external_id, is_device_work, trace.external_id,
                   is_host & trace.category_mask(OWNER_CATEGORIES))
     launcher = _link(trace.correlation, is_device_work, trace.correlation, is_launch)
+    owner = _enclosing_owner(trace, owner, launcher, parent, is_host & trace.category_mask(OWNER_CATEGORIES))
     steps, event_step = _steps(trace, is_host, is_device_work, launcher)
     return Facts(
         trace=trace,
@@ -457,6 +458,30 @@ def _link(keys_from: np.ndarray, from_mask: np.ndarray, keys_to: np.ndarray, to_
     hit = sorted_keys[pos_clipped] == keys_from[sources]
     out[sources[hit]] = sorted_targets[pos_clipped[hit]]
     return out
+
+
+# Slack (ns) when checking that a kernel's owner holds its launch call: timestamps rounded to the µs.
+OWNER_SLACK_NS = 1_000
+
+
+def _enclosing_owner(trace: Trace, owner: np.ndarray, launcher: np.ndarray, parent: np.ndarray,
+                     is_owner: np.ndarray) -> np.ndarray:
+    """Owners by External id that cannot have launched their kernel, the op lying wholly before or after the launch
+    call, replaced by the innermost op or region around that call: an External id can be used twice in one file
+    (h100_tiny_transformer_fwd: 282 is both aten::mm's TF32 GEMM and an aten::empty 2.6 ms later, and the top
+    kernels line read "from aten::empty"). Few or none in a file: the walk up the op tree is per such kernel."""
+    work = np.flatnonzero((owner >= 0) & (launcher >= 0))
+    if work.size == 0:
+        return owner
+    o, call = owner[work].astype(np.int64), launcher[work].astype(np.int64)
+    ts, end = trace.ts, trace.ts + trace.dur
+    wrong = (ts[o] > end[call] + OWNER_SLACK_NS) | (end[o] + OWNER_SLACK_NS < ts[call])
+    for k, c in zip(work[wrong].tolist(), call[wrong].tolist(), strict=True):
+        up = int(parent[c])
+        while up >= 0 and not is_owner[up]:
+            up = int(parent[up])
+        owner[k] = up
+    return owner
 
 
 # Events per slice when placing events in steps: 40 MiB of temporaries at most.
