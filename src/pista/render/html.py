@@ -23,7 +23,7 @@ from pista.finding import Evidence, Finding
 from pista.i18n import lane_label, localize, words
 from pista.i18n._fmt import num, pct, short_figures, t
 from pista.memory import MemoryTimeline, timelines
-from pista.trace.facts import Facts, Lane
+from pista.trace.facts import Facts, Lane, Step
 
 if TYPE_CHECKING:  # an Analysis is read, never built, here: pista.analysis shows one in a notebook with this page's parts
     from pista.analysis import Analysis
@@ -225,10 +225,16 @@ def _layer(trace, groups: list[tuple[int, np.ndarray]], gpu_rows: set[int], min_
     merged = [(row, *_merge_tiny(trace.ts[sel], trace.ts[sel] + trace.dur[sel], trace.name[sel], min_ns))
               for row, sel in groups]
     caps = _caps([m[1].size for m in merged], [g[0] in gpu_rows for g in groups], budget)
-    parts = []
+    parts: list[tuple[np.ndarray, ...]] = []
     for cap, (row, start, end, name, count) in zip(caps, merged, strict=False):
         keep = _longest(start, end, cap)
         parts.append((np.full(keep.size, row), start[keep], end[keep], name[keep], count[keep]))
+    return _rect_columns(trace, parts, origin, intern)
+
+
+def _rect_columns(trace, parts: list[tuple[np.ndarray, ...]], origin: int, intern) -> dict[str, list]:
+    """Each row's kept rectangles (row, start, end, name id, count) as the page's columns: ms from the origin,
+    names interned."""
     if not parts:
         return {"row": [], "start": [], "end": [], "name": [], "count": []}
     rows, starts, ends, names, counts = (np.concatenate(c) for c in zip(*parts, strict=True))
@@ -410,14 +416,19 @@ def _memory_chart(analysis: Analysis, labels: dict[str, str]) -> str:
     def x(ns: float) -> float:
         return (ns - t0) / max(t1 - t0, 1) * width
 
-    steps = "".join(f'<rect class="step" x="{x(max(st.start, t0)):.1f}" y="0" '
-                    f'width="{max(0.0, x(min(st.end, t1)) - x(max(st.start, t0))):.1f}" height="{height}"/>'
-                    for k, st in enumerate(analysis.facts.steps) if k % 2 == 0)
+    steps = _memory_steps(analysis.facts.steps, x, t0, t1, height)
     paths = [_memory_line(tl, x, top, height) for tl in lines]
     legend = _memory_legend(lines, labels)
     head = html.escape(labels.get("Memory allocated over time", "Memory allocated over time"))
     return (f'<div class="memory"><span class="k">{head}</span><svg viewBox="0 0 {width:.0f} {height:.0f}" '
             f'preserveAspectRatio="none">{steps}{"".join(paths)}</svg><ul>{legend}</ul></div>')
+
+
+def _memory_steps(steps: list[Step], x: Callable[[float], float], t0: int, t1: int, height: float) -> str:
+    """Every other step shaded, cut to the chart's time [t0, t1]."""
+    return "".join(f'<rect class="step" x="{x(max(st.start, t0)):.1f}" y="0" '
+                   f'width="{max(0.0, x(min(st.end, t1)) - x(max(st.start, t0))):.1f}" height="{height}"/>'
+                   for k, st in enumerate(steps) if k % 2 == 0)
 
 
 def _memory_line(tl: MemoryTimeline, x: Callable[[float], float], top: float, height: float) -> str:
