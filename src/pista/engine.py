@@ -171,7 +171,7 @@ def _finished(findings: list[Finding], step_ns: float, settled: dict[int, Impact
 
 def _unreplayed(f: Finding) -> Finding:
     """A finding whose edit could not be replayed: one without an edit, with the rule's own estimate."""
-    return dataclasses.replace(f, edit=None, severity=f.severity if f.severity_fixed else None)
+    return dataclasses.replace(f, edit=None, severity=_rule_severity(f))
 
 
 def printed(findings: list[Finding]) -> list[Finding]:
@@ -319,10 +319,18 @@ def _budget(findings: list[Finding], step_ns: float, settled: dict[int, Impact],
             continue
         if id(f) in cut and impact.share < MIN_SAVING_SHARE and is_symptom(f):
             continue  # a symptom the causes leave nothing to (kineto_resnet50_w4_2021: launch-bound at 0 µs)
-        # a severity the rule set stays; any other follows the new impact (Finding.__post_init__)
-        out.append(dataclasses.replace(f, impact=impact, severity=f.severity if f.severity_fixed else None,
-                                       edit=(edits or {}).get(id(f), f.edit)))
+        out.append(_with_impact(f, impact, (edits or {}).get(id(f), f.edit)))
     return out
+
+
+def _with_impact(f: Finding, impact: Impact, edit: Edit | None) -> Finding:
+    """The finding with its new impact and the edit replayed for it."""
+    return dataclasses.replace(f, impact=impact, severity=_rule_severity(f), edit=edit)
+
+
+def _rule_severity(f: Finding) -> Severity | None:
+    """A severity the rule set stays; any other (None) follows the finding's impact (Finding.__post_init__)."""
+    return f.severity if f.severity_fixed else None
 
 
 def _cut_to_what_is_left(findings: list[Finding], step_ns: float, settled: dict[int, Impact]) -> dict[int, Impact]:

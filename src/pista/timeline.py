@@ -114,13 +114,17 @@ class Edit:
         """The host time this edit changes (removes or shortens): what a symptom found after it must not
         claim again."""
         trace = facts.trace
-        events = [e for e, f in self.host_scale if f < 1.0]
-        if self.remove.size:
-            events.append(self.remove[facts.is_host[self.remove]])
-        idx = np.concatenate(events).astype(np.int64) if events else np.empty(0, np.int64)
+        idx = self._shortened_host_events(facts)
         spans = [s for s, f in self.host_scale_spans if f < 1.0]
         return merge_intervals(np.concatenate([trace.ts[idx], *(s.start for s in spans)]),
                                np.concatenate([trace.ts[idx] + trace.dur[idx], *(s.end for s in spans)]))
+
+    def _shortened_host_events(self, facts: Facts) -> np.ndarray:
+        """The host events this edit removes or scales down (with repeats)."""
+        events = [e for e, f in self.host_scale if f < 1.0]
+        if self.remove.size:
+            events.append(self.remove[facts.is_host[self.remove]])
+        return np.concatenate(events).astype(np.int64) if events else np.empty(0, np.int64)
 
     def outside(self, facts: Facts, taken: Intervals) -> Edit:
         """The same edit on the host time outside `taken` (its scaled events become spans there); removals,
