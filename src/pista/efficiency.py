@@ -27,7 +27,7 @@ import msgspec
 import numpy as np
 
 from pista.errors import UsageError
-from pista.opargs import op_args
+from pista.opargs import OpArgs, op_args
 from pista.purpose import CODE, PURPOSES, classify
 from pista.trace.facts import Facts, per_facts
 from pista.trace.model import Trace
@@ -210,6 +210,11 @@ def card_of(trace: Trace) -> Card | None:
     name = device_name(trace)
     card = card_named(name) if name else None
     return card or _card_by_properties(trace.device_properties)
+
+
+def _given_or_traced(card: Card | None, trace: Trace) -> Card | None:
+    """The card given, else the trace's (card_of)."""
+    return card if card is not None else card_of(trace)
 
 
 # A chip the header's compute capability and SM count name alone, for boards the table's names miss
@@ -489,14 +494,19 @@ def gemms(facts: Facts) -> dict[int, Gemm]:
     if kernels.size:
         picked, ops = _longest_per_op(facts, kernels)
         for k, op, args in zip(picked.tolist(), ops.tolist(), op_args(facts, ops.tolist()), strict=True):
-            if args is None:
-                continue
-            name = trace.event_name(op)
-            mnk = _mnk_of(name, args.dims_text)
-            if mnk is None or not math.prod(mnk):
-                continue
-            out[k] = Gemm(k, op, 2.0 * math.prod(mnk), _dtype_of(name, args.types_text, trace.event_name(k)), mnk)
+            gemm = None if args is None else _gemm(trace, k, op, args)
+            if gemm is not None:
+                out[k] = gemm
     return out
+
+
+def _gemm(trace: Trace, k: int, op: int, args: OpArgs) -> Gemm | None:
+    """Kernel k as a GEMM of its launching op, from the op's shapes and types; None where they give no FLOPs."""
+    name = trace.event_name(op)
+    mnk = _mnk_of(name, args.dims_text)
+    if mnk is None or not math.prod(mnk):
+        return None
+    return Gemm(k, op, 2.0 * math.prod(mnk), _dtype_of(name, args.types_text, trace.event_name(k)), mnk)
 
 
 @dataclass(frozen=True)
@@ -520,7 +530,7 @@ class Rate:
 def rate(facts: Facts, kernels: np.ndarray, card: Card | None = None) -> Rate:
     """The achieved rate of these kernel calls (event indices) and where it stands on the card."""
     trace = facts.trace
-    card = card if card is not None else card_of(trace)
+    card = _given_or_traced(card, trace)
     table = gemms(facts)
     rated = [table[int(k)] for k in kernels.tolist() if int(k) in table]
     flops = float(sum(g.flops for g in rated))
@@ -555,20 +565,26 @@ def headroom_ns(facts: Facts, kernels: np.ndarray, card: Card | None = None) -> 
     call. A call within AT_CEILING_SHARE of the ceiling (or above it) contributes 0: that close, the
     difference is the ceiling's own run-to-run spread. Calls without FLOPs or dtype contribute 0."""
     trace = facts.trace
-    card = card if card is not None else card_of(trace)
+    card = _given_or_traced(card, trace)
     if card is None:
         return 0.0
     table = gemms(facts)
     total = 0.0
     for k in kernels.tolist():
         g = table.get(int(k))
-        ceiling = card.ceiling(g.dtype) if g else None
-        if g is None or not ceiling:
-            continue
-        ideal = g.flops / (ceiling * 1e3)  # ns at the ceiling
-        if ideal < AT_CEILING_SHARE * float(trace.dur[k]):
-            total += float(trace.dur[k]) - ideal
+        if g is not None:
+            total += _above_ceiling_ns(g, card, float(trace.dur[k]))
     return total
+
+
+def _above_ceiling_ns(g: Gemm, card: Card, dur_ns: float) -> float:
+    """What a call of `dur_ns` spends above the time the card's ceiling for its dtype takes; 0 within
+    AT_CEILING_SHARE of it, or without a ceiling for its dtype."""
+    ceiling = card.ceiling(g.dtype)
+    if not ceiling:
+        return 0.0
+    ideal = g.flops / (ceiling * 1e3)  # ns at the ceiling
+    return dur_ns - ideal if ideal < AT_CEILING_SHARE * dur_ns else 0.0
 
 
 # Bytes per element of the `Input type` strings torch records.
@@ -706,8 +722,10 @@ class KernelRow:
 def _moved(trace: Any, members: np.ndarray, traffic: dict[int, float]) -> tuple[float | None, float | None]:
     """The bytes these calls moved (those whose bytes are known) and at what rate, TB/s."""
     moved = [k for k in members.tolist() if k in traffic]
-    nbytes = float(sum(traffic[k] for k in moved)) if moved else None
-    moved_ns = float(trace.dur[moved].sum()) if moved else 0.0
+    if not moved:
+        return None, None
+    nbytes = float(sum(traffic[k] for k in moved))
+    moved_ns = float(trace.dur[moved].sum())
     return nbytes, (nbytes / moved_ns / 1e3 if nbytes and moved_ns > 0 else None)
 
 

@@ -131,11 +131,19 @@ def unprofiled(facts: Facts) -> Replay | None:
     return None if tl is None else tl.replay(profiler_edit(facts))
 
 
-def predict(facts: Facts) -> Prediction | None:
-    tl = timeline(facts)
-    clean = unprofiled(facts)
+def _replayed_steps(facts: Facts) -> tuple[Timeline, Replay] | None:
+    """The timeline and its steps replayed without the profiler; None without a timeline or with no step in it."""
+    tl, clean = timeline(facts), unprofiled(facts)
     if tl is None or clean is None or not tl.baseline.ends.size:
         return None
+    return tl, clean
+
+
+def predict(facts: Facts) -> Prediction | None:
+    replayed = _replayed_steps(facts)
+    if replayed is None:
+        return None
+    tl, clean = replayed
     return Prediction(tl.baseline.median_ns, clean.median_ns, tl.error)
 
 
@@ -144,10 +152,11 @@ def settle(facts: Facts, findings: Sequence[Finding], step_ns: float,
     """The findings with the engine's impacts (see the module docstring); those that save nothing left out.
     A finding whose edit cannot be replayed (a bug in its rule) keeps the rule's own estimate, and `failures`
     names the rule (pista.isolation); without `failures` the error goes through."""
-    tl, clean = timeline(facts), unprofiled(facts)
+    replayed = _replayed_steps(facts)
     replayable = [f for f in findings if f.edit is not None and not f.impact.once]
-    if tl is None or clean is None or not tl.baseline.ends.size or not replayable:
+    if replayed is None or not replayable:
         return _finished(list(findings), step_ns, {})
+    tl, clean = replayed
     ctx = _Credit(tl, profiler_edit(facts), tl.baseline.median_ns or 1.0, clean.median_ns or 1.0, {}, {},
                   observed_step=step_ns, failures=failures)
     ctx.replay(facts, replayable)
@@ -162,7 +171,7 @@ def _finished(findings: list[Finding], step_ns: float, settled: dict[int, Impact
 
 def _unreplayed(f: Finding) -> Finding:
     """A finding whose edit could not be replayed: one without an edit, with the rule's own estimate."""
-    return dataclasses.replace(f, edit=None, severity=f.severity if f.severity_fixed else None)
+    return dataclasses.replace(f, edit=None, severity=_rule_severity(f))
 
 
 def printed(findings: list[Finding]) -> list[Finding]:
@@ -252,21 +261,30 @@ class _Credit:
             after, clean_after = tl.replay(now), tl.replay(prof + now)
             saved = min(base.median_ns - after.median_ns, e.most_ns)
             clean_saved = min(clean_base.median_ns - clean_after.median_ns, e.most_ns)
-            if clean_saved <= MIN_SAVING_SHARE * self.clean_step and (saved <= MIN_SAVING_SHARE * self.step
-                                                                       or is_symptom(f)):
-                # nothing saved; or a symptom whose saving is the profiler's own (kineto_resnet50_w4_2021:
-                # launch-bound 8.5 ms as profiled, none without the profiler)
+            if self._saves_nothing(f, saved, clean_saved):
                 continue
             if _restated(saved, alone[id(f)]) and _restated(clean_saved, clean_alone[id(f)]):
                 continue  # what the fixes before it already save: the same time, said again
-            cap = min(self.step, self.observed_step)
-            self.settled[id(f)] = Impact(
-                min(max(saved, 0.0), cap) / 1000.0, min(1.0, max(saved, 0.0) / self.step), replayed=True,
-                alone_us=alone[id(f)] / 1000.0, unprofiled_us=min(max(clean_saved, 0.0), self.clean_step) / 1000.0,
-                unprofiled_share=min(1.0, max(clean_saved, 0.0) / self.clean_step))
+            self.settled[id(f)] = self._impact(saved, clean_saved, alone[id(f)])
             self.edits[id(f)] = e
             applied, base, clean_base = now, after, clean_after
         return applied
+
+    def _saves_nothing(self, f: Finding, saved: float, clean_saved: float) -> bool:
+        """Whether a saving (ns, as profiled and without the profiler) is none: under MIN_SAVING_SHARE of the
+        step both ways, or a symptom's that is the profiler's own (kineto_resnet50_w4_2021: launch-bound 8.5 ms as
+        profiled, none without the profiler)."""
+        return clean_saved <= MIN_SAVING_SHARE * self.clean_step and (saved <= MIN_SAVING_SHARE * self.step
+                                                                       or is_symptom(f))
+
+    def _impact(self, saved: float, clean_saved: float, alone: float) -> Impact:
+        """The impact credited for a saving (ns, as profiled and without the profiler; `alone`: its edit's alone),
+        as profiled no more than the step (nor the step the trace shows)."""
+        cap = min(self.step, self.observed_step)
+        return Impact(
+            min(max(saved, 0.0), cap) / 1000.0, min(1.0, max(saved, 0.0) / self.step), replayed=True,
+            alone_us=alone / 1000.0, unprofiled_us=min(max(clean_saved, 0.0), self.clean_step) / 1000.0,
+            unprofiled_share=min(1.0, max(clean_saved, 0.0) / self.clean_step))
 
 
 def _off_path(f: Finding) -> Any:
@@ -301,10 +319,18 @@ def _budget(findings: list[Finding], step_ns: float, settled: dict[int, Impact],
             continue
         if id(f) in cut and impact.share < MIN_SAVING_SHARE and is_symptom(f):
             continue  # a symptom the causes leave nothing to (kineto_resnet50_w4_2021: launch-bound at 0 µs)
-        # a severity the rule set stays; any other follows the new impact (Finding.__post_init__)
-        out.append(dataclasses.replace(f, impact=impact, severity=f.severity if f.severity_fixed else None,
-                                       edit=(edits or {}).get(id(f), f.edit)))
+        out.append(_with_impact(f, impact, (edits or {}).get(id(f), f.edit)))
     return out
+
+
+def _with_impact(f: Finding, impact: Impact, edit: Edit | None) -> Finding:
+    """The finding with its new impact and the edit replayed for it."""
+    return dataclasses.replace(f, impact=impact, severity=_rule_severity(f), edit=edit)
+
+
+def _rule_severity(f: Finding) -> Severity | None:
+    """A severity the rule set stays; any other (None) follows the finding's impact (Finding.__post_init__)."""
+    return f.severity if f.severity_fixed else None
 
 
 def _cut_to_what_is_left(findings: list[Finding], step_ns: float, settled: dict[int, Impact]) -> dict[int, Impact]:

@@ -213,7 +213,7 @@ def record_fields(record: Any) -> dict[str, Any]:
     """A rule's record as plain data (JSON's `metrics`)."""
     if isinstance(record, msgspec.Struct):
         return _plain(record)
-    return asdict(record) if is_dataclass(record) and not isinstance(record, type) else dict(record or {})
+    return asdict(record) if _is_dataclass_instance(record) else dict(record or {})
 
 
 def _plain(value: Any) -> Any:
@@ -222,11 +222,16 @@ def _plain(value: Any) -> Any:
     Unlike asdict it copies no leaf value and leaves a dict's keys (and a dict subclass's type)."""
     if isinstance(value, msgspec.Struct):
         return {name: _plain(getattr(value, name)) for name in value.__struct_fields__}
-    if is_dataclass(value) and not isinstance(value, type):
+    if _is_dataclass_instance(value):
         return asdict(value)
     if isinstance(value, (list, tuple, dict)):
         return _plain_items(value)
     return value
+
+
+def _is_dataclass_instance(value: Any) -> bool:
+    """A dataclass's instance (is_dataclass says yes for the class too)."""
+    return is_dataclass(value) and not isinstance(value, type)
 
 
 def _plain_items(value: list[Any] | tuple[Any, ...] | dict[Any, Any]) -> Any:

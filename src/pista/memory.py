@@ -74,22 +74,26 @@ def memory_rows(facts: Facts) -> dict[str, np.ndarray]:
     """Every [memory] event as columns (pista sql's `memory` table): idx, ts_ns, device, bytes,
     allocated_bytes, reserved_bytes, device_type (c10's number); empty columns without profile_memory."""
     trace = facts.trace
-    empty = {"idx": np.empty(0, np.int64), "ts_ns": np.empty(0, np.int64), "device": np.empty(0, dtype=object),
-             "bytes": np.empty(0, np.int64), "allocated_bytes": np.empty(0, np.int64),
-             "reserved_bytes": np.empty(0, np.int64), "device_type": np.empty(0, np.int64)}
     try:
         name_id = trace.names.index(MEMORY_EVENT)
     except ValueError:
-        return empty
+        return _no_rows()
     idx = np.flatnonzero(trace.name == name_id)
     idx = idx[np.argsort(trace.ts[idx], kind="stable")]
     rows = trace.decode_args(idx.tolist(), _MemoryArgs)
     kept = [(k, r) for k, r in enumerate(rows) if r is not None and r.allocated >= 0]
     if not kept:
-        return empty
+        return _no_rows()
     keep = [k for k, _ in kept]
     return {"idx": idx[keep].astype(np.int64), "ts_ns": trace.ts[idx[keep]].astype(np.int64),
             **_arg_columns([r for _, r in kept])}
+
+
+def _no_rows() -> dict[str, np.ndarray]:
+    """memory_rows' columns, empty."""
+    return {"idx": np.empty(0, np.int64), "ts_ns": np.empty(0, np.int64), "device": np.empty(0, dtype=object),
+            "bytes": np.empty(0, np.int64), "allocated_bytes": np.empty(0, np.int64),
+            "reserved_bytes": np.empty(0, np.int64), "device_type": np.empty(0, np.int64)}
 
 
 def _arg_columns(args: list[_MemoryArgs]) -> dict[str, np.ndarray]:

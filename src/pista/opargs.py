@@ -102,14 +102,19 @@ class _Store:
             return
         events = np.concatenate([p[0] for p in parts])
         end = self.rows + events.size
-        if end > self.seqs.size:  # room for twice as many: each row copied a few times at most
-            room = max(end, 2 * self.seqs.size)
-            self.fields = np.concatenate([self.fields[: self.rows], np.empty((room - self.rows, 3), np.int32)])
-            self.seqs = np.concatenate([self.seqs[: self.rows], np.empty(room - self.rows, np.int64)])
+        if end > self.seqs.size:
+            self._grow(end)
         self.fields[self.rows : end] = np.concatenate([p[1] for p in parts])
         self.seqs[self.rows : end] = np.concatenate([p[2] for p in parts])
         self.row_of[events] = np.arange(self.rows, end)
         self.rows = end
+
+    def _grow(self, end: int) -> None:
+        """Room for `end` rows at least, twice as many as now where that is more: each row copied a few times at
+        most."""
+        room = max(end, 2 * self.seqs.size)
+        self.fields = np.concatenate([self.fields[: self.rows], np.empty((room - self.rows, 3), np.int32)])
+        self.seqs = np.concatenate([self.seqs[: self.rows], np.empty(room - self.rows, np.int64)])
 
     def _rows(self, events: Indices, decoded: list[_Fields | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The events' text ids (dims, types, concrete) and sequence numbers."""

@@ -25,10 +25,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pista.trace.facts import Facts, Intervals, merge_intervals, per_facts
+
+if TYPE_CHECKING:
+    from pista.trace.model import Trace
 
 # A runtime call named like this waits for device work (CUDA runtime and driver, HIP).
 SYNC_CALL = re.compile(r"^(cuda|cu|hip)(Device|Stream|Event|Ctx)Synchronize$")
@@ -110,13 +114,17 @@ class Edit:
         """The host time this edit changes (removes or shortens): what a symptom found after it must not
         claim again."""
         trace = facts.trace
-        events = [e for e, f in self.host_scale if f < 1.0]
-        if self.remove.size:
-            events.append(self.remove[facts.is_host[self.remove]])
-        idx = np.concatenate(events).astype(np.int64) if events else np.empty(0, np.int64)
+        idx = self._shortened_host_events(facts)
         spans = [s for s, f in self.host_scale_spans if f < 1.0]
         return merge_intervals(np.concatenate([trace.ts[idx], *(s.start for s in spans)]),
                                np.concatenate([trace.ts[idx] + trace.dur[idx], *(s.end for s in spans)]))
+
+    def _shortened_host_events(self, facts: Facts) -> np.ndarray:
+        """The host events this edit removes or scales down (with repeats)."""
+        events = [e for e, f in self.host_scale if f < 1.0]
+        if self.remove.size:
+            events.append(self.remove[facts.is_host[self.remove]])
+        return np.concatenate(events).astype(np.int64) if events else np.empty(0, np.int64)
 
     def outside(self, facts: Facts, taken: Intervals) -> Edit:
         """The same edit on the host time outside `taken` (its scaled events become spans there); removals,
@@ -124,7 +132,7 @@ class Edit:
         if not taken.start.size:
             return self
         trace = facts.trace
-        spans = tuple((merge_intervals(trace.ts[e], trace.ts[e] + trace.dur[e]).subtract(taken), f)
+        spans = tuple((_spans_of(trace, e).subtract(taken), f)
                       for e, f in self.host_scale)
         spans += tuple((s.subtract(taken), f) for s, f in self.host_scale_spans)
         return Edit(self.label, self.remove, (), self.host_remove_ns, self.device_dur, self.unblock, spans, self.ready,
@@ -134,6 +142,11 @@ class Edit:
     def empty(self) -> bool:
         return (not self.remove.size and not self.host_scale and not self.host_scale_spans and self.host_remove_ns is None
                 and self.device_dur is None and not self.unblock.size and not self.ready.size)
+
+
+def _spans_of(trace: Trace, events: np.ndarray) -> Intervals:
+    """The time the events cover, overlaps merged."""
+    return merge_intervals(trace.ts[events], trace.ts[events] + trace.dur[events])
 
 
 def _join_pairs(a: tuple[np.ndarray, np.ndarray] | None,
@@ -242,10 +255,10 @@ def _interval_weights(facts: Facts, edit: Edit) -> list[tuple[Intervals, float]]
     out = []
     host = edit.remove[facts.is_host[edit.remove] | facts.is_launch[edit.remove]] if edit.remove.size else edit.remove
     if host.size:
-        out.append((merge_intervals(trace.ts[host], trace.ts[host] + trace.dur[host]), 1.0))
+        out.append((_spans_of(trace, host), 1.0))
     for events, factor in edit.host_scale:
         if events.size and factor < 1.0:
-            out.append((merge_intervals(trace.ts[events], trace.ts[events] + trace.dur[events]), 1.0 - factor))
+            out.append((_spans_of(trace, events), 1.0 - factor))
     out.extend((spans, 1.0 - factor) for spans, factor in edit.host_scale_spans if factor < 1.0)
     return out
 
@@ -380,9 +393,14 @@ def _run(tl: Timeline, advance: np.ndarray, sync: np.ndarray, w_keep: np.ndarray
             t = done + advance[p]
         lo = hi
     out = _steps(tl, h, w_end, w_keep)
+    return Replay(out.start, out.ends, waited, _stream_busy(tl, w_keep, w_dur))
+
+
+def _stream_busy(tl: Timeline, w_keep: np.ndarray, w_dur: np.ndarray) -> dict[int, float]:
+    """Per stream: the replayed work the steps ran on it (ns), streams with none left out."""
     mine = w_keep & (tl.w_step >= 0)
     busy = np.bincount(tl.w_stream[mine], weights=w_dur[mine], minlength=tl.streams) if mine.any() else np.zeros(0)
-    return Replay(out.start, out.ends, waited, {s: float(b) for s, b in enumerate(busy) if b > 0})
+    return {s: float(b) for s, b in enumerate(busy) if b > 0}
 
 
 def _awaited(tl: Timeline, p: int, stream_end: np.ndarray) -> float:

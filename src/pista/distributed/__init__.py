@@ -92,7 +92,6 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
     # start-up: the engine (dask, workers) only when ranks are analysed
     from pista.distributed.engine import run_ranks
     from pista.distributed.rank import assign_ranks, trace_files
-    from pista.notices import RankNotice
 
     typed: list[Record] = []  # the folder's and the pool's, then the ranks' own
     paths = [str(p) for p in trace_files(folder, typed)]
@@ -101,8 +100,7 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
     ranks = _traces_only(summaries, notices)
     _refuse_bad(ranks)
     notices += [note_text(n, lang) for n in assign_ranks(ranks)]
-    for r in ranks:
-        notices += [note_text(RankNotice(int(r.rank), n), lang) for n in _localized_notices(r, lang)]  # type: ignore[arg-type]
+    notices += _rank_notices(ranks, lang)
     notices += [note_text(n, lang) for n in _world_size_notice(ranks)]
     failures: list[RuleFailed] = []
     cross = _cross(ranks, rules, failures)
@@ -110,6 +108,15 @@ def analyze_ranks(folder: str | os.PathLike[str], engine: str = "local", workers
     if lang != "en":
         _localize(ranks, cross, lang)
     return DistributedAnalysis(str(folder), ranks, cross, notices)
+
+
+def _rank_notices(ranks: list[RankSummary], lang: str) -> list[str]:
+    """Each rank's notices in `lang`, each saying which rank it is of."""
+    # start-up: the notices with the ranks' analysis
+    from pista.notices import RankNotice
+
+    return [note_text(RankNotice(int(r.rank), n), lang)  # type: ignore[arg-type]
+            for r in ranks for n in _localized_notices(r, lang)]
 
 
 def _traces_only(ranks: list[RankSummary], notices: list[str]) -> list[RankSummary]:

@@ -113,15 +113,11 @@ def communication(facts: Facts) -> CommStats:
     work = device_comm | host_comm
     call_events = _collectives(facts, _outermost(facts, calls))
     if not work.any():
-        # no communication, but the steps still count (a rank's pace, for the cross-rank check)
-        steps = [StepComm(st.number, st.start, st.end, 0, 0, 0) for st in facts.steps]
-        return CommStats(domain="none", call_events=call_events, steps=steps)
+        return _steps_only(facts, call_events)
 
     domains = _domains(facts, device_comm, host_comm, calls)
-    step_of_event = facts.event_step
-    step_ids = sorted({int(s) for s in np.unique(step_of_event[work]).tolist() if s >= 0})
     stats = CommStats(domain="gpu" if device_comm.any() else "host", call_events=call_events)
-    in_steps = work & (step_of_event >= 0) if step_ids else work
+    in_steps = _in_steps(facts, work)
     for selector, compute in domains:
         sel = selector & in_steps
         stats.comm, stats.exposed = _add(stats.comm, stats.exposed, _exposed(facts, sel, compute))
@@ -133,6 +129,18 @@ def communication(facts: Facts) -> CommStats:
     stats.work_exposed = exposed_each[stats.work_index]
     stats.events = _collectives(facts, in_steps)
     return stats
+
+
+def _steps_only(facts: Facts, call_events: list[Collective]) -> CommStats:
+    """A trace with no communication: its steps still count (a rank's pace, for the cross-rank check)."""
+    steps = [StepComm(st.number, st.start, st.end, 0, 0, 0) for st in facts.steps]
+    return CommStats(domain="none", call_events=call_events, steps=steps)
+
+
+def _in_steps(facts: Facts, work: np.ndarray) -> np.ndarray:
+    """The communication inside the steps; all of it where none is in a step."""
+    inside = work & (facts.event_step >= 0)
+    return inside if inside.any() else work
 
 
 def _domains(facts: Facts, device_comm: np.ndarray, host_comm: np.ndarray, calls: np.ndarray

@@ -43,14 +43,10 @@ def run_ranks(paths: Sequence[str], engine: str = "local", workers: int | None =
         return _dask(paths, work, scheduler)
     if scheduler:
         raise UsageError("--scheduler goes with --engine dask")
-    if engine == "inline":
-        return [work(p) for p in paths]
-    if engine != "local":
+    if engine not in ("inline", "local"):
         raise UsageError(f"unknown engine '{engine}'; choose one of {', '.join(ENGINES)}")
-    n = pool_size(workers, len(paths), notices if notices is not None else [])
-    if n == 1:
-        return [work(p) for p in paths]
-    return _pooled(paths, work, n)
+    n = 1 if engine == "inline" else pool_size(workers, len(paths), notices if notices is not None else [])
+    return [work(p) for p in paths] if n == 1 else _pooled(paths, work, n)
 
 
 def pool_size(workers: int | None, ranks: int, notices: list[Record]) -> int:

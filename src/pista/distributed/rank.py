@@ -7,7 +7,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from pista.trace.facts import Facts, derive
 
 RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.I)
 TRACE_SUFFIXES = (".json", ".json.gz")
+
+T = TypeVar("T")
+
 # What a rank ships of its work, for the cross-rank check to say what a late rank does that the
 # others do not: the regions (host ops, record_function annotations, Python functions; kernels,
 # copies and memsets other than communication) with the most time per step, down to this much per
@@ -96,25 +99,34 @@ def summarize_rank(path: str, rules: list[str] | None = None) -> RankSummary:
     except PistaError as err:
         return RankSummary(path=path, error=str(err), not_a_trace=isinstance(err, NotATrace))
     info = trace.distributed_info
-    rank = info.get("rank")
-    world = info.get("world_size")
-    comm = communication(facts)
-    comm.work_index = comm.work_index[:0]  # event ids mean nothing outside this process
-    comm.work_exposed = comm.work_exposed[:0]
+    rank = _typed(info.get("rank"), int)
     return RankSummary(
         path=path,
-        rank=rank if isinstance(rank, int) else None,
-        rank_from="distributedInfo" if isinstance(rank, int) else "",
-        world_size=world if isinstance(world, int) else None,
-        backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
+        rank=rank,
+        rank_from="distributedInfo" if rank is not None else "",
+        world_size=_typed(info.get("world_size"), int),
+        backend=_typed(info.get("backend"), str),
         clock_base_ns=trace.base_time_ns or 0,
         summary=analysis.summary.to_dict(),
         findings=analysis.findings,
-        comm=comm,
+        comm=_portable_communication(facts),
         notices=list(trace.notices) + [n for n in analysis.notices if n in _failure_texts(analysis.failures)],
         failures=analysis.failures,
         host_regions=host_regions(facts),
     )
+
+
+def _typed(value: object, kind: type[T]) -> T | None:
+    """A distributedInfo value where it is of the kind (the trace writes what it writes), else None."""
+    return value if isinstance(value, kind) else None
+
+
+def _portable_communication(facts: Facts) -> CommStats:
+    """The rank's communication without its per-event arrays: event ids mean nothing outside this process."""
+    comm = communication(facts)
+    comm.work_index = comm.work_index[:0]
+    comm.work_exposed = comm.work_exposed[:0]
+    return comm
 
 
 def _failure_texts(failures: list[RuleFailed]) -> set[str]:
@@ -146,9 +158,7 @@ def host_regions(facts: Facts) -> tuple[HostRegion, ...]:
     communication and the ProfilerStep annotations left out."""
     trace = facts.trace
     names = trace.names
-    skip = np.fromiter((n.startswith("ProfilerStep#") or bool(COLLECTIVE_CALL.match(n)) or bool(HOST_COMM_WORK.match(n))
-                        for n in names), dtype=bool, count=len(names))
-    skip |= np.fromiter((bool(COMM_KERNEL.match(n)) for n in names), dtype=bool, count=len(names))
+    skip = _left_out(names)
     host = facts.is_host & facts.is_complete & trace.category_mask(HOST_REGION_CATEGORIES)
     mask = host | facts.is_device_work
     if skip.size:
@@ -168,6 +178,15 @@ def host_regions(facts: Facts) -> tuple[HostRegion, ...]:
                  for k in keep.tolist())
 
 
+def _left_out(names: list[str]) -> np.ndarray:
+    """Per name: whether it is no region of its own (the ProfilerStep annotations, communication calls and
+    work)."""
+    skip = np.fromiter((n.startswith("ProfilerStep#") or bool(COLLECTIVE_CALL.match(n)) or bool(HOST_COMM_WORK.match(n))
+                        for n in names), dtype=bool, count=len(names))
+    skip |= np.fromiter((bool(COMM_KERNEL.match(n)) for n in names), dtype=bool, count=len(names))
+    return skip
+
+
 def trace_files(folder: str | os.PathLike[str], notices: list[Record] | None = None) -> list[Path]:
     """The trace files in a folder (then its subfolders, if the top has none), sorted by name.
     Symbolic links in it are skipped, with a notice: a link points anywhere (followed, one to a
@@ -177,15 +196,22 @@ def trace_files(folder: str | os.PathLike[str], notices: list[Record] | None = N
     files = _own_traces([root / name for name in os.listdir(root)], links)
     if not files:
         links.clear()
-        for top, folders, names in os.walk(root):  # followlinks=False: a linked folder is not entered
-            links += [Path(top, name) for name in folders if os.path.islink(os.path.join(top, name))]
-            files += _own_traces([Path(top, name) for name in names], links)
-        files.sort()
+        files = _traces_below(root, links)
     if links and notices is not None:
         notices.append(SkippedLinks(len(links), str(folder), links[0].name))
     if not files:
         raise UsageError(f"{folder}: no trace files (.json, .json.gz) in this folder")
     return files
+
+
+def _traces_below(root: Path, links: list[Path]) -> list[Path]:
+    """The trace files in a folder and its subfolders, sorted; symbolic links go to `links`, a linked folder
+    is not entered."""
+    files: list[Path] = []
+    for top, folders, names in os.walk(root):  # followlinks=False
+        links += [Path(top, name) for name in folders if os.path.islink(os.path.join(top, name))]
+        files += _own_traces([Path(top, name) for name in names], links)
+    return sorted(files)
 
 
 def _own_traces(paths: list[Path], links: list[Path]) -> list[Path]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -11,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pista.distributed import DistributedAnalysis
-from pista.finding import Finding
+from pista.finding import Evidence, Finding
 from pista.i18n import lane_label, word
 from pista.i18n._fmt import num, pct, short_figures, t
 from pista.render import layout
@@ -79,6 +80,18 @@ def _shown(result: DistributedAnalysis) -> list[tuple[Finding, list[int] | None,
 
 
 def _rank_table(result: DistributedAnalysis) -> Table:
+    table = _rank_columns()
+    timing = {t.rank: t for t in result.cross.timings}
+    straggling = {int(f.record.rank) for f in result.cross.findings}
+    for r in _rank_rows(result, timing):
+        table.add_row(*_rank_cells(r, timing.get(int(r.rank)), straggling))  # type: ignore[arg-type]
+    if len(result.ranks) > MAX_RANK_ROWS:
+        table.caption = f"{MAX_RANK_ROWS} of {len(result.ranks)} ranks shown: the latest first (--format json has all)"
+    return table
+
+
+def _rank_columns() -> Table:
+    """The rank table, its columns and no row yet."""
     table = Table(show_edge=False, pad_edge=False, box=None)
     # per step, medians; "late": when the rank calls its collectives, vs the other ranks (ms, + = later)
     for column in ("rank", "verdict", "steps", "step ms", "comm ms", "exposed ms", "overlap", "late ms",
@@ -86,12 +99,6 @@ def _rank_table(result: DistributedAnalysis) -> Table:
         # the numbers keep their width; a long list of rules wraps inside its own column
         table.add_column(column, justify="left" if column in ("verdict", "findings") else "right",
                          no_wrap=column != "findings", overflow="fold", ratio=1 if column == "findings" else None)
-    timing = {t.rank: t for t in result.cross.timings}
-    straggling = {int(f.record.rank) for f in result.cross.findings}
-    for r in _rank_rows(result, timing):
-        table.add_row(*_rank_cells(r, timing.get(int(r.rank)), straggling))  # type: ignore[arg-type]
-    if len(result.ranks) > MAX_RANK_ROWS:
-        table.caption = f"{MAX_RANK_ROWS} of {len(result.ranks)} ranks shown: the latest first (--format json has all)"
     return table
 
 
@@ -113,9 +120,9 @@ def _rank_cells(r: RankSummary, t: RankTiming | None, straggling: set[int]) -> l
     comm = _median_ms([s.comm for s in steps])
     share = r.comm.overlap_share if r.comm else None
     rules = sorted({f.rule for f in r.findings} | ({"straggler"} if r.rank in straggling else set()))
-    return [str(r.rank), str(r.summary.get("verdict", "")), str(len(steps)), _num(t.step_ms if t else None),
-            _num(comm), _num(t.exposed_ms if t else None), _pct(share),
-            _num(t.late_ms if t else None, signed=True), ", ".join(rules)]
+    step_ms, exposed_ms, late_ms = (t.step_ms, t.exposed_ms, t.late_ms) if t else (None, None, None)
+    return [str(r.rank), str(r.summary.get("verdict", "")), str(len(steps)), _num(step_ms),
+            _num(comm), _num(exposed_ms), _pct(share), _num(late_ms, signed=True), ", ".join(rules)]
 
 
 def _finding(console: Console, f: Finding, ranks: list[int] | None, shown: int | None = None,
@@ -125,20 +132,32 @@ def _finding(console: Console, f: Finding, ranks: list[int] | None, shown: int |
 
     assert f.severity is not None  # Finding.__post_init__ sets it
     style = SEVERITY_STYLE.get(f.severity.value, "")
-    where = ""
-    if ranks is not None:
-        listed = ", ".join(str(r) for r in ranks[:12]) + (f" +{len(ranks) - 12} {w('more')}" if len(ranks) > 12 else "")
-        where = f" [dim]({w('ranks' if len(ranks) > 1 else 'rank')} {listed}; {w('shown:')} {w('rank')} {shown})[/]"
+    where = "" if ranks is None else _where(ranks, shown, w)
     console.print(f"\n[{style}]{w(f.severity.value.upper()):8s}[/] [bold]{safe_markup(f.rule)}[/]: {safe_markup(f.title)}{where}")
     console.print(f"  {safe_markup(f.message)}")
     # what fixing it saves, per step and as a share of the step (the severity follows), and how
     console.print(f"  [{style}]{t(f.impact.us)}, {pct(f.impact.share)}[/]: [dim]{safe_markup(f.basis)}[/]")
     for e in f.evidence[:MAX_EVIDENCE]:
-        step = f"{w('step')} {e.step}" if e.step is not None else w("no step")
-        note = f"  ({safe_markup(e.note)})" if e.note else ""
-        console.print(f"  [dim]-[/] {safe_markup(e.name[:70])}  [dim]{safe_markup(lane_label(e.lane, lang))}, {step}, "
-                      f"{w('dur')} {t(e.dur_us)}[/]{note}")
+        console.print(_evidence_line(e, lang))
     console.print(f"  [green]{w('fix')}:[/] {safe_markup(f.advice)}")
+
+
+# ranks named in a finding's heading; past it, how many more
+MAX_RANKS_NAMED = 12
+
+
+def _where(ranks: list[int], shown: int | None, w: Callable[[str], str]) -> str:
+    """The ranks a finding fires on (the first MAX_RANKS_NAMED of them) and the rank whose evidence is shown."""
+    more = len(ranks) - MAX_RANKS_NAMED
+    listed = ", ".join(str(r) for r in ranks[:MAX_RANKS_NAMED]) + (f" +{more} {w('more')}" if more > 0 else "")
+    return f" [dim]({w('ranks' if len(ranks) > 1 else 'rank')} {listed}; {w('shown:')} {w('rank')} {shown})[/]"
+
+
+def _evidence_line(e: Evidence, lang: str) -> str:
+    step = f"{word('step', lang)} {e.step}" if e.step is not None else word("no step", lang)
+    note = f"  ({safe_markup(e.note)})" if e.note else ""
+    return (f"  [dim]-[/] {safe_markup(e.name[:70])}  [dim]{safe_markup(lane_label(e.lane, lang))}, {step}, "
+            f"{word('dur', lang)} {t(e.dur_us)}[/]{note}")
 
 
 def _weight(f: Finding) -> tuple[float, float]:

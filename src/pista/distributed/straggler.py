@@ -10,6 +10,7 @@ over collectives. Steps are compared by their median duration against the other 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,12 +97,23 @@ def cross_rank(ranks: list[RankSummary], failures: list[RuleFailed] | None = Non
     `failures` is given, the timings stand without findings and `failures` names it (pista.isolation)."""
     ok = [r for r in ranks if r.error is None]
     step_ms = [_median([s.dur for s in r.steps]) for r in ok]
-    known_steps = [v for v in step_ms if v is not None]
-    median_step = float(np.median(known_steps)) if known_steps else None
+    median_step = _median([v for v in step_ms if v is not None])
     offsets = _clock_offsets(ok)
     matched, late = _lateness(ok, offsets)
-    step_late = _step_start_lateness(ok, offsets)
-    timings = [RankTiming(
+    timings = _timings(ok, step_ms, offsets, late, _step_start_lateness(ok, offsets))
+    result = CrossRank(timings, len(matched.keys), _ms(median_step))
+    with isolated(rule.ID, "check", failures):
+        result.findings = _findings(ok, result, matched)
+        return result
+    result.waits = {}  # past here only where the rule raised: no wait half folded
+    return result
+
+
+def _timings(ok: list[RankSummary], step_ms: list[float | None], offsets: np.ndarray, late: np.ndarray,
+             step_late: np.ndarray) -> list[RankTiming]:
+    """Each rank's timing: its median step (ns, `step_ms`), its lateness at the collectives and at the step
+    starts (ns, NaN where unknown), its clock offset (ns)."""
+    return [RankTiming(
         rank=int(r.rank),  # type: ignore[arg-type]
         step_ms=_ms(step_ms[i]),
         exposed_ms=_ms(_median([s.exposed for s in r.steps])),
@@ -109,12 +121,6 @@ def cross_rank(ranks: list[RankSummary], failures: list[RuleFailed] | None = Non
         step_start_late_ms=_ms(_finite(step_late[i])),
         clock_offset_ms=float(offsets[i]) / 1e6,
     ) for i, r in enumerate(ok)]
-    result = CrossRank(timings, len(matched.keys), _ms(median_step))
-    with isolated(rule.ID, "check", failures):
-        result.findings = _findings(ok, result, matched)
-        return result
-    result.waits = {}  # past here only where the rule raised: no wait half folded
-    return result
 
 
 def _clock_offsets(ok: list[RankSummary]) -> np.ndarray:
@@ -267,22 +273,25 @@ def _deepest_of_near_ties(best: list[tuple[float, int, rule.ExtraWork]]) -> rule
 def _matched(ok: list[RankSummary], which: str, edge: str) -> tuple[list[tuple[int | None, str, int]], np.ndarray]:
     """Collectives present on every rank, as a (ranks, k) matrix of their start or end on the shared
     clock (ns), with their keys (step, name, n-th of that name in the step)."""
-    tables = []
-    for r in ok:
-        seen: dict[tuple[int | None, str], int] = defaultdict(int)
-        table = {}
-        events = getattr(r.comm, which) if r.comm else []
-        for c in events:
-            nth = seen[(c.step, c.name)]
-            seen[(c.step, c.name)] += 1
-            table[(c.step, c.name, nth)] = getattr(c, edge) + r.clock_base_ns
-        tables.append(table)
+    tables = [_by_key(r, which, edge) for r in ok]
     if not tables:
         return [], np.empty((0, 0))
     common = set(tables[0]).intersection(*tables[1:])
     keys = sorted(common, key=lambda k: (k[0] if k[0] is not None else -1, k[1], k[2]))
     values = np.array([[t[k] for k in keys] for t in tables], dtype=np.float64).reshape(len(ok), len(keys))
     return keys, values
+
+
+def _by_key(r: RankSummary, which: str, edge: str) -> dict[tuple[int | None, str, int], float]:
+    """A rank's collectives (`which`: its calls or its work) by key (step, name, n-th of that name in the step):
+    their start or end (`edge`) on the shared clock (ns)."""
+    seen: dict[tuple[int | None, str], int] = defaultdict(int)
+    table = {}
+    for c in getattr(r.comm, which) if r.comm else []:
+        nth = seen[(c.step, c.name)]
+        seen[(c.step, c.name)] += 1
+        table[(c.step, c.name, nth)] = getattr(c, edge) + r.clock_base_ns
+    return table
 
 
 def _event_of(r: RankSummary, which: str, key: tuple[int | None, str, int]) -> Collective:
@@ -296,10 +305,14 @@ def _step_start_lateness(ok: list[RankSummary], offsets: np.ndarray) -> np.ndarr
     numbers = set.intersection(*({s.step for s in r.steps} for r in ok))
     if not numbers:
         return np.full(len(ok), np.nan)
-    ordered = sorted(numbers)
-    starts = np.array([[next(s.start for s in r.steps if s.step == n) + r.clock_base_ns for n in ordered]
-                       for r in ok], dtype=np.float64) - offsets[:, None]
+    starts = _step_starts(ok, sorted(numbers)) - offsets[:, None]
     return np.median(starts - leave_one_out_median(starts), axis=1)
+
+
+def _step_starts(ok: list[RankSummary], numbers: list[int]) -> np.ndarray:
+    """Per rank (rows), the start of each of the steps `numbers` (columns) on the shared clock (ns)."""
+    return np.array([[next(s.start for s in r.steps if s.step == n) + r.clock_base_ns for n in numbers]
+                     for r in ok], dtype=np.float64)
 
 
 def _others_median(values: list[float | None]) -> np.ndarray:
@@ -314,7 +327,7 @@ def _others_median(values: list[float | None]) -> np.ndarray:
     return out
 
 
-def _median(values: list[int]) -> float | None:
+def _median(values: Sequence[float]) -> float | None:
     return float(np.median(values)) if values else None
 
 

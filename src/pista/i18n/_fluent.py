@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fluent.runtime import FluentBundle
+    from fluent.runtime.resolver import Message, Pattern
+    from fluent.syntax.ast import Resource
 
 FTL = Path(__file__).parent / "ftl"
 
@@ -67,7 +69,6 @@ class Catalogue:
         # the first text rendered pays fluent's (and babel's) import
         from fluent.runtime import FluentBundle, resolver
         from fluent.syntax import FluentParser  # as fluent.runtime
-        from fluent.syntax.ast import Junk, Message, Term  # as fluent.runtime
 
         # fluent.runtime refuses a placeable's text over 2,500 characters (a guard against untrusted translations
         # expanding without bound); pista's catalogues are its own, and its arguments carry what the trace holds: a
@@ -76,16 +77,8 @@ class Catalogue:
 
         self.path = FTL / lang / f"{name}.ftl"
         resource = FluentParser(with_spans=False).parse(self.path.read_text(encoding="utf-8"))
-        ids: list[str] = []
-        for entry in resource.body:
-            if isinstance(entry, Junk):
-                note = entry.annotations[0].message if entry.annotations else "syntax error"
-                raise ValueError(f"{self.path}: {note}: {(entry.content or '').strip()[:80]!r}")
-            if isinstance(entry, (Message, Term)):
-                ids.append(("-" if isinstance(entry, Term) else "") + entry.id.name)
-        twice = sorted({i for i in ids if ids.count(i) > 1})
-        if twice:  # Fluent keeps the first silently
-            raise ValueError(f"{self.path}: message defined twice: {', '.join(twice)}")
+        ids = _entry_ids(resource, self.path)
+        _refuse_twice(ids, self.path)
         self.resource = resource
         self.ids = [i for i in ids if not i.startswith("-")]  # its messages, in the file's order
         self.bundle: FluentBundle = FluentBundle([lang], use_isolating=False)
@@ -100,31 +93,56 @@ class Catalogue:
         wrong = sorted(k for k, v in args.items() if not isinstance(v, str))
         if wrong:
             raise TypeError(f"{self.path} {msg_id}: arguments must be strings (pista formats its figures): {wrong}")
-        if not self.bundle.has_message(msg_id):
-            raise LookupError(f"{self.path}: no message '{msg_id}'")
-        pattern = self.bundle.get_message(msg_id).value
+        pattern = self._message(msg_id).value
         if pattern is None:
             raise LookupError(f"{self.path}: message '{msg_id}' has no value")
-        out, errors = self.bundle.format_pattern(pattern, args)
-        if errors:
-            raise ValueError(f"{self.path} {msg_id}: {'; '.join(map(str, errors))}")
-        return str(out)
+        return self._format(pattern, args, msg_id)
 
     def attribute(self, msg_id: str, name: str, /, **args: str) -> str | None:
         """A message's attribute (`.key = ...`) on one line; None where the message has none of that name."""
-        if not self.bundle.has_message(msg_id):
-            raise LookupError(f"{self.path}: no message '{msg_id}'")
-        pattern = self.bundle.get_message(msg_id).attributes.get(name)
+        pattern = self._message(msg_id).attributes.get(name)
         if pattern is None:
             return None
+        return self._format(pattern, args, f"{msg_id}.{name}").replace("\n", " ")
+
+    def _message(self, msg_id: str) -> Message:
+        """The bundle's message; one the catalogue lacks raises."""
+        if not self.bundle.has_message(msg_id):
+            raise LookupError(f"{self.path}: no message '{msg_id}'")
+        return self.bundle.get_message(msg_id)
+
+    def _format(self, pattern: Pattern, args: dict[str, str], where: str) -> str:
+        """A pattern with its arguments; any error Fluent reports (an unknown message or variable) raises."""
         out, errors = self.bundle.format_pattern(pattern, args)
         if errors:
-            raise ValueError(f"{self.path} {msg_id}.{name}: {'; '.join(map(str, errors))}")
-        return str(out).replace("\n", " ")
+            raise ValueError(f"{self.path} {where}: {'; '.join(map(str, errors))}")
+        return str(out)
 
     def line(self, msg_id: str, /, **args: str) -> str:
         """A message on one line: a wrapped pattern's line breaks read as spaces."""
         return self.text(msg_id, **args).replace("\n", " ")
+
+
+def _entry_ids(resource: Resource, path: Path) -> list[str]:
+    """The ids of a parsed catalogue's messages and terms (a term's with its -), in the file's order; a syntax
+    error raises."""
+    from fluent.syntax.ast import Junk, Message, Term  # as fluent.runtime
+
+    ids: list[str] = []
+    for entry in resource.body:
+        if isinstance(entry, Junk):
+            note = entry.annotations[0].message if entry.annotations else "syntax error"
+            raise ValueError(f"{path}: {note}: {(entry.content or '').strip()[:80]!r}")
+        if isinstance(entry, (Message, Term)):
+            ids.append(("-" if isinstance(entry, Term) else "") + entry.id.name)
+    return ids
+
+
+def _refuse_twice(ids: list[str], path: Path) -> None:
+    """A message defined twice raises: Fluent keeps the first silently."""
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise ValueError(f"{path}: message defined twice: {', '.join(twice)}")
 
 
 @cache

@@ -60,6 +60,11 @@ def t(us: float) -> str:
     return f"{us / 1000.0:.3f} ms" if abs(us) >= 1000.0 else f"{us:.3f} µs"
 
 
+def t_or_blank(us: float | None) -> str:
+    """t(us), or "" for a duration the trace does not give."""
+    return "" if us is None else t(us)
+
+
 # (unit, µs in one) from the largest: a duration is written in the first unit it reaches one of.
 _UNITS = (("s", 1e6), ("ms", 1e3), ("µs", 1.0), ("ns", 1e-3))
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from pista.analysis import Analysis
 from pista.errors import BadTrace
-from pista.finding import Finding
+from pista.finding import Evidence, Finding
 from pista.trace.load import _repair, _text_encoding
 from pista.trace.model import Trace
 
@@ -67,52 +67,63 @@ def _ts(us: float) -> str:
     return f"{sign}{q}.{r:03d}"
 
 
+def _enc(event: dict[str, Any], ts_us: float | None = None, dur_us: float | None = None) -> bytes:
+    """An event as JSON bytes, its ts and dur (µs) written as torch writes them (_ts)."""
+    text = json.dumps(event, ensure_ascii=False, separators=(", ", ": "))
+    extra = ""
+    if ts_us is not None:
+        extra += f', "ts": {_ts(ts_us)}'
+    if dur_us is not None:
+        extra += f', "dur": {_ts(dur_us)}'
+    return (text[:-1] + extra + "}").encode()
+
+
 def marker_events(analysis: Analysis) -> list[bytes]:
     """The pista events, each already encoded as JSON bytes."""
     pid = marker_pid(analysis)
-
-    def enc(event: dict[str, Any], ts_us: float | None = None, dur_us: float | None = None) -> bytes:
-        text = json.dumps(event, ensure_ascii=False, separators=(", ", ": "))
-        extra = ""
-        if ts_us is not None:
-            extra += f', "ts": {_ts(ts_us)}'
-        if dur_us is not None:
-            extra += f', "dur": {_ts(dur_us)}'
-        return (text[:-1] + extra + "}").encode()
-
     out = [
-        enc({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": PROCESS_NAME}}),
-        enc({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0, "args": {"sort_index": -1}}),
-        enc({"name": "process_labels", "ph": "M", "pid": pid, "tid": 0,
-             "args": {"labels": f"verdict: {analysis.summary.verdict}"}}),
+        _enc({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": PROCESS_NAME}}),
+        _enc({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0, "args": {"sort_index": -1}}),
+        _enc({"name": "process_labels", "ph": "M", "pid": pid, "tid": 0,
+              "args": {"labels": f"verdict: {analysis.summary.verdict}"}}),
     ]
     next_tid = 1
     for finding in analysis.findings:
-        assert finding.severity is not None  # Finding.__post_init__ sets it
-        track = f"{finding.severity.value} {finding.rule}"
         rows = sub_tracks(finding)
-        tids = [next_tid + j for j in range(max(rows, default=0) + 1)]
+        tids = list(range(next_tid, next_tid + max(rows, default=0) + 1))
         next_tid += len(tids)
-        for j, tid in enumerate(tids):
-            out.append(enc({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
-                            "args": {"name": track if j == 0 else f"{track} ({j + 1})"}}))
-            out.append(enc({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
-                            "args": {"sort_index": tid}}))
-        base = _finding_args(finding)
-        if finding.evidence:
-            first = min(finding.evidence, key=lambda e: e.ts_us)
-            out.append(enc({"name": f"{finding.rule}: {finding.title}", "ph": "i", "s": "t", "cat": CATEGORY,
-                            "pid": pid, "tid": tids[0], "args": base}, ts_us=first.ts_us))
-        for e, row in zip(finding.evidence, rows, strict=True):
-            args = {"rule": finding.rule, "severity": finding.severity.value, "title": finding.title,
-                    "evidence": e.name, "lane": e.lane, "step": e.step, "note": e.note}
-            event = {"name": e.name, "ph": "X" if e.dur_us > 0 else "i", "cat": CATEGORY,
-                     "pid": pid, "tid": tids[row], "args": args}
-            if e.dur_us > 0:
-                out.append(enc(event, ts_us=e.ts_us, dur_us=e.dur_us))
-            else:
-                out.append(enc({**event, "s": "t"}, ts_us=e.ts_us))
+        out += _finding_events(finding, pid, tids, rows)
     return out
+
+
+def _finding_events(finding: Finding, pid: int, tids: list[int], rows: list[int]) -> list[bytes]:
+    """A finding's tracks (threads `tids` of the pista process), a mark at its first evidence, then each evidence
+    on its track (`rows`: sub_tracks)."""
+    assert finding.severity is not None  # Finding.__post_init__ sets it
+    track = f"{finding.severity.value} {finding.rule}"
+    out = []
+    for j, tid in enumerate(tids):
+        out.append(_enc({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                         "args": {"name": track if j == 0 else f"{track} ({j + 1})"}}))
+        out.append(_enc({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
+                         "args": {"sort_index": tid}}))
+    if finding.evidence:
+        first = min(finding.evidence, key=lambda e: e.ts_us)
+        out.append(_enc({"name": f"{finding.rule}: {finding.title}", "ph": "i", "s": "t", "cat": CATEGORY,
+                         "pid": pid, "tid": tids[0], "args": _finding_args(finding)}, ts_us=first.ts_us))
+    said = {"rule": finding.rule, "severity": finding.severity.value, "title": finding.title}
+    out += [_evidence_event(said, e, pid, tids[row]) for e, row in zip(finding.evidence, rows, strict=True)]
+    return out
+
+
+def _evidence_event(said: dict[str, str], e: Evidence, pid: int, tid: int) -> bytes:
+    """One evidence, its args what the finding `said` (rule, severity, title) and its own: a span, or an instant
+    where it has no duration."""
+    args = {**said, "evidence": e.name, "lane": e.lane, "step": e.step, "note": e.note}
+    event = {"name": e.name, "ph": "X" if e.dur_us > 0 else "i", "cat": CATEGORY, "pid": pid, "tid": tid, "args": args}
+    if e.dur_us > 0:
+        return _enc(event, ts_us=e.ts_us, dur_us=e.dur_us)
+    return _enc({**event, "s": "t"}, ts_us=e.ts_us)
 
 
 def sub_tracks(finding: Finding) -> list[int]:
@@ -130,13 +141,17 @@ def sub_tracks(finding: Finding) -> list[int]:
             continue
         start = _ns(e.ts_us)
         end = start + _ns(e.dur_us)
-        row = next((r for r, spans in enumerate(taken)
-                    if all(end <= a or b <= start for a, b in spans)), len(taken))
+        row = _first_free(taken, start, end)
         if row == len(taken):
             taken.append([])
         taken[row].append((start, end))
         rows.append(row)
     return rows
+
+
+def _first_free(taken: list[list[tuple[int, int]]], start: int, end: int) -> int:
+    """The first track none of whose spans overlaps [start, end) (len(taken): none is free)."""
+    return next((r for r, spans in enumerate(taken) if all(end <= a or b <= start for a, b in spans)), len(taken))
 
 
 def _finding_args(f: Finding) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -45,8 +46,7 @@ def _render_text(result: CyclesAnalysis, color: bool, width: int | None, lang: s
 
     out = TextBuffer()  # rich draws ASCII boxes for an ASCII stdout
     console = layout.console(out, color, width)
-    who = ", ".join(part for part in (f"{w('host')} {result.host}" if result.host else "",
-                                      f"pid {result.pid}" if result.pid is not None else "") if part)
+    who = _who(result, w("host"))
     layout.header(console, f"pista: {safe_markup(result.source)}",
                   f"{len(result.cycles)} {w('profiler cycles of one process')}{f' ({safe_markup(who)})' if who else ''}, "
                   f"{w('in time order')}\n{w('cycles hint')}", width)
@@ -59,6 +59,12 @@ def _render_text(result: CyclesAnalysis, color: bool, width: int | None, lang: s
         for c in result.changes:
             _change(console, c, lang)
     return out.getvalue()
+
+
+def _who(result: CyclesAnalysis, host: str) -> str:
+    """The process the cycles are of: its host and pid, as far as the trace names them."""
+    return ", ".join(part for part in (f"{host} {result.host}" if result.host else "",
+                                       f"pid {result.pid}" if result.pid is not None else "") if part)
 
 
 def _cycle(console: Console, n: int, name: str, a: Analysis, lang: str) -> None:
@@ -80,7 +86,11 @@ def _cycle(console: Console, n: int, name: str, a: Analysis, lang: str) -> None:
     if not a.findings:
         console.print(f"  {w('No findings.')}")
         return
-    # one entry per rule: the finding that costs most (findings come sorted by impact), and how many
+    console.print(f"  {w('Findings')}: {', '.join(_finding_per_rule(a, w))}")
+
+
+def _finding_per_rule(a: Analysis, w: Callable[[str], str]) -> list[str]:
+    """One entry per rule: the finding that costs most (findings come sorted by impact), and how many."""
     count = Counter(f.rule for f in a.findings)
     shown: set[str] = set()
     parts = []
@@ -92,24 +102,33 @@ def _cycle(console: Console, n: int, name: str, a: Analysis, lang: str) -> None:
         style = SEVERITY_STYLE.get(f.severity.value, "")  # type: ignore[union-attr]
         parts.append(f"{safe_markup(f.rule)}{times} ([{style}]{w(f.severity.value)}[/], "  # type: ignore[union-attr]
                      f"{pct(f.impact.share)})")
-    console.print(f"  {w('Findings')}: {', '.join(parts)}")
+    return parts
 
 
 def _change(console: Console, c: CycleChange, lang: str) -> None:
     def w(key: str) -> str:
         return word(key, lang)
 
-    share = c.step_change
-    change = "" if share is None else f" ({'+' if share >= 0 else ''}{pct(share)})"
+    change = "" if c.step_change is None else f" ({_signed(c.step_change)})"
     verdict = (f"{c.verdict_before} -> {c.verdict_after}" if c.verdict_changed
                else f"{c.verdict_after} ({w('unchanged')})")
     console.print(f"  {w('Cycle')} {c.before + 1} -> {c.after + 1}: {w('median step')} {_ms(c.step_us_before)} -> "
                   f"{_ms(c.step_us_after)}{change}; {w('verdict')} {verdict}")
+    lines = _findings_changed(c, w)
+    console.print(f"    {'; '.join(lines) if lines else w('same findings')}")
+
+
+def _signed(share: float) -> str:
+    """A share of change with its sign, + included."""
+    return f"{'+' if share >= 0 else ''}{pct(share)}"
+
+
+def _findings_changed(c: CycleChange, w: Callable[[str], str]) -> list[str]:
+    """The findings that appeared, vanished or changed severity from one cycle to the next, a line per kind."""
     listed = [(w("appeared"), [f"{r} ({w(s)})" for r, s in c.appeared]),
               (w("vanished"), [f"{r} ({w(s)})" for r, s in c.vanished]),
               (w("severity changed"), [f"{r} ({w(a)} -> {w(b)})" for r, a, b in c.severity_changed])]
-    lines = [f"{label}: {safe_markup(', '.join(items))}" for label, items in listed if items]
-    console.print(f"    {'; '.join(lines) if lines else w('same findings')}")
+    return [f"{label}: {safe_markup(', '.join(items))}" for label, items in listed if items]
 
 
 def _ms(us: float) -> str:

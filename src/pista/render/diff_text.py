@@ -123,18 +123,20 @@ def _row_line(r: RowDiff, status: str, unit: str) -> str:
 
 
 def _findings_lines(d: Diff) -> list[str]:
-    lines = []
-    if d.findings_gained:
-        lines.append("Findings gained (in B):")
-        lines += [f"  + {f['severity']:8s} {f['rule']}: {sanitize_line(f['title'])}" for f in d.findings_gained]
-    if d.findings_lost:
-        lines.append("Findings lost (only in A):")
-        lines += [f"  - {f['severity']:8s} {f['rule']}: {sanitize_line(f['title'])}" for f in d.findings_lost]
+    lines = _listed("Findings gained (in B):", "+", d.findings_gained)
+    lines += _listed("Findings lost (only in A):", "-", d.findings_lost)
     if d.findings_kept:
         lines.append("Findings in both: " + ", ".join(d.findings_kept))
     if not (d.findings_gained or d.findings_lost or d.findings_kept):
         lines.append("No findings in either trace.")
     return lines
+
+
+def _listed(head: str, mark: str, findings: list[dict[str, str]]) -> list[str]:
+    """The head, then a line per finding (none for no finding)."""
+    if not findings:
+        return []
+    return [head, *(f"  {mark} {f['severity']:8s} {f['rule']}: {sanitize_line(f['title'])}" for f in findings)]
 
 
 def render_json(d: Diff) -> str:

@@ -19,15 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pista.finding import Finding
+from pista.finding import Evidence, Finding
 from pista.i18n import lane_label, localize, words
 from pista.i18n._fmt import num, pct, short_figures, t
-from pista.memory import timelines
-from pista.trace.facts import Facts
+from pista.memory import MemoryTimeline, timelines
+from pista.trace.facts import Facts, Lane, Step
 
 if TYPE_CHECKING:  # an Analysis is read, never built, here: pista.analysis shows one in a notebook with this page's parts
     from pista.analysis import Analysis
     from pista.context import Summary
+    from pista.table import Row, Table
 
 # Timeline budget: the 64 MB GPT trace has ~140k events. Two layers: zoomed out, runs of events
 # under 1/OVERVIEW_PIXELS of the window are merged into blocks (each at least ~0.5 px wide at
@@ -167,21 +168,27 @@ def _timeline(facts: Facts, origin: int, lo: int, hi: int, intern) -> dict[str, 
 def _timeline_rows(facts: Facts, lo: int, hi: int) -> tuple[list[dict[str, Any]], list[tuple[int, np.ndarray]]]:
     """The timeline's rows (a host thread's up to MAX_HOST_DEPTH levels, each stream, ...) and each row's events
     in the window."""
-    trace = facts.trace
     lanes = sorted((lane for lane in facts.lanes if lane.kind in LANE_ORDER),
                    key=lambda lane: (LANE_ORDER[lane.kind], lane.pid, lane.tid))
     rows: list[dict[str, Any]] = []
     groups: list[tuple[int, np.ndarray]] = []
     for lane in lanes:
-        ev = lane.events
-        ev = ev[(trace.ts[ev] + trace.dur[ev] >= lo) & (trace.ts[ev] <= hi)] if lane.kind != "overhead" else ev
-        depth = facts.depth[ev] if lane.kind == "cpu" else np.zeros(ev.size, np.int32)
+        ev, depth = _lane_events(facts, lane, lo, hi)
         levels = min(int(depth.max()) + 1 if ev.size else 1, MAX_HOST_DEPTH)
         for d in range(levels):
             rows.append({"label": lane.label if d == 0 else "", "lane": lane.label, "kind": lane.kind,
                          "pid": lane.pid, "depth": d})
             groups.append((len(rows) - 1, ev[depth == d]))
     return rows, groups
+
+
+def _lane_events(facts: Facts, lane: Lane, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """A lane's events in the window [lo, hi] (the profiler's overhead lane: all of them) and their depths (0 off
+    the host threads)."""
+    trace = facts.trace
+    ev = lane.events
+    ev = ev[(trace.ts[ev] + trace.dur[ev] >= lo) & (trace.ts[ev] <= hi)] if lane.kind != "overhead" else ev
+    return ev, facts.depth[ev] if lane.kind == "cpu" else np.zeros(ev.size, np.int32)
 
 
 def _gap_bands(facts: Facts, rows: list[dict[str, Any]], origin: int, lo: int, hi: int) -> list[list[Any]]:
@@ -218,10 +225,16 @@ def _layer(trace, groups: list[tuple[int, np.ndarray]], gpu_rows: set[int], min_
     merged = [(row, *_merge_tiny(trace.ts[sel], trace.ts[sel] + trace.dur[sel], trace.name[sel], min_ns))
               for row, sel in groups]
     caps = _caps([m[1].size for m in merged], [g[0] in gpu_rows for g in groups], budget)
-    parts = []
+    parts: list[tuple[np.ndarray, ...]] = []
     for cap, (row, start, end, name, count) in zip(caps, merged, strict=False):
         keep = _longest(start, end, cap)
         parts.append((np.full(keep.size, row), start[keep], end[keep], name[keep], count[keep]))
+    return _rect_columns(trace, parts, origin, intern)
+
+
+def _rect_columns(trace, parts: list[tuple[np.ndarray, ...]], origin: int, intern) -> dict[str, list]:
+    """Each row's kept rectangles (row, start, end, name id, count) as the page's columns: ms from the origin,
+    names interned."""
     if not parts:
         return {"row": [], "start": [], "end": [], "name": [], "count": []}
     rows, starts, ends, names, counts = (np.concatenate(c) for c in zip(*parts, strict=True))
@@ -342,17 +355,28 @@ def _header(analysis: Analysis, labels: dict[str, str], lang: str = "en") -> str
         return labels.get(key, key)
 
     s = analysis.summary
-    counts = {sev: sum(f.severity is not None and f.severity.value == sev for f in analysis.findings) for sev in ("critical", "warning", "info")}
     stat_html = "".join(f'<div class="stat"><span class="k">{html.escape(k)}</span>'
                         f'<span class="v">{html.escape(v)}</span></div>' for k, v in _stats(s, w))
-    chips = "".join(f'<span class="chip sev-{sev}">{n} {html.escape(w(sev))}</span>' for sev, n in counts.items() if n)
+    chips = _severity_chips(analysis.findings, w)
     notices = "".join(f'<p class="notice">{html.escape(w("notice"))}: {html.escape(n)}</p>' for n in analysis.notices)
-    bars = _memory_chart(analysis, labels) + _stacked(w("GPU time per step"), s.gpu_time_by_purpose, labels) + "".join(
-        _stacked(w("Host time per step") + ", " + lane_label(lane, lang), regions, labels)
-        for lane, regions in s.host_time_by_region.items())
+    bars = _memory_chart(analysis, labels) + _time_bars(s, labels, lang)
     return (f'<div class="verdict v-{html.escape(s.verdict)}">{html.escape(s.verdict)}</div>'
             f'<div class="stats">{stat_html}</div>{notices}{_start_here(analysis, labels)}{bars}'
             f'<div class="chips">{chips}</div>')
+
+
+def _severity_chips(findings: list[Finding], w: Callable[[str], str]) -> str:
+    """How many findings of each severity, the severities with none left out."""
+    counts = {sev: sum(f.severity is not None and f.severity.value == sev for f in findings)
+              for sev in ("critical", "warning", "info")}
+    return "".join(f'<span class="chip sev-{sev}">{n} {html.escape(w(sev))}</span>' for sev, n in counts.items() if n)
+
+
+def _time_bars(s: Summary, labels: dict[str, str], lang: str) -> str:
+    """The GPU's time per step by purpose, then each host thread's by region, a stacked bar each."""
+    return _stacked(labels.get("GPU time per step", "GPU time per step"), s.gpu_time_by_purpose, labels) + "".join(
+        _stacked(labels.get("Host time per step", "Host time per step") + ", " + lane_label(lane, lang), regions, labels)
+        for lane, regions in s.host_time_by_region.items())
 
 
 def _stats(s: Summary, w: Callable[[str], str]) -> list[tuple[str, str]]:
@@ -392,20 +416,33 @@ def _memory_chart(analysis: Analysis, labels: dict[str, str]) -> str:
     def x(ns: float) -> float:
         return (ns - t0) / max(t1 - t0, 1) * width
 
-    steps = "".join(f'<rect class="step" x="{x(max(st.start, t0)):.1f}" y="0" '
-                    f'width="{max(0.0, x(min(st.end, t1)) - x(max(st.start, t0))):.1f}" height="{height}"/>'
-                    for k, st in enumerate(analysis.facts.steps) if k % 2 == 0)
-    paths = []
-    for tl in lines:
-        pick = np.unique(np.linspace(0, tl.ts.size - 1, min(tl.ts.size, MEMORY_CHART_POINTS)).astype(np.int64))
-        points = " ".join(f"{x(float(tl.ts[k])):.1f},{height - tl.allocated[k] / top * (height - 4):.1f}" for k in pick)
-        paths.append(f'<polyline class="mem" points="{points}"><title>{html.escape(tl.device)}</title></polyline>')
-    legend = "".join(f"<li>{html.escape(tl.device)}: {html.escape(labels.get('peak allocated', 'peak allocated'))} "
-                     f"{num(tl.peak_allocated / 2**20, 1)} MiB, {html.escape(labels.get('reserved', 'reserved'))} "
-                     f"{num(tl.peak_reserved / 2**20, 1)} MiB</li>" for tl in lines)
+    steps = _memory_steps(analysis.facts.steps, x, t0, t1, height)
+    paths = [_memory_line(tl, x, top, height) for tl in lines]
+    legend = _memory_legend(lines, labels)
     head = html.escape(labels.get("Memory allocated over time", "Memory allocated over time"))
     return (f'<div class="memory"><span class="k">{head}</span><svg viewBox="0 0 {width:.0f} {height:.0f}" '
             f'preserveAspectRatio="none">{steps}{"".join(paths)}</svg><ul>{legend}</ul></div>')
+
+
+def _memory_steps(steps: list[Step], x: Callable[[float], float], t0: int, t1: int, height: float) -> str:
+    """Every other step shaded, cut to the chart's time [t0, t1]."""
+    return "".join(f'<rect class="step" x="{x(max(st.start, t0)):.1f}" y="0" '
+                   f'width="{max(0.0, x(min(st.end, t1)) - x(max(st.start, t0))):.1f}" height="{height}"/>'
+                   for k, st in enumerate(steps) if k % 2 == 0)
+
+
+def _memory_line(tl: MemoryTimeline, x: Callable[[float], float], top: float, height: float) -> str:
+    """One device's memory allocated as a polyline of at most MEMORY_CHART_POINTS points, `top` at the chart's top."""
+    pick = np.unique(np.linspace(0, tl.ts.size - 1, min(tl.ts.size, MEMORY_CHART_POINTS)).astype(np.int64))
+    points = " ".join(f"{x(float(tl.ts[k])):.1f},{height - tl.allocated[k] / top * (height - 4):.1f}" for k in pick)
+    return f'<polyline class="mem" points="{points}"><title>{html.escape(tl.device)}</title></polyline>'
+
+
+def _memory_legend(lines: list[MemoryTimeline], labels: dict[str, str]) -> str:
+    """Per device: its peaks allocated and reserved."""
+    return "".join(f"<li>{html.escape(tl.device)}: {html.escape(labels.get('peak allocated', 'peak allocated'))} "
+                   f"{num(tl.peak_allocated / 2**20, 1)} MiB, {html.escape(labels.get('reserved', 'reserved'))} "
+                   f"{num(tl.peak_reserved / 2**20, 1)} MiB</li>" for tl in lines)
 
 
 def _stacked(head: str, by_purpose: dict[str, float], labels: dict[str, str]) -> str:
@@ -436,34 +473,50 @@ def _findings(analysis: Analysis, labels: dict[str, str], lang: str) -> str:
     if not analysis.findings:
         return f'<p class="empty">{w("No findings: none of the rules fired on this trace.")}</p>'
     origin_us = analysis.facts.trace.start_ns / 1000.0
-    cards = []
-    for k, f in enumerate(analysis.findings):
-        rows = []
-        for e in f.evidence[:MAX_EVIDENCE_SHOWN]:
-            step = "" if e.step is None else str(e.step)
-            rows.append(
-                f'<tr class="ev" data-finding="{k}" data-start="{e.ts_us:.3f}" data-dur="{e.dur_us:.3f}">'
-                f'<td class="name" title="{html.escape(e.name)}">{html.escape(e.name)}</td>'
-                f"<td>{html.escape(lane_label(e.lane, lang))}</td><td>{step}</td>"
-                f'<td class="num">+{t(e.ts_us - origin_us)}</td>'
-                f'<td class="num">{html.escape(t(e.dur_us))}</td><td>{html.escape(e.note)}'
-                f'{_frame(e.stack, labels)}</td></tr>')
-        more = (f'<p class="more">... {w("and")} {len(f.evidence) - MAX_EVIDENCE_SHOWN} {w("more events")}</p>'
-                if len(f.evidence) > MAX_EVIDENCE_SHOWN else "")
-        evidence = (f'<details{" open" if k < OPEN_EVIDENCE else ""}><summary>{w("evidence")}: {len(f.evidence)} '
-                    f'{w("events") if len(f.evidence) != 1 else w("event")}</summary><table class="evidence"><thead><tr>'
-                    f'<th>{w("evidence")}</th><th>{w("lane")}</th><th>{w("step")}</th>'
-                    f'<th class="num">{w("at")}</th><th class="num">{w("dur")}</th><th>{w("note")}</th></tr></thead>'
-                    f'<tbody>{"".join(rows)}</tbody></table>{more}</details>' if rows else "")
-        assert f.severity is not None  # Finding.__post_init__ sets it
-        cards.append(
-            f'<article class="finding sev-{f.severity.value}" id="finding-{k}">'
+    return "".join(_finding_card(k, f, origin_us, labels, lang) for k, f in enumerate(analysis.findings))
+
+
+def _finding_card(k: int, f: Finding, origin_us: float, labels: dict[str, str], lang: str) -> str:
+    """The k-th finding: its title, message, impact, fix and evidence."""
+    def w(key: str) -> str:
+        return html.escape(labels.get(key, key))
+
+    assert f.severity is not None  # Finding.__post_init__ sets it
+    return (f'<article class="finding sev-{f.severity.value}" id="finding-{k}">'
             f'<header><span class="sev">{w(f.severity.value)}</span> <code class="rule">{html.escape(f.rule)}</code>'
             f'<h3>{html.escape(f.title)}</h3></header>'
             f'<p class="message">{html.escape(f.message)}</p>'
             f'<p class="impact"><b>{w("impact")}:</b> {html.escape(_impact(f, labels))}: {html.escape(f.basis)}</p>'
-            f'<p class="advice"><b>{w("Fix:")}</b> {html.escape(f.advice)}</p>{evidence}</article>')
-    return "".join(cards)
+            f'<p class="advice"><b>{w("Fix:")}</b> {html.escape(f.advice)}</p>'
+            f'{_evidence_table(k, f, origin_us, labels, lang)}</article>')
+
+
+def _evidence_table(k: int, f: Finding, origin_us: float, labels: dict[str, str], lang: str) -> str:
+    """The k-th finding's evidence, its first MAX_EVIDENCE_SHOWN rows, open for the first OPEN_EVIDENCE
+    findings ("" for none)."""
+    def w(key: str) -> str:
+        return html.escape(labels.get(key, key))
+
+    if not f.evidence:
+        return ""
+    rows = "".join(_evidence_row(k, e, origin_us, labels, lang) for e in f.evidence[:MAX_EVIDENCE_SHOWN])
+    more = (f'<p class="more">... {w("and")} {len(f.evidence) - MAX_EVIDENCE_SHOWN} {w("more events")}</p>'
+            if len(f.evidence) > MAX_EVIDENCE_SHOWN else "")
+    return (f'<details{" open" if k < OPEN_EVIDENCE else ""}><summary>{w("evidence")}: {len(f.evidence)} '
+            f'{w("events") if len(f.evidence) != 1 else w("event")}</summary><table class="evidence"><thead><tr>'
+            f'<th>{w("evidence")}</th><th>{w("lane")}</th><th>{w("step")}</th>'
+            f'<th class="num">{w("at")}</th><th class="num">{w("dur")}</th><th>{w("note")}</th></tr></thead>'
+            f'<tbody>{rows}</tbody></table>{more}</details>')
+
+
+def _evidence_row(k: int, e: Evidence, origin_us: float, labels: dict[str, str], lang: str) -> str:
+    step = "" if e.step is None else str(e.step)
+    return (f'<tr class="ev" data-finding="{k}" data-start="{e.ts_us:.3f}" data-dur="{e.dur_us:.3f}">'
+            f'<td class="name" title="{html.escape(e.name)}">{html.escape(e.name)}</td>'
+            f"<td>{html.escape(lane_label(e.lane, lang))}</td><td>{step}</td>"
+            f'<td class="num">+{t(e.ts_us - origin_us)}</td>'
+            f'<td class="num">{html.escape(t(e.dur_us))}</td><td>{html.escape(e.note)}'
+            f'{_frame(e.stack, labels)}</td></tr>')
 
 
 def _frame(stack: tuple[str, ...], labels: dict[str, str]) -> str:
@@ -478,31 +531,33 @@ def _table(analysis: Analysis) -> str:
     has_gpu = analysis.facts.has_gpu
     sort_by = "cuda_time_total" if has_gpu else "cpu_time_total"
     rows = table.sorted(sort_by, TABLE_ROWS)
-    head = ["Name", "Self CPU", "Self CPU %", "CPU total", "CPU avg"]
-    if has_gpu:
-        head += ["Self CUDA", "Self CUDA %", "CUDA total", "CUDA avg"]
-    head.append("# Calls")
-
-    def share(part: float, whole: float) -> str:
-        return f"{num(100 * part / whole, 2)}%" if whole else "0%"
-
-    body = []
-    for r in rows:
-        cells = [t(r.self_cpu_us), share(r.self_cpu_us, table.self_cpu_total_us), t(r.cpu_total_us),
-                 t(r.cpu_avg_us)]
-        if has_gpu:
-            cells += [t(r.self_device_us), share(r.self_device_us, table.self_device_total_us),
-                      t(r.device_total_us), t(r.device_avg_us)]
-        cells.append(str(r.calls))
-        body.append(f'<tr class="{r.device_type.lower()}"><td class="name" title="{html.escape(r.name)}">'
-                    f"{html.escape(r.name)}</td>" + "".join(f'<td class="num">{c}</td>' for c in cells) + "</tr>")
+    head = ["Self CPU", "Self CPU %", "CPU total", "CPU avg", *(_DEVICE_COLUMNS if has_gpu else ()), "# Calls"]
+    body = [f'<tr class="{r.device_type.lower()}"><td class="name" title="{html.escape(r.name)}">'
+            f"{html.escape(r.name)}</td>" + "".join(f'<td class="num">{c}</td>' for c in _row_cells(r, table, has_gpu))
+            + "</tr>" for r in rows]
     totals = f"Self CPU time total: {t(table.self_cpu_total_us)}"
     if has_gpu:
         totals += f" &middot; Self CUDA time total: {t(table.self_device_total_us)}"
-    header = "".join('<th>Name</th>' if h == "Name" else f'<th class="num">{h}</th>' for h in head)
+    header = "<th>Name</th>" + "".join(f'<th class="num">{h}</th>' for h in head)
     return (f'<table class="kavg"><thead><tr>{header}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table><p class="totals">{totals} &middot; sorted by {sort_by}, '
             f"top {len(rows)} of {len(table.rows)} rows</p>")
+
+
+_DEVICE_COLUMNS = ("Self CUDA", "Self CUDA %", "CUDA total", "CUDA avg")  # the op table's, where the trace has a GPU
+
+
+def _row_cells(r: Row, table: Table, has_gpu: bool) -> list[str]:
+    """An op table row's figures, after its name: CPU, then the device's where there is one, then the calls."""
+    cells = [t(r.self_cpu_us), _percent(r.self_cpu_us, table.self_cpu_total_us), t(r.cpu_total_us), t(r.cpu_avg_us)]
+    if has_gpu:
+        cells += [t(r.self_device_us), _percent(r.self_device_us, table.self_device_total_us),
+                  t(r.device_total_us), t(r.device_avg_us)]
+    return [*cells, str(r.calls)]
+
+
+def _percent(part: float, whole: float) -> str:
+    return f"{num(100 * part / whole, 2)}%" if whole else "0%"
 
 
 _PAGE = """<!DOCTYPE html>

@@ -45,19 +45,20 @@ def clip(text: str, lines: int, width: int = 100, indent: int = 2) -> tuple[str,
     room = width - indent
     if len(textwrap.wrap(text, room)) <= lines:
         return text, False
+    # a first sentence too long on its own: its words while they fit
+    kept = _first_that_fit(_sentences(text), lines, room) or _first_that_fit(text.split(), lines, room)
+    return kept + " ...", True
+
+
+def _first_that_fit(parts: list[str], lines: int, room: int) -> str:
+    """The first parts, joined by spaces, while they and " ..." fit `lines` lines of `room` columns."""
     kept = ""
-    for sentence in _sentences(text):
-        candidate = f"{kept} {sentence}".strip()
+    for part in parts:
+        candidate = f"{kept} {part}".strip()
         if len(textwrap.wrap(candidate + " ...", room)) > lines:
             break
         kept = candidate
-    if not kept:  # a first sentence too long on its own: its words while they fit
-        for word in text.split():
-            candidate = f"{kept} {word}".strip()
-            if len(textwrap.wrap(candidate + " ...", room)) > lines:
-                break
-            kept = candidate
-    return kept + " ...", True
+    return kept
 
 
 def _sentences(text: str) -> list[str]:

@@ -47,25 +47,31 @@ def describe(points: list[dict[str, Any]]) -> str:
     pts = sorted(points, key=lambda p: p["size"])
     if not pts:
         return "No size completed."
+    return f"{_turn_sentence(pts)} {_crossing_sentence(pts)}"
+
+
+def _turn_sentence(pts: list[dict[str, Any]]) -> str:
+    """Where the verdict turns compute-bound (the points by size)."""
     turn = verdict_turn(pts)
     if turn is not None:
         before, after = turn
-        text = (f"The verdict turns compute-bound between size {before['size']} ({before['verdict']}) and "
+        return (f"The verdict turns compute-bound between size {before['size']} ({before['verdict']}) and "
                 f"size {after['size']}.")
-    elif pts[0]["verdict"] == "compute-bound":
-        text = f"Compute-bound already at size {pts[0]['size']}."
-    else:
-        verdicts = sorted({p["verdict"] for p in pts})
-        text = f"It does not turn compute-bound up to size {pts[-1]['size']} ({', '.join(verdicts)})."
+    if pts[0]["verdict"] == "compute-bound":
+        return f"Compute-bound already at size {pts[0]['size']}."
+    verdicts = sorted({p["verdict"] for p in pts})
+    return f"It does not turn compute-bound up to size {pts[-1]['size']} ({', '.join(verdicts)})."
+
+
+def _crossing_sentence(pts: list[dict[str, Any]]) -> str:
+    """Where Self CUDA total catches up with Self CPU total (the points by size)."""
     cross = crossover(pts)
     if cross is not None:
-        text += f" Self CUDA total catches up with Self CPU total near size {cross:.0f}."
-    elif any(p["verdict"] == "compute-bound" for p in pts):
-        text += (" Self CUDA total stays under Self CPU total at every size: the host's time overlaps the "
-                 "GPU's, and the verdict follows how busy the GPU is.")
-    else:
-        text += " Self CUDA total stays under Self CPU total at every size."
-    return text
+        return f"Self CUDA total catches up with Self CPU total near size {cross:.0f}."
+    if any(p["verdict"] == "compute-bound" for p in pts):
+        return ("Self CUDA total stays under Self CPU total at every size: the host's time overlaps the "
+                "GPU's, and the verdict follows how busy the GPU is.")
+    return "Self CUDA total stays under Self CPU total at every size."
 
 
 def render(points: list[dict[str, Any]], title: str = "pista sweep") -> str:

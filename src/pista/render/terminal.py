@@ -54,23 +54,34 @@ def _render(analysis: Analysis, color: bool, width: int | None, show_table: bool
     _summary_box(console, analysis, w, width)
     # what changes how to read all the rest (a contended CPU, a window of one-time costs), then the first
     # thing to fix (REVIEW.md), then where the time goes
-    for notice in analysis.notices:
-        console.print(f"[dim]{w('notice')}: {safe_markup(notice)}[/]")
-    if analysis.notices:
-        console.print()
+    _notices(console, analysis.notices, w)
     _start_here(console, analysis, lang, verbose)
     _where_time_goes(console, analysis, lang)
+    cut = _findings(console, analysis, lang, verbose)
+    if show_table:
+        _table(console, analysis, row_limit)
+    elif cut or analysis.findings:
+        console.print(f"\n[dim]{safe_markup(_more_hint(analysis.source, cut, lang))}[/]")
+    return out.getvalue()
+
+
+def _notices(console: Console, notices: list[str], w: Callable[[str], str]) -> None:
+    """The notices, a blank line after them."""
+    for notice in notices:
+        console.print(f"[dim]{w('notice')}: {safe_markup(notice)}[/]")
+    if notices:
+        console.print()
+
+
+def _findings(console: Console, analysis: Analysis, lang: str, verbose: bool) -> bool:
+    """Each finding, brief unless `verbose`; whether any brief one left something out."""
     if not analysis.findings:
         console.print(word("No findings.", lang))
     origin_us = analysis.facts.trace.start_ns / 1000.0
     cut = False
     for finding in analysis.findings:
         cut = (_finding if verbose else _brief_finding)(console, finding, origin_us, lang) or cut
-    if show_table:
-        _table(console, analysis, row_limit)
-    elif cut or analysis.findings:
-        console.print(f"\n[dim]{safe_markup(_more_hint(analysis.source, cut, lang))}[/]")
-    return out.getvalue()
+    return cut
 
 
 def _summary_box(console: Console, analysis: Analysis, w: Callable[[str], str], width: int | None) -> None:
@@ -155,29 +166,35 @@ def kernel_line(analysis: Analysis, lang: str = "en") -> str:
     total = sum(k.total_us for k in rows) or 1.0
     steps = max(1, len(analysis.facts.steps))
     rows = [k for k in rows if k.total_us >= PURPOSE_LINE_MIN_SHARE * total and k.purpose != "memset"]
-    # kernels whose short names collide (template instances of multi_tensor_apply_kernel) say their op
-    short = Counter(kernel_short_name(k.name) for k in rows)
-    parts = []
-    for k in rows:
-        name = kernel_short_name(k.name)
-        if short[name] > 1 and k.op:
-            name += f" ({word('from', lang)} {k.op})"
-        parts.append(f"{name} {word(k.purpose, lang)} {t(k.total_us / steps)}{_rate(k, lang)}")
-    return "; ".join(parts)
+    return "; ".join(f"{name} {word(k.purpose, lang)} {t(k.total_us / steps)}{_rate(k, lang)}"
+                     for name, k in zip(_kernel_names(rows, lang), rows, strict=True))
+
+
+def _kernel_names(rows: list[KernelRow], lang: str) -> list[str]:
+    """The kernels' short names; those that collide (template instances of multi_tensor_apply_kernel) say their op."""
+    names = [kernel_short_name(k.name) for k in rows]
+    short = Counter(names)
+    return [f"{name} ({word('from', lang)} {k.op})" if short[name] > 1 and k.op else name
+            for name, k in zip(names, rows, strict=True)]
 
 
 def _rate(k: KernelRow, lang: str) -> str:
     """How a kernel runs against the card (' (803 TFLOP/s, 81% of peak)'); "" for a launch-sized one or no rate."""
     if k.mean_us < RATE_MIN_MEAN_US:
         return ""
-    rate = ""
-    if k.bound == "compute" and k.tflops:
-        rate = f"{k.tflops:.0f} TFLOP/s" if k.tflops >= 10 else f"{k.tflops:.2f} TFLOP/s"
-    elif k.tbps:
-        rate = f"{k.tbps:.2f} TB/s" if k.tbps >= 0.1 else f"{k.tbps * 1000:.1f} GB/s"
+    rate = _throughput(k)
     if rate and k.peak_share:
         rate += f", {100 * k.peak_share:.0f}% {word('of peak', lang)}"
     return f" ({rate})" if rate else ""
+
+
+def _throughput(k: KernelRow) -> str:
+    """A kernel's FLOP rate where it is compute-bound and has one, else its memory rate ("" for neither)."""
+    if k.bound == "compute" and k.tflops:
+        return f"{k.tflops:.0f} TFLOP/s" if k.tflops >= 10 else f"{k.tflops:.2f} TFLOP/s"
+    if k.tbps:
+        return f"{k.tbps:.2f} TB/s" if k.tbps >= 0.1 else f"{k.tbps * 1000:.1f} GB/s"
+    return ""
 
 
 def kernel_short_name(name: str, limit: int = 48) -> str:
@@ -200,21 +217,32 @@ def impact_text(f: Finding, lang: str = "en") -> str:
 def impact_words(f: Finding, label: Callable[[str], str]) -> str:
     """The impact line's words, the labels in the caller's language: the prediction without the profiler
     first where the engine replayed one (it ranks the findings), the profiled figure beside it."""
-    unit, of = ("once", "of the window") if f.impact.once else ("per step", "of the step")
-    if f.impact.unprofiled_us is not None and f.impact.unprofiled_share is not None:
-        return (f"{t(f.impact.unprofiled_us)} {label(unit)} {label('without the profiler')}, "
-                f"{pct(f.impact.unprofiled_share)} {label(of)} ({label('as profiled')}: "
+    unit, of = _unit(f)
+    predicted = _unprofiled(f)
+    if predicted is not None:
+        return (f"{t(predicted[0])} {label(unit)} {label('without the profiler')}, "
+                f"{pct(predicted[1])} {label(of)} ({label('as profiled')}: "
                 f"{t(f.impact.us)}, {pct(f.impact.share)})")
     return f"{t(f.impact.us)} {label(unit)}, {pct(f.impact.share)} {label(of)}"
+
+
+def _unit(f: Finding) -> tuple[str, str]:
+    """The labels of the impact's unit and whole: per step of the step, or once of the window."""
+    return ("once", "of the window") if f.impact.once else ("per step", "of the step")
+
+
+def _unprofiled(f: Finding) -> tuple[float, float] | None:
+    """The impact the engine predicts without the profiler, µs and share (it then ranks the findings); None
+    where it made no prediction."""
+    i = f.impact
+    return None if i.unprofiled_us is None or i.unprofiled_share is None else (i.unprofiled_us, i.unprofiled_share)
 
 
 def brief_impact(f: Finding, lang: str = "en") -> str:
     """The impact in one figure: the prediction without the profiler where the engine made one (it
     ranks the findings), else the profiled one ('42.1 µs per step, 19.6% of the step')."""
-    unit, of = ("once", "of the window") if f.impact.once else ("per step", "of the step")
-    us, share = f.impact.us, f.impact.share
-    if f.impact.unprofiled_us is not None and f.impact.unprofiled_share is not None:
-        us, share = f.impact.unprofiled_us, f.impact.unprofiled_share
+    unit, of = _unit(f)
+    us, share = _unprofiled(f) or (f.impact.us, f.impact.share)
     return f"{t(us)} {word(unit, lang)}, {pct(share)} {word(of, lang)}"
 
 
@@ -235,13 +263,18 @@ def _brief_finding(console: Console, f: Finding, origin_us: float, lang: str = "
                   f"{safe_markup(f.title)} [dim]({brief_impact(f, lang)})[/]")
     message, cut = layout.clip(sanitize_line(f.message), BRIEF_MESSAGE_LINES, BRIEF_WIDTH)
     console.print(f"  {escape(message)}")
-    for e in f.evidence[:BRIEF_EVIDENCE]:
-        _evidence_row(console, e, origin_us, lang)
-    if len(f.evidence) > BRIEF_EVIDENCE:
-        console.print(f"  [dim]... {len(f.evidence) - BRIEF_EVIDENCE} {word('more', lang)}[/]")
+    _evidence_rows(console, f.evidence, BRIEF_EVIDENCE, origin_us, lang)
     fix, fix_cut = layout.clip(sanitize_line(f.fix), BRIEF_FIX_LINES, BRIEF_WIDTH, indent=2 + len(word("fix", lang)) + 2)
     console.print(f"  [green]{word('fix', lang)}:[/] {escape(fix)}")
     return cut or fix_cut or len(f.evidence) > BRIEF_EVIDENCE or f.advice != f.fix
+
+
+def _evidence_rows(console: Console, evidence: list[Evidence], limit: int, origin_us: float, lang: str) -> None:
+    """The first `limit` evidence rows, then how many more there are."""
+    for e in evidence[:limit]:
+        _evidence_row(console, e, origin_us, lang)
+    if len(evidence) > limit:
+        console.print(f"  [dim]... {len(evidence) - limit} {word('more', lang)}[/]")
 
 
 def _evidence_row(console: Console, e: Evidence, origin_us: float, lang: str) -> None:
@@ -265,9 +298,6 @@ def _finding(console: Console, f: Finding, origin_us: float, lang: str = "en") -
                   f"{safe_markup(f.title)}")
     console.print(f"  {safe_markup(f.message)}")
     console.print(f"  [dim]{w('impact')}: {impact_text(f, lang)}: {safe_markup(f.basis)}[/]")
-    for e in f.evidence[:MAX_EVIDENCE]:
-        _evidence_row(console, e, origin_us, lang)
-    if len(f.evidence) > MAX_EVIDENCE:
-        console.print(f"  [dim]... {len(f.evidence) - MAX_EVIDENCE} {w('more')}[/]")
+    _evidence_rows(console, f.evidence, MAX_EVIDENCE, origin_us, lang)
     console.print(f"  [green]{w('fix')}:[/] {safe_markup(f.advice)}")
     return False

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fluent import Say, yes
-from pista.i18n._fmt import t
+from pista.i18n._fmt import t_or_blank
 from pista.timeline import EditCounts
 
 # A fix's saving alone, as profiled, differing from its ranked saving by this share of it is said (the
@@ -22,4 +22,4 @@ def args(us: float, alone_us: float | None, unprofiled_us: float | None, counts:
     if alone_us is not None and abs(alone_us - us) >= ALONE_DIFFERS * max(us, 1e-9):
         alone = "more" if alone_us > us else "less"
     return {"what": "; ".join(parts) or say("no-change"), "alone": alone,
-            "alone_us": "" if alone_us is None else t(alone_us), "unprofiled": yes(unprofiled_us is not None)}
+            "alone_us": t_or_blank(alone_us), "unprofiled": yes(unprofiled_us is not None)}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fluent import Say, yes
-from pista.i18n._fmt import t
+from pista.i18n._fmt import t, t_or_blank
 from pista.rules.anomaly_mode import AnomalyMode, CheckNote
 
 
@@ -18,7 +18,7 @@ def args(r: AnomalyMode, say: Say) -> dict[str, str]:
     return {
         "gradients": f"{r.gradients_checked_per_step:.0f}", "nodes": f"{r.nodes_checked_per_step:.0f}",
         "checks_us": t(r.checks_us_per_step), "gpu": yes(r.idle_us_per_step is not None),
-        "idle_us": "" if r.idle_us_per_step is None else t(r.idle_us_per_step), "forward": _forward(r),
+        "idle_us": t_or_blank(r.idle_us_per_step), "forward": _forward(r),
     }
 
 

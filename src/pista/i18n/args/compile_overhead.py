@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fluent import Say, yes
-from pista.i18n._fmt import t
+from pista.i18n._fmt import t, t_or_blank
 from pista.rules.compile_overhead import CompileOverhead, GuardCheck, WrapperCall
 
 _EVALUATE = "autograd::engine::evaluate_function: "
@@ -32,7 +32,7 @@ def args(r: CompileOverhead, say: Say) -> dict[str, str]:
 NOTES = {
     WrapperCall: lambda n, say: {"host_us": t(n.host_us), "between_ops": yes(n.between_ops),
                                  "has_lookup": yes(n.lookup_us is not None),
-                                 "lookup_us": t(n.lookup_us) if n.lookup_us is not None else "",
+                                 "lookup_us": t_or_blank(n.lookup_us),
                                  "exposed_us": t(n.exposed_us), "gpu_us": t(n.gpu_us)},
     GuardCheck: lambda n, say: {"lookup_us": t(n.lookup_us)},
 }

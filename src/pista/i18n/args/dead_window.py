@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fluent import Say, key, yes
-from pista.i18n._fmt import t
+from pista.i18n._fmt import t, t_or_blank
 from pista.rules.dead_window import DeadWindow, FillerNote, FirstCallNote, RegionNote, TargetNote, WindowNote
 
 
@@ -13,7 +13,7 @@ def args(r: DeadWindow, say: Say) -> dict[str, str]:
         "region": r.region, "step": "" if r.step is None else str(r.step), "in_step": yes(r.step is not None),
         "steps": str(r.steps or "N"), "target": key(r.target), "first_target": r.first_target,
         "in_op": r.in_op or "", "has_op": yes(r.in_op), "gap_us": t(r.gap_us),
-        "has_typical": yes(typical is not None), "typical_us": "" if typical is None else t(typical),
+        "has_typical": yes(typical is not None), "typical_us": t_or_blank(typical),
         "ratio": "" if typical is None else f"{r.gap_us / max(typical, 1e-3):.0f}",
         "recorded_us": t(r.recorded_us), "untraced_us": t(r.untraced_us),
         "fillers": ", ".join(say("call-item", name=f.name, us=t(f.self_us)) for f in r.fillers),

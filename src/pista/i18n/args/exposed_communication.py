@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pista.i18n._fluent import Say, yes
 from pista.i18n._fmt import pct, t
-from pista.rules.exposed_communication import ExposedCall, ExposedCommunication, SetupCall, WaitingCall
+from pista.rules.exposed_communication import (
+    ExposedCall,
+    ExposedCommunication,
+    LatePeer,
+    SetupCall,
+    WaitingCall,
+)
 
 # the collectives' names, the same in every language
 KINDS = {"all_reduce": "all-reduce", "all_to_all": "all-to-all", "all_gather": "all-gather",
@@ -25,12 +31,18 @@ def _moved(r: ExposedCommunication, say: Say) -> str:
     return ", ".join(parts)
 
 
-def _own_case(r: ExposedCommunication) -> str:
-    """Whose the top collective is, which picks its advice."""
+def _parallel_case(r: ExposedCommunication) -> str:
+    """The case both the advice and the fix take first: tensor parallelism's collective ("tp"), a shard's
+    collective outside FSDP ("shard"); "" for neither."""
     if r.role == "tp":
         return "tp"
-    if r.role != "fsdp" and r.kind in _SHARDS:
-        return "shard"
+    return "shard" if r.role != "fsdp" and r.kind in _SHARDS else ""
+
+
+def _own_case(r: ExposedCommunication) -> str:
+    """Whose the top collective is, which picks its advice."""
+    if case := _parallel_case(r):
+        return case
     if r.kind in ("all_to_all", "broadcast"):
         return r.kind
     if r.kind in _SHARDS:
@@ -39,11 +51,7 @@ def _own_case(r: ExposedCommunication) -> str:
 
 
 def _fix_case(r: ExposedCommunication) -> str:
-    if r.role == "tp":
-        return "tp"
-    if r.role != "fsdp" and r.kind in _SHARDS:
-        return "shard"
-    return r.kind if r.kind in _KIND_FIX else "all_reduce"
+    return _parallel_case(r) or (r.kind if r.kind in _KIND_FIX else "all_reduce")
 
 
 def _waits_most(r: ExposedCommunication) -> bool:
@@ -51,13 +59,26 @@ def _waits_most(r: ExposedCommunication) -> bool:
     return r.wait is not None and r.late_peer is None and r.wait.exposed_us >= 0.5 * r.exposed_us
 
 
+def _late(late: LatePeer | None) -> dict[str, str]:
+    if late is None:
+        return {"has_late": "no", "late_rank": "", "late_wait_us": ""}
+    return {"has_late": "yes", "late_rank": str(late.rank), "late_wait_us": t(late.wait_us)}
+
+
+# the arguments of the waiting calls where none waits for another rank
+_NO_WAIT = {"has_wait": "no", "wait_many": "no", "wait_calls": "", "wait_has_kind": "no", "wait_kind": "",
+            "wait_dur_us": "", "wait_median_us": "", "wait_siblings": ""}
+
+
 def _wait(r: ExposedCommunication) -> dict[str, str]:
     w = r.wait
+    if w is None:
+        return {**_NO_WAIT, "wait_exposed_us": t(0.0)}
     return {
-        "has_wait": yes(w), "wait_many": yes(w and w.calls > 1), "wait_calls": str(w.calls) if w else "",
-        "wait_has_kind": yes(w and w.kind), "wait_kind": KINDS.get(w.kind, w.kind) if w else "",
-        "wait_dur_us": t(w.dur_us) if w else "", "wait_median_us": t(w.median_us) if w else "",
-        "wait_siblings": str(w.siblings) if w else "", "wait_exposed_us": t(w.exposed_us if w else 0.0),
+        "has_wait": "yes", "wait_many": yes(w.calls > 1), "wait_calls": str(w.calls),
+        "wait_has_kind": yes(w.kind), "wait_kind": KINDS.get(w.kind, w.kind),
+        "wait_dur_us": t(w.dur_us), "wait_median_us": t(w.median_us),
+        "wait_siblings": str(w.siblings), "wait_exposed_us": t(w.exposed_us),
     }
 
 
@@ -70,8 +91,7 @@ def args(r: ExposedCommunication, say: Say) -> dict[str, str]:
         "collectives": str(r.collectives), "steps": str(r.steps), "overlap": pct(r.overlap_share),
         "collective": r.collective, "many_kinds": yes(len(r.kinds) > 1),
         "kinds": ", ".join(say("kind-item", kind=KINDS[k], us=t(v)) for k, v in r.kinds),
-        "has_late": yes(late), "late_rank": str(late.rank) if late else "",
-        "late_wait_us": t(late.wait_us) if late else "", "own_exposed_us": t(r.own_exposed_us),
+        "own_exposed_us": t(r.own_exposed_us),
         "tp": yes(r.role == "tp"), "moved": moved, "has_moved": yes(moved),
         "redistributes": f"{r.redistributes:.0f}", "forward_only": yes(r.forward_only),
         "has_setup": yes(r.setup_us > 0), "setup_us": t(r.setup_us), "setup_ratio": f"{r.setup_ratio:.1f}",
@@ -80,7 +100,7 @@ def args(r: ExposedCommunication, say: Say) -> dict[str, str]:
         "fix_kind": yes(r.kind in _KIND_FIX or (r.kind and r.role == "tp")),
         "waits_most": yes(_waits_most(r)), "last_bucket": yes(r.kind in ("all_reduce", "")),
         "advice_case": "late" if late else "wait" if _waits_most(r) else "own",
-        **_wait(r),
+        **_late(late), **_wait(r),
     }
     own = say("own-advice", **a)
     return {**a, "own_cap": own[:1].upper() + own[1:]}  # the advice's first letter, where it opens the sentence

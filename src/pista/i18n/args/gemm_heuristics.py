@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fluent import Say, how_many, yes
-from pista.i18n._fmt import t
+from pista.i18n._fmt import t, t_or_blank
 from pista.rules.gemm_heuristics import GemmHeuristics, KernelNote, ShapeNote
 
 
@@ -15,7 +15,7 @@ def args(r: GemmHeuristics, say: Say) -> dict[str, str]:
     return {
         "calls": str(r.calls), "shapes": str(r.shapes), "steps_hit": how_many(len(r.in_steps)),
         "step_list": ", ".join(map(str, r.in_steps)), "wait_us": t(r.wait_us),
-        "usual": yes(r.typical_us is not None), "typical_us": "" if r.typical_us is None else t(r.typical_us),
+        "usual": yes(r.typical_us is not None), "typical_us": t_or_blank(r.typical_us),
         "new": "; ".join(say("call-item", op=n.op, dims=n.dims, wait_us=t(n.wait_us), kernel=n.kernel) for n in r.new),
         "loads": str(r.loads), "has_loads": yes(r.loads), "queries": str(r.queries), "has_queries": yes(r.queries),
         "dims": ", ".join(n.dims for n in r.new[:3]), "once": yes(r.once),

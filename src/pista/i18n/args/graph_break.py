@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fluent import Say, key, yes
-from pista.i18n._fmt import t
+from pista.i18n._fmt import t, t_or_blank
 from pista.rules.graph_break import CallNote, GapNote, GraphBreak
 
 
@@ -17,7 +17,7 @@ def args(r: GraphBreak, say: Say) -> dict[str, str]:
         "cause": key(r.causes[0]) if r.causes else "none",
         "has_ops": yes(r.ops_between), "ops": ", ".join(r.ops_between[:4]),
         "gap_us": t(r.gap_us_per_step), "gpu": yes(r.idle_us_per_step is not None),
-        "idle_us": "" if r.idle_us_per_step is None else t(r.idle_us_per_step),
+        "idle_us": t_or_blank(r.idle_us_per_step),
         "inflation": f"{r.host_inflation:.0f}",
     }
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pista.i18n._fluent import Say, yes
 from pista.i18n._fmt import t
-from pista.rules.host_work import HostWork, Stretch
+from pista.rules.host_work import HostWork, Preprocess, Stretch
+
+# the preprocessing's arguments where the stretches hold none
+_NO_PREPROCESS = {"preprocess": "no", "pre_us": "", "entry": "", "caller": "", "has_caller": "no", "who": ""}
 
 
 def _where(r: HostWork) -> str:
@@ -17,15 +20,18 @@ def _where(r: HostWork) -> str:
     return "after" if before else ("before" if after else "none")
 
 
+def _preprocess(p: Preprocess | None) -> dict[str, str]:
+    if p is None:
+        return _NO_PREPROCESS
+    return {"preprocess": "yes", "pre_us": t(p.us), "entry": p.entry, "caller": p.caller, "has_caller": yes(p.caller),
+            "who": p.caller or p.entry}
+
+
 def args(r: HostWork, say: Say) -> dict[str, str]:
-    p = r.preprocess
     return {
         "work_us": t(r.work_us), "stretches": str(r.stretches), "longest_us": t(r.longest_us), "idle_us": t(r.idle_us),
         "where": _where(r), "frames": ", ".join(f"{name} ({t(us)})" for name, us in r.frames),
-        "before": r.between[0], "after": r.between[1], "has_frames": yes(r.frames),
-        "preprocess": yes(p), "pre_us": t(p.us) if p else "", "entry": p.entry if p else "",
-        "caller": p.caller if p else "", "has_caller": yes(p and p.caller),
-        "who": (p.caller or p.entry) if p else "",
+        "before": r.between[0], "after": r.between[1], "has_frames": yes(r.frames), **_preprocess(r.preprocess),
     }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fluent import Say, yes
-from pista.i18n._fmt import pct, t
+from pista.i18n._fmt import pct, t, t_or_blank
 from pista.rules.launch_bound import ItsLaunch, ItsOp, LaunchBound, TinyKernel
 
 
@@ -18,7 +18,7 @@ def args(r: LaunchBound, say: Say) -> dict[str, str]:
         "kernels": str(r.kernels), "steps": str(r.steps), "per_step": f"{r.kernels_per_step:.0f}",
         "median_kernel_us": t(r.median_kernel_us), "median_launch_us": t(r.median_launch_us),
         "has_op": yes(r.median_op_us is not None),
-        "median_op_us": "" if r.median_op_us is None else t(r.median_op_us),
+        "median_op_us": t_or_blank(r.median_op_us),
         "kernel_us": t(r.kernel_us_per_step), "launch_us": t(r.launch_us_per_step),
         "idle_us": t(r.idle_us_per_step), "share": _share(r), "whole_us": t(r.mean_step_us or r.step_us),
         "has_steps": yes(r.has_steps), "tiny": f"{r.tiny_per_step:.0f}", "tiny_max_us": t(r.tiny_max_us),

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pista.i18n._fluent import Say, how_many, yes
-from pista.i18n._fmt import t
+from pista.i18n._fmt import t, t_or_blank
 from pista.rules.lazy_loading import CallNote, FirstCall, LazyLoading, LoadNote, SetupNote, StartupNote
 
 
 def _call(c: FirstCall, say: Say) -> str:
     return say("call-item", op=c.op, dur_us=t(c.dur_us), has_usual=yes(c.typical_us is not None),
-               typical_us="" if c.typical_us is None else t(c.typical_us), has_loads=yes(c.loads),
+               typical_us=t_or_blank(c.typical_us), has_loads=yes(c.loads),
                loads=str(c.loads), via=c.via, has_setup=yes(c.setup), setup=c.setup, setup_us=t(c.setup_us))
 
 

@@ -36,6 +36,13 @@ def _unowned(r: OverheadBound, say: Say) -> str:
     return "; ".join(say("unowned-item", claim=key(claim), us=t(us)) for claim, us in r.unowned())
 
 
+def _top_ops(r: OverheadBound, say: Say) -> dict[str, str]:
+    """The ops the GPU waits under most: the first's name and the list."""
+    return {"has_top": yes(r.top_ops), "top": r.top_ops[0].name if r.top_ops else "",
+            "top_ops": ", ".join(say("top-item", name=o.name, calls=f"{o.calls_per_step:.0f}", us=t(o.idle_us_per_step))
+                                 for o in r.top_ops)}
+
+
 def _fix_case(r: OverheadBound) -> str:
     if r.graphed:
         return f"graphed-{r.graphed}"
@@ -61,9 +68,7 @@ def args(r: OverheadBound, say: Say) -> dict[str, str]:
         "share": pct(min(r.per_op_us_per_step / whole, 1.0)) if whole else "0.0%", "whole_us": t(whole),
         "whole": "step" if r.has_steps else "window",
         "has_parts": yes(parts), "parts": parts,
-        "has_top": yes(r.top_ops), "top": r.top_ops[0].name if r.top_ops else "",
-        "top_ops": ", ".join(say("top-item", name=o.name, calls=f"{o.calls_per_step:.0f}", us=t(o.idle_us_per_step))
-                             for o in r.top_ops),
+        **_top_ops(r, say),
         "has_left": yes(left), "left": left, "has_unowned": yes(unowned), "unowned": unowned,
         "options": _options(r), "unprofiled_small": yes(r.unprofiled_us_per_step <= 0.01 * r.step_us),
         "unprofiled_us": t(r.unprofiled_us_per_step),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pista.i18n._fluent import Say, how_many, yes
-from pista.i18n._fmt import t
+from pista.i18n._fmt import t, t_or_blank
 from pista.rules.trailing_sync import IdleSync, TrailingSync
 
 # The Python call behind each runtime call (code, the same in every language).
@@ -25,7 +25,7 @@ def args(r: TrailingSync, say: Say) -> dict[str, str]:
         "longest_us": t(r.longest_us), "outstanding_us": t(r.outstanding_us),
         "outstanding": yes(r.outstanding_us),
         "idle_before": yes(r.gpu_idle_before_us is not None),
-        "idle_before_us": "" if r.gpu_idle_before_us is None else t(r.gpu_idle_before_us),
+        "idle_before_us": t_or_blank(r.gpu_idle_before_us),
         "sync_us": t(r.sync_us), "per_step_us": t(r.saved_us / r.steps), "share": f"{r.step_share_percent:.1f}",
     }
 

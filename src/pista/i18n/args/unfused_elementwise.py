@@ -28,9 +28,13 @@ def _chain(c: Chain, say: Say) -> str:
                dtype=_DTYPE.get(c.dtype, c.dtype), count=str(c.count), us=t(c.us), tbps=f"{c.tbps:.2f}")
 
 
+# the `where` selector by how many of the module and the frame the run has
+_WHERE = ("none", "one", "both")
+
+
 def _where(u: Run | None) -> dict[str, str]:
     module, frame = (u.module, u.frame) if u is not None else ("", "")
-    return {"where": "both" if module and frame else "one" if module or frame else "none",
+    return {"where": _WHERE[bool(module) + bool(frame)],
             "module": module, "frame": frame, "where_one": module or frame}
 
 
@@ -38,29 +42,47 @@ def _run(u: Run, say: Say) -> str:
     return say("run-item", idiom=key(u.idiom), ops=_short(u.ops), count=str(u.count), us=t(u.us), **_where(u))
 
 
+# a finding of code written out has no chains, a finding of chains no runs: their arguments are then empty
+_NO_CHAINS = {**dict.fromkeys(("kernels", "chain_us", "gpu_share", "gelu_share"), ""), "gelu": "no"}
+_NO_FIRST_CHAIN = dict.fromkeys(("chain_ops", "first_kernels", "first_ops", "first_us"), "")
+_NO_RUNS = {**dict.fromkeys(("eager_us", "eager_share", "runs_us", "runs_share", "runs", "fused_us", "modules",
+                             "fused_ops"), ""),
+            "has_modules": "no", "has_fused": "no", "idiom": "other", **_where(None)}
+
+
+def _first_chain_args(c: Chain) -> dict[str, str]:
+    return {"chain_ops": " > ".join(c.ops), "first_kernels": str(len(c.ops)), "first_ops": _short(c.ops),
+            "first_us": t(c.us)}
+
+
 def _chains_args(r: UnfusedElementwise | None) -> dict[str, str]:
     """The chains' own arguments ("" for a finding of code written out)."""
-    c = r.chains[0] if r is not None and r.chains else None
+    if r is None:
+        return {**_NO_CHAINS, **_NO_FIRST_CHAIN}
     return {
-        "kernels": f"{r.kernels_per_step:.0f}" if r else "", "chain_us": t(r.chain_us) if r else "",
-        "gpu_share": f"{r.gpu_share_percent:.1f}" if r else "",
-        "gelu": yes(r is not None and r.tanh_gelu_percent >= GELU_SHARE),
-        "gelu_share": f"{r.tanh_gelu_percent:.0f}" if r else "",
-        "chain_ops": " > ".join(c.ops) if c else "", "first_kernels": str(len(c.ops)) if c else "",
-        "first_ops": _short(c.ops) if c else "", "first_us": t(c.us) if c else "",
+        "kernels": f"{r.kernels_per_step:.0f}", "chain_us": t(r.chain_us), "gpu_share": f"{r.gpu_share_percent:.1f}",
+        "gelu": yes(r.tanh_gelu_percent >= GELU_SHARE), "gelu_share": f"{r.tanh_gelu_percent:.0f}",
+        **(_first_chain_args(r.chains[0]) if r.chains else _NO_FIRST_CHAIN),
     }
+
+
+def _fused_idioms(runs: tuple[Run, ...]) -> list[str]:
+    """The runs' idioms that have a fused op of their own, once each, in the runs' order."""
+    return [i for i in dict.fromkeys(u.idiom for u in runs) if i in FUSED]
 
 
 def _written_args(r: WrittenOut | None, say: Say) -> dict[str, str]:
     """The runs' own arguments ("" for a finding of chains)."""
-    runs = r.runs[:3] if r is not None else ()
+    if r is None:
+        return _NO_RUNS
+    runs = r.runs[:3]
     names = list(dict.fromkeys(u.module for u in runs if u.module))
-    fused = [i for i in dict.fromkeys(u.idiom for u in runs) if i in FUSED]
+    fused = _fused_idioms(runs)
     u = runs[0] if runs else None
     return {
-        "eager_us": t(r.eager_us) if r else "", "eager_share": f"{r.eager_percent:.0f}" if r else "",
-        "runs_us": t(r.runs_us) if r else "", "runs_share": f"{r.gpu_share_percent:.0f}" if r else "",
-        "runs": "; ".join(_run(x, say) for x in runs), "fused_us": t(r.fused_us) if r else "",
+        "eager_us": t(r.eager_us), "eager_share": f"{r.eager_percent:.0f}",
+        "runs_us": t(r.runs_us), "runs_share": f"{r.gpu_share_percent:.0f}",
+        "runs": "; ".join(_run(x, say) for x in runs), "fused_us": t(r.fused_us),
         "has_modules": yes(names), "modules": ", ".join(names),
         "has_fused": yes(fused), "fused_ops": "; ".join(say("fused-op-item", idiom=i) for i in fused),
         "idiom": key(u.idiom) if u else "other", **_where(u),

@@ -17,20 +17,27 @@ def _pair(p: EpiloguePair, say: Say) -> str:
                parent=p.parent, calls=f"{p.calls_per_step:.0f}", us=t(p.elementwise_us), gemm_us=t(p.gemm_us))
 
 
+# the `kinds` selector by whether the pairs hold a bias, and an activation
+_KINDS = {(True, True): "both", (True, False): "bias", (False, True): "activation", (False, False): "none"}
+# the first pair's arguments where there is none
+_NO_PAIR = {"op": "", "gemm": "", "kind": "none", "has_parent": "no", "parent": "", "pair_us": ""}
+
+
 def _kinds(r: UnfusedEpilogue) -> str:
     kinds = {p.kind for p in r.pairs}
-    both = {"bias", "activation"} <= kinds
-    return "both" if both else "bias" if "bias" in kinds else "activation" if "activation" in kinds else "none"
+    return _KINDS["bias" in kinds, "activation" in kinds]
+
+
+def _first_pair(p: EpiloguePair) -> dict[str, str]:
+    return {"op": p.op, "gemm": p.gemm, "kind": key(p.kind), "has_parent": yes(p.parent), "parent": p.parent,
+            "pair_us": t(p.elementwise_us)}
 
 
 def args(r: UnfusedEpilogue, say: Say) -> dict[str, str]:
-    p = r.pairs[0] if r.pairs else None
     return {
         "pairs": "; ".join(_pair(x, say) for x in r.pairs), "us": t(r.elementwise_us),
         "gpu_share": f"{r.gpu_share_percent:.1f}", "step_share": f"{r.step_share_percent:.1f}", "kinds": _kinds(r),
-        "op": p.op if p else "", "gemm": p.gemm if p else "", "kind": key(p.kind) if p else "none",
-        "has_parent": yes(p and p.parent), "parent": p.parent if p else "",
-        "pair_us": t(p.elementwise_us) if p else "",
+        **(_first_pair(r.pairs[0]) if r.pairs else _NO_PAIR),
     }
 
 
