@@ -24,7 +24,7 @@ from pista.i18n import note_text
 from pista.isolation import RuleFailed, isolated
 from pista.memory import summary as memory_summary
 from pista.notices import coverage_notices, one_time_notices, verdict_notices
-from pista.policy import input_verdict, order_key, top_fix, verdict_of
+from pista.policy import input_verdict, one_time_share, order_key, start_up_verdict, top_fix, verdict_of
 from pista.purpose import PURPOSES, time_by_purpose
 from pista.query import cpu_activity_missing
 from pista.rules import catalogue, get_rule
@@ -142,6 +142,7 @@ def analyze(source: Any, rules: list[str] | None = None, table: Table | None = N
     if replay if replay is not None else os.environ.get("PISTA_REPLAY", "1") != "0":
         findings = settle(facts, findings, ctx.step_ns, failures)
     findings.sort(key=order_key)
+    summary.verdict = start_up_verdict(summary.verdict, one_time_share(findings))
     _predict(facts, summary)
     typed = [*failures, *coverage_notices(facts), *verdict_notices(summary, host_ops=not cpu_activity_missing(facts)),
              *one_time_notices(findings, summary)]

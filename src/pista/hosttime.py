@@ -1,4 +1,5 @@
-"""Where the host's time goes, per thread: forward, backward, optimizer, data, Python between ops, and waiting.
+"""Where the host's time goes, per thread: forward, backward, optimizer, data, compile, Python between ops, and
+waiting.
 
 Each host event's self time goes to the nearest region above it (the optimizer's
 `Optimizer.step#`/`zero_grad#`, the autograd engine's `evaluate_function` or a region named
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from pista.query import (
+    COMPILE_EVENT,
     DATALOADER_MARKER,
     LOADER_REGION,
     SYNC_NAMES,
@@ -28,7 +30,7 @@ from pista.query import (
 )
 from pista.trace.facts import Facts, merge_intervals
 
-REGIONS = ("forward", "backward", "optimizer", "data", "python", "waiting")
+REGIONS = ("forward", "backward", "optimizer", "data", "compile", "python", "waiting")
 _CODE = {r: i for i, r in enumerate(REGIONS)}
 # Earlier entries win where regions nest (an optimizer step inside a region named "train"). Names of
 # record_function regions (user annotations) only, but for torch's own markers (the optimizer's, the
@@ -36,8 +38,12 @@ _CODE = {r: i for i, r in enumerate(REGIONS)}
 # 'Operator's): a cpu_op or a Python frame whose name holds "load" or "input" is not a data loader. Regions
 # named for loading input are matched on word boundaries, frameworks' names left out (_common.LOADER_REGION: DDP's
 # forward and 'BatchNorm affine=False' read as data before).
+OPTIMIZER_CALL = re.compile(r"^Optimizer\.(step|zero_grad)#")
 PATTERNS = (
-    ("optimizer", re.compile(r"^Optimizer\.(step|zero_grad)#"), None),
+    # Dynamo/Inductor at work in the window (query.COMPILE_EVENT): review 6's cs521a_myconv_inductor read "Python
+    # between ops 793 ms (72%)" for a 959 ms `_compile.compile_inner (dynamo_timed)` region
+    ("compile", COMPILE_EVENT, None),
+    ("optimizer", OPTIMIZER_CALL, None),
     ("backward", re.compile(r"^autograd::engine::evaluate_function"), None),
     ("backward", re.compile(r"backward", re.I), "user_annotation"),
     ("data", DATALOADER_MARKER, None),
@@ -159,7 +165,7 @@ def _closure_forward(facts: Facts, region: np.ndarray) -> None:
     step call runs before the first autograd node inside it is the forward, not the optimizer
     (savings/closure_unfused and healthy_closure_fused: 'optimizer 76%' of the host was mostly the forward)."""
     trace = facts.trace
-    calls = np.flatnonzero(facts.is_host & pattern_mask(facts, PATTERNS[0][1]))
+    calls = np.flatnonzero(facts.is_host & pattern_mask(facts, OPTIMIZER_CALL))
     nodes = np.flatnonzero(facts.is_host & pattern_mask(facts, AUTOGRAD))
     if calls.size == 0 or nodes.size == 0:
         return
@@ -218,12 +224,12 @@ def _regions(facts: Facts) -> np.ndarray:
     """Per event: the region of the first PATTERNS entry on its op-tree path (itself included), else
     other. One pass down the tree carrying a bit per entry, not a pass per entry."""
     trace = facts.trace
-    bits = np.zeros(len(trace), dtype=np.uint8)  # room for 8 entries
+    bits = np.zeros(len(trace), dtype=np.uint16)  # room for 16 entries
     for k, (_, pattern, category) in enumerate(PATTERNS):
         marks = facts.is_host & pattern_mask(facts, pattern)
         if category is not None:
             marks &= trace.category_mask({category})
-        bits[marks] |= np.uint8(1 << k)
+        bits[marks] |= np.uint16(1 << k)
     for level in levels(facts):  # parents before their children
         bits[level] |= bits[facts.parent[level]]
     region = np.full(len(trace), _CODE["python"], dtype=np.int8)

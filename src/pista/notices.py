@@ -14,7 +14,7 @@ import numpy as np
 
 from pista.cpuload import busy_cpu
 from pista.finding import Record
-from pista.policy import COMPUTE_MIN_GPU_BUSY
+from pista.policy import COMPUTE_MIN_GPU_BUSY, one_time_share
 from pista.query import cpu_activity_missing
 from pista.trace.facts import Facts
 from pista.trace.model import Trace
@@ -163,11 +163,10 @@ class RanksByOrder(Record, frozen=True):
 
 def one_time_notices(findings: list[Finding], s: Summary) -> list[Record]:
     """Whether one-time costs fill most of the window, so that the reading is mostly theirs."""
-    once = [f for f in findings if f.impact.once]
-    share = min(1.0, sum(f.impact.share for f in once))
+    share = one_time_share(findings)
     if share < ONE_TIME_NOTICE_SHARE:
         return []
-    return [OneTimeCost(share, tuple(dict.fromkeys(f.rule for f in once)))]
+    return [OneTimeCost(share, tuple(dict.fromkeys(f.rule for f in findings if f.impact.once)))]
 
 
 # A balanced verdict whose host takes at least this many times the GPU's time, the GPU computing less than

@@ -31,6 +31,11 @@ COMPUTE_MAX_RATIO = 3.0
 # "balanced"; kineto_resnet50_w0_2021 39% with the GPU 57% busy. kineto_resnet50_w0_early's 25% and
 # savings/h100's loader_pageable (8%, its copies the cause) stay as they were).
 INPUT_MIN_SHARE = 0.3
+# Share of the window one-time costs take (set-up, a first compile: the findings whose impact is once) at or above
+# which the verdict is "start-up": the window holds little else, and host against device time there weighs the
+# start-up, not the steps (review 6: six GPUPuzzlers and CS521 windows, 98-100% cudaFree, first launches and a first
+# compile, read "overhead-bound" above a notice saying they were one-time; gpu/compile_warmup's is 100%).
+START_UP_SHARE = 0.9
 
 
 class Severity(str, Enum):
@@ -83,6 +88,16 @@ def severity_of(share: float, once: bool = False) -> Severity:
     else:
         severity = Severity.WARNING if share >= WARNING_SHARE else Severity.INFO
     return min(severity, ONE_TIME_MAX_SEVERITY, key=lambda s: s.rank) if once else severity
+
+
+def one_time_share(findings: Iterable[Finding]) -> float:
+    """The share of the window the one-time findings take, together (at most 1)."""
+    return min(1.0, sum(f.impact.share for f in findings if f.impact.once))
+
+
+def start_up_verdict(verdict: str, once_share: float) -> str:
+    """"start-up" where one-time costs take START_UP_SHARE of a GPU window or more, else the verdict."""
+    return "start-up" if verdict != "cpu-only" and once_share >= START_UP_SHARE else verdict
 
 
 def input_verdict(verdict: str, input_share: float) -> str:

@@ -1,5 +1,5 @@
-"""Diagnose a trace: the verdict (overhead-bound, compute-bound, balanced, input-bound, cpu-only) and the findings,
-each with its evidence (events, lane, step, ts, dur) and the advice."""
+"""Diagnose a trace: the verdict (overhead-bound, compute-bound, balanced, input-bound, start-up, cpu-only) and the
+findings, each with its evidence (events, lane, step, ts, dur) and the advice."""
 
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ from pista.i18n._fmt import sig3
 from pista.render.html import _asset, script_json
 
 VERDICT_COLOR = {"overhead-bound": "#c62828", "compute-bound": "#2e7d32", "balanced": "#e08a00",
-                 "input-bound": "#8e24aa", "cpu-only": "#1f77b4"}
+                 "input-bound": "#8e24aa", "start-up": "#00838f",
+                 "cpu-only": "#1f77b4"}
 
 
 def crossover(points: list[dict[str, Any]]) -> float | None:

@@ -30,7 +30,7 @@ def safe_markup(text: object) -> str:
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 VERDICT_STYLE = {"overhead-bound": "bold red", "compute-bound": "bold green", "balanced": "bold yellow",
-                 "input-bound": "bold magenta", "cpu-only": "bold blue"}
+                 "input-bound": "bold magenta", "start-up": "bold cyan", "cpu-only": "bold blue"}
 MAX_EVIDENCE = 5
 
 

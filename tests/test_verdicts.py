@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pista.analysis import analyze
-from pista.policy import INPUT_MIN_SHARE
+from pista.policy import INPUT_MIN_SHARE, START_UP_SHARE
 from tests.raw import FIXTURES, complete
 
 DATALOADER = "enumerate(DataLoader)#"
@@ -61,3 +61,30 @@ def test_per_op_overhead_is_still_found_behind_the_input() -> None:
     assert "overhead-bound" in analysis.rules_fired
     balanced = analyze(str(FIXTURES / "foreign/kineto_resnet50_w0_2021.json.gz"), replay=False)
     assert not any(n.startswith("balanced") for n in balanced.notices)
+
+
+def _steps_us(name: str) -> tuple[float, int]:
+    marks = [e for e in complete(name) if str(e.get("name", "")).startswith("ProfilerStep#")]
+    return sum(float(e["dur"]) for e in marks), len(marks)
+
+
+def test_a_window_of_start_up_says_so() -> None:
+    """gpu/compile_warmup profiles torch.compile's first compile (Dynamo's `dynamo` events hold most of its
+    steps): the verdict says start-up, not overhead-bound, and the host-time line puts the compile in its own
+    region, not in "Python between ops" (review 6: cs521a_myconv_inductor, 'Python between ops 793 ms (72%)')."""
+    name = "gpu/compile_warmup"
+    compile_us = sum(float(e["dur"]) for e in complete(name, "cpu_op", "dynamo"))
+    steps_us, n = _steps_us(name)
+    assert compile_us >= START_UP_SHARE * steps_us
+    summary = analyze(str(FIXTURES / f"{name}.json.gz")).summary
+    assert summary.verdict == "start-up"
+    main = max(summary.host_time_by_region.values(), key=lambda regions: sum(regions.values()))
+    assert main["compile"] == pytest.approx(compile_us / n, rel=0.1)
+    assert main["python"] < 0.05 * main["compile"]
+
+
+@pytest.mark.parametrize("name", ["series_mlp_compile", "seed_mm64_compile", "gpu/recompile"])
+def test_a_warm_window_keeps_its_verdict(name: str) -> None:
+    """Compiled windows whose compile is done, or a small part of the window: the verdict weighs their steps."""
+    summary = analyze(str(FIXTURES / f"{name}.json.gz")).summary
+    assert summary.verdict != "start-up"
