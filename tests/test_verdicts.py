@@ -88,3 +88,15 @@ def test_a_warm_window_keeps_its_verdict(name: str) -> None:
     """Compiled windows whose compile is done, or a small part of the window: the verdict weighs their steps."""
     summary = analyze(str(FIXTURES / f"{name}.json.gz")).summary
     assert summary.verdict != "start-up"
+
+
+@pytest.mark.parametrize("name", ["foreign/gp_more_small_kernels", "foreign/gp_launch_queue3"])
+def test_a_window_of_cuda_start_up_says_so(name: str) -> None:
+    """GPUPuzzlers' windows spent in CUDA's start-up (cudaFree creating the context, 87% and 98% of them by the raw
+    events) read "overhead-bound" above a notice that they were one-time (review 6)."""
+    events = complete(name)
+    start = min(float(e["ts"]) for e in events)
+    end = max(float(e["ts"]) + float(e["dur"]) for e in events)
+    free = sum(float(e["dur"]) for e in events if e.get("name") == "cudaFree")
+    assert free >= 0.85 * (end - start)
+    assert analyze(str(FIXTURES / f"{name}.json.gz")).summary.verdict == "start-up"

@@ -265,7 +265,7 @@ class _Credit:
                 continue
             if _restated(saved, alone[id(f)]) and _restated(clean_saved, clean_alone[id(f)]):
                 continue  # what the fixes before it already save: the same time, said again
-            self.settled[id(f)] = self._impact(saved, clean_saved, alone[id(f)])
+            self.settled[id(f)] = self._impact(saved, clean_saved, alone[id(f)], clean_alone[id(f)])
             self.edits[id(f)] = e
             applied, base, clean_base = now, after, clean_after
         return applied
@@ -277,14 +277,15 @@ class _Credit:
         return clean_saved <= MIN_SAVING_SHARE * self.clean_step and (saved <= MIN_SAVING_SHARE * self.step
                                                                        or is_symptom(f))
 
-    def _impact(self, saved: float, clean_saved: float, alone: float) -> Impact:
-        """The impact credited for a saving (ns, as profiled and without the profiler; `alone`: its edit's alone),
-        as profiled no more than the step (nor the step the trace shows)."""
+    def _impact(self, saved: float, clean_saved: float, alone: float, clean_alone: float) -> Impact:
+        """The impact credited for a saving (ns, as profiled and without the profiler; `alone`, `clean_alone`: its
+        edit's alone, both ways), as profiled no more than the step (nor the step the trace shows)."""
         cap = min(self.step, self.observed_step)
         return Impact(
             min(max(saved, 0.0), cap) / 1000.0, min(1.0, max(saved, 0.0) / self.step), replayed=True,
             alone_us=alone / 1000.0, unprofiled_us=min(max(clean_saved, 0.0), self.clean_step) / 1000.0,
-            unprofiled_share=min(1.0, max(clean_saved, 0.0) / self.clean_step))
+            unprofiled_share=min(1.0, max(clean_saved, 0.0) / self.clean_step),
+            unprofiled_alone_share=min(1.0, max(clean_alone, 0.0) / self.clean_step))
 
 
 def _off_path(f: Finding) -> Any:

@@ -135,7 +135,7 @@ def order_key(f: Finding) -> tuple[int, bool, bool, float, float, float]:
     """Findings in reading order: by severity, a steady cost before a one-time one of the same
     severity, a cause before a symptom (what is left once the causes are fixed), then by what fixing saves."""
     assert f.severity is not None
-    return (-f.severity.rank, f.impact.once, is_symptom(f), -f.impact.rank_share, -f.impact.us, _first_ts(f))
+    return (-f.severity.rank, f.impact.once, is_symptom(f), -f.impact.order_share, -f.impact.us, _first_ts(f))
 
 
 def _first_ts(finding: Finding) -> float:
@@ -161,7 +161,7 @@ def _wrong_results(findings: Iterable[Finding]) -> Finding | None:
 def _worth_fixing(findings: Iterable[Finding]) -> list[Finding]:
     """The findings that save at least TOP_FIX_MIN_SHARE, biggest first."""
     return sorted((f for f in findings if f.impact.rank_share >= TOP_FIX_MIN_SHARE),
-                  key=lambda f: (-f.impact.rank_share, -f.impact.us))
+                  key=lambda f: (-f.impact.order_share, -f.impact.us))
 
 
 def _steady_first(worth: list[Finding]) -> list[Finding]:

@@ -136,3 +136,36 @@ def test_a_loop_over_rows_whose_passes_differ_is_a_loop_per_sample(analysis_of):
     assert "aten::flip" in f.record.block and f.severity.value == "critical"
     assert f.edit is not None and f.edit.remove.size  # the other passes' ops go in the replay (test_savings)
     assert _finding(analysis_of, SAVINGS + "loop_per_sample_augment__fixed") is None
+
+
+def test_a_loop_over_the_pieces_of_a_split_tensor(analysis_of):
+    """GPUPuzzlers' fusion puzzle (review 6): torch.split into 16 features, a parameter-free LayerNorm and tanh on
+    each, the results stacked: one call on the unsplit tensor does it; there is no model to vmap."""
+    name = "foreign/gp_fusion_mwe"
+    ops = sorted((e for e in raw.complete(name, "cpu_op")), key=lambda e: float(e["ts"]))
+    splits = [e for e in ops if e["name"] == "aten::split"]
+    norms = [e for e in ops if e["name"] == "aten::layer_norm"]
+    assert splits and len(norms) >= 16
+    finding = analysis_of(name).finding("python-loop")
+    assert finding is not None and finding.metrics["kind"] == "slices"
+    assert "unsplit" in finding.fix_here and "stack_module_state" not in finding.fix_here
+
+
+def test_a_loop_that_reads_one_element_back_per_pass():
+    """GPUPuzzlers' d2h_sync puzzle (fetched: remote.json): a tensor summed one `.cpu()` at a time (4-byte pageable
+    read-backs, each a round trip): python-loop says reduce on the GPU, and pageable-memcpy, whose pinned copy would
+    not shorten a 4-byte read-back, stays silent."""
+    import os
+    from pathlib import Path
+
+    cache = Path(os.environ.get("PISTA_FOREIGN_CACHE") or Path.home() / ".cache" / "pista" / "foreign")
+    path = cache / "gp_d2h_sync_final.json.gz"
+    if not path.exists():
+        pytest.skip("gp_d2h_sync_final is fetched (scripts/fetch_foreign.py), not committed")
+    events = raw.events(str(path))
+    dtoh = [e for e in events if str(e.get("name", "")).startswith("Memcpy DtoH")]
+    assert sum(e["args"]["bytes"] <= 8 for e in dtoh) > 4000  # and third_sum's one 16 KiB copy of the whole tensor
+    analysis = analyze(str(path))
+    assert "pageable-memcpy" not in analysis.rules_fired
+    loop = next(f for f in analysis.findings if f.rule == "python-loop")
+    assert loop.metrics["reads_back"] and "x.sum().item()" in loop.fix_here

@@ -28,6 +28,12 @@ MIN_STEP_SHARE = 0.01
 # Pinned copies at least this big give the bandwidth to compare with; smaller ones (.item()'s 4 bytes)
 # measure latency (gpu/pageable_memcpy's pinned 64 MiB: 55.3 GB/s).
 PINNED_MIN_BYTES = 1 << 20
+# Read-backs (DtoH) smaller than this are bound by their latency (a few µs however they are staged), not by the
+# bandwidth pinning raises, and the host waits for their values pinned or not: their cost is the round trip and its
+# sync, host-sync's (review 6: gp_d2h_sync_final's 4,097 one-element `.cpu()` copies of 4 bytes were told "copy into
+# a preallocated pinned tensor"). An upload of any size stays: non_blocking from pinned memory ends its wait
+# (kineto_resnet50_w0_early's small label uploads hold the host behind the queued work).
+LATENCY_BOUND_BYTES = 64 << 10
 EVIDENCE_EVENTS = 6
 
 PAGEABLE = re.compile(r"Pageable")
@@ -90,6 +96,7 @@ def check(ctx: Context) -> list[Finding]:
         return []
     copies = memcpys(facts)
     pageable = copies & pattern_mask(facts, PAGEABLE) & (facts.launcher >= 0)
+    pageable[[i for i in np.flatnonzero(pageable).tolist() if _latency_bound_read_back(facts.trace, i)]] = False
     if facts.steps:
         pageable &= facts.event_step >= 0
     if not pageable.any():
@@ -129,6 +136,11 @@ def check(ctx: Context) -> list[Finding]:
                             saved_us=us(total), step_share_percent=100.0 * impact.share)
     return [Finding(ID, record, impact, _evidence(facts, calls, blocked, saved, pinned),
                     edit=_pinned_edit(facts, calls, waits, pinned))]
+
+
+def _latency_bound_read_back(trace, i: int) -> bool:
+    """A DtoH copy of a known size under LATENCY_BOUND_BYTES."""
+    return _direction(trace, i) == "DtoH" and 0 < _bytes(trace, i) < LATENCY_BOUND_BYTES
 
 
 def _reads_back(trace, work: list[int]) -> bool:

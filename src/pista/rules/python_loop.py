@@ -3,6 +3,7 @@ python-loop`) are its docs, with the text of its findings, in pista/i18n/ftl/<la
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +12,15 @@ import numpy as np
 from pista.findings import Context, Finding, Record
 from pista.opargs import op_args
 from pista.query import nearest_in, pattern_mask
-from pista.rules._common import OPTIMIZER_STEP, backward_nodes, data_region_mask, evidence, outer_ops, us
+from pista.rules._common import (
+    OPTIMIZER_STEP,
+    backward_nodes,
+    data_region_mask,
+    evidence,
+    index_mask,
+    outer_ops,
+    us,
+)
 from pista.timeline import Edit
 from pista.trace.facts import Facts, merge_intervals
 from pista.trace.model import Trace
@@ -30,6 +39,10 @@ MAX_BLOCK = 160
 INDEXING = frozenset({"aten::select", "aten::slice", "aten::narrow"})
 # Iterating over a tensor (`for row in x`, `zip(x, y)`) unbinds it once, right before the first pass.
 ITERATING = frozenset({"aten::unbind"})
+# A loop right after one of these runs on the pieces of one tensor: where its results are gathered, one call on
+# the whole tensor (the pieces a leading dimension) does it, not a vmap over models (review 6: gp_fusion_mwe's
+# torch.split into 16 features, LayerNorm and tanh on each, stacked: told "vmap the models" for a model-less loop).
+SPLITTING = frozenset({"aten::split", "aten::split_with_sizes", "aten::chunk", "aten::tensor_split"})
 # The passes' results gathered by one of these right after the loop: a loop per model.
 GATHER = frozenset({"aten::stack", "aten::cat"})
 # ...or each pass ends adding its result to a running sum (Python's sum(), `loss = loss + ...`).
@@ -52,13 +65,14 @@ EVIDENCE_PASSES = 2
 
 
 class PythonLoop(Record):
-    kind: str  # "sample" or "model"
+    kind: str  # "sample", "model" or "slices" (the pieces of one split tensor)
     block: tuple[str, ...]  # the ops of one pass, in order
     passes: int  # in a row, in the first loop found
     loops: int  # loops found in the window (one per step, usually)
     steps: int
     host_us: float  # the loops' host time per step, first pass to last
     source: str  # the Python frame the loop runs in, where the trace has stacks ("" if none)
+    reads_back: bool = False  # a pass copies a value to the host (a DtoH copy under its ops: `.cpu()`, `.item()`)
 
 
 class Pass(Record):
@@ -108,10 +122,23 @@ def check(ctx: Context) -> list[Finding]:
     block = outer[lo + top.start: lo + top.start + top.period]
     record = PythonLoop(kind=top.kind, block=tuple(trace.event_name(i) for i in block), passes=top.passes,
                         loops=len(loops), steps=ctx.step_count, host_us=us(host) / ctx.step_count,
-                        source=_source(facts, int(block[0])))
+                        source=_source(facts, int(block[0])), reads_back=_reads_back(facts, block))
     ev = [evidence(facts, int(outer[lo + top.pass_start(k)]), Pass(k + 1, top.period))
           for k in range(EVIDENCE_PASSES)]
     return [Finding(ID, record, impact, ev, edit=_edit(facts, first, rest, spans))]
+
+
+# A device-to-host copy (a pass reading a value back).
+DTOH = re.compile(r"^Memcpy DtoH")
+
+
+def _reads_back(facts: Facts, block: np.ndarray) -> bool:
+    """Whether one of the pass's ops launched a device-to-host copy (the pass reads a value to the host)."""
+    copies = np.flatnonzero(facts.is_device_work & pattern_mask(facts, DTOH) & (facts.launcher >= 0))
+    if copies.size == 0:
+        return False
+    under = nearest_in(facts, index_mask(facts, block), facts.launcher[copies].astype(np.int64))
+    return bool((under >= 0).any())
 
 
 def _loops(facts: Facts, outer: np.ndarray, lane: np.ndarray):
@@ -164,7 +191,8 @@ def _find(facts: Facts, names: np.ndarray, ops: np.ndarray) -> list[_Loop]:
 
 def _kind(facts: Facts, names: np.ndarray, ops: np.ndarray, start: int, period: int, passes: int) -> str:
     """'sample' where a pass starts by indexing, 'model' where the passes' results are stacked (or, with
-    shapes, summed), else '' (a model's layers)."""
+    shapes, summed), 'slices' for such passes over the pieces of a tensor split just before, else '' (a model's
+    layers)."""
     trace = facts.trace
     sliced = _name_at(trace, names, start) in INDEXING
     if sliced or _name_at(trace, names, start - 1) in ITERATING:
@@ -172,7 +200,9 @@ def _kind(facts: Facts, names: np.ndarray, ops: np.ndarray, start: int, period: 
         return "sample" if passes >= MIN_PASSES and not same_slice else ""
     if period < MIN_MODEL_OPS:
         return ""  # a model is more than one op (a collate's torch.tensor per sample, then stacked, is a loader's)
-    return "model" if _models(facts, names, ops, start, period, passes) else ""
+    if not _models(facts, names, ops, start, period, passes):
+        return ""
+    return "slices" if _name_at(trace, names, start - 1) in SPLITTING else "model"
 
 
 def _name_at(trace: Trace, names: np.ndarray, k: int) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from pista.i18n._fluent import Say, key, yes
 from pista.i18n._fmt import t
 from pista.rules.unfused_elementwise import (
@@ -19,8 +21,18 @@ _DTYPE = {"float": "fp32", "c10::BFloat16": "bf16", "c10::Half": "fp16", "double
 FUSED = ("rmsnorm", "layernorm", "rotary", "gate")
 
 
+def _joined(ops: tuple[str, ...], prefix: str = "") -> str:
+    """The ops joined by " > ", a run of one op written once with its count (review 6: gp_d2h_sync_final's 168
+    `add_` in a row were printed 168 times)."""
+    parts = []
+    for name, group in itertools.groupby(o.removeprefix(prefix) for o in ops):
+        n = sum(1 for _ in group)
+        parts.append(f"{name} x{n}" if n > 1 else name)
+    return " > ".join(parts)
+
+
 def _short(ops: tuple[str, ...]) -> str:
-    return " > ".join(o.removeprefix("aten::") for o in ops)
+    return _joined(ops, "aten::")
 
 
 def _chain(c: Chain, say: Say) -> str:
@@ -51,7 +63,7 @@ _NO_RUNS = {**dict.fromkeys(("eager_us", "eager_share", "runs_us", "runs_share",
 
 
 def _first_chain_args(c: Chain) -> dict[str, str]:
-    return {"chain_ops": " > ".join(c.ops), "first_kernels": str(len(c.ops)), "first_ops": _short(c.ops),
+    return {"chain_ops": _joined(c.ops), "first_kernels": str(len(c.ops)), "first_ops": _short(c.ops),
             "first_us": t(c.us)}
 
 

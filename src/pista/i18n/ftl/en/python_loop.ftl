@@ -53,20 +53,36 @@ where = { $has_source ->
   }
 message = The step repeats the same { $ops } op(s) ({ $block }) { $passes } times in a row{ where }, { $kind ->
         [sample] once per sample (each pass starts by indexing one element out of the batch)
+        [slices] once per piece of a tensor split before the loop (the passes' results are stacked or concatenated)
        *[model] once per model (the passes' results are stacked, concatenated or summed)
+    }{ $has_others ->
+        [no] {""}
+       *[yes] , and { $others } other loop(s) like it in the step
     }: { $host_us } of host time per step from the second pass to the last, each pass dispatching every op again
     and launching its own small kernels.
 advice = { $kind ->
-    [sample] Call the ops once on the whole batch: F.cross_entropy(logits, y, reduction='none') then weight, mask or
-        reduce the per-sample values; torch.vmap for a function written per sample. The batched call dispatches once
-        and launches a few kernels that fill the GPU.
+    [sample] Call the ops once on the whole batch: { $example ->
+            [loss] F.cross_entropy(logits, y, reduction='none') then weight, mask or reduce the per-sample values
+            [readback] reduce on the GPU and read the result once (x.sum().item(), not a sum of x[i].item() or
+                x[i].cpu()), or copy the whole tensor once (x.cpu(), x.tolist())
+           *[other] pass the whole batch (the op on x, not on x[i] in a loop)
+        }; torch.vmap for a function written per sample. The batched call dispatches once and launches a few
+        kernels that fill the GPU.
+    [slices] Run the ops once on the whole tensor instead of on its split pieces: view it with the pieces as a
+        leading dimension (x.view(k, ...), x.unflatten(...)) and call each op once; normalisations, softmax and
+        elementwise ops act on the trailing dimensions, so one call does every piece, and the stack after the loop
+        goes.
    *[model] Run the models as one batched call: params, buffers = torch.func.stack_module_state(models), then
         torch.vmap(lambda p, b, x: torch.func.functional_call(base, (p, b), (x,)), in_dims=(0, 0, None)); or one
         module with a model dimension (torch.bmm, grouped convolutions). CUDA graphs would keep the per-model
         kernels; batching removes them.
   }
 fix = a Python loop repeats { $block } { $passes } times per step{ where }: { $kind ->
-        [sample] call it once on the whole batch
+        [sample] { $example ->
+            [readback] reduce on the GPU and read the result back once (x.sum().item())
+           *[other] call it once on the whole batch
+        }
+        [slices] call it once on the unsplit tensor
        *[model] vmap the models (torch.func.stack_module_state)
     }
 basis = the loop's passes after the first, removed (host time, kernels, backward), the first doing all their work

@@ -46,20 +46,37 @@ where = { $has_source ->
   }
 message = El paso repite las mismas { $ops } op(s) ({ $block }) { $passes } veces seguidas{ where }, { $kind ->
         [sample] una vez por muestra (cada pasada empieza indexando un elemento del lote)
+        [slices] una vez por trozo de un tensor partido antes del bucle (los resultados se apilan o concatenan)
        *[model] una vez por modelo (los resultados de las pasadas se apilan, concatenan o suman)
+    }{ $has_others ->
+        [no] {""}
+       *[yes] , y { $others } bucle(s) más como este en el paso
     }: { $host_us } de tiempo de host por paso de la segunda pasada a la última; cada pasada despacha de nuevo cada
     op y lanza sus propios kernels pequeños.
 advice = { $kind ->
-    [sample] Llama a las ops una vez sobre el lote entero: F.cross_entropy(logits, y, reduction='none') y después
-        pondera, enmascara o reduce los valores por muestra; torch.vmap para una función escrita por muestra. La
-        llamada por lotes despacha una vez y lanza pocos kernels que llenan la GPU.
+    [sample] Llama a las ops una vez sobre el lote entero: { $example ->
+            [loss] F.cross_entropy(logits, y, reduction='none') y después pondera, enmascara o reduce los valores por
+                muestra
+            [readback] reduce en la GPU y lee el resultado una sola vez (x.sum().item(), no una suma de x[i].item() o
+                x[i].cpu()), o copia el tensor entero una vez (x.cpu(), x.tolist())
+           *[other] pasa el lote entero (la op sobre x, no sobre x[i] en un bucle)
+        }; torch.vmap para una función escrita por muestra. La llamada por lotes despacha una vez y lanza pocos
+        kernels que llenan la GPU.
+    [slices] Ejecuta las ops una vez sobre el tensor entero en lugar de sobre sus trozos: míralo con los trozos como
+        dimensión inicial (x.view(k, ...), x.unflatten(...)) y llama a cada op una vez; las normalizaciones, softmax
+        y las ops elemento a elemento actúan sobre las dimensiones finales, así que una llamada hace todos los
+        trozos, y el stack tras el bucle sobra.
    *[model] Ejecuta los modelos en una sola llamada por lotes: params, buffers =
         torch.func.stack_module_state(models) y torch.vmap(lambda p, b, x: torch.func.functional_call(base, (p, b),
         (x,)), in_dims=(0, 0, None)); o un módulo con una dimensión de modelos (torch.bmm, convoluciones agrupadas).
         Los CUDA graphs conservarían los kernels por modelo; agrupar los elimina.
   }
 fix = un bucle de Python repite { $block } { $passes } veces por paso{ where }: { $kind ->
-        [sample] llámalas una vez sobre el lote entero
+        [sample] { $example ->
+            [readback] reduce en la GPU y lee el resultado una sola vez (x.sum().item())
+           *[other] llámalas una vez sobre el lote entero
+        }
+        [slices] llámalas una vez sobre el tensor sin partir
        *[model] vmap de los modelos (torch.func.stack_module_state)
     }
 basis = las pasadas del bucle tras la primera, eliminadas (tiempo de host, kernels, backward), la primera haciendo
