@@ -18,6 +18,7 @@ import functools
 import importlib
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -45,8 +46,8 @@ class Config:
         from pista.rules import catalogue
 
         ids = [r.id for r in catalogue()]
-        chosen = [i for i in ids if self.select is None or i in self.select]
-        chosen = [i for i in chosen if i not in self.ignore]
+        selected = ids if self.select is None else self.select
+        chosen = [i for i in ids if i in selected and i not in self.ignore]
         return None if len(chosen) == len(ids) else chosen
 
 
@@ -89,25 +90,26 @@ def load(select: str | None = None, ignore: str | None = None, fail_on: str | No
     """The settings: pyproject.toml's [tool.pista], then the command line's flags over it."""
     config = Config()
     path = find_pyproject(start)
-    if path is not None:
-        table = _tool_table(path)
-        if table:
-            config.source = path
-            where = f"{path} [tool.pista]"
-            if "select" in table:
-                config.select = _ids(table["select"], f"{where} select")
-            if "ignore" in table:
-                config.ignore = _ids(table["ignore"], f"{where} ignore")
-            if "fail-on" in table:
-                config.fail_on = _severity(table["fail-on"], f"{where} fail-on")
-            config.thresholds = _thresholds(table.get("rules", {}), where)
-    if select is not None:
-        config.select = _ids(select, "--select")
-    if ignore is not None:
-        config.ignore = _ids(ignore, "--ignore")
-    if fail_on is not None:
-        config.fail_on = _severity(fail_on, "--fail-on")
+    table = _tool_table(path) if path is not None else {}
+    if table:
+        config.source = path
+        where = f"{path} [tool.pista]"
+        _set_choices(config, table, lambda key: f"{where} {key}")
+        config.thresholds = _thresholds(table.get("rules", {}), where)
+    flags = {"select": select, "ignore": ignore, "fail-on": fail_on}
+    _set_choices(config, {key: value for key, value in flags.items() if value is not None}, lambda key: f"--{key}")
     return config
+
+
+def _set_choices(config: Config, values: dict[str, Any], where: Callable[[str], str]) -> None:
+    """Set the rule selection and the gate from `values` (keys as [tool.pista] spells them), each
+    checked and named in errors as `where(key)` says."""
+    if "select" in values:
+        config.select = _ids(values["select"], where("select"))
+    if "ignore" in values:
+        config.ignore = _ids(values["ignore"], where("ignore"))
+    if "fail-on" in values:
+        config.fail_on = _severity(values["fail-on"], where("fail-on"))
 
 
 def apply_thresholds(config: Config) -> None:
