@@ -344,9 +344,7 @@ def odd_number(value: Any, string_ids: dict[str, int], is_flow: bool) -> int | N
     number = text_number(value)
     if number is not None:
         return number
-    if value not in string_ids:
-        string_ids[value] = -1000 - len(string_ids)
-    return string_ids[value]
+    return string_ids.setdefault(value, -1000 - len(string_ids))
 
 
 def read_lane_names(trace: Trace) -> None:

@@ -465,19 +465,30 @@ STEP_SLICE = 1 << 20
 
 def _steps(trace: Trace, is_host: np.ndarray, is_device_work: np.ndarray,
            launcher: np.ndarray) -> tuple[list[Step], np.ndarray]:
-    n = len(trace)
-    event_step = np.full(n, -1, dtype=np.int32)
+    event_step = np.full(len(trace), -1, dtype=np.int32)
+    steps = _step_regions(trace, is_host)
+    if steps:
+        _place_in_steps(trace, steps, is_host, is_device_work, launcher, event_step)
+    return steps, event_step
+
+
+def _step_regions(trace: Trace, is_host: np.ndarray) -> list[Step]:
+    """The host's ProfilerStep#N events, in time order."""
     step_name_ids = {i: int(m.group(1)) for i, name in enumerate(trace.names) if (m := STEP_NAME.match(name))}
     if not step_name_ids:
-        return [], event_step
+        return []
     candidates = np.flatnonzero(is_host & np.isin(trace.name, list(step_name_ids)))
-    if candidates.size == 0:
-        return [], event_step
     candidates = candidates[np.argsort(trace.ts[candidates], kind="stable")]
-    steps = [
+    return [
         Step(step_name_ids[int(trace.name[i])], int(i), int(trace.ts[i]), int(trace.ts[i] + trace.dur[i]))
         for i in candidates
     ]
+
+
+def _place_in_steps(trace: Trace, steps: list[Step], is_host: np.ndarray, is_device_work: np.ndarray,
+                    launcher: np.ndarray, event_step: np.ndarray) -> None:
+    """Each host event's step by when it runs, device work's by when its launch ran, into `event_step`."""
+    n = len(trace)
     starts = np.array([s.start for s in steps], dtype=np.int64)
     ends = np.array([s.end for s in steps], dtype=np.int64)
     # device work belongs to the step that launched it; a slice of the trace at a time, so the
@@ -492,4 +503,3 @@ def _steps(trace: Trace, is_host: np.ndarray, is_device_work: np.ndarray,
         inside = pos >= 0
         inside[inside] = when[inside] < ends[pos[inside]]
         event_step[relevant[inside]] = pos[inside]
-    return steps, event_step

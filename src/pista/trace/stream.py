@@ -25,6 +25,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -1197,11 +1198,7 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
             return joined  # narrowed blocks, joined: int64 only where some block needed it
         return joined if dtype is None else joined.astype(dtype, copy=False)
 
-    if len(cats.ids) > core.MAX_CATEGORIES or not sum(p.timed for p in parts):
-        raise Unstreamable("too many categories, or no event with a phase and a ts: the in-memory loader "
-                           "words that error")
-    if core.absurd_steps(list(names.ids)):
-        raise Unstreamable("ProfilerStep numbers past int64: the in-memory loader skips those events")
+    _check_readable(parts, names, cats)
     string_ids: dict[str, int] = {}
     columns: dict[str, Any] = {}  # ndarrays; Any: mypy matches **columns against every Trace field
     for name, dtype in (("ph", np.uint8), ("cat", np.int16), ("name", np.int32), ("pid", np.int64),
@@ -1212,32 +1209,14 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
     if not parts[0].events_view:
         for name in EVENTS_VIEW_ONLY:
             columns[name] = no_ids(columns["ts"].size)
-    # odd ids in the in-memory loader's order: all pids, then tids, then flow ids
-    for name in ("pid", "tid", "flow_id"):
-        row0 = 0
-        for p in parts:
-            for row, value in p.odd_ids.get(name, []):
-                columns[name][row0 + row] = _numeric(value, string_ids, name == "flow_id")
-            row0 += p.count
+    _number_odd_ids(parts, columns, string_ids)
     if not columns["ts"].size:
         raise Unstreamable("no events: the in-memory loader words that error")
     if core.overlong(columns["dur"]) is not None:
         raise Unstreamable("durations that sum past int64's range: the in-memory loader skips the longest")
     foreign = core.foreign_device_notice(list(cats.ids), columns["cat"])
-    preread: dict[int, bytes] = {}
-    row0 = 0
-    for p in parts:
-        preread.update({row0 + row: data for row, data in p.preread.items()})
-        row0 += p.count
-    row0 = 0
-    for p in parts:  # each part numbered its blocks' rows from 0
-        p.columns["block"] = [block + (row0, 0, 0) for block in p.columns.get("block", [])]
-        row0 += p.count
-    blocks = column("block", np.int64).reshape(-1, 3)
-    within = column("within", None)  # uint32, int64 past its range
-    if not blocks.size or (blocks[:, 2] - blocks[:, 1]).max() <= np.iinfo(np.uint16).max:
-        within = within.astype(np.uint16)
-    raw_args = OffsetArgs(source, blocks, within, gzipped, preread)
+    blocks, within = _args_index(parts, column)
+    raw_args = OffsetArgs(source, blocks, within, gzipped, _joined_preread(parts))
     flows = split_flows(columns)
     give_back_freed_memory()
     trace = Trace(
@@ -1255,6 +1234,51 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
     core.read_lane_names(trace)
     origin.settle(trace)
     return trace
+
+
+def _args_index(parts: list[_Part], column: Callable[[str, Any], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """OffsetArgs' blocks, their rows numbered in the whole trace, and each event's start within its
+    block (uint16 where every block spans less than 64 KiB), joined by `column`."""
+    row0 = 0
+    for p in parts:  # each part numbered its blocks' rows from 0
+        p.columns["block"] = [block + (row0, 0, 0) for block in p.columns.get("block", [])]
+        row0 += p.count
+    blocks = column("block", np.int64).reshape(-1, 3)
+    within = column("within", None)  # uint32, int64 past its range
+    if not blocks.size or (blocks[:, 2] - blocks[:, 1]).max() <= np.iinfo(np.uint16).max:
+        within = within.astype(np.uint16)
+    return blocks, within
+
+
+def _check_readable(parts: list[_Part], names: _Interner, cats: _Interner) -> None:
+    """Unstreamable where the in-memory loader words the error (too many categories, no timed event)
+    or skips events (step numbers past int64)."""
+    if len(cats.ids) > core.MAX_CATEGORIES or not sum(p.timed for p in parts):
+        raise Unstreamable("too many categories, or no event with a phase and a ts: the in-memory loader "
+                           "words that error")
+    if core.absurd_steps(list(names.ids)):
+        raise Unstreamable("ProfilerStep numbers past int64: the in-memory loader skips those events")
+
+
+def _number_odd_ids(parts: list[_Part], columns: dict[str, Any], string_ids: dict[str, int]) -> None:
+    """The parts' odd ids into the id columns, in the in-memory loader's order: all pids, then tids,
+    then flow ids."""
+    for name in ("pid", "tid", "flow_id"):
+        row0 = 0
+        for p in parts:
+            for row, value in p.odd_ids.get(name, []):
+                columns[name][row0 + row] = _numeric(value, string_ids, name == "flow_id")
+            row0 += p.count
+
+
+def _joined_preread(parts: list[_Part]) -> dict[int, bytes]:
+    """The metadata events' bytes of every part, by row of the whole trace."""
+    preread: dict[int, bytes] = {}
+    row0 = 0
+    for p in parts:
+        preread.update({row0 + row: data for row, data in p.preread.items()})
+        row0 += p.count
+    return preread
 
 
 def _numeric(value: Any, string_ids: dict[str, int], is_flow: bool) -> int:
