@@ -295,6 +295,10 @@ class _ScanState:
     # braces alone), so what it finds after it is no sign of damage
     lists: bool = False
 
+    def inside_event(self) -> bool:
+        """Whether the scan stands inside an event or a string (or just after a backslash)."""
+        return bool(self.depth or self.in_string or self.escape_next)
+
 
 def _scan_block(buf: bytes, base: int, state: _ScanState) -> tuple[np.ndarray, np.ndarray]:
     """Offsets of the event-opening '{' and event-closing '}' in `buf` (absolute: base + i)."""
@@ -635,33 +639,68 @@ def _take(window: bytes, cut: int, origin: int, part: _Part, names: _Interner, c
     segment = _segment(piece, part.entries() > 0)
     offsets = None
     if not exact:
-        offsets = _separator_offsets(segment, origin - 1, part.separator)
-        if offsets is not None:
-            try:
-                _decode_run(segment, origin - 1, offsets[0], offsets[1], part, names, cats)
-                return cut
-            except (_CountMismatch, msgspec.DecodeError, msgspec.ValidationError):
-                offsets = None  # a nested object laid out like an event: ask msgspec instead
-        try:
-            offsets = _event_offsets(segment, origin - 1, part)
-        except msgspec.DecodeError:
-            offsets = None
+        if _took_by_separator(segment, origin, part, names, cats):
+            return cut
+        offsets = _raw_offsets(segment, origin, part)
     sure = True  # that what does not decode is damage
     if offsets is None:
         starts, ends, state = _exact_offsets(piece, origin)
         sure = not state.lists
         part.lists |= state.lists
-        if state.ended:
-            part.end_offset = state.end_offset
-            cut = state.end_offset - origin - 1
-        elif state.depth or state.in_string or state.escape_next:
-            cut = int(ends[-1]) - origin if ends.size else -1  # a look-alike boundary inside a string
+        cut = _scanned_cut(state, ends, origin, cut, part)
         if ends.size == 0:
-            if not state.ended and _starts_damaged(segment):
-                raise _Damaged("the first entry is no JSON")
-            return cut if state.ended else -1
+            return _nothing_complete(segment, state, cut)
         segment = _segment(memoryview(window)[: int(ends[-1]) - origin + 1], part.entries() > 0)
         offsets = (starts[: ends.size], ends)
+    _decode_found(segment, origin, offsets, part, names, cats, sure)
+    return cut
+
+
+def _took_by_separator(segment: bytearray, origin: int, part: _Part, names: _Interner, cats: _Interner) -> bool:
+    """Decode the segment's events at the offsets the separator alone gives (_separator_offsets);
+    whether that worked."""
+    offsets = _separator_offsets(segment, origin - 1, part.separator)
+    if offsets is None:
+        return False
+    try:
+        _decode_run(segment, origin - 1, offsets[0], offsets[1], part, names, cats)
+    except (_CountMismatch, msgspec.DecodeError, msgspec.ValidationError):
+        return False  # a nested object laid out like an event: ask msgspec instead
+    return True
+
+
+def _raw_offsets(segment: bytearray, origin: int, part: _Part) -> tuple[np.ndarray, np.ndarray] | None:
+    """_event_offsets, None where msgspec finds no JSON list there either: the exact scan decides then."""
+    try:
+        return _event_offsets(segment, origin - 1, part)
+    except msgspec.DecodeError:
+        return None
+
+
+def _scanned_cut(state: _ScanState, ends: np.ndarray, origin: int, cut: int, part: _Part) -> int:
+    """Where the window's complete events end after the exact scan: at the array's ']' (marked in
+    `part`), at the last event's end where the cut fell inside one, else the cut itself."""
+    if state.ended:
+        part.end_offset = state.end_offset
+        return state.end_offset - origin - 1
+    if state.inside_event():
+        return int(ends[-1]) - origin if ends.size else -1  # a look-alike boundary inside a string
+    return cut
+
+
+def _nothing_complete(segment: bytearray, state: _ScanState, cut: int) -> int:
+    """_take's answer where the exact scan found no complete event: the cut, at the array's end;
+    else -1 (nothing yet), or damage where the first entry is no JSON."""
+    if state.ended:
+        return cut
+    if _starts_damaged(segment):
+        raise _Damaged("the first entry is no JSON")
+    return -1
+
+
+def _decode_found(segment: bytearray, origin: int, offsets: tuple[np.ndarray, np.ndarray], part: _Part,
+                  names: _Interner, cats: _Interner, sure: bool) -> None:
+    """Decode the events found at `offsets` into `part`; one by one where a field's type is refused."""
     try:
         _decode_run(segment, origin - 1, offsets[0], offsets[1], part, names, cats)
     except msgspec.ValidationError:
@@ -669,7 +708,6 @@ def _take(window: bytes, cut: int, origin: int, part: _Part, names: _Interner, c
     except msgspec.DecodeError as err:
         # the events the exact scan found do not decode: damage (unless a list among them misled it)
         raise (_Damaged if sure else Unstreamable)(str(err)) from None
-    return cut
 
 
 def _starts_damaged(segment: bytearray) -> bool:
@@ -893,7 +931,7 @@ def _finish(window: bytes, origin: int, bounded: bool, part: _Part, names: _Inte
     """The range's last bytes: complete events, then (unbounded) the array's ']'."""
     starts, ends, state = _exact_offsets(window, origin)
     if bounded:
-        if state.ended or state.depth or state.in_string or state.escape_next:
+        if state.ended or state.inside_event():
             raise _FakeSplit
         _check_tail(window, origin, ends, len(window), part, not state.lists)
         if ends.size:
@@ -1012,16 +1050,7 @@ def _load(source: str, workers: int | None, events_view: bool) -> Trace:
     total = unpacked_size(source) if not gzipped else os.path.getsize(source)
     progress = _progress_bar(source, unpacked_size(source), total)
     try:
-        if workers is None:
-            workers = 2 if forked.usable_cores() >= 2 else 1
-        read = None
-        if not gzipped and workers > 1 and total >= PARALLEL_MIN_BYTES:
-            read = _read_parallel(source, array_start, total, progress, events_view)
-        if read is None:
-            names, cats = _Interner(), _Interner()
-            parts = [_read_range(source, array_start, None, gzipped, names, cats, progress, events_view)]
-        else:
-            parts, names, cats = read
+        parts, names, cats = _read_parts(source, array_start, gzipped, total, workers, progress, events_view)
     finally:
         if progress is not None:
             progress(None)
@@ -1040,6 +1069,20 @@ def _load(source: str, workers: int | None, events_view: bool) -> Trace:
     del parts
     give_back_freed_memory()
     return trace
+
+
+def _read_parts(source: str, array_start: int, gzipped: bool, total: int, workers: int | None, progress: Any,
+                events_view: bool) -> tuple[list[_Part], _Interner, _Interner]:
+    """The event array read into parts: two at once (this process and a child) where the file is
+    plain, big enough and two cores are there, else one."""
+    if workers is None:
+        workers = 2 if forked.usable_cores() >= 2 else 1
+    if not gzipped and workers > 1 and total >= PARALLEL_MIN_BYTES:
+        read = _read_parallel(source, array_start, total, progress, events_view)
+        if read is not None:
+            return read
+    names, cats = _Interner(), _Interner()
+    return [_read_range(source, array_start, None, gzipped, names, cats, progress, events_view)], names, cats
 
 
 def _skip_notice(parts: list[_Part], skipped: core.Skipped | None = None) -> list[str]:
@@ -1113,11 +1156,20 @@ def _document_tail(prefix: bytes | None, tail: bytes, events: int, sure: bool) -
             pass
     elif not tail.strip():
         return {}, []
-    if _KEY in tail or salvage._EVENT_START.search(tail) or salvage._utf8_error(tail) is not None \
-            or salvage._bare_token_hints(b"]" + tail):
-        # a second list; what may be more events (the scan took a `[]` among them for the list's
-        # end); bytes the in-memory reader repairs before it salvages: the salvage's to read
+    if _read_its_own_way(tail):
         raise (_Damaged if damaged else Unstreamable)("a tail the in-memory reader repairs or reads its own way")
+    return _salvaged_tail(prefix, tail, events)
+
+
+def _read_its_own_way(tail: bytes) -> bool:
+    """Whether the in-memory reader's salvage reads the tail its own way: a second list; what may be
+    more events (the scan took a `[]` among them for the list's end); bytes it repairs first."""
+    return _KEY in tail or salvage._EVENT_START.search(tail) is not None or salvage._utf8_error(tail) is not None \
+        or bool(salvage._bare_token_hints(b"]" + tail))
+
+
+def _salvaged_tail(prefix: bytes | None, tail: bytes, events: int) -> tuple[dict[str, Any], list[str]]:
+    """The metadata and notices the in-memory reader's salvage reads from a tail that is no JSON."""
     extra, closed, ignored = salvage._tail_metadata(b"]" + tail, 0, prefix is not None)
     meta = salvage._prefix_metadata(prefix) if prefix is not None else {}
     meta.update(extra)
