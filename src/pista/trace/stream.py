@@ -416,18 +416,7 @@ def _add_events(events: list[_Event], segment: bytearray, origin: int, starts: n
         return
     row0 = part.count
     reading = _FULL_READING if part.events_view else _RULES_READING
-    try:
-        numbers = np.fromiter(map(reading.numbers, events), dtype=reading.dtype, count=n)
-        if min(int(numbers[column].min()) for column, _ in reading.odd) == INT64_MIN:
-            raise OverflowError
-        ts_us, dur_us = numbers["ts"], numbers["dur"]
-        odd = None
-    except (ValueError, TypeError, OverflowError):
-        # a string or null pid/tid/id, or an id past int64, somewhere in this run
-        numbers = np.fromiter(map(reading.id_numbers, events), dtype=reading.id_dtype, count=n)
-        odd = reading.odd
-        ts_us = np.fromiter(map(_TS, events), dtype=np.float64, count=n)
-        dur_us = np.fromiter(map(_DUR, events), dtype=np.float64, count=n)
+    numbers, ts_us, dur_us, odd = _numbers(events, reading)
     no_ts = np.isnan(ts_us)
     ts_us[no_ts] = 0.0  # as the in-memory loader reads an event without ts
     bad = core.bad_times(ts_us, dur_us)
@@ -435,14 +424,11 @@ def _add_events(events: list[_Event], segment: bytearray, origin: int, starts: n
         _skip_bad_times(events, segment, origin, starts, ends, part, names, cats, apart, bad, no_ts)
         return
     for column, getter in reading.odd:
-        part.add(column, numbers[column].copy() if odd is None else
-                 _int_column(tuple(map(getter, events)), row0, part.odd_ids.setdefault(column, [])))
+        part.add(column, _int_column(tuple(map(getter, events)), row0, part.odd_ids.setdefault(column, []))
+                 if odd else numbers[column].copy())
     part.add("ts", np.rint(ts_us * 1000.0).astype(np.int64))
     part.add("dur", np.rint(dur_us * 1000.0).astype(np.int64))
-    external_id = numbers["external_id"].copy()
-    old_style = (external_id == NO_ID) & (numbers["external_id_old"] != NO_ID)
-    external_id[old_style] = numbers["external_id_old"][old_style]
-    part.add("external_id", external_id)
+    part.add("external_id", _external_ids(numbers))
     for column in reading.args_ids:
         part.add(column, numbers[column].copy())
     del numbers
@@ -453,10 +439,41 @@ def _add_events(events: list[_Event], segment: bytearray, origin: int, starts: n
     block, within = _args_blocks(starts, ends, apart, row0)
     part.add("block", block)
     part.add("within", within.astype(np.uint32) if within.max(initial=0) <= np.iinfo(np.uint32).max else within)
-    # metadata events name the lanes: keep their few bytes so that needs no trip back to the file
+    _keep_metadata_bytes(segment, origin, starts, ends, ph_col, part)
+    part.count += n
+
+
+def _numbers(events: list[_Event], reading: _Reading) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """The events' numbers (`reading`'s columns), their ts and dur in µs, and whether their own ids
+    are odd: then the numbers hold the args ids alone, and the ids are read one by one."""
+    n = len(events)
+    try:
+        numbers = np.fromiter(map(reading.numbers, events), dtype=reading.dtype, count=n)
+        if min(int(numbers[column].min()) for column, _ in reading.odd) == INT64_MIN:
+            raise OverflowError
+        return numbers, numbers["ts"], numbers["dur"], False
+    except (ValueError, TypeError, OverflowError):
+        # a string or null pid/tid/id, or an id past int64, somewhere in this run
+        numbers = np.fromiter(map(reading.id_numbers, events), dtype=reading.id_dtype, count=n)
+        ts_us = np.fromiter(map(_TS, events), dtype=np.float64, count=n)
+        dur_us = np.fromiter(map(_DUR, events), dtype=np.float64, count=n)
+        return numbers, ts_us, dur_us, True
+
+
+def _external_ids(numbers: np.ndarray) -> np.ndarray:
+    """args 'External id', the old spelling's where the new one is missing."""
+    external_id = numbers["external_id"].copy()
+    old_style = (external_id == NO_ID) & (numbers["external_id_old"] != NO_ID)
+    external_id[old_style] = numbers["external_id_old"][old_style]
+    return external_id
+
+
+def _keep_metadata_bytes(segment: bytearray, origin: int, starts: np.ndarray, ends: np.ndarray, ph_col: np.ndarray,
+                         part: _Part) -> None:
+    """Metadata events name the lanes: their few bytes are kept (by row), so that needs no trip back to the file."""
+    row0 = part.count
     for row in np.flatnonzero(ph_col == PH_METADATA).tolist():
         part.preread[row0 + row] = bytes(segment[int(starts[row]) - origin : int(ends[row]) - origin + 1])
-    part.count += n
 
 
 def _skip_bad_times(events: list[_Event], segment: bytearray, origin: int, starts: np.ndarray, ends: np.ndarray,
@@ -527,30 +544,40 @@ def _event_offsets(segment: bytearray, origin: int, part: _Part) -> tuple[np.nda
     lengths = np.fromiter(map(len, raws), dtype=np.int64, count=n)
     del raws
     first = _SPACES.match(segment, 1).end()  # type: ignore[union-attr]
-    separator = b""
-    if n > 1:
-        after = first + int(lengths[0])
-        following = segment.find(b"{", after, after + MAX_SEPARATOR_BYTES + 1)
-        separator = bytes(segment[after:following])
-        if following < 0 or separator.strip(_WHITESPACE) != b",":
-            return None
+    separator = _first_separator(segment, first + int(lengths[0])) if n > 1 else b""
+    if separator is None:
+        return None
     step = lengths + len(separator)
     starts = np.empty(n, dtype=np.int64)
     starts[0] = first
     np.cumsum(step[:-1], out=starts[1:])
     starts[1:] += first
     ends = starts + lengths - 1
-    codes = np.frombuffer(segment, dtype=np.uint8)
-    if int(ends[-1]) != codes.size - 2:  # the run's last "}", before the "]" _segment added
-        return None  # the separator is not the same everywhere (", " and ","): the scan decides
-    if not ((codes[starts] == _OPEN_BRACE).all() and (codes[ends] == _CLOSE_BRACE).all()):
+    if not _laid_out(np.frombuffer(segment, dtype=np.uint8), starts, ends, separator):
         return None
-    for k, byte in enumerate(separator):
-        if not (codes[ends[:-1] + 1 + k] == byte).all():
-            return None
     if separator:
         part.separator = separator
     return starts + origin, ends + origin
+
+
+def _first_separator(segment: bytearray, after: int) -> bytes | None:
+    """What lies between the first event, which ends before `after`, and the next: None unless it is a
+    comma and whitespace (within MAX_SEPARATOR_BYTES)."""
+    following = segment.find(b"{", after, after + MAX_SEPARATOR_BYTES + 1)
+    separator = bytes(segment[after:following])
+    if following < 0 or separator.strip(_WHITESPACE) != b",":
+        return None
+    return separator
+
+
+def _laid_out(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, separator: bytes) -> bool:
+    """Whether the events start with '{' and end with '}' at these offsets, each followed by `separator`
+    (the last by the run's ']')."""
+    if int(ends[-1]) != codes.size - 2:  # the run's last "}", before the "]" _segment added
+        return False  # the separator is not the same everywhere (", " and ","): the scan decides
+    if not ((codes[starts] == _OPEN_BRACE).all() and (codes[ends] == _CLOSE_BRACE).all()):
+        return False
+    return all((codes[ends[:-1] + 1 + k] == byte).all() for k, byte in enumerate(separator))
 
 
 def _separator_offsets(segment: bytearray, origin: int,
@@ -885,20 +912,14 @@ class _LongRun:
     def add(self, buf: bytes) -> bool:
         """Take the next block; whether the run is done (an event or the array ended in it)."""
         if self.done:  # (the carry it began with held the end): the rest is not scanned
-            self.blocks.append(buf)
-            self.size += len(buf)
+            self._keep(buf)
             return True
         starts, ends = _scan_block(buf, self.origin + self.size, self.state)
-        self.blocks.append(buf)
-        self.size += len(buf)
+        self._keep(buf)
         if ends.size:
             self.last_end = int(ends[-1])
         if self.in_gap:
-            self.in_gap = not (starts.size or self.state.depth or self.state.in_string or self.state.ended
-                               or buf.translate(None, b" \t\r\n,"))
-            self.commas += buf.count(b",")
-            if self.in_gap and self.commas <= int(self.after_event):
-                self._squeeze()
+            self._follow_gap(buf, starts)
         if self.size > MAX_EVENT_BYTES:
             raise Unstreamable("an event bigger than MAX_EVENT_BYTES: the in-memory loader decides")
         return self.done
@@ -906,6 +927,18 @@ class _LongRun:
     @property
     def done(self) -> bool:
         return self.last_end >= 0 or self.state.ended
+
+    def _keep(self, buf: bytes) -> None:
+        self.blocks.append(buf)
+        self.size += len(buf)
+
+    def _follow_gap(self, buf: bytes, starts: np.ndarray) -> None:
+        """While no event has started: whether one does in `buf`, and a gap of whitespace kept as its comma."""
+        self.in_gap = not (starts.size or self.state.depth or self.state.in_string or self.state.ended
+                           or buf.translate(None, b" \t\r\n,"))
+        self.commas += buf.count(b",")
+        if self.in_gap and self.commas <= int(self.after_event):
+            self._squeeze()
 
     def _squeeze(self) -> None:
         """Keep the gap as its comma: JSON reads `,` as it reads `,` + whitespace, and the bytes
