@@ -885,11 +885,16 @@ class _Blocks:
         want = BLOCK_BYTES if self.stop is None else min(BLOCK_BYTES, self.stop - self.offset)
         buf = self.handle.read(want) if want > 0 else b""
         self.offset += len(buf)
-        if self.limit is not None and self.offset > self.limit:
-            raise core.too_big(self.path, self.limit)
+        _check_unpacked(self.offset, self.limit, self.path)
         if self.progress is not None:
             self.progress(self.raw.tell() if self.raw is not None else self.offset)
         return buf
+
+
+def _check_unpacked(at: int, limit: int | None, source: str) -> None:
+    """BadTrace where the bytes unpacked so far (`at`) pass the gzip limit (None: a plain file)."""
+    if limit is not None and at > limit:
+        raise core.too_big(source, limit)
 
 
 class _LongRun:
@@ -1140,8 +1145,7 @@ def _read_tail(handle: io.BufferedIOBase, source: str) -> bytes:
     blocks, at = [], handle.tell()
     while block := handle.read(BLOCK_BYTES):
         at += len(block)
-        if at > limit:
-            raise core.too_big(source, limit)
+        _check_unpacked(at, limit, source)
         blocks.append(block)
     return b"".join(blocks)
 
@@ -1403,13 +1407,20 @@ class _Mended:
     def check(self, block: bytes, final: bool = False) -> None:
         if b"\x00" in block:
             raise Unstreamable("NULs: the in-memory loader counts the zero-filled blocks")
+        self._check_utf8(block, final)
+        if self.tokens:
+            self._check_tokens(block)
+
+    def _check_utf8(self, block: bytes, final: bool) -> None:
+        """Decoded as UTF-8, where it is not ASCII (or a character is still open)."""
         try:
             if final or not block.isascii() or self.utf8.getstate()[0]:
                 self.utf8.decode(block, final)
         except UnicodeDecodeError:
             raise Unstreamable("bytes that are not UTF-8: the in-memory loader mends them") from None
-        if not self.tokens:
-            return
+
+    def _check_tokens(self, block: bytes) -> None:
+        """Bare values, looked for across the blocks' boundaries too."""
         seen = self.before + block
         if salvage._bare_token_hints(seen):
             raise Unstreamable("bare NaN/inf/N/A values: the in-memory loader mends them")
@@ -1530,8 +1541,7 @@ class _WindowPieces(salvage._Pieces):
     def _more(self) -> None:
         block = self.handle.read(SALVAGE_READ_BYTES)
         self.read_to += len(block)
-        if self.limit is not None and self.read_to > self.limit:
-            raise core.too_big(self.source, self.limit)
+        _check_unpacked(self.read_to, self.limit, self.source)
         if self.progress is not None:
             self.progress(self.read_to)
         self.mended.check(block, final=not block)
@@ -1543,14 +1553,19 @@ class _WindowPieces(salvage._Pieces):
         solid = len(block.rstrip())
         if solid:
             self.solid = self.read_to - len(block) + solid - 1
-        # a ',' or '[' followed by whitespace alone may start a piece once its '{' is read
-        end = self.read_to
-        if not self.eof and self.solid >= self.scan_from and self.data[self.solid - self.base] in b",[":
-            end = self.solid
+        end = self._scan_end()
         seps, starts = _piece_starts(self.data, self.scan_from - self.base, end - self.base)
         self.seps += (seps + self.base).tolist()
         self.starts += (starts + self.base).tolist()
         self.scan_from = end
+
+
+    def _scan_end(self) -> int:
+        """How far the search for pieces may go: the bytes read, less a ',' or '[' followed by whitespace
+        alone at their end (it may start a piece once its '{' is read)."""
+        if not self.eof and self.solid >= self.scan_from and self.data[self.solid - self.base] in b",[":
+            return self.solid
+        return self.read_to
 
 
 # salvage._EVENT_START's whitespace (a regex's \s): the bytes a piece's '{' may follow its ',' or '[' by
@@ -1616,7 +1631,7 @@ class _ColumnSink:
         self.count += events
         follows = self._follows(start)
         if not follows:
-            self.unread.append((self.list_at + 1 if self.end < 0 else self.end, start))
+            self.unread.append((self._after_kept(), start))
         if self.chunks and follows:
             self.chunks.append(bytes(self.pieces.view(self.end, end)))
         else:
@@ -1626,12 +1641,20 @@ class _ColumnSink:
         self.end = end
         self.events += events
         self.size += len(self.chunks[-1])
+        self._keep_decoded(decoded)
+        if self.size >= BLOCK_BYTES:
+            self.flush()
+
+    def _keep_decoded(self, decoded: list[_Event] | None) -> None:
+        """The run's events decoded as they come, while all of them are (None from the first that is not)."""
         if decoded is None or self.decoded is None:
             self.decoded = None
         else:
             self.decoded.extend(decoded)
-        if self.size >= BLOCK_BYTES:
-            self.flush()
+
+    def _after_kept(self) -> int:
+        """Where the bytes after the last events kept begin (just after the list's '[' before any)."""
+        return self.list_at + 1 if self.end < 0 else self.end
 
     def _follows(self, start: int) -> bool:
         """Whether the events from `start` follow the last ones kept with only a comma between (or
@@ -1645,7 +1668,7 @@ class _ColumnSink:
     def unread_to(self, size: int) -> list[tuple[int, int]]:
         """The spans of the file that are no JSON the salvage read, the bytes after the last events kept
         (up to `size`) included."""
-        end = self.list_at + 1 if self.end < 0 else self.end
+        end = self._after_kept()
         return [*self.unread, (end, size)] if end < size else self.unread
 
     def flush(self) -> None:
@@ -1667,11 +1690,8 @@ def _read_valid_run(run: bytes, origin: int, events: int, decoded: list[_Event] 
     try:
         offsets = _separator_offsets(segment, origin - 1, part.separator)
         if offsets is not None and offsets[0].size == events:
-            if decoded is not None:
-                _add_events(decoded, segment, origin - 1, offsets[0], offsets[1], part, names, cats)
-                return
-            with contextlib.suppress(_CountMismatch):  # a nested object laid out like an event
-                _decode_run(segment, origin - 1, offsets[0], offsets[1], part, names, cats)
+            with contextlib.suppress(_CountMismatch):  # (decoding here) a nested object laid out like an event
+                _add_run(segment, origin, offsets, decoded, part, names, cats)
                 return
         offsets = _event_offsets(segment, origin - 1, part)
         if offsets is None:
@@ -1679,12 +1699,18 @@ def _read_valid_run(run: bytes, origin: int, events: int, decoded: list[_Event] 
             offsets = (starts[: ends.size], ends)
         if offsets[0].size != events:
             raise Unstreamable("the run's events are not the salvage's")
-        if decoded is not None:
-            _add_events(decoded, segment, origin - 1, offsets[0], offsets[1], part, names, cats)
-        else:
-            _decode_run(segment, origin - 1, offsets[0], offsets[1], part, names, cats)
+        _add_run(segment, origin, offsets, decoded, part, names, cats)
     except msgspec.ValidationError:
         raise Unstreamable("an args id of the wrong type: the in-memory loader reads the event and notes it") from None
+
+
+def _add_run(segment: bytearray, origin: int, offsets: tuple[np.ndarray, np.ndarray], decoded: list[_Event] | None,
+             part: _Part, names: _Interner, cats: _Interner) -> None:
+    """The run's events at `offsets` into `part`: as the walk decoded them, else decoded here."""
+    if decoded is not None:
+        _add_events(decoded, segment, origin - 1, offsets[0], offsets[1], part, names, cats)
+    else:
+        _decode_run(segment, origin - 1, offsets[0], offsets[1], part, names, cats)
 
 
 def _load_salvaged(source: str, events_view: bool) -> Trace:
