@@ -123,10 +123,16 @@ def apply_thresholds(config: Config) -> None:
     for rule_id, values in config.thresholds.items():
         modules = get_rule(rule_id).modules  # a threshold a shared module holds is set there, where it is read
         for name, value in values.items():
-            holders = {id(m): m for module in modules if name in vars(module) for m in _copies_of(module, name)}
-            holders |= {id(m): m for m in _importers(list(holders.values()), name)}
-            for module in holders.values():
+            for module in _holders(modules, name):
                 setattr(module, name, value)
+
+
+def _holders(modules: tuple[ModuleType, ...], name: str) -> list[ModuleType]:
+    """The modules a threshold is set in: those of `modules` that hold the name, the modules their
+    copies come from, and the loaded modules that import it from one of those; each once."""
+    holders = {id(m): m for module in modules if name in vars(module) for m in _copies_of(module, name)}
+    holders |= {id(m): m for m in _importers(list(holders.values()), name)}
+    return list(holders.values())
 
 
 def _copies_of(module: ModuleType, name: str) -> list[ModuleType]:

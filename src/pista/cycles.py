@@ -198,6 +198,11 @@ def _consistent(headers: list[Header]) -> bool:
         return False
     if not all(_at_most_one([getattr(h, key) for h in headers]) for key in ("host", "rank", "name_rank")):
         return False
+    return _no_trace_twice(headers)
+
+
+def _no_trace_twice(headers: list[Header]) -> bool:
+    """No two files with one trace_id (copies of one trace)."""
     ids = [h.trace_id for h in headers if h.trace_id is not None]
     return len(ids) == len(set(ids))
 
@@ -294,19 +299,24 @@ def analyze_cycles(headers: list[Header], source: str, rules: list[str] | None =
                    lang: str = "en") -> CyclesAnalysis:
     """Analyze every file as one cycle (`pista.analysis.analyze`), in the order the traces start,
     with findings in `lang`, and what changed from each cycle to the next."""
-    # start-up: `pista analyze` reads a folder's header without the analysis
-    from pista.i18n import note_text
-    from pista.notices import CyclesOverlap
-
     cycles = [(_read_cycle(h.path, rules, lang), h) for h in headers]
     # by when the trace starts; the handler's time in the name, then the name, where two start together
     cycles.sort(key=lambda ch: (ch[0].start_ns, ch[1].name_ns or 0, ch[0].path))
     ordered = [c for c, _ in cycles]
-    notices = [note_text(CyclesOverlap(i), lang)
-               for i, (a, b) in enumerate(zip(ordered, ordered[1:], strict=False), start=1) if b.start_ns < a.end_ns]
     first = headers[0]
     return CyclesAnalysis(source, ordered, [change(i, ordered[i], ordered[i + 1]) for i in range(len(ordered) - 1)],
-                          pid=first.pid, host=next((h.host for h in headers if h.host), None), notices=notices)
+                          pid=first.pid, host=next((h.host for h in headers if h.host), None),
+                          notices=_overlap_notices(ordered, lang))
+
+
+def _overlap_notices(ordered: list[Cycle], lang: str) -> list[str]:
+    """A notice, in `lang`, for each cycle that starts before the one before it ends."""
+    # start-up: `pista analyze` reads a folder's header without the analysis
+    from pista.i18n import note_text
+    from pista.notices import CyclesOverlap
+
+    return [note_text(CyclesOverlap(i), lang)
+            for i, (a, b) in enumerate(zip(ordered, ordered[1:], strict=False), start=1) if b.start_ns < a.end_ns]
 
 
 def _read_cycle(path: str, rules: list[str] | None, lang: str) -> Cycle:

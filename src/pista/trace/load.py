@@ -518,17 +518,16 @@ def _build(events: list[Event], meta: dict[str, Any], source: str, notices: list
     if not events and skipped.count == 0:
         raise BadTrace(source, "the trace holds no events ('traceEvents' is empty)")
     events, ts_ns, dur_ns, bad = _timed(events, meta, source, notices)
-    names, cats = Interner(), Interner()
-    name_col, cat_col, ph_col = string_columns(events, names, cats)
+    names, cats, (name_col, cat_col, ph_col) = _interned(events)
     absurd, absurd_why = _absurd(list(names.ids), name_col, dur_ns)
     notices += absurd_why
+    dropped = 0
     if absurd is not None:
         kept = np.flatnonzero(~absurd)
         events = [events[i] for i in kept]
         ts_ns, dur_ns = ts_ns[kept], dur_ns[kept]
-        names, cats = Interner(), Interner()
-        name_col, cat_col, ph_col = string_columns(events, names, cats)
-    dropped = 0 if absurd is None else int(absurd.sum())
+        names, cats, (name_col, cat_col, ph_col) = _interned(events)
+        dropped = int(absurd.sum())
     skip_notice(notices, skipped, bad, len(events) + dropped)
     if not events:
         raise BadTrace(source, f"none of the trace's events could be read ({_why_none(skipped, absurd_why)})")
@@ -538,6 +537,12 @@ def _build(events: list[Event], meta: dict[str, Any], source: str, notices: list
     columns = {"ph": ph_col, "cat": cat_col.astype(np.int16), "name": name_col, "ts": ts_ns, "dur": dur_ns}
     del ph_col, cat_col, name_col, ts_ns, dur_ns
     return _columns(events, list(names.ids), list(cats.ids), columns, meta, source, notices)
+
+
+def _interned(events: list[Event]) -> tuple[Interner, Interner, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The events' names and categories interned anew, and their name, category and phase columns."""
+    names, cats = Interner(), Interner()
+    return names, cats, string_columns(events, names, cats)
 
 
 def _why_none(skipped: Skipped, absurd_why: list[str]) -> str:
