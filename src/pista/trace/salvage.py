@@ -357,8 +357,7 @@ class SalvageWalk:
         except (msgspec.ValidationError, *DECODE_ERRORS):
             self.piecewise_until = i + SALVAGE_BLOCK
             return None
-        self._skip(self.unsure)
-        self.unsure = []
+        self._skip_unsure()
         self.sink.block(batch, start, end)
         self.good_end = end
         return i + SALVAGE_BLOCK
@@ -368,17 +367,8 @@ class SalvageWalk:
         pieces = self.pieces
         result, j, end, after, last_error, list_ends_here = self._join(i)
         if result is None:
-            if not pieces.has(i + 1):
-                self.cut_off = True  # the last event was being written when the file ended
-                return None
-            if not pieces.has(j + 1):
-                self.unsure.append(last_error)
-            else:
-                self._skip([*self.unsure, last_error])
-                self.unsure = []
-            return i + 1
-        self._skip(self.unsure)
-        self.unsure = []
+            return self._unread(i, j, last_error)
+        self._skip_unsure()
         if isinstance(result, BaseException):
             self._skip([result])
         else:
@@ -390,6 +380,24 @@ class SalvageWalk:
         if not pieces.has(j + 1):
             self.tail_at = after
         return j + 1
+
+    def _unread(self, i: int, j: int, last_error: BaseException | None) -> int | None:
+        """Piece i, joined up to piece j, read as no event: the file's end cut it off (done), or it is
+        unsure while no piece follows j, else skipped; the next piece to read."""
+        pieces = self.pieces
+        if not pieces.has(i + 1):
+            self.cut_off = True  # the last event was being written when the file ended
+            return None
+        if not pieces.has(j + 1):
+            self.unsure.append(last_error)
+        else:
+            self._skip_unsure(last_error)
+        return i + 1
+
+    def _skip_unsure(self, *errors: BaseException | None) -> None:
+        """The unsure pieces were damage after all (a later piece was read): skipped, then `errors`."""
+        self._skip([*self.unsure, *errors])
+        self.unsure = []
 
     def _join(self, i: int) -> tuple[Event | BaseException | None, int, int, int | None, BaseException | None, bool]:
         """Piece i alone, else joined to the next (up to SALVAGE_MAX_JOIN pieces): (the event, or the
