@@ -252,13 +252,13 @@ def overlong(dur_ns: np.ndarray) -> np.ndarray | None:
 
 def absurd_steps(names: list[str]) -> list[int]:
     """Ids of the names ProfilerStep#N whose N is past int64."""
-    out = []
-    for i, name in enumerate(names):
-        if name.startswith("ProfilerStep#") and (m := _STEP_NAME.match(name)):
-            digits = m.group(1)
-            if len(digits) > _STEP_DIGITS or (len(digits) == _STEP_DIGITS and int(digits) > INT64_MAX):
-                out.append(i)
-    return out
+    return [i for i, name in enumerate(names)
+            if name.startswith("ProfilerStep#") and (m := _STEP_NAME.match(name)) and _past_int64(m.group(1))]
+
+
+def _past_int64(digits: str) -> bool:
+    """Whether a step number's digits make a number past int64."""
+    return len(digits) > _STEP_DIGITS or (len(digits) == _STEP_DIGITS and int(digits) > INT64_MAX)
 
 
 def foreign_device_notice(categories: list[str], cat: np.ndarray) -> str | None:

@@ -216,16 +216,18 @@ class Facts:
         for chunk in np.split(idx, boundaries):
             first = int(chunk[0])
             pid, tid = int(trace.pid[first]), int(trace.tid[first])
-            if self.is_overhead[chunk].any() or pid == -1:
-                kind = "overhead"
-            elif (self.is_device_work[chunk] | self.is_device_annotation[chunk]).any():
-                kind = "gpu"
-            elif self.is_host[chunk].any():
-                kind = "cpu"
-            else:
-                kind = "other"
-            lanes.append(Lane(kind, pid, tid, trace.lane_label(pid, tid), chunk))
+            lanes.append(Lane(self._lane_kind(chunk, pid), pid, tid, trace.lane_label(pid, tid), chunk))
         return lanes
+
+    def _lane_kind(self, chunk: np.ndarray, pid: int) -> str:
+        """What a lane's events (`chunk`) are: profiler overhead, GPU work, host work, or other."""
+        if self.is_overhead[chunk].any() or pid == -1:
+            return "overhead"
+        if (self.is_device_work[chunk] | self.is_device_annotation[chunk]).any():
+            return "gpu"
+        if self.is_host[chunk].any():
+            return "cpu"
+        return "other"
 
     def lane_of(self, i: int) -> str:
         return self.trace.lane_label(int(self.trace.pid[i]), int(self.trace.tid[i]))
