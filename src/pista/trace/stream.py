@@ -999,11 +999,17 @@ def _check_tail(window: bytes, origin: int, ends: np.ndarray, stop: int, part: _
     rest = window[(int(ends[-1]) - origin + 1 if ends.size else 0) : stop]
     if rest.translate(None, b" \t\r\n,") or rest.count(b",") > int(after_event):
         if sure:
-            try:
-                msgspec.json.decode(b"".join((b"[0" if after_event else b"[", rest, b"]" if closing else b"0]")))
-            except msgspec.DecodeError:
-                raise _Damaged("no JSON after the last event") from None
+            _check_entries_json(rest, after_event, closing)
         raise Unstreamable("an entry that is not an event object after the last event")
+
+
+def _check_entries_json(rest: bytes, after_event: bool, closing: bool) -> None:
+    """_Damaged where the entries after the last event (after one, if `after_event`; up to the list's
+    ']' if `closing`) are no JSON."""
+    try:
+        msgspec.json.decode(b"".join((b"[0" if after_event else b"[", rest, b"]" if closing else b"0]")))
+    except msgspec.DecodeError:
+        raise _Damaged("no JSON after the last event") from None
 
 
 class _CountMismatch(Unstreamable):
@@ -1078,10 +1084,21 @@ def unpacked_size(path: str | os.PathLike[str]) -> int:
     return recorded + (wraps << 32)
 
 
-def _load(source: str, workers: int | None, events_view: bool) -> Trace:
+def _file_kind(source: str) -> tuple[bool, Any]:
+    """Whether the file is gzipped, and how to open it for its JSON bytes."""
     with open(source, "rb") as handle:
         gzipped = handle.read(2) == GZIP_MAGIC
-    opener = gzip.open if gzipped else open
+    return gzipped, gzip.open if gzipped else open
+
+
+def _close_bar(progress: Any) -> None:
+    """Take the progress bar (if any) off the terminal."""
+    if progress is not None:
+        progress(None)
+
+
+def _load(source: str, workers: int | None, events_view: bool) -> Trace:
+    gzipped, opener = _file_kind(source)
     with opener(source, "rb") as handle:
         head = handle.read(HEAD_BYTES)
     prefix, array_start = _find_array(head)
@@ -1090,8 +1107,7 @@ def _load(source: str, workers: int | None, events_view: bool) -> Trace:
     try:
         parts, names, cats = _read_parts(source, array_start, gzipped, total, workers, progress, events_view)
     finally:
-        if progress is not None:
-            progress(None)
+        _close_bar(progress)
     end_offset = parts[-1].end_offset
     if end_offset < 0:
         raise _Damaged("the traceEvents array never closes (cut-off file)")
@@ -1718,9 +1734,7 @@ def _load_salvaged(source: str, events_view: bool) -> Trace:
     window of the file at a time, the events kept read into columns as a clean file's are: the same
     events, skipped ones and notices as that loader's, in about the memory of a clean read (a 560 MB
     trace cut off at 90% took 2.4 GiB in memory, 2.1 GB ran out of 8 GiB)."""
-    with open(source, "rb") as handle:
-        gzipped = handle.read(2) == GZIP_MAGIC
-    opener = gzip.open if gzipped else open
+    gzipped, opener = _file_kind(source)
     part, names, cats = _Part(events_view=events_view), _Interner(), _Interner()
     skipped = core.Skipped()
     progress = _progress_bar(source, unpacked_size(source), unpacked_size(source))
@@ -1744,8 +1758,7 @@ def _load_salvaged(source: str, events_view: bool) -> Trace:
         if not gzipped:
             _check_repairs(source, unread, size)
     finally:
-        if progress is not None:
-            progress(None)
+        _close_bar(progress)
     if not part.entries():
         raise Unstreamable("no events: the in-memory loader words that error")
     meta = salvage._prefix_metadata(prefix) if prefix is not None else {}
