@@ -843,23 +843,29 @@ def _read_range(path: str, start: int, stop: int | None, gzipped: bool, names: _
                     continue  # still inside one event (or between two): nothing to decode yet
                 carry, origin, run = run.joined(), run.origin, None
                 window = carry
-                cut = -1 if not buf else _take_run_end(window, origin, part, names, cats)
+                cut = _take_run_end(window, buf, origin, part, names, cats)
             else:
                 window = carry + buf if carry else buf
                 cut = _take_complete(window, buf, origin, part, names, cats)
             if not buf:
                 _finish(window, origin, stop is not None, part, names, cats)
                 return part
-            if part.end_offset >= 0:
-                if stop is not None:
-                    # the array cannot end before a split made past it: the scan was misled
-                    # (damage that unbalances quotes or brackets); the careful loader decides
-                    raise Unstreamable("the event array ends before the split point")
+            if _array_ended(part, stop is not None):
                 return part
             carry = window[cut + 1 :]
             origin += cut + 1
             if len(carry) > BLOCK_BYTES:
                 run = _LongRun(carry, origin, part.entries() > 0)
+
+
+def _array_ended(part: _Part, bounded: bool) -> bool:
+    """Whether the array's ']' was read. A range bounded by a split cannot end there: the scan was
+    misled (damage that unbalances quotes or brackets), and the careful loader decides."""
+    if part.end_offset < 0:
+        return False
+    if bounded:
+        raise Unstreamable("the event array ends before the split point")
+    return True
 
 
 def _take_complete(window: bytes, buf: bytes, origin: int, part: _Part, names: _Interner, cats: _Interner) -> int:
@@ -956,8 +962,11 @@ class _LongRun:
         return b"".join(self.blocks)
 
 
-def _take_run_end(window: bytes, origin: int, part: _Part, names: _Interner, cats: _Interner) -> int:
-    """Decode a finished long run's complete events, found by the exact scan; returns the cut."""
+def _take_run_end(window: bytes, buf: bytes, origin: int, part: _Part, names: _Interner, cats: _Interner) -> int:
+    """Decode a finished long run's complete events, found by the exact scan; returns the cut (-1 at
+    the range's end, no block `buf` read: _finish takes the run then)."""
+    if not buf:
+        return -1
     starts, ends, state = _exact_offsets(window, origin)
     if state.ended:
         return _take_to_array_end(window, origin, ends, state, part, names, cats)
