@@ -205,9 +205,7 @@ def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) 
     kind = _event_kinds(facts)
     # int32 where every number fits (and so each event's step): BIGINT in the views
     step_numbers = narrow(np.array([_step_number(s.number) for s in facts.steps] + [-1], dtype=np.int64))
-    rows = trace.file_rows()
-    if rows.size and rows[-1] <= np.iinfo(np.int32).max:
-        rows = rows.astype(np.int32)  # and so parent, owner, launcher: BIGINT in the views
+    rows = _file_rows(trace)
     step = step_numbers[facts.event_step]
     columns = {
         "idx": rows,
@@ -269,6 +267,15 @@ def _create_views(con: Any, columns: dict[str, np.ndarray], with_flows: bool) ->
         con.execute(f"CREATE VIEW _flow_events AS SELECT * REPLACE ({wide}) FROM _flow_rows")
         con.execute(_EVENTS_VIEW)
     con.execute(_KERNELS_AND_OPS_VIEWS)
+
+
+def _file_rows(trace: Any) -> np.ndarray:
+    """Each event's row in the file (sql's idx): int32 where every row fits, and so parent, owner and
+    launcher (BIGINT in the views)."""
+    rows = trace.file_rows()
+    if rows.size and rows[-1] <= np.iinfo(np.int32).max:
+        rows = rows.astype(np.int32)
+    return rows
 
 
 def _attribute_columns(items: list[Any], columns: tuple[tuple[str, Callable[[Any], Any], Any], ...]
@@ -473,14 +480,19 @@ def _usage_error(err: BaseException, duckdb: Any) -> BaseException:
         return UsageError(f"SQL: the query needs more than the {memory_limit()} of memory pista sql gives "
                           "DuckDB (aggregate more, or select fewer rows)")
     if isinstance(err, duckdb.Error):
-        message = " ".join(str(err).split())
-        if isinstance(err, duckdb.PermissionException) or "configuration has been locked" in message:
-            message += f" ({_LOCKED_NOTE})"
-        return UsageError(f"SQL: {message}")
+        return UsageError(f"SQL: {_duckdb_message(err, duckdb)}")
     if isinstance(err, (OverflowError, ValueError)):  # a DuckDB value Python cannot hold (INTERVAL, DATE)
         return UsageError(f"SQL: a value in the result does not fit Python's types ({err}); "
                           "cast the column, e.g. ::VARCHAR")
     return err
+
+
+def _duckdb_message(err: BaseException, duckdb: Any) -> str:
+    """DuckDB's error on one line; where the lockdown refused it, with a note saying so."""
+    message = " ".join(str(err).split())
+    if isinstance(err, duckdb.PermissionException) or "configuration has been locked" in message:
+        message += f" ({_LOCKED_NOTE})"
+    return message
 
 
 class _Failed:
