@@ -188,14 +188,20 @@ def metadata(doc: Document | LooseDocument) -> dict[str, Any]:
         value = getattr(doc, key)
         if value is ABSENT:
             continue
-        if isinstance(value, Raw):
-            try:
-                value = msgspec.json.decode(value)
-            except DECODE_ERRORS:
-                value = None
+        value = _json_value(value)
         if value is not None:
             meta[key] = value
     return meta
+
+
+def _json_value(value: Any) -> Any:
+    """A raw JSON value decoded (None where it is no JSON); any other value as it is."""
+    if not isinstance(value, Raw):
+        return value
+    try:
+        return msgspec.json.decode(value)
+    except DECODE_ERRORS:
+        return None
 
 
 
@@ -280,14 +286,18 @@ def skip_notice(notices: list[str], skipped: Skipped, bad_times: int, kept: int)
     total = kept + skipped.count + bad_times
     if not skipped.count and not bad_times:
         return
+    notices.append(f"skipped {skipped.count + bad_times} malformed event(s) of {total} "
+                   f"({_skip_reason(skipped, bad_times)})")
+
+
+def _skip_reason(skipped: Skipped, bad_times: int) -> str:
+    """Why the events were skipped: unreadable (the first's error), bad times, or how many of each."""
     times = "a negative, non-finite or out-of-range ts/dur"
     if skipped.count and bad_times:
-        why = f"{skipped.count} unreadable (first: {skipped.first}), {bad_times} with {times}"
-    elif skipped.count:
-        why = f"first: {skipped.first}"
-    else:
-        why = f"{times}"
-    notices.append(f"skipped {skipped.count + bad_times} malformed event(s) of {total} ({why})")
+        return f"{skipped.count} unreadable (first: {skipped.first}), {bad_times} with {times}"
+    if skipped.count:
+        return f"first: {skipped.first}"
+    return times
 
 
 
