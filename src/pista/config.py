@@ -213,16 +213,20 @@ def _thresholds(rules: Any, where: str) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for rule_id, values in rules.items():
         check_rule_ids([rule_id], f"{where} rules")
-        if not isinstance(values, dict):
-            raise UsageError(f"{where} rules.{rule_id}: expected a table of thresholds "
-                             f"([tool.pista.rules.{rule_id}]), not {_kind(values)}")
-        known = get_rule(rule_id).thresholds
-        for name, value in values.items():
-            if name not in known:
-                raise UsageError(f"{where} rules.{rule_id}: no threshold {name}{suggest(name, list(known))}")
-            _check_threshold(value, known[name], f"{where} rules.{rule_id}.{name}")
-        out[rule_id] = dict(values)
+        out[rule_id] = _rule_thresholds(rule_id, get_rule(rule_id).thresholds, values, where)
     return out
+
+
+def _rule_thresholds(rule_id: str, known: dict[str, Any], values: Any, where: str) -> dict[str, Any]:
+    """One rule's table of thresholds, each a threshold it has (`known`, with their defaults) and of its kind."""
+    if not isinstance(values, dict):
+        raise UsageError(f"{where} rules.{rule_id}: expected a table of thresholds "
+                         f"([tool.pista.rules.{rule_id}]), not {_kind(values)}")
+    for name, value in values.items():
+        if name not in known:
+            raise UsageError(f"{where} rules.{rule_id}: no threshold {name}{suggest(name, list(known))}")
+        _check_threshold(value, known[name], f"{where} rules.{rule_id}.{name}")
+    return dict(values)
 
 
 def _check_threshold(value: Any, default: object, where: str) -> None:
@@ -270,10 +274,13 @@ def _tool_table(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: cannot read it: {err}") from None
     except RecursionError:  # tables or arrays nested thousands deep
         raise UsageError(f"{path}: cannot read it: nested too deeply") from None
-    tool = data.get("tool", {})
-    if not isinstance(tool, dict):
-        raise UsageError(f"{path} tool: expected a table ([tool]), not {_kind(tool)}")
-    table = tool.get("pista", {})
+    tool = _table_at(data, "tool", f"{path} tool", "[tool]")
+    return _table_at(tool, "pista", f"{path} tool.pista", "[tool.pista]")
+
+
+def _table_at(parent: dict[str, Any], key: str, where: str, header: str) -> dict[str, Any]:
+    """parent[key], which must be a TOML table (an empty one where it is missing)."""
+    table = parent.get(key, {})
     if not isinstance(table, dict):
-        raise UsageError(f"{path} tool.pista: expected a table ([tool.pista]), not {_kind(table)}")
+        raise UsageError(f"{where}: expected a table ({header}), not {_kind(table)}")
     return table
