@@ -576,16 +576,13 @@ def _same_name_only_children(facts: Facts, parent: np.ndarray, python: np.ndarra
 def _display_names(trace_names: list[str]) -> tuple[np.ndarray, list[str]]:
     """Map each interned name id to the id of the name its row is shown under."""
     names = list(trace_names)
-    index = {name: i for i, name in enumerate(names)}
     folded = np.arange(len(names), dtype=np.int32)
     step_rows = [i for i, name in enumerate(names) if STEP_NAME.match(name)]
     if step_rows:
-        target = index.get("ProfilerStep*")
-        if target is None:
+        if "ProfilerStep*" not in names:
             names.append("ProfilerStep*")
-            target = len(names) - 1
-            folded = np.append(folded, target)
-        folded[step_rows] = target
+            folded = np.append(folded, len(names) - 1)
+        folded[step_rows] = names.index("ProfilerStep*")  # the names are interned: each once
     return folded, names
 
 
