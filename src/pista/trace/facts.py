@@ -338,8 +338,7 @@ def _main_lane(trace: Trace, is_host: np.ndarray) -> tuple[int, int]:
     idx = np.flatnonzero(is_host)
     if idx.size == 0:
         return -1, 0
-    step_ids = [i for i, name in enumerate(trace.names) if STEP_NAME.match(name)]
-    steps = idx[np.isin(trace.name[idx], step_ids)] if step_ids else idx[:0]
+    steps = idx[np.isin(trace.name[idx], list(_step_numbers(trace.names)))]
     pick = steps if steps.size else idx
     lanes, counts = np.unique(np.stack([trace.pid[pick], trace.tid[pick]], axis=1), axis=0, return_counts=True)
     pid, tid = lanes[int(np.argmax(counts))]
@@ -476,7 +475,7 @@ def _steps(trace: Trace, is_host: np.ndarray, is_device_work: np.ndarray,
 
 def _step_regions(trace: Trace, is_host: np.ndarray) -> list[Step]:
     """The host's ProfilerStep#N events, in time order."""
-    step_name_ids = {i: int(m.group(1)) for i, name in enumerate(trace.names) if (m := STEP_NAME.match(name))}
+    step_name_ids = _step_numbers(trace.names)
     if not step_name_ids:
         return []
     candidates = np.flatnonzero(is_host & np.isin(trace.name, list(step_name_ids)))
@@ -485,6 +484,11 @@ def _step_regions(trace: Trace, is_host: np.ndarray) -> list[Step]:
         Step(step_name_ids[int(trace.name[i])], int(i), int(trace.ts[i]), int(trace.ts[i] + trace.dur[i]))
         for i in candidates
     ]
+
+
+def _step_numbers(names: list[str]) -> dict[int, int]:
+    """The ids of the names ProfilerStep#N, with their N."""
+    return {i: int(m.group(1)) for i, name in enumerate(names) if (m := STEP_NAME.match(name))}
 
 
 def _place_in_steps(trace: Trace, steps: list[Step], is_host: np.ndarray, is_device_work: np.ndarray,
