@@ -212,10 +212,7 @@ def write_output(path: str | os.PathLike[str], data: str | Piece | Iterable[Piec
     """
     payload = _utf8(data) if isinstance(data, str) else data
     if str(path) == STDIN:
-        sys.stdout.flush()
-        for piece in _pieces(payload):
-            sys.stdout.buffer.write(piece)
-        sys.stdout.buffer.flush()
+        _write_stdout(payload)
         return Path(STDIN)
     target = Path(path)
     _refuse_inputs(target, inputs)
@@ -226,6 +223,14 @@ def write_output(path: str | os.PathLike[str], data: str | Piece | Iterable[Piec
         raise UsageError(f"{real.parent}: cannot create the output folder: {err.strerror or err}") from None
     _replace_atomically(target, real, payload)
     return target
+
+
+def _write_stdout(payload: Piece | Iterable[Piece]) -> None:
+    """The payload on standard output, after what was written there as text."""
+    sys.stdout.flush()
+    for piece in _pieces(payload):
+        sys.stdout.buffer.write(piece)
+    sys.stdout.buffer.flush()
 
 
 def _refuse_inputs(target: Path, inputs: tuple[str, ...]) -> None:

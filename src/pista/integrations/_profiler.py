@@ -139,8 +139,7 @@ class StepProfiler:
         from pista.render import json as json_render
         from pista.render import terminal
 
-        first = self.start_step
-        steps = f"training step {first}" if recorded == 1 else f"training steps {first}-{first + recorded - 1}"
+        steps = _training_steps(self.start_step, recorded)
         partial = "" if recorded >= self.active else f" (training ended after {recorded} of {self.active})"
         try:
             analysis = analyze(session)
@@ -156,6 +155,11 @@ class StepProfiler:
         steps += _trace_steps(analysis.summary.step_numbers)
         print(f"pista: profiled {steps}{partial} -> {self.trace_path}; {analysis.summary.verdict}, "
               f"{len(analysis.findings)} finding(s): {out / 'analysis.txt'}", file=sys.stderr, flush=True)
+
+
+def _training_steps(first: int, recorded: int) -> str:
+    """The training steps profiled, in words ("training steps 5-7")."""
+    return f"training step {first}" if recorded == 1 else f"training steps {first}-{first + recorded - 1}"
 
 
 def _trace_steps(numbers: list[int]) -> str:
