@@ -18,6 +18,7 @@ import functools
 import importlib
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -45,8 +46,8 @@ class Config:
         from pista.rules import catalogue
 
         ids = [r.id for r in catalogue()]
-        chosen = [i for i in ids if self.select is None or i in self.select]
-        chosen = [i for i in chosen if i not in self.ignore]
+        selected = ids if self.select is None else self.select
+        chosen = [i for i in ids if i in selected and i not in self.ignore]
         return None if len(chosen) == len(ids) else chosen
 
 
@@ -89,25 +90,26 @@ def load(select: str | None = None, ignore: str | None = None, fail_on: str | No
     """The settings: pyproject.toml's [tool.pista], then the command line's flags over it."""
     config = Config()
     path = find_pyproject(start)
-    if path is not None:
-        table = _tool_table(path)
-        if table:
-            config.source = path
-            where = f"{path} [tool.pista]"
-            if "select" in table:
-                config.select = _ids(table["select"], f"{where} select")
-            if "ignore" in table:
-                config.ignore = _ids(table["ignore"], f"{where} ignore")
-            if "fail-on" in table:
-                config.fail_on = _severity(table["fail-on"], f"{where} fail-on")
-            config.thresholds = _thresholds(table.get("rules", {}), where)
-    if select is not None:
-        config.select = _ids(select, "--select")
-    if ignore is not None:
-        config.ignore = _ids(ignore, "--ignore")
-    if fail_on is not None:
-        config.fail_on = _severity(fail_on, "--fail-on")
+    table = _tool_table(path) if path is not None else {}
+    if table:
+        config.source = path
+        where = f"{path} [tool.pista]"
+        _set_choices(config, table, lambda key: f"{where} {key}")
+        config.thresholds = _thresholds(table.get("rules", {}), where)
+    flags = {"select": select, "ignore": ignore, "fail-on": fail_on}
+    _set_choices(config, {key: value for key, value in flags.items() if value is not None}, lambda key: f"--{key}")
     return config
+
+
+def _set_choices(config: Config, values: dict[str, Any], where: Callable[[str], str]) -> None:
+    """Set the rule selection and the gate from `values` (keys as [tool.pista] spells them), each
+    checked and named in errors as `where(key)` says."""
+    if "select" in values:
+        config.select = _ids(values["select"], where("select"))
+    if "ignore" in values:
+        config.ignore = _ids(values["ignore"], where("ignore"))
+    if "fail-on" in values:
+        config.fail_on = _severity(values["fail-on"], where("fail-on"))
 
 
 def apply_thresholds(config: Config) -> None:
@@ -121,10 +123,16 @@ def apply_thresholds(config: Config) -> None:
     for rule_id, values in config.thresholds.items():
         modules = get_rule(rule_id).modules  # a threshold a shared module holds is set there, where it is read
         for name, value in values.items():
-            holders = {id(m): m for module in modules if name in vars(module) for m in _copies_of(module, name)}
-            holders |= {id(m): m for m in _importers(list(holders.values()), name)}
-            for module in holders.values():
+            for module in _holders(modules, name):
                 setattr(module, name, value)
+
+
+def _holders(modules: tuple[ModuleType, ...], name: str) -> list[ModuleType]:
+    """The modules a threshold is set in: those of `modules` that hold the name, the modules their
+    copies come from, and the loaded modules that import it from one of those; each once."""
+    holders = {id(m): m for module in modules if name in vars(module) for m in _copies_of(module, name)}
+    holders |= {id(m): m for m in _importers(list(holders.values()), name)}
+    return list(holders.values())
 
 
 def _copies_of(module: ModuleType, name: str) -> list[ModuleType]:
@@ -205,16 +213,20 @@ def _thresholds(rules: Any, where: str) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for rule_id, values in rules.items():
         check_rule_ids([rule_id], f"{where} rules")
-        if not isinstance(values, dict):
-            raise UsageError(f"{where} rules.{rule_id}: expected a table of thresholds "
-                             f"([tool.pista.rules.{rule_id}]), not {_kind(values)}")
-        known = get_rule(rule_id).thresholds
-        for name, value in values.items():
-            if name not in known:
-                raise UsageError(f"{where} rules.{rule_id}: no threshold {name}{suggest(name, list(known))}")
-            _check_threshold(value, known[name], f"{where} rules.{rule_id}.{name}")
-        out[rule_id] = dict(values)
+        out[rule_id] = _rule_thresholds(rule_id, get_rule(rule_id).thresholds, values, where)
     return out
+
+
+def _rule_thresholds(rule_id: str, known: dict[str, Any], values: Any, where: str) -> dict[str, Any]:
+    """One rule's table of thresholds, each a threshold it has (`known`, with their defaults) and of its kind."""
+    if not isinstance(values, dict):
+        raise UsageError(f"{where} rules.{rule_id}: expected a table of thresholds "
+                         f"([tool.pista.rules.{rule_id}]), not {_kind(values)}")
+    for name, value in values.items():
+        if name not in known:
+            raise UsageError(f"{where} rules.{rule_id}: no threshold {name}{suggest(name, list(known))}")
+        _check_threshold(value, known[name], f"{where} rules.{rule_id}.{name}")
+    return dict(values)
 
 
 def _check_threshold(value: Any, default: object, where: str) -> None:
@@ -262,10 +274,13 @@ def _tool_table(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: cannot read it: {err}") from None
     except RecursionError:  # tables or arrays nested thousands deep
         raise UsageError(f"{path}: cannot read it: nested too deeply") from None
-    tool = data.get("tool", {})
-    if not isinstance(tool, dict):
-        raise UsageError(f"{path} tool: expected a table ([tool]), not {_kind(tool)}")
-    table = tool.get("pista", {})
+    tool = _table_at(data, "tool", f"{path} tool", "[tool]")
+    return _table_at(tool, "pista", f"{path} tool.pista", "[tool.pista]")
+
+
+def _table_at(parent: dict[str, Any], key: str, where: str, header: str) -> dict[str, Any]:
+    """parent[key], which must be a TOML table (an empty one where it is missing)."""
+    table = parent.get(key, {})
     if not isinstance(table, dict):
-        raise UsageError(f"{path} tool.pista: expected a table ([tool.pista]), not {_kind(table)}")
+        raise UsageError(f"{where}: expected a table ({header}), not {_kind(table)}")
     return table

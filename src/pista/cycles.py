@@ -22,7 +22,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from pista._version import __version__
 from pista.policy import SEVERITY_ORDER
@@ -74,17 +74,37 @@ def read_header(path: str | os.PathLike[str]) -> Header:
     host_pid = _host_pid(name_match)
     rank_match = RANK_IN_NAME.search(p.name)
     meta, pid = _head(p)
+    pid, pid_from = _pid_and_source(pid, host_pid)
+    host = _text(meta.get("host_name")) or (host_pid.group("host") if host_pid else None)
+    return Header(path=str(path), pid=pid, pid_from=pid_from, host=host, rank=_rank(meta),
+                  name_rank=_group_number(rank_match, 1), name_ns=_group_number(name_match, "ns"),
+                  trace_id=_text(meta.get("trace_id")))
+
+
+def _pid_and_source(pid: int | None, host_pid: re.Match[str] | None) -> tuple[int | None, str]:
+    """The host process's pid and where it comes from: the events' (`pid`), else a HOST_PID file name's."""
+    if pid is not None:
+        return pid, "events"
+    if host_pid is not None:
+        return int(host_pid.group("pid")), "file name"
+    return None, ""
+
+
+def _rank(meta: dict[str, Any]) -> int | None:
+    """distributedInfo.rank, where it is an integer."""
     info = meta.get("distributedInfo")
     rank = info.get("rank") if isinstance(info, dict) else None
-    pid_from = "events" if pid is not None else ""
-    if pid is None and host_pid is not None:
-        pid, pid_from = int(host_pid.group("pid")), "file name"
-    host = _text(meta.get("host_name")) or (host_pid.group("host") if host_pid else None)
-    return Header(path=str(path), pid=pid, pid_from=pid_from, host=host,
-                  rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
-                  name_rank=int(rank_match.group(1)) if rank_match else None,
-                  name_ns=int(name_match.group("ns")) if name_match else None,
-                  trace_id=_text(meta.get("trace_id")))
+    return rank if _integer(rank) else None
+
+
+def _integer(value: Any) -> TypeGuard[int]:
+    """An int, and no boolean (JSON's true is no pid or rank)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _group_number(match: re.Match[str] | None, group: int | str) -> int | None:
+    """The number a file name's match holds in `group`, None without a match."""
+    return int(match.group(group)) if match else None
 
 
 def _host_pid(name_match: re.Match[str] | None) -> re.Match[str] | None:
@@ -137,7 +157,7 @@ def _first_host_pid(text: str, at: int) -> int | None:
         if event is None:
             return None
         pid = event.get("pid")
-        if isinstance(pid, int) and not isinstance(pid, bool) and pid >= 0 and _is_host(event):
+        if _integer(pid) and pid >= 0 and _is_host(event):
             return pid
     return None
 
@@ -173,10 +193,16 @@ def one_process(headers: list[Header]) -> bool:
 
 
 def _consistent(headers: list[Header]) -> bool:
-    if any(h.pid is None for h in headers) or len({h.pid for h in headers}) > 1:
+    pids = {h.pid for h in headers}
+    if None in pids or len(pids) > 1:
         return False
     if not all(_at_most_one([getattr(h, key) for h in headers]) for key in ("host", "rank", "name_rank")):
         return False
+    return _no_trace_twice(headers)
+
+
+def _no_trace_twice(headers: list[Header]) -> bool:
+    """No two files with one trace_id (copies of one trace)."""
     ids = [h.trace_id for h in headers if h.trace_id is not None]
     return len(ids) == len(set(ids))
 
@@ -273,27 +299,38 @@ def analyze_cycles(headers: list[Header], source: str, rules: list[str] | None =
                    lang: str = "en") -> CyclesAnalysis:
     """Analyze every file as one cycle (`pista.analysis.analyze`), in the order the traces start,
     with findings in `lang`, and what changed from each cycle to the next."""
-    # start-up: `pista analyze` reads a folder's header without the analysis
-    from pista.analysis import analyze
-    from pista.i18n import localize, note_text
-    from pista.notices import CyclesOverlap
-    from pista.trace.facts import derive
-    from pista.trace.load import load_trace
-
-    cycles = []
-    for h in headers:
-        trace = load_trace(h.path)
-        analysis = localize(analyze(derive(trace), rules=rules), lang)
-        base = trace.base_time_ns or 0
-        cycles.append((Cycle(h.path, analysis, base + trace.start_ns, base + trace.end_ns), h))
+    cycles = [(_read_cycle(h.path, rules, lang), h) for h in headers]
     # by when the trace starts; the handler's time in the name, then the name, where two start together
     cycles.sort(key=lambda ch: (ch[0].start_ns, ch[1].name_ns or 0, ch[0].path))
     ordered = [c for c, _ in cycles]
-    notices = [note_text(CyclesOverlap(i), lang)
-               for i, (a, b) in enumerate(zip(ordered, ordered[1:], strict=False), start=1) if b.start_ns < a.end_ns]
     first = headers[0]
     return CyclesAnalysis(source, ordered, [change(i, ordered[i], ordered[i + 1]) for i in range(len(ordered) - 1)],
-                          pid=first.pid, host=next((h.host for h in headers if h.host), None), notices=notices)
+                          pid=first.pid, host=next((h.host for h in headers if h.host), None),
+                          notices=_overlap_notices(ordered, lang))
+
+
+def _overlap_notices(ordered: list[Cycle], lang: str) -> list[str]:
+    """A notice, in `lang`, for each cycle that starts before the one before it ends."""
+    # start-up: `pista analyze` reads a folder's header without the analysis
+    from pista.i18n import note_text
+    from pista.notices import CyclesOverlap
+
+    return [note_text(CyclesOverlap(i), lang)
+            for i, (a, b) in enumerate(zip(ordered, ordered[1:], strict=False), start=1) if b.start_ns < a.end_ns]
+
+
+def _read_cycle(path: str, rules: list[str] | None, lang: str) -> Cycle:
+    """One file read and analysed as a cycle, its findings in `lang`."""
+    # start-up: `pista analyze` reads a folder's header without the analysis
+    from pista.analysis import analyze
+    from pista.i18n import localize
+    from pista.trace.facts import derive
+    from pista.trace.load import load_trace
+
+    trace = load_trace(path)
+    analysis = localize(analyze(derive(trace), rules=rules), lang)
+    base = trace.base_time_ns or 0
+    return Cycle(path, analysis, base + trace.start_ns, base + trace.end_ns)
 
 
 def _by_rule(findings: list[Finding]) -> dict[str, str]:
@@ -311,6 +348,10 @@ def change(i: int, a: Cycle, b: Cycle) -> CycleChange:
     return CycleChange(
         before=i, after=i + 1, step_us_before=a.step_us, step_us_after=b.step_us,
         verdict_before=a.analysis.summary.verdict, verdict_after=b.analysis.summary.verdict,
-        appeared=tuple((r, s) for r, s in after.items() if r not in before),
-        vanished=tuple((r, s) for r, s in before.items() if r not in after),
+        appeared=_only_in(after, before), vanished=_only_in(before, after),
         severity_changed=tuple((r, before[r], s) for r, s in after.items() if r in before and before[r] != s))
+
+
+def _only_in(rules: dict[str, str], other: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """(rule, severity) of the rules the other cycle has no finding of."""
+    return tuple((r, s) for r, s in rules.items() if r not in other)

@@ -286,13 +286,17 @@ def _row_diffs(table_a: Table, table_b: Table, a: Digest, b: Digest, per_step: b
     fewest = min(a.steps, b.steps) if per_step else 1
     rows_a, rows_b = _keyed(table_a, a.annotations), _keyed(table_b, b.annotations)
     rows: list[RowDiff] = []
-    for key in list(rows_a) + [k for k in rows_b if k not in rows_a]:
+    for key in rows_a | rows_b:  # A's rows in its order, then those only B has
         kind, name = key
-        ra, rb = rows_a.get(key), rows_b.get(key)
-        sa, sb = (Side.of(ra, per_a) if ra else None), (Side.of(rb, per_b) if rb else None)
+        sa, sb = _side(rows_a.get(key), per_a), _side(rows_b.get(key), per_b)
         rows.append(RowDiff(name, kind, _status(sa, sb, fewest), sa, sb))
     rows.sort(key=lambda r: -r.weight)
     return rows
+
+
+def _side(row: Row | None, steps: int | None) -> Side | None:
+    """The row's figures (per step, over `steps`), None where the table has no such row."""
+    return Side.of(row, steps) if row else None
 
 
 def _status(sa: Side | None, sb: Side | None, fewest: int) -> str:
@@ -309,10 +313,14 @@ def _finding_changes(a: list[Finding], b: list[Finding]
     significant digits."""
     rules_a = {f.rule: f for f in a}
     rules_b = {f.rule: f for f in b}
-    gained = [_brief(f) for r, f in rules_b.items() if r not in rules_a]
-    lost = [_brief(f) for r, f in rules_a.items() if r not in rules_b]
+    gained, lost = _only_in(rules_b, rules_a), _only_in(rules_a, rules_b)
     kept = [r for r in rules_a if r in rules_b]
     return gained, lost, kept, _short_messages(rules_a, rules_b)
+
+
+def _only_in(rules: dict[str, Finding], other: dict[str, Finding]) -> list[dict[str, str]]:
+    """The findings of rules the other side has none of, in brief."""
+    return [_brief(f) for r, f in rules.items() if r not in other]
 
 
 def _short_messages(rules_a: dict[str, Finding], rules_b: dict[str, Finding]) -> dict[str, str]:

@@ -15,7 +15,8 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -204,9 +205,7 @@ def connect(facts: Facts, with_findings: bool = False, with_flows: bool = True) 
     kind = _event_kinds(facts)
     # int32 where every number fits (and so each event's step): BIGINT in the views
     step_numbers = narrow(np.array([_step_number(s.number) for s in facts.steps] + [-1], dtype=np.int64))
-    rows = trace.file_rows()
-    if rows.size and rows[-1] <= np.iinfo(np.int32).max:
-        rows = rows.astype(np.int32)  # and so parent, owner, launcher: BIGINT in the views
+    rows = _file_rows(trace)
     step = step_numbers[facts.event_step]
     columns = {
         "idx": rows,
@@ -270,28 +269,59 @@ def _create_views(con: Any, columns: dict[str, np.ndarray], with_flows: bool) ->
     con.execute(_KERNELS_AND_OPS_VIEWS)
 
 
+def _file_rows(trace: Any) -> np.ndarray:
+    """Each event's row in the file (sql's idx): int32 where every row fits, and so parent, owner and
+    launcher (BIGINT in the views)."""
+    rows = trace.file_rows()
+    if rows.size and rows[-1] <= np.iinfo(np.int32).max:
+        rows = rows.astype(np.int32)
+    return rows
+
+
+def _attribute_columns(items: list[Any], columns: tuple[tuple[str, Callable[[Any], Any], Any], ...]
+                       ) -> dict[str, np.ndarray]:
+    """Per (name, getter, dtype) of `columns`, in that order: the getter's value of each item, as an array."""
+    return {name: np.array([get(item) for item in items], dtype=dtype) for name, get, dtype in columns}
+
+
+def _step_of(item: Any) -> int:
+    return _step_number(item.step)
+
+
+def _severity_text(finding: Any) -> str:
+    return str(getattr(finding.severity, "value", finding.severity))
+
+
+_STEP_TIMES = tuple((column, attrgetter(column.removesuffix("_ns")), np.int64)
+                    for column in ("start_ns", "end_ns", "dur_ns"))
+_KEY_AVERAGES = tuple((name, attrgetter(name), dtype) for name, dtype in (
+    ("name", object), ("device_type", object), ("calls", np.int64), ("self_cpu_us", np.float64),
+    ("cpu_total_us", np.float64), ("self_device_us", np.float64), ("device_total_us", np.float64)))
+_FINDINGS = (
+    ("rule", attrgetter("rule"), object), ("severity", _severity_text, object), ("title", attrgetter("title"), object),
+    ("message", attrgetter("message"), object), ("advice", attrgetter("advice"), object),
+    ("impact_us", attrgetter("impact.us"), np.float64), ("impact_share", attrgetter("impact.share"), np.float64),
+    ("impact_once", attrgetter("impact.once"), bool))
+_EVIDENCE = (
+    ("name", attrgetter("name"), object), ("lane", attrgetter("lane"), object),
+    # int64 with -1 for none, so the column is BIGINT whatever the numbers (an object column
+    # of ints turns INTEGER or HUGEINT by its values)
+    ("step", _step_of, np.int64),
+    ("ts_us", attrgetter("ts_us"), np.float64), ("dur_us", attrgetter("dur_us"), np.float64),
+    ("note", attrgetter("note"), object))
+
+
 def _register_steps(con: Any, facts: Facts) -> None:
     con.register("_steps", {
         "step": np.array([_step_number(s.number) for s in facts.steps], dtype=np.int64),
         "idx": facts.trace.file_rows([s.index for s in facts.steps]),
-        "start_ns": np.array([s.start for s in facts.steps], dtype=np.int64),
-        "end_ns": np.array([s.end for s in facts.steps], dtype=np.int64),
-        "dur_ns": np.array([s.dur for s in facts.steps], dtype=np.int64),
+        **_attribute_columns(facts.steps, _STEP_TIMES),
     })
     con.execute("CREATE VIEW steps AS SELECT NULLIF(step, -1) AS step, idx, start_ns, end_ns, dur_ns FROM _steps")
 
 
 def _register_key_averages(con: Any, table: Table) -> None:
-    rows = table.rows
-    con.register("key_averages", {
-        "name": np.asarray([r.name for r in rows], dtype=object),
-        "device_type": np.asarray([r.device_type for r in rows], dtype=object),
-        "calls": np.array([r.calls for r in rows], dtype=np.int64),
-        "self_cpu_us": np.array([r.self_cpu_us for r in rows], dtype=np.float64),
-        "cpu_total_us": np.array([r.cpu_total_us for r in rows], dtype=np.float64),
-        "self_device_us": np.array([r.self_device_us for r in rows], dtype=np.float64),
-        "device_total_us": np.array([r.device_total_us for r in rows], dtype=np.float64),
-    })
+    con.register("key_averages", _attribute_columns(table.rows, _KEY_AVERAGES))
 
 
 def _kernel_columns(facts: Facts, k: np.ndarray, rows: np.ndarray, step: np.ndarray) -> dict[str, np.ndarray]:
@@ -373,32 +403,13 @@ def _register_findings(con: Any, facts: Facts, table: Table) -> None:
 
 
 def _finding_columns(findings: list[Any]) -> dict[str, np.ndarray]:
-    return {
-        "finding": np.arange(1, len(findings) + 1, dtype=np.int64),
-        "rule": np.asarray([f.rule for f in findings], dtype=object),
-        "severity": np.asarray([str(getattr(f.severity, "value", f.severity)) for f in findings], dtype=object),
-        "title": np.asarray([f.title for f in findings], dtype=object),
-        "message": np.asarray([f.message for f in findings], dtype=object),
-        "advice": np.asarray([f.advice for f in findings], dtype=object),
-        "impact_us": np.array([f.impact.us for f in findings], dtype=np.float64),
-        "impact_share": np.array([f.impact.share for f in findings], dtype=np.float64),
-        "impact_once": np.array([f.impact.once for f in findings], dtype=bool),
-    }
+    return {"finding": np.arange(1, len(findings) + 1, dtype=np.int64), **_attribute_columns(findings, _FINDINGS)}
 
 
 def _evidence_columns(findings: list[Any]) -> dict[str, np.ndarray]:
-    evidence = [(k, e) for k, f in enumerate(findings, 1) for e in f.evidence]
-    return {
-        "finding": np.array([k for k, _ in evidence], dtype=np.int64),
-        "name": np.asarray([e.name for _, e in evidence], dtype=object),
-        "lane": np.asarray([e.lane for _, e in evidence], dtype=object),
-        # int64 with -1 for none, so the column is BIGINT whatever the numbers (an object column
-        # of ints turns INTEGER or HUGEINT by its values)
-        "step": np.array([_step_number(e.step) for _, e in evidence], dtype=np.int64),
-        "ts_us": np.array([e.ts_us for _, e in evidence], dtype=np.float64),
-        "dur_us": np.array([e.dur_us for _, e in evidence], dtype=np.float64),
-        "note": np.asarray([e.note for _, e in evidence], dtype=object),
-    }
+    numbers = [k for k, f in enumerate(findings, 1) for _ in f.evidence]
+    return {"finding": np.array(numbers, dtype=np.int64),
+            **_attribute_columns([e for f in findings for e in f.evidence], _EVIDENCE)}
 
 
 _LOCKED_NOTE = "pista sql only queries the trace's tables: no files, extensions or settings"
@@ -469,14 +480,19 @@ def _usage_error(err: BaseException, duckdb: Any) -> BaseException:
         return UsageError(f"SQL: the query needs more than the {memory_limit()} of memory pista sql gives "
                           "DuckDB (aggregate more, or select fewer rows)")
     if isinstance(err, duckdb.Error):
-        message = " ".join(str(err).split())
-        if isinstance(err, duckdb.PermissionException) or "configuration has been locked" in message:
-            message += f" ({_LOCKED_NOTE})"
-        return UsageError(f"SQL: {message}")
+        return UsageError(f"SQL: {_duckdb_message(err, duckdb)}")
     if isinstance(err, (OverflowError, ValueError)):  # a DuckDB value Python cannot hold (INTERVAL, DATE)
         return UsageError(f"SQL: a value in the result does not fit Python's types ({err}); "
                           "cast the column, e.g. ::VARCHAR")
     return err
+
+
+def _duckdb_message(err: BaseException, duckdb: Any) -> str:
+    """DuckDB's error on one line; where the lockdown refused it, with a note saying so."""
+    message = " ".join(str(err).split())
+    if isinstance(err, duckdb.PermissionException) or "configuration has been locked" in message:
+        message += f" ({_LOCKED_NOTE})"
+    return message
 
 
 class _Failed:

@@ -354,9 +354,13 @@ def _input_shapes(facts: Facts, is_row: np.ndarray) -> tuple[np.ndarray, list[st
     ops = np.flatnonzero(is_row)
     for i, args in zip(ops.tolist(), op_args(facts, ops.tolist()), strict=True):
         if args is not None and isinstance(args.dims, list):
-            dims = [[] if not isinstance(d, list) or any(isinstance(x, list) for x in d) else d for d in args.dims]
-            ids[i] = texts.setdefault(str(dims), len(texts))
+            ids[i] = texts.setdefault(str([_tensor_shape(d) for d in args.dims]), len(texts))
     return ids, list(texts)
+
+
+def _tensor_shape(dims: Any) -> Any:
+    """An input's shape as torch keeps it: [] for a TensorList's (a list of lists) or a non-list."""
+    return [] if not isinstance(dims, list) or any(isinstance(x, list) for x in dims) else dims
 
 
 # Frames torch leaves out of an op's stack (torch.autograd.profiler_util._filter_stack_entry).
@@ -404,11 +408,15 @@ def _call_stacks(facts: Facts, n: int, texts: dict[str, int], out: np.ndarray) -
     for i, args in zip(host.tolist(), facts.trace.decode_args(host.tolist(), _CallStack), strict=True):
         if args is None or not isinstance(args.text, str):
             continue
-        frames = [f for f in args.text.split(";") if f and not _hidden(f)]
-        for k, frame in enumerate(frames[:n]):
+        for k, frame in enumerate(_shown_frames(args.text)[:n]):
             out[k, i] = texts.setdefault(frame, len(texts))
         has[i] = True
     return has
+
+
+def _shown_frames(stack: str) -> list[str]:
+    """The frames of a `Call stack` arg, innermost first, less those torch leaves out."""
+    return [f for f in stack.split(";") if f and not _hidden(f)]
 
 
 EVALUATE = "autograd::engine::evaluate_function: "
@@ -568,16 +576,13 @@ def _same_name_only_children(facts: Facts, parent: np.ndarray, python: np.ndarra
 def _display_names(trace_names: list[str]) -> tuple[np.ndarray, list[str]]:
     """Map each interned name id to the id of the name its row is shown under."""
     names = list(trace_names)
-    index = {name: i for i, name in enumerate(names)}
     folded = np.arange(len(names), dtype=np.int32)
     step_rows = [i for i, name in enumerate(names) if STEP_NAME.match(name)]
     if step_rows:
-        target = index.get("ProfilerStep*")
-        if target is None:
+        if "ProfilerStep*" not in names:
             names.append("ProfilerStep*")
-            target = len(names) - 1
-            folded = np.append(folded, target)
-        folded[step_rows] = target
+            folded = np.append(folded, len(names) - 1)
+        folded[step_rows] = names.index("ProfilerStep*")  # the names are interned: each once
     return folded, names
 
 
@@ -692,11 +697,20 @@ def _extra_columns(table: Table) -> list[tuple[str, int, str]]:
     """The grouped tables' columns (header, width, alignment): the calls' input shapes, their Python frames."""
     out = []
     if any(r.input_shapes not in ("", "[]") for r in table.rows):
-        out.append(("Input Shapes", min(max(len(r.input_shapes or "[]") for r in table.rows) + 4, SHAPES_WIDTH), ">"))
+        out.append(("Input Shapes", _shapes_width(table.rows), ">"))
     if any(r.stack for r in table.rows):
-        width = min(max(len(sanitize_line(f)) for r in table.rows for f in r.stack) + 4, SOURCE_WIDTH)
-        out.append(("Source Location", width, "<"))
+        out.append(("Source Location", _source_width(table.rows), "<"))
     return out
+
+
+def _shapes_width(rows: list[Row]) -> int:
+    """The Input Shapes column's width: the longest shapes plus 4, capped as torch caps it."""
+    return min(max(len(r.input_shapes or "[]") for r in rows) + 4, SHAPES_WIDTH)
+
+
+def _source_width(rows: list[Row]) -> int:
+    """The Source Location column's width: the longest frame plus 4, capped as torch caps it."""
+    return min(max(len(sanitize_line(f)) for r in rows for f in r.stack) + 4, SOURCE_WIDTH)
 
 
 def _memory_headers(table: Table, has_device: bool) -> tuple[str, ...]:

@@ -94,7 +94,7 @@ def capture(config: RunConfig, progress: bool | None = None) -> RunResult:
     if config.warmup < 0:
         raise UsageError("--warmup must be >= 0")
     device = resolve_device(config.device)
-    out_dir = Path(config.out) if config.out else default_run_dir(f"{config.workload}-{config.size or 'default'}")
+    out_dir = _out_dir(config)
     workload = workloads.build(config.workload, size=config.size, batch=config.batch, dtype=config.dtype,
                                device=device, compile=config.compile)
     if progress is None:
@@ -107,20 +107,29 @@ def capture(config: RunConfig, progress: bool | None = None) -> RunResult:
     result = RunResult(config, out_dir, device, workload.params, session)
     torch = import_torch()
     long_capture = config.compile or config.warmup > LONG_CAPTURE_CALLS or steps > LONG_CAPTURE_CALLS
-    bar = _Progress(progress, plain_lines=long_capture)
-    with bar:
-        phase = "warm-up"
-        try:
-            t0 = time.perf_counter()
-            _warm_up(config, workload, bar)
-            if device == "cuda":
-                torch.cuda.synchronize()
-            result.warmup_s = time.perf_counter() - t0
-            phase = "steps"
-            _profiled_steps(session, workload, steps, bar)
-        except KeyboardInterrupt:
-            result.interrupted, result.interrupted_in = True, phase
+    with _Progress(progress, plain_lines=long_capture) as bar:
+        _warm_up_and_profile(result, workload, steps, bar, torch)
     return result
+
+
+def _out_dir(config: RunConfig) -> Path:
+    """--out, else a new run folder named after the workload and its size."""
+    return Path(config.out) if config.out else default_run_dir(f"{config.workload}-{config.size or 'default'}")
+
+
+def _warm_up_and_profile(result: RunResult, workload: Any, steps: int, bar: _Progress, torch: Any) -> None:
+    """The warm-up, then the profiled steps; Ctrl-C in either is caught, and the result says in which."""
+    phase = "warm-up"
+    try:
+        t0 = time.perf_counter()
+        _warm_up(result.config, workload, bar)
+        if result.device == "cuda":
+            torch.cuda.synchronize()
+        result.warmup_s = time.perf_counter() - t0
+        phase = "steps"
+        _profiled_steps(result.session, workload, steps, bar)
+    except KeyboardInterrupt:
+        result.interrupted, result.interrupted_in = True, phase
 
 
 def _steps(config: RunConfig, schedule_steps: int | None) -> int:

@@ -51,23 +51,31 @@ def _wrap_definitions(tree: ast.Module, function: str, path: Path) -> None:
     parts = function.split(".")
     if len(parts) > 2 or not all(p.isidentifier() for p in parts):
         raise UsageError(f"--function {function}: give NAME or Class.method")
-    bodies: list[list[ast.stmt]] = [tree.body]
-    if len(parts) == 2:
-        bodies = [node.body for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and node.name == parts[0]]
-    name = parts[-1]
-    found = 0
-    for body in bodies:
-        for position in range(len(body) - 1, -1, -1):
-            node = body[position]
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-                wrap = ast.parse(f"{name} = {WRAPPER_NAME}({name})").body[0]
-                ast.copy_location(wrap, node)
-                ast.fix_missing_locations(wrap)
-                body.insert(position + 1, wrap)
-                found += 1
+    found = sum(_wrap_in(body, parts[-1]) for body in _bodies(tree, parts))
     if not found:
         raise UsageError(f"--function {function}: no such function defined in {path} "
                          "(module-level functions or Class.method only)")
+
+
+def _bodies(tree: ast.Module, parts: list[str]) -> list[list[ast.stmt]]:
+    """Where NAME is defined: the module's top level, or for Class.method the bodies of the classes so named."""
+    if len(parts) == 1:
+        return [tree.body]
+    return [node.body for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and node.name == parts[0]]
+
+
+def _wrap_in(body: list[ast.stmt], name: str) -> int:
+    """Insert `NAME = wrapper(NAME)` after each definition of `name` in `body`; how many there were."""
+    found = 0
+    for position in range(len(body) - 1, -1, -1):
+        node = body[position]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            wrap = ast.parse(f"{name} = {WRAPPER_NAME}({name})").body[0]
+            ast.copy_location(wrap, node)
+            ast.fix_missing_locations(wrap)
+            body.insert(position + 1, wrap)
+            found += 1
+    return found
 
 
 def step_on_return(session: Session) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

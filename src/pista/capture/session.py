@@ -47,7 +47,6 @@ def step() -> None:
 
 def resolve_device(device: str = "auto") -> str:
     """'cuda' or 'cpu'. 'auto' falls back to the CPU with one line on stderr (once per process)."""
-    global _cpu_notice_given
     torch = import_torch()
     if device not in ("auto", "cuda", "cpu"):
         raise UsageError(f"--device {device}: choose auto, cuda or cpu")
@@ -58,10 +57,16 @@ def resolve_device(device: str = "auto") -> str:
     if device == "cuda":
         raise CaptureError(f"--device cuda: torch {torch.__version__} sees no CUDA device here; "
                            "use --device cpu (or auto)")
+    _tell_cpu_fallback()
+    return "cpu"
+
+
+def _tell_cpu_fallback() -> None:
+    """'auto' found no CUDA device: say so on stderr, once per process."""
+    global _cpu_notice_given
     if not _cpu_notice_given:
         print("pista: no CUDA device here: running on the CPU (CPU activity only)", file=sys.stderr)
         _cpu_notice_given = True
-    return "cpu"
 
 
 def default_run_dir(label: str) -> Path:
@@ -181,10 +186,7 @@ class Session:
             self._torch.cuda.synchronize()
         recording = self._is_recording(self.steps_done)
         if recording:  # metadata sticks only while the profiler records
-            # the thread count as the step ran: a script may torch.set_num_threads() after the session
-            # started (an expert review's threads1.py read 2 threads for a one-thread run)
-            host = dict(self._host, intra_op_threads=int(self._torch.get_num_threads()))
-            self._prof.add_metadata_json("pista_host", json.dumps(host))
+            self._add_host_metadata()
         with warnings.catch_warnings():
             # torch warns at each new cycle that the last one's events are cleared (acc_events=False): the
             # session has saved that cycle already (_on_trace_ready), so the warning is no news to the user
@@ -194,6 +196,13 @@ class Session:
         self.active_steps_done += recording
         if self.on_step is not None:
             self.on_step(self)
+
+    def _add_host_metadata(self) -> None:
+        """The host's description into the trace, with the thread count as the step ran: a script may
+        torch.set_num_threads() after the session started (an expert review's threads1.py read 2
+        threads for a one-thread run)."""
+        host = dict(self._host, intra_op_threads=int(self._torch.get_num_threads()))
+        self._prof.add_metadata_json("pista_host", json.dumps(host))
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
         if self in _ACTIVE:

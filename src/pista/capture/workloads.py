@@ -55,9 +55,7 @@ def build(name: str, *, size: int | None = None, batch: int | None = None, dtype
     if name not in NAMES:
         raise UsageError(f"unknown workload {name!r}; choose one of {', '.join(NAMES)}")
     torch = import_torch()
-    bad = [f"--{flag} {value}" for flag, value in (("size", size), ("batch", batch)) if value is not None and value < 1]
-    if bad:  # 0 is not "the default": say so rather than run the default size
-        raise UsageError(f"{' and '.join(bad)}: must be positive")
+    _check_positive(size, batch)
     size = DEFAULT_SIZE[name] if size is None else size
     batch = batch if batch is not None else DEFAULT_BATCH[name] or size
     dtype_name = resolve_dtype(dtype, device)
@@ -66,6 +64,13 @@ def build(name: str, *, size: int | None = None, batch: int | None = None, dtype
     step, extra = builder(torch, size, batch, getattr(torch, dtype_name), device, compile)
     params = {"size": size, "batch": batch, "dtype": dtype_name, "device": device, "compile": compile, **extra}
     return Workload(name, step, params)
+
+
+def _check_positive(size: int | None, batch: int | None) -> None:
+    """A usage error for a --size or --batch given below 1."""
+    bad = [f"--{flag} {value}" for flag, value in (("size", size), ("batch", batch)) if value is not None and value < 1]
+    if bad:  # 0 is not "the default": say so rather than run the default size
+        raise UsageError(f"{' and '.join(bad)}: must be positive")
 
 
 def _maybe_compile(torch: Any, fn: Any, compile: bool) -> Any:

@@ -14,6 +14,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
+from types import ModuleType
 from typing import NoReturn
 
 from pista._version import __version__
@@ -49,22 +50,23 @@ class _Parser(argparse.ArgumentParser):
     """argparse with "did you mean" for verbs, choices and flags (a one-line error, exit 2)."""
 
     def error(self, message: str) -> NoReturn:
-        # only for a usage error's suggestion
-        import difflib
-
         choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if choice:
-            options = re.findall(r"'?([\w.-]+)'?", choice.group(2))
-            close = difflib.get_close_matches(choice.group(1), options, n=1, cutoff=0.6)
-            if close:
-                message += f" (did you mean {close[0]}?)"
+            message += _did_you_mean(choice.group(1), re.findall(r"'?([\w.-]+)'?", choice.group(2)))
         unknown = re.match(r"unrecognized arguments: (\S+)", message)
         if unknown and unknown.group(1).startswith("-"):
             flags = [o for a in self._actions for o in a.option_strings]
-            close = difflib.get_close_matches(unknown.group(1).split("=")[0], flags, n=1, cutoff=0.6)
-            if close:
-                message += f" (did you mean {close[0]}?)"
+            message += _did_you_mean(unknown.group(1).split("=")[0], flags)
         super().error(sanitize(message))  # an argument quoted back may hold control characters
+
+
+def _did_you_mean(word: str, options: list[str]) -> str:
+    """' (did you mean X?)' for the closest of `options`, else ''."""
+    # only for a usage error's suggestion
+    import difflib
+
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -75,21 +77,30 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     named = _named_verb(sys.argv[1:] if argv is None else argv)
     for verb, module_name, help_text in VERBS:
-        if named and verb != named:
-            continue
-        try:
-            module = importlib.import_module(f"pista.cli.{module_name}")
-        except ModuleNotFoundError as err:
-            if err.name == f"pista.cli.{module_name}":
-                continue
-            raise
-        examples = getattr(module, "EXAMPLES", "")
-        p = sub.add_parser(verb, help=help_text, description=(module.__doc__ or help_text).strip(),
-                           epilog=f"examples:\n{examples.rstrip()}" if examples else None,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)  # the examples' lines as written
-        module.add_arguments(p)
-        p.set_defaults(_run=module.run, _parser=p)
+        module = None if named and verb != named else _verb_module(module_name)
+        if module is not None:
+            _add_verb(sub, verb, help_text, module)
     return parser
+
+
+def _add_verb(sub: argparse._SubParsersAction, verb: str, help_text: str, module: ModuleType) -> None:
+    """The verb's parser: its module's arguments, docstring and examples."""
+    examples = getattr(module, "EXAMPLES", "")
+    p = sub.add_parser(verb, help=help_text, description=(module.__doc__ or help_text).strip(),
+                       epilog=f"examples:\n{examples.rstrip()}" if examples else None,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)  # the examples' lines as written
+    module.add_arguments(p)
+    p.set_defaults(_run=module.run, _parser=p)
+
+
+def _verb_module(module_name: str) -> ModuleType | None:
+    """The verb's module, None where it is not there yet."""
+    try:
+        return importlib.import_module(f"pista.cli.{module_name}")
+    except ModuleNotFoundError as err:
+        if err.name == f"pista.cli.{module_name}":
+            return None
+        raise
 
 
 def _named_verb(argv: Sequence[str]) -> str | None:

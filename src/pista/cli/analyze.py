@@ -109,7 +109,6 @@ def _single_trace(folder: str, lang: str | None) -> str | None:
 
 def _run_folder(args: argparse.Namespace) -> int:
     # start-up: only when the verb runs, not for its parser (pista.cli)
-    from pista.cli.common import output_style
     from pista.distributed import analyze_ranks
     from pista.distributed import render as renderer
 
@@ -120,11 +119,7 @@ def _run_folder(args: argparse.Namespace) -> int:
                          "per-rank table, not the op table")
     result = analyze_ranks(args.trace, engine=args.engine, workers=args.workers, scheduler=args.scheduler,
                            rules=args.rules, lang=args.lang)
-    if args.format == "json":
-        sys.stdout.write(renderer.render_json(result))
-    else:
-        color, width = output_style(args.color)
-        sys.stdout.write(renderer.render_text(result, color=color, width=width, lang=args.lang))
+    _write_report(renderer, result, args)
     return 0
 
 
@@ -132,7 +127,6 @@ def _run_cycles(args: argparse.Namespace) -> bool:
     """A folder of one process's profiler cycles (tensorboard_trace_handler): one analysis per file,
     in time order, and what changed between them. False: the folder is ranks."""
     # start-up: only when the verb runs, not for its parser (pista.cli)
-    from pista.cli.common import output_style
     from pista.cycles import analyze_cycles, cycle_files
     from pista.i18n import note_text
     from pista.notices import CyclesOptionsIgnored
@@ -144,9 +138,17 @@ def _run_cycles(args: argparse.Namespace) -> bool:
     result = analyze_cycles(headers, source=args.trace, rules=args.rules, lang=args.lang)
     if args.engine != "local" or args.scheduler or args.workers is not None:
         result.notices.append(note_text(CyclesOptionsIgnored(), args.lang))
+    _write_report(renderer, result, args)
+    return True
+
+
+def _write_report(renderer, result, args: argparse.Namespace) -> None:  # noqa: ANN001 - a report module, its result
+    """A folder's report (ranks' or cycles'), as JSON or as text for the terminal."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
+    from pista.cli.common import output_style
+
     if args.format == "json":
         sys.stdout.write(renderer.render_json(result))
     else:
         color, width = output_style(args.color)
         sys.stdout.write(renderer.render_text(result, color=color, width=width, lang=args.lang))
-    return True

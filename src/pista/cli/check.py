@@ -116,20 +116,24 @@ def _json(result: dict[str, Any]) -> str:
 def _verdict_line(result: dict[str, Any], quote: Callable[[object], str]) -> str:
     """pista's own words and numbers; the exception's text of a rule that failed, which may hold the trace's,
     through `quote` (the format's escape)."""
-    # start-up: only when the verb runs, not for its parser (pista.cli)
-    from pista.i18n._fmt import num, t
-
     parts = [f"{len(result['failing'])} finding(s) at or above {result['fail_on']}"]
     parts += [f"rule {r['rule']} failed on this trace ({quote(r['error'])}), so the check cannot pass"
               for r in result["rules_failed"]]
-    reg = result["regression"]
-    if reg is not None:
-        change = reg["change_percent"]
-        parts.append(f"median step {t(reg['step_us'])} vs {t(reg['baseline_step_us'])} in the baseline "
-                     f"({'+' if change >= 0 else ''}{num(change, 1)}%"
-                     + (f", limit +{reg['max_regression_percent']:g}%)" if reg["max_regression_percent"] is not None
-                        else ")"))
+    if result["regression"] is not None:
+        parts.append(_regression_part(result["regression"]))
     return ("FAILED: " if not result["passed"] else "passed: ") + "; ".join(parts)
+
+
+def _regression_part(reg: dict[str, Any]) -> str:
+    """The median step against the baseline's, with its change and the limit if one is set."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
+    from pista.i18n._fmt import num, t
+
+    change = reg["change_percent"]
+    return (f"median step {t(reg['step_us'])} vs {t(reg['baseline_step_us'])} in the baseline "
+            f"({'+' if change >= 0 else ''}{num(change, 1)}%"
+            + (f", limit +{reg['max_regression_percent']:g}%)" if reg["max_regression_percent"] is not None
+               else ")"))
 
 
 def _text(result: dict[str, Any]) -> str:

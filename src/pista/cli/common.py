@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from pista.allocator import map_big_arrays
 from pista.errors import BadTrace, UsageError
@@ -84,13 +85,17 @@ def _stdin_file(folder: str) -> Path:
             size += len(block)
             if size > limit:
                 raise BadTrace(STDIN, f"standard input passes {limit:,} bytes: {why}")
-            try:
-                copy.write(block)
-            except OSError as err:
-                raise BadTrace(STDIN, f"cannot keep a copy of standard input in {folder}: "
-                                      f"{err.strerror or err}") from None
+            _write_copy(copy, block, folder)
             block = source.read(STDIN_BLOCK)
     return path
+
+
+def _write_copy(copy: BinaryIO, block: bytes, folder: str) -> None:
+    """A block of standard input into its copy; a disk that takes no more is a BadTrace."""
+    try:
+        copy.write(block)
+    except OSError as err:
+        raise BadTrace(STDIN, f"cannot keep a copy of standard input in {folder}: {err.strerror or err}") from None
 
 
 def _stdin_limit(folder: str) -> tuple[int, str]:
@@ -207,10 +212,7 @@ def write_output(path: str | os.PathLike[str], data: str | Piece | Iterable[Piec
     """
     payload = _utf8(data) if isinstance(data, str) else data
     if str(path) == STDIN:
-        sys.stdout.flush()
-        for piece in _pieces(payload):
-            sys.stdout.buffer.write(piece)
-        sys.stdout.buffer.flush()
+        _write_stdout(payload)
         return Path(STDIN)
     target = Path(path)
     _refuse_inputs(target, inputs)
@@ -223,6 +225,14 @@ def write_output(path: str | os.PathLike[str], data: str | Piece | Iterable[Piec
     return target
 
 
+def _write_stdout(payload: Piece | Iterable[Piece]) -> None:
+    """The payload on standard output, after what was written there as text."""
+    sys.stdout.flush()
+    for piece in _pieces(payload):
+        sys.stdout.buffer.write(piece)
+    sys.stdout.buffer.flush()
+
+
 def _refuse_inputs(target: Path, inputs: tuple[str, ...]) -> None:
     for source in inputs:
         refuse_input(target, source, "trace")
@@ -233,33 +243,41 @@ def refuse_input(target: str | os.PathLike[str], source: str | None, what: str) 
     file), by path, link or hard link: inputs of every kind are never written."""
     if source is None or str(target) == STDIN:
         return
-    try:
-        same = os.path.samefile(source, target)
-    except OSError:
-        same = False  # one of them does not exist (yet)
-    if same or Path(source).absolute() == Path(target).absolute() \
+    if _same_file(source, target) or Path(source).absolute() == Path(target).absolute() \
             or os.path.realpath(source) == os.path.realpath(target):
         raise UsageError(f"{target}: refusing to overwrite the input {what}; choose another -o")
+
+
+def _same_file(source: str, target: str | os.PathLike[str]) -> bool:
+    """Whether both paths exist and are one file (a link, a hard link)."""
+    try:
+        return os.path.samefile(source, target)
+    except OSError:
+        return False  # one of them does not exist (yet)
 
 
 def _regular_target(target: Path) -> Path:
     """Where the bytes go: the path with its symlinks followed; refused unless that is a regular
     file or nothing yet."""
-    try:
-        mode = target.stat().st_mode  # follows the links: what would be replaced
-    except FileNotFoundError:
-        mode = None  # a new file, or a link to where one will be
-    except OSError as err:  # a symlink loop, a path through a file
-        if err.errno == errno.ENOTDIR:
-            mode = None  # mkdir words it: the output's folder is a file
-        else:
-            raise UsageError(f"{target}: cannot write: {err.strerror or err}") from None
+    mode = _mode_to_replace(target)
     if mode is not None and stat.S_ISDIR(mode):
         raise UsageError(f"{target}: is a directory; give a file name for the output")
     if mode is not None and not stat.S_ISREG(mode):
         raise UsageError(f"{target}: not a regular file (a device, pipe or socket); give a file name, "
                          f"or -o {STDIN} for standard output")
     return Path(os.path.realpath(target))
+
+
+def _mode_to_replace(target: Path) -> int | None:
+    """The mode of what writing `target` would replace, its links followed; None where nothing is there yet."""
+    try:
+        return target.stat().st_mode
+    except FileNotFoundError:
+        return None  # a new file, or a link to where one will be
+    except OSError as err:  # a symlink loop, a path through a file
+        if err.errno == errno.ENOTDIR:
+            return None  # mkdir words it: the output's folder is a file
+        raise UsageError(f"{target}: cannot write: {err.strerror or err}") from None
 
 
 def _pieces(payload: Piece | Iterable[Piece]) -> Iterable[Piece]:
@@ -295,11 +313,7 @@ def _replace_atomically(target: Path, real: Path, payload: Piece | Iterable[Piec
         raise UsageError(f"{target}: cannot write: {err.strerror or err}") from None
     try:
         _release_signals(held)  # a signal held till now is handled here, and the temp file removed below
-        with os.fdopen(fd, "wb") as handle:
-            for piece in _pieces(payload):
-                handle.write(piece)
-            handle.flush()
-            os.fsync(handle.fileno())
+        _write_synced(fd, payload)
         with contextlib.suppress(FileNotFoundError):
             os.chmod(tmp, stat.S_IMODE(real.stat().st_mode))
         os.replace(tmp, real)
@@ -308,6 +322,15 @@ def _replace_atomically(target: Path, real: Path, payload: Piece | Iterable[Piec
         if isinstance(err, OSError):
             raise UsageError(f"{target}: cannot write: {err.strerror or err}") from None
         raise
+
+
+def _write_synced(fd: int, payload: Piece | Iterable[Piece]) -> None:
+    """The payload into the open file `fd`, flushed to disk, and the file closed."""
+    with os.fdopen(fd, "wb") as handle:
+        for piece in _pieces(payload):
+            handle.write(piece)
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 _HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM}
@@ -338,9 +361,14 @@ def _remove_stale_temps(folder: Path) -> None:
         if match is None or _alive(int(match.group(1))):
             continue
         with contextlib.suppress(OSError):
-            if entry.is_file(follow_symlinks=False) and \
-                    time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_S:
+            if _stale_file(entry):
                 os.unlink(entry.path)
+
+
+def _stale_file(entry: os.DirEntry[str]) -> bool:
+    """A file (no link, no folder) not written for STALE_TEMP_S."""
+    return entry.is_file(follow_symlinks=False) and \
+        time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_S
 
 
 def _alive(pid: int) -> bool:
@@ -370,13 +398,17 @@ def output_style(color: bool | None, stream=None) -> tuple[bool, int | None]:
     stream = stream or sys.stdout
     tty = bool(getattr(stream, "isatty", lambda: False)())
     if color is None:
-        if os.environ.get("NO_COLOR"):
-            color = False
-        elif os.environ.get("FORCE_COLOR"):
-            color = True
-        else:
-            color = tty
+        color = _environment_color(tty)
     if not tty and not os.environ.get("COLUMNS"):
         return color, None
     width = shutil.get_terminal_size((100, 24)).columns
     return color, min(MAX_WIDTH, max(40, width))
+
+
+def _environment_color(tty: bool) -> bool:
+    """Color where neither --color nor --no-color is given: NO_COLOR, then FORCE_COLOR, then a terminal."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return tty

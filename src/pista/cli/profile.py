@@ -45,17 +45,10 @@ def run(args: argparse.Namespace) -> int:
     from pista.i18n import check_lang
 
     args.lang = check_lang(args.lang)  # before the script runs, not after it
-    # start-up: only when the verb runs, not for its parser (pista.cli)
-    from pista.capture.session import Session, default_run_dir
-
     script = Path(args.script)
     if not script.is_file():
         raise UsageError(f"{script}: no such script")
-    out = Path(args.out) if args.out else default_run_dir(script.stem)
-    session = Session(out, device=args.device, wait=args.wait, warmup=args.warmup_steps, active=args.active,
-                      repeat=args.repeat, sync_steps=args.sync_steps, sort_by=args.sort_by,
-                      row_limit=args.row_limit, label=script.stem, with_stack=args.with_stack,
-                      profile_memory=args.memory)
+    out, session = _session(args, script)
     interrupted, exit_code, error = _run_script(args, script, session)
     files, analysis = _outputs(session, out, interrupted)
     _write_record(args, script, session, out, files, analysis, (interrupted, exit_code, error))
@@ -63,16 +56,33 @@ def run(args: argparse.Namespace) -> int:
         _say_interrupted(session)
         return EXIT_INTERRUPTED
     if session.trace_path is None:
-        # start-up: only when the verb runs, not for its parser (pista.cli)
-        from pista.capture.script import no_trace_reason
-
-        print(f"pista: error: no trace: {no_trace_reason(session, args.function)}", file=sys.stderr)
-        return exit_code or 2
+        return _no_trace(args, session, exit_code)
     _warn_short_run(session)
     _print_reading(args, session, analysis, out, files)
     if error:
         print(f"pista: the script failed ({error}); the trace holds the steps before that", file=sys.stderr)
     return exit_code
+
+
+def _session(args: argparse.Namespace, script: Path) -> tuple[Path, Session]:
+    """The run's folder (-o, else one named after the script) and the profiler session the flags set up."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
+    from pista.capture.session import Session, default_run_dir
+
+    out = Path(args.out) if args.out else default_run_dir(script.stem)
+    return out, Session(out, device=args.device, wait=args.wait, warmup=args.warmup_steps, active=args.active,
+                        repeat=args.repeat, sync_steps=args.sync_steps, sort_by=args.sort_by,
+                        row_limit=args.row_limit, label=script.stem, with_stack=args.with_stack,
+                        profile_memory=args.memory)
+
+
+def _no_trace(args: argparse.Namespace, session: Session, exit_code: int) -> int:
+    """Why the script left no trace, on stderr; its exit code, else 2."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
+    from pista.capture.script import no_trace_reason
+
+    print(f"pista: error: no trace: {no_trace_reason(session, args.function)}", file=sys.stderr)
+    return exit_code or 2
 
 
 def _run_script(args: argparse.Namespace, script: Path, session: Session) -> tuple[bool, int, str | None]:

@@ -51,23 +51,36 @@ def run(args: argparse.Namespace) -> int:
     if args.schema:
         sys.stdout.write(schema_text() + "\n")
         return 0
-    if not args.trace:
-        raise UsageError("pista sql: give a trace and a query (or --schema alone)")
-    if not args.query:
-        raise UsageError("pista sql: give a query, e.g. \"SELECT count(*) FROM kernels\" (or --schema)")
+    _check_trace_and_query(args)
     # start-up: only when the verb runs, not for its parser (pista.cli)
     from pista.cli.common import open_trace
-    from pista.sql import QUERY_TIMEOUT_S, query_stream, shows_flows
+    from pista.sql import query_stream, shows_flows
 
-    timeout = QUERY_TIMEOUT_S if args.timeout is None else args.timeout
-    if not timeout >= 0 or math.isinf(timeout):  # NaN fails `>= 0` too
-        raise UsageError(f"--timeout {args.timeout:g}: give the seconds a query may run (0: no limit)")
+    timeout = _timeout(args.timeout)
     facts = open_trace(args.trace, sql=True, events_view=shows_flows(args.query))
     # the rows are written as DuckDB hands them over, a chunk at a time: never all of them in Python
     write = {"csv": write_csv, "json": write_json, "table": write_table}[args.format]
     with query_stream(facts, args.query, timeout=timeout or None) as (columns, chunks):
         write(sys.stdout, columns, chunks)
     return 0
+
+
+def _check_trace_and_query(args: argparse.Namespace) -> None:
+    if not args.trace:
+        raise UsageError("pista sql: give a trace and a query (or --schema alone)")
+    if not args.query:
+        raise UsageError("pista sql: give a query, e.g. \"SELECT count(*) FROM kernels\" (or --schema)")
+
+
+def _timeout(value: float | None) -> float:
+    """--timeout's seconds (QUERY_TIMEOUT_S when not given; 0: no limit); a usage error for one that is no limit."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
+    from pista.sql import QUERY_TIMEOUT_S
+
+    timeout = QUERY_TIMEOUT_S if value is None else value
+    if not timeout >= 0 or math.isinf(timeout):  # NaN fails `>= 0` too
+        raise UsageError(f"--timeout {value:g}: give the seconds a query may run (0: no limit)")
+    return timeout
 
 
 # A text cell starting with one of these is a formula to a spreadsheet (`=HYPERLINK(...)` as an op

@@ -56,22 +56,32 @@ def run(args: argparse.Namespace) -> int:
         print(f"pista: sweep {args.workload} size {size}", file=sys.stderr, flush=True)
         result = capture(config_from(args, args.workload, size, str(out / f"size_{size}")))
         if result.interrupted:
-            if result.trace_path is not None:
-                finish(result)
-            print(result.saved_line(), file=sys.stderr)
+            _keep_interrupted(result)
             interrupted = True
             break
-        analysis = finish(result)
-        s = analysis.summary
-        points.append({"size": size, "self_cpu_total_us": s.self_cpu_total_us,
-                       "self_device_total_us": s.self_device_total_us, "verdict": s.verdict,
-                       "gpu_busy_share": s.gpu_busy_share, "trace": str(result.trace_path)})
+        points.append(_point(size, finish(result).summary, result.trace_path))
     write_output(out / "sweep.json", json.dumps({"workload": args.workload, "points": points}, indent=1) + "\n")
     sys.stdout.write(render_points(args.workload, points))
     sys.stdout.write(f"saved {out}/ (sweep.json, size_N/)\n")
     if args.html and points:
         _write_html(args.html, points)
     return EXIT_INTERRUPTED if interrupted else 0
+
+
+def _keep_interrupted(result) -> None:  # noqa: ANN001 - a capture's result
+    """An interrupted size: what it traced is kept and analysed (if anything), and where it went said."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
+    from pista.capture.runner import finish
+
+    if result.trace_path is not None:
+        finish(result)
+    print(result.saved_line(), file=sys.stderr)
+
+
+def _point(size: int, s, trace_path) -> dict:  # noqa: ANN001 - the analysis' summary, the trace's path
+    """sweep.json's point for one size."""
+    return {"size": size, "self_cpu_total_us": s.self_cpu_total_us, "self_device_total_us": s.self_device_total_us,
+            "verdict": s.verdict, "gpu_busy_share": s.gpu_busy_share, "trace": str(trace_path)}
 
 
 def render_points(workload: str, points: list[dict]) -> str:

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     facts = open_trace(args.trace)
     table = build_table(facts, group_by_input_shape=args.group_by_input_shape, group_by_stack_n=args.group_by_stack)
     sort_by = args.sort_by or ("cuda_time_total" if facts.has_gpu else "cpu_time_total")
-    limit = None if args.row_limit is not None and args.row_limit < 0 else args.row_limit
+    limit = args.row_limit  # below 0: every row (Table.sorted)
     if args.format == "json":
         json.dump(table.to_dict(sort_by, limit), sys.stdout, indent=1)
         sys.stdout.write("\n")

@@ -69,24 +69,22 @@ def build_edit(facts, args: argparse.Namespace):  # noqa: ANN001, ANN201 - the t
     from pista.timeline import NO_EDIT, Edit
 
     trace = facts.trace
-    names = trace.name_array
     host = facts.is_host & facts.is_complete
     work = facts.is_device_work & facts.is_complete
     matched: dict[str, int] = {}
     edit = NO_EDIT
     for text in args.drop:
-        rx = _regex(text, "--drop")
-        hit = np.flatnonzero(host & np.array([bool(rx.search(n)) for n in names], bool)[trace.name])
+        hit = _named_events(trace, host, _regex(text, "--drop"))
         matched[f"--drop {text}"] = int(hit.size)
         edit = edit + Edit(remove=hit.astype(np.int64))
     for text in args.scale_kernels:
         rx, factor = _pair(text, "--scale-kernels")
-        hit = np.flatnonzero(work & np.array([bool(rx.search(n)) for n in names], bool)[trace.name])
+        hit = _named_events(trace, work, rx)
         matched[f"--scale-kernels {text}"] = int(hit.size)
         edit = edit + Edit(device_dur=(hit.astype(np.int64), trace.dur[hit] * factor))
     for text in args.scale_host:
         rx, factor = _pair(text, "--scale-host")
-        hit = np.flatnonzero(host & np.array([bool(rx.search(n)) for n in names], bool)[trace.name])
+        hit = _named_events(trace, host, rx)
         matched[f"--scale-host {text}"] = int(hit.size)
         edit = edit + Edit(host_scale=((hit.astype(np.int64), min(factor, 1.0)),))
     if args.no_syncs:
@@ -94,6 +92,14 @@ def build_edit(facts, args: argparse.Namespace):  # noqa: ANN001, ANN201 - the t
     if args.no_profiler:
         edit = edit + profiler_edit(facts)
     return edit, matched
+
+
+def _named_events(trace, among, rx: re.Pattern[str]):  # noqa: ANN001, ANN202 - the trace, bool array; rows
+    """The rows of `among` whose event's name `rx` finds."""
+    # start-up: only when the verb runs, not for its parser (pista.cli)
+    import numpy as np
+
+    return np.flatnonzero(among & np.array([bool(rx.search(n)) for n in trace.name_array], bool)[trace.name])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,13 +116,8 @@ def run(args: argparse.Namespace) -> int:
     steps = [s.number for s in facts.steps] or [0]
     rows = [{"step": n, "observed_us": o / 1e3, "replayed_us": b / 1e3, "after_us": a / 1e3}
             for n, o, b, a in zip(steps, observed.step_ns, before.step_ns, after.step_ns, strict=False)]
-    k = max(len(rows), 1)
     saved = (before.median_ns - after.median_ns) / 1e3  # the median step, as pista analyze's impacts
-    lanes = [{"lane": "host", "what": "waiting", "before_us": before.waited_ns / k / 1e3,
-              "after_us": after.waited_ns / k / 1e3}]
-    lanes += [{"lane": tl.stream_label(s), "what": "busy", "before_us": before.stream_busy_ns.get(s, 0.0) / k / 1e3,
-               "after_us": after.stream_busy_ns.get(s, 0.0) / k / 1e3}
-              for s in sorted(set(before.stream_busy_ns) | set(after.stream_busy_ns))]
+    lanes = _lanes(tl, before, after, max(len(rows), 1))
     result = {"source": facts.trace.source, "replay_error": tl.error, "matched": matched, "steps": rows,
               "lanes": lanes, "step_us": before.median_ns / 1e3, "after_us": after.median_ns / 1e3,
               "saved_us": saved, "saved_share": saved * 1e3 / max(before.median_ns, 1.0)}
@@ -126,6 +127,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
     sys.stdout.write(sanitize(_text(result, rows, lanes, matched, tl.error, saved)))
     return 0
+
+
+def _lanes(tl, before, after, k: int) -> list[dict]:  # noqa: ANN001 - the timeline, its replays
+    """Per lane, per step (of `k`): the host's waiting and each stream's busy time, before and after."""
+    lanes = [{"lane": "host", "what": "waiting", "before_us": before.waited_ns / k / 1e3,
+              "after_us": after.waited_ns / k / 1e3}]
+    lanes += [{"lane": tl.stream_label(s), "what": "busy", "before_us": before.stream_busy_ns.get(s, 0.0) / k / 1e3,
+               "after_us": after.stream_busy_ns.get(s, 0.0) / k / 1e3}
+              for s in sorted(set(before.stream_busy_ns) | set(after.stream_busy_ns))]
+    return lanes
 
 
 def _text(result: dict, rows: list[dict], lanes: list[dict], matched: dict, error: float, saved: float) -> str:

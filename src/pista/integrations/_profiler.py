@@ -21,6 +21,13 @@ class PistaWarning(RuntimeWarning):
     """pista could not profile or analyse a training run; training went on."""
 
 
+def _count(value: Any, name: str, least: int) -> int:
+    """`value`, an int (no boolean) of at least `least`; else a usage error naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise UsageError(f"{name}={value!r}: must be an int >= {least}")
+    return value
+
+
 class StepProfiler:
     """The loop-independent part of the callbacks: counts steps, opens a `pista.profile` session
     for the window, and writes the analysis when it closes. Every entry point is guarded: an
@@ -31,13 +38,9 @@ class StepProfiler:
         # start-up: a training script imports this package before it trains
         from pista.i18n import check_lang
 
-        if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
-            raise UsageError(f"start_step={start_step!r}: must be an int >= 0")
-        if isinstance(active, bool) or not isinstance(active, int) or active < 1:
-            raise UsageError(f"active={active!r}: must be an int >= 1")
+        self.start_step = _count(start_step, "start_step", 0)
+        self.active = _count(active, "active", 1)
         self.out = None if out is None else Path(out)
-        self.start_step = start_step
-        self.active = active
         self.with_stack = with_stack
         self.profile_memory = profile_memory
         self.lang = check_lang(lang)
@@ -136,8 +139,7 @@ class StepProfiler:
         from pista.render import json as json_render
         from pista.render import terminal
 
-        first = self.start_step
-        steps = f"training step {first}" if recorded == 1 else f"training steps {first}-{first + recorded - 1}"
+        steps = _training_steps(self.start_step, recorded)
         partial = "" if recorded >= self.active else f" (training ended after {recorded} of {self.active})"
         try:
             analysis = analyze(session)
@@ -153,6 +155,11 @@ class StepProfiler:
         steps += _trace_steps(analysis.summary.step_numbers)
         print(f"pista: profiled {steps}{partial} -> {self.trace_path}; {analysis.summary.verdict}, "
               f"{len(analysis.findings)} finding(s): {out / 'analysis.txt'}", file=sys.stderr, flush=True)
+
+
+def _training_steps(first: int, recorded: int) -> str:
+    """The training steps profiled, in words ("training steps 5-7")."""
+    return f"training step {first}" if recorded == 1 else f"training steps {first}-{first + recorded - 1}"
 
 
 def _trace_steps(numbers: list[int]) -> str:

@@ -188,14 +188,20 @@ def metadata(doc: Document | LooseDocument) -> dict[str, Any]:
         value = getattr(doc, key)
         if value is ABSENT:
             continue
-        if isinstance(value, Raw):
-            try:
-                value = msgspec.json.decode(value)
-            except DECODE_ERRORS:
-                value = None
+        value = _json_value(value)
         if value is not None:
             meta[key] = value
     return meta
+
+
+def _json_value(value: Any) -> Any:
+    """A raw JSON value decoded (None where it is no JSON); any other value as it is."""
+    if not isinstance(value, Raw):
+        return value
+    try:
+        return msgspec.json.decode(value)
+    except DECODE_ERRORS:
+        return None
 
 
 
@@ -252,13 +258,13 @@ def overlong(dur_ns: np.ndarray) -> np.ndarray | None:
 
 def absurd_steps(names: list[str]) -> list[int]:
     """Ids of the names ProfilerStep#N whose N is past int64."""
-    out = []
-    for i, name in enumerate(names):
-        if name.startswith("ProfilerStep#") and (m := _STEP_NAME.match(name)):
-            digits = m.group(1)
-            if len(digits) > _STEP_DIGITS or (len(digits) == _STEP_DIGITS and int(digits) > INT64_MAX):
-                out.append(i)
-    return out
+    return [i for i, name in enumerate(names)
+            if name.startswith("ProfilerStep#") and (m := _STEP_NAME.match(name)) and _past_int64(m.group(1))]
+
+
+def _past_int64(digits: str) -> bool:
+    """Whether a step number's digits make a number past int64."""
+    return len(digits) > _STEP_DIGITS or (len(digits) == _STEP_DIGITS and int(digits) > INT64_MAX)
 
 
 def foreign_device_notice(categories: list[str], cat: np.ndarray) -> str | None:
@@ -280,14 +286,18 @@ def skip_notice(notices: list[str], skipped: Skipped, bad_times: int, kept: int)
     total = kept + skipped.count + bad_times
     if not skipped.count and not bad_times:
         return
+    notices.append(f"skipped {skipped.count + bad_times} malformed event(s) of {total} "
+                   f"({_skip_reason(skipped, bad_times)})")
+
+
+def _skip_reason(skipped: Skipped, bad_times: int) -> str:
+    """Why the events were skipped: unreadable (the first's error), bad times, or how many of each."""
     times = "a negative, non-finite or out-of-range ts/dur"
     if skipped.count and bad_times:
-        why = f"{skipped.count} unreadable (first: {skipped.first}), {bad_times} with {times}"
-    elif skipped.count:
-        why = f"first: {skipped.first}"
-    else:
-        why = f"{times}"
-    notices.append(f"skipped {skipped.count + bad_times} malformed event(s) of {total} ({why})")
+        return f"{skipped.count} unreadable (first: {skipped.first}), {bad_times} with {times}"
+    if skipped.count:
+        return f"first: {skipped.first}"
+    return times
 
 
 
@@ -344,9 +354,7 @@ def odd_number(value: Any, string_ids: dict[str, int], is_flow: bool) -> int | N
     number = text_number(value)
     if number is not None:
         return number
-    if value not in string_ids:
-        string_ids[value] = -1000 - len(string_ids)
-    return string_ids[value]
+    return string_ids.setdefault(value, -1000 - len(string_ids))
 
 
 def read_lane_names(trace: Trace) -> None:

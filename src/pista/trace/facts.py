@@ -216,16 +216,18 @@ class Facts:
         for chunk in np.split(idx, boundaries):
             first = int(chunk[0])
             pid, tid = int(trace.pid[first]), int(trace.tid[first])
-            if self.is_overhead[chunk].any() or pid == -1:
-                kind = "overhead"
-            elif (self.is_device_work[chunk] | self.is_device_annotation[chunk]).any():
-                kind = "gpu"
-            elif self.is_host[chunk].any():
-                kind = "cpu"
-            else:
-                kind = "other"
-            lanes.append(Lane(kind, pid, tid, trace.lane_label(pid, tid), chunk))
+            lanes.append(Lane(self._lane_kind(chunk, pid), pid, tid, trace.lane_label(pid, tid), chunk))
         return lanes
+
+    def _lane_kind(self, chunk: np.ndarray, pid: int) -> str:
+        """What a lane's events (`chunk`) are: profiler overhead, GPU work, host work, or other."""
+        if self.is_overhead[chunk].any() or pid == -1:
+            return "overhead"
+        if (self.is_device_work[chunk] | self.is_device_annotation[chunk]).any():
+            return "gpu"
+        if self.is_host[chunk].any():
+            return "cpu"
+        return "other"
 
     def lane_of(self, i: int) -> str:
         return self.trace.lane_label(int(self.trace.pid[i]), int(self.trace.tid[i]))
@@ -337,8 +339,7 @@ def _main_lane(trace: Trace, is_host: np.ndarray) -> tuple[int, int]:
     idx = np.flatnonzero(is_host)
     if idx.size == 0:
         return -1, 0
-    step_ids = [i for i, name in enumerate(trace.names) if STEP_NAME.match(name)]
-    steps = idx[np.isin(trace.name[idx], step_ids)] if step_ids else idx[:0]
+    steps = idx[np.isin(trace.name[idx], list(_step_numbers(trace.names)))]
     pick = steps if steps.size else idx
     lanes, counts = np.unique(np.stack([trace.pid[pick], trace.tid[pick]], axis=1), axis=0, return_counts=True)
     pid, tid = lanes[int(np.argmax(counts))]
@@ -490,19 +491,35 @@ STEP_SLICE = 1 << 20
 
 def _steps(trace: Trace, is_host: np.ndarray, is_device_work: np.ndarray,
            launcher: np.ndarray) -> tuple[list[Step], np.ndarray]:
-    n = len(trace)
-    event_step = np.full(n, -1, dtype=np.int32)
-    step_name_ids = {i: int(m.group(1)) for i, name in enumerate(trace.names) if (m := STEP_NAME.match(name))}
+    event_step = np.full(len(trace), -1, dtype=np.int32)
+    steps = _step_regions(trace, is_host)
+    if steps:
+        _place_in_steps(trace, steps, is_host, is_device_work, launcher, event_step)
+    return steps, event_step
+
+
+def _step_regions(trace: Trace, is_host: np.ndarray) -> list[Step]:
+    """The host's ProfilerStep#N events, in time order."""
+    step_name_ids = _step_numbers(trace.names)
     if not step_name_ids:
-        return [], event_step
+        return []
     candidates = np.flatnonzero(is_host & np.isin(trace.name, list(step_name_ids)))
-    if candidates.size == 0:
-        return [], event_step
     candidates = candidates[np.argsort(trace.ts[candidates], kind="stable")]
-    steps = [
+    return [
         Step(step_name_ids[int(trace.name[i])], int(i), int(trace.ts[i]), int(trace.ts[i] + trace.dur[i]))
         for i in candidates
     ]
+
+
+def _step_numbers(names: list[str]) -> dict[int, int]:
+    """The ids of the names ProfilerStep#N, with their N."""
+    return {i: int(m.group(1)) for i, name in enumerate(names) if (m := STEP_NAME.match(name))}
+
+
+def _place_in_steps(trace: Trace, steps: list[Step], is_host: np.ndarray, is_device_work: np.ndarray,
+                    launcher: np.ndarray, event_step: np.ndarray) -> None:
+    """Each host event's step by when it runs, device work's by when its launch ran, into `event_step`."""
+    n = len(trace)
     starts = np.array([s.start for s in steps], dtype=np.int64)
     ends = np.array([s.end for s in steps], dtype=np.int64)
     # device work belongs to the step that launched it; a slice of the trace at a time, so the
@@ -517,4 +534,3 @@ def _steps(trace: Trace, is_host: np.ndarray, is_device_work: np.ndarray,
         inside = pos >= 0
         inside[inside] = when[inside] < ends[pos[inside]]
         event_step[relevant[inside]] = pos[inside]
-    return steps, event_step

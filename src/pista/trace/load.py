@@ -162,6 +162,17 @@ def read_bytes(path: str | os.PathLike[str], cap: int | None = None) -> tuple[by
     """The file's JSON bytes, un-gzipped; a cut-off gzip stream yields what it holds, with a notice.
     A gzip stream that unpacks past `cap` bytes raises Oversize; past what fits in memory, BadTrace."""
     p = Path(path)
+    _check_trace_file(p)
+    data = _file_bytes(p)
+    if data[:2] == GZIP_MAGIC:
+        return _unpacked(p, data, cap)
+    if not data.strip():
+        raise BadTrace(p, "empty file")
+    return data, []
+
+
+def _check_trace_file(p: Path) -> None:
+    """A BadTrace unless `p` is there and a regular file (or a pipe)."""
     try:
         mode = p.stat().st_mode
     except FileNotFoundError:
@@ -172,30 +183,34 @@ def read_bytes(path: str | os.PathLike[str], cap: int | None = None) -> tuple[by
         raise BadTrace(p, "is a directory, not a trace file (pass the .json or .json.gz inside it)")
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
         raise BadTrace(p, "not a regular file")
+
+
+def _file_bytes(p: Path) -> bytes:
     try:
-        data = p.read_bytes()
+        return p.read_bytes()
     except OSError as err:
         raise BadTrace(p, f"cannot read: {err.strerror or err}") from None
     except MemoryError:
         raise BadTrace(p, "too big to read into memory") from None
+
+
+def _unpacked(p: Path, data: bytes, cap: int | None) -> tuple[bytes, list[str]]:
+    """A gzipped file's JSON bytes (read_bytes' `cap`), with a notice where the stream is cut off."""
+    limit = _in_memory_limit()
+    try:
+        data, whole = _gunzip(data, limit if cap is None else min(cap, limit))
+    except Oversize:
+        if cap is not None and cap < limit:
+            raise
+        raise too_big(p, limit) from None
     notices: list[str] = []
-    if data[:2] == GZIP_MAGIC:
-        limit = _in_memory_limit()
-        try:
-            data, whole = _gunzip(data, limit if cap is None else min(cap, limit))
-        except Oversize:
-            if cap is not None and cap < limit:
-                raise
-            raise too_big(p, limit) from None
-        if not whole:
-            if data.lstrip()[:1] not in (b"{", b"["):  # nothing, or garbage: not a JSON text cut short
-                raise BadTrace(p, "broken gzip stream: nothing readable could be decompressed") from None
-            notices.append(f"the gzip stream is cut off or damaged; reading the {len(data):,} bytes "
-                           "that decompressed")
-        if not data.strip():
-            raise BadTrace(p, "empty trace: the gzip stream holds nothing")
-    elif not data.strip():
-        raise BadTrace(p, "empty file")
+    if not whole:
+        if data.lstrip()[:1] not in (b"{", b"["):  # nothing, or garbage: not a JSON text cut short
+            raise BadTrace(p, "broken gzip stream: nothing readable could be decompressed") from None
+        notices.append(f"the gzip stream is cut off or damaged; reading the {len(data):,} bytes "
+                       "that decompressed")
+    if not data.strip():
+        raise BadTrace(p, "empty trace: the gzip stream holds nothing")
     return data, notices
 
 
@@ -346,14 +361,7 @@ def _whole(data: bytes, source: str, skipped: Skipped) -> tuple[list[Event], dic
 
 def _text_encoding(data: bytes, source: str, notices: list[str]) -> bytes:
     """UTF-8 without BOM, or a one-line reason why this is not a JSON text at all."""
-    if data.startswith(_UTF8_BOM):
-        data = data[len(_UTF8_BOM) :]
-    elif data.startswith(_UTF16_BOMS):
-        try:
-            data = data.decode("utf-16").encode()
-        except UnicodeError:
-            raise BadTrace(source, "UTF-16 text that does not decode; pista reads UTF-8 JSON") from None
-        notices.append("the file is UTF-16 text (converted to UTF-8 to read it)")
+    data = _without_bom(data, source, notices)
     start = re.match(rb"\s*", data).end()  # type: ignore[union-attr]  # \s* always matches
     head = data[start : start + 1]
     if head in (b"{", b"["):
@@ -363,12 +371,31 @@ def _text_encoding(data: bytes, source: str, notices: list[str]) -> bytes:
     for magic, what in _OTHER_FORMATS:
         if data.startswith(magic):
             raise BadTrace(source, what)
-    sample = data[start : start + 64]
-    if b"\x00" in data[:4096] or any(c < 9 or 13 < c < 32 for c in sample) or b"\xef\xbf\xbd" in \
-            sample.decode("utf-8", "replace").encode()[:-3]:
+    if _binary(data, start):
         raise BadTrace(source, "not JSON: binary data (a trace is a .json or .json.gz text file)")
     shown = data[start : start + 20].decode("utf-8", "replace")
     raise BadTrace(source, f"not JSON: a trace starts with '{{' or '[', this file with {shown!r}")
+
+
+def _without_bom(data: bytes, source: str, notices: list[str]) -> bytes:
+    """The text without a UTF-8 BOM; UTF-16 (with its BOM) converted to UTF-8, with a notice."""
+    if data.startswith(_UTF8_BOM):
+        return data[len(_UTF8_BOM) :]
+    if not data.startswith(_UTF16_BOMS):
+        return data
+    try:
+        data = data.decode("utf-16").encode()
+    except UnicodeError:
+        raise BadTrace(source, "UTF-16 text that does not decode; pista reads UTF-8 JSON") from None
+    notices.append("the file is UTF-16 text (converted to UTF-8 to read it)")
+    return data
+
+
+def _binary(data: bytes, start: int) -> bool:
+    """Whether bytes that are no JSON look binary: NULs, control characters, or no UTF-8 near the start."""
+    sample = data[start : start + 64]
+    return b"\x00" in data[:4096] or any(c < 9 or 13 < c < 32 for c in sample) or b"\xef\xbf\xbd" in \
+        sample.decode("utf-8", "replace").encode()[:-3]
 
 
 def refuse_non_json_start(head: bytes, source: object) -> None:
@@ -434,32 +461,8 @@ def _list_meta(events: list[Event], data: bytes) -> dict[str, Any]:
 
 def _lenient(data: bytes, source: str, skipped: Skipped) -> tuple[list[Event], dict[str, Any], Skipped]:
     """Decode each event on its own, so one malformed event costs only itself."""
-    try:
-        top = _TOP_DECODER.decode(data)
-    except msgspec.ValidationError:
-        raise NotATrace(source, "JSON, but not a chrome trace: expected an object with 'traceEvents' "
-                               "or a list of events") from None
-    if isinstance(top, list):
-        raw_events, meta, where = top, {}, "the list"
-    else:
-        if top.traceEvents is ABSENT:
-            raise NotATrace(source, "JSON, but not a chrome trace: no 'traceEvents' key")
-        try:
-            raw_events = _RAW_LIST_DECODER.decode(top.traceEvents)
-        except msgspec.ValidationError:
-            kind = _JSON_KINDS.get(type(msgspec.json.decode(top.traceEvents)), "value")
-            raise NotATrace(source, f"JSON, but not a chrome trace: 'traceEvents' is {kind}, "
-                                   "not a list of events") from None
-        meta, where = _metadata(top), "'traceEvents'"
-    events: list[Event] = []
-    kept: list[Raw] = []
-    decode = EVENT_DECODER.decode
-    for index, raw in enumerate(raw_events):
-        try:
-            events.append(decode(raw))
-            kept.append(raw)
-        except EVENT_ERRORS as err:
-            skipped.add(index, err)
+    raw_events, meta, where = _raw_events(data, source)
+    events, kept = _decode_each(raw_events, skipped)
     if any(abs(e.ts) >= EXACT_FROM_US for e in events):
         # the kept events' times from their digits, as for an intact file
         meta[_EXACT] = _exact_times([_TIMES_ONE_DECODER.decode(raw) for raw in kept])
@@ -469,6 +472,40 @@ def _lenient(data: bytes, source: str, skipped: Skipped) -> tuple[list[Event], d
                                    f"of {where} is an event object ({skipped.first})")
         raise BadTrace(source, f"none of the {len(raw_events)} event(s) could be read ({skipped.first})")
     return events, meta, skipped
+
+
+def _raw_events(data: bytes, source: str) -> tuple[list[Raw], dict[str, Any], str]:
+    """The entries of the event list, undecoded; the document's metadata; and where the list is, in words."""
+    try:
+        top = _TOP_DECODER.decode(data)
+    except msgspec.ValidationError:
+        raise NotATrace(source, "JSON, but not a chrome trace: expected an object with 'traceEvents' "
+                               "or a list of events") from None
+    if isinstance(top, list):
+        return top, {}, "the list"
+    if top.traceEvents is ABSENT:
+        raise NotATrace(source, "JSON, but not a chrome trace: no 'traceEvents' key")
+    try:
+        raw_events = _RAW_LIST_DECODER.decode(top.traceEvents)
+    except msgspec.ValidationError:
+        kind = _JSON_KINDS.get(type(msgspec.json.decode(top.traceEvents)), "value")
+        raise NotATrace(source, f"JSON, but not a chrome trace: 'traceEvents' is {kind}, "
+                               "not a list of events") from None
+    return raw_events, _metadata(top), "'traceEvents'"
+
+
+def _decode_each(raw_events: list[Raw], skipped: Skipped) -> tuple[list[Event], list[Raw]]:
+    """The entries that decode as events, and their raw JSON; the others counted in `skipped`."""
+    events: list[Event] = []
+    kept: list[Raw] = []
+    decode = EVENT_DECODER.decode
+    for index, raw in enumerate(raw_events):
+        try:
+            events.append(decode(raw))
+            kept.append(raw)
+        except EVENT_ERRORS as err:
+            skipped.add(index, err)
+    return events, kept
 
 
 
@@ -481,27 +518,36 @@ def _build(events: list[Event], meta: dict[str, Any], source: str, notices: list
     if not events and skipped.count == 0:
         raise BadTrace(source, "the trace holds no events ('traceEvents' is empty)")
     events, ts_ns, dur_ns, bad = _timed(events, meta, source, notices)
-    names, cats = Interner(), Interner()
-    name_col, cat_col, ph_col = string_columns(events, names, cats)
+    names, cats, (name_col, cat_col, ph_col) = _interned(events)
     absurd, absurd_why = _absurd(list(names.ids), name_col, dur_ns)
     notices += absurd_why
+    dropped = 0
     if absurd is not None:
         kept = np.flatnonzero(~absurd)
         events = [events[i] for i in kept]
         ts_ns, dur_ns = ts_ns[kept], dur_ns[kept]
-        names, cats = Interner(), Interner()
-        name_col, cat_col, ph_col = string_columns(events, names, cats)
-    dropped = 0 if absurd is None else int(absurd.sum())
+        names, cats, (name_col, cat_col, ph_col) = _interned(events)
+        dropped = int(absurd.sum())
     skip_notice(notices, skipped, bad, len(events) + dropped)
     if not events:
-        why = skipped.first or (absurd_why[0] if absurd_why else "negative or non-finite ts/dur")
-        raise BadTrace(source, f"none of the trace's events could be read ({why})")
+        raise BadTrace(source, f"none of the trace's events could be read ({_why_none(skipped, absurd_why)})")
     if len(cats.ids) > MAX_CATEGORIES:
         raise BadTrace(source, f"{len(cats.ids)} distinct event categories: not a torch.profiler trace")
     columns: dict[str, Any]  # ndarrays; Any: mypy matches **columns against every Trace field
     columns = {"ph": ph_col, "cat": cat_col.astype(np.int16), "name": name_col, "ts": ts_ns, "dur": dur_ns}
     del ph_col, cat_col, name_col, ts_ns, dur_ns
     return _columns(events, list(names.ids), list(cats.ids), columns, meta, source, notices)
+
+
+def _interned(events: list[Event]) -> tuple[Interner, Interner, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The events' names and categories interned anew, and their name, category and phase columns."""
+    names, cats = Interner(), Interner()
+    return names, cats, string_columns(events, names, cats)
+
+
+def _why_none(skipped: Skipped, absurd_why: list[str]) -> str:
+    """Why no event was read: the first skipped one's error, else the first absurd events', else their times."""
+    return skipped.first or (absurd_why[0] if absurd_why else "negative or non-finite ts/dur")
 
 
 def _timed(events: list[Event], meta: dict[str, Any], source: str,
@@ -597,28 +643,38 @@ def _id_column(events: list[Event], get: attrgetter[Any], odd: Callable[[Any], i
 
 
 def _decode_ids(raw_args: list[Raw | None], notices: list[str]) -> tuple[np.ndarray, ...]:
-    decode = _ID_DECODER.decode
-    decoded: list[IdArgs | None | Literal[False]]  # False: ids of the wrong type
-    try:
-        decoded = [None if raw is None else decode(raw) for raw in raw_args]
-    except EVENT_ERRORS:
-        decoded = [_decode_one_ids(raw) for raw in raw_args]
-        unreadable = sum(1 for d in decoded if d is False)
-        notices.append(f"{unreadable} event(s) have an id, correlation, stream or device of the wrong type; "
-                       "treated as missing")
+    decoded = _id_args(raw_args, notices)
     columns = []
     overflowing = 0
     for attr in ("external_id", "correlation", "stream", "device"):
-        values = [getattr(d, attr) if d else NO_ID for d in decoded]
-        if attr == "external_id":
-            values = [v if v != NO_ID or not d else d.external_id_old for v, d in zip(values, decoded, strict=True)]
-        column, past = _int64_column(values)
+        column, past = _int64_column(_id_values(decoded, attr))
         columns.append(column)
         overflowing += past
     if overflowing:
         notices.append(f"{overflowing} External id/correlation/stream/device value(s) overflow int64; "
                        "treated as missing")
     return tuple(columns)
+
+
+def _id_args(raw_args: list[Raw | None], notices: list[str]) -> list[IdArgs | None | Literal[False]]:
+    """Each event's args ids decoded (None: no args; False: ids of the wrong type, with a notice)."""
+    decode = _ID_DECODER.decode
+    try:
+        return [None if raw is None else decode(raw) for raw in raw_args]
+    except EVENT_ERRORS:
+        decoded = [_decode_one_ids(raw) for raw in raw_args]
+        unreadable = sum(1 for d in decoded if d is False)
+        notices.append(f"{unreadable} event(s) have an id, correlation, stream or device of the wrong type; "
+                       "treated as missing")
+        return decoded
+
+
+def _id_values(decoded: list[IdArgs | None | Literal[False]], attr: str) -> list[int]:
+    """One args id of every event (NO_ID where it has none); the External id's old spelling where the new is missing."""
+    values = [getattr(d, attr) if d else NO_ID for d in decoded]
+    if attr == "external_id":
+        values = [v if v != NO_ID or not d else d.external_id_old for v, d in zip(values, decoded, strict=True)]
+    return values
 
 
 def _int64_column(values: list[int]) -> tuple[np.ndarray, int]:

@@ -94,6 +94,15 @@ def narrow(column: np.ndarray) -> np.ndarray:
     return column if dtype == column.dtype else column.astype(dtype)
 
 
+def _flow_rows_of(name: str, column: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The column's values at the flow events' `rows`, in as little memory as they allow."""
+    taken = column.take(rows)
+    # Kineto's flow events carry no args and no dur: those columns take no memory there
+    taken = _unless(NO_ID, taken) if name in _ARG_IDS else _unless(0, taken) if name == "dur" else taken
+    # narrowed as the streamed reader narrows it, also where a flow event does carry an id
+    return narrow(taken) if name in NARROW_COLUMNS else taken
+
+
 def split_flows(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Take the flow events (ph s and f) out of `columns`, in place, one column at a time, and return
     them: the same columns for those rows, and "row", their rows among all. No rule reads them (29%
@@ -113,11 +122,7 @@ def split_flows(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
                 flows[name] = np.broadcast_to(column[:1], flows["row"].shape)
                 columns[name] = np.broadcast_to(column[:1], (column.size - flows["row"].size,))
                 continue
-            taken = column.take(flows["row"])
-            # Kineto's flow events carry no args and no dur: those columns take no memory there
-            taken = _unless(NO_ID, taken) if name in _ARG_IDS else _unless(0, taken) if name == "dur" else taken
-            # narrowed as the streamed reader narrows it, also where a flow event does carry an id
-            flows[name] = narrow(taken) if name in NARROW_COLUMNS else taken
+            flows[name] = _flow_rows_of(name, column, flows["row"])
             columns[name] = column.take(keep)
             del column
     # only flow events carry a flow id: with them out, the column is -1 throughout

@@ -52,7 +52,7 @@ NAMED_CATEGORIES = 4
 def settle(trace: Trace) -> None:
     """Refuse a chrome trace another tool wrote; read a pre-Kineto export's ops as CPU ops."""
     used = _used_categories(trace)
-    if any(c in TORCH_CATEGORIES or _foreign_accelerator(c) for c in used):
+    if any(map(_torch_category, used)):
         return
     if _pre_kineto_pid(trace, PRE_KINETO_CPU_PID) is not None:
         _read_pre_kineto(trace)
@@ -61,10 +61,19 @@ def settle(trace: Trace) -> None:
     if named:
         raise NotATrace(trace.source, _foreign_line(trace, named))
     if not np.any(trace.ph == PH_COMPLETE):
-        trace.notices.append(
-            f"the trace recorded nothing: its {len(trace.ts):,} events are lane names and marks, no op, kernel "
-            "or annotation; the profiled code ran outside the profiler's active steps (torch.profiler.schedule "
-            "and prof.step()) or before the profiler started")
+        _note_nothing_recorded(trace)
+
+
+def _note_nothing_recorded(trace: Trace) -> None:
+    trace.notices.append(
+        f"the trace recorded nothing: its {len(trace.ts):,} events are lane names and marks, no op, kernel "
+        "or annotation; the profiled code ran outside the profiler's active steps (torch.profiler.schedule "
+        "and prof.step()) or before the profiler started")
+
+
+def _torch_category(category: str) -> bool:
+    """A category torch writes: its own, or Kineto's for another accelerator."""
+    return category in TORCH_CATEGORIES or _foreign_accelerator(category)
 
 
 def _foreign_accelerator(category: str) -> bool:
@@ -104,8 +113,7 @@ def _read_pre_kineto(trace: Trace) -> None:
     cuda = _pre_kineto_pid(trace, PRE_KINETO_CUDA_PID)
     cuda_note = ("; its 'CUDA functions' lane is each op's CUDA time, not kernels, and is left out"
                  if cuda is not None else "")
-    gpu_ops = sorted({trace.names[int(n)] for n in np.unique(trace.name[ops]).tolist()
-                      if GPU_OP.search(trace.names[int(n)])})
+    gpu_ops = _gpu_op_names(trace, ops)
     if gpu_ops:
         # KeondoPark/luxmea's export: aten::cudnn_convolution, 73% of its CPU time, ran on a GPU
         cuda_note += (f"; its ops ran on a GPU ({', '.join(gpu_ops[:3])}), whose work the export does not hold: "
@@ -115,6 +123,11 @@ def _read_pre_kineto(trace: Trace) -> None:
         f"{int(ops.sum()):,} ops are read as CPU ops; it records no GPU kernels, input shapes or steps, so "
         f"GPU time and shape-based findings are out of reach{cuda_note}. torch>=1.8.1's torch.profiler writes "
         "the full trace")
+
+
+def _gpu_op_names(trace: Trace, ops: np.ndarray) -> list[str]:
+    """The names among the `ops` that only a GPU run has, sorted."""
+    return sorted({trace.names[int(n)] for n in np.unique(trace.name[ops]).tolist() if GPU_OP.search(trace.names[int(n)])})
 
 
 def describe_other_json(data: bytes) -> str | None:

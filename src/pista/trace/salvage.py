@@ -51,37 +51,46 @@ def _repair(data: bytes, notices: list[str]) -> bytes:
     """Make invalid UTF-8 and bare NaN/inf/N/A tokens readable; returns `data` itself if neither."""
     err = _utf8_error(data)
     if err is not None:
-        if err.reason == "unexpected end of data" and err.end == len(data):
-            data = data[: err.start]  # cut off inside a multi-byte character: salvage sees the cut
-        else:
-            data = _utf8_replaced(data)
-            notices.append(f"bytes that are not UTF-8 (first at byte {err.start}) were replaced by U+FFFD")
+        data = _mend_utf8(data, err, notices)
     hints = _bare_token_hints(data)
-    if hints:
-        count = 0
+    return _quote_bare_tokens(data, hints, notices) if hints else data
 
-        def quote(match: re.Match[bytes]) -> bytes:
-            nonlocal count
-            if match.group(2) is None:
-                return match.group(0)
-            count += 1
-            return match.group(1) + b'"' + match.group(2) + b'"'
 
-        # Only the lines holding a candidate are rewritten: a JSON string never spans a newline,
-        # so each line starts outside one (a trace on one line is rewritten whole).
-        pieces, done = [], 0
-        for at in hints:
-            if at < done:
-                continue
-            line_start = data.rfind(b"\n", done, at) + 1 or done
-            line_end = data.find(b"\n", at)
-            line_end = len(data) if line_end < 0 else line_end
-            pieces += [data[done:line_start], _STRING_OR_BARE_TOKEN.sub(quote, data[line_start:line_end])]
-            done = line_end
-        if count:
-            notices.append(f"read {count} bare NaN/Infinity/N/A value(s) (not JSON; old Kineto wrote "
-                           "N/A and inf) as strings")
-            data = b"".join([*pieces, data[done:]])
+def _mend_utf8(data: bytes, err: UnicodeDecodeError, notices: list[str]) -> bytes:
+    """`data` cut before a character the end cuts off, else with the bytes that are no UTF-8 replaced (a notice)."""
+    if err.reason == "unexpected end of data" and err.end == len(data):
+        return data[: err.start]  # cut off inside a multi-byte character: salvage sees the cut
+    data = _utf8_replaced(data)
+    notices.append(f"bytes that are not UTF-8 (first at byte {err.start}) were replaced by U+FFFD")
+    return data
+
+
+def _quote_bare_tokens(data: bytes, hints: list[int], notices: list[str]) -> bytes:
+    """`data` with the bare values at `hints` (_bare_token_hints) quoted, with a notice; itself if none is."""
+    count = 0
+
+    def quote(match: re.Match[bytes]) -> bytes:
+        nonlocal count
+        if match.group(2) is None:
+            return match.group(0)
+        count += 1
+        return match.group(1) + b'"' + match.group(2) + b'"'
+
+    # Only the lines holding a candidate are rewritten: a JSON string never spans a newline,
+    # so each line starts outside one (a trace on one line is rewritten whole).
+    pieces, done = [], 0
+    for at in hints:
+        if at < done:
+            continue
+        line_start = data.rfind(b"\n", done, at) + 1 or done
+        line_end = data.find(b"\n", at)
+        line_end = len(data) if line_end < 0 else line_end
+        pieces += [data[done:line_start], _STRING_OR_BARE_TOKEN.sub(quote, data[line_start:line_end])]
+        done = line_end
+    if count:
+        notices.append(f"read {count} bare NaN/Infinity/N/A value(s) (not JSON; old Kineto wrote "
+                       "N/A and inf) as strings")
+        data = b"".join([*pieces, data[done:]])
     return data
 
 
@@ -157,31 +166,47 @@ _TRAILING_AT = re.compile(r"trailing characters \(byte (\d+)\)")
 def _salvage(data: bytes, source: str, notices: list[str],
              skipped: Skipped) -> tuple[list[Event], dict[str, Any], Skipped]:
     """A file cut off mid-write or damaged in places: keep every event that decodes on its own."""
-    key = _EVENTS_KEY.search(data)
-    start = re.match(rb"\s*", data).end()  # type: ignore[union-attr]
-    if key is not None:
-        list_at = key.end() - 1
-        meta = _prefix_metadata(data[: key.start()])
-    elif data[start : start + 1] == b"[":
-        list_at, meta = start, {}
-    elif (whole_error := _first_error(data)) == describe("Input data was truncated"):
-        raise BadTrace(source, f"cut off before the first complete event ({whole_error})")
-    else:
-        raise BadTrace(source, f"not valid JSON ({whole_error}), and no 'traceEvents' list in it to salvage")
+    keyed, list_at, meta = _event_list(data, source)
     sink = _EventList()
     walk = SalvageWalk(_Pieces(data, list_at), sink, skipped, list_at)
     walk.run()
     events = sink.events
-    ending = salvage_ending(data, walk, key is not None, meta)
+    ending = salvage_ending(data, walk, keyed, meta)
     if not events:
-        whole_error = _first_error(data)
-        if whole_error == NESTED_TOO_DEEP:
-            raise BadTrace(source, f"JSON {NESTED_TOO_DEEP}; no event could be read")
-        if ending.cut_off or whole_error == describe("Input data was truncated"):
-            raise BadTrace(source, f"cut off before the first complete event ({whole_error})")
-        raise BadTrace(source, f"not valid JSON ({whole_error}), and no complete event in it to salvage")
+        raise _nothing_salvaged(data, source, ending)
     notices += ending.notices(len(events), walk.good_end, len(data))
     list_end = len(data) if walk.tail_at is None else walk.tail_at  # junk after the trace has its own notice
+    _note_zeroed(data, list_end, notices)
+    return events, meta, skipped
+
+
+def _event_list(data: bytes, source: str) -> tuple[bool, int, dict[str, Any]]:
+    """Whether the list is under a "traceEvents" key, the offset of its '[', and the metadata before it;
+    a BadTrace where there is no list to salvage."""
+    key = _EVENTS_KEY.search(data)
+    start = re.match(rb"\s*", data).end()  # type: ignore[union-attr]
+    if key is not None:
+        return True, key.end() - 1, _prefix_metadata(data[: key.start()])
+    if data[start : start + 1] == b"[":
+        return False, start, {}
+    whole_error = _first_error(data)
+    if whole_error == describe("Input data was truncated"):
+        raise BadTrace(source, f"cut off before the first complete event ({whole_error})")
+    raise BadTrace(source, f"not valid JSON ({whole_error}), and no 'traceEvents' list in it to salvage")
+
+
+def _nothing_salvaged(data: bytes, source: str, ending: SalvageEnding) -> BadTrace:
+    """The error of a salvage that read no event: too deep, cut off, or no JSON."""
+    whole_error = _first_error(data)
+    if whole_error == NESTED_TOO_DEEP:
+        return BadTrace(source, f"JSON {NESTED_TOO_DEEP}; no event could be read")
+    if ending.cut_off or whole_error == describe("Input data was truncated"):
+        return BadTrace(source, f"cut off before the first complete event ({whole_error})")
+    return BadTrace(source, f"not valid JSON ({whole_error}), and no complete event in it to salvage")
+
+
+def _note_zeroed(data: bytes, list_end: int, notices: list[str]) -> None:
+    """A notice of the zero-filled blocks before `list_end`, if any."""
     zeroed = [m.span() for m in _ZEROED.finditer(data, 0, list_end)]
     if zeroed:
         # a crash or power loss leaves blocks of the file zero-filled: events that lay there leave
@@ -189,7 +214,6 @@ def _salvage(data: bytes, source: str, notices: list[str],
         total = sum(b - a for a, b in zeroed)
         notices.append(f"{total:,} byte(s) of the file are zeroed (NUL), in {len(zeroed)} place(s), the first "
                        f"at byte {zeroed[0][0]:,}: the events written there are lost and cannot be counted")
-    return events, meta, skipped
 
 
 class SalvageEnding(NamedTuple):
@@ -333,8 +357,7 @@ class SalvageWalk:
         except (msgspec.ValidationError, *DECODE_ERRORS):
             self.piecewise_until = i + SALVAGE_BLOCK
             return None
-        self._skip(self.unsure)
-        self.unsure = []
+        self._skip_unsure()
         self.sink.block(batch, start, end)
         self.good_end = end
         return i + SALVAGE_BLOCK
@@ -344,17 +367,8 @@ class SalvageWalk:
         pieces = self.pieces
         result, j, end, after, last_error, list_ends_here = self._join(i)
         if result is None:
-            if not pieces.has(i + 1):
-                self.cut_off = True  # the last event was being written when the file ended
-                return None
-            if not pieces.has(j + 1):
-                self.unsure.append(last_error)
-            else:
-                self._skip([*self.unsure, last_error])
-                self.unsure = []
-            return i + 1
-        self._skip(self.unsure)
-        self.unsure = []
+            return self._unread(i, j, last_error)
+        self._skip_unsure()
         if isinstance(result, BaseException):
             self._skip([result])
         else:
@@ -366,6 +380,24 @@ class SalvageWalk:
         if not pieces.has(j + 1):
             self.tail_at = after
         return j + 1
+
+    def _unread(self, i: int, j: int, last_error: BaseException | None) -> int | None:
+        """Piece i, joined up to piece j, read as no event: the file's end cut it off (done), or it is
+        unsure while no piece follows j, else skipped; the next piece to read."""
+        pieces = self.pieces
+        if not pieces.has(i + 1):
+            self.cut_off = True  # the last event was being written when the file ended
+            return None
+        if not pieces.has(j + 1):
+            self.unsure.append(last_error)
+        else:
+            self._skip_unsure(last_error)
+        return i + 1
+
+    def _skip_unsure(self, *errors: BaseException | None) -> None:
+        """The unsure pieces were damage after all (a later piece was read): skipped, then `errors`."""
+        self._skip([*self.unsure, *errors])
+        self.unsure = []
 
     def _join(self, i: int) -> tuple[Event | BaseException | None, int, int, int | None, BaseException | None, bool]:
         """Piece i alone, else joined to the next (up to SALVAGE_MAX_JOIN pieces): (the event, or the
@@ -387,21 +419,28 @@ class SalvageWalk:
             except DECODE_ERRORS as err:
                 last_error = err
                 if j == i and pieces.has(j + 1):
-                    # the list may end after this event, with objects in the keys that follow
-                    # ("deviceProperties": [{...}] after the events) making more pieces
-                    length = pieces.object_end(start, err)
-                    if length is not None and pieces.list_ends_at(start + length):
-                        end = after = start + length
-                        try:
-                            result = pieces.decode_one(start, end)
-                        except msgspec.ValidationError as inner:
-                            result = inner
-                        except DECODE_ERRORS:
-                            continue
-                        return result, j, end, after, last_error, True
+                    last = self._last_event(start, err)
+                    if last is not None:
+                        return last[0], j, last[1], last[1], last_error, True
                 continue
             break
         return result, j, end, after, last_error, False
+
+    def _last_event(self, start: int, err: BaseException) -> tuple[Event | BaseException, int] | None:
+        """The piece at `start` as the list's last event, where the list ends after it and objects in the
+        keys that follow ("deviceProperties": [{...}] after the events) made more pieces: (the event, or
+        the error of one with a field of the wrong type; where it ends); None where it is not."""
+        pieces = self.pieces
+        length = pieces.object_end(start, err)
+        if length is None or not pieces.list_ends_at(start + length):
+            return None
+        end = start + length
+        try:
+            return pieces.decode_one(start, end), end
+        except msgspec.ValidationError as inner:
+            return inner, end
+        except DECODE_ERRORS:
+            return None
 
 
 # How far back from a block of NULs to look for the comma before it (Kineto's separator is ",\n  ").
@@ -519,14 +558,20 @@ def _tail_metadata(data: bytes, tail_at: int | None, keyed: bool) -> tuple[dict[
     try:
         return metadata(LOOSE_DECODER.decode(rest)), True, _junk(data, at + skip + len(rest) - 1)
     except (*DECODE_ERRORS, msgspec.ValidationError) as err:
-        stop = _object_end(rest, 0, err)
-        if stop is None:
-            return {}, False, 0
-        try:
-            meta = metadata(LOOSE_DECODER.decode(memoryview(rest)[:stop]))
-        except (*DECODE_ERRORS, msgspec.ValidationError):
-            meta = {}
-        return meta, True, _junk(data, at + skip + stop - 1)
+        return _keys_before_junk(data, rest, err, at + skip)
+
+
+def _keys_before_junk(data: bytes, rest: bytes, err: BaseException, at: int) -> tuple[dict[str, Any], bool, int]:
+    """_tail_metadata where the keys after the list (`rest`, from data[at]) do not decode whole: those
+    of the object it starts with, if one ends there (junk after it), else none and not closed."""
+    stop = _object_end(rest, 0, err)
+    if stop is None:
+        return {}, False, 0
+    try:
+        meta = metadata(LOOSE_DECODER.decode(memoryview(rest)[:stop]))
+    except (*DECODE_ERRORS, msgspec.ValidationError):
+        meta = {}
+    return meta, True, _junk(data, at + stop - 1)
 
 
 def _junk(data: bytes, at: int) -> int:

@@ -25,6 +25,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -294,6 +295,10 @@ class _ScanState:
     # braces alone), so what it finds after it is no sign of damage
     lists: bool = False
 
+    def inside_event(self) -> bool:
+        """Whether the scan stands inside an event or a string (or just after a backslash)."""
+        return bool(self.depth or self.in_string or self.escape_next)
+
 
 def _scan_block(buf: bytes, base: int, state: _ScanState) -> tuple[np.ndarray, np.ndarray]:
     """Offsets of the event-opening '{' and event-closing '}' in `buf` (absolute: base + i)."""
@@ -411,18 +416,7 @@ def _add_events(events: list[_Event], segment: bytearray, origin: int, starts: n
         return
     row0 = part.count
     reading = _FULL_READING if part.events_view else _RULES_READING
-    try:
-        numbers = np.fromiter(map(reading.numbers, events), dtype=reading.dtype, count=n)
-        if min(int(numbers[column].min()) for column, _ in reading.odd) == INT64_MIN:
-            raise OverflowError
-        ts_us, dur_us = numbers["ts"], numbers["dur"]
-        odd = None
-    except (ValueError, TypeError, OverflowError):
-        # a string or null pid/tid/id, or an id past int64, somewhere in this run
-        numbers = np.fromiter(map(reading.id_numbers, events), dtype=reading.id_dtype, count=n)
-        odd = reading.odd
-        ts_us = np.fromiter(map(_TS, events), dtype=np.float64, count=n)
-        dur_us = np.fromiter(map(_DUR, events), dtype=np.float64, count=n)
+    numbers, ts_us, dur_us, odd = _numbers(events, reading)
     no_ts = np.isnan(ts_us)
     ts_us[no_ts] = 0.0  # as the in-memory loader reads an event without ts
     bad = core.bad_times(ts_us, dur_us)
@@ -430,14 +424,11 @@ def _add_events(events: list[_Event], segment: bytearray, origin: int, starts: n
         _skip_bad_times(events, segment, origin, starts, ends, part, names, cats, apart, bad, no_ts)
         return
     for column, getter in reading.odd:
-        part.add(column, numbers[column].copy() if odd is None else
-                 _int_column(tuple(map(getter, events)), row0, part.odd_ids.setdefault(column, [])))
+        part.add(column, _int_column(tuple(map(getter, events)), row0, part.odd_ids.setdefault(column, []))
+                 if odd else numbers[column].copy())
     part.add("ts", np.rint(ts_us * 1000.0).astype(np.int64))
     part.add("dur", np.rint(dur_us * 1000.0).astype(np.int64))
-    external_id = numbers["external_id"].copy()
-    old_style = (external_id == NO_ID) & (numbers["external_id_old"] != NO_ID)
-    external_id[old_style] = numbers["external_id_old"][old_style]
-    part.add("external_id", external_id)
+    part.add("external_id", _external_ids(numbers))
     for column in reading.args_ids:
         part.add(column, numbers[column].copy())
     del numbers
@@ -448,10 +439,41 @@ def _add_events(events: list[_Event], segment: bytearray, origin: int, starts: n
     block, within = _args_blocks(starts, ends, apart, row0)
     part.add("block", block)
     part.add("within", within.astype(np.uint32) if within.max(initial=0) <= np.iinfo(np.uint32).max else within)
-    # metadata events name the lanes: keep their few bytes so that needs no trip back to the file
+    _keep_metadata_bytes(segment, origin, starts, ends, ph_col, part)
+    part.count += n
+
+
+def _numbers(events: list[_Event], reading: _Reading) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """The events' numbers (`reading`'s columns), their ts and dur in µs, and whether their own ids
+    are odd: then the numbers hold the args ids alone, and the ids are read one by one."""
+    n = len(events)
+    try:
+        numbers = np.fromiter(map(reading.numbers, events), dtype=reading.dtype, count=n)
+        if min(int(numbers[column].min()) for column, _ in reading.odd) == INT64_MIN:
+            raise OverflowError
+        return numbers, numbers["ts"], numbers["dur"], False
+    except (ValueError, TypeError, OverflowError):
+        # a string or null pid/tid/id, or an id past int64, somewhere in this run
+        numbers = np.fromiter(map(reading.id_numbers, events), dtype=reading.id_dtype, count=n)
+        ts_us = np.fromiter(map(_TS, events), dtype=np.float64, count=n)
+        dur_us = np.fromiter(map(_DUR, events), dtype=np.float64, count=n)
+        return numbers, ts_us, dur_us, True
+
+
+def _external_ids(numbers: np.ndarray) -> np.ndarray:
+    """args 'External id', the old spelling's where the new one is missing."""
+    external_id = numbers["external_id"].copy()
+    old_style = (external_id == NO_ID) & (numbers["external_id_old"] != NO_ID)
+    external_id[old_style] = numbers["external_id_old"][old_style]
+    return external_id
+
+
+def _keep_metadata_bytes(segment: bytearray, origin: int, starts: np.ndarray, ends: np.ndarray, ph_col: np.ndarray,
+                         part: _Part) -> None:
+    """Metadata events name the lanes: their few bytes are kept (by row), so that needs no trip back to the file."""
+    row0 = part.count
     for row in np.flatnonzero(ph_col == PH_METADATA).tolist():
         part.preread[row0 + row] = bytes(segment[int(starts[row]) - origin : int(ends[row]) - origin + 1])
-    part.count += n
 
 
 def _skip_bad_times(events: list[_Event], segment: bytearray, origin: int, starts: np.ndarray, ends: np.ndarray,
@@ -522,30 +544,40 @@ def _event_offsets(segment: bytearray, origin: int, part: _Part) -> tuple[np.nda
     lengths = np.fromiter(map(len, raws), dtype=np.int64, count=n)
     del raws
     first = _SPACES.match(segment, 1).end()  # type: ignore[union-attr]
-    separator = b""
-    if n > 1:
-        after = first + int(lengths[0])
-        following = segment.find(b"{", after, after + MAX_SEPARATOR_BYTES + 1)
-        separator = bytes(segment[after:following])
-        if following < 0 or separator.strip(_WHITESPACE) != b",":
-            return None
+    separator = _first_separator(segment, first + int(lengths[0])) if n > 1 else b""
+    if separator is None:
+        return None
     step = lengths + len(separator)
     starts = np.empty(n, dtype=np.int64)
     starts[0] = first
     np.cumsum(step[:-1], out=starts[1:])
     starts[1:] += first
     ends = starts + lengths - 1
-    codes = np.frombuffer(segment, dtype=np.uint8)
-    if int(ends[-1]) != codes.size - 2:  # the run's last "}", before the "]" _segment added
-        return None  # the separator is not the same everywhere (", " and ","): the scan decides
-    if not ((codes[starts] == _OPEN_BRACE).all() and (codes[ends] == _CLOSE_BRACE).all()):
+    if not _laid_out(np.frombuffer(segment, dtype=np.uint8), starts, ends, separator):
         return None
-    for k, byte in enumerate(separator):
-        if not (codes[ends[:-1] + 1 + k] == byte).all():
-            return None
     if separator:
         part.separator = separator
     return starts + origin, ends + origin
+
+
+def _first_separator(segment: bytearray, after: int) -> bytes | None:
+    """What lies between the first event, which ends before `after`, and the next: None unless it is a
+    comma and whitespace (within MAX_SEPARATOR_BYTES)."""
+    following = segment.find(b"{", after, after + MAX_SEPARATOR_BYTES + 1)
+    separator = bytes(segment[after:following])
+    if following < 0 or separator.strip(_WHITESPACE) != b",":
+        return None
+    return separator
+
+
+def _laid_out(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, separator: bytes) -> bool:
+    """Whether the events start with '{' and end with '}' at these offsets, each followed by `separator`
+    (the last by the run's ']')."""
+    if int(ends[-1]) != codes.size - 2:  # the run's last "}", before the "]" _segment added
+        return False  # the separator is not the same everywhere (", " and ","): the scan decides
+    if not ((codes[starts] == _OPEN_BRACE).all() and (codes[ends] == _CLOSE_BRACE).all()):
+        return False
+    return all((codes[ends[:-1] + 1 + k] == byte).all() for k, byte in enumerate(separator))
 
 
 def _separator_offsets(segment: bytearray, origin: int,
@@ -634,33 +666,68 @@ def _take(window: bytes, cut: int, origin: int, part: _Part, names: _Interner, c
     segment = _segment(piece, part.entries() > 0)
     offsets = None
     if not exact:
-        offsets = _separator_offsets(segment, origin - 1, part.separator)
-        if offsets is not None:
-            try:
-                _decode_run(segment, origin - 1, offsets[0], offsets[1], part, names, cats)
-                return cut
-            except (_CountMismatch, msgspec.DecodeError, msgspec.ValidationError):
-                offsets = None  # a nested object laid out like an event: ask msgspec instead
-        try:
-            offsets = _event_offsets(segment, origin - 1, part)
-        except msgspec.DecodeError:
-            offsets = None
+        if _took_by_separator(segment, origin, part, names, cats):
+            return cut
+        offsets = _raw_offsets(segment, origin, part)
     sure = True  # that what does not decode is damage
     if offsets is None:
         starts, ends, state = _exact_offsets(piece, origin)
         sure = not state.lists
         part.lists |= state.lists
-        if state.ended:
-            part.end_offset = state.end_offset
-            cut = state.end_offset - origin - 1
-        elif state.depth or state.in_string or state.escape_next:
-            cut = int(ends[-1]) - origin if ends.size else -1  # a look-alike boundary inside a string
+        cut = _scanned_cut(state, ends, origin, cut, part)
         if ends.size == 0:
-            if not state.ended and _starts_damaged(segment):
-                raise _Damaged("the first entry is no JSON")
-            return cut if state.ended else -1
+            return _nothing_complete(segment, state, cut)
         segment = _segment(memoryview(window)[: int(ends[-1]) - origin + 1], part.entries() > 0)
         offsets = (starts[: ends.size], ends)
+    _decode_found(segment, origin, offsets, part, names, cats, sure)
+    return cut
+
+
+def _took_by_separator(segment: bytearray, origin: int, part: _Part, names: _Interner, cats: _Interner) -> bool:
+    """Decode the segment's events at the offsets the separator alone gives (_separator_offsets);
+    whether that worked."""
+    offsets = _separator_offsets(segment, origin - 1, part.separator)
+    if offsets is None:
+        return False
+    try:
+        _decode_run(segment, origin - 1, offsets[0], offsets[1], part, names, cats)
+    except (_CountMismatch, msgspec.DecodeError, msgspec.ValidationError):
+        return False  # a nested object laid out like an event: ask msgspec instead
+    return True
+
+
+def _raw_offsets(segment: bytearray, origin: int, part: _Part) -> tuple[np.ndarray, np.ndarray] | None:
+    """_event_offsets, None where msgspec finds no JSON list there either: the exact scan decides then."""
+    try:
+        return _event_offsets(segment, origin - 1, part)
+    except msgspec.DecodeError:
+        return None
+
+
+def _scanned_cut(state: _ScanState, ends: np.ndarray, origin: int, cut: int, part: _Part) -> int:
+    """Where the window's complete events end after the exact scan: at the array's ']' (marked in
+    `part`), at the last event's end where the cut fell inside one, else the cut itself."""
+    if state.ended:
+        part.end_offset = state.end_offset
+        return state.end_offset - origin - 1
+    if state.inside_event():
+        return int(ends[-1]) - origin if ends.size else -1  # a look-alike boundary inside a string
+    return cut
+
+
+def _nothing_complete(segment: bytearray, state: _ScanState, cut: int) -> int:
+    """_take's answer where the exact scan found no complete event: the cut, at the array's end;
+    else -1 (nothing yet), or damage where the first entry is no JSON."""
+    if state.ended:
+        return cut
+    if _starts_damaged(segment):
+        raise _Damaged("the first entry is no JSON")
+    return -1
+
+
+def _decode_found(segment: bytearray, origin: int, offsets: tuple[np.ndarray, np.ndarray], part: _Part,
+                  names: _Interner, cats: _Interner, sure: bool) -> None:
+    """Decode the events found at `offsets` into `part`; one by one where a field's type is refused."""
     try:
         _decode_run(segment, origin - 1, offsets[0], offsets[1], part, names, cats)
     except msgspec.ValidationError:
@@ -668,7 +735,6 @@ def _take(window: bytes, cut: int, origin: int, part: _Part, names: _Interner, c
     except msgspec.DecodeError as err:
         # the events the exact scan found do not decode: damage (unless a list among them misled it)
         raise (_Damaged if sure else Unstreamable)(str(err)) from None
-    return cut
 
 
 def _starts_damaged(segment: bytearray) -> bool:
@@ -777,23 +843,29 @@ def _read_range(path: str, start: int, stop: int | None, gzipped: bool, names: _
                     continue  # still inside one event (or between two): nothing to decode yet
                 carry, origin, run = run.joined(), run.origin, None
                 window = carry
-                cut = -1 if not buf else _take_run_end(window, origin, part, names, cats)
+                cut = _take_run_end(window, buf, origin, part, names, cats)
             else:
                 window = carry + buf if carry else buf
                 cut = _take_complete(window, buf, origin, part, names, cats)
             if not buf:
                 _finish(window, origin, stop is not None, part, names, cats)
                 return part
-            if part.end_offset >= 0:
-                if stop is not None:
-                    # the array cannot end before a split made past it: the scan was misled
-                    # (damage that unbalances quotes or brackets); the careful loader decides
-                    raise Unstreamable("the event array ends before the split point")
+            if _array_ended(part, stop is not None):
                 return part
             carry = window[cut + 1 :]
             origin += cut + 1
             if len(carry) > BLOCK_BYTES:
                 run = _LongRun(carry, origin, part.entries() > 0)
+
+
+def _array_ended(part: _Part, bounded: bool) -> bool:
+    """Whether the array's ']' was read. A range bounded by a split cannot end there: the scan was
+    misled (damage that unbalances quotes or brackets), and the careful loader decides."""
+    if part.end_offset < 0:
+        return False
+    if bounded:
+        raise Unstreamable("the event array ends before the split point")
+    return True
 
 
 def _take_complete(window: bytes, buf: bytes, origin: int, part: _Part, names: _Interner, cats: _Interner) -> int:
@@ -819,11 +891,16 @@ class _Blocks:
         want = BLOCK_BYTES if self.stop is None else min(BLOCK_BYTES, self.stop - self.offset)
         buf = self.handle.read(want) if want > 0 else b""
         self.offset += len(buf)
-        if self.limit is not None and self.offset > self.limit:
-            raise core.too_big(self.path, self.limit)
+        _check_unpacked(self.offset, self.limit, self.path)
         if self.progress is not None:
             self.progress(self.raw.tell() if self.raw is not None else self.offset)
         return buf
+
+
+def _check_unpacked(at: int, limit: int | None, source: str) -> None:
+    """BadTrace where the bytes unpacked so far (`at`) pass the gzip limit (None: a plain file)."""
+    if limit is not None and at > limit:
+        raise core.too_big(source, limit)
 
 
 class _LongRun:
@@ -846,20 +923,14 @@ class _LongRun:
     def add(self, buf: bytes) -> bool:
         """Take the next block; whether the run is done (an event or the array ended in it)."""
         if self.done:  # (the carry it began with held the end): the rest is not scanned
-            self.blocks.append(buf)
-            self.size += len(buf)
+            self._keep(buf)
             return True
         starts, ends = _scan_block(buf, self.origin + self.size, self.state)
-        self.blocks.append(buf)
-        self.size += len(buf)
+        self._keep(buf)
         if ends.size:
             self.last_end = int(ends[-1])
         if self.in_gap:
-            self.in_gap = not (starts.size or self.state.depth or self.state.in_string or self.state.ended
-                               or buf.translate(None, b" \t\r\n,"))
-            self.commas += buf.count(b",")
-            if self.in_gap and self.commas <= int(self.after_event):
-                self._squeeze()
+            self._follow_gap(buf, starts)
         if self.size > MAX_EVENT_BYTES:
             raise Unstreamable("an event bigger than MAX_EVENT_BYTES: the in-memory loader decides")
         return self.done
@@ -867,6 +938,18 @@ class _LongRun:
     @property
     def done(self) -> bool:
         return self.last_end >= 0 or self.state.ended
+
+    def _keep(self, buf: bytes) -> None:
+        self.blocks.append(buf)
+        self.size += len(buf)
+
+    def _follow_gap(self, buf: bytes, starts: np.ndarray) -> None:
+        """While no event has started: whether one does in `buf`, and a gap of whitespace kept as its comma."""
+        self.in_gap = not (starts.size or self.state.depth or self.state.in_string or self.state.ended
+                           or buf.translate(None, b" \t\r\n,"))
+        self.commas += buf.count(b",")
+        if self.in_gap and self.commas <= int(self.after_event):
+            self._squeeze()
 
     def _squeeze(self) -> None:
         """Keep the gap as its comma: JSON reads `,` as it reads `,` + whitespace, and the bytes
@@ -879,8 +962,11 @@ class _LongRun:
         return b"".join(self.blocks)
 
 
-def _take_run_end(window: bytes, origin: int, part: _Part, names: _Interner, cats: _Interner) -> int:
-    """Decode a finished long run's complete events, found by the exact scan; returns the cut."""
+def _take_run_end(window: bytes, buf: bytes, origin: int, part: _Part, names: _Interner, cats: _Interner) -> int:
+    """Decode a finished long run's complete events, found by the exact scan; returns the cut (-1 at
+    the range's end, no block `buf` read: _finish takes the run then)."""
+    if not buf:
+        return -1
     starts, ends, state = _exact_offsets(window, origin)
     if state.ended:
         return _take_to_array_end(window, origin, ends, state, part, names, cats)
@@ -892,7 +978,7 @@ def _finish(window: bytes, origin: int, bounded: bool, part: _Part, names: _Inte
     """The range's last bytes: complete events, then (unbounded) the array's ']'."""
     starts, ends, state = _exact_offsets(window, origin)
     if bounded:
-        if state.ended or state.depth or state.in_string or state.escape_next:
+        if state.ended or state.inside_event():
             raise _FakeSplit
         _check_tail(window, origin, ends, len(window), part, not state.lists)
         if ends.size:
@@ -922,11 +1008,17 @@ def _check_tail(window: bytes, origin: int, ends: np.ndarray, stop: int, part: _
     rest = window[(int(ends[-1]) - origin + 1 if ends.size else 0) : stop]
     if rest.translate(None, b" \t\r\n,") or rest.count(b",") > int(after_event):
         if sure:
-            try:
-                msgspec.json.decode(b"".join((b"[0" if after_event else b"[", rest, b"]" if closing else b"0]")))
-            except msgspec.DecodeError:
-                raise _Damaged("no JSON after the last event") from None
+            _check_entries_json(rest, after_event, closing)
         raise Unstreamable("an entry that is not an event object after the last event")
+
+
+def _check_entries_json(rest: bytes, after_event: bool, closing: bool) -> None:
+    """_Damaged where the entries after the last event (after one, if `after_event`; up to the list's
+    ']' if `closing`) are no JSON."""
+    try:
+        msgspec.json.decode(b"".join((b"[0" if after_event else b"[", rest, b"]" if closing else b"0]")))
+    except msgspec.DecodeError:
+        raise _Damaged("no JSON after the last event") from None
 
 
 class _CountMismatch(Unstreamable):
@@ -1001,29 +1093,30 @@ def unpacked_size(path: str | os.PathLike[str]) -> int:
     return recorded + (wraps << 32)
 
 
-def _load(source: str, workers: int | None, events_view: bool) -> Trace:
+def _file_kind(source: str) -> tuple[bool, Any]:
+    """Whether the file is gzipped, and how to open it for its JSON bytes."""
     with open(source, "rb") as handle:
         gzipped = handle.read(2) == GZIP_MAGIC
-    opener = gzip.open if gzipped else open
+    return gzipped, gzip.open if gzipped else open
+
+
+def _close_bar(progress: Any) -> None:
+    """Take the progress bar (if any) off the terminal."""
+    if progress is not None:
+        progress(None)
+
+
+def _load(source: str, workers: int | None, events_view: bool) -> Trace:
+    gzipped, opener = _file_kind(source)
     with opener(source, "rb") as handle:
         head = handle.read(HEAD_BYTES)
     prefix, array_start = _find_array(head)
     total = unpacked_size(source) if not gzipped else os.path.getsize(source)
     progress = _progress_bar(source, unpacked_size(source), total)
     try:
-        if workers is None:
-            workers = 2 if forked.usable_cores() >= 2 else 1
-        read = None
-        if not gzipped and workers > 1 and total >= PARALLEL_MIN_BYTES:
-            read = _read_parallel(source, array_start, total, progress, events_view)
-        if read is None:
-            names, cats = _Interner(), _Interner()
-            parts = [_read_range(source, array_start, None, gzipped, names, cats, progress, events_view)]
-        else:
-            parts, names, cats = read
+        parts, names, cats = _read_parts(source, array_start, gzipped, total, workers, progress, events_view)
     finally:
-        if progress is not None:
-            progress(None)
+        _close_bar(progress)
     end_offset = parts[-1].end_offset
     if end_offset < 0:
         raise _Damaged("the traceEvents array never closes (cut-off file)")
@@ -1039,6 +1132,20 @@ def _load(source: str, workers: int | None, events_view: bool) -> Trace:
     del parts
     give_back_freed_memory()
     return trace
+
+
+def _read_parts(source: str, array_start: int, gzipped: bool, total: int, workers: int | None, progress: Any,
+                events_view: bool) -> tuple[list[_Part], _Interner, _Interner]:
+    """The event array read into parts: two at once (this process and a child) where the file is
+    plain, big enough and two cores are there, else one."""
+    if workers is None:
+        workers = 2 if forked.usable_cores() >= 2 else 1
+    if not gzipped and workers > 1 and total >= PARALLEL_MIN_BYTES:
+        read = _read_parallel(source, array_start, total, progress, events_view)
+        if read is not None:
+            return read
+    names, cats = _Interner(), _Interner()
+    return [_read_range(source, array_start, None, gzipped, names, cats, progress, events_view)], names, cats
 
 
 def _skip_notice(parts: list[_Part], skipped: core.Skipped | None = None) -> list[str]:
@@ -1063,8 +1170,7 @@ def _read_tail(handle: io.BufferedIOBase, source: str) -> bytes:
     blocks, at = [], handle.tell()
     while block := handle.read(BLOCK_BYTES):
         at += len(block)
-        if at > limit:
-            raise core.too_big(source, limit)
+        _check_unpacked(at, limit, source)
         blocks.append(block)
     return b"".join(blocks)
 
@@ -1112,11 +1218,20 @@ def _document_tail(prefix: bytes | None, tail: bytes, events: int, sure: bool) -
             pass
     elif not tail.strip():
         return {}, []
-    if _KEY in tail or salvage._EVENT_START.search(tail) or salvage._utf8_error(tail) is not None \
-            or salvage._bare_token_hints(b"]" + tail):
-        # a second list; what may be more events (the scan took a `[]` among them for the list's
-        # end); bytes the in-memory reader repairs before it salvages: the salvage's to read
+    if _read_its_own_way(tail):
         raise (_Damaged if damaged else Unstreamable)("a tail the in-memory reader repairs or reads its own way")
+    return _salvaged_tail(prefix, tail, events)
+
+
+def _read_its_own_way(tail: bytes) -> bool:
+    """Whether the in-memory reader's salvage reads the tail its own way: a second list; what may be
+    more events (the scan took a `[]` among them for the list's end); bytes it repairs first."""
+    return _KEY in tail or salvage._EVENT_START.search(tail) is not None or salvage._utf8_error(tail) is not None \
+        or bool(salvage._bare_token_hints(b"]" + tail))
+
+
+def _salvaged_tail(prefix: bytes | None, tail: bytes, events: int) -> tuple[dict[str, Any], list[str]]:
+    """The metadata and notices the in-memory reader's salvage reads from a tail that is no JSON."""
     extra, closed, ignored = salvage._tail_metadata(b"]" + tail, 0, prefix is not None)
     meta = salvage._prefix_metadata(prefix) if prefix is not None else {}
     meta.update(extra)
@@ -1197,11 +1312,7 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
             return joined  # narrowed blocks, joined: int64 only where some block needed it
         return joined if dtype is None else joined.astype(dtype, copy=False)
 
-    if len(cats.ids) > core.MAX_CATEGORIES or not sum(p.timed for p in parts):
-        raise Unstreamable("too many categories, or no event with a phase and a ts: the in-memory loader "
-                           "words that error")
-    if core.absurd_steps(list(names.ids)):
-        raise Unstreamable("ProfilerStep numbers past int64: the in-memory loader skips those events")
+    _check_readable(parts, names, cats)
     string_ids: dict[str, int] = {}
     columns: dict[str, Any] = {}  # ndarrays; Any: mypy matches **columns against every Trace field
     for name, dtype in (("ph", np.uint8), ("cat", np.int16), ("name", np.int32), ("pid", np.int64),
@@ -1212,32 +1323,14 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
     if not parts[0].events_view:
         for name in EVENTS_VIEW_ONLY:
             columns[name] = no_ids(columns["ts"].size)
-    # odd ids in the in-memory loader's order: all pids, then tids, then flow ids
-    for name in ("pid", "tid", "flow_id"):
-        row0 = 0
-        for p in parts:
-            for row, value in p.odd_ids.get(name, []):
-                columns[name][row0 + row] = _numeric(value, string_ids, name == "flow_id")
-            row0 += p.count
+    _number_odd_ids(parts, columns, string_ids)
     if not columns["ts"].size:
         raise Unstreamable("no events: the in-memory loader words that error")
     if core.overlong(columns["dur"]) is not None:
         raise Unstreamable("durations that sum past int64's range: the in-memory loader skips the longest")
     foreign = core.foreign_device_notice(list(cats.ids), columns["cat"])
-    preread: dict[int, bytes] = {}
-    row0 = 0
-    for p in parts:
-        preread.update({row0 + row: data for row, data in p.preread.items()})
-        row0 += p.count
-    row0 = 0
-    for p in parts:  # each part numbered its blocks' rows from 0
-        p.columns["block"] = [block + (row0, 0, 0) for block in p.columns.get("block", [])]
-        row0 += p.count
-    blocks = column("block", np.int64).reshape(-1, 3)
-    within = column("within", None)  # uint32, int64 past its range
-    if not blocks.size or (blocks[:, 2] - blocks[:, 1]).max() <= np.iinfo(np.uint16).max:
-        within = within.astype(np.uint16)
-    raw_args = OffsetArgs(source, blocks, within, gzipped, preread)
+    blocks, within = _args_index(parts, column)
+    raw_args = OffsetArgs(source, blocks, within, gzipped, _joined_preread(parts))
     flows = split_flows(columns)
     give_back_freed_memory()
     trace = Trace(
@@ -1255,6 +1348,51 @@ def _assemble(source: str, parts: list[_Part], names: _Interner, cats: _Interner
     core.read_lane_names(trace)
     origin.settle(trace)
     return trace
+
+
+def _args_index(parts: list[_Part], column: Callable[[str, Any], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """OffsetArgs' blocks, their rows numbered in the whole trace, and each event's start within its
+    block (uint16 where every block spans less than 64 KiB), joined by `column`."""
+    row0 = 0
+    for p in parts:  # each part numbered its blocks' rows from 0
+        p.columns["block"] = [block + (row0, 0, 0) for block in p.columns.get("block", [])]
+        row0 += p.count
+    blocks = column("block", np.int64).reshape(-1, 3)
+    within = column("within", None)  # uint32, int64 past its range
+    if not blocks.size or (blocks[:, 2] - blocks[:, 1]).max() <= np.iinfo(np.uint16).max:
+        within = within.astype(np.uint16)
+    return blocks, within
+
+
+def _check_readable(parts: list[_Part], names: _Interner, cats: _Interner) -> None:
+    """Unstreamable where the in-memory loader words the error (too many categories, no timed event)
+    or skips events (step numbers past int64)."""
+    if len(cats.ids) > core.MAX_CATEGORIES or not sum(p.timed for p in parts):
+        raise Unstreamable("too many categories, or no event with a phase and a ts: the in-memory loader "
+                           "words that error")
+    if core.absurd_steps(list(names.ids)):
+        raise Unstreamable("ProfilerStep numbers past int64: the in-memory loader skips those events")
+
+
+def _number_odd_ids(parts: list[_Part], columns: dict[str, Any], string_ids: dict[str, int]) -> None:
+    """The parts' odd ids into the id columns, in the in-memory loader's order: all pids, then tids,
+    then flow ids."""
+    for name in ("pid", "tid", "flow_id"):
+        row0 = 0
+        for p in parts:
+            for row, value in p.odd_ids.get(name, []):
+                columns[name][row0 + row] = _numeric(value, string_ids, name == "flow_id")
+            row0 += p.count
+
+
+def _joined_preread(parts: list[_Part]) -> dict[int, bytes]:
+    """The metadata events' bytes of every part, by row of the whole trace."""
+    preread: dict[int, bytes] = {}
+    row0 = 0
+    for p in parts:
+        preread.update({row0 + row: data for row, data in p.preread.items()})
+        row0 += p.count
+    return preread
 
 
 def _numeric(value: Any, string_ids: dict[str, int], is_flow: bool) -> int:
@@ -1294,13 +1432,20 @@ class _Mended:
     def check(self, block: bytes, final: bool = False) -> None:
         if b"\x00" in block:
             raise Unstreamable("NULs: the in-memory loader counts the zero-filled blocks")
+        self._check_utf8(block, final)
+        if self.tokens:
+            self._check_tokens(block)
+
+    def _check_utf8(self, block: bytes, final: bool) -> None:
+        """Decoded as UTF-8, where it is not ASCII (or a character is still open)."""
         try:
             if final or not block.isascii() or self.utf8.getstate()[0]:
                 self.utf8.decode(block, final)
         except UnicodeDecodeError:
             raise Unstreamable("bytes that are not UTF-8: the in-memory loader mends them") from None
-        if not self.tokens:
-            return
+
+    def _check_tokens(self, block: bytes) -> None:
+        """Bare values, looked for across the blocks' boundaries too."""
         seen = self.before + block
         if salvage._bare_token_hints(seen):
             raise Unstreamable("bare NaN/inf/N/A values: the in-memory loader mends them")
@@ -1421,8 +1566,7 @@ class _WindowPieces(salvage._Pieces):
     def _more(self) -> None:
         block = self.handle.read(SALVAGE_READ_BYTES)
         self.read_to += len(block)
-        if self.limit is not None and self.read_to > self.limit:
-            raise core.too_big(self.source, self.limit)
+        _check_unpacked(self.read_to, self.limit, self.source)
         if self.progress is not None:
             self.progress(self.read_to)
         self.mended.check(block, final=not block)
@@ -1434,14 +1578,19 @@ class _WindowPieces(salvage._Pieces):
         solid = len(block.rstrip())
         if solid:
             self.solid = self.read_to - len(block) + solid - 1
-        # a ',' or '[' followed by whitespace alone may start a piece once its '{' is read
-        end = self.read_to
-        if not self.eof and self.solid >= self.scan_from and self.data[self.solid - self.base] in b",[":
-            end = self.solid
+        end = self._scan_end()
         seps, starts = _piece_starts(self.data, self.scan_from - self.base, end - self.base)
         self.seps += (seps + self.base).tolist()
         self.starts += (starts + self.base).tolist()
         self.scan_from = end
+
+
+    def _scan_end(self) -> int:
+        """How far the search for pieces may go: the bytes read, less a ',' or '[' followed by whitespace
+        alone at their end (it may start a piece once its '{' is read)."""
+        if not self.eof and self.solid >= self.scan_from and self.data[self.solid - self.base] in b",[":
+            return self.solid
+        return self.read_to
 
 
 # salvage._EVENT_START's whitespace (a regex's \s): the bytes a piece's '{' may follow its ',' or '[' by
@@ -1507,7 +1656,7 @@ class _ColumnSink:
         self.count += events
         follows = self._follows(start)
         if not follows:
-            self.unread.append((self.list_at + 1 if self.end < 0 else self.end, start))
+            self.unread.append((self._after_kept(), start))
         if self.chunks and follows:
             self.chunks.append(bytes(self.pieces.view(self.end, end)))
         else:
@@ -1517,12 +1666,20 @@ class _ColumnSink:
         self.end = end
         self.events += events
         self.size += len(self.chunks[-1])
+        self._keep_decoded(decoded)
+        if self.size >= BLOCK_BYTES:
+            self.flush()
+
+    def _keep_decoded(self, decoded: list[_Event] | None) -> None:
+        """The run's events decoded as they come, while all of them are (None from the first that is not)."""
         if decoded is None or self.decoded is None:
             self.decoded = None
         else:
             self.decoded.extend(decoded)
-        if self.size >= BLOCK_BYTES:
-            self.flush()
+
+    def _after_kept(self) -> int:
+        """Where the bytes after the last events kept begin (just after the list's '[' before any)."""
+        return self.list_at + 1 if self.end < 0 else self.end
 
     def _follows(self, start: int) -> bool:
         """Whether the events from `start` follow the last ones kept with only a comma between (or
@@ -1536,7 +1693,7 @@ class _ColumnSink:
     def unread_to(self, size: int) -> list[tuple[int, int]]:
         """The spans of the file that are no JSON the salvage read, the bytes after the last events kept
         (up to `size`) included."""
-        end = self.list_at + 1 if self.end < 0 else self.end
+        end = self._after_kept()
         return [*self.unread, (end, size)] if end < size else self.unread
 
     def flush(self) -> None:
@@ -1558,11 +1715,8 @@ def _read_valid_run(run: bytes, origin: int, events: int, decoded: list[_Event] 
     try:
         offsets = _separator_offsets(segment, origin - 1, part.separator)
         if offsets is not None and offsets[0].size == events:
-            if decoded is not None:
-                _add_events(decoded, segment, origin - 1, offsets[0], offsets[1], part, names, cats)
-                return
-            with contextlib.suppress(_CountMismatch):  # a nested object laid out like an event
-                _decode_run(segment, origin - 1, offsets[0], offsets[1], part, names, cats)
+            with contextlib.suppress(_CountMismatch):  # (decoding here) a nested object laid out like an event
+                _add_run(segment, origin, offsets, decoded, part, names, cats)
                 return
         offsets = _event_offsets(segment, origin - 1, part)
         if offsets is None:
@@ -1570,12 +1724,18 @@ def _read_valid_run(run: bytes, origin: int, events: int, decoded: list[_Event] 
             offsets = (starts[: ends.size], ends)
         if offsets[0].size != events:
             raise Unstreamable("the run's events are not the salvage's")
-        if decoded is not None:
-            _add_events(decoded, segment, origin - 1, offsets[0], offsets[1], part, names, cats)
-        else:
-            _decode_run(segment, origin - 1, offsets[0], offsets[1], part, names, cats)
+        _add_run(segment, origin, offsets, decoded, part, names, cats)
     except msgspec.ValidationError:
         raise Unstreamable("an args id of the wrong type: the in-memory loader reads the event and notes it") from None
+
+
+def _add_run(segment: bytearray, origin: int, offsets: tuple[np.ndarray, np.ndarray], decoded: list[_Event] | None,
+             part: _Part, names: _Interner, cats: _Interner) -> None:
+    """The run's events at `offsets` into `part`: as the walk decoded them, else decoded here."""
+    if decoded is not None:
+        _add_events(decoded, segment, origin - 1, offsets[0], offsets[1], part, names, cats)
+    else:
+        _decode_run(segment, origin - 1, offsets[0], offsets[1], part, names, cats)
 
 
 def _load_salvaged(source: str, events_view: bool) -> Trace:
@@ -1583,9 +1743,7 @@ def _load_salvaged(source: str, events_view: bool) -> Trace:
     window of the file at a time, the events kept read into columns as a clean file's are: the same
     events, skipped ones and notices as that loader's, in about the memory of a clean read (a 560 MB
     trace cut off at 90% took 2.4 GiB in memory, 2.1 GB ran out of 8 GiB)."""
-    with open(source, "rb") as handle:
-        gzipped = handle.read(2) == GZIP_MAGIC
-    opener = gzip.open if gzipped else open
+    gzipped, opener = _file_kind(source)
     part, names, cats = _Part(events_view=events_view), _Interner(), _Interner()
     skipped = core.Skipped()
     progress = _progress_bar(source, unpacked_size(source), unpacked_size(source))
@@ -1609,8 +1767,7 @@ def _load_salvaged(source: str, events_view: bool) -> Trace:
         if not gzipped:
             _check_repairs(source, unread, size)
     finally:
-        if progress is not None:
-            progress(None)
+        _close_bar(progress)
     if not part.entries():
         raise Unstreamable("no events: the in-memory loader words that error")
     meta = salvage._prefix_metadata(prefix) if prefix is not None else {}
