@@ -144,12 +144,15 @@ def test_a100_boards_by_name_and_by_properties(tmp_path):
 def test_geforce_tf32_runs_at_the_fp32_rate():
     from pista.efficiency import tf32_gains
 
-    for device in ("NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 3080", "NVIDIA GeForce RTX 4090",
-                   "NVIDIA GeForce RTX 4080"):
+    for device in ("NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 3090 Ti", "NVIDIA GeForce RTX 3080",
+                   "NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4080"):
         card = card_named(device)
         assert card.tflops["tf32"] == card.tflops["fp32"] and not tf32_gains(card), device
         assert card.tflops["bf16"] == pytest.approx(2 * card.tflops["fp32"], rel=0.01), device
     assert tf32_gains(card_named("NVIDIA A100-SXM4-80GB")) and tf32_gains(card_named("NVIDIA H200"))
+    # the Ti is the full GA102, not the RTX 3090 its name holds (review 6: triton_kernels_gpu)
+    ti, plain = card_named("NVIDIA GeForce RTX 3090 Ti"), card_named("NVIDIA GeForce RTX 3090")
+    assert ti.name == "RTX 3090 Ti" and ti.tflops["fp32"] > plain.tflops["fp32"]
 
 
 def test_every_card_has_the_dtypes_its_architecture_has():

@@ -132,6 +132,11 @@ CARDS: tuple[Card, ...] = (
                                    "fp64": 1.29}, 1.008, 8, "NVIDIA Ada whitepaper (GeForce RTX 4090), dense"),
     Card("RTX 4080", r"RTX 4080", {"fp8": 194.9, "bf16": 97.5, "fp16": 97.5, "tf32": 48.7, "fp32": 48.7,
                                    "fp64": 0.76}, 0.717, 8, "NVIDIA Ada whitepaper (GeForce RTX 4080), dense"),
+    # The RTX 3090 Ti is the full GA102 (10,752 CUDA cores at a 1.86 GHz boost: 40.0 fp32 TFLOP/s, tensor fp16/bf16
+    # with fp32 accumulation twice that, 21 Gbps on 384 bits: 1,008 GB/s), the same GeForce halving; before the
+    # RTX 3090, whose pattern its name also matches (review 6: triton_kernels_gpu's 3090 Ti read as a 3090).
+    Card("RTX 3090 Ti", r"RTX 3090 Ti", {"bf16": 80.0, "fp16": 80.0, "tf32": 40.0, "fp32": 40.0, "fp64": 0.625},
+         1.008, 8, "NVIDIA GeForce RTX 3090 Ti specifications (full GA102), dense"),
     Card("RTX 3090", r"RTX 3090", {"bf16": 71.0, "fp16": 71.0, "tf32": 35.6, "fp32": 35.6, "fp64": 0.556}, 0.936,
          8, "NVIDIA GA102 whitepaper (GeForce RTX 3090), dense"),
     Card("RTX 3080", r"RTX 3080", {"bf16": 59.5, "fp16": 59.5, "tf32": 29.8, "fp32": 29.8, "fp64": 0.465}, 0.76,
