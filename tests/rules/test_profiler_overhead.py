@@ -117,3 +117,17 @@ def test_an_empty_window_is_not_profiler_overhead(tmp_path):
     whole = analyze(FIXTURES / "gpu/window_sync_warm.json.gz").finding("profiler-overhead")
     request = raw.complete("gpu/window_sync_warm", "overhead", "Activity Buffer Request")[0]
     assert whole is not None and whole.record.total_us == pytest.approx(float(request["dur"]))
+
+
+def test_an_op_called_several_times_is_shared_against_all_its_calls():
+    """The overhead inside an op's calls is a share of those calls' time together, never over 100% (review 6:
+    cs521a_myconv_eager read "24.2 ms inside cudaLaunchKernel (273.2% of its 8.85 ms)", the longest call's; that
+    trace has no licence to commit): the text of that record's figures, and of a call the events overrun."""
+    from pista.i18n._fluent import catalogue
+    from pista.i18n.args.profiler_overhead import _op
+    from pista.rules.profiler_overhead import InflatedOp
+
+    say = catalogue("profiler_overhead", "en").line
+    text = _op(InflatedOp("cudaLaunchKernel", 24_200.0, 24_300.0, 17, 4), say)
+    assert "(99.6% of the 24.3" in text and "of its 4 calls)" in text
+    assert "100.0%" in _op(InflatedOp("aten::empty", 3_340.0, 3_330.0, 1, 1), say)

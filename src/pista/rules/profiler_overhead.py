@@ -25,8 +25,9 @@ class InflatedOp(Record):
 
     name: str
     overhead_us: float
-    op_us: float  # the op call's wall time (the longest, where several)
+    op_us: float  # the wall time of the calls that hold the events, together (a share of it is at most 100%)
     events: int
+    calls: int = 1
 
 
 class ProfilerOverhead(Record):
@@ -98,9 +99,15 @@ def _notes(facts: Facts, hosts: dict[int, list[int]]) -> dict[int, Record]:
             notes |= {i: OutsideOps(us(trace.dur[i])) for i in events}
             continue
         host_ns = max(int(trace.dur[host]), 1)
-        together = 100.0 * int(trace.dur[events].sum()) / host_ns if len(events) > 1 else None
-        notes |= {i: InsideOp(trace.event_name(host), 100.0 * int(trace.dur[i]) / host_ns, together) for i in events}
+        together = _percent(int(trace.dur[events].sum()), host_ns) if len(events) > 1 else None
+        notes |= {i: InsideOp(trace.event_name(host), _percent(int(trace.dur[i]), host_ns), together) for i in events}
     return notes
+
+
+def _percent(part: int, whole: int) -> float:
+    """part of whole in percent, at most 100: the profiler's events and the call around them are timed apart and
+    can overrun it by a µs (cs521a_myconv_eager: 3.34 ms inside a 3.33 ms call)."""
+    return min(100.0, 100.0 * part / whole)
 
 
 def _inflated_ops(facts: Facts, hosts: dict[int, list[int]]) -> tuple[InflatedOp, ...]:
@@ -113,8 +120,10 @@ def _inflated_ops(facts: Facts, hosts: dict[int, list[int]]) -> tuple[InflatedOp
     ops = []
     for name, calls in by_name.items():
         spent = sum(int(trace.dur[hosts[h]].sum()) for h in calls)
-        ops.append(InflatedOp(name, us(spent), us(max(int(trace.dur[h]) for h in calls)),
-                              sum(len(hosts[h]) for h in calls)))
+        # against the calls' wall time together: review 6's cs521a_myconv_eager read "24.2 ms inside cudaLaunchKernel
+        # (273.2% of its 8.85 ms)", the longest call's 8.85 ms
+        ops.append(InflatedOp(name, us(spent), us(sum(int(trace.dur[h]) for h in calls)),
+                              sum(len(hosts[h]) for h in calls), len(calls)))
     return tuple(sorted(ops, key=lambda o: -o.overhead_us))
 
 

@@ -9,7 +9,8 @@ from pista.rules.profiler_overhead import InflatedOp, InsideOp, OutsideOps, Prof
 
 def _op(o: InflatedOp, say: Say) -> str:
     return say("op-item", name=o.name, us=t(o.overhead_us), op_us=t(o.op_us),
-               percent=f"{100.0 * o.overhead_us / max(o.op_us, 1e-3):.1f}")
+               percent=f"{min(100.0, 100.0 * o.overhead_us / max(o.op_us, 1e-3)):.1f}", calls=str(o.calls),
+               several=yes(o.calls > 1))
 
 
 def args(r: ProfilerOverhead, say: Say) -> dict[str, str]:

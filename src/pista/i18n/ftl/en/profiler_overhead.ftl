@@ -44,7 +44,10 @@ where = { $in_steps ->
     [many] {" "}in steps { $step_list }
    *[none] {""}
   }
-op-item = { $us } inside { $name } ({ $percent }% of its { $op_us })
+op-item = { $us } inside { $name } ({ $percent }% of { $several ->
+        [no] its { $op_us }
+       *[other] the { $op_us } of its { $calls } calls
+    })
 outside-item = { $us } outside any op
 message = { $events } profiler overhead event(s) ({ $names }){ where }, { $total_us } in all, { $window_percent }%
     of the window, { $idle_us } of it with the GPU idle: { $parts }. The program does not pay it without the

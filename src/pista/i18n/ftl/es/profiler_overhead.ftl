@@ -47,7 +47,10 @@ where = { $in_steps ->
     [many] {" "}en los pasos { $step_list }
    *[none] {""}
   }
-op-item = { $us } dentro de { $name } (el { $percent }% de sus { $op_us })
+op-item = { $us } dentro de { $name } (el { $percent }% de { $several ->
+        [no] sus { $op_us }
+       *[other] los { $op_us } de sus { $calls } llamadas
+    })
 outside-item = { $us } fuera de cualquier op
 message = { $events } evento(s) de sobrecarga del profiler ({ $names }){ where }, { $total_us } en total, el
     { $window_percent }% de la ventana, { $idle_us } de ello con la GPU inactiva: { $parts }. Sin el profiler, el
