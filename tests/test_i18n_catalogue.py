@@ -33,6 +33,7 @@ EXTRA_TRACES.append(FIXTURES / "savings" / "h100" / "pad_max_length_train__broke
 EXTRA_TRACES.append(FIXTURES / "savings" / "h100" / "align_hidden__broken.json.gz")  # gemm-alignment
 EXTRA_TRACES.append(FIXTURES / "foreign" / "hta_nccl_data.json.gz")  # ddp-broadcast-buffers
 EXTRA_TRACES.append(FIXTURES / "foreign" / "tl_sglang_decode.json.gz")  # outside-wait
+EXTRA_TRACES.append(FIXTURES / "foreign" / "gp_p2p_copy.json.gz")  # slow-peer-copy
 CONVERTED = [r.id for r in rule_catalogue() if catalogued(module_name(r.id))]
 SECTIONS = {"en": ("What:", "Why:", "Example:", "Impact:", "Fix:"),
             "es": ("Qué:", "Por qué:", "Ejemplo:", "Impacto:", "Solución:")}
