@@ -233,3 +233,18 @@ def test_short_calls_of_an_output_op_are_still_a_toll(tmp_path):
     assert after is not None and after.record.calls[0].name == "aten::randn"
     assert after.record.calls[0].calls == before.record.calls[0].calls
     assert after.impact.share == pytest.approx(before.impact.share, rel=1e-6)
+
+
+def test_a_chain_of_identical_layers_is_not_a_loop(analysis_of):
+    """param_linear_kineto (review 5): 21 Linear+ReLU layers trained 40 times, 840 aten::linear with an aten::relu
+    between them and nothing indexed: a model's layers, whose per-op cost overhead-bound tells, not "a loop of
+    calls" to batch with torch.stack. gpu/python_loop_cpu's matmuls, each after an aten::select, stay a loop."""
+    name = "foreign/param_linear_kineto"
+    linears = [e for e in raw.complete(name, "cpu_op", "aten::linear")]
+    slicing = [e for e in raw.complete(name, "cpu_op") if e["name"] in ("aten::select", "aten::slice", "aten::narrow")]
+    assert len(linears) == 840 and not slicing
+    calls = analysis_of(name).finding("many-calls")
+    assert calls is None or all(c["name"] != "aten::linear" for c in calls.metrics["calls"])
+    assert "overhead-bound" in analysis_of(name).rules_fired
+    loop = analysis_of("gpu/python_loop_cpu").finding("many-calls")
+    assert loop is not None and any(c["name"] == "aten::matmul" for c in loop.metrics["calls"])
