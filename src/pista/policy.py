@@ -159,9 +159,15 @@ def _wrong_results(findings: Iterable[Finding]) -> Finding | None:
 
 
 def _worth_fixing(findings: Iterable[Finding]) -> list[Finding]:
-    """The findings that save at least TOP_FIX_MIN_SHARE, biggest first."""
-    return sorted((f for f in findings if f.impact.rank_share >= TOP_FIX_MIN_SHARE),
+    """The findings that save at least TOP_FIX_MIN_SHARE, biggest first, but a wrong-results finding said only under
+    its condition (inference-train-mode at info without steps: if the window is a training forward, model.eval()
+    would break the training, so it is never the fix to start with)."""
+    return sorted((f for f in findings if f.impact.rank_share >= TOP_FIX_MIN_SHARE and not _unsure_wrong(f)),
                   key=lambda f: (-f.impact.order_share, -f.impact.us))
+
+
+def _unsure_wrong(f: Finding) -> bool:
+    return f.rule in WRONG_RESULTS_RULES and f.severity == Severity.INFO and f.severity_fixed
 
 
 def _steady_first(worth: list[Finding]) -> list[Finding]:
