@@ -21,6 +21,7 @@ import numpy as np
 from pista.query import (
     COMPILE_EVENT,
     DATALOADER_MARKER,
+    DTOH_COPY,
     LOADER_REGION,
     SYNC_NAMES,
     cpu_activity_missing,
@@ -54,7 +55,6 @@ PATTERNS = (
     # forward showed 0 ms, its 2 ms in "python"
     ("forward", re.compile(r"^Torch-Compiled Region"), None),
 )
-DTOH = re.compile(r"^Memcpy DtoH")
 AUTOGRAD = re.compile(r"^autograd::engine::evaluate_function")
 # Blocking runtime calls beyond the syncs: a synchronous copy waits for the device.
 BLOCKING = SYNC_NAMES | {"cudaMemcpy", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2"}
@@ -74,7 +74,7 @@ def _host_regions(facts: Facts) -> np.ndarray:
     region[facts.is_host & name_mask(facts, BLOCKING)] = _CODE["waiting"]
     # the launch of a device-to-host copy waits for it (gpu/host_sync_item: 37.6 µs per step of
     # cudaMemcpyAsync under .item(), beside its stream syncs)
-    dtoh = facts.is_device_work & trace.category_mask({"gpu_memcpy"}) & pattern_mask(facts, DTOH) & (facts.launcher >= 0)
+    dtoh = facts.is_device_work & trace.category_mask({"gpu_memcpy"}) & pattern_mask(facts, DTOH_COPY) & (facts.launcher >= 0)
     region[facts.launcher[dtoh]] = _CODE["waiting"]
     # so does the launch of any copy it runs beside for most of its time: from pageable memory the call stages the
     # copy and returns as it ends (review 4: a100_torchbench_memcpy's 32.4 ms cudaMemcpyAsync of 147 MiB, "forward")

@@ -33,6 +33,9 @@ COMPILE_EVENT = re.compile(
     r"|CachingAutotuner\.|bytecode_tracing$|build_guards$|CompileTime|TorchDynamo compile)"
     r"|\(dynamo_timed\)$|(?m:^(?>[^\n]*?_data: )[^\n]*compile_id=)"
 )
+# A device-to-host copy, by its name (torch's `Memcpy DtoH (Device -> Pageable)`, `... -> Pinned)`): a read-back
+# whose values the host waits for.
+DTOH_COPY = re.compile(r"^Memcpy DtoH")
 # The autograd engine's node events (the backward's work, on its own thread).
 AUTOGRAD_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
 # Regions that fetch or build data: data-loading's, and gpu-idle reads them as input. torch's marker for

@@ -9,13 +9,20 @@ share out.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from pista.findings import Record
-from pista.query import COMPILE_EVENT, DATALOADER_MARKER, SYNC_NAMES, name_mask, nearest_in, pattern_mask
+from pista.query import (
+    COMPILE_EVENT,
+    DATALOADER_MARKER,
+    DTOH_COPY,
+    SYNC_NAMES,
+    name_mask,
+    nearest_in,
+    pattern_mask,
+)
 from pista.rules._common import first_calls, kernel_launches, kernels, mark_ancestors, memcpys
 from pista.rules._cudnn import slow_calls
 from pista.trace.facts import INDEX, STEP_NAME, Facts, Intervals, indices, merge_intervals, per_facts
@@ -38,7 +45,6 @@ COLD_RATIO = 5.0
 # The profiler's own work on its overhead lane; the other events there (Runtime Triggered Module
 # Loading, Lazy Function Loading) are CUDA's one-time lazy loading.
 PROFILER_EVENTS = frozenset({"Activity Buffer Request", "Buffer Flush"})
-DTOH = re.compile(r"^Memcpy DtoH")
 
 
 
@@ -227,7 +233,7 @@ def _under_op(facts: Facts, idx: np.ndarray) -> np.ndarray:
 def _sync_calls(facts: Facts, allowed: np.ndarray) -> np.ndarray:
     """Runtime calls that block the host on the GPU (syncs, the launch of a device-to-host copy)."""
     calls = facts.is_host & name_mask(facts, SYNC_NAMES)
-    dtoh = memcpys(facts) & pattern_mask(facts, DTOH) & (facts.launcher >= 0)
+    dtoh = memcpys(facts) & pattern_mask(facts, DTOH_COPY) & (facts.launcher >= 0)
     calls[facts.launcher[dtoh]] = True
     return calls & allowed
 

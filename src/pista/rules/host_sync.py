@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
-from pista.query import COMPILE_EVENT, SYNC_NAMES, name_mask, nearest_ancestor, pattern_mask
+from pista.query import COMPILE_EVENT, DTOH_COPY, SYNC_NAMES, name_mask, nearest_ancestor, pattern_mask
 from pista.rules import _one_time as one_time
 from pista.rules._anomaly import check_ops
 from pista.rules._breaks import gaps
@@ -34,7 +34,6 @@ ID = "host-sync"
 # step cost little while the host was the bottleneck and +20% once it was fast (REVIEW.md).
 MIN_SYNCS_PER_STEP = 1.0
 EVIDENCE_EVENTS = 9
-DTOH = re.compile(r"^Memcpy DtoH")
 PAGEABLE = re.compile(r"Pageable")  # a copy to or from pageable memory blocks by itself: pageable-memcpy's
 
 
@@ -362,7 +361,7 @@ def _compiling(facts: Facts) -> np.ndarray:
 
 def _read_backs(facts: Facts) -> np.ndarray:
     """Launch calls of device-to-host copies inside the steps, not while compiling."""
-    dtoh = memcpys(facts) & pattern_mask(facts, DTOH)
+    dtoh = memcpys(facts) & pattern_mask(facts, DTOH_COPY)
     calls = np.zeros(len(facts.trace), dtype=bool)
     calls[facts.launcher[dtoh & (facts.launcher >= 0)]] = True
     calls &= ~_compiling(facts)

@@ -3,7 +3,6 @@ python-loop`) are its docs, with the text of its findings, in pista/i18n/ftl/<la
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +10,7 @@ import numpy as np
 
 from pista.findings import Context, Finding, Record
 from pista.opargs import op_args
-from pista.query import nearest_in, pattern_mask
+from pista.query import DTOH_COPY, nearest_in, pattern_mask
 from pista.rules._common import (
     OPTIMIZER_STEP,
     backward_nodes,
@@ -128,13 +127,9 @@ def check(ctx: Context) -> list[Finding]:
     return [Finding(ID, record, impact, ev, edit=_edit(facts, first, rest, spans))]
 
 
-# A device-to-host copy (a pass reading a value back).
-DTOH = re.compile(r"^Memcpy DtoH")
-
-
 def _reads_back(facts: Facts, block: np.ndarray) -> bool:
     """Whether one of the pass's ops launched a device-to-host copy (the pass reads a value to the host)."""
-    copies = np.flatnonzero(facts.is_device_work & pattern_mask(facts, DTOH) & (facts.launcher >= 0))
+    copies = np.flatnonzero(facts.is_device_work & pattern_mask(facts, DTOH_COPY) & (facts.launcher >= 0))
     if copies.size == 0:
         return False
     under = nearest_in(facts, index_mask(facts, block), facts.launcher[copies].astype(np.int64))
