@@ -19,6 +19,7 @@ from pista.query import (
     pattern_mask,
 )
 from pista.trace.facts import Facts, per_facts
+from pista.trace.model import Trace
 
 # Runtime/driver calls that put a kernel (or copy/memset) on a stream, by name: is_launch covers every
 # runtime call (cudaMalloc, cudaDeviceGetAttribute...), which are not launches.
@@ -198,6 +199,15 @@ def kernels(facts: Facts) -> np.ndarray:
 
 def memcpys(facts: Facts) -> np.ndarray:
     return facts.is_device_work & facts.trace.category_mask({"gpu_memcpy"})
+
+
+def copy_bytes(trace: Trace, work: np.ndarray) -> np.ndarray:
+    """Each copy's recorded `bytes` (0 where the trace has no number), as floats."""
+    out = np.zeros(work.size, dtype=np.float64)
+    for k, w in enumerate(work.tolist()):
+        value = trace.args(w).get("bytes")
+        out[k] = float(value) if isinstance(value, (int, float)) else 0.0
+    return out
 
 
 def busy_ns(facts: Facts, lo: int, hi: int) -> int:

@@ -10,7 +10,7 @@ import numpy as np
 from pista.findings import Context, Evidence, Finding, Impact, Record, Severity
 from pista.query import SYNC_NAMES, name_mask, nearest_ancestor, pattern_mask
 from pista.rules import _one_time as one_time
-from pista.rules._common import busy_ns, outermost_aten, profiler_stop_sync, step_at, us
+from pista.rules._common import busy_ns, copy_bytes, outermost_aten, profiler_stop_sync, step_at, us
 from pista.trace.facts import Facts
 
 ID = "outside-wait"
@@ -111,17 +111,9 @@ def _candidates(ctx: Context) -> np.ndarray:
     # the calls staging their own copy (its bytes over the call's time), or copying pageable memory
     work = np.flatnonzero(facts.is_device_work & (facts.launcher >= 0))
     work = work[calls[facts.launcher[work]]]
-    staging = pattern_mask(facts, PAGEABLE)[work] | (_bytes(trace, work) >= STAGING_GB_S * trace.dur[facts.launcher[work]])
+    staging = pattern_mask(facts, PAGEABLE)[work] | (copy_bytes(trace, work) >= STAGING_GB_S * trace.dur[facts.launcher[work]])
     calls[facts.launcher[work[staging]]] = False
     return calls
-
-
-def _bytes(trace, work: np.ndarray) -> np.ndarray:
-    out = np.zeros(work.size, dtype=np.float64)
-    for k, w in enumerate(work.tolist()):
-        value = trace.args(w).get("bytes")
-        out[k] = float(value) if isinstance(value, (int, float)) else 0.0
-    return out
 
 
 def _op(facts: Facts, i: int) -> str | None:

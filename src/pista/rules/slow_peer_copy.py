@@ -10,7 +10,7 @@ import numpy as np
 
 from pista.findings import Context, Evidence, Finding, Record
 from pista.query import pattern_mask
-from pista.rules._common import us
+from pista.rules._common import copy_bytes, us
 from pista.timeline import Edit
 from pista.trace.facts import Facts
 
@@ -58,31 +58,33 @@ class SlowCopy(Record):
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.facts
     pairs = _pairs(facts)
-    rate = {key: _rate(facts, work) for key, work in pairs.items() if _mean_bytes(facts, work) >= MIN_COPY_BYTES}
+    rate = {key: _rate(facts, work, nbytes) for key, (work, nbytes) in pairs.items() if nbytes.mean() >= MIN_COPY_BYTES}
     if len(rate) < 2:
         return []
     fast = max(rate, key=rate.__getitem__)
     slow = sorted((k for k in rate if rate[k] < SLOW_SHARE * rate[fast]), key=rate.__getitem__)
     if not slow:
         return []
-    work = np.concatenate([pairs[k] for k in slow])
+    work = np.concatenate([pairs[k][0] for k in slow])
+    nbytes = np.concatenate([pairs[k][1] for k in slow])
     dur = facts.trace.dur[work].astype(np.float64)
-    faster = np.minimum(_bytes(facts, work) / rate[fast], dur)
+    faster = np.minimum(nbytes / rate[fast], dur)
     saved = float(dur.sum() - faster.sum())
     impact = ctx.per_step(saved)
     if impact.share < MIN_STEP_SHARE:
         return []
-    record = SlowPeerCopy(slow=tuple(_pair(facts, k, pairs[k]) for k in slow), fast=_pair(facts, fast, pairs[fast]),
+    record = SlowPeerCopy(slow=tuple(_pair(k, pairs[k], rate[k]) for k in slow), fast=_pair(fast, pairs[fast], rate[fast]),
                           slow_us=us(float(dur.sum())), saved_us=us(saved), steps=ctx.step_count)
-    longest = work[np.argsort(-dur, kind="stable")[:EVIDENCE_EVENTS]]
-    evidence = [Evidence.of(facts, int(i), SlowCopy(*_ends(facts, int(i)), _rate(facts, np.array([i]))))
-                for i in longest]
+    longest = np.argsort(-dur, kind="stable")[:EVIDENCE_EVENTS]
+    evidence = [Evidence.of(facts, int(work[k]), SlowCopy(*_ends(facts, int(work[k])), _gb_s(nbytes[k], dur[k])))
+                for k in longest]
     edit = Edit("peer copies at the fast link's rate", device_dur=(work.astype(np.int64), faster))
     return [Finding(ID, record, impact, evidence, edit=edit)]
 
 
-def _pairs(facts: Facts) -> dict[tuple[int, int], np.ndarray]:
-    """The peer copies in the window (in the steps, where there are steps), by (source GPU, destination GPU)."""
+def _pairs(facts: Facts) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
+    """The peer copies in the window (in the steps, where there are steps), by (source GPU, destination GPU): their
+    indices and their bytes (rules._common.copy_bytes: 0 where the trace has no number)."""
     trace = facts.trace
     lo, hi = facts.window
     mask = facts.is_device_work & pattern_mask(facts, PEER_COPY) & (trace.ts >= lo) & (trace.ts < hi)
@@ -93,7 +95,8 @@ def _pairs(facts: Facts) -> dict[tuple[int, int], np.ndarray]:
         ends = _ends(facts, i)
         if ends[0] != ends[1] and min(ends) >= 0:
             out[ends].append(i)
-    return {k: np.asarray(v, dtype=np.int64) for k, v in out.items()}
+    pairs = {k: np.asarray(v, dtype=np.int64) for k, v in out.items()}
+    return {k: (work, np.maximum(copy_bytes(trace, work), 0.0)) for k, work in pairs.items()}
 
 
 def _ends(facts: Facts, i: int) -> tuple[int, int]:
@@ -106,20 +109,15 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
 
-def _bytes(facts: Facts, work: np.ndarray) -> np.ndarray:
-    values = [facts.trace.args(int(i)).get("bytes") for i in work]
-    return np.array([v if isinstance(v, (int, float)) and v > 0 else 0 for v in values], dtype=np.float64)
-
-
-def _mean_bytes(facts: Facts, work: np.ndarray) -> float:
-    return float(_bytes(facts, work).mean()) if work.size else 0.0
-
-
-def _rate(facts: Facts, work: np.ndarray) -> float:
+def _rate(facts: Facts, work: np.ndarray, nbytes: np.ndarray) -> float:
     """Bytes per ns (GB/s) over the copies' time together."""
-    dur = float(facts.trace.dur[work].sum())
-    return float(_bytes(facts, work).sum()) / dur if dur > 0 else 0.0
+    return _gb_s(float(nbytes.sum()), float(facts.trace.dur[work].sum()))
 
 
-def _pair(facts: Facts, key: tuple[int, int], work: np.ndarray) -> PeerPair:
-    return PeerPair(key[0], key[1], int(work.size), float(_bytes(facts, work).sum()) / 2**20, _rate(facts, work))
+def _gb_s(nbytes: float, dur_ns: float) -> float:
+    return float(nbytes) / float(dur_ns) if dur_ns > 0 else 0.0
+
+
+def _pair(key: tuple[int, int], copies: tuple[np.ndarray, np.ndarray], rate: float) -> PeerPair:
+    work, nbytes = copies
+    return PeerPair(key[0], key[1], int(work.size), float(nbytes.sum()) / 2**20, rate)
