@@ -53,6 +53,13 @@ def how_many(n: int) -> str:
     return "none" if n == 0 else "one" if n == 1 else "many"
 
 
+def step_lead(has_steps: bool, steps: int, of_steps: int) -> str:
+    """Which steps a finding holds, as a selector key: the window (no ProfilerStep), all of them, or some."""
+    if not has_steps:
+        return "window"
+    return "all" if steps == of_steps else "some"
+
+
 def note_id(cls: type) -> str:
     """The message of a note class: its name in kebab case (NchwNote -> nchw-note)."""
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", cls.__name__).lower()

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from pista.i18n._fluent import Say, yes
+from pista.i18n._fluent import Say, step_lead, yes
 from pista.i18n._fmt import num, t
 from pista.rules.inference_grad_mode import InferenceGradMode, NodeOp
 
 
-def _lead(r: InferenceGradMode) -> str:
-    if not r.has_steps:
-        return "window"
-    return "all" if r.steps == r.of_steps else "some"
-
-
 def args(r: InferenceGradMode, say: Say) -> dict[str, str]:
     return {
-        "lead": _lead(r), "steps": str(r.steps), "of_steps": str(r.of_steps), "nodes": f"{r.nodes_per_step:.0f}",
+        "lead": step_lead(r.has_steps, r.steps, r.of_steps), "steps": str(r.steps), "of_steps": str(r.of_steps), "nodes": f"{r.nodes_per_step:.0f}",
         "top": ", ".join(say("top-item", name=b.name, per_step=f"{b.per_step:.0f}") for b in r.top),
         "cost_us": t(r.nodes_per_step * r.node_us * r.inflation), "capped": yes(r.capped),
         "idle_us": t(r.idle_us_per_step), "cache": yes(r.cache_keeps_graphs), "malloc_steps": str(r.malloc_steps),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pista.i18n._fluent import Say, key, yes
+from pista.i18n._fluent import Say, key, step_lead, yes
 from pista.i18n._fmt import t
 from pista.rules.inference_train_mode import InferenceTrainMode, TrainingOp
 
@@ -38,15 +38,9 @@ def _modules(r: InferenceTrainMode, say: Say) -> str:
     return ", ".join(parts)
 
 
-def _lead(r: InferenceTrainMode) -> str:
-    if not r.has_steps:
-        return "window"
-    return "all" if r.steps == r.of_steps else "some"
-
-
 def args(r: InferenceTrainMode, say: Say) -> dict[str, str]:
     return {
-        "lead": _lead(r), "steps": str(r.steps), "of_steps": str(r.of_steps), "has_steps": yes(r.has_steps),
+        "lead": step_lead(r.has_steps, r.steps, r.of_steps), "steps": str(r.steps), "of_steps": str(r.of_steps), "has_steps": yes(r.has_steps),
         "what": _what(r, say), "kernel_us": t(r.kernel_us_per_step), "idle": yes(r.idle_us_per_step),
         "idle_us": t(r.idle_us_per_step), "dispatched": _dispatched(r, say), "sdpa": yes(r.attention_not_cudnn),
         "grad": yes(r.grad_mode), "modules": _modules(r, say),
